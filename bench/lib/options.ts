@@ -1,0 +1,61 @@
+/**
+ * Bench knobs, from the environment (the bench is a dev tool, not the product: it reads env here).
+ * - BENCH_RUNS: runs per measurement (default 3; the median is reported).
+ * - BENCH_QUICK=1: small sizes and one run, to develop the bench itself; its numbers mean little.
+ * - BENCH_ONLY=ingest,solana,evm,redis,scale,cluster: a subset of the sections.
+ * - BENCH_OUT: where to write the report (default BENCHMARKS.md at the repository root).
+ */
+export const SECTIONS = ['ingest', 'solana', 'evm', 'redis', 'scale', 'cluster'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+export type BenchOptions = {
+  readonly quick: boolean;
+  readonly runs: number;
+  readonly only: ReadonlySet<Section>;
+  readonly out: string | undefined;
+  readonly sizes: {
+    readonly ingestRows: number;
+    readonly solanaRows: number;
+    readonly evmRowsOneChain: number;
+    readonly evmRowsPerChain: number;
+    readonly redisRows: number;
+    readonly scaleRows: number;
+    readonly clusterRows: number;
+  };
+};
+
+export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions {
+  const quick = env['BENCH_QUICK'] === '1';
+  const runs = Math.max(1, Number(env['BENCH_RUNS'] ?? (quick ? 1 : 3)) || 1);
+  const only = new Set<Section>(
+    (env['BENCH_ONLY'] ?? SECTIONS.join(','))
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s): s is Section => (SECTIONS as readonly string[]).includes(s)),
+  );
+  return {
+    quick,
+    runs,
+    only,
+    out: env['BENCH_OUT'],
+    sizes: quick
+      ? {
+          ingestRows: 10_000,
+          solanaRows: 300,
+          evmRowsOneChain: 100,
+          evmRowsPerChain: 100,
+          redisRows: 300,
+          scaleRows: 300,
+          clusterRows: 200,
+        }
+      : {
+          ingestRows: 100_000,
+          solanaRows: 2_000,
+          evmRowsOneChain: 500,
+          evmRowsPerChain: 500,
+          redisRows: 2_000,
+          scaleRows: 2_000,
+          clusterRows: 1_000,
+        },
+  };
+}

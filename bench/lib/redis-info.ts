@@ -1,0 +1,47 @@
+import type { Redis } from 'ioredis';
+
+/** `INFO <section>` as a map of field → value. */
+export async function info(redis: Redis, section: string): Promise<Map<string, string>> {
+  const text = await redis.info(section);
+  const out = new Map<string, string>();
+  for (const line of text.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon > 0 && !line.startsWith('#')) out.set(line.slice(0, colon), line.slice(colon + 1));
+  }
+  return out;
+}
+
+/** Calls per command since the last `CONFIG RESETSTAT` (the bench's own INFO/CONFIG calls left out). */
+export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const [key, value] of await info(redis, 'commandstats')) {
+    const name = key.replace(/^cmdstat_/, '');
+    if (name === 'info' || name === 'config') continue;
+    const calls = /calls=([0-9]+)/.exec(value)?.[1];
+    if (calls !== undefined) out.set(name, Number(calls));
+  }
+  return out;
+}
+
+export function totalCalls(calls: Map<string, number>): number {
+  let n = 0;
+  for (const v of calls.values()) n += v;
+  return n;
+}
+
+/** The `top` commands by calls, as `evalsha 12.3, hset 4.0` per `per` (e.g. per transfer). */
+export function topCommands(calls: Map<string, number>, per: number, top = 8): string {
+  return [...calls.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([name, n]) => `${name} ${(n / per).toFixed(1)}`)
+    .join(', ');
+}
+
+export async function usedMemory(redis: Redis): Promise<number> {
+  return Number((await info(redis, 'memory')).get('used_memory') ?? Number.NaN);
+}
+
+export async function redisVersion(redis: Redis): Promise<string> {
+  return (await info(redis, 'server')).get('redis_version') ?? 'unknown';
+}

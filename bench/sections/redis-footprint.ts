@@ -1,0 +1,194 @@
+import { Queue } from 'bullmq';
+import { CHAINS } from '../../src/domain/chains.ts';
+import { queueNameFor } from '../../src/queue/jobs.ts';
+import { keys } from '../../src/store/keys.ts';
+import { commandCalls, topCommands, totalCalls, usedMemory } from '../lib/redis-info.ts';
+import { mixedRows } from '../lib/rows.ts';
+import {
+  enqueueFile,
+  productEnv,
+  startBenchRedis,
+  startWorkers,
+  waitBatchComplete,
+  writeCsv,
+  type BenchRedis,
+} from '../lib/stack.ts';
+import type { Context } from './throughput.ts';
+
+const INTENT_QUEUE = 'intents';
+
+export type RedisRun = {
+  readonly rows: number;
+  /** Commands per transfer (INFO commandstats, Lua-internal calls included), by phase. */
+  readonly commandsEnqueue: number;
+  readonly commandsWork: number;
+  readonly commandsFollow: number;
+  readonly topWork: string;
+  /** used_memory growth per transfer: right after ingest, once all is final, once BullMQ's finished jobs are gone. */
+  readonly bytesAfterEnqueue: number;
+  readonly bytesAfterComplete: number;
+  /** What stays per transfer for good: Σ MEMORY USAGE of records, payout ids and batch keys / rows. */
+  readonly bytesRetained: number;
+  /** The same from used_memory (fixed costs such as the script cache and client buffers included). */
+  readonly usedMemoryRetained: number;
+  /** MEMORY USAGE (SAMPLES 0) summed over each kind of key once finished jobs are gone, per transfer. */
+  readonly keyBytes: KeyBytes;
+};
+
+export type KeyBytes = {
+  /** `P:t:*`: the transfer records. */
+  readonly records: number;
+  /** `P:payout:*`: the payout ids. */
+  readonly payouts: number;
+  /** `P:batch:*` and `P:batches`: the batch record, its row and state sets. */
+  readonly batch: number;
+  /** BullMQ's `…:events` streams: capped at 10,000 entries per queue, so not per transfer in the long run. */
+  readonly eventStreams: number;
+  /** Everything else (queue metadata, nonce pools, counters). */
+  readonly other: number;
+};
+
+/**
+ * 4. What a batch costs Redis: commands per transfer (ingest, the worker until the batch is
+ * complete, then the intent follower until every intent is final) and memory per transfer, both
+ * with BullMQ's finished jobs still kept (TRANSFER_JOB_OPTIONS keep them a day) and after they are
+ * removed — what stays for good is the transfer record, its place in the batch's sets and the
+ * payout id.
+ */
+export type RedisFootprint = {
+  readonly runs: readonly RedisRun[];
+  /** The same batch on a Redis with `hash-max-listpack-value 1024` (records stay listpack-encoded). */
+  readonly listpack: RedisRun;
+};
+
+/** Lets a transfer record's longest values (a permit's JSON, a signed transaction) stay in a listpack. */
+export const LISTPACK_ARGS = ['--hash-max-listpack-value', '1024'] as const;
+
+export async function benchRedisFootprint(
+  ctx: Context,
+  p: { rows: number; runs: number },
+): Promise<RedisFootprint> {
+  const out: RedisRun[] = [];
+  const show = (what: string, r: RedisRun) =>
+    ctx.log(
+      `redis ${what}: ${(r.commandsEnqueue + r.commandsWork + r.commandsFollow).toFixed(0)} commands/transfer, retained ${r.bytesRetained.toFixed(0)} B/transfer (records ${r.keyBytes.records.toFixed(0)} B)`,
+    );
+  for (let i = 0; i < p.runs; i++) {
+    const r = await oneRun(ctx, p.rows, i);
+    out.push(r);
+    show(`run ${i + 1}`, r);
+  }
+  const listpack = await oneRun(ctx, p.rows, p.runs, LISTPACK_ARGS);
+  show('with hash-max-listpack-value 1024', listpack);
+  return { runs: out, listpack };
+}
+
+async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly string[]): Promise<RedisRun> {
+  const redis = await startBenchRedis(redisArgs);
+  let stopWorkers: (() => Promise<void>) | undefined;
+  try {
+    await ctx.sandbox.admin.reset();
+    const prefix = 'usdc';
+    const env = productEnv({
+      redisUrl: redis.url,
+      prefix,
+      sandbox: ctx.sandbox,
+      solanaKeyFile: ctx.solanaKeyFile,
+      extra: { WORKER_CONCURRENCY: '64' },
+    });
+    const rows = mixedRows(n, `mem${i}`);
+    const file = writeCsv(ctx.dir, `redis-${i}.csv`, rows);
+
+    await redis.client.config('RESETSTAT');
+    const m0 = await usedMemory(redis.client);
+    const { batchId } = await enqueueFile(file, env);
+    const enqueueCalls = totalCalls(await commandCalls(redis.client));
+    const m1 = await usedMemory(redis.client);
+
+    await redis.client.config('RESETSTAT');
+    const group = startWorkers(1, env);
+    stopWorkers = group.stop;
+    await waitBatchComplete(redis.client, prefix, batchId, group, 600_000);
+    const workCalls = await commandCalls(redis.client);
+
+    await redis.client.config('RESETSTAT');
+    await waitIntentsFollowed(redis, prefix, 120_000);
+    const followCalls = totalCalls(await commandCalls(redis.client));
+    await group.stop();
+    const m2 = await usedMemory(redis.client);
+
+    // A day later BullMQ has trimmed the finished jobs (removeOnComplete age); do it now.
+    for (const name of [...CHAINS.map((c) => queueNameFor(c)), INTENT_QUEUE]) {
+      const q = new Queue(name, { connection: { url: redis.url }, prefix });
+      q.on('error', () => {});
+      await q.clean(0, 0, 'completed');
+      await q.close();
+    }
+    const m3 = await usedMemory(redis.client);
+    const k = keys(prefix);
+    const kb = await keyBytes(redis, prefix);
+    const submitted = Number(await redis.client.hget(k.batch(batchId), 'n_submitted'));
+    if (submitted !== n) throw new Error(`redis footprint: ${submitted} of ${n} transfers submitted`);
+    return {
+      rows: n,
+      commandsEnqueue: enqueueCalls / n,
+      commandsWork: totalCalls(workCalls) / n,
+      commandsFollow: followCalls / n,
+      topWork: topCommands(workCalls, n),
+      bytesAfterEnqueue: (m1 - m0) / n,
+      bytesAfterComplete: (m2 - m0) / n,
+      bytesRetained: (kb.records + kb.payouts + kb.batch) / n,
+      // The capped event streams are a fixed cost, not a per-transfer one: left out here, shown apart.
+      usedMemoryRetained: (m3 - m0 - kb.eventStreams) / n,
+      keyBytes: {
+        records: kb.records / n,
+        payouts: kb.payouts / n,
+        batch: kb.batch / n,
+        eventStreams: kb.eventStreams / n,
+        other: kb.other / n,
+      },
+    };
+  } finally {
+    await stopWorkers?.();
+    await redis.stop();
+  }
+}
+
+async function keyBytes(redis: BenchRedis, prefix: string): Promise<KeyBytes> {
+  const sums = { records: 0, payouts: 0, batch: 0, eventStreams: 0, other: 0 };
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.client.scan(cursor, 'COUNT', 1000);
+    cursor = next;
+    const pipe = redis.client.pipeline();
+    for (const key of found) pipe.call('MEMORY', 'USAGE', key, 'SAMPLES', '0');
+    const sizes = (await pipe.exec()) ?? [];
+    found.forEach((key, i) => {
+      const size = Number(sizes[i]?.[1] ?? 0);
+      if (key.startsWith(`${prefix}:t:`)) sums.records += size;
+      else if (key.startsWith(`${prefix}:payout:`)) sums.payouts += size;
+      else if (key.startsWith(`${prefix}:batch`)) sums.batch += size;
+      else if (key.endsWith(':events')) sums.eventStreams += size;
+      else sums.other += size;
+    });
+  } while (cursor !== '0');
+  return sums;
+}
+
+/** Until the intent follower has no job left (every intent reached a final status). */
+async function waitIntentsFollowed(redis: BenchRedis, prefix: string, timeoutMs: number): Promise<void> {
+  const q = new Queue(INTENT_QUEUE, { connection: { url: redis.url }, prefix });
+  q.on('error', () => {});
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const c = await q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'waiting-children');
+      if (Object.values(c).every((v) => v === 0)) return;
+      if (Date.now() > deadline)
+        throw new Error(`intents still followed after ${timeoutMs} ms: ${JSON.stringify(c)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    await q.close();
+  }
+}

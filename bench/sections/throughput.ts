@@ -1,0 +1,239 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import type { Chain } from '../../src/domain/chains.ts';
+import { queueNameFor } from '../../src/queue/jobs.ts';
+import type { Row } from '../../test/helpers/fixtures.ts';
+import { REPO_ROOT } from '../../test/helpers/cli.ts';
+import type { SandboxProcess } from '../../test/helpers/sandbox.ts';
+import { trackChild } from '../lib/cleanup.ts';
+import { cpuMsOf } from '../lib/cpu.ts';
+import { commandCalls, info, totalCalls } from '../lib/redis-info.ts';
+import {
+  batchOutcome,
+  enqueueFile,
+  productEnv,
+  startBenchRedis,
+  startWorkers,
+  waitBatchComplete,
+  writeCsv,
+  type BenchRedis,
+  type WorkerGroup,
+} from '../lib/stack.ts';
+
+const RAW_SOLANA_WORKER = fileURLToPath(new URL('../raw/solana-worker.ts', import.meta.url));
+
+export type FlowRun = {
+  readonly perSecond: number;
+  readonly windowMs: number;
+  /** Redis commands per transfer while the batch ran (INFO commandstats; Lua-internal calls included). */
+  readonly commandsPerTransfer: number;
+  /** Lua script invocations (EVAL/EVALSHA/FCALL) per transfer: each is one round trip. */
+  readonly scriptsPerTransfer: number;
+  /** CPU (user + sys) per transfer, ms, of each process while the batch ran. */
+  readonly cpuMsPerTransfer: { readonly worker: number; readonly sandbox: number; readonly redis: number };
+};
+
+export type Context = {
+  readonly sandbox: SandboxProcess;
+  readonly solanaKeyFile: string;
+  readonly dir: string;
+  readonly log: (s: string) => void;
+};
+
+async function redisCpuMs(redis: BenchRedis): Promise<number> {
+  const cpu = await info(redis.client, 'cpu');
+  return (Number(cpu.get('used_cpu_user')) + Number(cpu.get('used_cpu_sys'))) * 1000;
+}
+
+/** Waits until `n` worker processes are taking jobs from `queueName` (BullMQ names its worker clients). */
+async function waitWorkersReady(
+  url: string,
+  prefix: string,
+  queueName: string,
+  n: number,
+  group: WorkerGroup,
+) {
+  const queue = new Queue(queueName, { connection: { url }, prefix });
+  queue.on('error', () => {});
+  try {
+    const deadline = Date.now() + 60_000;
+    while ((await queue.getWorkersCount()) < n) {
+      if (Date.now() > deadline)
+        throw new Error(`workers not ready after 60 s:\n${group.output().slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    await queue.close();
+  }
+}
+
+function scriptCalls(calls: Map<string, number>): number {
+  let n = 0;
+  for (const [name, v] of calls) if (/^(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro)$/.test(name)) n += v;
+  return n;
+}
+
+/**
+ * One batch through `usdc-batch worker` process(es): a fresh durable Redis, the CSV enqueued through
+ * the CLI, then `workers` processes started; throughput over the records' own window (first
+ * transfer taken → batch complete). Checks that every row was submitted and paid exactly once.
+ */
+export async function runProductBatch(
+  ctx: Context,
+  p: {
+    rows: readonly Row[];
+    workers: number;
+    env?: Record<string, string>;
+    name: string;
+    timeoutMs?: number;
+  },
+): Promise<FlowRun & { commands: Map<string, number> }> {
+  const redis = await startBenchRedis();
+  const workers: { stop(): Promise<void> }[] = [];
+  try {
+    await ctx.sandbox.admin.reset();
+    const prefix = 'usdc';
+    const env = productEnv({
+      redisUrl: redis.url,
+      prefix,
+      sandbox: ctx.sandbox,
+      solanaKeyFile: ctx.solanaKeyFile,
+      ...(p.env ? { extra: p.env } : {}),
+    });
+    const file = writeCsv(ctx.dir, `${p.name}.csv`, p.rows);
+    const { batchId } = await enqueueFile(file, env);
+    await redis.client.config('RESETSTAT');
+    const group = startWorkers(p.workers, env);
+    workers.push(group);
+    // CPU is counted from the moment every worker takes jobs: Node's start-up is not per transfer.
+    const from = (p.rows[0] as Row).from;
+    await waitWorkersReady(redis.url, prefix, queueNameFor(from as Chain), p.workers, group);
+    const pids = group.processes.map((w) => w.child.pid);
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const cpu0 = {
+      worker: sum(pids.map(cpuMsOf)),
+      sandbox: cpuMsOf(ctx.sandbox.child.pid),
+      redis: await redisCpuMs(redis),
+    };
+    await waitBatchComplete(redis.client, prefix, batchId, group, p.timeoutMs ?? 600_000);
+    const cpu1 = {
+      worker: sum(pids.map(cpuMsOf)),
+      sandbox: cpuMsOf(ctx.sandbox.child.pid),
+      redis: await redisCpuMs(redis),
+    };
+    const calls = await commandCalls(redis.client);
+    const outcome = await batchOutcome(redis.client, prefix, batchId);
+    await group.stop();
+    if (outcome.notSubmitted > 0) {
+      throw new Error(`${p.name}: ${outcome.notSubmitted} of ${outcome.rows} transfers were not submitted`);
+    }
+    await checkPaidOnce(ctx.sandbox, p.rows.length, p.name);
+    return {
+      perSecond: outcome.perSecond,
+      windowMs: outcome.windowMs,
+      commandsPerTransfer: totalCalls(calls) / p.rows.length,
+      scriptsPerTransfer: scriptCalls(calls) / p.rows.length,
+      cpuMsPerTransfer: {
+        worker: (cpu1.worker - cpu0.worker) / p.rows.length,
+        sandbox: (cpu1.sandbox - cpu0.sandbox) / p.rows.length,
+        redis: (cpu1.redis - cpu0.redis) / p.rows.length,
+      },
+      commands: calls,
+    };
+  } finally {
+    for (const w of workers) await w.stop();
+    await redis.stop();
+  }
+}
+
+async function checkPaidOnce(sandbox: SandboxProcess, rows: number, name: string): Promise<void> {
+  const ledger = await sandbox.admin.ledger();
+  const recipients = new Set(ledger.map((e) => e.recipient.toLowerCase()));
+  if (ledger.length !== rows || recipients.size !== rows) {
+    throw new Error(
+      `${name}: the sandbox ledger has ${ledger.length} payments to ${recipients.size} recipients for ${rows} rows`,
+    );
+  }
+}
+
+/**
+ * The raw BullMQ worker (bench/raw/solana-worker.ts) on the same rows: jobs added with `addBulk`
+ * (not timed), then the worker process runs until every job finished.
+ */
+export async function runRawSolanaBatch(
+  ctx: Context,
+  p: { rows: readonly Row[]; concurrency: number; timeoutMs?: number },
+): Promise<FlowRun> {
+  const redis = await startBenchRedis();
+  try {
+    await ctx.sandbox.admin.reset();
+    const prefix = 'raw';
+    const queue = new Queue('raw-solana', { connection: { url: redis.url }, prefix });
+    queue.on('error', () => {});
+    for (let i = 0; i < p.rows.length; i += 1000) {
+      await queue.addBulk(
+        p.rows.slice(i, i + 1000).map((r) => ({
+          name: 'transfer',
+          data: { to: r.to, amount: r.amount, recipient: r.recipient },
+          opts: { jobId: `raw/${r.id}`, removeOnComplete: { age: 24 * 3600 } },
+        })),
+      );
+    }
+    await queue.close();
+    await redis.client.config('RESETSTAT');
+    const sandbox0 = cpuMsOf(ctx.sandbox.child.pid);
+    const redis0 = await redisCpuMs(redis);
+    const child = spawn(process.execPath, [RAW_SOLANA_WORKER], {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env['PATH'],
+        REDIS_URL: redis.url,
+        QUEUE_PREFIX: prefix,
+        QUEUE: 'raw-solana',
+        TRANSFER_API_URL: ctx.sandbox.url,
+        TRANSFER_API_KEY: ctx.sandbox.api_key,
+        SOLANA_KEYPAIR_FILE: ctx.solanaKeyFile,
+        CONCURRENCY: String(p.concurrency),
+        EXPECT: String(p.rows.length),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    trackChild(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-5000)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), p.timeoutMs ?? 600_000);
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    clearTimeout(timer);
+    const calls = await commandCalls(redis.client);
+    const sandbox1 = cpuMsOf(ctx.sandbox.child.pid);
+    const redis1 = await redisCpuMs(redis);
+    if (code !== 0) throw new Error(`raw worker exited ${code}: ${stderr}`);
+    const r = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as {
+      first: number;
+      last: number;
+      done: number;
+      failed: number;
+      cpuMs: number;
+    };
+    if (r.done !== p.rows.length)
+      throw new Error(`raw worker: ${r.failed} of ${p.rows.length} jobs failed: ${stderr}`);
+    await checkPaidOnce(ctx.sandbox, p.rows.length, 'raw solana');
+    const windowMs = r.last - r.first;
+    return {
+      perSecond: (r.done / windowMs) * 1000,
+      windowMs,
+      commandsPerTransfer: totalCalls(calls) / p.rows.length,
+      scriptsPerTransfer: scriptCalls(calls) / p.rows.length,
+      cpuMsPerTransfer: {
+        worker: r.cpuMs / p.rows.length,
+        sandbox: (sandbox1 - sandbox0) / p.rows.length,
+        redis: (redis1 - redis0) / p.rows.length,
+      },
+    };
+  } finally {
+    await redis.stop();
+  }
+}

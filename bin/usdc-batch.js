@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// The CLI entry: Node ≥ 22.18 (and 24 LTS) runs the erasable TypeScript sources directly, so the
+// bin works right after `npm ci` with no build step. Node 22.12–22.17 need the type-stripping flag:
+// the entry re-runs itself with it.
+import { spawn } from 'node:child_process';
+
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 12)) {
+  process.stderr.write(
+    `usdc-batch needs Node.js 22.12 or newer (24 LTS recommended); this is ${process.version}.\n`,
+  );
+  process.exit(2);
+}
+if (major === 22 && minor < 18 && !process.execArgv.includes('--experimental-strip-types')) {
+  const child = spawn(process.execPath, ['--experimental-strip-types', ...process.argv.slice(1)], {
+    stdio: 'inherit',
+  });
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 : 1)));
+} else {
+  process.removeAllListeners('warning');
+  process.on('warning', (w) => {
+    if (w.name !== 'ExperimentalWarning') process.stderr.write(`${w.name}: ${w.message}\n`);
+  });
+  const { main } = await import('../src/cli/main.ts');
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,18 @@
+import { approveBatch } from '../../ops/operations.ts';
+import { withCli } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+
+export async function run(args: string[]): Promise<number> {
+  return await withCli({}, async (ctx) => {
+    const res = await approveBatch(
+      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor },
+      args[0] as string,
+    );
+    process.stdout.write(
+      res.already
+        ? `${args[0]} is not held; nothing to approve\n`
+        : `approved ${args[0]}: released ${res.released} transfer(s)\n`,
+    );
+    return EXIT.ok;
+  });
+}

@@ -1,0 +1,49 @@
+import { createBatchReader } from '../../store/batch-reader.ts';
+import { withCli } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+import { table } from '../format.ts';
+
+export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
+  return await withCli({}, async (ctx) => {
+    const list = await createBatchReader({ redis: ctx.redis, prefix: ctx.prefix }).list(100);
+    if (options['json']) {
+      process.stdout.write(`${JSON.stringify({ batches: list }, null, 2)}\n`);
+      return EXIT.ok;
+    }
+    if (list.length === 0) {
+      process.stdout.write('no batches yet\n');
+      return EXIT.ok;
+    }
+    process.stdout.write(
+      `${table(
+        [
+          'batch',
+          'created',
+          'source',
+          'complete',
+          'queued',
+          'in_prog',
+          'submitted',
+          'failed',
+          'rejected',
+          'review',
+          'amount',
+        ],
+        list.map((b) => [
+          b.batch_id,
+          b.created_at,
+          b.source,
+          b.held ? 'held' : b.complete ? 'yes' : 'no',
+          b.counts.queued,
+          b.counts.in_progress,
+          b.counts.submitted,
+          b.counts.failed,
+          b.counts.rejected,
+          b.counts.needs_review,
+          b.totals.amount,
+        ]),
+      )}\n`,
+    );
+    return EXIT.ok;
+  });
+}

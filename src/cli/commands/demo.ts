@@ -1,0 +1,208 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { UsdcBatchError } from '../../domain/errors.ts';
+import { EVM_CHAINS } from '../../domain/chains.ts';
+import { encodeBase58 } from '../../domain/base58.ts';
+import { enqueueValidated } from '../../ingest/enqueue-batch.ts';
+import { validateCsv } from '../../ingest/validate-input.ts';
+import { createLogger } from '../../log/logger.ts';
+import { createProducer } from '../../queue/producer.ts';
+import { startWorker, type RunningWorker } from '../../queue/worker-runtime.ts';
+import { createSandbox, type Sandbox } from '../../sandbox/sandbox.ts';
+import { createBatchReader } from '../../store/batch-reader.ts';
+import { EXIT } from '../exit-codes.ts';
+import { progressBar, table } from '../format.ts';
+import { cliActor } from '../context.ts';
+
+const SAMPLE = fileURLToPath(new URL('../../../samples/payouts.csv', import.meta.url));
+
+async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() =>
+        typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no free port')),
+      );
+    });
+  });
+}
+
+/** A private, durable redis-server from PATH in `dir` (the demo never uses a Redis it did not start). */
+async function startRedis(dir: string): Promise<{ url: string; child: ChildProcess }> {
+  if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error) {
+    throw new UsdcBatchError(
+      'USDC_DEMO_NO_REDIS',
+      'the demo needs redis-server on PATH (apt-get install redis-server, brew install redis) or REDIS_URL',
+    );
+  }
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+    ],
+    { stdio: 'ignore' },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => {});
+    try {
+      await probe.connect();
+      await probe.ping();
+      probe.disconnect();
+      return { url, child };
+    } catch {
+      probe.disconnect();
+      if (Date.now() > deadline || child.exitCode !== null) {
+        child.kill('SIGKILL');
+        throw new UsdcBatchError('USDC_DEMO_REDIS_START', 'the private redis-server did not start');
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/**
+ * `usdc-batch demo`: the whole thing on embedded defaults — a private Redis (unless REDIS_URL is
+ * set), the sandbox, a worker with throwaway keys, the bundled sample CSV, a progress bar and a
+ * summary table. Everything it started is stopped on exit or Ctrl-C.
+ */
+export async function run(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-demo-'));
+  let redisChild: ChildProcess | undefined;
+  let sandbox: Sandbox | undefined;
+  let worker: RunningWorker | undefined;
+  let client: Redis | undefined;
+  let producer: ReturnType<typeof createProducer> | undefined;
+  let cleaned = false;
+  const cleanup = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    await worker?.close().catch(() => {});
+    await producer?.close().catch(() => {});
+    client?.disconnect();
+    await sandbox?.close().catch(() => {});
+    if (redisChild && redisChild.exitCode === null) {
+      const exited = new Promise((r) => redisChild?.once('exit', r));
+      redisChild.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
+      if (redisChild.exitCode === null) redisChild.kill('SIGKILL');
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const onSignal = () => {
+    process.stderr.write('\ninterrupted: stopping everything the demo started…\n');
+    void cleanup().then(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  try {
+    const out = (s: string) => process.stdout.write(s);
+    const outside = readEnv();
+    let redisUrl = outside['REDIS_URL'];
+    if (!redisUrl) {
+      const r = await startRedis(dir);
+      redisChild = r.child;
+      redisUrl = r.url;
+      out(`started a private, durable Redis at ${redisUrl} (data in ${dir})\n`);
+    } else {
+      out(`using REDIS_URL\n`);
+    }
+    sandbox = await createSandbox({ port: 0, statusStepMs: 1_000 });
+    out(`started the transfer-service sandbox at ${sandbox.url}\n`);
+
+    // Throwaway keys: a random EVM treasury key and a fresh Solana keypair, never written outside `dir`.
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
+    const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+    const solFile = join(dir, 'solana-keypair.json');
+    writeFileSync(solFile, JSON.stringify([...seed, ...pub]), { mode: 0o600 });
+    const env: Record<string, string> = {
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: `demo-${randomBytes(3).toString('hex')}`,
+      TRANSFER_API_URL: sandbox.url,
+      TRANSFER_API_KEY: sandbox.apiKey,
+      PERMIT_SPENDER: sandbox.spender,
+      EVM_PRIVATE_KEY: `0x${randomBytes(32).toString('hex')}`,
+      SOLANA_KEYPAIR_FILE: solFile,
+      LOG_LEVEL: outside['LOG_LEVEL'] ?? 'warn',
+      ALLOW_VOLATILE_REDIS: outside['REDIS_URL'] ? (outside['ALLOW_VOLATILE_REDIS'] ?? 'false') : 'false',
+    };
+    for (const chain of EVM_CHAINS) env[`EVM_RPC_URL_${chain}`] = sandbox.rpcUrl(chain);
+    const config = loadConfig(env, { service: true, signingKey: true });
+    const logger = createLogger(config.logLevel);
+    worker = await startWorker(config, logger);
+    out(`started a worker with throwaway keys (Solana wallet ${encodeBase58(Uint8Array.from(pub))})\n\n`);
+
+    client = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+    client.on('error', () => {});
+    producer = createProducer({ connection: client, prefix: config.queuePrefix });
+    const input = await validateCsv(createReadStream(SAMPLE), {});
+    const outcome = await enqueueValidated(
+      { redis: client, prefix: config.queuePrefix, jobs: producer, config },
+      input,
+      { source: 'csv', actor: cliActor() },
+    );
+    if (outcome.status !== 'enqueued' || !outcome.batchId) {
+      process.stderr.write(`the sample did not enqueue: ${JSON.stringify(outcome.errors)}\n`);
+      return EXIT.rejected;
+    }
+    const batchId = outcome.batchId;
+    out(`enqueued samples/payouts.csv as batch ${batchId}: ${outcome.accepted} transfers\n`);
+
+    const reader = createBatchReader({ redis: client, prefix: config.queuePrefix });
+    const deadline = Date.now() + 120_000;
+    let summary = await reader.summary(batchId);
+    while (summary && !summary.complete && Date.now() < deadline) {
+      const c = summary.counts;
+      const done = c.submitted + c.failed + c.rejected + c.needs_review;
+      process.stderr.write(`\r${progressBar(done, outcome.accepted)}`);
+      await new Promise((r) => setTimeout(r, 200));
+      summary = await reader.summary(batchId);
+    }
+    const doc = await reader.status(batchId);
+    if (!doc) return EXIT.rejected;
+    const c = doc.counts;
+    process.stderr.write(
+      `\r${progressBar(c.submitted + c.failed + c.rejected + c.needs_review, outcome.accepted)}\n\n`,
+    );
+    out(
+      `${table(
+        ['id', 'route', 'amount', 'fee', 'state', 'intent_id'],
+        doc.transfers.map((t) => [t.id, `${t.from}→${t.to}`, t.amount, t.fee.total, t.state, t.intent_id]),
+      )}\n\n`,
+    );
+    out(
+      `submitted ${c.submitted}, failed ${c.failed}, rejected ${c.rejected}, needs_review ${c.needs_review}; ` +
+        `total ${doc.totals.amount} USDC, fees ${doc.totals.fee}, net ${doc.totals.net_receive}\n`,
+    );
+    return doc.complete && c.submitted === outcome.accepted ? EXIT.ok : EXIT.rejected;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await cleanup();
+  }
+}

@@ -1,0 +1,424 @@
+import { createReadStream, statSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import type { Config } from '../../config/config.ts';
+import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { ValidationError, errorMessage } from '../../domain/errors.ts';
+import { formatUsdc, tryParseUsdc } from '../../domain/money.ts';
+import { FINAL_STATES, TRANSFER_STATES, type TransferRequest } from '../../domain/transfer.ts';
+import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
+import { formatIssue, sortIssues, type IngestIssue } from '../../ingest/ingest-issue.ts';
+import { routeTotals } from '../../ingest/route-totals.ts';
+import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
+import { createLogger, type Logger } from '../../log/logger.ts';
+import { BATCH_ID_PATTERN } from '../../queue/jobs.ts';
+import type { FeeEstimate } from '../../service/types.ts';
+import type { readWallets } from '../../ops/wallets.ts';
+import { keys } from '../../store/keys.ts';
+import { withCli, type CliContext } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+import { progressBar, table } from '../format.ts';
+
+type EnqueueFlags = {
+  batchId?: string;
+  skipInvalid?: boolean;
+  allowDuplicates?: boolean;
+  expectRows?: string;
+  expectTotal?: string;
+  dryRun?: boolean;
+  wait?: boolean;
+  json?: boolean;
+};
+
+// Files above this size report validation progress on stderr even when it is not a terminal.
+const LARGE_FILE_BYTES = 4 * 1024 * 1024;
+const DRY_RUN_CONCURRENCY = 8;
+const WAIT_POLL_MS = 500;
+
+const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE_${code}`, message);
+
+/**
+ * `usdc-batch enqueue FILE.csv`: validates the whole file, then enqueues it as one batch (PRODUCT.md
+ * §2). Exit 0 enqueued (or already enqueued), 1 rejected (or, with --wait, some transfer did not
+ * succeed), 2 usage/configuration, 3 conflict. `--json` prints exactly one document on stdout.
+ */
+export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
+  const flags = options as EnqueueFlags;
+  boundHeapGrowth();
+  const file = args[0];
+  if (!file) throw usage('FILE_MISSING', 'enqueue needs a CSV file');
+  if (flags.batchId !== undefined && !BATCH_ID_PATTERN.test(flags.batchId)) {
+    throw usage('BATCH_ID', '--batch-id must be 1-100 characters of A-Z, a-z, 0-9, "_", "." or "-"');
+  }
+  let expectRows: number | undefined;
+  if (flags.expectRows !== undefined) {
+    if (!/^[0-9]{1,9}$/.test(flags.expectRows))
+      throw usage('EXPECT_ROWS', '--expect-rows must be a whole number');
+    expectRows = Number(flags.expectRows);
+  }
+  let expectTotal: bigint | undefined;
+  if (flags.expectTotal !== undefined) {
+    const r = tryParseUsdc(flags.expectTotal, { allowZero: true });
+    if (!r.ok) throw usage('EXPECT_TOTAL', `--expect-total ${r.reason}`);
+    expectTotal = r.value;
+  }
+  let size: number;
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) throw usage('FILE', `${file} is not a file`);
+    size = st.size;
+  } catch (err) {
+    if (err instanceof ValidationError) throw err;
+    throw usage('FILE', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+
+  const validate = async (config: Config): Promise<ValidatedInput> => {
+    const showProgress = process.stderr.isTTY || size > LARGE_FILE_BYTES;
+    const input = await validateCsv(createReadStream(file), {
+      maxTransferUsdc: config.maxTransferUsdc,
+      expect: { rows: expectRows, total: expectTotal },
+      allowDuplicates: flags.allowDuplicates === true,
+      parallel: size > LARGE_FILE_BYTES,
+      onProgress: showProgress
+        ? (rows) =>
+            process.stderr.write(
+              process.stderr.isTTY ? `\rvalidated ${rows} rows…` : `validated ${rows} rows\n`,
+            )
+        : undefined,
+    });
+    if (showProgress && process.stderr.isTTY && input.inputRows >= 10_000) process.stderr.write('\n');
+    return input;
+  };
+
+  if (flags.dryRun) {
+    const config = loadConfig(readEnv(), { service: true });
+    const logger = createLogger(config.logLevel);
+    return await dryRun(config, logger, await validate(config), flags);
+  }
+
+  return await withCli({}, async (ctx) => {
+    const input = await validate(ctx.config);
+    let outcome: EnqueueOutcome;
+    try {
+      outcome = await enqueueValidated(
+        { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), config: ctx.config },
+        input,
+        {
+          source: 'csv',
+          actor: ctx.actor,
+          batchId: flags.batchId,
+          skipInvalid: flags.skipInvalid === true,
+          allowDuplicates: flags.allowDuplicates === true,
+        },
+      );
+    } catch (err) {
+      if (err instanceof BatchConflictError && flags.json) {
+        printJson({
+          batch_id: flags.batchId ?? null,
+          created: false,
+          accepted: 0,
+          rejected: 0,
+          duplicates: 0,
+          errors: [{ line: null, column: null, message: err.shortMessage }],
+          totals: { amount: '0.00' },
+          error: { code: err.code, message: err.shortMessage },
+        });
+        process.stderr.write(`error: ${err.shortMessage}\n`);
+        return EXIT.conflict;
+      }
+      throw err;
+    }
+    ctx.logger.debug(
+      {
+        batchId: outcome.batchId,
+        status: outcome.status,
+        accepted: outcome.accepted,
+        created: outcome.created,
+      },
+      'enqueue finished',
+    );
+    if (flags.json && !flags.wait) printJson(outcomeDocument(outcome));
+    else if (!flags.json) printOutcome(outcome);
+    if (outcome.status === 'rejected' || outcome.batchId === null) {
+      if (flags.json && flags.wait) printJson(outcomeDocument(outcome));
+      return EXIT.rejected;
+    }
+    if (!flags.wait) return EXIT.ok;
+    const counts = await waitForBatch(ctx, outcome.batchId, flags.json !== true);
+    const unsuccessful = counts.failed + counts.rejected + counts.needs_review;
+    if (flags.json) printJson({ ...outcomeDocument(outcome), counts });
+    else {
+      process.stdout.write(`\nbatch ${outcome.batchId} complete\n`);
+      process.stdout.write(
+        `${table(
+          ['state', 'transfers'],
+          FINAL_STATES.map((s) => [s, counts[s]]),
+        )}\n`,
+      );
+    }
+    return unsuccessful > 0 ? EXIT.rejected : EXIT.ok;
+  });
+}
+
+/**
+ * Keeps the heap of a large enqueue near its live data. On a machine with memory to spare V8 lets
+ * the old generation grow to about 4× what survived the last full GC and the young generation to
+ * 2 × 32 MB, so a 100,000-row file (under 100 MB live) peaked at ~500 MB RSS, mostly garbage
+ * waiting for a collection. Growing the old generation by at most 100% per full GC, and the young
+ * generation no further than it is when the command starts, keeps that file near 260 MB for about
+ * half a second more of collector time (BENCHMARKS.md §1). Both flags are read by V8 at each
+ * collection, so setting them here works without restarting Node with command-line flags (a second
+ * process start-up); they only pace collections and set no heap limit, so a larger file still fits.
+ */
+function boundHeapGrowth(): void {
+  setFlagsFromString('--heap-growing-percent=100');
+  setFlagsFromString('--semi-space-growth-factor=1');
+}
+
+function printJson(doc: unknown): void {
+  process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+}
+
+function outcomeDocument(o: EnqueueOutcome) {
+  return {
+    batch_id: o.batchId,
+    created: o.created,
+    held: o.held,
+    accepted: o.accepted,
+    rejected: o.rejected,
+    duplicates: o.duplicates,
+    errors: o.errors,
+    totals: { amount: formatUsdc(o.totalAmount) },
+  };
+}
+
+function printErrors(errors: readonly IngestIssue[]): void {
+  if (errors.length === 0) return;
+  const shown = errors.slice(0, 1000);
+  process.stdout.write(`\n${errors.length} problem${errors.length === 1 ? '' : 's'}:\n`);
+  for (const e of shown) process.stdout.write(`  ${formatIssue(e)}\n`);
+  if (errors.length > shown.length)
+    process.stdout.write(`  … and ${errors.length - shown.length} more (use --json)\n`);
+}
+
+function printOutcome(o: EnqueueOutcome): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  if (o.status === 'rejected') out('rejected: nothing was enqueued');
+  else if (!o.created) out(`batch ${o.batchId}: already enqueued with the same rows; nothing added`);
+  else
+    out(
+      `batch ${o.batchId}: ${o.resumed ? 'completed an interrupted enqueue' : 'enqueued'}${o.held ? ' (held for approval)' : ''}`,
+    );
+  out(`  accepted    ${o.accepted}`);
+  out(`  rejected    ${o.rejected}`);
+  out(`  duplicates  ${o.duplicates}`);
+  out(`  total       ${formatUsdc(o.totalAmount)} USDC`);
+  if (o.routes.length > 0) {
+    out('');
+    out(
+      table(
+        ['from', 'to', 'rows', 'amount'],
+        o.routes.map((r) => [r.from, r.to, r.rows, formatUsdc(r.amount)]),
+      ),
+    );
+  }
+  printErrors(o.errors);
+}
+
+type StateCounts = Record<(typeof TRANSFER_STATES)[number], number>;
+
+/** Polls the batch record's counters (never the transfers) until `complete`. */
+async function waitForBatch(ctx: CliContext, batchId: string, showBar: boolean): Promise<StateCounts> {
+  const key = keys(ctx.prefix).batch(batchId);
+  const tty = process.stderr.isTTY;
+  let lastLine = 0;
+  for (;;) {
+    const b = await ctx.redis.hgetall(key);
+    const counts = {} as StateCounts;
+    for (const s of TRANSFER_STATES) counts[s] = Math.max(0, Number(b[`n_${s}`] ?? 0));
+    const rows = Number(b['rows'] ?? 0);
+    const done = FINAL_STATES.reduce((n, s) => n + counts[s], 0);
+    const complete = b['complete'] === '1';
+    if (showBar && (tty || complete || Date.now() - lastLine > 5_000)) {
+      lastLine = Date.now();
+      const held = b['held'] === '1' && !b['approved_at'] ? ' (held for approval)' : '';
+      const line = `${progressBar(done, rows)} submitted ${counts.submitted} failed ${counts.failed} rejected ${counts.rejected} review ${counts.needs_review}${held}`;
+      process.stderr.write(tty ? `\r${line}` : `${line}\n`);
+    }
+    if (complete) {
+      if (showBar && tty) process.stderr.write('\n');
+      return counts;
+    }
+    await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
+  }
+}
+
+/** Validates and estimates every row through the service; nothing is written, signed or sent. */
+async function dryRun(
+  config: Config,
+  logger: Logger,
+  input: ValidatedInput,
+  flags: EnqueueFlags,
+): Promise<number> {
+  const issues: IngestIssue[] = [...input.issues];
+  const strict = !flags.skipInvalid;
+  const rejectedInput = input.fatal || (strict && (input.issues.length > 0 || input.duplicates.length > 0));
+  const transfers = rejectedInput ? [] : input.transfers;
+  // Loaded here, not at the top: the HTTP client and the wallet readers (viem, @solana/kit) cost
+  // about half a second and 40 MB to load, which a plain enqueue of a large file does not need.
+  const { createServiceClient } = await import('../../service/service-client.ts');
+  const client = createServiceClient({
+    baseUrl: config.transferApiUrl as string,
+    apiKey: config.transferApiKey as NonNullable<Config['transferApiKey']>,
+    connectTimeoutMs: config.serviceConnectTimeoutMs,
+    responseTimeoutMs: config.serviceResponseTimeoutMs,
+    logger,
+  });
+  const estimates = new Map<number, FeeEstimate>();
+  const estimateIssues: IngestIssue[] = [];
+  try {
+    let next = 0;
+    let done = 0;
+    const lane = async () => {
+      while (next < transfers.length) {
+        const t = transfers[next++] as TransferRequest;
+        try {
+          estimates.set(t.line, await client.estimate({ from: t.from, to: t.to, amount: t.amount }));
+        } catch (err) {
+          estimateIssues.push({
+            line: t.line,
+            column: null,
+            message: `estimate failed: ${errorMessage(err)}`,
+          });
+        }
+        done++;
+        if (process.stderr.isTTY && done % 100 === 0)
+          process.stderr.write(`\restimated ${done}/${transfers.length}`);
+      }
+    };
+    await Promise.all(Array.from({ length: DRY_RUN_CONCURRENCY }, lane));
+    if (process.stderr.isTTY && transfers.length >= 100) process.stderr.write('\n');
+  } finally {
+    client.close();
+  }
+
+  let amount = 0n;
+  let fee = 0n;
+  let net = 0n;
+  let overCap = 0;
+  for (const t of transfers) {
+    const e = estimates.get(t.line);
+    if (!e) continue;
+    amount += t.amount;
+    fee += e.fee.total;
+    net += e.netReceive;
+    const overBps = e.fee.total * 10_000n > t.amount * config.maxFeeBps;
+    if (overBps || (config.maxFeeUsdc !== undefined && e.fee.total > config.maxFeeUsdc)) overCap++;
+  }
+  const errors = sortIssues([...issues, ...input.duplicates, ...estimateIssues]);
+  const ok = !rejectedInput && estimateIssues.length === 0 && transfers.length > 0;
+  const balances = await balancePreflight(config, transfers);
+  if (flags.json) {
+    printJson({
+      batch_id: null,
+      created: false,
+      dry_run: true,
+      accepted: ok || flags.skipInvalid ? estimates.size : 0,
+      rejected: input.invalidRows,
+      duplicates: input.duplicates.length,
+      errors,
+      totals: { amount: formatUsdc(amount), fee: formatUsdc(fee), net_receive: formatUsdc(net) },
+      over_fee_cap: overCap,
+      balances: balances.map((b) => ({
+        chain: b.chain,
+        needed: formatUsdc(b.needed),
+        available: b.available === null ? null : formatUsdc(b.available),
+        covered: b.available === null ? null : b.available >= b.needed,
+      })),
+    });
+  } else {
+    const out = (s: string) => process.stdout.write(`${s}\n`);
+    out(
+      rejectedInput
+        ? 'dry run: the file would be rejected; nothing was estimated'
+        : 'dry run: nothing was written, signed or sent',
+    );
+    out(`  rows        ${estimates.size} estimated of ${input.inputRows}`);
+    out(`  rejected    ${input.invalidRows}`);
+    out(`  duplicates  ${input.duplicates.length}`);
+    out(`  total       ${formatUsdc(amount)} USDC`);
+    out(`  fee         ${formatUsdc(fee)} USDC`);
+    out(`  net         ${formatUsdc(net)} USDC`);
+    if (overCap > 0)
+      out(`  ${overCap} row(s) over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
+    const routes = routeTotals(transfers.filter((t) => estimates.has(t.line)));
+    if (routes.length > 0) {
+      out('');
+      out(
+        table(
+          ['from', 'to', 'rows', 'amount'],
+          routes.map((r) => [r.from, r.to, r.rows, formatUsdc(r.amount)]),
+        ),
+      );
+    }
+    if (balances.length > 0) {
+      out('');
+      out(
+        table(
+          ['source', 'needed', 'available', ''],
+          balances.map((b) => [
+            b.chain,
+            formatUsdc(b.needed),
+            b.available === null ? 'unknown (no RPC)' : formatUsdc(b.available),
+            b.available === null ? '' : b.available >= b.needed ? 'ok' : 'NOT COVERED',
+          ]),
+        ),
+      );
+      const short = balances.filter((b) => b.available !== null && b.available < b.needed);
+      for (const b of short) {
+        out(
+          `the ${b.chain} treasury cannot cover this batch: short by ${formatUsdc(b.needed - (b.available ?? 0n))} USDC`,
+        );
+      }
+    }
+    printErrors(errors);
+  }
+  return ok || (flags.skipInvalid && !input.fatal && estimates.size > 0) ? EXIT.ok : EXIT.rejected;
+}
+
+/**
+ * Needed vs available per source chain: EVM balances over `EVM_RPC_URL_<CHAIN>` (`balanceOf` of
+ * the treasury), Solana over `SOLANA_RPC_URL`; `null` where no RPC (or no key) tells.
+ */
+async function balancePreflight(
+  config: Config,
+  transfers: readonly TransferRequest[],
+): Promise<{ chain: string; needed: bigint; available: bigint | null }[]> {
+  const needed = new Map<string, bigint>();
+  for (const t of transfers) needed.set(t.from, (needed.get(t.from) ?? 0n) + t.amount);
+  if (needed.size === 0) return [];
+  let report: Awaited<ReturnType<typeof readWallets>> | undefined;
+  if (config.evmPrivateKey || config.solanaSecretKey) {
+    try {
+      const wallets = await import('../../ops/wallets.ts');
+      report = await wallets.readWallets({ config });
+    } catch {
+      report = undefined;
+    }
+  }
+  return [...needed].map(([chain, need]) => {
+    let available: bigint | null = null;
+    if (chain === 'SOLANA') {
+      const bal = report?.solana?.usdc_balance;
+      if (bal) available = parseBalance(bal);
+    } else {
+      const bal = report?.evm?.chains.find((c) => c.chain === chain)?.usdc_balance;
+      if (bal) available = parseBalance(bal);
+    }
+    return { chain, needed: need, available };
+  });
+}
+
+function parseBalance(text: string): bigint | null {
+  const r = tryParseUsdc(text, { allowZero: true });
+  return r.ok ? r.value : null;
+}

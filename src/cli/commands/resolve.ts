@@ -1,0 +1,25 @@
+import { ValidationError } from '../../domain/errors.ts';
+import { resolveTransfer } from '../../ops/operations.ts';
+import { withCli } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+
+export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
+  const submitted = options['submitted'] as string | undefined;
+  const notSent = options['notSent'] === true;
+  if ((submitted === undefined) === !notSent) {
+    throw new ValidationError(
+      'USDC_USAGE_RESOLVE',
+      'give exactly one of --submitted INTENT_ID or --not-sent',
+    );
+  }
+  return await withCli({}, async (ctx) => {
+    const res = await resolveTransfer(
+      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor },
+      args[0] as string,
+      args[1] as string,
+      submitted !== undefined ? { submitted } : { notSent: true },
+    );
+    process.stdout.write(`${args[1]} is now ${res.state}\n`);
+    return EXIT.ok;
+  });
+}

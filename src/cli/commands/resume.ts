@@ -1,0 +1,11 @@
+import { setPaused } from '../../ops/operations.ts';
+import { withCli } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+
+export async function run(): Promise<number> {
+  return await withCli({}, async (ctx) => {
+    await setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, false);
+    process.stdout.write('resumed\n');
+    return EXIT.ok;
+  });
+}

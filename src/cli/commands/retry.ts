@@ -1,0 +1,14 @@
+import { retryBatch } from '../../ops/operations.ts';
+import { withCli } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+
+export async function run(args: string[]): Promise<number> {
+  return await withCli({}, async (ctx) => {
+    const { requeued } = await retryBatch(
+      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor },
+      args[0] as string,
+    );
+    process.stdout.write(`re-queued ${requeued} failed transfer(s) of ${args[0]}\n`);
+    return EXIT.ok;
+  });
+}

@@ -1,0 +1,214 @@
+import { readFileSync, statSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import { ValidationError } from '../../domain/errors.ts';
+import { formatUsdc } from '../../domain/money.ts';
+import { formatIssue, sortIssues, type IngestIssue } from '../../ingest/ingest-issue.ts';
+import { validateCsv } from '../../ingest/validate-input.ts';
+import {
+  checkScheduleSpec,
+  listSchedules,
+  openScheduleQueue,
+  putSchedule,
+  removeSchedule,
+  SCHEDULE_NAME_PATTERN,
+  type ScheduleDeps,
+  type ScheduleInfo,
+} from '../../queue/schedules.ts';
+import { recordAudit } from '../../store/audit.ts';
+import { withCli, type CliContext } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+import { table } from '../format.ts';
+
+// The CSV is kept in Redis and validated again at every firing: a schedule is for a treasury or
+// payroll file, not for a bulk import of millions of rows.
+const MAX_SCHEDULE_CSV_BYTES = 32 * 1024 * 1024;
+
+const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE_${code}`, message);
+const out = (s: string) => process.stdout.write(`${s}\n`);
+
+/**
+ * `usdc-batch schedule add NAME --cron EXPR --file FILE.csv [--tz ZONE]`, `schedule list [--json]`,
+ * `schedule remove NAME` (PRODUCT.md §2). `add` validates the file now, as `enqueue` would, and
+ * stores its content; exit 1 when the file is refused, 2 for a bad name, cron or time zone.
+ */
+export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
+  const [sub, name] = args;
+  switch (sub) {
+    case 'add':
+      return await add(checkName(name), options);
+    case 'list':
+      return await list(options['json'] === true);
+    case 'remove':
+      return await remove(checkName(name));
+    default:
+      throw usage('SCHEDULE_SUBCOMMAND', 'schedule needs add, list or remove');
+  }
+}
+
+function checkName(name: string | undefined): string {
+  if (name === undefined || !SCHEDULE_NAME_PATTERN.test(name)) {
+    throw usage('SCHEDULE_NAME', 'a schedule name is 1-40 characters of A-Z, a-z, 0-9, "_" or "-"');
+  }
+  return name;
+}
+
+async function withSchedules<T>(fn: (ctx: CliContext, deps: ScheduleDeps) => Promise<T>): Promise<T> {
+  return await withCli({}, async (ctx) => {
+    const queue = openScheduleQueue(ctx.redis, ctx.prefix);
+    try {
+      return await fn(ctx, { redis: ctx.redis, prefix: ctx.prefix, queue });
+    } finally {
+      await queue.close();
+    }
+  });
+}
+
+async function add(name: string, options: Record<string, unknown>): Promise<number> {
+  const cron = typeof options['cron'] === 'string' ? options['cron'] : '';
+  const tz = typeof options['tz'] === 'string' ? options['tz'] : 'UTC';
+  const file = typeof options['file'] === 'string' ? options['file'] : '';
+  const spec = checkScheduleSpec(cron, tz);
+  if (!spec.ok) throw usage('SCHEDULE_CRON', spec.message);
+  let csv: Buffer;
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) throw usage('FILE', `${file} is not a file`);
+    if (st.size > MAX_SCHEDULE_CSV_BYTES) {
+      throw usage(
+        'FILE',
+        `${file} is larger than ${MAX_SCHEDULE_CSV_BYTES / 1024 / 1024} MiB; a schedule keeps its file in Redis`,
+      );
+    }
+    csv = readFileSync(file);
+  } catch (err) {
+    if (err instanceof ValidationError) throw err;
+    throw usage('FILE', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+
+  return await withSchedules(async (ctx, deps) => {
+    // Strict, as `enqueue` without flags: a schedule that would be refused at every firing is refused now.
+    const input = await validateCsv(Readable.from([csv]), { maxTransferUsdc: ctx.config.maxTransferUsdc });
+    const problems: IngestIssue[] = [...input.issues, ...input.duplicates];
+    if (!input.fatal && problems.length === 0) {
+      const cap = ctx.config.maxBatchUsdc;
+      const total = input.transfers.reduce((s, t) => s + t.amount, 0n);
+      if (cap !== undefined && total > cap) {
+        problems.push({
+          line: null,
+          column: 'amount',
+          message: `batch total ${formatUsdc(total)} is above MAX_BATCH_USDC (${formatUsdc(cap)})`,
+        });
+      }
+    }
+    if (input.fatal || problems.length > 0) {
+      const sorted = sortIssues(problems);
+      out(`rejected: schedule ${name} was not added`);
+      out(`\n${sorted.length} problem${sorted.length === 1 ? '' : 's'}:`);
+      for (const p of sorted.slice(0, 1000)) out(`  ${formatIssue(p)}`);
+      if (sorted.length > 1000) out(`  … and ${sorted.length - 1000} more`);
+      return EXIT.rejected;
+    }
+    const total = input.transfers.reduce((s, t) => s + t.amount, 0n);
+    const { replaced, next } = await putSchedule(deps, {
+      name,
+      cron,
+      tz,
+      csv: csv.toString('utf8'),
+      createdBy: ctx.actor,
+      rows: input.transfers.length,
+      total,
+    });
+    await recordAudit(ctx.redis, ctx.prefix, {
+      actor: ctx.actor,
+      action: 'schedule_add',
+      batch: null,
+      detail: JSON.stringify({
+        name,
+        cron,
+        tz,
+        rows: input.transfers.length,
+        amount: formatUsdc(total),
+        replaced,
+      }),
+    });
+    out(`schedule ${name} ${replaced ? 'replaced' : 'added'}`);
+    out(`  cron         ${cron} (${tz})`);
+    out(`  rows         ${input.transfers.length}`);
+    out(`  total        ${formatUsdc(total)} USDC per firing`);
+    out(`  next firing  ${next === null ? '-' : new Date(next).toISOString()}`);
+    out(`  batch ids    ${name}-YYYYMMDDTHHMMSSZ (UTC time of each firing)`);
+    const threshold = ctx.config.approvalThresholdUsdc;
+    if (threshold !== undefined && total >= threshold) {
+      out(
+        `  each firing is held for approval (total reaches APPROVAL_THRESHOLD_USDC ${formatUsdc(threshold)})`,
+      );
+    }
+    return EXIT.ok;
+  });
+}
+
+function scheduleDocument(s: ScheduleInfo) {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    name: s.name,
+    cron: s.cron,
+    tz: s.tz,
+    rows: s.rows,
+    total: formatUsdc(s.total),
+    created_at: iso(s.createdAt),
+    created_by: s.createdBy,
+    next_run: iso(s.next),
+    last_fired_at: iso(s.lastFiredAt),
+    last_batch: s.lastBatch,
+    last_status: s.lastStatus,
+    last_error: s.lastError,
+  };
+}
+
+async function list(json: boolean): Promise<number> {
+  return await withSchedules(async (_ctx, deps) => {
+    const schedules = (await listSchedules(deps)).map(scheduleDocument);
+    if (json) {
+      out(JSON.stringify({ schedules }, null, 2));
+      return EXIT.ok;
+    }
+    if (schedules.length === 0) {
+      out('no schedules');
+      return EXIT.ok;
+    }
+    out(
+      table(
+        ['name', 'cron', 'tz', 'rows', 'total', 'next', 'last batch', 'last status'],
+        schedules.map((s) => [
+          s.name,
+          s.cron,
+          s.tz,
+          s.rows,
+          s.total,
+          s.next_run,
+          s.last_batch,
+          s.last_status,
+        ]),
+      ),
+    );
+    return EXIT.ok;
+  });
+}
+
+async function remove(name: string): Promise<number> {
+  return await withSchedules(async (ctx, deps) => {
+    const removed = await removeSchedule(deps, name);
+    if (!removed) {
+      process.stderr.write(`error: no schedule named ${name}\n`);
+      return EXIT.rejected;
+    }
+    await recordAudit(ctx.redis, ctx.prefix, {
+      actor: ctx.actor,
+      action: 'schedule_remove',
+      batch: null,
+      detail: JSON.stringify({ name }),
+    });
+    out(`schedule ${name} removed; it fires no more`);
+    return EXIT.ok;
+  });
+}

@@ -1,0 +1,49 @@
+import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { buildApp } from '../../http/app.ts';
+import { createLogger } from '../../log/logger.ts';
+import { createProducer } from '../../queue/producer.ts';
+import { createRedis } from '../../store/redis.ts';
+import { EXIT } from '../exit-codes.ts';
+
+/**
+ * `usdc-batch serve`: the HTTP API on HTTP_PORT until SIGINT/SIGTERM. Needs HOOK_TOKEN (checked
+ * with the rest of the configuration before anything starts). Prints the address it listens on.
+ */
+export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
+  const config = loadConfig(readEnv(), { hook: true });
+  const logger = createLogger(config.logLevel);
+  for (const [name, token] of [
+    ['HOOK_TOKEN', config.hookToken],
+    ['APPROVER_TOKEN', config.approverToken],
+  ] as const) {
+    if (token && token.reveal().length < 16)
+      logger.warn({ variable: name }, `${name} is short: use 16+ random characters`);
+  }
+  const redis = createRedis(config.redisUrl, { role: 'client', logger });
+  const producer = createProducer({ connection: redis, prefix: config.queuePrefix });
+  const app = await buildApp({ config, redis, producer, logger });
+  const close = async () => {
+    await app.close();
+    await producer.close();
+    await redis.quit().catch(() => redis.disconnect());
+  };
+  try {
+    const address = await app.listen({ port: config.httpPort, host: '0.0.0.0' });
+    process.stdout.write(`listening on ${address}\n`);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  await new Promise<void>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'shutting down the HTTP API');
+      close().then(resolve, (err: unknown) => {
+        logger.error({ err }, 'error while shutting down');
+        resolve();
+      });
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+  return EXIT.ok;
+}

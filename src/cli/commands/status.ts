@@ -1,0 +1,68 @@
+import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
+import { ValidationError } from '../../domain/errors.ts';
+import { createBatchReader, type BatchStatus } from '../../store/batch-reader.ts';
+import { withCli } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+import { table } from '../format.ts';
+
+const HUMAN_ROWS = 200;
+
+export function renderStatus(doc: BatchStatus): string {
+  const c = doc.counts;
+  const lines = [
+    `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'})`,
+    `complete: ${doc.complete ? 'yes' : 'no'}${doc.held ? '  HELD for approval' : ''}`,
+    `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}`,
+    `amount ${doc.totals.amount} USDC  fee ${doc.totals.fee}  net ${doc.totals.net_receive}`,
+    '',
+  ];
+  const shown = doc.transfers.slice(0, HUMAN_ROWS);
+  lines.push(
+    table(
+      ['id', 'line', 'route', 'amount', 'state', 'intent_id', 'error / reason'],
+      shown.map((t) => [
+        t.id,
+        t.line,
+        `${t.from}→${t.to}`,
+        t.amount,
+        t.state,
+        t.intent_id,
+        t.error ? `${t.error.code}: ${t.error.message}` : t.wait_reason,
+      ]),
+    ),
+  );
+  if (doc.transfers.length > shown.length) {
+    lines.push(`… ${doc.transfers.length - shown.length} more (use --json, --state or export)`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
+  const batchId = args[0] as string;
+  const state = options['state'] as string | undefined;
+  if (state !== undefined && !(TRANSFER_STATES as readonly string[]).includes(state)) {
+    throw new ValidationError('USDC_USAGE_STATE', `--state must be one of ${TRANSFER_STATES.join(', ')}`);
+  }
+  return await withCli({}, async (ctx) => {
+    const reader = createBatchReader({ redis: ctx.redis, prefix: ctx.prefix });
+    const read = () => reader.status(batchId, state ? { state: state as TransferState } : {});
+    let doc = await read();
+    if (!doc) {
+      process.stderr.write(`error: batch ${batchId} does not exist\n`);
+      return EXIT.rejected;
+    }
+    if (options['watch']) {
+      const tty = process.stdout.isTTY;
+      for (;;) {
+        if (tty) process.stdout.write('\x1b[2J\x1b[H');
+        process.stdout.write(options['json'] ? `${JSON.stringify(doc)}\n` : renderStatus(doc));
+        if (doc.complete) break;
+        await new Promise((r) => setTimeout(r, 1_000));
+        doc = (await read()) ?? doc;
+      }
+      return EXIT.ok;
+    }
+    process.stdout.write(options['json'] ? `${JSON.stringify(doc, null, 2)}\n` : renderStatus(doc));
+    return EXIT.ok;
+  });
+}

@@ -1,0 +1,90 @@
+import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { ConfigError } from '../../domain/errors.ts';
+import { createLogger } from '../../log/logger.ts';
+import { readWallets, type WalletsReport } from '../../ops/wallets.ts';
+import { createRedis } from '../../store/redis.ts';
+import { EXIT } from '../exit-codes.ts';
+import { table } from '../format.ts';
+
+const out = (s: string) => process.stdout.write(`${s}\n`);
+
+/**
+ * `usdc-batch wallets` (PRODUCT.md §2): the server wallets' public addresses and, where RPC is
+ * configured, each chain's permit nonce and USDC balance, plus the nonce pool Redis holds. Needs
+ * no service configuration; a source that does not answer is shown as unavailable. Never a secret.
+ */
+export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
+  const config = loadConfig(readEnv(), {});
+  if (!config.evmPrivateKey && !config.solanaSecretKey) {
+    throw new ConfigError([
+      {
+        variable: 'EVM_PRIVATE_KEY',
+        message: 'no wallet configured: set EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE)',
+      },
+      { variable: 'SOLANA_KEYPAIR_FILE', message: 'or SOLANA_KEYPAIR_FILE (or SOLANA_PRIVATE_KEY)' },
+    ]);
+  }
+  const logger = createLogger(config.logLevel);
+  // One try, no reconnects: `wallets` must answer promptly whether or not Redis is up.
+  const redis = createRedis(config.redisUrl, {
+    role: 'client',
+    extra: { retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000 },
+  });
+  let report: WalletsReport;
+  try {
+    report = await readWallets({ config, redis });
+  } finally {
+    redis.disconnect();
+  }
+  logger.debug(
+    { evm: report.evm?.address, solana: report.solana?.address, redis: report.redis },
+    'wallets read',
+  );
+  if (options['json'] === true) {
+    out(JSON.stringify(report, null, 2));
+    return EXIT.ok;
+  }
+  printReport(report);
+  return EXIT.ok;
+}
+
+function printReport(r: WalletsReport): void {
+  out(`network  ${r.network}`);
+  out('');
+  if (r.evm) {
+    out(`EVM owner  ${r.evm.address}`);
+    out(
+      table(
+        ['chain', 'rpc', 'permit nonce', 'USDC balance', 'pool next', 'pool lease'],
+        r.evm.chains.map((c) => [
+          c.chain,
+          c.rpc ? 'yes' : 'no',
+          c.rpc ? (c.permit_nonce ?? 'unavailable') : '-',
+          c.rpc ? (c.usdc_balance ?? 'unavailable') : '-',
+          c.nonce_pool ? c.nonce_pool.next : r.redis === 'ok' ? '-' : 'unavailable',
+          c.nonce_pool?.holder
+            ? `nonce ${c.nonce_pool.held_nonce ?? '?'} held by ${c.nonce_pool.holder} until ${c.nonce_pool.lease_until ?? '?'}`
+            : '-',
+        ]),
+      ),
+    );
+    for (const c of r.evm.chains) if (c.error) out(`  ${c.chain}: ${c.error}`);
+  } else {
+    out('EVM owner  not configured (EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE)');
+  }
+  out('');
+  if (r.solana) {
+    out(`Solana wallet        ${r.solana.address}`);
+    out(`Solana USDC account  ${r.solana.usdc_account}`);
+    const balance = !r.solana.rpc
+      ? '- (set SOLANA_RPC_URL to read it)'
+      : (r.solana.usdc_balance ?? `unavailable (${r.solana.error ?? 'no answer'})`);
+    out(`Solana USDC balance  ${balance}`);
+  } else {
+    out('Solana wallet  not configured (SOLANA_KEYPAIR_FILE / SOLANA_PRIVATE_KEY)');
+  }
+  if (r.redis !== 'ok') {
+    out('');
+    out('Redis did not answer: the nonce pool is not shown');
+  }
+}

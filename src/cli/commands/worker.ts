@@ -1,0 +1,35 @@
+import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { createLogger } from '../../log/logger.ts';
+import { startWorker } from '../../queue/worker-runtime.ts';
+import { EXIT } from '../exit-codes.ts';
+
+/**
+ * `usdc-batch worker`. Configuration is loaded before anything else, so a misconfigured worker
+ * stops with every problem listed (exit 2) before it touches Redis or the service. It runs until
+ * SIGINT/SIGTERM: the first signal stops taking jobs and parks or finishes active ones; a second
+ * exits at once.
+ */
+export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
+  const config = loadConfig(readEnv(), { service: true, signingKey: true });
+  const logger = createLogger(config.logLevel);
+  const running = await startWorker(config, logger);
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal }, 'second signal: exiting now');
+        process.exit(130);
+      }
+      stopping = true;
+      logger.info({ signal }, 'shutting down: finishing or parking active transfers');
+      running.close().then(resolve, (err: unknown) => {
+        logger.error({ err }, 'error while shutting down');
+        resolve();
+      });
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+  logger.info('worker stopped');
+  return EXIT.ok;
+}

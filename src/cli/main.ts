@@ -1,0 +1,190 @@
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, Option } from 'commander';
+import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
+import { EXIT } from './exit-codes.ts';
+
+/** A command module exports `run(args, options)` and returns its exit code. */
+type CommandModule = { run: (args: string[], options: Record<string, unknown>) => Promise<number> };
+
+/**
+ * Every command of PRODUCT.md §2 lives in `./commands/<name>.ts`. Each action loads its module
+ * lazily (so `--help` and light commands start fast); a command whose module does not exist yet
+ * says so and exits 2.
+ */
+async function loadCommand(name: string): Promise<CommandModule | undefined> {
+  const url = new URL(`./commands/${name}.ts`, import.meta.url);
+  try {
+    return (await import(url.href)) as CommandModule;
+  } catch (err) {
+    if (
+      (err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' &&
+      // The message names the file path, not the (percent-encoded) URL: a checkout under a
+      // directory with a space in its name must still say "not implemented yet".
+      String(err).includes(fileURLToPath(url))
+    ) {
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+export function buildProgram(
+  onRun: (name: string, args: string[], options: Record<string, unknown>) => void,
+): Command {
+  const program = new Command('usdc-batch')
+    .description('Batched USDC payouts through a gasless cross-chain transfer service.')
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) })
+    .showHelpAfterError('(run usdc-batch --help for usage)');
+
+  const def = (name: string, description: string) => {
+    const cmd = program.command(name).description(description).exitOverride();
+    return cmd;
+  };
+  const bind = (cmd: Command, name: string) =>
+    cmd.action((...all: unknown[]) => {
+      const command = all[all.length - 1] as Command;
+      onRun(name, command.args, command.opts());
+    });
+
+  bind(def('worker', 'run the transfer workers until SIGINT/SIGTERM (graceful)'), 'worker');
+  bind(def('serve', 'run the HTTP API (hook, status, export, metrics, dashboard)'), 'serve');
+  bind(
+    def('enqueue', 'validate a CSV file and enqueue it as one batch')
+      .argument('<file>', 'CSV file')
+      .option('--batch-id <id>', 'batch id (default: derived from the rows)')
+      .option('--skip-invalid', 'enqueue the valid rows and report the rest')
+      .option('--allow-duplicates', 'accept rows without id that repeat another payment')
+      .option('--expect-rows <n>', 'control total: number of rows')
+      .option('--expect-total <amount>', 'control total: sum of amounts (USDC)')
+      .option('--dry-run', 'validate and estimate fees; sign and send nothing')
+      .option('--wait', 'show progress until the batch is complete, then the summary')
+      .option('--json', 'print one JSON document'),
+    'enqueue',
+  );
+  bind(
+    def('status', 'show a batch and its transfers')
+      .argument('<batch-id>')
+      .option('--json', 'print the status document')
+      .option('--watch', 'refresh until the batch is complete')
+      .option('--state <state>', 'only transfers in this state'),
+    'status',
+  );
+  bind(def('batches', 'list recent batches with their counts').option('--json', 'print JSON'), 'batches');
+  bind(
+    def('export', 'one row per transfer, with intent ids and outcomes')
+      .argument('<batch-id>')
+      .addOption(new Option('--format <format>', 'csv or json').choices(['csv', 'json']).default('csv'))
+      .option('-o, --output <file>', 'write to a file instead of stdout'),
+    'export',
+  );
+  bind(def('retry', "re-queue a batch's failed transfers").argument('<batch-id>'), 'retry');
+  bind(
+    def('resolve', 'settle a needs_review transfer after checking the chain')
+      .argument('<batch-id>')
+      .argument('<transfer-id>')
+      .option('--submitted <intent-id>', 'it was paid: record this intent id')
+      .option('--not-sent', 'it was not paid: mark it failed (then retry may send it)'),
+    'resolve',
+  );
+  bind(def('approve', 'release a batch held for approval').argument('<batch-id>'), 'approve');
+  bind(def('cancel', "cancel a batch's transfers that have not been sent").argument('<batch-id>'), 'cancel');
+  bind(def('pause', 'stop all processing'), 'pause');
+  bind(def('resume', 'restart all processing'), 'resume');
+  const schedule = program.command('schedule').description('recurring batches (add, list, remove)');
+  bind(
+    schedule
+      .command('add')
+      .description('add or replace a recurring batch')
+      .argument('<name>')
+      .requiredOption('--cron <expr>', 'cron expression')
+      .requiredOption('--file <file>', 'CSV file')
+      .option('--tz <zone>', 'IANA time zone', 'UTC'),
+    'schedule',
+  );
+  bind(schedule.command('list').description('list schedules').option('--json', 'print JSON'), 'schedule');
+  bind(schedule.command('remove').description('remove a schedule').argument('<name>'), 'schedule');
+  bind(
+    def('audit', 'operator actions: who, when, what')
+      .option('--batch <id>', 'only this batch')
+      .option('--json', 'print JSON'),
+    'audit',
+  );
+  bind(
+    def('wallets', "the server wallets' public addresses and permit nonces").option('--json', 'print JSON'),
+    'wallets',
+  );
+  bind(
+    def('sandbox', "run the project's strict simulator of the transfer service")
+      .option('--port <n>', 'port', '8787')
+      .option('--host <host>', 'address to listen on', '127.0.0.1')
+      .option('--api-key <key>', 'the API key it accepts')
+      .option('--spender <address>', 'the permit spender it requires')
+      .addOption(
+        new Option('--network <network>', 'testnet or mainnet')
+          .choices(['testnet', 'mainnet'])
+          .default('testnet'),
+      )
+      .option('--latency <ms>', 'added latency per call'),
+    'sandbox',
+  );
+  bind(def('demo', 'the whole thing on embedded defaults: Redis, sandbox, worker, a sample batch'), 'demo');
+  return program;
+}
+
+/** Runs the CLI; returns the exit code (never calls process.exit, so it can be tested in-process). */
+export async function main(argv: string[]): Promise<number> {
+  let chosen: { name: string; args: string[]; options: Record<string, unknown>; sub?: string } | undefined;
+  const program = buildProgram((name, args, options) => {
+    chosen = { name, args, options };
+  });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0
+        ? EXIT.ok
+        : EXIT.usage;
+    }
+    throw err;
+  }
+  if (!chosen) {
+    program.outputHelp();
+    return EXIT.usage;
+  }
+  if (chosen.name === 'schedule') {
+    const sub = argv[argv.indexOf('schedule') + 1] ?? '';
+    chosen = { ...chosen, args: [sub, ...chosen.args] };
+  }
+  const mod = await loadCommand(chosen.name);
+  if (!mod) {
+    process.stderr.write(`usdc-batch ${chosen.name}: this command is not implemented yet.\n`);
+    return EXIT.usage;
+  }
+  try {
+    return await mod.run(chosen.args, chosen.options);
+  } catch (err) {
+    return reportError(err);
+  }
+}
+
+export function reportError(err: unknown): number {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    return EXIT.usage;
+  }
+  if (err instanceof ConflictError) {
+    process.stderr.write(`error: ${err.shortMessage}\n`);
+    return EXIT.conflict;
+  }
+  if (err instanceof ValidationError) {
+    process.stderr.write(`error: ${err.shortMessage}\n`);
+    return err.code.startsWith('USDC_USAGE') ? EXIT.usage : EXIT.rejected;
+  }
+  if (err instanceof UsdcBatchError) {
+    process.stderr.write(`error: ${err.shortMessage}${err.details ? ` (${err.details})` : ''}\n`);
+    return EXIT.usage;
+  }
+  process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  return EXIT.usage;
+}

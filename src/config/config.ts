@@ -1,0 +1,79 @@
+import type { EvmChain, Network } from '../domain/chains.ts';
+
+/** Secrets are held as `Secret` so that no accidental `String()`, JSON or log line shows them. */
+export class Secret {
+  readonly #value: string;
+  constructor(value: string) {
+    this.#value = value;
+  }
+  reveal(): string {
+    return this.#value;
+  }
+  toString(): string {
+    return '[secret]';
+  }
+  toJSON(): string {
+    return '[secret]';
+  }
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return '[secret]';
+  }
+}
+
+/** Everything the product reads from the environment, parsed once and frozen (PRODUCT.md §3). */
+export type Config = {
+  readonly redisUrl: string;
+  /** Whether REDIS_URL was set explicitly (the demo starts its own Redis otherwise). */
+  readonly redisUrlSet: boolean;
+  readonly allowVolatileRedis: boolean;
+  readonly queuePrefix: string;
+  readonly transferApiUrl: string | undefined;
+  readonly transferApiKey: Secret | undefined;
+  readonly network: Network;
+  /** 0x-prefixed 32-byte hex key, from EVM_PRIVATE_KEY or EVM_PRIVATE_KEY_FILE. */
+  readonly evmPrivateKey: Secret | undefined;
+  /** 64-byte secret key (solana-keygen layout: secret ‖ public), from SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY. */
+  readonly solanaSecretKey: Uint8Array | undefined;
+  readonly permitSpender: string | undefined;
+  readonly permitSpenderByChain: Readonly<Partial<Record<EvmChain, string>>>;
+  readonly evmRpcUrl: Readonly<Partial<Record<EvmChain, string>>>;
+  readonly solanaRpcUrl: string | undefined;
+  /** Fee guard: reject when fee > amount × bps / 10 000. */
+  readonly maxFeeBps: bigint;
+  /** micro-USDC, or undefined for no cap. */
+  readonly maxFeeUsdc: bigint | undefined;
+  readonly maxTransferUsdc: bigint | undefined;
+  readonly maxBatchUsdc: bigint | undefined;
+  readonly maxDailyUsdc: bigint | undefined;
+  readonly approvalThresholdUsdc: bigint | undefined;
+  readonly approverToken: Secret | undefined;
+  readonly callbackAllowedHosts: readonly string[];
+  readonly solanaAllowedDestinations: readonly string[] | undefined;
+  readonly workerConcurrency: number;
+  /** Requests per second to the service across all workers; undefined for no limit. */
+  readonly apiRateLimit: number | undefined;
+  readonly httpPort: number;
+  readonly hookToken: Secret | undefined;
+  readonly hookHmacSecret: Secret | undefined;
+  readonly logLevel: string;
+  /** Permit deadline, seconds from signing. */
+  readonly permitDeadlineSeconds: number;
+  /** Per-request timeouts to the service, milliseconds. */
+  readonly serviceConnectTimeoutMs: number;
+  readonly serviceResponseTimeoutMs: number;
+};
+
+/** What a command needs: `loadConfig` reports missing variables only for these. */
+export type ConfigNeeds = {
+  readonly service?: boolean;
+  readonly evmKey?: boolean;
+  readonly solanaKey?: boolean;
+  /**
+   * At least one signing key (the worker): the EVM key (with a permit spender) lets it take
+   * EVM-source rows, the Solana key SOLANA-source rows. It consumes only the source-chain queues it
+   * has keys for (`workerSourceChains`), so rows of another source wait `queued` for a worker that
+   * has their key. No key at all is an error naming both variables.
+   */
+  readonly signingKey?: boolean;
+  readonly hook?: boolean;
+};

@@ -1,0 +1,26 @@
+import { approveBatch } from '../../ops/operations.ts';
+import { HTTP_ACTORS, type RoutePlugin } from '../app.ts';
+import { batchIdParam } from '../params.ts';
+import { ignoreBody } from './ignore-body.ts';
+
+/**
+ * `POST /v1/batches/:id/approve` (APPROVER_TOKEN only; the hook token gets 403): releases a batch
+ * held for approval. Approving a batch that is not held changes nothing (`already: true`).
+ */
+export const batchApproveRoute: RoutePlugin = async (app, { deps }) => {
+  ignoreBody(app);
+  app.post('/v1/batches/:id/approve', { config: { auth: 'approver' } }, async (request) => {
+    const id = batchIdParam(request);
+    const res = await approveBatch(
+      {
+        redis: deps.redis,
+        prefix: deps.config.queuePrefix,
+        jobs: deps.producer,
+        actor: HTTP_ACTORS.approver,
+        ...(deps.now ? { now: deps.now } : {}),
+      },
+      id,
+    );
+    return { batch_id: id, released: res.released, already: res.already };
+  });
+};

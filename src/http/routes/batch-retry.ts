@@ -1,0 +1,26 @@
+import { retryBatch } from '../../ops/operations.ts';
+import { HTTP_ACTORS, type RoutePlugin } from '../app.ts';
+import { batchIdParam } from '../params.ts';
+import { ignoreBody } from './ignore-body.ts';
+
+/**
+ * `POST /v1/batches/:id/retry` (hook token): re-queues the batch's `failed` transfers only. The
+ * batch is re-opened (`complete: false`) before the answer; a held batch's transfers wait for approval.
+ */
+export const batchRetryRoute: RoutePlugin = async (app, { deps }) => {
+  ignoreBody(app);
+  app.post('/v1/batches/:id/retry', async (request) => {
+    const id = batchIdParam(request);
+    const { requeued } = await retryBatch(
+      {
+        redis: deps.redis,
+        prefix: deps.config.queuePrefix,
+        jobs: deps.producer,
+        actor: HTTP_ACTORS.hook,
+        ...(deps.now ? { now: deps.now } : {}),
+      },
+      id,
+    );
+    return { batch_id: id, requeued };
+  });
+};

@@ -1,0 +1,103 @@
+import { Readable } from 'node:stream';
+import { formatUsdc } from '../../domain/money.ts';
+import { enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
+import { readJsonBatch } from '../../ingest/json-source.ts';
+import { validateCsv, validateJson, type ValidatedInput } from '../../ingest/validate-input.ts';
+import type { RoutePlugin } from '../app.ts';
+import { verifySignature } from '../auth.ts';
+import { HttpError, unauthorized } from '../http-errors.ts';
+
+const CSV_TYPES = ['text/csv', 'application/csv'];
+const JSON_TYPE = 'application/json';
+
+const flag = (v: unknown): boolean => v === 'true' || v === '1' || v === '';
+
+/**
+ * `POST /v1/batches` (PRODUCT.md §4, §6): a CSV (`text/csv`) or a JSON document, validated by the
+ * same code as `usdc-batch enqueue`. Query options: `skip_invalid`, `allow_duplicates`, and for CSV
+ * `batch_id`. The body is taken raw (this plugin's own parsers), because the HMAC signature covers
+ * the exact bytes sent.
+ */
+export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
+  // Content-type parsers are scoped to this plugin: other routes keep Fastify's JSON parser.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser([...CSV_TYPES, JSON_TYPE], { parseAs: 'buffer' }, (_request, body, done) => {
+    done(null, body);
+  });
+
+  app.post('/v1/batches', async (request, reply) => {
+    const now = deps.now ?? Date.now;
+    const raw = request.body;
+    if (!Buffer.isBuffer(raw)) {
+      throw new HttpError(415, 'USDC_HTTP_UNSUPPORTED_MEDIA_TYPE', 'send text/csv or application/json');
+    }
+    const secret = deps.config.hookHmacSecret;
+    if (secret) {
+      const header = request.headers['x-signature'];
+      const check = verifySignature(typeof header === 'string' ? header : undefined, raw, secret, now());
+      if (!check.ok) throw unauthorized(check.reason);
+    }
+
+    const query = request.query as Record<string, unknown>;
+    const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+    const limits = {
+      maxTransferUsdc: deps.config.maxTransferUsdc,
+      allowDuplicates: flag(query['allow_duplicates']),
+    };
+    let input: ValidatedInput;
+    let batchId = typeof query['batch_id'] === 'string' ? query['batch_id'] : undefined;
+    let callbackUrl: string | undefined;
+    if (type === JSON_TYPE) {
+      let doc: unknown;
+      try {
+        doc = JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, ''));
+      } catch {
+        throw new HttpError(400, 'USDC_HTTP_MALFORMED_JSON', 'the body is not valid JSON');
+      }
+      const batch = readJsonBatch(doc);
+      if (!batch) {
+        throw new HttpError(
+          400,
+          'USDC_HTTP_BAD_DOCUMENT',
+          'the body must be an object with a "transfers" array',
+        );
+      }
+      batchId = batch.batchId ?? batchId;
+      callbackUrl = batch.callbackUrl;
+      input = validateJson(batch, limits);
+    } else {
+      input = await validateCsv(Readable.from([raw]), limits);
+    }
+
+    const outcome = await enqueueValidated(
+      { redis: deps.redis, prefix: deps.config.queuePrefix, jobs: deps.producer, config: deps.config, now },
+      input,
+      {
+        source: 'http',
+        actor: 'http:hook',
+        batchId,
+        skipInvalid: flag(query['skip_invalid']),
+        allowDuplicates: limits.allowDuplicates,
+        callbackUrl,
+      },
+    );
+    if (outcome.status === 'rejected') {
+      throw new HttpError(422, 'USDC_INGEST_REJECTED', rejectionMessage(outcome), outcome.errors);
+    }
+    return reply.status(202).send({
+      batch_id: outcome.batchId,
+      created: outcome.created,
+      held: outcome.held,
+      accepted: outcome.accepted,
+      rejected: outcome.rejected,
+      duplicates: outcome.duplicates,
+      errors: outcome.errors,
+      totals: { amount: formatUsdc(outcome.totalAmount) },
+    });
+  });
+};
+
+function rejectionMessage(o: EnqueueOutcome): string {
+  const n = o.errors.length;
+  return `the input was rejected: ${n} problem${n === 1 ? '' : 's'}; nothing was enqueued`;
+}

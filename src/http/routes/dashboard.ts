@@ -1,0 +1,47 @@
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import type { RouteAuth, RoutePlugin } from '../app.ts';
+import { errorDocument } from '../http-errors.ts';
+
+export const DASHBOARD_PATH = '/dashboard';
+const STATIC_PATH = `${DASHBOARD_PATH}/static/`;
+
+/**
+ * `/dashboard`: every queue (transfers per source chain, intents, callbacks, schedules) in
+ * bull-board, read-only. Job data holds only pointers (`{batchId, transferId}`, an intent id, a
+ * schedule name) — never a key, permit, signature or signed transaction — so showing it reveals no
+ * secret.
+ *
+ * Authentication: the HTML page and its `/dashboard/api/*` data routes need the hook token, as a
+ * bearer token or as the password of HTTP Basic auth (a browser cannot add a bearer header, so a
+ * 401 here asks it for a login: any user name, HOOK_TOKEN as the password). The browser then sends
+ * the same credentials with every `/dashboard/api/*` call. Only the UI's own static files
+ * (`/dashboard/static/*`: bull-board's JavaScript, CSS and images, the same for every install) are
+ * served without credentials; they hold no data.
+ *
+ * Read-only twice over: every queue adapter is in `readOnlyMode` (bull-board refuses its actions),
+ * and any request other than GET or HEAD is refused here before bull-board sees it.
+ */
+export const dashboardRoute: RoutePlugin = async (app, { deps }) => {
+  app.addHook('onRoute', (route) => {
+    const auth: RouteAuth = route.url.startsWith(STATIC_PATH) ? 'none' : 'dashboard';
+    route.config = { ...route.config, auth };
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return;
+    return reply
+      .status(405)
+      .header('allow', 'GET, HEAD')
+      .send(errorDocument(405, 'USDC_HTTP_READ_ONLY', 'the dashboard is read-only'));
+  });
+
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: deps.queues.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'usdc-batch' } },
+  });
+  await app.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
+};

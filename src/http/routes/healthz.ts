@@ -1,0 +1,6 @@
+import type { RoutePlugin } from '../app.ts';
+
+/** Liveness: the process answers. Readiness (Redis reachable) is `/readyz`'s job. */
+export const healthzRoute: RoutePlugin = async (app) => {
+  app.get('/healthz', { config: { auth: 'none' } }, async () => ({ status: 'ok' }));
+};

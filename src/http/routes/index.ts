@@ -1,0 +1,27 @@
+import type { RoutePlugin } from '../app.ts';
+import { auditRoute } from './audit.ts';
+import { batchApproveRoute } from './batch-approve.ts';
+import { batchExportRoute } from './batch-export.ts';
+import { batchRetryRoute } from './batch-retry.ts';
+import { batchStatusRoute } from './batch-status.ts';
+import { batchesListRoute } from './batches-list.ts';
+import { batchesPostRoute } from './batches-post.ts';
+import { dashboardRoute } from './dashboard.ts';
+import { healthzRoute } from './healthz.ts';
+import { metricsRoute } from './metrics.ts';
+import { readyzRoute } from './readyz.ts';
+
+/** The API's routes (PRODUCT.md §6); each file registers one concern. */
+export const ROUTES: readonly RoutePlugin[] = [
+  healthzRoute,
+  readyzRoute,
+  batchesPostRoute,
+  batchesListRoute,
+  batchStatusRoute,
+  batchExportRoute,
+  batchRetryRoute,
+  batchApproveRoute,
+  auditRoute,
+  metricsRoute,
+  dashboardRoute,
+];

@@ -1,0 +1,275 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config.ts';
+import { callbackUrlProblem } from '../domain/callback-url.ts';
+import { ConflictError } from '../domain/errors.ts';
+import { formatUsdc } from '../domain/money.ts';
+import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
+import { BATCH_ID_PATTERN } from '../queue/jobs.ts';
+import {
+  createBatchWriter,
+  type BatchState,
+  type DroppedRow,
+  type TransferJobSink,
+  type WriteOptions,
+} from '../store/batch-writer.ts';
+import { findPayoutOwners, findRecentPayments } from '../store/ingest-lookups.ts';
+import { recordAudit } from '../store/audit.ts';
+import { batchDigest, derivedBatchId, paymentFingerprint } from './batch-identity.ts';
+import { sortIssues, type IngestIssue } from './ingest-issue.ts';
+import { routeTotals, type RouteTotal } from './route-totals.ts';
+import type { ValidatedInput } from './validate-input.ts';
+
+export type EnqueueDeps = {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly jobs: TransferJobSink;
+  readonly config: Pick<Config, 'maxBatchUsdc' | 'approvalThresholdUsdc' | 'callbackAllowedHosts'>;
+  readonly now?: () => number;
+};
+
+export type EnqueueOptions = {
+  readonly source: BatchSource;
+  /** Who asked (audit log): `cli:<os user>` or `http:hook`. */
+  readonly actor: string;
+  readonly batchId?: string | undefined;
+  readonly skipInvalid?: boolean | undefined;
+  readonly allowDuplicates?: boolean | undefined;
+  readonly callbackUrl?: string | undefined;
+  /** Batches that are not "other" for the likely-duplicate rule (a schedule's other firings). */
+  readonly sameFamily?: ((batchId: string) => boolean) | undefined;
+  /** Passed to the writer (chunking; fault injection in tests). */
+  readonly write?: Omit<WriteOptions, 'onOwnedPayout'> | undefined;
+};
+
+/** The result of an enqueue, as `enqueue --json` and `POST /v1/batches` report it. */
+export type EnqueueOutcome = {
+  readonly status: 'enqueued' | 'rejected';
+  /** Null when the input was rejected before it had an identity. */
+  readonly batchId: string | null;
+  /** False when the same batch was already enqueued: this run added nothing. */
+  readonly created: boolean;
+  /** An earlier, interrupted run of the same batch was completed by this one. */
+  readonly resumed: boolean;
+  readonly held: boolean;
+  readonly accepted: number;
+  readonly rejected: number;
+  readonly duplicates: number;
+  readonly errors: IngestIssue[];
+  readonly totalAmount: bigint;
+  readonly routes: RouteTotal[];
+};
+
+/** A batch id reused with other content (CLI exit 3, HTTP 409). */
+export class BatchConflictError extends ConflictError {
+  override name = 'BatchConflictError';
+  constructor(batchId: string) {
+    super(
+      'USDC_BATCH_CONFLICT',
+      `batch ${batchId} already exists with different content; use another --batch-id`,
+      { meta: { batchId } },
+    );
+  }
+}
+
+/**
+ * Turns validated input into a batch: the Redis-side rules (likely duplicates of recent transfers,
+ * payout ids owned by other batches, the batch cap, approval), then the writer. Strict unless
+ * `skipInvalid`: any problem rejects the input whole and nothing is written.
+ */
+export async function enqueueValidated(
+  deps: EnqueueDeps,
+  input: ValidatedInput,
+  options: EnqueueOptions,
+): Promise<EnqueueOutcome> {
+  const now = deps.now ?? Date.now;
+  const issues: IngestIssue[] = [...input.issues];
+  const duplicates: IngestIssue[] = [...input.duplicates];
+  let rejectedRows = input.invalidRows;
+  let fatal = input.fatal;
+
+  if (options.batchId !== undefined && !BATCH_ID_PATTERN.test(options.batchId)) {
+    fatal = true;
+    issues.push({
+      line: null,
+      column: 'batch_id',
+      message: 'batch id must be 1-100 characters of A-Z, a-z, 0-9, "_", "." or "-"',
+    });
+  }
+  let callbackUrl: string | null = null;
+  if (options.callbackUrl !== undefined) {
+    const problem = callbackUrlProblem(options.callbackUrl, deps.config.callbackAllowedHosts);
+    if (problem === undefined) callbackUrl = options.callbackUrl;
+    else {
+      fatal = true;
+      issues.push({ line: null, column: 'callback_url', message: `callback_url ${problem}` });
+    }
+  }
+
+  const rejectedOutcome = (): EnqueueOutcome => ({
+    status: 'rejected',
+    batchId: null,
+    created: false,
+    resumed: false,
+    held: false,
+    accepted: 0,
+    rejected: rejectedRows,
+    duplicates: duplicates.length,
+    errors: sortIssues([...issues, ...duplicates]),
+    totalAmount: 0n,
+    routes: [],
+  });
+  const strict = !options.skipInvalid;
+  if (fatal || (strict && (issues.length > 0 || duplicates.length > 0))) return rejectedOutcome();
+  if (input.transfers.length === 0) {
+    issues.push({ line: null, column: null, message: 'no valid rows to enqueue' });
+    return rejectedOutcome();
+  }
+
+  const digest = batchDigest(input.transfers);
+  const batchId = options.batchId ?? derivedBatchId(digest);
+  const writer = createBatchWriter({ ...deps, fingerprint: paymentFingerprint });
+
+  const existing = await writer.readBatchState(batchId);
+  if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
+
+  const dropped: DroppedRow[] = [];
+  if (!existing) {
+    // Decisions that depend on what else is in Redis are made once, by the run that creates the batch.
+    if (!options.allowDuplicates) {
+      const idless = input.transfers.filter((t) => !t.hasPayoutId);
+      const fps = idless.map(paymentFingerprint);
+      const recent = await findRecentPayments(deps.redis, deps.prefix, fps, {
+        batchId,
+        now: now(),
+        ...(options.sameFamily ? { sameFamily: options.sameFamily } : {}),
+      });
+      idless.forEach((t, i) => {
+        const match = recent.get(fps[i] as string);
+        if (!match) return;
+        const issue = {
+          line: t.line,
+          column: null,
+          message: `likely duplicate of transfer ${match.transferId} of batch ${match.batchId} (${match.state.replace('_', ' ')}, same from, to, amount and recipient within 24 h), and no id`,
+        };
+        duplicates.push(issue);
+        dropped.push(issue);
+      });
+    }
+    if (strict) {
+      const owners = await findPayoutOwners(
+        deps.redis,
+        deps.prefix,
+        input.transfers.filter((t) => t.hasPayoutId).map((t) => t.id),
+        batchId,
+      );
+      for (const t of input.transfers) {
+        const owner = owners.get(t.id);
+        if (t.hasPayoutId && owner !== undefined) {
+          rejectedRows++;
+          issues.push({
+            line: t.line,
+            column: 'id',
+            message: `payout id "${t.id}" was already enqueued in batch ${owner}`,
+          });
+        }
+      }
+      if (issues.length > 0 || duplicates.length > 0) return rejectedOutcome();
+    }
+    const droppedLines = new Set(dropped.map((d) => d.line));
+    const amount = input.transfers.reduce((s, t) => (droppedLines.has(t.line) ? s : s + t.amount), 0n);
+    if (deps.config.maxBatchUsdc !== undefined && amount > deps.config.maxBatchUsdc) {
+      issues.push({
+        line: null,
+        column: 'amount',
+        message: `batch total ${formatUsdc(amount)} is above MAX_BATCH_USDC (${formatUsdc(deps.config.maxBatchUsdc)})`,
+      });
+      return rejectedOutcome();
+    }
+    if (droppedLines.size === input.transfers.length) {
+      issues.push({ line: null, column: null, message: 'no valid rows to enqueue' });
+      return rejectedOutcome();
+    }
+  }
+
+  const threshold = deps.config.approvalThresholdUsdc;
+  const droppedLines = new Set(dropped.map((d) => d.line));
+  const planAmount = input.transfers.reduce((s, t) => (droppedLines.has(t.line) ? s : s + t.amount), 0n);
+  const createdAt = now();
+  const result = await writer.write(
+    {
+      batchId,
+      digest,
+      source: options.source,
+      createdAt,
+      held: threshold !== undefined && planAmount >= threshold,
+      callbackUrl,
+      transfers: input.transfers,
+      dropped,
+    },
+    { ...options.write, onOwnedPayout: strict ? 'strict' : 'skip' },
+  );
+
+  const accepted = (state: { dropped: readonly DroppedRow[] }): TransferRequest[] => {
+    const lines = new Set(state.dropped.map((d) => d.line));
+    return input.transfers.filter((t) => !lines.has(t.line));
+  };
+  const enqueuedOutcome = (
+    state: Pick<BatchState, 'rows' | 'amount' | 'dropped' | 'held'>,
+    created: boolean,
+    resumed: boolean,
+  ): EnqueueOutcome => {
+    const owned = state.dropped.filter((d) => d.column === 'id');
+    const redisDuplicates = state.dropped.filter((d) => d.column !== 'id');
+    const allDuplicates = [...input.duplicates, ...redisDuplicates];
+    return {
+      status: 'enqueued',
+      batchId,
+      created,
+      resumed,
+      held: state.held,
+      accepted: state.rows,
+      rejected: input.invalidRows + owned.length,
+      duplicates: allDuplicates.length,
+      errors: sortIssues([...input.issues, ...owned, ...allDuplicates]),
+      totalAmount: state.amount,
+      routes: routeTotals(accepted(state)),
+    };
+  };
+
+  switch (result.status) {
+    case 'conflict':
+      throw new BatchConflictError(batchId);
+    case 'exists':
+      return enqueuedOutcome(result.state, false, false);
+    case 'refused':
+      for (const d of result.dropped) {
+        if (d.column === 'id') {
+          rejectedRows++;
+          issues.push(d);
+        } else if (!duplicates.some((x) => x.line === d.line)) duplicates.push(d);
+      }
+      return rejectedOutcome();
+    case 'written': {
+      const state = await writer.readBatchState(batchId);
+      const outcome = enqueuedOutcome(
+        state ?? { rows: result.rows, amount: result.amount, dropped: result.dropped, held: false },
+        true,
+        !result.created,
+      );
+      if (result.created) {
+        await recordAudit(deps.redis, deps.prefix, {
+          actor: options.actor,
+          action: 'enqueue',
+          batch: batchId,
+          detail: JSON.stringify({
+            source: options.source,
+            rows: outcome.accepted,
+            amount: formatUsdc(outcome.totalAmount),
+            held: outcome.held,
+          }),
+        });
+      }
+      return outcome;
+    }
+  }
+}

@@ -1,0 +1,82 @@
+import { tryParseUsdc } from '../domain/money.ts';
+import { isColumn, type RawRow } from './columns.ts';
+import type { IngestIssue } from './ingest-issue.ts';
+
+/** The JSON document of `POST /v1/batches` (PRODUCT.md §4), checked field by field. */
+export type JsonBatchInput = {
+  readonly batchId: string | undefined;
+  readonly rows: RawRow[];
+  readonly expect: { readonly rows?: number; readonly total?: bigint };
+  readonly callbackUrl: string | undefined;
+  /** Problems of the document as a whole (wrong shape, unknown fields, bad `expect`). */
+  readonly issues: IngestIssue[];
+};
+
+const TOP_LEVEL = ['batch_id', 'transfers', 'expect', 'callback_url'];
+
+/**
+ * Turns a parsed JSON body into rows for the same validator the CSV goes through. For JSON, a row's
+ * `line` is its 1-based position in `transfers` (`transfers[0]` is line 1) and `column` is the field
+ * name. Returns undefined when the body is not an object with a `transfers` array.
+ */
+export function readJsonBatch(doc: unknown): JsonBatchInput | undefined {
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return undefined;
+  const body = doc as Record<string, unknown>;
+  if (!Array.isArray(body['transfers'])) return undefined;
+  const issues: IngestIssue[] = [];
+  const whole = (column: string | null, message: string) => issues.push({ line: null, column, message });
+
+  for (const key of Object.keys(body)) {
+    if (!TOP_LEVEL.includes(key)) whole(key.slice(0, 40), `unknown field "${key.slice(0, 40)}"`);
+  }
+  let batchId: string | undefined;
+  if (body['batch_id'] !== undefined && body['batch_id'] !== null) {
+    if (typeof body['batch_id'] === 'string') batchId = body['batch_id'];
+    else whole('batch_id', 'batch_id must be a string');
+  }
+  let callbackUrl: string | undefined;
+  if (body['callback_url'] !== undefined && body['callback_url'] !== null) {
+    if (typeof body['callback_url'] === 'string') callbackUrl = body['callback_url'];
+    else whole('callback_url', 'callback_url must be a string');
+  }
+
+  const expect: { rows?: number; total?: bigint } = {};
+  const e = body['expect'];
+  if (e !== undefined && e !== null) {
+    if (typeof e !== 'object' || Array.isArray(e))
+      whole('expect', 'expect must be an object { rows, total }');
+    else {
+      const { rows, total, ...rest } = e as Record<string, unknown>;
+      for (const key of Object.keys(rest))
+        whole(`expect.${key.slice(0, 40)}`, `unknown field "expect.${key.slice(0, 40)}"`);
+      if (rows !== undefined) {
+        if (typeof rows === 'number' && Number.isSafeInteger(rows) && rows >= 0) expect.rows = rows;
+        else whole('expect.rows', 'expect.rows must be a whole number');
+      }
+      if (total !== undefined) {
+        const r = typeof total === 'string' ? tryParseUsdc(total, { allowZero: true }) : undefined;
+        if (r?.ok) expect.total = r.value;
+        else
+          whole(
+            'expect.total',
+            `expect.total must be a decimal string${r && !r.ok ? `: it ${r.reason}` : ''}`,
+          );
+      }
+    }
+  }
+
+  const rows: RawRow[] = (body['transfers'] as unknown[]).map((t, index) => {
+    const line = index + 1;
+    if (typeof t !== 'object' || t === null || Array.isArray(t)) {
+      return { line, fields: {}, issues: [{ line, column: null, message: 'a transfer must be an object' }] };
+    }
+    const fields: Record<string, unknown> = {};
+    const rowIssues: IngestIssue[] = [];
+    for (const [key, value] of Object.entries(t)) {
+      if (isColumn(key)) fields[key] = value;
+      else rowIssues.push({ line, column: key.slice(0, 40), message: `unknown field "${key.slice(0, 40)}"` });
+    }
+    return rowIssues.length > 0 ? { line, fields, issues: rowIssues } : { line, fields };
+  });
+  return { batchId, rows, expect, callbackUrl, issues };
+}

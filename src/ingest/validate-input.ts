@@ -1,0 +1,206 @@
+import type { Readable } from 'node:stream';
+import { formatUsdc } from '../domain/money.ts';
+import type { TransferRequest } from '../domain/transfer.ts';
+import { readCsvRows } from './csv-source.ts';
+import { findInFileDuplicates } from './in-file-duplicates.ts';
+import type { IngestIssue } from './ingest-issue.ts';
+import type { JsonBatchInput } from './json-source.ts';
+import type { AddressCheck } from '../domain/addresses.ts';
+import { createAddressChecker, type AddressToCheck } from './address-checker.ts';
+import type { RawRow } from './columns.ts';
+import { addressOf, createRowValidator, type RowValidator } from './row-validator.ts';
+
+export type ControlTotals = { readonly rows?: number | undefined; readonly total?: bigint | undefined };
+
+export type ValidateOptions = {
+  readonly maxTransferUsdc?: bigint | undefined;
+  readonly expect?: ControlTotals | undefined;
+  readonly allowDuplicates?: boolean | undefined;
+  /** Called every `progressEvery` rows while a CSV streams in. */
+  readonly onProgress?: ((rows: number) => void) | undefined;
+  readonly progressEvery?: number | undefined;
+  /** Check addresses on a worker thread while the file is parsed (for large files: it costs a thread). */
+  readonly parallel?: boolean | undefined;
+};
+
+/** The input after every check that needs no Redis. */
+export type ValidatedInput = {
+  /** Valid rows, in order, without the in-file likely duplicates (unless they are allowed). */
+  readonly transfers: TransferRequest[];
+  /** Problems of invalid rows and of the input as a whole. */
+  readonly issues: IngestIssue[];
+  readonly invalidRows: number;
+  /** In-file likely duplicates (not in `transfers`). */
+  readonly duplicates: IngestIssue[];
+  /** The input as a whole is unusable (header, syntax, control totals): rejected even with --skip-invalid. */
+  readonly fatal: boolean;
+  readonly inputRows: number;
+  readonly inputTotal: bigint;
+};
+
+export async function validateCsv(input: Readable, options: ValidateOptions = {}): Promise<ValidatedInput> {
+  const validator = createRowValidator({ maxTransferUsdc: options.maxTransferUsdc });
+  const fileIssues: IngestIssue[] = [];
+  const every = options.progressEvery ?? 10_000;
+  let rows = 0;
+  const tick = () => {
+    rows++;
+    if (options.onProgress && rows % every === 0) options.onProgress(rows);
+  };
+  const pipeline = options.parallel ? createParallelRows(validator, tick) : undefined;
+  try {
+    const { fatal } = await readCsvRows(input, {
+      row: (row) => {
+        if (pipeline) pipeline.row(row);
+        else {
+          validator.add(row);
+          tick();
+        }
+      },
+      badRow: (issue) => {
+        if (pipeline) pipeline.badRow(issue);
+        else {
+          validator.reject(issue);
+          tick();
+        }
+      },
+      fileIssue: (issue) => fileIssues.push(issue),
+    });
+    await pipeline?.finish();
+    return finish(validator, fileIssues, fatal, options);
+  } finally {
+    await pipeline?.close();
+  }
+}
+
+type PendingBatch = {
+  readonly items: ({ row: RawRow; address: AddressToCheck | undefined } | { issue: IngestIssue })[];
+  checks?: AddressCheck[];
+  failed?: boolean;
+  done?: Promise<void>;
+};
+
+// Rows per message to the worker, and batches waiting for it before the main thread checks the
+// oldest one itself (so neither thread waits for the other, and few rows are held meanwhile).
+const PARALLEL_BATCH = 1000;
+const MAX_WAITING_BATCHES = 4;
+
+/**
+ * Validation of a large file on two threads: a worker checks the rows' recipient addresses (the
+ * EIP-55 keccak and base58 decoding, most of a row's cost) while this thread parses the file and
+ * validates the other fields. Rows still go through the validator one at a time and in file order,
+ * with the worker's check handed in; when the worker is behind, or fails, the validator checks the
+ * address itself, so the result is the same as on one thread.
+ */
+function createParallelRows(validator: RowValidator, tick: () => void) {
+  const checker = createAddressChecker();
+  const waiting: PendingBatch[] = [];
+  let current: PendingBatch = { items: [] };
+
+  const apply = (batch: PendingBatch) => {
+    let k = 0;
+    for (const item of batch.items) {
+      tick();
+      if ('issue' in item) {
+        validator.reject(item.issue);
+        continue;
+      }
+      const check = item.address && batch.checks ? batch.checks[k++] : undefined;
+      validator.add(item.row, item.address && check ? { ...item.address, check } : undefined);
+    }
+  };
+  const drain = () => {
+    for (;;) {
+      const head = waiting[0];
+      if (!head || !(head.checks || head.failed || waiting.length > MAX_WAITING_BATCHES)) return;
+      waiting.shift();
+      apply(head);
+    }
+  };
+  const send = () => {
+    const batch = current;
+    current = { items: [] };
+    const addresses: AddressToCheck[] = [];
+    for (const item of batch.items) if ('row' in item && item.address) addresses.push(item.address);
+    batch.done = checker.check(addresses).then(
+      (checks) => {
+        batch.checks = checks;
+      },
+      () => {
+        batch.failed = true;
+      },
+    );
+    waiting.push(batch);
+    drain();
+  };
+  const push = (item: PendingBatch['items'][number]) => {
+    current.items.push(item);
+    if (current.items.length >= PARALLEL_BATCH) send();
+  };
+
+  return {
+    row: (row: RawRow) => push({ row, address: addressOf(row) }),
+    badRow: (issue: IngestIssue) => push({ issue }),
+    async finish() {
+      for (const batch of waiting) {
+        if (!batch.checks && !batch.failed) await batch.done;
+        apply(batch);
+      }
+      waiting.length = 0;
+      apply(current);
+      current = { items: [] };
+    },
+    close: () => checker.close(),
+  };
+}
+
+export function validateJson(input: JsonBatchInput, options: ValidateOptions = {}): ValidatedInput {
+  const validator = createRowValidator({ maxTransferUsdc: options.maxTransferUsdc });
+  for (const row of input.rows) validator.add(row);
+  const fileIssues = [...input.issues];
+  return finish(validator, fileIssues, fileIssues.length > 0, {
+    ...options,
+    expect: { ...input.expect, ...definedOnly(options.expect ?? {}) },
+  });
+}
+
+function definedOnly(totals: ControlTotals): ControlTotals {
+  return Object.fromEntries(Object.entries(totals).filter(([, v]) => v !== undefined));
+}
+
+function finish(
+  validator: RowValidator,
+  fileIssues: IngestIssue[],
+  fatalSoFar: boolean,
+  options: ValidateOptions,
+): ValidatedInput {
+  const v = validator.finish();
+  let fatal = fatalSoFar;
+  const issues = [...fileIssues, ...v.issues];
+  const expect = options.expect ?? {};
+  if (!fatal && expect.rows !== undefined && expect.rows !== v.inputRows) {
+    fatal = true;
+    issues.push({
+      line: null,
+      column: null,
+      message: `control total: expected ${expect.rows} rows, the input has ${v.inputRows}`,
+    });
+  }
+  if (!fatal && expect.total !== undefined && expect.total !== v.inputTotal) {
+    fatal = true;
+    issues.push({
+      line: null,
+      column: 'amount',
+      message: `control total: expected a total of ${formatUsdc(expect.total)}, the amounts add up to ${formatUsdc(v.inputTotal)}`,
+    });
+  }
+  if (!fatal && v.inputRows === 0) {
+    fatal = true;
+    issues.push({ line: null, column: null, message: 'the input has no rows' });
+  }
+  if (options.allowDuplicates) {
+    return { ...v, issues, fatal, duplicates: [] };
+  }
+  const { kept, duplicates } = findInFileDuplicates(v.transfers);
+  return { ...v, transfers: kept, issues, fatal, duplicates };
+}

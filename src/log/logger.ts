@@ -1,0 +1,154 @@
+import { format } from 'node:util';
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+export type { Logger };
+
+const CENSOR = '[redacted]';
+
+/**
+ * Paths pino itself replaces (fast-redact). They are kept as a first layer; `redactDeep` below
+ * catches the same names at any depth and in any letter case, which fixed paths cannot.
+ */
+export const REDACT_PATHS = [
+  'privateKey',
+  '*.privateKey',
+  'secretKey',
+  '*.secretKey',
+  'secret',
+  '*.secret',
+  'apiKey',
+  '*.apiKey',
+  'token',
+  '*.token',
+  'password',
+  '*.password',
+  'signature',
+  '*.signature',
+  '*.*.signature',
+  'r',
+  's',
+  '*.r',
+  '*.s',
+  '*.permit',
+  'permit',
+  'signedTransaction',
+  '*.signedTransaction',
+  'signed_transaction',
+  '*.signed_transaction',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["x-signature"]',
+  '*.headers.authorization',
+  '*.headers["x-api-key"]',
+];
+
+// Key names compared lower-case with `-`/`_` removed. `tx_signature` and `tx_hash` are public
+// on-chain ids and stay visible; a permit's `signature` (and its `r`, `s`) authorises a payment.
+const SECRET_NAMES = new Set([
+  'authorization',
+  'proxyauthorization',
+  'cookie',
+  'setcookie',
+  'xapikey',
+  'xsignature',
+  'signature',
+  'permit',
+  'r',
+  's',
+  'signed',
+  'signedtx',
+  'solanasigned',
+  'seed',
+  'mnemonic',
+]);
+const SECRET_SUFFIXES = [
+  'privatekey',
+  'secretkey',
+  'secret',
+  'apikey',
+  'token',
+  'password',
+  'signedtransaction',
+  'keypair',
+];
+
+function isSecretKey(name: string): boolean {
+  const n = name.toLowerCase().replace(/[-_]/g, '');
+  return SECRET_NAMES.has(n) || SECRET_SUFFIXES.some((suffix) => n.endsWith(suffix));
+}
+
+/**
+ * Secrets that can hide inside free text (an error message quoting a request): the service's
+ * `sk_` keys, bearer credentials and 65-byte hex signatures. A 32-byte hex string is left alone:
+ * it is as likely a transaction hash as a key, and keys never reach a message in the first place.
+ */
+export function scrubText(text: string): string {
+  return text
+    .replace(/\bsk_[A-Za-z0-9_-]{4,}/g, `sk_${CENSOR}`)
+    .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${CENSOR}`)
+    .replace(/\b0x[0-9a-fA-F]{130}\b/g, CENSOR);
+}
+
+const MAX_DEPTH = 8;
+
+/** A copy of `value` with secret-named fields censored at any depth; the input is not modified. */
+export function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
+  if (typeof value === 'string') return scrubText(value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth >= MAX_DEPTH || seen.has(value)) return value;
+  seen.add(value);
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1, seen));
+  let entries: [string, unknown][];
+  if (value instanceof Error) {
+    // pino's serializer gives type, message (with causes), stack and the error's own fields, such as
+    // a client error's request options and headers.
+    entries = Object.entries(pino.stdSerializers.err(value));
+  } else {
+    const proto: unknown = Object.getPrototypeOf(value);
+    // Class instances (Secret, Date, Buffer, URL) keep their own JSON form.
+    if (proto !== Object.prototype && proto !== null) return value;
+    entries = Object.entries(value);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of entries) {
+    out[key] = isSecretKey(key) && v !== undefined && v !== null ? CENSOR : redactDeep(v, depth + 1, seen);
+  }
+  return out;
+}
+
+/** pino JSON to stderr (stdout is for human output and `--json` documents). */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { pid: process.pid },
+      redact: { paths: REDACT_PATHS, censor: CENSOR },
+      serializers: {
+        // `formatters.log` has already turned errors into redacted plain objects; this catches any
+        // error that reaches the serializer another way.
+        err: (err: unknown) => (err instanceof Error ? redactDeep(err) : err),
+      },
+      formatters: {
+        log: (object) => redactDeep(object) as Record<string, unknown>,
+        bindings: (bindings) => redactDeep(bindings) as Record<string, unknown>,
+      },
+      hooks: {
+        logMethod(args, method) {
+          let all: unknown[] = args;
+          // `log.error(err)` takes its message from the error: make it one we can scrub.
+          const [first] = all;
+          if (first instanceof Error && all.length === 1) all = [{ err: first }, first.message];
+          // Interpolate first: a secret split across the template and its argument is whole only
+          // in the finished message.
+          const at = all.findIndex((a) => typeof a === 'string');
+          if (at >= 0 && all.length > at + 1) all = [...all.slice(0, at), format(...all.slice(at))];
+          const scrubbed = all.map((a) => (typeof a === 'string' ? scrubText(a) : a));
+          method.apply(this, scrubbed as Parameters<typeof method>);
+        },
+      },
+    },
+    destination ?? pino.destination({ fd: 2, sync: true }),
+  );
+}

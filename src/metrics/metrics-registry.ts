@@ -1,0 +1,237 @@
+import type { Redis } from 'ioredis';
+import { Gauge, Registry, type Metric } from 'prom-client';
+import { TRANSFER_STATES } from '../domain/transfer.ts';
+import type { QueueCounts } from '../queue/queue-monitor.ts';
+import { keys } from '../store/keys.ts';
+import { metricKeys, SERVICE_CALL_BUCKETS_MS } from './worker-metrics.ts';
+
+/** Batches read per scrape: the most recent ones (a scrape stays one bounded Redis read). */
+export const SCRAPED_BATCHES = 100;
+
+export type MetricsDeps = {
+  readonly redis: Redis;
+  readonly prefix: string;
+  /** Job counts per queue (the queue layer's monitor). */
+  readonly queueCounts: () => Promise<QueueCounts[]>;
+};
+
+type Snapshot = {
+  transfers: Map<string, number>;
+  batches: Map<string, number>;
+  amounts: Map<string, bigint>;
+  queues: QueueCounts[];
+  serviceCalls: Record<string, string>;
+  counters: Record<string, string>;
+};
+
+type StoredValue = { labels: Record<string, string | number>; value: number; metricName?: string };
+
+/**
+ * A counter or histogram whose observations were made elsewhere (by worker processes, into Redis):
+ * prom-client's own Counter and Histogram count only what this process observes, so this renders
+ * the stored totals in the same exposition format (`_bucket{le}`, `_sum`, `_count` for a histogram).
+ */
+class StoredMetric {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'counter' | 'histogram';
+  readonly aggregator = 'sum' as const;
+  values: StoredValue[] = [];
+  constructor(type: 'counter' | 'histogram', name: string, help: string) {
+    this.type = type;
+    this.name = name;
+    this.help = help;
+  }
+  async get() {
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: this.values,
+    };
+  }
+  reset() {
+    this.values = [];
+  }
+  collect() {}
+}
+
+/** Micro-USDC as a metric value: exact while below 2^53 (9 billion USDC). */
+const microValue = (v: bigint): number => Number(v);
+
+/**
+ * The `/metrics` registry of `usdc-batch serve`. Every value is read from Redis at scrape time, so
+ * any number of `serve` processes report the same numbers and none keeps state:
+ * - transfers by state, batches by status, amounts and fees — from the batch records of the
+ *   `SCRAPED_BATCHES` most recent batches (counters kept by the store, never a scan of transfers);
+ * - queue jobs per queue and state, and queue depth (waiting + prioritized + delayed);
+ * - the service-call latency histogram and the retries counter written by the workers
+ *   (worker-metrics.ts).
+ */
+export function createMetricsRegistry(deps: MetricsDeps) {
+  const registry = new Registry();
+  const k = keys(deps.prefix);
+  const mk = metricKeys(deps.prefix);
+
+  const transfers = new Gauge({
+    name: 'usdc_batch_transfers',
+    help: `Transfers by state, over the ${SCRAPED_BATCHES} most recent batches.`,
+    labelNames: ['state'],
+    registers: [registry],
+  });
+  const batches = new Gauge({
+    name: 'usdc_batch_batches',
+    help: `The ${SCRAPED_BATCHES} most recent batches by status (held, open, complete).`,
+    labelNames: ['status'],
+    registers: [registry],
+  });
+  const amounts = new Gauge({
+    name: 'usdc_batch_amount_micro_usdc',
+    help: `Sums over the ${SCRAPED_BATCHES} most recent batches, micro-USDC: requested amount, estimated fee, net received.`,
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const queueJobs = new Gauge({
+    name: 'usdc_batch_queue_jobs',
+    help: 'Jobs per queue and job state.',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+  });
+  const queueDepth = new Gauge({
+    name: 'usdc_batch_queue_depth',
+    help: 'Jobs still to run per queue (waiting + prioritized + delayed).',
+    labelNames: ['queue'],
+    registers: [registry],
+  });
+  const retries = new StoredMetric(
+    'counter',
+    'usdc_batch_retries_total',
+    'Retries, all workers: kind="call" a service call that failed transiently (retried, re-sent or handed back); kind="requeue" a transfer handed back to the queue (transient failure, 429, daily cap).',
+  );
+  const latency = new StoredMetric(
+    'histogram',
+    'usdc_batch_service_call_duration_seconds',
+    'Transfer-service call latency by operation and outcome, all workers.',
+  );
+  // Registry only reads `name` and `get()`; the casts stand for prom-client's Metric union.
+  registry.registerMetric(retries as unknown as Metric);
+  registry.registerMetric(latency as unknown as Metric);
+
+  async function snapshot(): Promise<Snapshot> {
+    const ids = await deps.redis.zrevrange(k.batches, 0, SCRAPED_BATCHES - 1);
+    const pipe = deps.redis.pipeline();
+    for (const id of ids) pipe.hgetall(k.batch(id));
+    pipe.hgetall(mk.serviceCalls);
+    pipe.hgetall(mk.counters);
+    const [res, queues] = await Promise.all([pipe.exec(), deps.queueCounts()]);
+    const results = (res ?? []).map(([err, v]) => {
+      if (err) throw err;
+      return (v ?? {}) as Record<string, string>;
+    });
+    const counters = results.pop() ?? {};
+    const serviceCalls = results.pop() ?? {};
+    const snap: Snapshot = {
+      transfers: new Map(TRANSFER_STATES.map((s) => [s, 0])),
+      batches: new Map([
+        ['held', 0],
+        ['open', 0],
+        ['complete', 0],
+      ]),
+      amounts: new Map([
+        ['amount', 0n],
+        ['fee', 0n],
+        ['net_receive', 0n],
+      ]),
+      queues,
+      serviceCalls,
+      counters,
+    };
+    const int = (v: string | undefined): bigint => (v && /^-?[0-9]+$/.test(v) ? BigInt(v) : 0n);
+    for (const b of results) {
+      if (!b['id']) continue;
+      for (const s of TRANSFER_STATES) {
+        snap.transfers.set(s, (snap.transfers.get(s) ?? 0) + Math.max(0, Number(b[`n_${s}`] ?? 0)));
+      }
+      const status = b['held'] === '1' ? 'held' : b['complete'] === '1' ? 'complete' : 'open';
+      snap.batches.set(status, (snap.batches.get(status) ?? 0) + 1);
+      for (const kind of ['amount', 'fee', 'net_receive']) {
+        snap.amounts.set(kind, (snap.amounts.get(kind) ?? 0n) + int(b[kind]));
+      }
+    }
+    return snap;
+  }
+
+  function histogramValues(raw: Record<string, string>): StoredValue[] {
+    type Series = { count: number; sumMs: number; buckets: number[] };
+    const series = new Map<string, Series>();
+    for (const [field, value] of Object.entries(raw)) {
+      const m = /^([a-z_]+)\|([a-z_]+)\|(count|sum_ms|b([0-9]+))$/.exec(field);
+      if (!m) continue;
+      const key = `${m[1]}|${m[2]}`;
+      const s = series.get(key) ?? {
+        count: 0,
+        sumMs: 0,
+        buckets: new Array<number>(SERVICE_CALL_BUCKETS_MS.length + 1).fill(0),
+      };
+      const n = Number(value) || 0;
+      if (m[3] === 'count') s.count = n;
+      else if (m[3] === 'sum_ms') s.sumMs = n;
+      else if (Number(m[4]) < s.buckets.length) s.buckets[Number(m[4])] = n;
+      series.set(key, s);
+    }
+    const out: StoredValue[] = [];
+    const name = latency.name;
+    for (const [key, s] of [...series].sort(([a], [b]) => a.localeCompare(b))) {
+      const [operation = '', outcome = ''] = key.split('|');
+      let cumulative = 0;
+      SERVICE_CALL_BUCKETS_MS.forEach((le, i) => {
+        cumulative += s.buckets[i] ?? 0;
+        out.push({
+          metricName: `${name}_bucket`,
+          labels: { operation, outcome, le: le / 1000 },
+          value: cumulative,
+        });
+      });
+      out.push({ metricName: `${name}_bucket`, labels: { operation, outcome, le: '+Inf' }, value: s.count });
+      out.push({ metricName: `${name}_sum`, labels: { operation, outcome }, value: s.sumMs / 1000 });
+      out.push({ metricName: `${name}_count`, labels: { operation, outcome }, value: s.count });
+    }
+    return out;
+  }
+
+  function fill(snap: Snapshot): void {
+    for (const [state, n] of snap.transfers) transfers.set({ state }, n);
+    for (const [status, n] of snap.batches) batches.set({ status }, n);
+    for (const [kind, v] of snap.amounts) amounts.set({ kind }, microValue(v));
+    queueJobs.reset();
+    queueDepth.reset();
+    for (const { queue, counts } of snap.queues) {
+      for (const [state, n] of Object.entries(counts)) queueJobs.set({ queue, state }, n);
+      queueDepth.set({ queue }, counts.waiting + counts.prioritized + counts.delayed);
+    }
+    retries.values = [
+      { labels: { kind: 'call' }, value: Number(snap.counters['retry_call'] ?? 0) || 0 },
+      { labels: { kind: 'requeue' }, value: Number(snap.counters['retry_requeue'] ?? 0) || 0 },
+    ];
+    latency.values = histogramValues(snap.serviceCalls);
+  }
+
+  // Scrapes are serialized: one fills the gauges and renders before the next reads.
+  let chain: Promise<unknown> = Promise.resolve();
+  return {
+    registry,
+    contentType: registry.contentType,
+    /** Reads Redis and renders the Prometheus text format. Rejects when Redis cannot be read. */
+    render(): Promise<string> {
+      const run = async () => {
+        fill(await snapshot());
+        return await registry.metrics();
+      };
+      const next = chain.then(run, run);
+      chain = next.catch(() => {});
+      return next;
+    },
+  };
+}
+export type MetricsRegistry = ReturnType<typeof createMetricsRegistry>;

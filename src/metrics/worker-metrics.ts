@@ -1,0 +1,108 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../log/logger.ts';
+import type { CallOutcome } from '../service/service-client.ts';
+import type { Operation } from '../service/types.ts';
+import type { TransferStore } from '../store/transfer-store.ts';
+
+/**
+ * Worker-side metrics, kept in Redis rather than in each worker's memory: workers run as many
+ * processes on many machines with no HTTP port of their own (PRODUCT.md gives them none), and
+ * `usdc-batch serve` answers `/metrics` for all of them. Counters are Redis hashes incremented with
+ * HINCRBY, so every worker adds to the same totals, and they survive restarts (Prometheus counters
+ * only ever grow, as these do).
+ *
+ * - `<prefix>:metrics:service_calls` — per `<operation>|<outcome>`: `…|count`, `…|sum_ms`, and one
+ *   field per latency bucket `…|b<i>` (not cumulative; the reader sums them into `le` buckets).
+ * - `<prefix>:metrics:counters` — retries at two levels: `retry_call`, a service call that failed
+ *   transiently (429, unavailable, ambiguous), which the worker then retries, re-sends the same
+ *   payload for, or hands back to the queue; and `retry_requeue`, a transfer handed back to the
+ *   queue to run again later (a transient failure before its payload, a 429, MAX_DAILY_USDC).
+ */
+export const SERVICE_CALL_BUCKETS_MS = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 20_000] as const;
+
+/** Outcomes of a service call that the worker retries in some form (never `rejected`). */
+const TRANSIENT: ReadonlySet<CallOutcome> = new Set(['rate_limited', 'unavailable', 'ambiguous']);
+
+export function metricKeys(prefix: string) {
+  return {
+    serviceCalls: `${prefix}:metrics:service_calls`,
+    counters: `${prefix}:metrics:counters`,
+  };
+}
+
+/** Index of the bucket a duration falls in; `SERVICE_CALL_BUCKETS_MS.length` is `+Inf`. */
+export function bucketIndex(ms: number): number {
+  const i = SERVICE_CALL_BUCKETS_MS.findIndex((le) => ms <= le);
+  return i === -1 ? SERVICE_CALL_BUCKETS_MS.length : i;
+}
+
+export type WorkerMetrics = {
+  /** For `createServiceClient({ onCall })`: never throws, never waits. */
+  onCall(operation: Operation, outcome: CallOutcome, ms: number): void;
+  /** Counts transfers the pipeline hands back to the queue (in_progress → queued). */
+  countRetries(store: TransferStore): TransferStore;
+};
+
+export function createWorkerMetrics(deps: {
+  redis: Redis;
+  prefix: string;
+  logger?: Logger;
+  /** How often buffered increments go to Redis; default 1 s. */
+  flushMs?: number;
+}): WorkerMetrics & { flush(): Promise<void>; close(): Promise<void> } {
+  const k = metricKeys(deps.prefix);
+  let lastWarn = 0;
+  // A metric write must never slow or fail a payment: fire and forget, warn at most once a minute.
+  const swallow = (err: unknown) => {
+    if (Date.now() - lastWarn < 60_000) return;
+    lastWarn = Date.now();
+    deps.logger?.warn({ err: { message: (err as Error).message } }, 'could not record a metric');
+  };
+  // Increments are summed in memory and written once a second: three HINCRBY per service call
+  // were ~8% of a busy worker's CPU (BENCHMARKS.md §2). A crash loses at most a second of counts.
+  let pending = new Map<string, number>();
+  const add = (key: string, field: string, by: number) => {
+    const id = `${key}\u0000${field}`;
+    pending.set(id, (pending.get(id) ?? 0) + by);
+  };
+  const flush = async () => {
+    if (pending.size === 0) return;
+    const batch = pending;
+    pending = new Map();
+    const pipe = deps.redis.pipeline();
+    for (const [id, by] of batch) {
+      const [key, field] = id.split('\u0000') as [string, string];
+      pipe.hincrby(key, field, by);
+    }
+    await pipe.exec().catch(swallow);
+  };
+  const timer = setInterval(() => void flush(), deps.flushMs ?? 1_000);
+  timer.unref();
+  return {
+    flush,
+    async close() {
+      clearInterval(timer);
+      await flush();
+    },
+    onCall(operation, outcome, ms) {
+      const field = `${operation}|${outcome}`;
+      const whole = Math.max(0, Math.round(ms));
+      add(k.serviceCalls, `${field}|count`, 1);
+      add(k.serviceCalls, `${field}|sum_ms`, whole);
+      add(k.serviceCalls, `${field}|b${bucketIndex(whole)}`, 1);
+      if (TRANSIENT.has(outcome)) add(k.counters, 'retry_call', 1);
+    },
+    countRetries(store) {
+      return {
+        ...store,
+        async transition(batchId, transferId, change) {
+          const res = await store.transition(batchId, transferId, change);
+          if (res.ok && change.to === 'queued' && res.previous === 'in_progress') {
+            add(k.counters, 'retry_requeue', 1);
+          }
+          return res;
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * Timings and bounds of one transfer's pipeline. Defaults keep the promise of PRODUCT.md §5.2: a
+ * transfer whose calls keep failing transiently is final within 3 minutes.
+ */
+export type PipelinePolicy = {
+  /** After this long since a transfer was first taken, transient failures make it final. */
+  readonly transientDeadlineMs: number;
+  /** Re-sends of an identical payload after ambiguous answers, before `needs_review`. */
+  readonly maxAmbiguousResends: number;
+  /** Sends of a payload that met `unavailable`, before `failed`. */
+  readonly maxUnavailableSends: number;
+  /** Fresh permits signed after the chain showed our nonce taken elsewhere. */
+  readonly maxResigns: number;
+  /** Fresh Solana transactions built after an unsent one expired. */
+  readonly maxRebuilds: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+  /** How long a job waits for its (chain, owner) nonce lease before yielding its worker slot. */
+  readonly leaseWaitMs: number;
+  /** Margin after a permit deadline before the chain's nonce is trusted (the RPC lags the service). */
+  readonly settleMarginMs: number;
+};
+
+export const DEFAULT_POLICY: PipelinePolicy = {
+  transientDeadlineMs: 150_000,
+  maxAmbiguousResends: 4,
+  maxUnavailableSends: 8,
+  maxResigns: 3,
+  maxRebuilds: 2,
+  backoffBaseMs: 250,
+  backoffMaxMs: 15_000,
+  leaseWaitMs: 5_000,
+  settleMarginMs: 30_000,
+};
+
+/** Exponential backoff with full jitter. */
+export function backoffMs(
+  policy: PipelinePolicy,
+  attempt: number,
+  random: () => number = Math.random,
+): number {
+  const cap = Math.min(policy.backoffMaxMs, policy.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(cap / 2 + (random() * cap) / 2);
+}

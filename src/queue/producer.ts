@@ -1,0 +1,101 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Chain } from '../domain/chains.ts';
+import { queueNameFor, transferJobId, type TransferJobData } from './jobs.ts';
+
+/**
+ * Job options of every transfer job. The queue is only the transport: the worker's saved steps in
+ * the transfer record decide when a transfer is final (PRODUCT.md §5), so BullMQ must never give up
+ * on a job before the worker does —
+ * - `attempts` is far above what the worker's own time budget (final within 3 minutes of transient
+ *   failures) can use at this backoff, so "attempts exhausted" is a safety net, not a policy;
+ * - a fixed, jittered backoff keeps retries of many transfers from arriving in step;
+ * - finished jobs are trimmed by age and count (the record keeps the outcome), but kept for a day so
+ *   a job id re-added within that time is still recognised as a duplicate.
+ */
+export const TRANSFER_JOB_OPTIONS = {
+  attempts: 1000,
+  backoff: { type: 'fixed', delay: 2_000, jitter: 0.5 },
+  removeOnComplete: { age: 24 * 3600, count: 100_000 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
+} as const satisfies JobsOptions;
+
+export const TRANSFER_JOB_NAME = 'transfer';
+
+/** Jobs per `addBulk` call: one Redis round trip each, bounded in size. */
+const BULK_CHUNK = 1000;
+
+export type ProducerOptions = {
+  /** A Redis URL (the producer opens its own fail-fast connection) or a client to share. */
+  readonly connection: string | Redis;
+  readonly prefix: string;
+};
+
+export type Producer = {
+  /** Adds one job per transfer to the queue of its source chain; an existing job id is left as is. */
+  addTransfers(
+    batchId: string,
+    transfers: readonly { transferId: string; from: Chain }[],
+    round?: number,
+  ): Promise<void>;
+  close(): Promise<void>;
+};
+
+export function createProducer(options: ProducerOptions): Producer {
+  const owned = typeof options.connection === 'string';
+  // A producer fails fast (BullMQ's production guide): an enqueue against an unreachable Redis should
+  // error out to its caller, not wait forever as a worker's blocking connection does.
+  const connection =
+    typeof options.connection === 'string'
+      ? new Redis(options.connection, { maxRetriesPerRequest: 2, connectTimeout: 5_000 })
+      : options.connection;
+  if (owned) connection.on('error', () => {});
+  const queues = new Map<Chain, Queue>();
+  const queueFor = (chain: Chain): Queue => {
+    let q = queues.get(chain);
+    if (!q) {
+      q = new Queue(queueNameFor(chain), { connection, prefix: options.prefix });
+      // Errors reach the caller of addBulk; this only keeps an 'error' event from crashing the process.
+      q.on('error', () => {});
+      queues.set(chain, q);
+    }
+    return q;
+  };
+
+  return {
+    async addTransfers(batchId, transfers, round = 0) {
+      const byChain = new Map<Chain, { transferId: string }[]>();
+      for (const t of transfers) {
+        const list = byChain.get(t.from) ?? [];
+        list.push(t);
+        byChain.set(t.from, list);
+      }
+      // The chains' bulks go out together, one round trip for all of them rather than one per chain.
+      const adds: Promise<unknown>[] = [];
+      for (const [chain, list] of byChain) {
+        const queue = queueFor(chain);
+        for (let i = 0; i < list.length; i += BULK_CHUNK) {
+          adds.push(
+            queue.addBulk(
+              list.slice(i, i + BULK_CHUNK).map(({ transferId }) => ({
+                name: TRANSFER_JOB_NAME,
+                data: { batchId, transferId } satisfies TransferJobData,
+                opts: { ...TRANSFER_JOB_OPTIONS, jobId: transferJobId(batchId, transferId, round) },
+              })),
+            ),
+          );
+        }
+      }
+      // Every bulk settles before an error is reported, so none is still running when the caller
+      // goes on (a re-run adds whatever is missing: job ids are deterministic).
+      const settled = await Promise.allSettled(adds);
+      const failed = settled.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    },
+    async close() {
+      await Promise.all([...queues.values()].map((q) => q.close()));
+      queues.clear();
+      if (owned) await connection.quit().catch(() => connection.disconnect());
+    },
+  };
+}

@@ -1,0 +1,63 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { CHAINS } from '../domain/chains.ts';
+import { queueNameFor } from './jobs.ts';
+import { SCHEDULE_QUEUE } from './schedules.ts';
+
+/**
+ * Every queue the product uses, for read-only observers (`/metrics`, `/dashboard`). The names of
+ * the `intents` and `callbacks` queues are those of intent-follower.ts and callbacks.ts.
+ */
+export const TRANSFER_QUEUES: readonly string[] = CHAINS.map(queueNameFor);
+export const SIDE_QUEUES: readonly string[] = ['intents', 'callbacks', SCHEDULE_QUEUE];
+
+/** The job states counted per queue. `depth` is what still waits to run: waiting + prioritized + delayed. */
+export const COUNTED_JOB_STATES = [
+  'waiting',
+  'prioritized',
+  'delayed',
+  'active',
+  'completed',
+  'failed',
+] as const;
+export type CountedJobState = (typeof COUNTED_JOB_STATES)[number];
+
+export type QueueCounts = { readonly queue: string; readonly counts: Record<CountedJobState, number> };
+
+export type QueueMonitor = {
+  /** Queue handles on the caller's connection (bull-board takes them as they are). */
+  readonly queues: readonly Queue[];
+  /** Job counts of every queue (one Redis round trip per queue). */
+  counts(): Promise<QueueCounts[]>;
+  close(): Promise<void>;
+};
+
+/**
+ * Opens handles on every queue. They add no job, take none, and write nothing: a handle would
+ * otherwise record the queue's metadata (`…:meta`) when opened, which is the producers' and
+ * workers' business.
+ */
+export function createQueueMonitor(deps: { connection: Redis; prefix: string }): QueueMonitor {
+  const queues = [...TRANSFER_QUEUES, ...SIDE_QUEUES].map((name) => {
+    const q = new Queue(name, { connection: deps.connection, prefix: deps.prefix, skipMetasUpdate: true });
+    // Errors reach the awaiting caller; this only keeps an 'error' event from crashing the process.
+    q.on('error', () => {});
+    return q;
+  });
+  return {
+    queues,
+    async counts() {
+      return await Promise.all(
+        queues.map(async (q) => {
+          const raw = await q.getJobCounts(...COUNTED_JOB_STATES);
+          const counts = {} as Record<CountedJobState, number>;
+          for (const s of COUNTED_JOB_STATES) counts[s] = Number(raw[s] ?? 0);
+          return { queue: q.name, counts };
+        }),
+      );
+    },
+    async close() {
+      await Promise.all(queues.map((q) => q.close()));
+    },
+  };
+}

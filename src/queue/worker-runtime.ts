@@ -1,0 +1,145 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config.ts';
+import { workerSourceChains } from '../config/source-chains.ts';
+import type { Logger } from '../log/logger.ts';
+import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
+import type { PipelineDeps } from '../pipeline/run-transfer.ts';
+import { createServiceClient } from '../service/service-client.ts';
+import type { ServiceClient } from '../service/types.ts';
+import { createChainReader } from '../signing/evm/chain-reader.ts';
+import { createEvmSigner } from '../signing/evm/evm-signer.ts';
+import { createNonceManager } from '../signing/evm/nonce-manager.ts';
+import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
+import { keys } from '../store/keys.ts';
+import { createRateLimiter } from '../store/rate-limiter.ts';
+import { createSpendLimit } from '../store/spend-limit.ts';
+import { checkDurability, createRedis, VolatileRedisError } from '../store/redis.ts';
+import { createTransferStore } from '../store/transfer-store.ts';
+import { createCallbackSender } from './callbacks.ts';
+import { createIntentFollower } from './intent-follower.ts';
+import { createScheduleRunner } from './schedules.ts';
+import { createTransferWorkers, type TransferWorkers } from './transfer-workers.ts';
+
+/** Wraps every service call in the shared `API_RATE_LIMIT` window. */
+function rateLimited(service: ServiceClient, take: () => Promise<void>): ServiceClient {
+  return {
+    estimate: async (...a) => (await take(), service.estimate(...a)),
+    transfer: async (...a) => (await take(), service.transfer(...a)),
+    buildSolanaTx: async (...a) => (await take(), service.buildSolanaTx(...a)),
+    submitSolanaTx: async (...a) => (await take(), service.submitSolanaTx(...a)),
+    getIntentStatus: async (...a) => (await take(), service.getIntentStatus(...a)),
+  };
+}
+
+export type RunningWorker = { readonly workers: TransferWorkers; close(): Promise<void> };
+
+/**
+ * Starts everything `usdc-batch worker` runs: the per-source-chain transfer workers, the intent
+ * follower and the callback sender, after refusing a Redis that can lose acknowledged writes.
+ */
+export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
+  const redis: Redis = createRedis(config.redisUrl, { role: 'worker', logger });
+  const durability = await checkDurability(redis);
+  if (durability.durable === false) {
+    if (!config.allowVolatileRedis) {
+      redis.disconnect();
+      throw new VolatileRedisError(
+        'USDC_REDIS_VOLATILE',
+        `Redis can lose acknowledged writes (${durability.reason}); the worker refuses to run on it`,
+        { details: 'set ALLOW_VOLATILE_REDIS=true to run anyway (never with real money)' },
+      );
+    }
+    logger.warn(
+      { reason: durability.reason },
+      'Redis is not durable; running anyway (ALLOW_VOLATILE_REDIS=true)',
+    );
+  } else if (durability.durable === 'unknown') {
+    logger.warn({ reason: durability.reason }, 'cannot verify that Redis is durable');
+  }
+
+  const prefix = config.queuePrefix;
+  // Latency and retries go to Redis, where `serve`'s /metrics reads them for every worker.
+  const metrics = createWorkerMetrics({ redis, prefix, logger });
+  const rawService = createServiceClient({
+    baseUrl: config.transferApiUrl as string,
+    apiKey: config.transferApiKey!,
+    connectTimeoutMs: config.serviceConnectTimeoutMs,
+    responseTimeoutMs: config.serviceResponseTimeoutMs,
+    logger,
+    onCall: metrics.onCall,
+  });
+  const limiter = config.apiRateLimit
+    ? createRateLimiter({ redis, prefix, perSecond: config.apiRateLimit })
+    : undefined;
+  const service = limiter ? rateLimited(rawService, () => limiter.take()) : rawService;
+
+  const store = metrics.countRetries(createTransferStore({ redis, prefix }));
+  const chain = createChainReader({ config, logger });
+  const nonces = config.evmPrivateKey
+    ? createNonceManager({ redis, prefix, chainReader: chain, logger })
+    : undefined;
+  const evm =
+    config.evmPrivateKey && nonces
+      ? { signer: createEvmSigner({ config, chainReader: chain, logger }), nonces, chain }
+      : undefined;
+  const solana = config.solanaSecretKey ? await createSolanaSigner({ config, logger }) : undefined;
+
+  const follower = createIntentFollower({ redisUrl: config.redisUrl, prefix, service, store, logger });
+  const callbacks = createCallbackSender({ redisUrl: config.redisUrl, prefix, redis, config, logger });
+  // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
+  const schedules = createScheduleRunner({ redisUrl: config.redisUrl, prefix, redis, config, logger });
+  const k = keys(prefix);
+
+  // The hooks need the workers, which need the hooks: the reference is filled in just below.
+  const ref: { workers?: TransferWorkers } = {};
+  const pipeline: PipelineDeps = {
+    config,
+    store,
+    service,
+    evm,
+    solana,
+    logger,
+    isPaused: async () => (await redis.exists(k.paused)) === 1,
+    spendLimit:
+      config.maxDailyUsdc === undefined
+        ? undefined
+        : createSpendLimit({ redis, prefix, cap: config.maxDailyUsdc }),
+    hooks: {
+      onBatchCompleted: (batchId, generation) => callbacks.completed(batchId, generation),
+      onSubmitted: (batchId, transferId, intentId) => follower.follow(batchId, transferId, intentId),
+      onNeedsReview: async (batchId, transferId, settleAt) => {
+        if (settleAt !== null) await ref.workers?.scheduleSettle(batchId, transferId, settleAt);
+      },
+      onRateLimited: (ms) => ref.workers?.rateLimit(ms),
+    },
+  };
+  const sources = workerSourceChains(config);
+  const workers = createTransferWorkers({
+    redisUrl: config.redisUrl,
+    prefix,
+    sources,
+    concurrency: config.workerConcurrency,
+    pipeline,
+    logger,
+    redis,
+  });
+  ref.workers = workers;
+  logger.info(
+    { sources, concurrency: config.workerConcurrency, evm: evm?.signer.address, solana: solana?.address },
+    'worker started',
+  );
+
+  return {
+    workers,
+    async close() {
+      await schedules.close();
+      await workers.close();
+      await follower.close();
+      await callbacks.close();
+      await nonces?.close();
+      await metrics.close();
+      rawService.close();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { UsdcBatchError } from '../domain/errors.ts';
+import type { FailureKind, Operation } from './types.ts';
+
+const WHAT: Readonly<Record<FailureKind, string>> = {
+  rejected: 'the service refused the request',
+  rate_limited: 'the service is rate limiting us',
+  unavailable: 'the service could not be reached or did not process the request',
+  ambiguous: 'the service may have acted, but its answer was lost or unreadable',
+};
+
+export type ServiceErrorInit = {
+  readonly kind: FailureKind;
+  readonly operation: Operation;
+  readonly httpStatus?: number | undefined;
+  readonly serviceCode?: string | undefined;
+  readonly serviceMessage?: string | undefined;
+  readonly retryAfterMs?: number | undefined;
+  /** A public fact about the failure (an error code, a timeout phase, a parse problem). */
+  readonly reason?: string | undefined;
+  readonly cause?: unknown;
+};
+
+/**
+ * One failed call to the transfer service, already classified (see `classifyFailure`). It carries
+ * the operation, HTTP status and the service's own code and message — never the API key, a
+ * signature or a signed payload (the service's message is scrubbed of anything that looks like one).
+ */
+export class ServiceError extends UsdcBatchError {
+  override name = 'ServiceError';
+  readonly kind: FailureKind;
+  readonly operation: Operation;
+  readonly httpStatus: number | null;
+  readonly serviceCode: string | null;
+  readonly serviceMessage: string | null;
+  readonly retryAfterMs: number | null;
+
+  constructor(init: ServiceErrorInit) {
+    const parts: string[] = [];
+    if (init.httpStatus !== undefined) parts.push(`HTTP ${init.httpStatus}`);
+    if (init.serviceCode !== undefined) parts.push(init.serviceCode);
+    if (init.serviceMessage !== undefined) parts.push(init.serviceMessage);
+    if (init.reason !== undefined) parts.push(init.reason);
+    super(`USDC_SERVICE_${init.kind.toUpperCase()}`, `${init.operation}: ${WHAT[init.kind]}`, {
+      ...(parts.length > 0 ? { details: parts.join(': ') } : {}),
+      cause: init.cause,
+      meta: { operation: init.operation, kind: init.kind, httpStatus: init.httpStatus ?? null },
+    });
+    this.kind = init.kind;
+    this.operation = init.operation;
+    this.httpStatus = init.httpStatus ?? null;
+    this.serviceCode = init.serviceCode ?? null;
+    this.serviceMessage = init.serviceMessage ?? null;
+    this.retryAfterMs = init.retryAfterMs ?? null;
+  }
+}
+
+export function isServiceError(err: unknown, kind?: FailureKind): err is ServiceError {
+  return err instanceof ServiceError && (kind === undefined || err.kind === kind);
+}
+
+/**
+ * Removes what must never reach a message or a log from text the service (or a socket error) gave
+ * us: the given secrets, hex blobs the size of a signature or more, and long base64 runs (signed
+ * transactions). Also bounds the length.
+ */
+export function scrub(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const s of secrets) if (s.length > 0) out = out.split(s).join('[redacted]');
+  out = out
+    .replace(/(0x)?[0-9a-fA-F]{128,}/g, '[redacted]')
+    .replace(/[A-Za-z0-9+/]{80,}={0,2}/g, '[redacted]')
+    .replace(/\bsk_[A-Za-z0-9_-]+/g, '[redacted]');
+  return out.length > 300 ? `${out.slice(0, 300)}…` : out;
+}

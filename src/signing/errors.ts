@@ -1,0 +1,36 @@
+import { UsdcBatchError } from '../domain/errors.ts';
+
+/**
+ * Errors of the signing layer. Messages carry only public facts (chain, address, a redacted URL):
+ * never a key, a signature or a signed payload.
+ */
+export class SigningError extends UsdcBatchError {
+  override name = 'SigningError';
+}
+
+/** An `EVM_RPC_URL_<CHAIN>` call failed or answered something unusable (transient: retry later). */
+export class ChainReadError extends UsdcBatchError {
+  override name = 'ChainReadError';
+}
+
+/**
+ * The nonce lease of this holder is gone (it expired and another transfer took it): the caller must
+ * not send a permit signed under it and should start over with `acquire`.
+ */
+export class NonceLeaseLostError extends UsdcBatchError {
+  override name = 'NonceLeaseLostError';
+}
+
+export const SIGNING_ERROR_CODES = {
+  evmKeyMissing: 'USDC_EVM_KEY_MISSING',
+  solanaKeyMissing: 'USDC_SOLANA_KEY_MISSING',
+  solanaKeyInvalid: 'USDC_SOLANA_KEY_INVALID',
+  spenderMissing: 'USDC_PERMIT_SPENDER_MISSING',
+  permitInvalid: 'USDC_PERMIT_INVALID',
+  rpcFailed: 'USDC_RPC_FAILED',
+  nonceLeaseLost: 'USDC_NONCE_LEASE_LOST',
+  nonceWaitAborted: 'USDC_NONCE_WAIT_ABORTED',
+  nonceOutOfRange: 'USDC_NONCE_OUT_OF_RANGE',
+  solanaTxInvalid: 'USDC_SOLANA_TX_INVALID',
+  solanaNotSigner: 'USDC_SOLANA_NOT_SIGNER',
+} as const;

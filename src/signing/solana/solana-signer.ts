@@ -1,0 +1,173 @@
+import { createHash } from 'node:crypto';
+import {
+  address as toAddress,
+  createKeyPairFromBytes,
+  getAddressFromPublicKey,
+  getBase64EncodedWireTransaction,
+  partiallySignTransaction,
+  type ReadonlyUint8Array,
+  type Transaction,
+} from '@solana/kit';
+import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
+import type { Config } from '../../config/config.ts';
+import { SOLANA_USDC_MINT } from '../../domain/chains.ts';
+import type { Logger } from '../../log/logger.ts';
+import { SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
+import type { PolicyVerdict, SolanaExpectation, SolanaSigner } from '../types.ts';
+import {
+  checkDecodedTransaction,
+  decodeWireEnvelope,
+  decodeWireTransaction,
+  type DecodedTransaction,
+  type PolicyContext,
+  type PolicyRefusal,
+  UNDECODABLE,
+} from './transaction-policy.ts';
+
+export type SolanaSignerDeps = {
+  readonly config: Pick<Config, 'solanaSecretKey' | 'network' | 'solanaAllowedDestinations'>;
+  readonly logger?: Logger;
+};
+
+/** The associated token account of `wallet` for `mint` (classic Token program). */
+export async function usdcTokenAccount(wallet: string, mint: string): Promise<string> {
+  const [ata] = await findAssociatedTokenPda({
+    owner: toAddress(wallet),
+    mint: toAddress(mint),
+    tokenProgram: TOKEN_PROGRAM_ADDRESS,
+  });
+  return ata;
+}
+
+// Approvals are remembered by message hash so that `sign` signs only what `check` passed; bounded,
+// since a worker runs for days.
+const MAX_APPROVED = 10_000;
+// The transactions `check` passed most recently, decoded, by their exact wire text: the pipeline
+// signs the very string it just checked, and decoding it again (the kit base58-encodes every account
+// key with BigInt arithmetic) was a large share of the worker's CPU. Only a shortcut: on a miss
+// `sign` decodes the text and looks its message hash up in the approvals, as before.
+const MAX_RECENT = 256;
+
+/** Adds `key` as the newest entry and drops the oldest ones beyond `max`. */
+function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  for (const oldest of map.keys()) {
+    if (map.size <= max) break;
+    map.delete(oldest);
+  }
+}
+
+/**
+ * Our Solana keypair (solana-keygen layout: secret ‖ public), the transaction policy bound to our
+ * wallet and USDC account, and partial signing. Async because key import and the associated token
+ * account derivation use WebCrypto / SHA-256 PDAs. The secret never leaves the CryptoKey.
+ */
+export async function createSolanaSigner(deps: SolanaSignerDeps): Promise<
+  SolanaSigner & {
+    /** Our USDC associated token account. */
+    readonly usdcAccount: string;
+  }
+> {
+  const { config, logger } = deps;
+  const bytes = config.solanaSecretKey;
+  if (bytes === undefined) {
+    throw new SigningError(
+      SIGNING_ERROR_CODES.solanaKeyMissing,
+      'No Solana key: set SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY to sign Solana-source transfers',
+    );
+  }
+  let keyPair: Awaited<ReturnType<typeof createKeyPairFromBytes>>;
+  try {
+    // createKeyPairFromBytes also checks that the public half matches the secret.
+    keyPair = await createKeyPairFromBytes(bytes);
+  } catch {
+    throw new SigningError(
+      SIGNING_ERROR_CODES.solanaKeyInvalid,
+      'The Solana key is not a valid keypair (64 bytes: secret key then its public key)',
+    );
+  }
+  const wallet = await getAddressFromPublicKey(keyPair.publicKey);
+  const usdcMint = SOLANA_USDC_MINT[config.network];
+  const usdcAccount = await usdcTokenAccount(wallet, usdcMint);
+  let allowedDestinations: Set<string> | undefined;
+  if (config.solanaAllowedDestinations) {
+    allowedDestinations = new Set(config.solanaAllowedDestinations);
+    for (const d of config.solanaAllowedDestinations)
+      allowedDestinations.add(await usdcTokenAccount(d, usdcMint));
+  }
+  const ctx: PolicyContext = { wallet, usdcAccount, usdcMint, allowedDestinations };
+  const approved = new Map<string, true>();
+  const recent = new Map<string, { readonly transaction: Transaction; readonly digest: string }>();
+  const digest = (messageBytes: ReadonlyUint8Array) =>
+    createHash('sha256')
+      .update(new Uint8Array(messageBytes.buffer, messageBytes.byteOffset, messageBytes.byteLength))
+      .digest('hex');
+  const refused = (verdict: PolicyRefusal, expected: SolanaExpectation): PolicyRefusal => {
+    logger?.warn(
+      { instruction: verdict.instruction, reason: verdict.reason, to: expected.to },
+      'refused to sign a Solana transaction',
+    );
+    return verdict;
+  };
+
+  return {
+    address: wallet,
+    usdcAccount,
+    check(transactionBase64: string, expected: SolanaExpectation): PolicyVerdict {
+      let decoded: DecodedTransaction;
+      try {
+        decoded = decodeWireTransaction(transactionBase64);
+      } catch {
+        return refused(UNDECODABLE, expected);
+      }
+      const verdict = checkDecodedTransaction(decoded, expected, ctx);
+      if (!verdict.ok) return refused(verdict, expected);
+      const hash = digest(decoded.transaction.messageBytes);
+      remember(approved, hash, true, MAX_APPROVED);
+      remember(recent, transactionBase64, { transaction: decoded.transaction, digest: hash }, MAX_RECENT);
+      return verdict;
+    },
+    async sign(transactionBase64: string): Promise<string> {
+      let transaction: Transaction;
+      let hash: string;
+      const known = recent.get(transactionBase64);
+      if (known) {
+        // The same text decodes to the same bytes, whose message `check` passed.
+        ({ transaction, digest: hash } = known);
+        recent.delete(transactionBase64);
+      } else {
+        try {
+          // Only the envelope: the approval is by message hash, so the message need not be decoded.
+          transaction = decodeWireEnvelope(transactionBase64);
+        } catch (cause) {
+          throw new SigningError(
+            SIGNING_ERROR_CODES.solanaTxInvalid,
+            'The Solana transaction cannot be decoded',
+            {
+              cause,
+            },
+          );
+        }
+        hash = digest(transaction.messageBytes);
+      }
+      // Defence in depth: the policy is the only gate before our signature, so a transaction whose
+      // exact message bytes did not pass `check` in this process is never signed.
+      if (!approved.has(hash)) {
+        throw new SigningError(
+          SIGNING_ERROR_CODES.solanaTxInvalid,
+          'Refusing to sign a Solana transaction that was not checked by the policy first',
+        );
+      }
+      if (!(wallet in transaction.signatures)) {
+        throw new SigningError(
+          SIGNING_ERROR_CODES.solanaNotSigner,
+          'Our key is not a signer of this transaction',
+        );
+      }
+      // partiallySignTransaction fills our slot only and keeps every signature already present.
+      const signed = await partiallySignTransaction([keyPair], transaction);
+      return getBase64EncodedWireTransaction(signed);
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import type { Redis } from 'ioredis';
+import { keys } from './keys.ts';
+
+/** Operator actions (PRODUCT.md §2 `audit`): an append-only Redis stream. */
+export const AUDIT_ACTIONS = [
+  'enqueue',
+  'approve',
+  'retry',
+  'resolve',
+  'cancel',
+  'pause',
+  'resume',
+  'schedule_add',
+  'schedule_remove',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export type AuditEntry = {
+  readonly id: string;
+  readonly at: string;
+  /** Who: `cli:<os user>` or `http:<which token>` — never a token itself. */
+  readonly actor: string;
+  readonly action: AuditAction;
+  readonly batch: string | null;
+  readonly detail: string;
+};
+
+// A year of a busy operator's actions is far below this; the stream is trimmed only beyond it.
+const MAX_ENTRIES = 1_000_000;
+
+export async function recordAudit(
+  redis: Redis,
+  prefix: string,
+  entry: { actor: string; action: AuditAction; batch?: string | null; detail?: string },
+): Promise<void> {
+  await redis.xadd(
+    keys(prefix).audit,
+    'MAXLEN',
+    '~',
+    String(MAX_ENTRIES),
+    '*',
+    'actor',
+    entry.actor,
+    'action',
+    entry.action,
+    'batch',
+    entry.batch ?? '',
+    'detail',
+    entry.detail ?? '',
+  );
+}
+
+/** Newest first. */
+export async function readAudit(
+  redis: Redis,
+  prefix: string,
+  options: { batch?: string; limit?: number } = {},
+): Promise<AuditEntry[]> {
+  const limit = options.limit ?? 200;
+  const out: AuditEntry[] = [];
+  let end = '+';
+  // Filtered reads page backwards through the stream until enough entries match.
+  for (let pages = 0; pages < 1000 && out.length < limit; pages++) {
+    const rows = (await redis.xrevrange(keys(prefix).audit, end, '-', 'COUNT', 500)) as [string, string[]][];
+    if (rows.length === 0) break;
+    for (const [id, flat] of rows) {
+      const f: Record<string, string> = {};
+      for (let i = 0; i < flat.length; i += 2) f[flat[i] as string] = flat[i + 1] as string;
+      if (options.batch && f['batch'] !== options.batch) continue;
+      out.push({
+        id,
+        at: new Date(Number(id.split('-')[0])).toISOString(),
+        actor: f['actor'] ?? '',
+        action: (f['action'] ?? 'enqueue') as AuditAction,
+        batch: f['batch'] || null,
+        detail: f['detail'] ?? '',
+      });
+      if (out.length >= limit) break;
+    }
+    const lastId = rows[rows.length - 1]?.[0];
+    if (!lastId || rows.length < 500) break;
+    const [ms, seq] = lastId.split('-').map(Number) as [number, number];
+    end = seq > 0 ? `${ms}-${seq - 1}` : `${ms - 1}`;
+  }
+  return out;
+}

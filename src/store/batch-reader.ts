@@ -1,0 +1,163 @@
+import type { Redis } from 'ioredis';
+import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
+import { formatUsdc } from '../domain/money.ts';
+import { keys } from './keys.ts';
+import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
+
+/** The status document of PRODUCT.md §5 (`status --json`, `GET /v1/batches/:id`, callbacks). */
+export type TransferView = {
+  id: string;
+  line: number;
+  from: string;
+  to: string;
+  amount: string;
+  recipient: string;
+  memo: string | null;
+  state: TransferState;
+  intent_id: string | null;
+  intent_status: string | null;
+  tx_hash: string | null;
+  tx_signature: string | null;
+  fee: { total: string | null; platform: string | null; gas: string | null };
+  net_receive: string | null;
+  attempts: number;
+  error: { code: string; message: string } | null;
+  wait_reason: string | null;
+  updated_at: string | null;
+};
+
+export type BatchSummary = {
+  batch_id: string;
+  created_at: string | null;
+  source: string;
+  complete: boolean;
+  held: boolean;
+  counts: Record<TransferState, number>;
+  totals: { amount: string; fee: string; net_receive: string };
+};
+
+export type BatchStatus = BatchSummary & { transfers: TransferView[]; next_cursor?: string | null };
+
+const iso = (ms: string | undefined | null): string | null =>
+  ms ? new Date(Number(ms)).toISOString() : null;
+const amt = (v: bigint | null): string | null => (v === null ? null : formatUsdc(v));
+
+export function transferView(t: TransferRecord): TransferView {
+  return {
+    id: t.id,
+    line: t.line,
+    from: t.from,
+    to: t.to,
+    amount: formatUsdc(t.amount),
+    recipient: t.recipient,
+    memo: t.memo,
+    state: t.state,
+    intent_id: t.intentId,
+    intent_status: t.intentStatus,
+    tx_hash: t.txHash,
+    tx_signature: t.txSignature,
+    fee: { total: amt(t.feeTotal), platform: amt(t.feePlatform), gas: amt(t.feeGas) },
+    net_receive: amt(t.netReceive),
+    attempts: t.attempts,
+    error: t.errorCode ? { code: t.errorCode, message: t.errorMessage ?? '' } : null,
+    wait_reason: t.waitReason,
+    updated_at: iso(t.updatedAt === null ? null : String(t.updatedAt)),
+  };
+}
+
+export function summarize(batchId: string, b: Record<string, string>): BatchSummary {
+  const counts = {} as Record<TransferState, number>;
+  for (const s of TRANSFER_STATES) counts[s] = Math.max(0, Number(b[`n_${s}`] ?? 0));
+  const big = (v: string | undefined) => BigInt(v && /^-?[0-9]+$/.test(v) ? v : '0');
+  return {
+    batch_id: batchId,
+    created_at: iso(b['created_at']),
+    source: b['source'] ?? 'csv',
+    complete: b['complete'] === '1',
+    held: b['held'] === '1',
+    counts,
+    totals: {
+      amount: formatUsdc(big(b['amount'])),
+      fee: formatUsdc(big(b['fee'])),
+      net_receive: formatUsdc(big(b['net_receive'])),
+    },
+  };
+}
+
+export function createBatchReader(deps: { redis: Redis; prefix: string }) {
+  const { redis } = deps;
+  const k = keys(deps.prefix);
+
+  async function loadTransfers(batchId: string, ids: string[]): Promise<TransferRecord[]> {
+    if (ids.length === 0) return [];
+    const pipe = redis.pipeline();
+    for (const id of ids) pipe.hgetall(k.transfer(batchId, id));
+    const res = (await pipe.exec()) ?? [];
+    const out: TransferRecord[] = [];
+    for (const [err, raw] of res) {
+      if (err) throw err;
+      const rec = parseTransferRecord(batchId, raw as Record<string, string>);
+      if (rec) out.push(rec);
+    }
+    return out;
+  }
+
+  return {
+    async summary(batchId: string): Promise<BatchSummary | undefined> {
+      const b = await redis.hgetall(k.batch(batchId));
+      if (!b['id']) return undefined;
+      return summarize(batchId, b);
+    },
+
+    /** Recent batches, newest first. */
+    async list(limit = 50): Promise<BatchSummary[]> {
+      const ids = await redis.zrevrange(k.batches, 0, limit - 1);
+      const pipe = redis.pipeline();
+      for (const id of ids) pipe.hgetall(k.batch(id));
+      const res = (await pipe.exec()) ?? [];
+      return ids.flatMap((id, i) => {
+        const b = res[i]?.[1] as Record<string, string> | undefined;
+        return b && b['id'] ? [summarize(id, b)] : [];
+      });
+    },
+
+    /**
+     * The status document; transfers in line order, optionally only one state, paged by line:
+     * `cursor` is the last line of the previous page. Reads the batch's sorted sets, never scans jobs.
+     */
+    async status(
+      batchId: string,
+      options: { state?: TransferState; limit?: number; cursor?: string } = {},
+    ): Promise<BatchStatus | undefined> {
+      const summary = await this.summary(batchId);
+      if (!summary) return undefined;
+      const set = options.state ? k.batchState(batchId, options.state) : k.batchRows(batchId);
+      const min = options.cursor ? `(${Number(options.cursor)}` : '-inf';
+      const limit = options.limit ?? 0;
+      const ids =
+        limit > 0
+          ? await redis.zrangebyscore(set, min, '+inf', 'LIMIT', 0, limit)
+          : await redis.zrangebyscore(set, min, '+inf');
+      const transfers = (await loadTransfers(batchId, ids)).map(transferView);
+      const last = transfers[transfers.length - 1];
+      const doc: BatchStatus = { ...summary, transfers };
+      if (limit > 0) doc.next_cursor = transfers.length === limit && last ? String(last.line) : null;
+      return doc;
+    },
+
+    /** Every transfer, in line order, in pages (for export of large batches). */
+    async *allTransfers(batchId: string, pageSize = 1_000): AsyncGenerator<TransferRecord[]> {
+      let min = '-inf';
+      for (;;) {
+        const ids = await redis.zrangebyscore(k.batchRows(batchId), min, '+inf', 'LIMIT', 0, pageSize);
+        if (ids.length === 0) return;
+        const page = await loadTransfers(batchId, ids);
+        yield page;
+        const last = page[page.length - 1];
+        if (ids.length < pageSize || !last) return;
+        min = `(${last.line}`;
+      }
+    },
+  };
+}
+export type BatchReader = ReturnType<typeof createBatchReader>;

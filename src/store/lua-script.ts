@@ -1,0 +1,26 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/** A Lua script sent by its SHA (EVALSHA), with its text as the fallback when Redis lacks it. */
+export type LuaScript = { readonly text: string; readonly sha: string };
+
+export function luaScript(text: string): LuaScript {
+  return { text, sha: createHash('sha1').update(text).digest('hex') };
+}
+
+/** Runs a script by SHA; after a Redis restart (or on a fresh server) its text loads it again. */
+export async function runScript(
+  redis: Redis,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  try {
+    return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+      return await redis.eval(script.text, keys.length, ...keys, ...args);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,71 @@
+import { isChain, type Chain } from '../domain/chains.ts';
+import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
+
+/** A transfer as stored in `P:t:<batchId>:<transferId>` (docs/data-model.md), parsed at the edge. */
+export type TransferRecord = {
+  readonly batchId: string;
+  readonly id: string;
+  readonly line: number;
+  readonly from: Chain;
+  readonly to: Chain;
+  readonly amount: bigint;
+  readonly recipient: string;
+  readonly memo: string | null;
+  readonly hasPayoutId: boolean;
+  readonly state: TransferState;
+  readonly intentId: string | null;
+  readonly intentStatus: string | null;
+  readonly txHash: string | null;
+  readonly txSignature: string | null;
+  readonly feeTotal: bigint | null;
+  readonly feePlatform: bigint | null;
+  readonly feeGas: bigint | null;
+  readonly netReceive: bigint | null;
+  readonly attempts: number;
+  readonly errorCode: string | null;
+  readonly errorMessage: string | null;
+  readonly waitReason: string | null;
+  readonly updatedAt: number | null;
+  /** Raw hash, for the saved steps the pipeline reads by name. */
+  readonly raw: Readonly<Record<string, string>>;
+};
+
+const big = (v: string | undefined): bigint | null => (v === undefined || v === '' ? null : BigInt(v));
+const str = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v);
+
+/** Parses a stored hash; undefined when the record is missing or was written by incompatible code. */
+export function parseTransferRecord(
+  batchId: string,
+  raw: Record<string, string>,
+): TransferRecord | undefined {
+  const { id, from, to, amount, recipient, state } = raw;
+  if (!id || !from || !to || !amount || !recipient || !state) return undefined;
+  if (!isChain(from) || !isChain(to) || !/^[0-9]+$/.test(amount)) return undefined;
+  if (!(TRANSFER_STATES as readonly string[]).includes(state)) return undefined;
+  return {
+    batchId,
+    id,
+    line: Number(raw['line'] ?? 0),
+    from,
+    to,
+    amount: BigInt(amount),
+    recipient,
+    memo: str(raw['memo']),
+    hasPayoutId: raw['payout'] === '1',
+    state: state as TransferState,
+    intentId: str(raw['intent_id']),
+    intentStatus: str(raw['intent_status']),
+    txHash: str(raw['tx_hash']),
+    txSignature: str(raw['tx_signature']),
+    feeTotal: big(raw['fee_total']),
+    feePlatform: big(raw['fee_platform']),
+    feeGas: big(raw['fee_gas']),
+    netReceive: big(raw['net_receive']),
+    attempts: Number(raw['attempts'] ?? 0),
+    errorCode: str(raw['error_code']),
+    errorMessage: str(raw['error_message']),
+    waitReason: str(raw['wait_reason']),
+    updatedAt: raw['updated_at'] ? Number(raw['updated_at']) : null,
+    raw,
+  };
+}

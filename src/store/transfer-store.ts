@@ -1,0 +1,187 @@
+import type { Redis } from 'ioredis';
+import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
+import { keys, type Keys } from './keys.ts';
+import { luaScript, runScript } from './lua-script.ts';
+import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
+
+/**
+ * Moves a transfer between states atomically, keeping the batch's counters, state sets and
+ * completion flag true in the same step (so a status read of a 100,000-row batch reads counters,
+ * never scans). Returns the new completion generation when this transition completed the batch.
+ *
+ * KEYS: 1 transfer, 2 batch, 3 from-state set, 4 to-state set
+ * ARGV: 1 expected states (comma list; '' = any), 2 to-state, 3 transfer id, 4 now,
+ *       5 final states (comma list), 6 n = number of field pairs, then field/value pairs,
+ *       then fields to delete.
+ * The from-state set key is derived by the caller from the current state read in the script, so
+ * the script gets a key template instead: KEYS[3] is the state-set prefix `…:state:`.
+ */
+const TRANSITION = luaScript(`
+local cur = redis.call('HGET', KEYS[1], 'state')
+if not cur then return {-1, ''} end
+local expected = ARGV[1]
+if expected ~= '' then
+  local ok = false
+  for s in string.gmatch(expected, '[^,]+') do if s == cur then ok = true end end
+  if not ok then return {0, cur} end
+end
+local to = ARGV[2]
+local id = ARGV[3]
+local now = ARGV[4]
+local n = tonumber(ARGV[6])
+local i = 7
+for _ = 1, n do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+while i <= #ARGV do
+  redis.call('HDEL', KEYS[1], ARGV[i])
+  i = i + 1
+end
+redis.call('HSET', KEYS[1], 'state', to, 'updated_at', now)
+local completed = 0
+if cur ~= to then
+  local line = redis.call('HGET', KEYS[1], 'line') or '0'
+  redis.call('ZREM', KEYS[3] .. cur, id)
+  redis.call('ZADD', KEYS[3] .. to, line, id)
+  redis.call('HINCRBY', KEYS[2], 'n_' .. cur, -1)
+  redis.call('HINCRBY', KEYS[2], 'n_' .. to, 1)
+  local isFinal = {}
+  for s in string.gmatch(ARGV[5], '[^,]+') do isFinal[s] = true end
+  if isFinal[to] then
+    local q = tonumber(redis.call('HGET', KEYS[2], 'n_queued') or '0')
+    local p = tonumber(redis.call('HGET', KEYS[2], 'n_in_progress') or '0')
+    if q + p == 0 and redis.call('HGET', KEYS[2], 'complete') ~= '1' then
+      redis.call('HSET', KEYS[2], 'complete', '1', 'completed_at', now)
+      completed = redis.call('HINCRBY', KEYS[2], 'generation', 1)
+    end
+  else
+    redis.call('HSET', KEYS[2], 'complete', '0')
+  end
+end
+redis.call('HSET', KEYS[2], 'updated_at', now)
+return {1, cur, completed}
+`);
+
+/** Saves fee fields and keeps the batch's fee/net totals equal to the sum over its transfers. */
+const SAVE_ESTIMATE = luaScript(`
+local oldFee = tonumber(redis.call('HGET', KEYS[1], 'fee_total') or '0')
+local oldNet = tonumber(redis.call('HGET', KEYS[1], 'net_receive') or '0')
+redis.call('HSET', KEYS[1], 'fee_total', ARGV[1], 'fee_platform', ARGV[2], 'fee_gas', ARGV[3], 'net_receive', ARGV[4])
+redis.call('HINCRBY', KEYS[2], 'fee', tonumber(ARGV[1]) - oldFee)
+redis.call('HINCRBY', KEYS[2], 'net_receive', tonumber(ARGV[4]) - oldNet)
+return 1
+`);
+
+const RELOCK = luaScript(
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
+);
+const UNLOCK = luaScript(
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+);
+
+export type TransitionResult =
+  | { readonly ok: true; readonly previous: TransferState; readonly completedGeneration: number | null }
+  | { readonly ok: false; readonly current: TransferState | null };
+
+export type TransferStore = ReturnType<typeof createTransferStore>;
+
+export function createTransferStore(deps: { redis: Redis; prefix: string; now?: () => number }) {
+  const { redis } = deps;
+  const k: Keys = keys(deps.prefix);
+  const now = deps.now ?? Date.now;
+
+  return {
+    keys: k,
+
+    async load(batchId: string, transferId: string): Promise<TransferRecord | undefined> {
+      const raw = await redis.hgetall(k.transfer(batchId, transferId));
+      return parseTransferRecord(batchId, raw);
+    },
+
+    /** Writes saved-step fields (no state change). Each call is one atomic HSET. */
+    async save(batchId: string, transferId: string, fields: Record<string, string | number>): Promise<void> {
+      const flat: (string | number)[] = [];
+      for (const [f, v] of Object.entries(fields)) flat.push(f, v);
+      flat.push('updated_at', now());
+      await redis.hset(k.transfer(batchId, transferId), ...flat.map(String));
+    },
+
+    /**
+     * Exclusive processing of one transfer, whatever job runs it (a stalled job's second run, a
+     * retry round, a settle job): `SET NX PX` with a token. Returns false when another holds it.
+     */
+    async lock(batchId: string, transferId: string, token: string, ttlMs: number): Promise<boolean> {
+      return (await redis.set(`${k.transfer(batchId, transferId)}:lock`, token, 'PX', ttlMs, 'NX')) === 'OK';
+    },
+    /** Extends the lock if still ours; false when it was lost. */
+    async relock(batchId: string, transferId: string, token: string, ttlMs: number): Promise<boolean> {
+      return (
+        (await runScript(redis, RELOCK, [`${k.transfer(batchId, transferId)}:lock`], [token, ttlMs])) === 1
+      );
+    },
+    async unlock(batchId: string, transferId: string, token: string): Promise<void> {
+      await runScript(redis, UNLOCK, [`${k.transfer(batchId, transferId)}:lock`], [token]);
+    },
+
+    async incr(batchId: string, transferId: string, field: string, by = 1): Promise<number> {
+      return await redis.hincrby(k.transfer(batchId, transferId), field, by);
+    },
+
+    async saveEstimate(
+      batchId: string,
+      transferId: string,
+      fee: { total: bigint; platform: bigint; gas: bigint },
+      netReceive: bigint,
+    ): Promise<void> {
+      await runScript(
+        redis,
+        SAVE_ESTIMATE,
+        [k.transfer(batchId, transferId), k.batch(batchId)],
+        [fee.total.toString(), fee.platform.toString(), fee.gas.toString(), netReceive.toString()],
+      );
+    },
+
+    /**
+     * Moves the transfer to `to` if its current state is one of `expected` (any when empty),
+     * writing `fields` and deleting `clear` in the same atomic step.
+     */
+    async transition(
+      batchId: string,
+      transferId: string,
+      change: {
+        expected: readonly TransferState[];
+        to: TransferState;
+        fields?: Record<string, string | number>;
+        clear?: readonly string[];
+      },
+    ): Promise<TransitionResult> {
+      const pairs: string[] = [];
+      for (const [f, v] of Object.entries(change.fields ?? {})) pairs.push(f, String(v));
+      const result = (await runScript(
+        redis,
+        TRANSITION,
+        [k.transfer(batchId, transferId), k.batch(batchId), `${deps.prefix}:batch:${batchId}:state:`],
+        [
+          change.expected.join(','),
+          change.to,
+          transferId,
+          String(now()),
+          FINAL_STATES.join(','),
+          String(pairs.length / 2),
+          ...pairs,
+          ...(change.clear ?? []),
+        ],
+      )) as [number, string, number?];
+      const [code, cur, completed] = result;
+      if (code === 1) {
+        return {
+          ok: true,
+          previous: cur as TransferState,
+          completedGeneration: completed ? Number(completed) : null,
+        };
+      }
+      return { ok: false, current: code === -1 ? null : (cur as TransferState) };
+    },
+  };
+}

@@ -1,0 +1,187 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { createBatchReader, type BatchStatus } from '../../src/store/batch-reader.ts';
+import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
+import type { SandboxConfigPatch } from '../../src/sandbox/sandbox-config.ts';
+import { runCli, spawnCli, waitFor, type CliResult, type SpawnedProcess } from './cli.ts';
+import { csvOf, solanaKeypairFile, type Row } from './fixtures.ts';
+import { startPrivateRedis, type TestRedis } from './redis.ts';
+import { startSandboxProcess, TEST_EVM_KEY, type SandboxInfo, type SandboxProcess } from './sandbox.ts';
+
+/**
+ * The whole product as a user runs it: a private durable redis-server, the sandbox in its own
+ * process, worker processes spawned through the real CLI, batches enqueued through the real CLI.
+ */
+export type Stack = {
+  readonly redis: TestRedis;
+  readonly client: Redis;
+  readonly sandbox: SandboxProcess;
+  readonly env: Record<string, string>;
+  readonly dir: string;
+  enqueue(rows: Row[], args?: string[]): Promise<CliResult & { batchId: string }>;
+  startWorker(extraEnv?: Record<string, string>): SpawnedProcess;
+  status(batchId: string): Promise<BatchStatus>;
+  waitComplete(batchId: string, timeoutMs?: number): Promise<BatchStatus>;
+  ledger(): Promise<LedgerEntry[]>;
+  stop(): Promise<void>;
+};
+
+/** The environment `enqueue` and `worker` get: everything pointed at one Redis and one sandbox. */
+export function productEnv(p: {
+  redisUrl: string;
+  prefix: string;
+  sandbox: SandboxInfo;
+  solanaKeyFile: string;
+  extra?: Record<string, string> | undefined;
+}): Record<string, string> {
+  const { sandbox } = p;
+  return {
+    REDIS_URL: p.redisUrl,
+    QUEUE_PREFIX: p.prefix,
+    TRANSFER_API_URL: sandbox.url,
+    TRANSFER_API_KEY: sandbox.api_key,
+    PERMIT_SPENDER: sandbox.spender,
+    EVM_PRIVATE_KEY: TEST_EVM_KEY,
+    SOLANA_KEYPAIR_FILE: p.solanaKeyFile,
+    EVM_RPC_URL_ETH: sandbox.rpc.ETH,
+    EVM_RPC_URL_BASE: sandbox.rpc.BASE,
+    EVM_RPC_URL_ARB: sandbox.rpc.ARB,
+    EVM_RPC_URL_POLYGON: sandbox.rpc.POLYGON,
+    LOG_LEVEL: 'warn',
+    ...p.extra,
+  };
+}
+
+export async function startStack(
+  options: { sandbox?: SandboxConfigPatch; env?: Record<string, string>; latencyMs?: number } = {},
+): Promise<Stack> {
+  const dir = mkdtempSync(join(tmpdir(), 'usdc-e2e-'));
+  const redis = await startPrivateRedis({ durable: true });
+  const sandbox = await startSandboxProcess({
+    ...(options.latencyMs !== undefined ? { latencyMs: options.latencyMs } : {}),
+    ...(options.sandbox ? { config: options.sandbox } : {}),
+  });
+  const sol = solanaKeypairFile(dir);
+  const prefix = `e2e${Math.random().toString(36).slice(2, 8)}`;
+  const env = productEnv({
+    redisUrl: redis.url,
+    prefix,
+    sandbox,
+    solanaKeyFile: sol.file,
+    extra: { SERVICE_RESPONSE_TIMEOUT_MS: '2000', ...options.env },
+  });
+  const client = new Redis(redis.url, { maxRetriesPerRequest: null });
+  client.on('error', () => {});
+  const reader = createBatchReader({ redis: client, prefix });
+  const workers: SpawnedProcess[] = [];
+  let n = 0;
+
+  const status = async (batchId: string) => {
+    const doc = await reader.status(batchId);
+    if (!doc) throw new Error(`no batch ${batchId}`);
+    return doc;
+  };
+
+  return {
+    redis,
+    client,
+    sandbox,
+    env,
+    dir,
+    async enqueue(rows, args = []) {
+      const file = join(dir, `batch-${n++}.csv`);
+      writeFileSync(file, csvOf(rows));
+      const res = await runCli(['enqueue', file, '--json', ...args], env);
+      let batchId = '';
+      try {
+        batchId = (JSON.parse(res.stdout) as { batch_id: string }).batch_id;
+      } catch {
+        throw new Error(`enqueue printed no JSON (exit ${res.code}): ${res.stdout}\n${res.stderr}`);
+      }
+      return { ...res, batchId };
+    },
+    startWorker(extraEnv = {}) {
+      const w = spawnCli(['worker'], { ...env, ...extraEnv });
+      workers.push(w);
+      return w;
+    },
+    status,
+    async waitComplete(batchId, timeoutMs = 120_000) {
+      try {
+        return await waitFor(
+          `batch ${batchId} to complete`,
+          async () => {
+            const doc = await status(batchId);
+            return doc.complete ? doc : undefined;
+          },
+          { timeoutMs, intervalMs: 250 },
+        );
+      } catch (err) {
+        // Say what was stuck: the counts and the records of the transfers that are not final.
+        const doc = await status(batchId);
+        const stuck = doc.transfers
+          .filter((t) => t.state === 'queued' || t.state === 'in_progress')
+          .slice(0, 5);
+        const raws = await Promise.all(stuck.map((t) => client.hgetall(`${prefix}:t:${batchId}:${t.id}`)));
+        const out = workers.map((w, i) => `--- worker ${i}\n${w.output().slice(-3000)}`).join('\n');
+        throw new Error(
+          `${(err as Error).message}\ncounts ${JSON.stringify(doc.counts)}\nstuck ${JSON.stringify(raws, null, 1)}\n${out}`,
+        );
+      }
+    },
+    ledger: () => sandbox.admin.ledger(),
+    async stop() {
+      await Promise.all(workers.map((w) => w.stop(10_000)));
+      client.disconnect();
+      await sandbox.stop();
+      await redis.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The money invariants every worker test checks against the sandbox's ledger: no row paid twice;
+ * every paid row is `submitted` or `needs_review`; a `submitted` row's intent id is the ledger's.
+ * Rows are told apart by recipient (each test row has its own).
+ */
+export function checkLedger(
+  doc: BatchStatus,
+  ledger: LedgerEntry[],
+): { paidTwice: string[]; problems: string[] } {
+  const byRecipient = new Map<string, LedgerEntry[]>();
+  for (const e of ledger) {
+    const key = e.recipient.toLowerCase();
+    byRecipient.set(key, [...(byRecipient.get(key) ?? []), e]);
+  }
+  const paidTwice: string[] = [];
+  const problems: string[] = [];
+  for (const t of doc.transfers) {
+    const paid = byRecipient.get(t.recipient.toLowerCase()) ?? [];
+    if (paid.length > 1) {
+      paidTwice.push(t.id);
+      problems.push(
+        `${t.id} (${t.state}, intent ${t.intent_id}) paid ${paid.length}×: ${JSON.stringify(paid)}`,
+      );
+    }
+    if (paid.length === 1 && t.state !== 'submitted' && t.state !== 'needs_review') {
+      problems.push(`${t.id} was paid but is ${t.state}`);
+    }
+    if (t.state === 'submitted') {
+      if (paid.length !== 1) problems.push(`${t.id} is submitted but the ledger has ${paid.length} payments`);
+      else if (paid[0]?.intent_id !== t.intent_id) {
+        problems.push(`${t.id} records intent ${t.intent_id}, the ledger ${paid[0]?.intent_id}`);
+      }
+    }
+    if (paid.length === 1 && paid[0]?.amount !== undefined) {
+      // The ledger keeps base units; the status document decimals.
+      const micro = BigInt(paid[0].amount);
+      const [w, f = ''] = t.amount.split('.');
+      if (micro !== BigInt(w ?? '0') * 1_000_000n + BigInt(f.padEnd(6, '0')))
+        problems.push(`${t.id} paid a wrong amount`);
+    }
+  }
+  return { paidTwice, problems };
+}

@@ -1,0 +1,165 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, waitFor } from '../helpers/cli.ts';
+import { startStack, type Stack } from '../helpers/e2e.ts';
+import { mixedRows, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
+
+/** The operator commands, each through the real `usdc-batch` entry point as its own process. */
+describe('operator commands through the CLI', () => {
+  let stack: Stack;
+  const cli = (args: string[]) => runCli(args, stack.env);
+
+  beforeAll(async () => {
+    stack = await startStack();
+    stack.startWorker();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('status (table, --json, --state), batches, export (csv, json, -o) and audit describe a finished batch', async () => {
+    // Two rows below the service's fee are refused by the estimate: they end `failed`.
+    const rows: Row[] = [
+      ...mixedRows(6, 'ops'),
+      { id: 'tiny-1', from: 'BASE', to: 'ARB', amount: '0.000001', recipient: randomEvmAddress() },
+      { id: 'tiny-2', from: 'ETH', to: 'BASE', amount: '0.000002', recipient: randomEvmAddress() },
+    ];
+    const { batchId } = await stack.enqueue(rows);
+    await stack.waitComplete(batchId, 60_000);
+
+    const json = await cli(['status', batchId, '--json']);
+    expect(json.code).toBe(0);
+    const doc = JSON.parse(json.stdout) as Record<string, unknown> & {
+      counts: Record<string, number>;
+      transfers: Record<string, unknown>[];
+    };
+    expect(Object.keys(doc)).toEqual(
+      expect.arrayContaining([
+        'batch_id',
+        'created_at',
+        'source',
+        'complete',
+        'held',
+        'counts',
+        'totals',
+        'transfers',
+      ]),
+    );
+    expect(doc.counts).toEqual({
+      queued: 0,
+      in_progress: 0,
+      submitted: 6,
+      failed: 2,
+      rejected: 0,
+      needs_review: 0,
+    });
+    for (const key of [
+      'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
+      'tx_hash', 'tx_signature', 'fee', 'net_receive', 'attempts', 'error', 'updated_at',
+    ]) {
+      expect(doc.transfers[0]).toHaveProperty(key);
+    } // prettier-ignore
+    const failed = await cli(['status', batchId, '--json', '--state', 'failed']);
+    const failedDoc = JSON.parse(failed.stdout) as { transfers: { id: string; error: { code: string } }[] };
+    expect(failedDoc.transfers.map((t) => t.id).sort()).toEqual(['tiny-1', 'tiny-2']);
+    expect(failedDoc.transfers[0]?.error.code).toBe('estimate_refused');
+
+    const human = await cli(['status', batchId]);
+    expect(human.stdout).toMatch(/submitted 6\s+failed 2/);
+    expect(human.stdout).toMatch(/tiny-1 .* failed .* estimate_refused/);
+
+    const batches = JSON.parse((await cli(['batches', '--json'])).stdout) as {
+      batches: { batch_id: string }[];
+    };
+    expect(batches.batches.map((b) => b.batch_id)).toContain(batchId);
+
+    const csv = await cli(['export', batchId]);
+    const lines = csv.stdout.trim().split(/\r?\n/);
+    expect(lines[0]).toMatch(/^id,line,from,to,amount,recipient,memo,state,intent_id/);
+    expect(lines).toHaveLength(9);
+    const file = join(stack.dir, 'out.json');
+    expect((await cli(['export', batchId, '--format', 'json', '-o', file])).code).toBe(0);
+    const exported = JSON.parse(readFileSync(file, 'utf8')) as { id: string; intent_id: string | null }[];
+    expect(exported).toHaveLength(8);
+    expect(exported.filter((t) => t.intent_id !== null)).toHaveLength(6);
+
+    // Paused, so that nothing can finish the re-queued transfers before we look: the batch is
+    // re-opened by the time the command returns.
+    expect((await cli(['pause'])).code).toBe(0);
+    const retry = await cli(['retry', batchId]);
+    expect(retry.stdout).toMatch(/re-queued 2 failed/);
+    const reopened = await stack.status(batchId);
+    expect(reopened.complete).toBe(false);
+    expect(reopened.counts.queued).toBe(2);
+    expect((await cli(['resume'])).code).toBe(0);
+    const again = await stack.waitComplete(batchId, 60_000);
+    expect(again.counts.failed).toBe(2);
+    expect(again.counts.submitted).toBe(6);
+
+    const audit = JSON.parse((await cli(['audit', '--batch', batchId, '--json'])).stdout) as {
+      entries: { action: string; actor: string }[];
+    };
+    expect(audit.entries.map((e) => e.action).sort()).toEqual(['enqueue', 'retry']);
+    // (pause and resume are not about one batch: they appear in the unfiltered audit below)
+    for (const e of audit.entries) expect(e.actor).toMatch(/^cli:/);
+  });
+
+  it('resolve refuses --not-sent while the permit can execute, and records --submitted', async () => {
+    // The transfer executes but the answer is lost, and the re-send is refused: needs_review.
+    await stack.sandbox.admin.configure({
+      faultScript: [{ op: 'transfer', fault: 'fail_after' }],
+      idempotencyReplay: false,
+    });
+    const { batchId } = await stack.enqueue([
+      { id: 'lost-1', from: 'ARB', to: 'ETH', amount: '300.00', recipient: randomEvmAddress() },
+    ]);
+    const doc = await stack.waitComplete(batchId, 60_000);
+    await stack.sandbox.admin.configure({ idempotencyReplay: true });
+    expect(doc.transfers[0]?.state).toBe('needs_review');
+
+    const early = await cli(['resolve', batchId, 'lost-1', '--not-sent']);
+    expect(early.code).toBe(1);
+    expect(early.stderr).toMatch(/could still execute until \d{4}-\d\d-\d\dT.*accepted from then on/);
+    expect((await stack.status(batchId)).transfers[0]?.state).toBe('needs_review');
+
+    const usage = await cli(['resolve', batchId, 'lost-1']);
+    expect(usage.code).toBe(2);
+
+    const intent = (await stack.ledger()).find((e) =>
+      e.idempotency_key?.startsWith(`${batchId}/lost-1/`),
+    )?.intent_id;
+    expect(intent).toBeDefined();
+    const ok = await cli(['resolve', batchId, 'lost-1', '--submitted', intent as string]);
+    expect(ok.code).toBe(0);
+    const after = await stack.status(batchId);
+    expect(after.transfers[0]).toMatchObject({ state: 'submitted', intent_id: intent });
+    expect(after.complete).toBe(true);
+  });
+
+  it('pause holds new work, cancel fails unsent transfers, resume lets work go on', async () => {
+    expect((await cli(['pause'])).code).toBe(0);
+    const held = await stack.enqueue(mixedRows(4, 'paused'));
+    const other = await stack.enqueue(mixedRows(3, 'later'));
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect((await stack.status(held.batchId)).counts.queued).toBe(4);
+
+    const cancel = await cli(['cancel', held.batchId]);
+    expect(cancel.stdout).toMatch(/cancelled 4 unsent/);
+    const cancelled = await stack.status(held.batchId);
+    expect(cancelled.counts.failed).toBe(4);
+    expect(cancelled.transfers.every((t) => t.error?.code === 'cancelled')).toBe(true);
+    expect(cancelled.complete).toBe(true);
+
+    expect((await cli(['resume'])).code).toBe(0);
+    const done = await stack.waitComplete(other.batchId, 60_000);
+    expect(done.counts.submitted).toBe(3);
+    const recipients = new Set(cancelled.transfers.map((t) => t.recipient.toLowerCase()));
+    expect((await stack.ledger()).filter((e) => recipients.has(e.recipient.toLowerCase()))).toEqual([]);
+
+    const audit = JSON.parse((await cli(['audit', '--json'])).stdout) as { entries: { action: string }[] };
+    const actions = audit.entries.map((e) => e.action);
+    for (const a of ['pause', 'cancel', 'resume', 'resolve']) expect(actions).toContain(a);
+    await waitFor('nothing left in flight', async () => (await stack.status(other.batchId)).complete);
+  });
+});

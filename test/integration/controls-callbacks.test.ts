@@ -1,0 +1,151 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import { waitFor } from '../helpers/cli.ts';
+import { checkLedger, startStack, type Stack } from '../helpers/e2e.ts';
+import { randomEvmAddress } from '../helpers/fixtures.ts';
+import { startServe, type ServeProcess } from '../helpers/serve.ts';
+
+const HOOK = 'hook-token-callbacks-0123456789';
+const HMAC_SECRET = 'whsec-callbacks-0123456789abcdef';
+
+type Received = { method: string; url: string; headers: IncomingHttpHeaders; body: string };
+
+/** A plain HTTP receiver on 127.0.0.1 that records every request it gets. */
+async function receiver(): Promise<{ server: Server; port: number; received: Received[] }> {
+  const received: Received[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || !address) throw new Error('no port');
+  return { server, port: address.port, received };
+}
+
+/** `X-Signature: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">`, checked independently of the product's code. */
+function signatureValid(header: string | undefined, body: string, secret: string): boolean {
+  const m = /^t=([0-9]+),v1=([0-9a-f]{64})$/.exec(header ?? '');
+  if (!m) return false;
+  const expected = createHmac('sha256', secret).update(`${m[1]}.${body}`).digest();
+  const fresh = Math.abs(Date.now() / 1000 - Number(m[1])) < 300;
+  return fresh && timingSafeEqual(Buffer.from(m[2] as string, 'hex'), expected);
+}
+
+function signed(body: string): Record<string, string> {
+  const t = Math.floor(Date.now() / 1000);
+  const v1 = createHmac('sha256', HMAC_SECRET).update(`${t}.${body}`).digest('hex');
+  return { 'content-type': 'application/json', 'x-signature': `t=${t},v1=${v1}` };
+}
+
+/**
+ * Callback safety (PRODUCT.md §3 CALLBACK_ALLOWED_HOSTS, §6): only the allowed loopback receiver
+ * (listed as host:port) is ever called; a second receiver on the same interface but another port is
+ * not listed and must never get a request.
+ */
+describe('treasury controls: callbacks only to allowed hosts, signed', () => {
+  let stack: Stack;
+  let api: ServeProcess;
+  let allowed: Awaited<ReturnType<typeof receiver>>;
+  let unlisted: Awaited<ReturnType<typeof receiver>>;
+
+  const transfers = (tag: string, n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      id: `${tag}-${i}`,
+      from: 'ARB',
+      to: 'BASE',
+      amount: '12.5',
+      recipient: randomEvmAddress(),
+    }));
+  const postBatch = async (doc: unknown) => {
+    const body = JSON.stringify(doc);
+    return await api.call('/v1/batches', { method: 'POST', token: HOOK, headers: signed(body), body });
+  };
+
+  beforeAll(async () => {
+    allowed = await receiver();
+    unlisted = await receiver();
+    stack = await startStack({
+      env: {
+        HOOK_TOKEN: HOOK,
+        HOOK_HMAC_SECRET: HMAC_SECRET,
+        CALLBACK_ALLOWED_HOSTS: `127.0.0.1:${allowed.port},hooks.example.com`,
+      },
+    });
+    api = await startServe(stack.env);
+    stack.startWorker();
+  });
+  afterAll(async () => {
+    await api?.stop();
+    await stack?.stop();
+    await Promise.all(
+      [allowed, unlisted].map((r) =>
+        r ? new Promise<void>((res) => r.server.close(() => res())) : undefined,
+      ),
+    );
+  });
+
+  it('refuses a callback_url on an unlisted host with 422; nothing is enqueued and no request is made', async () => {
+    for (const url of [
+      `http://127.0.0.1:${unlisted.port}/hook`,
+      `http://localhost:${unlisted.port}/hook`,
+      'https://attacker.example.net/hook',
+      // A listed name over plain http (not loopback) is refused as well.
+      'http://hooks.example.com/hook',
+    ]) {
+      const res = await postBatch({
+        batch_id: 'cb-refused',
+        transfers: transfers('ref', 2),
+        callback_url: url,
+      });
+      expect(res.status, url).toBe(422);
+      const body = (await res.json()) as { code: string; errors: { column: string; message: string }[] };
+      expect(body.code).toBe('USDC_INGEST_REJECTED');
+      expect(body.errors).toEqual([expect.objectContaining({ column: 'callback_url' })]);
+    }
+    expect((await api.call('/v1/batches/cb-refused', { token: HOOK })).status).toBe(404);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(unlisted.received).toEqual([]);
+    expect(allowed.received).toEqual([]);
+    expect(await stack.ledger()).toEqual([]);
+  });
+
+  it('sends one POST of the final status document, signed with HOOK_HMAC_SECRET, when the batch completes', async () => {
+    const rows = transfers('ok', 3);
+    const res = await postBatch({
+      batch_id: 'cb-ok',
+      transfers: rows,
+      callback_url: `http://127.0.0.1:${allowed.port}/payouts/done?src=usdc`,
+    });
+    expect(res.status).toBe(202);
+    const delivered = await waitFor('the completion callback', async () => allowed.received[0], {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+    });
+    expect(delivered.method).toBe('POST');
+    expect(delivered.url).toBe('/payouts/done?src=usdc');
+    expect(delivered.headers['content-type']).toMatch(/^application\/json/);
+    const header = delivered.headers['x-signature'] as string;
+    expect(signatureValid(header, delivered.body, HMAC_SECRET)).toBe(true);
+    expect(signatureValid(header, delivered.body, `${HMAC_SECRET}x`)).toBe(false);
+    expect(signatureValid(header, delivered.body.replace('"cb-ok"', '"cb-ko"'), HMAC_SECRET)).toBe(false);
+
+    const doc = JSON.parse(delivered.body) as BatchStatus;
+    expect(doc).toMatchObject({ batch_id: 'cb-ok', complete: true, held: false, counts: { submitted: 3 } });
+    expect(doc.transfers.map((t) => t.id)).toEqual(['ok-0', 'ok-1', 'ok-2']);
+    const ledger = await stack.ledger();
+    expect(checkLedger(doc, ledger)).toEqual({ paidTwice: [], problems: [] });
+    expect(doc.transfers.every((t) => t.intent_id !== null)).toBe(true);
+
+    // One completion, one callback; the unlisted receiver never heard from us.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(allowed.received).toHaveLength(1);
+    expect(unlisted.received).toEqual([]);
+  });
+});

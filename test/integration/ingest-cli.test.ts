@@ -1,0 +1,152 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTransferStore } from '../../src/store/transfer-store.ts';
+import { runCli, spawnCli } from '../helpers/cli.ts';
+import { redisForSuite } from '../helpers/redis.ts';
+import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox.ts';
+import { EVM, newPrefix } from './ingest-fixtures.ts';
+
+let suite: Awaited<ReturnType<typeof redisForSuite>>;
+let redis: Redis;
+let dir: string;
+beforeAll(async () => {
+  suite = await redisForSuite();
+  redis = new Redis(suite.url);
+  dir = mkdtempSync(join(tmpdir(), 'usdc-enqueue-cli-'));
+});
+afterAll(async () => {
+  redis.disconnect();
+  await suite.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const env = (prefix: string, extra: Record<string, string> = {}) => ({
+  REDIS_URL: suite.url,
+  QUEUE_PREFIX: prefix,
+  ...extra,
+});
+const write = (name: string, text: string) => {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+};
+
+describe('usdc-batch enqueue', () => {
+  it('enqueues the sample, then says the same file adds nothing', async () => {
+    const prefix = newPrefix();
+    const first = await runCli(['enqueue', 'samples/payouts.csv', '--json'], env(prefix));
+    expect(first.code).toBe(0);
+    const doc = JSON.parse(first.stdout);
+    expect(doc).toMatchObject({
+      created: true,
+      accepted: 8,
+      rejected: 0,
+      duplicates: 0,
+      errors: [],
+      totals: { amount: '4313.990001' },
+    });
+    expect(doc.batch_id).toMatch(/^b-[0-9a-f]{16}$/);
+    expect(await redis.hget(`${prefix}:batch:${doc.batch_id}`, 'rows')).toBe('8');
+
+    const again = await runCli(['enqueue', 'samples/payouts.csv'], env(prefix));
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain(
+      `batch ${doc.batch_id}: already enqueued with the same rows; nothing added`,
+    );
+  });
+
+  it('prints a summary with rows per route, and exits 1 listing every problem when rejecting', async () => {
+    const prefix = newPrefix();
+    const bad = write(
+      'bad.csv',
+      `id,from,to,amount,recipient\na,ETH,BASE,1.5,${EVM[0]}\nb,ETH,SOLANA,2,${EVM[1]}\nc,DOGE,BASE,-1,${EVM[1]}\n`,
+    );
+    const human = await runCli(['enqueue', bad], env(prefix));
+    expect(human.code).toBe(1);
+    expect(human.stdout).toContain('rejected: nothing was enqueued');
+    expect(human.stdout).toContain('line 3, column recipient: recipient');
+    expect(human.stdout).toContain('line 4, column from: unknown chain "DOGE"');
+    expect(human.stdout).toContain('line 4, column amount: amount must not have a sign');
+    const json = await runCli(['enqueue', bad, '--json'], env(prefix));
+    expect(json.code).toBe(1);
+    const doc = JSON.parse(json.stdout);
+    expect(doc).toMatchObject({ batch_id: null, created: false, accepted: 0, rejected: 2 });
+    expect(doc.errors).toHaveLength(3);
+    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+
+    const ok = await runCli(['enqueue', bad, '--skip-invalid'], env(prefix));
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/accepted\s+1/);
+    expect(ok.stdout).toMatch(/ETH\s+BASE\s+1\s+1\.50/);
+  });
+
+  it('exits 3 when a --batch-id is reused with other content, and 2 on a usage error', async () => {
+    const prefix = newPrefix();
+    const a = write('a.csv', `from,to,amount,recipient\nETH,BASE,1,${EVM[0]}\n`);
+    const b = write('b.csv', `from,to,amount,recipient\nETH,BASE,2,${EVM[0]}\n`);
+    expect((await runCli(['enqueue', a, '--batch-id', 'nightly-1'], env(prefix))).code).toBe(0);
+    const conflict = await runCli(['enqueue', b, '--batch-id', 'nightly-1', '--json'], env(prefix));
+    expect(conflict.code).toBe(3);
+    expect(JSON.parse(conflict.stdout).error.code).toBe('USDC_BATCH_CONFLICT');
+    expect((await runCli(['enqueue', a, '--expect-rows', 'many'], env(prefix))).code).toBe(2);
+    expect((await runCli(['enqueue', join(dir, 'missing.csv')], env(prefix))).code).toBe(2);
+    const control = await runCli(['enqueue', b, '--expect-rows', '2', '--json'], env(prefix));
+    expect(control.code).toBe(1);
+    expect(JSON.parse(control.stdout).errors[0].message).toBe(
+      'control total: expected 2 rows, the input has 1',
+    );
+  });
+
+  it('--wait follows the batch to completion and exits 1 when a transfer failed', async () => {
+    const prefix = newPrefix();
+    const file = write(
+      'wait.csv',
+      `id,from,to,amount,recipient\nw1,ETH,BASE,1,${EVM[0]}\nw2,BASE,ARB,2,${EVM[1]}\n`,
+    );
+    const proc = spawnCli(['enqueue', file, '--batch-id', 'wait-1', '--wait', '--json'], env(prefix));
+    const store = createTransferStore({ redis, prefix });
+    const deadline = Date.now() + 20_000;
+    while ((await redis.hget(`${prefix}:batch:wait-1`, 'enqueued')) !== '1') {
+      if (Date.now() > deadline) throw new Error(`not enqueued: ${proc.output()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await store.transition('wait-1', 'w1', { expected: ['queued'], to: 'in_progress' });
+    await store.transition('wait-1', 'w1', { expected: ['in_progress'], to: 'submitted' });
+    await store.transition('wait-1', 'w2', { expected: ['queued'], to: 'failed' });
+    const code = await new Promise<number | null>((resolve) => proc.child.on('exit', (c) => resolve(c)));
+    expect(code, proc.output()).toBe(1);
+    const doc = JSON.parse(proc.output().slice(proc.output().indexOf('{')));
+    expect(doc).toMatchObject({ batch_id: 'wait-1', counts: { submitted: 1, failed: 1 } });
+  });
+});
+
+describe('usdc-batch enqueue --dry-run against the sandbox', () => {
+  let sandbox: SandboxProcess;
+  beforeAll(async () => {
+    sandbox = await startSandboxProcess();
+  });
+  afterAll(async () => {
+    await sandbox?.stop();
+  });
+
+  it('estimates every row and prints fees and totals, writing nothing', async () => {
+    const prefix = newPrefix();
+    const e = env(prefix, { TRANSFER_API_URL: sandbox.url, TRANSFER_API_KEY: sandbox.api_key });
+    const json = await runCli(['enqueue', 'samples/payouts.csv', '--dry-run', '--json'], e);
+    expect(json.code, json.stderr).toBe(0);
+    const doc = JSON.parse(json.stdout);
+    expect(doc).toMatchObject({ dry_run: true, accepted: 8, errors: [], totals: { amount: '4313.990001' } });
+    const fee = Number(doc.totals.fee);
+    expect(fee).toBeGreaterThan(0);
+    expect(Number(doc.totals.net_receive)).toBeCloseTo(4313.990001 - fee, 5);
+    const human = await runCli(['enqueue', 'samples/payouts.csv', '--dry-run'], e);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain('dry run: nothing was written, signed or sent');
+    expect(human.stdout).toMatch(/fee\s+\d+\.\d+ USDC/);
+    expect(human.stdout).toMatch(/net\s+\d+\.\d+ USDC/);
+    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+  });
+});

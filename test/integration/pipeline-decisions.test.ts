@@ -1,0 +1,268 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config/config.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { TransferRequest } from '../../src/domain/transfer.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { DEFAULT_POLICY, type PipelinePolicy } from '../../src/pipeline/policy.ts';
+import { runTransfer, type PipelineDeps } from '../../src/pipeline/run-transfer.ts';
+import { retryBatch } from '../../src/ops/operations.ts';
+import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
+import { createServiceClient } from '../../src/service/service-client.ts';
+import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
+import { createEvmSigner } from '../../src/signing/evm/evm-signer.ts';
+import { createNonceManager } from '../../src/signing/evm/nonce-manager.ts';
+import { createSolanaSigner } from '../../src/signing/solana/solana-signer.ts';
+import { createBatchWriter } from '../../src/store/batch-writer.ts';
+import { createTransferStore } from '../../src/store/transfer-store.ts';
+import { randomEvmAddress, solanaKeypairFile } from '../helpers/fixtures.ts';
+import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
+import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
+
+/**
+ * The money rules of one transfer, each driven through the real pipeline against the real sandbox
+ * (in process, over HTTP) with real signatures and a real Redis; the sandbox's ledger is the truth.
+ */
+describe('pipeline decisions', () => {
+  let redis: TestRedis;
+  let client: Redis;
+  let sandbox: Sandbox;
+  let config: Config;
+  let prefix: string;
+  let n = 0;
+  const logger = createLogger('silent');
+  const fast: PipelinePolicy = {
+    ...DEFAULT_POLICY,
+    backoffBaseMs: 20,
+    backoffMaxMs: 100,
+    settleMarginMs: 300,
+  };
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    client = new Redis(redis.url);
+    sandbox = await createSandbox({ port: 0 });
+    const sol = solanaKeypairFile();
+    config = loadConfig({
+      TRANSFER_API_URL: sandbox.url,
+      TRANSFER_API_KEY: sandbox.apiKey,
+      PERMIT_SPENDER: sandbox.spender,
+      EVM_PRIVATE_KEY: TEST_EVM_KEY,
+      SOLANA_KEYPAIR_FILE: sol.file,
+      EVM_RPC_URL_BASE: sandbox.rpcUrl('BASE'),
+      SERVICE_RESPONSE_TIMEOUT_MS: '500',
+    });
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await sandbox?.close();
+    await redis?.stop();
+  });
+  beforeEach(() => {
+    sandbox.admin.reset();
+    prefix = `pd${++n}`;
+  });
+
+  async function setup(options: { policy?: PipelinePolicy; config?: Partial<Config> } = {}) {
+    const cfg = { ...config, ...options.config } as Config;
+    const store = createTransferStore({ redis: client, prefix });
+    const chain = createChainReader({ config: cfg });
+    const deps: PipelineDeps = {
+      config: cfg,
+      store,
+      service: createServiceClient({
+        baseUrl: sandbox.url,
+        apiKey: cfg.transferApiKey!,
+        responseTimeoutMs: 500,
+      }),
+      evm: {
+        signer: createEvmSigner({ config: cfg, chainReader: chain }),
+        nonces: createNonceManager({ redis: client, prefix, chainReader: chain }),
+        chain,
+      },
+      solana: await createSolanaSigner({ config: cfg }),
+      logger,
+      policy: options.policy ?? fast,
+    };
+    const jobs = { addTransfers: async () => {} };
+    const writer = createBatchWriter({
+      redis: client,
+      prefix,
+      jobs,
+      fingerprint: (t) => `${t.recipient}${t.amount}`,
+    });
+    const rows: TransferRequest[] = [];
+    const add = (row: Omit<TransferRequest, 'line' | 'hasPayoutId' | 'memo'>) => {
+      rows.push({ ...row, line: rows.length + 2, hasPayoutId: true, memo: null });
+    };
+    const write = async (batchId: string) => {
+      await writer.write(
+        {
+          batchId,
+          digest: batchId,
+          source: 'csv',
+          createdAt: Date.now(),
+          held: false,
+          callbackUrl: null,
+          transfers: rows,
+          dropped: [],
+        },
+        { onOwnedPayout: 'strict' },
+      );
+    };
+    /** Runs the job the way the queue would: again after each `later`, until it is done. */
+    const drive = async (batchId: string, id: string, maxRuns = 200) => {
+      for (let i = 0; i < maxRuns; i++) {
+        const out = await runTransfer(deps, batchId, id);
+        if (out.kind === 'done') return out.state;
+        await new Promise((r) => setTimeout(r, Math.min(out.delayMs, 100)));
+      }
+      throw new Error('did not finish');
+    };
+    return { deps, store, add, write, drive, jobs };
+  }
+
+  it('re-sends the same permit with the same Idempotency-Key after a lost answer, and pays once', async () => {
+    const t = await setup();
+    t.add({ id: 'a', from: 'BASE', to: 'ARB', amount: 5_000_000n, recipient: randomEvmAddress() });
+    await t.write('b1');
+    sandbox.admin.configure({
+      faultScript: [{ op: 'transfer', fault: 'fail_after' }],
+      idempotencyReplay: true,
+    });
+    expect(await t.drive('b1', 'a')).toBe('submitted');
+    const ledger = sandbox.ledger();
+    expect(ledger).toHaveLength(1);
+    const rec = await t.store.load('b1', 'a');
+    expect(rec?.intentId).toBe(ledger[0]?.intent_id);
+    expect(rec?.raw['sends']).toBe('2');
+    expect(ledger[0]?.idempotency_key).toBe('b1/a/1');
+  });
+
+  it('ends needs_review when a re-send after a lost answer is refused (the lost attempt paid)', async () => {
+    const t = await setup();
+    t.add({ id: 'a', from: 'BASE', to: 'ARB', amount: 5_000_000n, recipient: randomEvmAddress() });
+    await t.write('b2');
+    sandbox.admin.configure({
+      faultScript: [{ op: 'transfer', fault: 'fail_after' }],
+      idempotencyReplay: false,
+    });
+    expect(await t.drive('b2', 'a')).toBe('needs_review');
+    expect(sandbox.ledger()).toHaveLength(1);
+    const rec = await t.store.load('b2', 'a');
+    expect(rec?.errorCode).toBe('outcome_unknown');
+    expect(rec?.raw['evidence']).toContain('ambiguous');
+  });
+
+  it('fails a transfer whose first send is refused, and signs nothing new for it', async () => {
+    const t = await setup();
+    // An amount below the fee is refused by the estimate; a permit for a wrong spender by transfer.
+    t.add({ id: 'a', from: 'BASE', to: 'ARB', amount: 5_000_000n, recipient: randomEvmAddress() });
+    await t.write('b3');
+    const wrong = { ...config, permitSpender: randomEvmAddress(), permitSpenderByChain: {} } as Config;
+    const t2 = await setup({ config: wrong });
+    expect(await t2.drive('b3', 'a')).toBe('failed');
+    const rec = await t.store.load('b3', 'a');
+    expect(rec?.errorCode).toBe('refused');
+    expect(rec?.raw['payload_gen']).toBe('1');
+    expect(sandbox.ledger()).toHaveLength(0);
+  });
+
+  it('fails a transfer within the deadline when the service keeps answering 503, paying nothing', async () => {
+    const t = await setup({ policy: { ...fast, transientDeadlineMs: 1_500 } });
+    t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 7_000_000n, recipient: randomEvmAddress() });
+    await t.write('b4');
+    sandbox.admin.configure({ faults: { transfer: { fail_before: 1 } } });
+    const started = Date.now();
+    expect(await t.drive('b4', 'a')).toBe('failed');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect((await t.store.load('b4', 'a'))?.errorCode).toBe('service_unavailable');
+    expect(sandbox.ledger()).toHaveLength(0);
+  });
+
+  it('gives up after bounded identical re-sends when answers keep getting lost: needs_review, never a new permit', async () => {
+    const t = await setup();
+    t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 7_000_000n, recipient: randomEvmAddress() });
+    await t.write('b5');
+    sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
+    expect(await t.drive('b5', 'a')).toBe('needs_review');
+    const rec = await t.store.load('b5', 'a');
+    expect(rec?.raw['payload_gen']).toBe('1');
+    expect(Number(rec?.raw['sends'])).toBe(DEFAULT_POLICY.maxAmbiguousResends + 1);
+    expect(sandbox.ledger()).toHaveLength(0);
+  });
+
+  it('settles a needs_review permit as failed once its deadline passed with the nonce unused; retry then pays it once', async () => {
+    const t = await setup({ config: { permitDeadlineSeconds: 61 } as Partial<Config> });
+    t.add({ id: 'a', from: 'BASE', to: 'POLYGON', amount: 3_000_000n, recipient: randomEvmAddress() });
+    await t.write('b6');
+    sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
+    expect(await t.drive('b6', 'a')).toBe('needs_review');
+    const rec = await t.store.load('b6', 'a');
+    const settleAt = Number(rec?.raw['settle_at']);
+    expect(settleAt).toBeGreaterThan(Date.now());
+    // Pretend the deadline is behind us: the settle job runs at settle_at.
+    const later = { ...t.deps, now: () => settleAt + 1 };
+    sandbox.admin.configure({ faults: {} });
+    expect((await runTransfer(later, 'b6', 'a')).kind).toBe('done');
+    const settled = await t.store.load('b6', 'a');
+    expect(settled?.state).toBe('failed');
+    expect(settled?.errorCode).toBe('expired_unused');
+    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b6');
+    expect(await t.drive('b6', 'a')).toBe('submitted');
+    expect(sandbox.ledger()).toHaveLength(1);
+  });
+
+  it('after a crash between the service’s answer and recording it, re-sends the same permit (never a new one)', async () => {
+    for (const replay of [true, false]) {
+      sandbox.admin.reset();
+      prefix = `${prefix}r`; // a fresh nonce pool for the freshly reset sandbox
+      sandbox.admin.configure({ idempotencyReplay: replay });
+      const t = await setup();
+      const id = replay ? 'c1' : 'c2';
+      t.add({ id, from: 'ARB', to: 'BASE', amount: 4_000_000n, recipient: randomEvmAddress() });
+      await t.write(`b9${id}`);
+      // The "dying" worker: the service executes its permit and answers, then the process is gone
+      // just before the outcome is recorded (its promise is simply abandoned).
+      const dying = {
+        ...t.deps,
+        store: {
+          ...t.store,
+          transition: async (...a: Parameters<typeof t.store.transition>) =>
+            a[2].to === 'submitted' ? await new Promise<never>(() => {}) : await t.store.transition(...a),
+        },
+      };
+      void runTransfer(dying, `b9${id}`, id);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(sandbox.ledger()).toHaveLength(1);
+      // Its locks die with it: the transfer lock and the nonce lease expire.
+      await client.del(`${prefix}:t:b9${id}:${id}:lock`);
+      const state = await t.drive(`b9${id}`, id);
+      expect(state).toBe(replay ? 'submitted' : 'needs_review');
+      expect(sandbox.ledger()).toHaveLength(1);
+      const rec = await t.store.load(`b9${id}`, id);
+      expect(rec?.raw['payload_gen']).toBe('1');
+    }
+  });
+
+  it('rejects a fee over MAX_FEE_USDC before signing', async () => {
+    const t = await setup({ config: { maxFeeUsdc: 10_000n } as Partial<Config> });
+    t.add({ id: 'a', from: 'ETH', to: 'BASE', amount: 50_000_000n, recipient: randomEvmAddress() });
+    await t.write('b7');
+    expect(await t.drive('b7', 'a')).toBe('rejected');
+    const rec = await t.store.load('b7', 'a');
+    expect(rec?.errorCode).toBe('fee_too_high');
+    expect(rec?.raw['permit']).toBeUndefined();
+  });
+
+  it('re-submits the same signed Solana transaction after a lost answer, and pays once', async () => {
+    const t = await setup();
+    t.add({ id: 's', from: 'SOLANA', to: 'BASE', amount: 9_000_000n, recipient: randomEvmAddress() });
+    await t.write('b8');
+    sandbox.admin.configure({ faultScript: [{ op: 'submit', fault: 'reset_after' }] });
+    expect(await t.drive('b8', 's')).toBe('submitted');
+    const ledger = sandbox.ledger();
+    expect(ledger).toHaveLength(1);
+    expect((await t.store.load('b8', 's'))?.txSignature).toBe(ledger[0]?.tx_signature);
+  });
+});

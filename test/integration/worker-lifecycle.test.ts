@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, spawnCli, waitFor } from '../helpers/cli.ts';
+import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
+import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
+
+const baseEnv = {
+  TRANSFER_API_URL: 'http://127.0.0.1:9',
+  TRANSFER_API_KEY: 'sk_test_lifecycle',
+  EVM_PRIVATE_KEY: TEST_EVM_KEY,
+  PERMIT_SPENDER: '0x5a4dB0c5A4dB0c5A4dB0c5A4db0C5A4DB0C5A4d0',
+  LOG_LEVEL: 'info',
+};
+
+describe('worker lifecycle', () => {
+  let volatile: TestRedis;
+  let durable: TestRedis;
+  beforeAll(async () => {
+    volatile = await startPrivateRedis({ durable: false });
+    durable = await startPrivateRedis({ durable: true });
+  });
+  afterAll(async () => {
+    await volatile?.stop();
+    await durable?.stop();
+  });
+
+  it('refuses a Redis that can lose acknowledged writes, naming the setting (exit 2)', async () => {
+    const res = await runCli(['worker'], { ...baseEnv, REDIS_URL: volatile.url }, { timeoutMs: 30_000 });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/appendonly/);
+    expect(res.stderr).not.toContain(TEST_EVM_KEY.slice(2));
+  });
+
+  it('runs on a volatile Redis only with ALLOW_VOLATILE_REDIS=true, and stops gracefully on SIGTERM', async () => {
+    const w = spawnCli(['worker'], { ...baseEnv, REDIS_URL: volatile.url, ALLOW_VOLATILE_REDIS: 'true' });
+    await waitFor('the worker to start', async () => w.output().includes('worker started'), {
+      timeoutMs: 20_000,
+    });
+    expect(w.output()).toMatch(/not durable/);
+    expect(await w.stop(15_000)).toBe(0);
+    expect(w.output()).toMatch(/worker stopped/);
+  });
+
+  it('starts on a durable Redis and exits 0 on SIGINT', async () => {
+    const w = spawnCli(['worker'], { ...baseEnv, REDIS_URL: durable.url });
+    await waitFor('the worker to start', async () => w.output().includes('worker started'), {
+      timeoutMs: 20_000,
+    });
+    w.child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => w.child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(0);
+    expect(w.output()).not.toContain(TEST_EVM_KEY.slice(2));
+  });
+});

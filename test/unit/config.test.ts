@@ -1,0 +1,390 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/config/config.ts';
+import { DEFAULTS } from '../../src/config/defaults.ts';
+import { loadConfig, readEnv, spenderFor } from '../../src/config/load-config.ts';
+import { workerSourceChains } from '../../src/config/source-chains.ts';
+import { encodeBase58 } from '../../src/domain/base58.ts';
+import { ConfigError } from '../../src/domain/errors.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const EVM_KEY = `0x${'4c'.repeat(32)}`;
+const SPENDER = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+const SPENDER_BASE = '0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359';
+const API_KEY = 'sk_test_Zq81hJ2kLmN0pQ';
+
+/** A real Ed25519 keypair in solana-keygen's layout: 32-byte seed ‖ 32-byte public key. */
+function solanaKeypair(): Uint8Array {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const d = Buffer.from(privateKey.export({ format: 'jwk' }).d as string, 'base64url');
+  const x = Buffer.from(publicKey.export({ format: 'jwk' }).x as string, 'base64url');
+  return Uint8Array.from([...d, ...x]);
+}
+
+function problemsOf(env: Record<string, string>, needs: Parameters<typeof loadConfig>[1] = {}) {
+  try {
+    loadConfig(env, needs);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults to an empty environment, and freezes the result', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      redisUrl: DEFAULTS.REDIS_URL,
+      redisUrlSet: false,
+      allowVolatileRedis: false,
+      queuePrefix: 'usdc',
+      network: 'testnet',
+      maxFeeBps: 100n,
+      maxFeeUsdc: undefined,
+      maxTransferUsdc: undefined,
+      workerConcurrency: DEFAULTS.WORKER_CONCURRENCY,
+      apiRateLimit: undefined,
+      httpPort: 8080,
+      logLevel: 'info',
+      callbackAllowedHosts: [],
+      solanaAllowedDestinations: undefined,
+      transferApiUrl: undefined,
+      evmPrivateKey: undefined,
+      solanaSecretKey: undefined,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.evmRpcUrl)).toBe(true);
+  });
+
+  it('parses every variable of the product contract', () => {
+    const solana = solanaKeypair();
+    const destination = encodeBase58(new Uint8Array(32).fill(7));
+    const config = loadConfig({
+      REDIS_URL: 'redis://:pw@redis.internal:6380/2',
+      ALLOW_VOLATILE_REDIS: 'true',
+      QUEUE_PREFIX: '{usdc}',
+      TRANSFER_API_URL: 'https://api.example.com/',
+      TRANSFER_API_KEY: API_KEY,
+      NETWORK: 'Mainnet',
+      EVM_PRIVATE_KEY: EVM_KEY.slice(2).toUpperCase(),
+      SOLANA_PRIVATE_KEY: encodeBase58(solana),
+      PERMIT_SPENDER: SPENDER.toLowerCase(),
+      PERMIT_SPENDER_BASE: SPENDER_BASE,
+      EVM_RPC_URL_ETH: 'https://eth.example.com',
+      EVM_RPC_URL_BASE: 'https://base.example.com',
+      EVM_RPC_URL_ARB: 'https://arb.example.com',
+      EVM_RPC_URL_POLYGON: 'http://polygon.example.com:8545',
+      SOLANA_RPC_URL: 'https://solana.example.com',
+      MAX_FEE_BPS: '250',
+      MAX_FEE_USDC: '1.5',
+      MAX_TRANSFER_USDC: '1000',
+      MAX_BATCH_USDC: '50000.25',
+      MAX_DAILY_USDC: '100000',
+      APPROVAL_THRESHOLD_USDC: '10000',
+      APPROVER_TOKEN: 'approver-token-0123456789',
+      CALLBACK_ALLOWED_HOSTS: 'Hooks.Example.com, ops.example.org',
+      SOLANA_ALLOWED_DESTINATIONS: destination,
+      WORKER_CONCURRENCY: '32',
+      API_RATE_LIMIT: '20',
+      HTTP_PORT: '9090',
+      HOOK_TOKEN: 'hook-token-0123456789',
+      HOOK_HMAC_SECRET: 'hmac-secret',
+      LOG_LEVEL: 'DEBUG',
+    });
+    expect(config).toMatchObject({
+      redisUrl: 'redis://:pw@redis.internal:6380/2',
+      redisUrlSet: true,
+      allowVolatileRedis: true,
+      queuePrefix: '{usdc}',
+      transferApiUrl: 'https://api.example.com',
+      network: 'mainnet',
+      permitSpender: SPENDER,
+      permitSpenderByChain: { BASE: SPENDER_BASE },
+      evmRpcUrl: {
+        ETH: 'https://eth.example.com',
+        BASE: 'https://base.example.com',
+        ARB: 'https://arb.example.com',
+        POLYGON: 'http://polygon.example.com:8545',
+      },
+      solanaRpcUrl: 'https://solana.example.com',
+      maxFeeBps: 250n,
+      maxFeeUsdc: 1_500_000n,
+      maxTransferUsdc: 1_000_000_000n,
+      maxBatchUsdc: 50_000_250_000n,
+      maxDailyUsdc: 100_000_000_000n,
+      approvalThresholdUsdc: 10_000_000_000n,
+      callbackAllowedHosts: ['hooks.example.com', 'ops.example.org'],
+      solanaAllowedDestinations: [destination],
+      workerConcurrency: 32,
+      apiRateLimit: 20,
+      httpPort: 9090,
+      logLevel: 'debug',
+    });
+    expect(config.transferApiKey?.reveal()).toBe(API_KEY);
+    expect(config.evmPrivateKey?.reveal()).toBe(EVM_KEY);
+    expect(config.solanaSecretKey).toEqual(solana);
+    expect(config.approverToken?.reveal()).toBe('approver-token-0123456789');
+    expect(config.hookToken?.reveal()).toBe('hook-token-0123456789');
+    expect(config.hookHmacSecret?.reveal()).toBe('hmac-secret');
+    expect(spenderFor(config, 'BASE')).toBe(SPENDER_BASE);
+    expect(spenderFor(config, 'ETH')).toBe(SPENDER);
+  });
+
+  it('reports every problem at once, each naming its variable', () => {
+    const err = problemsOf({
+      REDIS_URL: 'http://localhost:6379',
+      QUEUE_PREFIX: 'usdc:prod',
+      TRANSFER_API_URL: 'not a url',
+      TRANSFER_API_KEY: 'wrong',
+      NETWORK: 'devnet',
+      EVM_PRIVATE_KEY: '0x1234',
+      SOLANA_PRIVATE_KEY: 'abc',
+      PERMIT_SPENDER: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD',
+      EVM_RPC_URL_ARB: 'ftp://arb.example.com',
+      MAX_FEE_BPS: '10001',
+      MAX_FEE_USDC: '-1',
+      MAX_TRANSFER_USDC: '1e3',
+      MAX_BATCH_USDC: '1,000',
+      MAX_DAILY_USDC: '0',
+      APPROVAL_THRESHOLD_USDC: '.5',
+      HOOK_TOKEN: 'has a space',
+      CALLBACK_ALLOWED_HOSTS: 'ok.example.com',
+      SOLANA_ALLOWED_DESTINATIONS: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed',
+      WORKER_CONCURRENCY: '-3',
+      API_RATE_LIMIT: 'fast',
+      HTTP_PORT: '70000',
+      ALLOW_VOLATILE_REDIS: 'maybe',
+      LOG_LEVEL: 'loud',
+    });
+    expect(err.problems.map((p) => p.variable).sort()).toEqual(
+      [
+        'ALLOW_VOLATILE_REDIS',
+        'API_RATE_LIMIT',
+        'APPROVAL_THRESHOLD_USDC',
+        'EVM_PRIVATE_KEY',
+        'EVM_RPC_URL_ARB',
+        'HOOK_TOKEN',
+        'HTTP_PORT',
+        'LOG_LEVEL',
+        'MAX_BATCH_USDC',
+        'MAX_DAILY_USDC',
+        'MAX_FEE_BPS',
+        'MAX_FEE_USDC',
+        'MAX_TRANSFER_USDC',
+        'NETWORK',
+        'PERMIT_SPENDER',
+        'QUEUE_PREFIX',
+        'REDIS_URL',
+        'SOLANA_ALLOWED_DESTINATIONS',
+        'SOLANA_PRIVATE_KEY',
+        'TRANSFER_API_KEY',
+        'TRANSFER_API_URL',
+        'WORKER_CONCURRENCY',
+      ].sort(),
+    );
+    expect(err.code).toBe('USDC_CONFIG_INVALID');
+    for (const p of err.problems) expect(err.message).toContain(`  - ${p.variable}: ${p.message}`);
+    expect(err.message).toContain('WORKER_CONCURRENCY: must be a whole number from 1 to 1024 (got "-3")');
+    expect(err.message).toContain('PERMIT_SPENDER: has an invalid EIP-55 checksum');
+    expect(err.message).toContain('MAX_TRANSFER_USDC: must be a USDC amount: it must be a plain decimal');
+  });
+
+  it('never puts a secret, valid or malformed, into a message or the printed config', () => {
+    const secrets = {
+      TRANSFER_API_KEY: 'sk_live_but-has-a-space in it',
+      EVM_PRIVATE_KEY: `0x${'ab'.repeat(31)}zz`,
+      SOLANA_PRIVATE_KEY: `${encodeBase58(solanaKeypair()).slice(0, -3)}0OI`,
+      HOOK_TOKEN: 'hook-secret-0123456789',
+      APPROVER_TOKEN: 'hook-secret-0123456789',
+      REDIS_URL: 'redis://:redis-password-123@:bad-port',
+      TRANSFER_API_URL: 'https://user:url-password-123@@',
+    };
+    const err = problemsOf(secrets);
+    expect(err.problems.length).toBeGreaterThanOrEqual(6);
+    const text = `${err.message}\n${JSON.stringify(err.problems)}\n${inspect(err)}`;
+    for (const value of Object.values(secrets)) expect(text).not.toContain(value);
+    for (const fragment of ['redis-password-123', 'url-password-123', 'but-has-a-space', 'hook-secret'])
+      expect(text).not.toContain(fragment);
+
+    const solana = solanaKeypair();
+    const valid = loadConfig({
+      TRANSFER_API_KEY: API_KEY,
+      EVM_PRIVATE_KEY: EVM_KEY,
+      SOLANA_PRIVATE_KEY: encodeBase58(solana),
+      HOOK_TOKEN: 'hook-token-0123456789',
+      APPROVER_TOKEN: 'approver-token-0123456789',
+      HOOK_HMAC_SECRET: 'hmac-secret-value',
+    });
+    const printed = `${JSON.stringify(valid, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}\n${inspect(valid)}\n${String(valid.transferApiKey)}`;
+    for (const value of [
+      API_KEY,
+      EVM_KEY,
+      '4c4c4c4c',
+      'hook-token-0123456789',
+      'approver-token',
+      'hmac-secret-value',
+    ])
+      expect(printed).not.toContain(value);
+    // The Solana key is bytes: neither inspect's "Uint8Array(64) [ ... ]" nor JSON's {"0": ...}.
+    expect(printed).not.toContain('Uint8Array');
+    expect(printed).not.toContain('"0":');
+    expect(valid.solanaSecretKey).toEqual(solana);
+    expect(new Secret('x').toString()).toBe('[secret]');
+  });
+
+  it('refuses an EVM key that is zero or not below the secp256k1 order', () => {
+    for (const key of [`0x${'0'.repeat(64)}`, `0x${'f'.repeat(64)}`]) {
+      expect(problemsOf({ EVM_PRIVATE_KEY: key }).problems).toEqual([
+        { variable: 'EVM_PRIVATE_KEY', message: 'must hold a 32-byte hex private key' },
+      ]);
+    }
+  });
+
+  it('reads the EVM key from EVM_PRIVATE_KEY_FILE, and refuses both or an unreadable file', () => {
+    const file = join(dir, 'evm.key');
+    writeFileSync(file, `${EVM_KEY}\n`);
+    expect(loadConfig({ EVM_PRIVATE_KEY_FILE: file }).evmPrivateKey?.reveal()).toBe(EVM_KEY);
+    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: file, EVM_PRIVATE_KEY: EVM_KEY }).problems).toEqual([
+      {
+        variable: 'EVM_PRIVATE_KEY',
+        message: 'set either EVM_PRIVATE_KEY or EVM_PRIVATE_KEY_FILE, not both',
+      },
+    ]);
+    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: join(dir, 'missing.key') }).problems).toEqual([
+      { variable: 'EVM_PRIVATE_KEY_FILE', message: 'cannot be read (ENOENT)' },
+    ]);
+    const bad = join(dir, 'bad.key');
+    writeFileSync(bad, 'not a key');
+    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: bad }).problems).toEqual([
+      { variable: 'EVM_PRIVATE_KEY_FILE', message: 'must hold a 32-byte hex private key' },
+    ]);
+  });
+
+  it('reads a solana-keygen JSON keypair file and refuses one whose halves do not belong together', () => {
+    const keypair = solanaKeypair();
+    const good = join(dir, 'id.json');
+    writeFileSync(good, JSON.stringify([...keypair]));
+    expect(loadConfig({ SOLANA_KEYPAIR_FILE: good }).solanaSecretKey).toEqual(keypair);
+
+    const other = solanaKeypair();
+    const mixed = join(dir, 'mixed.json');
+    writeFileSync(mixed, JSON.stringify([...keypair.subarray(0, 32), ...other.subarray(32)]));
+    expect(problemsOf({ SOLANA_KEYPAIR_FILE: mixed }).problems).toEqual([
+      {
+        variable: 'SOLANA_KEYPAIR_FILE',
+        message: 'holds 64 bytes whose public half does not match the secret half',
+      },
+    ]);
+    const short = join(dir, 'short.json');
+    writeFileSync(short, JSON.stringify([...keypair.subarray(0, 32)]));
+    expect(problemsOf({ SOLANA_KEYPAIR_FILE: short }).problems[0]?.message).toBe(
+      'must hold a solana-keygen JSON array of 64 bytes',
+    );
+    expect(
+      problemsOf({
+        SOLANA_PRIVATE_KEY: encodeBase58(
+          Uint8Array.from([...keypair.subarray(0, 32), ...other.subarray(32)]),
+        ),
+      }).problems,
+    ).toEqual([
+      {
+        variable: 'SOLANA_PRIVATE_KEY',
+        message: 'is 64 bytes whose public half does not match the secret half',
+      },
+    ]);
+  });
+
+  it('allows a zero fee cap but not a zero spend limit', () => {
+    expect(loadConfig({ MAX_FEE_USDC: '0' }).maxFeeUsdc).toBe(0n);
+    expect(problemsOf({ MAX_DAILY_USDC: '0' }).problems[0]?.variable).toBe('MAX_DAILY_USDC');
+  });
+
+  it('refuses an approver token equal to the hook token', () => {
+    expect(
+      problemsOf({ HOOK_TOKEN: 'same-token-0123456789', APPROVER_TOKEN: 'same-token-0123456789' }).problems,
+    ).toEqual([{ variable: 'APPROVER_TOKEN', message: 'must differ from HOOK_TOKEN' }]);
+  });
+});
+
+describe('what each command needs', () => {
+  it('lets enqueue run with no service URL and no keys', () => {
+    expect(() => loadConfig({})).not.toThrow();
+  });
+
+  it('still refuses a malformed key for a command that does not need it', () => {
+    expect(problemsOf({ EVM_PRIVATE_KEY: 'nope' }).problems.map((p) => p.variable)).toEqual([
+      'EVM_PRIVATE_KEY',
+    ]);
+  });
+
+  it('makes the worker ask for the service URL and key and at least one signing key, naming both', () => {
+    const err = problemsOf({}, { service: true, signingKey: true });
+    expect(err.problems.map((p) => p.variable)).toEqual([
+      'TRANSFER_API_URL',
+      'TRANSFER_API_KEY',
+      'EVM_PRIVATE_KEY / SOLANA_KEYPAIR_FILE',
+    ]);
+    expect(err.problems[2]?.message).toContain('SOLANA_PRIVATE_KEY');
+    expect(err.problems[2]?.message).toContain('EVM_PRIVATE_KEY_FILE');
+  });
+
+  it('makes a worker with an EVM key ask for the permit spender', () => {
+    const err = problemsOf(
+      { TRANSFER_API_URL: 'http://127.0.0.1:8787', TRANSFER_API_KEY: API_KEY, EVM_PRIVATE_KEY: EVM_KEY },
+      { service: true, signingKey: true },
+    );
+    expect(err.problems.map((p) => p.variable)).toEqual(['PERMIT_SPENDER']);
+  });
+
+  it('lets a worker take only the source chains it holds keys and spenders for', () => {
+    const service = { TRANSFER_API_URL: 'http://127.0.0.1:8787', TRANSFER_API_KEY: API_KEY };
+    const needs = { service: true, signingKey: true };
+    const solanaOnly = loadConfig({ ...service, SOLANA_PRIVATE_KEY: encodeBase58(solanaKeypair()) }, needs);
+    expect(workerSourceChains(solanaOnly)).toEqual(['SOLANA']);
+
+    const evmAll = loadConfig({ ...service, EVM_PRIVATE_KEY: EVM_KEY, PERMIT_SPENDER: SPENDER }, needs);
+    expect(workerSourceChains(evmAll)).toEqual(['ETH', 'BASE', 'ARB', 'POLYGON']);
+
+    const baseOnly = loadConfig(
+      {
+        ...service,
+        EVM_PRIVATE_KEY: EVM_KEY,
+        PERMIT_SPENDER_BASE: SPENDER_BASE,
+        SOLANA_PRIVATE_KEY: encodeBase58(solanaKeypair()),
+      },
+      needs,
+    );
+    expect(workerSourceChains(baseOnly)).toEqual(['BASE', 'SOLANA']);
+  });
+
+  it('makes serve ask for the hook token', () => {
+    expect(problemsOf({}, { hook: true }).problems.map((p) => p.variable)).toEqual(['HOOK_TOKEN']);
+  });
+});
+
+describe('readEnv', () => {
+  it('reads .env from the working directory, with the process environment winning', () => {
+    const cwd = mkdtempSync(join(dir, 'env-'));
+    writeFileSync(
+      join(cwd, '.env'),
+      '# a comment\nQUEUE_PREFIX=fromfile\nNETWORK=mainnet\nLOG_LEVEL="warn"\nHTTP_PORT=1234\n',
+    );
+    const env = readEnv({ QUEUE_PREFIX: 'fromprocess', HTTP_PORT: '4321' }, cwd);
+    const config = loadConfig(env);
+    expect(config.queuePrefix).toBe('fromprocess');
+    expect(config.httpPort).toBe(4321);
+    expect(config.network).toBe('mainnet');
+    expect(config.logLevel).toBe('warn');
+  });
+
+  it('works without a .env file', () => {
+    expect(readEnv({ A: '1' }, mkdtempSync(join(dir, 'none-')))).toEqual({ A: '1' });
+  });
+});

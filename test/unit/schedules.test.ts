@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { ID_PATTERN } from '../../src/queue/jobs.ts';
+import {
+  checkScheduleSpec,
+  firingBatchId,
+  isFiringOf,
+  scheduledTimeOf,
+  scopedPayoutId,
+} from '../../src/queue/schedules.ts';
+
+describe('schedules: firing identity', () => {
+  it('names a firing by the UTC time it was scheduled for', () => {
+    expect(firingBatchId('nightly', Date.UTC(2025, 0, 31, 2, 0, 5))).toBe('nightly-20250131T020005Z');
+  });
+
+  it('tells the schedule’s own firings from other batches', () => {
+    expect(isFiringOf('nightly', 'nightly-20250131T020005Z')).toBe(true);
+    expect(isFiringOf('nightly', 'nightly-2-20250131T020005Z')).toBe(false);
+    expect(isFiringOf('nightly-2', 'nightly-20250131T020005Z')).toBe(false);
+    expect(isFiringOf('nightly', 'nightly-20250131T020005Z-x')).toBe(false);
+    expect(isFiringOf('nightly', 'b-0123456789abcdef')).toBe(false);
+  });
+
+  it('scopes payout ids to the firing, within the 64-character id rule, never colliding', () => {
+    const a = firingBatchId('nightly', Date.UTC(2025, 0, 31, 2));
+    const b = firingBatchId('nightly', Date.UTC(2025, 1, 1, 2));
+    expect(scopedPayoutId(a, 'inv-1')).toBe(`${a}.inv-1`);
+    expect(scopedPayoutId(a, 'inv-1')).not.toBe(scopedPayoutId(b, 'inv-1'));
+    const long1 = `${'x'.repeat(60)}-1`;
+    const long2 = `${'x'.repeat(60)}-2`;
+    const s1 = scopedPayoutId(a, long1);
+    const s2 = scopedPayoutId(a, long2);
+    for (const s of [s1, s2]) expect(s).toMatch(ID_PATTERN);
+    expect(s1).not.toBe(s2);
+    expect(s1).not.toBe(scopedPayoutId(b, long1));
+    // The same firing and row always give the same id (a re-run of a firing claims the same payout).
+    expect(scopedPayoutId(a, long1)).toBe(s1);
+  });
+
+  it('reads the scheduled time from the job, not the processing time', () => {
+    expect(scheduledTimeOf({ id: 'repeat:n:1738288800000', opts: { prevMillis: 1738288800000 } })).toBe(
+      1738288800000,
+    );
+    expect(scheduledTimeOf({ id: 'repeat:n:1738288800000', opts: {} })).toBe(1738288800000);
+    expect(scheduledTimeOf({ id: 'other', opts: {} })).toBeUndefined();
+  });
+
+  it('accepts cron with seconds and a time zone, and refuses bad ones with a reason', () => {
+    const now = Date.UTC(2025, 0, 31, 12, 0, 0, 500);
+    expect(checkScheduleSpec('* * * * * *', 'UTC', now)).toEqual({
+      ok: true,
+      next: Date.UTC(2025, 0, 31, 12, 0, 1),
+    });
+    // 02:00 in Paris in winter is 01:00 UTC.
+    expect(checkScheduleSpec('0 2 * * *', 'Europe/Paris', now)).toEqual({
+      ok: true,
+      next: Date.UTC(2025, 1, 1, 1, 0, 0),
+    });
+    expect(checkScheduleSpec('61 * * * *', 'UTC', now)).toMatchObject({ ok: false });
+    expect(checkScheduleSpec('', 'UTC', now)).toMatchObject({ ok: false });
+    const tz = checkScheduleSpec('0 2 * * *', 'Mars/Olympus', now);
+    expect(tz.ok).toBe(false);
+    if (!tz.ok) expect(tz.message).toMatch(/time zone/);
+  });
+});

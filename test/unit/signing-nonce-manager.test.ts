@@ -1,0 +1,231 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { createLogger } from '../../src/log/logger.ts';
+import { createNonceManager, type RedisNonceManager } from '../../src/signing/evm/nonce-manager.ts';
+import type { ChainReader } from '../../src/signing/types.ts';
+import { redisForSuite } from '../helpers/redis.ts';
+
+const OWNER = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+
+/** The chain as the manager sees it: a nonces(owner) the test sets (undefined = no RPC). */
+function fakeChain(initial: bigint | undefined | 'fail' = undefined) {
+  const chain = { value: initial, reads: 0 };
+  const reader: ChainReader = {
+    async permitNonce() {
+      chain.reads++;
+      if (chain.value === 'fail') throw new Error('rpc down');
+      return chain.value;
+    },
+    async usdcBalance() {
+      return undefined;
+    },
+  };
+  return { chain, reader };
+}
+
+let suite: Awaited<ReturnType<typeof redisForSuite>>;
+const connections: Redis[] = [];
+const managers: RedisNonceManager[] = [];
+let n = 0;
+
+function manager(
+  reader: ChainReader,
+  opts: {
+    leaseMs?: number;
+    maxWaitMs?: number;
+    prefix?: string;
+    logger?: ReturnType<typeof createLogger>;
+  } = {},
+) {
+  const redis = new Redis(suite.url, { maxRetriesPerRequest: 1 });
+  connections.push(redis);
+  const m = createNonceManager({
+    redis,
+    prefix: opts.prefix ?? `${suite.prefix}-${++n}`,
+    chainReader: reader,
+    ...(opts.leaseMs ? { leaseMs: opts.leaseMs } : {}),
+    ...(opts.maxWaitMs ? { maxWaitMs: opts.maxWaitMs } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  });
+  managers.push(m);
+  return m;
+}
+
+beforeAll(async () => {
+  suite = await redisForSuite();
+});
+afterAll(async () => {
+  for (const m of managers) await m.close();
+  for (const c of connections) c.disconnect();
+  await suite.close();
+});
+
+describe('nonce manager', () => {
+  it('hands out 0, 1, 2 in order as permits are committed (no RPC: the pool decides)', async () => {
+    const m = manager(fakeChain().reader);
+    const seen: bigint[] = [];
+    for (const holder of ['b/1', 'b/2', 'b/3']) {
+      const lease = await m.acquire('BASE', OWNER, holder);
+      seen.push(lease.nonce);
+      await lease.commit();
+    }
+    expect(seen).toEqual([0n, 1n, 2n]);
+    expect(await m.state('BASE', OWNER)).toMatchObject({ next: 3n, holder: null });
+  });
+
+  it('gives a released nonce (permit never sent, or refused) to the next holder', async () => {
+    const m = manager(fakeChain().reader);
+    const a = await m.acquire('ETH', OWNER, 'b/a');
+    await a.release();
+    const b = await m.acquire('ETH', OWNER, 'b/b');
+    expect(b.nonce).toBe(a.nonce);
+    await b.commit();
+    expect((await m.acquire('ETH', OWNER, 'b/c')).nonce).toBe(1n);
+  });
+
+  it('lets a transfer re-run after a crash re-enter its lease with the same in-flight nonce', async () => {
+    const prefix = `${suite.prefix}-reenter`;
+    const { reader, chain } = fakeChain(4n);
+    const first = manager(reader, { prefix });
+    const lease = await first.acquire('ARB', OWNER, 'batch/t1');
+    expect(lease.nonce).toBe(4n);
+    await first.close(); // the worker process dies; the lease is still in Redis
+
+    chain.value = 9n; // even if the chain moved meanwhile, the saved permit's nonce comes back
+    const again = await manager(reader, { prefix }).acquire('ARB', OWNER, 'batch/t1');
+    expect(again.nonce).toBe(4n);
+  });
+
+  it('makes another holder wait, and wakes it within milliseconds of the release', async () => {
+    const prefix = `${suite.prefix}-wake`;
+    const { reader } = fakeChain();
+    // With a 30 s poll, only the release's wake-up can bring the waiter in quickly.
+    const p1 = manager(reader, { prefix, maxWaitMs: 30_000 });
+    const p2 = manager(reader, { prefix, maxWaitMs: 30_000 });
+    const held = await p1.acquire('POLYGON', OWNER, 'b/1');
+    let releasedAt = 0;
+    let gotAt = 0;
+    const waiting = p2.acquire('POLYGON', OWNER, 'b/2').then((l) => {
+      gotAt = Date.now();
+      return l;
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(gotAt).toBe(0);
+    releasedAt = Date.now();
+    await held.commit();
+    const next = await waiting;
+    expect(next.nonce).toBe(held.nonce + 1n);
+    expect(gotAt - releasedAt).toBeLessThan(250);
+  });
+
+  it('never hands out a nonce below its own next because the chain still shows an old value', async () => {
+    const { reader, chain } = fakeChain(0n);
+    const m = manager(reader);
+    for (let i = 0; i < 3; i++) await (await m.acquire('BASE', OWNER, `b/${i}`)).commit();
+    expect(chain.value).toBe(0n); // nothing mined yet
+    expect((await m.acquire('BASE', OWNER, 'b/3')).nonce).toBe(3n);
+  });
+
+  it('starts from the chain nonce when the owner signed elsewhere', async () => {
+    const { reader } = fakeChain(12n);
+    const m = manager(reader);
+    const lease = await m.acquire('ETH', OWNER, 'b/1');
+    expect(lease.nonce).toBe(12n);
+    await lease.commit();
+    expect((await m.state('ETH', OWNER)).next).toBe(13n);
+  });
+
+  it('moves to the chain nonce after a refused first send when nonces(owner) moved past ours', async () => {
+    const { reader, chain } = fakeChain(2n);
+    const m = manager(reader);
+    const lease = await m.acquire('ARB', OWNER, 'b/1');
+    expect(lease.nonce).toBe(2n);
+    expect(await lease.refreshFromChain()).toBeUndefined(); // chain not past ours: nothing to learn
+    chain.value = 5n; // someone used 2, 3, 4 elsewhere
+    expect(await lease.refreshFromChain()).toBe(5n);
+    expect(lease.nonce).toBe(5n);
+    await lease.commit();
+    expect((await m.acquire('ARB', OWNER, 'b/2')).nonce).toBe(6n);
+  });
+
+  it('uses the pool alone, with a warning, when nonces(owner) cannot be read', async () => {
+    const lines: string[] = [];
+    const logger = createLogger(
+      'warn',
+      new Writable({
+        write(c: Buffer, _e, done) {
+          lines.push(c.toString());
+          done();
+        },
+      }),
+    );
+    const m = manager(fakeChain('fail').reader, { logger });
+    const lease = await m.acquire('BASE', OWNER, 'b/1');
+    expect(lease.nonce).toBe(0n);
+    expect(lines.join('')).toMatch(/cannot read nonces\(owner\)/);
+  });
+
+  it('lets a dead holder’s lease expire, and the next holder gets the unconfirmed nonce', async () => {
+    const prefix = `${suite.prefix}-expire`;
+    const { reader } = fakeChain();
+    const started = Date.now();
+    const dead = await manager(reader, { prefix, leaseMs: 300 }).acquire('ETH', OWNER, 'b/dead');
+    const next = await manager(reader, { prefix, leaseMs: 300 }).acquire('ETH', OWNER, 'b/alive');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(295);
+    expect(next.nonce).toBe(dead.nonce);
+    // The dead holder comes back: its lease is gone, so it may not go on signing under it…
+    await expect(dead.extend()).rejects.toMatchObject({ code: 'USDC_NONCE_LEASE_LOST' });
+    // …but if its permit was accepted, committing still marks the nonce used.
+    await dead.commit();
+    await next.release();
+    expect((await manager(reader, { prefix }).acquire('ETH', OWNER, 'b/third')).nonce).toBe(dead.nonce + 1n);
+  });
+
+  it('keeps a lease alive past leaseMs with extend()', async () => {
+    const prefix = `${suite.prefix}-extend`;
+    const { reader } = fakeChain();
+    const lease = await manager(reader, { prefix, leaseMs: 1_000 }).acquire('BASE', OWNER, 'b/slow');
+    const other = manager(reader, { prefix, leaseMs: 1_000 });
+    const ac = new AbortController();
+    const waiting = other.acquire('BASE', OWNER, 'b/other', { signal: ac.signal });
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 300));
+      await lease.extend();
+    }
+    ac.abort();
+    await expect(waiting).rejects.toMatchObject({ code: 'USDC_NONCE_WAIT_ABORTED' });
+    await lease.commit();
+  });
+
+  it('serialises many holders across four "processes": each nonce used once, never two holders at a time', async () => {
+    const prefix = `${suite.prefix}-many`;
+    const { reader } = fakeChain(0n);
+    const procs = [0, 1, 2, 3].map(() => manager(reader, { prefix }));
+    let inside = 0;
+    let maxInside = 0;
+    const used: bigint[] = [];
+    await Promise.all(
+      procs.flatMap((m, p) =>
+        Array.from({ length: 25 }, async (_, i) => {
+          const lease = await m.acquire('BASE', OWNER, `batch/p${p}-${i}`);
+          inside++;
+          maxInside = Math.max(maxInside, inside);
+          used.push(lease.nonce);
+          await new Promise((r) => setTimeout(r, 1));
+          inside--;
+          // every fifth permit is "refused on first send": its nonce goes back and is used again
+          if (i % 5 === 4) {
+            await lease.release();
+            const retry = await m.acquire('BASE', OWNER, `batch/p${p}-${i}`);
+            used.pop();
+            used.push(retry.nonce);
+            await retry.commit();
+          } else await lease.commit();
+        }),
+      ),
+    );
+    expect(maxInside).toBe(1);
+    expect([...used].sort((a, b) => Number(a - b))).toEqual(Array.from({ length: 100 }, (_, i) => BigInt(i)));
+  });
+});
