@@ -124,7 +124,22 @@ export async function startStack(
         const stuck = doc.transfers
           .filter((t) => t.state === 'queued' || t.state === 'in_progress')
           .slice(0, 5);
-        const raws = await Promise.all(stuck.map((t) => client.hgetall(`${prefix}:t:${batchId}:${t.id}`)));
+        const raws = await Promise.all(
+          stuck.map(async (t) => {
+            // Where its job is (BullMQ keys) and who holds the transfer's processing lock.
+            const q = `${prefix}:transfers-${t.from}`;
+            const jobId = `${batchId}/${t.id}`;
+            const [rec, lock, lockTtl, jobLock, jobState, job] = await Promise.all([
+              client.hgetall(`${prefix}:t:${batchId}:${t.id}`),
+              client.get(`${prefix}:t:${batchId}:${t.id}:lock`),
+              client.pttl(`${prefix}:t:${batchId}:${t.id}:lock`),
+              client.get(`${q}:${jobId}:lock`),
+              jobListOf(client, q, jobId),
+              client.hmget(`${q}:${jobId}`, 'atm', 'stc', 'ats', 'failedReason', 'processedOn'),
+            ]);
+            return { ...rec, lock, lockTtl, jobLock, jobState, job };
+          }),
+        );
         const out = workers.map((w, i) => `--- worker ${i}\n${w.output().slice(-3000)}`).join('\n');
         throw new Error(
           `${(err as Error).message}\ncounts ${JSON.stringify(doc.counts)}\nstuck ${JSON.stringify(raws, null, 1)}\n${out}`,
@@ -140,6 +155,23 @@ export async function startStack(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Which of a queue's lists holds a job, for the diagnosis of a stuck transfer. */
+async function jobListOf(client: Redis, queue: string, jobId: string): Promise<string> {
+  const [wait, active, delayed, failed, completed, prioritized, exists] = await Promise.all([
+    client.lpos(`${queue}:wait`, jobId),
+    client.lpos(`${queue}:active`, jobId),
+    client.zscore(`${queue}:delayed`, jobId),
+    client.zscore(`${queue}:failed`, jobId),
+    client.zscore(`${queue}:completed`, jobId),
+    client.zscore(`${queue}:prioritized`, jobId),
+    client.exists(`${queue}:${jobId}`),
+  ]);
+  const where = Object.entries({ wait, active, delayed, failed, completed, prioritized })
+    .filter(([, v]) => v !== null)
+    .map(([k]) => k);
+  return `${where.join(',') || 'no list'}${exists ? '' : ' (no job hash)'}`;
 }
 
 /**
