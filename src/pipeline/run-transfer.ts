@@ -148,7 +148,11 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
       fields: rec.raw['first_seen_at'] ? {} : { first_seen_at: ctx.now() },
       clear: ['wait_reason'],
     });
-    if (!moved.ok) return { kind: 'done', state: moved.current ?? 'failed' };
+    // Already `in_progress`: this run holds the transfer's lock, so no other run is on it; it goes
+    // on from the saved steps rather than ending a job whose transfer would then be left behind.
+    if (!moved.ok && moved.current !== 'in_progress') {
+      return { kind: 'done', state: moved.current ?? 'failed' };
+    }
     rec = (await store.load(ctx.batchId, ctx.transferId)) as TransferRecord;
   }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
 import { keys, type Keys } from './keys.ts';
@@ -9,16 +10,31 @@ import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
  * completion flag true in the same step (so a status read of a 100,000-row batch reads counters,
  * never scans). Returns the new completion generation when this transition completed the batch.
  *
- * KEYS: 1 transfer, 2 batch, 3 from-state set, 4 to-state set
+ * A transition may run twice: when a connection drops after Redis applied it but before its reply
+ * arrived, the client re-sends it on reconnect (ioredis resends unanswered commands, which is what
+ * keeps a worker going through a Redis restart). The second run would see the state already moved
+ * and answer "not moved", and a worker would take a transfer it had just moved to `in_progress` for
+ * one another run owns, and leave it there. So each call carries a one-off operation id; the
+ * record keeps the last applied one with its answer (`op` = `id|previous|generation`), and a
+ * re-run of that id returns the first answer and changes nothing.
+ *
+ * KEYS: 1 transfer, 2 batch, 3 the state-set prefix `…:state:` (the from-state set is derived from
+ *       the current state read in the script)
  * ARGV: 1 expected states (comma list; '' = any), 2 to-state, 3 transfer id, 4 now,
- *       5 final states (comma list), 6 n = number of field pairs, then field/value pairs,
- *       then fields to delete.
- * The from-state set key is derived by the caller from the current state read in the script, so
- * the script gets a key template instead: KEYS[3] is the state-set prefix `…:state:`.
+ *       5 final states (comma list), 6 operation id, 7 n = number of field pairs, then
+ *       field/value pairs, then fields to delete.
  */
 const TRANSITION = luaScript(`
 local cur = redis.call('HGET', KEYS[1], 'state')
 if not cur then return {-1, ''} end
+local last = redis.call('HGET', KEYS[1], 'op')
+if last then
+  local a = string.find(last, '|', 1, true)
+  if a and string.sub(last, 1, a - 1) == ARGV[6] then
+    local b = string.find(last, '|', a + 1, true)
+    return {1, string.sub(last, a + 1, b - 1), tonumber(string.sub(last, b + 1))}
+  end
+end
 local expected = ARGV[1]
 if expected ~= '' then
   local ok = false
@@ -28,8 +44,8 @@ end
 local to = ARGV[2]
 local id = ARGV[3]
 local now = ARGV[4]
-local n = tonumber(ARGV[6])
-local i = 7
+local n = tonumber(ARGV[7])
+local i = 8
 for _ = 1, n do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
   i = i + 2
@@ -60,6 +76,7 @@ if cur ~= to then
   end
 end
 redis.call('HSET', KEYS[2], 'updated_at', now)
+redis.call('HSET', KEYS[1], 'op', ARGV[6] .. '|' .. cur .. '|' .. completed)
 return {1, cur, completed}
 `);
 
@@ -73,6 +90,18 @@ redis.call('HINCRBY', KEYS[2], 'net_receive', tonumber(ARGV[4]) - oldNet)
 return 1
 `);
 
+/**
+ * `SET NX PX`, and also yes when the lock already holds this token: a lock whose reply was lost
+ * and that the client re-sent on reconnect is still ours, not "held by another".
+ */
+const LOCK = luaScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`);
 const RELOCK = luaScript(
   "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
 );
@@ -109,10 +138,13 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
 
     /**
      * Exclusive processing of one transfer, whatever job runs it (a stalled job's second run, a
-     * retry round, a settle job): `SET NX PX` with a token. Returns false when another holds it.
+     * retry round, a settle job): `SET NX PX` with a token (see LOCK). Returns false when another
+     * holds it.
      */
     async lock(batchId: string, transferId: string, token: string, ttlMs: number): Promise<boolean> {
-      return (await redis.set(`${k.transfer(batchId, transferId)}:lock`, token, 'PX', ttlMs, 'NX')) === 'OK';
+      return (
+        (await runScript(redis, LOCK, [`${k.transfer(batchId, transferId)}:lock`], [token, ttlMs])) === 1
+      );
     },
     /** Extends the lock if still ours; false when it was lost. */
     async relock(batchId: string, transferId: string, token: string, ttlMs: number): Promise<boolean> {
@@ -168,6 +200,7 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
           transferId,
           String(now()),
           FINAL_STATES.join(','),
+          randomBytes(9).toString('base64url'),
           String(pairs.length / 2),
           ...pairs,
           ...(change.clear ?? []),

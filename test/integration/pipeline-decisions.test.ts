@@ -14,9 +14,11 @@ import { createEvmSigner } from '../../src/signing/evm/evm-signer.ts';
 import { createNonceManager } from '../../src/signing/evm/nonce-manager.ts';
 import { createSolanaSigner } from '../../src/signing/solana/solana-signer.ts';
 import { createBatchWriter } from '../../src/store/batch-writer.ts';
+import { createRedis } from '../../src/store/redis.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
-import { randomEvmAddress, solanaKeypairFile } from '../helpers/fixtures.ts';
+import { randomEvmAddress, randomSolanaAddress, solanaKeypairFile } from '../helpers/fixtures.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
+import { startReplyCutter, type ReplyCutter } from '../helpers/reply-cutter.ts';
 import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
 
 /**
@@ -63,9 +65,9 @@ describe('pipeline decisions', () => {
     prefix = `pd${++n}`;
   });
 
-  async function setup(options: { policy?: PipelinePolicy; config?: Partial<Config> } = {}) {
+  async function setup(options: { policy?: PipelinePolicy; config?: Partial<Config>; redis?: Redis } = {}) {
     const cfg = { ...config, ...options.config } as Config;
-    const store = createTransferStore({ redis: client, prefix });
+    const store = createTransferStore({ redis: options.redis ?? client, prefix });
     const chain = createChainReader({ config: cfg });
     const deps: PipelineDeps = {
       config: cfg,
@@ -77,7 +79,7 @@ describe('pipeline decisions', () => {
       }),
       evm: {
         signer: createEvmSigner({ config: cfg, chainReader: chain }),
-        nonces: createNonceManager({ redis: client, prefix, chainReader: chain }),
+        nonces: createNonceManager({ redis: options.redis ?? client, prefix, chainReader: chain }),
         chain,
       },
       solana: await createSolanaSigner({ config: cfg }),
@@ -264,5 +266,72 @@ describe('pipeline decisions', () => {
     const ledger = sandbox.ledger();
     expect(ledger).toHaveLength(1);
     expect((await t.store.load('b8', 's'))?.txSignature).toBe(ledger[0]?.tx_signature);
+  });
+
+  describe('when Redis applies a command and its reply is lost (the client re-sends it on reconnect)', () => {
+    let cutter: ReplyCutter;
+    let viaCutter: Redis;
+    beforeAll(async () => {
+      cutter = await startReplyCutter(redis.port);
+      // The worker's own connection settings (auto-pipelining, re-sends after a reconnect).
+      viaCutter = createRedis(cutter.url, { role: 'worker' });
+    });
+    afterAll(async () => {
+      viaCutter?.disconnect();
+      await cutter?.close();
+    });
+
+    it('answers a re-sent state change as the first time, and counts it once', async () => {
+      const t = await setup({ redis: viaCutter });
+      t.add({ id: 'a', from: 'SOLANA', to: 'BASE', amount: 1_000_000n, recipient: randomEvmAddress() });
+      t.add({ id: 'b', from: 'SOLANA', to: 'BASE', amount: 2_000_000n, recipient: randomEvmAddress() });
+      await t.write('r1');
+      // Loads the script into Redis, so the cut hits the run that applies the change.
+      expect((await t.store.transition('r1', 'b', { expected: ['queued'], to: 'in_progress' })).ok).toBe(
+        true,
+      );
+      const cut = cutter.cutReplyTo('in_progress', 'queued', 'r1');
+      const moved = await t.store.transition('r1', 'a', { expected: ['queued'], to: 'in_progress' });
+      await cut;
+      expect(cutter.cuts()).toBeGreaterThan(0);
+      expect(moved).toEqual({ ok: true, previous: 'queued', completedGeneration: null });
+      const batch = await client.hgetall(`${prefix}:batch:r1`);
+      expect([batch['n_queued'], batch['n_in_progress']]).toEqual(['0', '2']);
+      // A later, different change of the same transfer is not taken for the replay.
+      const again = await t.store.transition('r1', 'a', { expected: ['queued'], to: 'in_progress' });
+      expect(again).toEqual({ ok: false, current: 'in_progress' });
+    });
+
+    it('keeps a processing lock whose reply was lost', async () => {
+      const t = await setup({ redis: viaCutter });
+      const cut = cutter.cutReplyTo('tok-1');
+      expect(await t.store.lock('r2', 'a', 'tok-1', 30_000)).toBe(true);
+      await cut;
+      expect(await client.get(`${prefix}:t:r2:a:lock`)).toBe('tok-1');
+      expect(await t.store.lock('r2', 'a', 'tok-2', 30_000)).toBe(false);
+    });
+
+    it.each([
+      ['SOLANA', 'BASE'],
+      ['ARB', 'SOLANA'],
+    ] as const)(
+      'pays a %s transfer once when the reply to its move to in_progress is lost',
+      async (from, to) => {
+        const t = await setup({ redis: viaCutter });
+        const recipient = to === 'SOLANA' ? randomSolanaAddress() : randomEvmAddress();
+        t.add({ id: 'a', from, to, amount: 4_000_000n, recipient });
+        t.add({ id: 'w', from, to, amount: 1_000_000n, recipient: randomEvmAddress() });
+        const batchId = `r3${from}`;
+        await t.write(batchId);
+        await t.store.transition(batchId, 'w', { expected: ['queued'], to: 'in_progress' });
+        const cut = cutter.cutReplyTo('in_progress', 'queued', batchId);
+        expect(await t.drive(batchId, 'a')).toBe('submitted');
+        await cut;
+        const rec = await t.store.load(batchId, 'a');
+        const ledger = sandbox.ledger().filter((e) => e.recipient === recipient);
+        expect(ledger).toHaveLength(1);
+        expect(rec?.intentId).toBe(ledger[0]?.intent_id);
+      },
+    );
   });
 });
