@@ -211,17 +211,23 @@ describe('nonce manager', () => {
           const lease = await m.acquire('BASE', OWNER, `batch/p${p}-${i}`);
           inside++;
           maxInside = Math.max(maxInside, inside);
-          used.push(lease.nonce);
           await new Promise((r) => setTimeout(r, 1));
-          inside--;
           // every fifth permit is "refused on first send": its nonce goes back and is used again
           if (i % 5 === 4) {
+            inside--;
             await lease.release();
             const retry = await m.acquire('BASE', OWNER, `batch/p${p}-${i}`);
-            used.pop();
+            inside++;
+            maxInside = Math.max(maxInside, inside);
             used.push(retry.nonce);
+            await new Promise((r) => setTimeout(r, 1));
+            inside--;
             await retry.commit();
-          } else await lease.commit();
+          } else {
+            used.push(lease.nonce);
+            inside--;
+            await lease.commit();
+          }
         }),
       ),
     );
