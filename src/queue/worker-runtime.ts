@@ -5,7 +5,6 @@ import type { Logger } from '../log/logger.ts';
 import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { createServiceClient } from '../service/service-client.ts';
-import type { ServiceClient } from '../service/types.ts';
 import { createChainReader } from '../signing/evm/chain-reader.ts';
 import { createEvmSigner } from '../signing/evm/evm-signer.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
@@ -19,17 +18,6 @@ import { createCallbackSender } from './callbacks.ts';
 import { createIntentFollower } from './intent-follower.ts';
 import { createScheduleRunner } from './schedules.ts';
 import { createTransferWorkers, type TransferWorkers } from './transfer-workers.ts';
-
-/** Wraps every service call in the shared `API_RATE_LIMIT` window. */
-function rateLimited(service: ServiceClient, take: () => Promise<void>): ServiceClient {
-  return {
-    estimate: async (...a) => (await take(), service.estimate(...a)),
-    transfer: async (...a) => (await take(), service.transfer(...a)),
-    buildSolanaTx: async (...a) => (await take(), service.buildSolanaTx(...a)),
-    submitSolanaTx: async (...a) => (await take(), service.submitSolanaTx(...a)),
-    getIntentStatus: async (...a) => (await take(), service.getIntentStatus(...a)),
-  };
-}
 
 export type RunningWorker = { readonly workers: TransferWorkers; close(): Promise<void> };
 
@@ -60,18 +48,19 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const prefix = config.queuePrefix;
   // Latency and retries go to Redis, where `serve`'s /metrics reads them for every worker.
   const metrics = createWorkerMetrics({ redis, prefix, logger });
-  const rawService = createServiceClient({
+  // `API_RATE_LIMIT` is taken before every HTTP request, the client's own retries included.
+  const limiter = config.apiRateLimit
+    ? createRateLimiter({ redis, prefix, perSecond: config.apiRateLimit })
+    : undefined;
+  const service = createServiceClient({
     baseUrl: config.transferApiUrl as string,
     apiKey: config.transferApiKey!,
     connectTimeoutMs: config.serviceConnectTimeoutMs,
     responseTimeoutMs: config.serviceResponseTimeoutMs,
     logger,
     onCall: metrics.onCall,
+    beforeRequest: limiter ? () => limiter.take() : undefined,
   });
-  const limiter = config.apiRateLimit
-    ? createRateLimiter({ redis, prefix, perSecond: config.apiRateLimit })
-    : undefined;
-  const service = limiter ? rateLimited(rawService, () => limiter.take()) : rawService;
 
   const store = metrics.countRetries(createTransferStore({ redis, prefix }));
   const chain = createChainReader({ config, logger });
@@ -138,7 +127,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
       await callbacks.close();
       await nonces?.close();
       await metrics.close();
-      rawService.close();
+      service.close();
       await redis.quit().catch(() => redis.disconnect());
     },
   };

@@ -95,6 +95,11 @@ export type SandboxAdmin = {
   chainNonce(chain: EvmChain, owner: string): bigint;
   /** Forces an intent's status (e.g. `failed`); false when the intent is unknown. */
   setIntentStatus(intentId: string, status: string): boolean;
+  /**
+   * When each transfer-service request arrived (ms) and for which operation, oldest first: what a
+   * service-side rate limiter sees. The last 100,000 are kept.
+   */
+  requests(): readonly { readonly op: string; readonly at: number }[];
 };
 
 export type Sandbox = {
@@ -186,6 +191,7 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   });
 
   let ledger: LedgerEntry[] = [];
+  let requestLog: { op: string; at: number }[] = [];
   let intents = new Map<string, Intent>();
   let nonces = new Map<string, NonceState>();
   let idempotency = new Map<string, { fingerprint: string; reply: Reply }>();
@@ -549,6 +555,10 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
       await readBody(req);
       return send(res, err(404, 'not_found', `no route ${method} ${url.pathname}`));
     }
+    if (r.auth === 'key') {
+      if (requestLog.length >= 100_000) requestLog = requestLog.slice(-50_000);
+      requestLog.push({ op: r.op, at: Date.now() });
+    }
     const raw = await readBody(req);
     if (raw === undefined) return send(res, err(413, 'too_large', 'request body too large'));
     if (config.latencyMs > 0)
@@ -651,6 +661,8 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
         return send(res, { status: 200, body: adminApi.configure(body as SandboxConfigPatch) });
       if (path === '/__admin/ledger' && method === 'GET')
         return send(res, { status: 200, body: { entries: ledger } });
+      if (path === '/__admin/requests' && method === 'GET')
+        return send(res, { status: 200, body: { requests: requestLog } });
       if (path === '/__admin/reset' && method === 'POST') {
         adminApi.reset();
         return send(res, { status: 200, body: { ok: true } });
@@ -706,6 +718,7 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     },
     reset() {
       ledger = [];
+      requestLog = [];
       intents = new Map();
       nonces = new Map();
       idempotency = new Map();
@@ -725,6 +738,7 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
       intent.forced = st;
       return true;
     },
+    requests: () => [...requestLog],
   };
 
   const server = createServer((req, res) => {

@@ -30,6 +30,11 @@ export type ServiceClientDeps = {
   /** From the request written to the response headers, and socket idle after that. Default 10 s. */
   readonly responseTimeoutMs?: number | undefined;
   readonly logger?: Logger | undefined;
+  /**
+   * Awaited before every HTTP request, each p-retry attempt included: the worker's shared
+   * `API_RATE_LIMIT` slot. Default none.
+   */
+  readonly beforeRequest?: (() => Promise<void>) | undefined;
   /** Called once per HTTP request (each p-retry attempt counts), for metrics. */
   readonly onCall?: ((operation: Operation, outcome: CallOutcome, ms: number) => void) | undefined;
   /** Retries of the calls that are safe to repeat (estimate, status). Default 2 (3 attempts). */
@@ -110,6 +115,7 @@ export function createServiceClient(deps: ServiceClientDeps): ClosableServiceCli
     };
     if (json !== undefined) headers['content-type'] = 'application/json';
     if (options?.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+    if (deps.beforeRequest) await deps.beforeRequest();
     let response: Response<string>;
     try {
       response = await http(`${base}${path}`, {

@@ -1,25 +1,48 @@
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { luaScript, runScript } from './lua-script.ts';
 
-// A fixed one-second window shared by every worker process: INCR the window's counter; past the
-// limit, wait for the next window. Simple and exact enough for "requests per second".
+/**
+ * A sliding one-second log shared by every worker process: a request goes only when fewer than the
+ * limit went in the last second, so no second, wherever it starts, holds more than the limit. (A
+ * fixed window, counting per calendar second, lets twice the limit through around each boundary,
+ * and a service that limits over a sliding second answers 429 to the overflow.) One Redis clock,
+ * `TIME`, serves every machine.
+ *
+ * KEYS: the log (a sorted set, member → admission time). ARGV: limit, window ms, a one-off member.
+ * Returns 0 when admitted, else how many ms until the oldest entry leaves the window.
+ */
 const TAKE = luaScript(`
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], 2000) end
-return n
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) then return 0 end
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
 `);
+
+const WINDOW_MS = 1_000;
 
 /** `API_RATE_LIMIT`: requests per second to the service, across all workers. */
 export function createRateLimiter(deps: { redis: Redis; prefix: string; perSecond: number }) {
+  const key = `${deps.prefix}:ratelimit`;
   return {
     async take(signal?: AbortSignal): Promise<void> {
       for (;;) {
-        const now = Date.now();
-        const window = Math.floor(now / 1000);
-        const n = (await runScript(deps.redis, TAKE, [`${deps.prefix}:ratelimit:${window}`], [])) as number;
-        if (n <= deps.perSecond) return;
+        // A new member per try; a try re-sent after a lost reply (a Redis restart) finds its own
+        // member and is not counted twice.
+        const member = randomBytes(9).toString('base64url');
+        const waitMs = Number(await runScript(deps.redis, TAKE, [key], [deps.perSecond, WINDOW_MS, member]));
+        if (waitMs === 0) return;
         if (signal?.aborted) throw signal.reason;
-        await new Promise((r) => setTimeout(r, (window + 1) * 1000 - now + Math.random() * 20));
+        // Waiters of every process wake spread over a few ms, not all at the same instant.
+        await new Promise((r) => setTimeout(r, waitMs + Math.random() * 10));
       }
     },
   };

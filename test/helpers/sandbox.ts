@@ -24,6 +24,8 @@ export type SandboxAdminClient = {
   config(): Promise<SandboxConfig>;
   configure(patch: SandboxConfigPatch): Promise<SandboxConfig>;
   ledger(): Promise<LedgerEntry[]>;
+  /** When each service request arrived, and its operation. */
+  requests(): Promise<{ op: string; at: number }[]>;
   reset(): Promise<void>;
   bumpNonce(chain: EvmChain, owner: string, by?: number): Promise<{ expected: bigint; chain: bigint }>;
   nonce(chain: EvmChain, owner: string): Promise<{ expected: bigint; chain: bigint }>;
@@ -51,6 +53,8 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     config: () => call('GET', '/__admin/config'),
     configure: (patch) => call('POST', '/__admin/config', patch),
     ledger: async () => (await call<{ entries: LedgerEntry[] }>('GET', '/__admin/ledger')).entries,
+    requests: async () =>
+      (await call<{ requests: { op: string; at: number }[] }>('GET', '/__admin/requests')).requests,
     reset: async () => {
       await call('POST', '/__admin/reset', {});
     },

