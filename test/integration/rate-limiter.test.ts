@@ -33,7 +33,7 @@ describe('API_RATE_LIMIT limiter', () => {
       }),
     );
     times.sort((x, y) => x - y);
-    expect(times[7]!).toBeLessThan(500);
+    expect(times[7]!).toBeLessThan(900);
     // The 9th goes a second after the 1st, and so on. The clock is read here, after each reply: a
     // busy machine can delay one reading, so the check leaves 400 ms of slack (a per-calendar-
     // second counter lets the 9th through ~100 ms after the 1st).
