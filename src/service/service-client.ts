@@ -115,7 +115,6 @@ export function createServiceClient(deps: ServiceClientDeps): ClosableServiceCli
     };
     if (json !== undefined) headers['content-type'] = 'application/json';
     if (options?.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
-    if (deps.beforeRequest) await deps.beforeRequest();
     let response: Response<string>;
     try {
       response = await http(`${base}${path}`, {
@@ -175,6 +174,8 @@ export function createServiceClient(deps: ServiceClientDeps): ClosableServiceCli
     parse: (body: unknown) => Parsed<T>,
     on404?: () => T,
   ): Promise<T> {
+    // The rate-limit wait comes before the clock starts: latency is the service's, not ours.
+    if (deps.beforeRequest) await deps.beforeRequest();
     const started = performance.now();
     const done = (outcome: CallOutcome, status: number | null, extra: Record<string, unknown> = {}) => {
       const ms = Math.round(performance.now() - started);

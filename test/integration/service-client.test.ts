@@ -264,6 +264,30 @@ describe('the service client against the sandbox', () => {
     expect(e.details).toContain('ETIMEDOUT');
   });
 
+  it('waits for beforeRequest (the rate-limit slot) before every HTTP attempt, retries included', async () => {
+    let slots = 0;
+    const limited = createServiceClient({
+      baseUrl: sandbox.url,
+      apiKey: new Secret(API_KEY),
+      retryMinDelayMs: 10,
+      beforeRequest: async () => {
+        slots++;
+        // Nothing is sent while the slot is not granted.
+        expect(sandbox.admin.requests()).toHaveLength(slots - 1);
+      },
+    });
+    sandbox.admin.configure({
+      faultScript: [
+        { op: 'estimate', fault: 'fail_before' },
+        { op: 'estimate', fault: 'fail_before' },
+      ],
+    });
+    await limited.estimate({ from: 'BASE', to: 'ETH', amount: 5_000_000n });
+    limited.close();
+    expect(sandbox.admin.requests().map((r) => r.op)).toEqual(['estimate', 'estimate', 'estimate']);
+    expect(slots).toBe(3);
+  });
+
   it('reports a refused connection as unavailable', async () => {
     const port = await freePort();
     const down = createServiceClient({
