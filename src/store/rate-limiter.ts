@@ -47,3 +47,31 @@ export function createRateLimiter(deps: { redis: Redis; prefix: string; perSecon
     },
   };
 }
+
+/**
+ * The same sliding second inside one process, for a command that runs without Redis (`enqueue
+ * --dry-run`): it keeps that command's own requests under `API_RATE_LIMIT`, first come first
+ * served. It cannot see what workers send meanwhile.
+ */
+export function createLocalRateLimiter(perSecond: number) {
+  const sent: number[] = [];
+  let queue: Promise<void> = Promise.resolve();
+  const admit = async () => {
+    for (;;) {
+      const now = Date.now();
+      while (sent.length > 0 && (sent[0] as number) <= now - WINDOW_MS) sent.shift();
+      if (sent.length < perSecond) {
+        sent.push(now);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, (sent[0] as number) + WINDOW_MS - now + 1));
+    }
+  };
+  return {
+    take(): Promise<void> {
+      const turn = queue.then(admit);
+      queue = turn;
+      return turn;
+    },
+  };
+}

@@ -34,4 +34,23 @@ describe('enqueue --dry-run balance pre-flight', () => {
     expect(doc.balances.find((b) => b.chain === 'ETH')?.covered).toBe(true);
     expect(doc.balances.find((b) => b.chain === 'SOLANA')?.covered).toBeNull();
   });
+
+  it('keeps its own estimates under API_RATE_LIMIT, without Redis', async () => {
+    await sandbox.admin.reset();
+    await sandbox.admin.configure({ treasuryBalance: '1000' });
+    const env = {
+      TRANSFER_API_URL: sandbox.url,
+      TRANSFER_API_KEY: sandbox.api_key,
+      REDIS_URL: 'redis://127.0.0.1:1',
+      API_RATE_LIMIT: '3',
+    };
+    const res = await runCli(['enqueue', 'samples/payouts.csv', '--dry-run', '--json'], env);
+    expect(res.code, res.stderr).toBe(0);
+    const at = (await sandbox.admin.requests()).map((r) => r.at).sort((x, y) => x - y);
+    // 8 rows, 8 estimates, at most 3 in any second: the 4th a second after the 1st, and so on
+    // (timed at the sandbox: 400 ms left for request jitter; without the limiter all 8 arrive at once).
+    expect(at).toHaveLength(8);
+    const tight = at.slice(3).filter((t, i) => t - at[i]! <= 600);
+    expect(tight).toEqual([]);
+  });
 });

@@ -14,6 +14,7 @@ import { BATCH_ID_PATTERN } from '../../queue/jobs.ts';
 import type { FeeEstimate } from '../../service/types.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import { keys } from '../../store/keys.ts';
+import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { progressBar, table } from '../format.ts';
@@ -266,12 +267,15 @@ async function dryRun(
   // Loaded here, not at the top: the HTTP client and the wallet readers (viem, @solana/kit) cost
   // about half a second and 40 MB to load, which a plain enqueue of a large file does not need.
   const { createServiceClient } = await import('../../service/service-client.ts');
+  // A dry run needs no Redis, so it keeps its own requests under API_RATE_LIMIT by itself.
+  const limiter = config.apiRateLimit ? createLocalRateLimiter(config.apiRateLimit) : undefined;
   const client = createServiceClient({
     baseUrl: config.transferApiUrl as string,
     apiKey: config.transferApiKey as NonNullable<Config['transferApiKey']>,
     connectTimeoutMs: config.serviceConnectTimeoutMs,
     responseTimeoutMs: config.serviceResponseTimeoutMs,
     logger,
+    beforeRequest: limiter ? () => limiter.take() : undefined,
   });
   const estimates = new Map<number, FeeEstimate>();
   const estimateIssues: IngestIssue[] = [];
