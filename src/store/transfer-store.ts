@@ -119,6 +119,7 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
   const { redis } = deps;
   const k: Keys = keys(deps.prefix);
   const now = deps.now ?? Date.now;
+  const lockKey = (batchId: string, transferId: string) => `${k.transfer(batchId, transferId)}:lock`;
 
   return {
     keys: k,
@@ -142,18 +143,14 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
      * holds it.
      */
     async lock(batchId: string, transferId: string, token: string, ttlMs: number): Promise<boolean> {
-      return (
-        (await runScript(redis, LOCK, [`${k.transfer(batchId, transferId)}:lock`], [token, ttlMs])) === 1
-      );
+      return (await runScript(redis, LOCK, [lockKey(batchId, transferId)], [token, ttlMs])) === 1;
     },
     /** Extends the lock if still ours; false when it was lost. */
     async relock(batchId: string, transferId: string, token: string, ttlMs: number): Promise<boolean> {
-      return (
-        (await runScript(redis, RELOCK, [`${k.transfer(batchId, transferId)}:lock`], [token, ttlMs])) === 1
-      );
+      return (await runScript(redis, RELOCK, [lockKey(batchId, transferId)], [token, ttlMs])) === 1;
     },
     async unlock(batchId: string, transferId: string, token: string): Promise<void> {
-      await runScript(redis, UNLOCK, [`${k.transfer(batchId, transferId)}:lock`], [token]);
+      await runScript(redis, UNLOCK, [lockKey(batchId, transferId)], [token]);
     },
 
     async incr(batchId: string, transferId: string, field: string, by = 1): Promise<number> {

@@ -2,7 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import type { Chain } from '../../src/domain/chains.ts';
+import { queueNameFor, transferJobId } from '../../src/queue/jobs.ts';
 import { createBatchReader, type BatchStatus } from '../../src/store/batch-reader.ts';
+import { keys } from '../../src/store/keys.ts';
 import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
 import type { SandboxConfigPatch } from '../../src/sandbox/sandbox-config.ts';
 import { runCli, spawnCli, waitFor, type CliResult, type SpawnedProcess } from './cli.ts';
@@ -127,12 +130,13 @@ export async function startStack(
         const raws = await Promise.all(
           stuck.map(async (t) => {
             // Where its job is (BullMQ keys) and who holds the transfer's processing lock.
-            const q = `${prefix}:transfers-${t.from}`;
-            const jobId = `${batchId}/${t.id}`;
+            const q = `${prefix}:${queueNameFor(t.from as Chain)}`;
+            const jobId = transferJobId(batchId, t.id);
+            const record = keys(prefix).transfer(batchId, t.id);
             const [rec, lock, lockTtl, jobLock, jobState, job] = await Promise.all([
-              client.hgetall(`${prefix}:t:${batchId}:${t.id}`),
-              client.get(`${prefix}:t:${batchId}:${t.id}:lock`),
-              client.pttl(`${prefix}:t:${batchId}:${t.id}:lock`),
+              client.hgetall(record),
+              client.get(`${record}:lock`),
+              client.pttl(`${record}:lock`),
               client.get(`${q}:${jobId}:lock`),
               jobListOf(client, q, jobId),
               client.hmget(`${q}:${jobId}`, 'atm', 'stc', 'ats', 'failedReason', 'processedOn'),

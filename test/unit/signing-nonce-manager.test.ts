@@ -205,27 +205,27 @@ describe('nonce manager', () => {
     let inside = 0;
     let maxInside = 0;
     const used: bigint[] = [];
+    /** A lease held for a moment, counting how many holders are inside at once. */
+    const hold = async () => {
+      inside++;
+      maxInside = Math.max(maxInside, inside);
+      await new Promise((r) => setTimeout(r, 1));
+      inside--;
+    };
     await Promise.all(
       procs.flatMap((m, p) =>
         Array.from({ length: 25 }, async (_, i) => {
           const lease = await m.acquire('BASE', OWNER, `batch/p${p}-${i}`);
-          inside++;
-          maxInside = Math.max(maxInside, inside);
-          await new Promise((r) => setTimeout(r, 1));
+          await hold();
           // every fifth permit is "refused on first send": its nonce goes back and is used again
           if (i % 5 === 4) {
-            inside--;
             await lease.release();
             const retry = await m.acquire('BASE', OWNER, `batch/p${p}-${i}`);
-            inside++;
-            maxInside = Math.max(maxInside, inside);
+            await hold();
             used.push(retry.nonce);
-            await new Promise((r) => setTimeout(r, 1));
-            inside--;
             await retry.commit();
           } else {
             used.push(lease.nonce);
-            inside--;
             await lease.commit();
           }
         }),
