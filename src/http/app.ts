@@ -1,52 +1,13 @@
-import Fastify, {
-  LogController,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyPluginAsync,
-} from 'fastify';
-import type { Redis } from 'ioredis';
+import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { UsdcBatchError } from '../domain/errors.ts';
 import { ConflictError, ValidationError } from '../domain/errors.ts';
-import type { Logger } from '../log/logger.ts';
 import { NotFoundError } from '../ops/operations.ts';
-import { createQueueMonitor, type QueueMonitor } from '../queue/queue-monitor.ts';
-import type { TransferJobSink } from '../store/batch-writer.ts';
+import { createQueueMonitor } from '../queue/queue-monitor.ts';
 import { basicPassword, bearerToken, secretMatches } from './auth.ts';
 import { errorDocument, forbidden, HttpError, unauthorized } from './http-errors.ts';
+import type { AppDeps, RouteAuth, RouteDeps, RoutePlugin } from './route-deps.ts';
 import { ROUTES } from './routes/index.ts';
-
-/**
- * Which credential a route needs: the hook's bearer token (default), the approver's, none, or
- * (`dashboard`) the hook token as a bearer token or as the password of HTTP Basic auth, so that a
- * browser, which cannot add a bearer header, can open the dashboard after its login prompt.
- */
-export type RouteAuth = 'hook' | 'approver' | 'dashboard' | 'none';
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    auth?: RouteAuth;
-  }
-}
-
-export type AppDeps = {
-  readonly config: Config;
-  readonly redis: Redis;
-  readonly producer: TransferJobSink;
-  readonly logger: Logger;
-  readonly now?: () => number;
-  /** Handles on every queue (metrics, dashboard); opened on `redis` and closed with the app when absent. */
-  readonly queues?: QueueMonitor;
-};
-
-/** What route plugins receive: the app's dependencies, with the queue handles always present. */
-export type RouteDeps = AppDeps & { readonly queues: QueueMonitor };
-
-/** A route plugin receives the app's dependencies as its options. */
-export type RoutePlugin = FastifyPluginAsync<{ deps: RouteDeps }>;
-
-/** The audit actor of a request authenticated with each token (never the token itself). */
-export const HTTP_ACTORS = { hook: 'http:hook', approver: 'http:approver' } as const;
 
 export type AppOptions = {
   /** Largest accepted request body, bytes (413 above). Default 10 MB. */
@@ -76,32 +37,13 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   if (!deps.queues) app.addHook('onClose', async () => await queues.close());
   const routeDeps: RouteDeps = { ...deps, queues };
 
-  /** The credential check of a route; undefined when the request may pass. */
-  const refusal = (auth: RouteAuth, header: string | undefined): HttpError | undefined => {
-    const hook = deps.config.hookToken;
-    if (auth === 'approver') {
-      const token = bearerToken(header);
-      const approver = deps.config.approverToken;
-      if (token !== undefined && approver && secretMatches(token, approver)) return undefined;
-      if (token !== undefined && hook && secretMatches(token, hook)) {
-        return forbidden('the hook token cannot approve; this route needs the approver token');
-      }
-      return unauthorized(
-        approver ? 'this route needs the approver token' : 'APPROVER_TOKEN is not set: approve with the CLI',
-      );
-    }
-    const token = bearerToken(header) ?? (auth === 'dashboard' ? basicPassword(header) : undefined);
-    if (hook && token !== undefined && secretMatches(token, hook)) return undefined;
-    return unauthorized('missing or wrong bearer token');
-  };
-
   // The refusal is sent from the hook itself (not thrown): routes of plugins with their own error
   // handler (bull-board's) answer it in this API's format too. Routes Fastify does not know (404)
   // are authenticated as well, so an unauthenticated caller learns nothing about them.
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.routeOptions.config?.auth ?? 'hook';
     if (auth === 'none') return;
-    const refused = refusal(auth, request.headers.authorization);
+    const refused = authRefusal(deps.config, auth, request.headers.authorization);
     if (!refused) return;
     if (auth === 'dashboard' && refused.statusCode === 401) {
       reply.header('www-authenticate', 'Basic realm="usdc-batch dashboard", charset="UTF-8"');
@@ -124,33 +66,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   });
 
   app.setErrorHandler(async (err: FastifyError | UsdcBatchError | Error, request, reply) => {
-    let status = 500;
-    let code = 'USDC_HTTP_INTERNAL';
-    let message = 'internal error';
-    let errors: unknown;
-    if (err instanceof HttpError) {
-      status = err.statusCode;
-      code = err.code;
-      message = err.shortMessage;
-      errors = err.errors;
-    } else if (err instanceof NotFoundError) {
-      status = 404;
-      code = err.code;
-      message = err.shortMessage;
-    } else if (err instanceof ConflictError) {
-      status = 409;
-      code = err.code;
-      message = err.shortMessage;
-    } else if (err instanceof ValidationError) {
-      status = 422;
-      code = err.code;
-      message = err.shortMessage;
-    } else if ('statusCode' in err && typeof err.statusCode === 'number' && err.statusCode < 500) {
-      // Fastify's own errors (body too large, unsupported media type) carry their status and code.
-      status = err.statusCode;
-      code = (err as FastifyError).code ?? 'USDC_HTTP_BAD_REQUEST';
-      message = err.message;
-    }
+    const { status, code, message, errors } = errorReply(err);
     if (status >= 500) request.log.error({ err }, 'request failed');
     return reply.status(status).send(errorDocument(status, code, message, errors));
   });
@@ -167,4 +83,60 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     await app.register(route, { deps: routeDeps });
   // Typed with the base logger so route plugins need not know it is pino.
   return app as unknown as FastifyInstance;
+}
+
+/** The credential check of a route; undefined when the request may pass. */
+function authRefusal(config: Config, auth: RouteAuth, header: string | undefined): HttpError | undefined {
+  const hook = config.hookToken;
+  if (auth === 'approver') {
+    const token = bearerToken(header);
+    const approver = config.approverToken;
+    if (token !== undefined && approver && secretMatches(token, approver)) return undefined;
+    if (token !== undefined && hook && secretMatches(token, hook)) {
+      return forbidden('the hook token cannot approve; this route needs the approver token');
+    }
+    return unauthorized(
+      approver ? 'this route needs the approver token' : 'APPROVER_TOKEN is not set: approve with the CLI',
+    );
+  }
+  const token = bearerToken(header) ?? (auth === 'dashboard' ? basicPassword(header) : undefined);
+  if (hook && token !== undefined && secretMatches(token, hook)) return undefined;
+  return unauthorized('missing or wrong bearer token');
+}
+
+/** The status, code and message of an error answer: the API's own errors keep theirs. */
+function errorReply(err: FastifyError | UsdcBatchError | Error): {
+  status: number;
+  code: string;
+  message: string;
+  errors: unknown;
+} {
+  let status = 500;
+  let code = 'USDC_HTTP_INTERNAL';
+  let message = 'internal error';
+  let errors: unknown;
+  if (err instanceof HttpError) {
+    status = err.statusCode;
+    code = err.code;
+    message = err.shortMessage;
+    errors = err.errors;
+  } else if (err instanceof NotFoundError) {
+    status = 404;
+    code = err.code;
+    message = err.shortMessage;
+  } else if (err instanceof ConflictError) {
+    status = 409;
+    code = err.code;
+    message = err.shortMessage;
+  } else if (err instanceof ValidationError) {
+    status = 422;
+    code = err.code;
+    message = err.shortMessage;
+  } else if ('statusCode' in err && typeof err.statusCode === 'number' && err.statusCode < 500) {
+    // Fastify's own errors (body too large, unsupported media type) carry their status and code.
+    status = err.statusCode;
+    code = (err as FastifyError).code ?? 'USDC_HTTP_BAD_REQUEST';
+    message = err.message;
+  }
+  return { status, code, message, errors };
 }

@@ -1,6 +1,6 @@
 import { BATCH_ID_PATTERN } from '../../queue/jobs.ts';
 import { readAudit } from '../../store/audit.ts';
-import type { RoutePlugin } from '../app.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 import { badQuery } from '../http-errors.ts';
 import { intParam, queryOf } from '../params.ts';
 

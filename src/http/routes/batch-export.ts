@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { exportBatch } from '../../ops/export.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';
-import type { RoutePlugin } from '../app.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 import { notFound } from '../http-errors.ts';
 import { batchIdParam } from '../params.ts';
 

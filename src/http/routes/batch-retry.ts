@@ -1,5 +1,5 @@
 import { retryBatch } from '../../ops/operations.ts';
-import { HTTP_ACTORS, type RoutePlugin } from '../app.ts';
+import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
 import { batchIdParam } from '../params.ts';
 import { ignoreBody } from './ignore-body.ts';
 

@@ -1,5 +1,5 @@
 import { createBatchReader } from '../../store/batch-reader.ts';
-import type { RoutePlugin } from '../app.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 import { notFound } from '../http-errors.ts';
 import { batchIdParam, cursorParam, intParam, queryOf, stateParam } from '../params.ts';
 

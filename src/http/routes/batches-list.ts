@@ -1,5 +1,5 @@
 import { createBatchReader } from '../../store/batch-reader.ts';
-import type { RoutePlugin } from '../app.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 import { intParam, queryOf } from '../params.ts';
 
 /** `GET /v1/batches`: recent batches, newest first, with their counts and totals (`?limit=`, default 50). */

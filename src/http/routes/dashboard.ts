@@ -1,7 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import type { RouteAuth, RoutePlugin } from '../app.ts';
+import type { RouteAuth, RoutePlugin } from '../route-deps.ts';
 import { errorDocument } from '../http-errors.ts';
 
 export const DASHBOARD_PATH = '/dashboard';

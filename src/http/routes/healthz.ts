@@ -1,4 +1,4 @@
-import type { RoutePlugin } from '../app.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 
 /** Liveness: the process answers. Readiness (Redis reachable) is `/readyz`'s job. */
 export const healthzRoute: RoutePlugin = async (app) => {

@@ -1,4 +1,4 @@
-import type { RoutePlugin } from '../app.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 import { auditRoute } from './audit.ts';
 import { batchApproveRoute } from './batch-approve.ts';
 import { batchExportRoute } from './batch-export.ts';

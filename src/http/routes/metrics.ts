@@ -1,5 +1,5 @@
 import { createMetricsRegistry } from '../../metrics/metrics-registry.ts';
-import type { RoutePlugin } from '../app.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 import { HttpError } from '../http-errors.ts';
 
 /** `GET /metrics`: Prometheus text, every value read from Redis at scrape time (metrics-registry.ts). */

@@ -1,4 +1,4 @@
-import type { RoutePlugin } from '../app.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 
 /** How long a PING may take before the process is reported not ready. */
 const PING_TIMEOUT_MS = 2_000;
