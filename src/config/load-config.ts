@@ -61,230 +61,271 @@ function isConsistentSolanaKeypair(bytes: Uint8Array): boolean {
   }
 }
 
+type Problem = (variable: string, message: string) => void;
+
+/** Typed reads of the environment; each malformed value is reported (as a problem) and ignored. */
+export type EnvReader = ReturnType<typeof createEnvReader>;
+
+function createEnvReader(env: Env, problem: Problem) {
+  const str = (name: string): string | undefined => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+  return {
+    str,
+    url(name: string, protocols: string[]): string | undefined {
+      const v = str(name);
+      if (v === undefined) return undefined;
+      try {
+        const u = new URL(v);
+        if (!protocols.includes(u.protocol)) {
+          problem(name, `must be a ${protocols.join(' or ')} URL`);
+          return undefined;
+        }
+        return v.replace(/\/+$/, '');
+      } catch {
+        problem(name, 'is not a valid URL');
+        return undefined;
+      }
+    },
+    int(name: string, def: number, min: number, max: number): number {
+      const v = str(name);
+      if (v === undefined) return def;
+      if (!/^-?[0-9]+$/.test(v) || Number(v) < min || Number(v) > max) {
+        problem(name, `must be a whole number from ${min} to ${max} (got "${v.slice(0, 20)}")`);
+        return def;
+      }
+      return Number(v);
+    },
+    usdc(name: string, { allowZero = false } = {}): bigint | undefined {
+      const v = str(name);
+      if (v === undefined) return undefined;
+      const r = tryParseUsdc(v, { allowZero });
+      if (!r.ok) problem(name, `must be a USDC amount: it ${r.reason}`);
+      return r.ok ? r.value : undefined;
+    },
+    bool(name: string): boolean {
+      const v = str(name)?.toLowerCase();
+      if (v === undefined) return false;
+      if (['true', '1', 'yes'].includes(v)) return true;
+      if (['false', '0', 'no'].includes(v)) return false;
+      problem(name, 'must be true or false');
+      return false;
+    },
+    /** The value of `name`, or the content of the file `fileName` names (never both). */
+    secretText(name: string, fileName?: string): string | undefined {
+      const direct = str(name);
+      const file = fileName ? str(fileName) : undefined;
+      if (direct !== undefined && file !== undefined) {
+        problem(name, `set either ${name} or ${fileName}, not both`);
+        return undefined;
+      }
+      if (file !== undefined) {
+        try {
+          return readFileSync(file, 'utf8').trim();
+        } catch (err) {
+          problem(fileName as string, `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+          return undefined;
+        }
+      }
+      return direct;
+    },
+    address(name: string): string | undefined {
+      const v = str(name);
+      if (v === undefined) return undefined;
+      const r = checkEvmAddress(v);
+      if (!r.ok) problem(name, `${r.reason}`);
+      return r.ok ? r.value : undefined;
+    },
+    list(name: string): string[] | undefined {
+      return str(name)
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+    },
+  };
+}
+
+function readNetwork(r: EnvReader, problem: Problem): Network {
+  const text = (r.str('NETWORK') ?? DEFAULTS.NETWORK).toLowerCase();
+  if (text === 'testnet' || text === 'mainnet') return text;
+  problem('NETWORK', 'must be testnet or mainnet');
+  return 'testnet';
+}
+
+/** The treasury's EVM key: 32 bytes hex, with or without 0x. */
+function readEvmKey(r: EnvReader, problem: Problem): Secret | undefined {
+  const text = r.secretText('EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE');
+  if (text === undefined) return undefined;
+  const hex = text.startsWith('0x') ? text.slice(2) : text;
+  if (!/^[0-9a-fA-F]{64}$/.test(hex) || BigInt(`0x${hex}`) === 0n || BigInt(`0x${hex}`) >= SECP256K1_N) {
+    problem(
+      r.str('EVM_PRIVATE_KEY_FILE') ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY',
+      'must hold a 32-byte hex private key',
+    );
+    return undefined;
+  }
+  return new Secret(`0x${hex.toLowerCase()}`);
+}
+
+/** The Solana key: a solana-keygen JSON file (64-byte array), or a base58 secret. */
+function readSolanaKey(r: EnvReader, problem: Problem): Uint8Array | undefined {
+  const file = r.str('SOLANA_KEYPAIR_FILE');
+  const b58 = r.str('SOLANA_PRIVATE_KEY');
+  if (file !== undefined && b58 !== undefined) {
+    problem('SOLANA_PRIVATE_KEY', 'set either SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY, not both');
+    return undefined;
+  }
+  if (file !== undefined) return readSolanaKeypairFile(file, problem);
+  if (b58 === undefined) return undefined;
+  const bytes = decodeBase58(b58);
+  if (bytes?.length !== 64) problem('SOLANA_PRIVATE_KEY', 'must be a base58 secret key of 64 bytes');
+  else if (!isConsistentSolanaKeypair(bytes))
+    problem('SOLANA_PRIVATE_KEY', 'is 64 bytes whose public half does not match the secret half');
+  else return hiddenBytes(bytes);
+  return undefined;
+}
+
+function readSolanaKeypairFile(file: string, problem: Problem): Uint8Array | undefined {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 64 &&
+      parsed.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)
+    ) {
+      const bytes = Uint8Array.from(parsed as number[]);
+      if (isConsistentSolanaKeypair(bytes)) return hiddenBytes(bytes);
+      problem('SOLANA_KEYPAIR_FILE', 'holds 64 bytes whose public half does not match the secret half');
+    } else problem('SOLANA_KEYPAIR_FILE', 'must hold a solana-keygen JSON array of 64 bytes');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    problem(
+      'SOLANA_KEYPAIR_FILE',
+      code ? `cannot be read (${code})` : 'must hold a solana-keygen JSON array of 64 bytes',
+    );
+  }
+  return undefined;
+}
+
+/** Per-chain settings: `PERMIT_SPENDER_<CHAIN>` and `EVM_RPC_URL_<CHAIN>`. */
+function readPerChain(r: EnvReader): {
+  permitSpenderByChain: Partial<Record<EvmChain, string>>;
+  evmRpcUrl: Partial<Record<EvmChain, string>>;
+} {
+  const permitSpenderByChain: Partial<Record<EvmChain, string>> = {};
+  const evmRpcUrl: Partial<Record<EvmChain, string>> = {};
+  for (const chain of EVM_CHAINS) {
+    const s = r.address(`PERMIT_SPENDER_${chain}`);
+    if (s) permitSpenderByChain[chain] = s;
+    const u = r.url(`EVM_RPC_URL_${chain}`, ['http:', 'https:']);
+    if (u) evmRpcUrl[chain] = u;
+  }
+  return { permitSpenderByChain, evmRpcUrl };
+}
+
+/** The HTTP API's bearer tokens: the approver's must differ from the hook's. */
+function readTokens(
+  r: EnvReader,
+  problem: Problem,
+): { hookToken: Secret | undefined; approverToken: Secret | undefined } {
+  const approver = r.str('APPROVER_TOKEN');
+  const hook = r.str('HOOK_TOKEN');
+  if (approver !== undefined && approver === hook) problem('APPROVER_TOKEN', 'must differ from HOOK_TOKEN');
+  // No minimum length is imposed (PRODUCT.md sets none); `serve` warns about short tokens.
+  for (const [name, v] of [
+    ['APPROVER_TOKEN', approver],
+    ['HOOK_TOKEN', hook],
+  ] as const) {
+    if (v !== undefined && /\s/.test(v)) problem(name, 'must not contain spaces');
+  }
+  return {
+    hookToken: hook !== undefined ? new Secret(hook) : undefined,
+    approverToken: approver !== undefined ? new Secret(approver) : undefined,
+  };
+}
+
+function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[] | undefined {
+  const list = r.list('SOLANA_ALLOWED_DESTINATIONS');
+  for (const d of list ?? []) {
+    const c = checkSolanaAddress(d);
+    if (!c.ok) problem('SOLANA_ALLOWED_DESTINATIONS', `"${d.slice(0, 50)}" ${c.reason}`);
+  }
+  return list;
+}
+
+function readLogLevel(r: EnvReader, problem: Problem): string {
+  const level = (r.str('LOG_LEVEL') ?? DEFAULTS.LOG_LEVEL).toLowerCase();
+  if (!LOG_LEVELS.includes(level)) problem('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  return level;
+}
+
 /**
  * Parses and validates the whole configuration at once; every problem is collected and thrown
  * together as a ConfigError naming its variable. Secret values never appear in a message.
  */
 export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const problems: { variable: string; message: string }[] = [];
-  const problem = (variable: string, message: string) => problems.push({ variable, message });
-  const str = (name: string): string | undefined => {
-    const v = env[name];
-    return v === undefined || v.trim() === '' ? undefined : v.trim();
-  };
+  const problem: Problem = (variable, message) => problems.push({ variable, message });
+  const r = createEnvReader(env, problem);
 
-  const url = (name: string, protocols: string[]): string | undefined => {
-    const v = str(name);
-    if (v === undefined) return undefined;
-    try {
-      const u = new URL(v);
-      if (!protocols.includes(u.protocol)) {
-        problem(name, `must be a ${protocols.join(' or ')} URL`);
-        return undefined;
-      }
-      return v.replace(/\/+$/, '');
-    } catch {
-      problem(name, 'is not a valid URL');
-      return undefined;
-    }
-  };
-  const int = (name: string, def: number, min: number, max: number): number => {
-    const v = str(name);
-    if (v === undefined) return def;
-    if (!/^-?[0-9]+$/.test(v) || Number(v) < min || Number(v) > max) {
-      problem(name, `must be a whole number from ${min} to ${max} (got "${v.slice(0, 20)}")`);
-      return def;
-    }
-    return Number(v);
-  };
-  const usdc = (name: string, { allowZero = false } = {}): bigint | undefined => {
-    const v = str(name);
-    if (v === undefined) return undefined;
-    const r = tryParseUsdc(v, { allowZero });
-    if (!r.ok) problem(name, `must be a USDC amount: it ${r.reason}`);
-    return r.ok ? r.value : undefined;
-  };
-  const bool = (name: string): boolean => {
-    const v = str(name)?.toLowerCase();
-    if (v === undefined) return false;
-    if (['true', '1', 'yes'].includes(v)) return true;
-    if (['false', '0', 'no'].includes(v)) return false;
-    problem(name, 'must be true or false');
-    return false;
-  };
-  const secretText = (name: string, fileName?: string): string | undefined => {
-    const direct = str(name);
-    const file = fileName ? str(fileName) : undefined;
-    if (direct !== undefined && file !== undefined) {
-      problem(name, `set either ${name} or ${fileName}, not both`);
-      return undefined;
-    }
-    if (file !== undefined) {
-      try {
-        return readFileSync(file, 'utf8').trim();
-      } catch (err) {
-        problem(fileName as string, `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-        return undefined;
-      }
-    }
-    return direct;
-  };
-
-  const redisUrl = url('REDIS_URL', ['redis:', 'rediss:']) ?? DEFAULTS.REDIS_URL;
-  const queuePrefix = str('QUEUE_PREFIX') ?? DEFAULTS.QUEUE_PREFIX;
+  const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:']) ?? DEFAULTS.REDIS_URL;
+  const queuePrefix = r.str('QUEUE_PREFIX') ?? DEFAULTS.QUEUE_PREFIX;
   if (queuePrefix.includes(':') && !/^\{[^}]+\}$/.test(queuePrefix))
     problem('QUEUE_PREFIX', 'must not contain ":"');
 
-  const transferApiUrl = url('TRANSFER_API_URL', ['http:', 'https:']);
-  const apiKeyText = str('TRANSFER_API_KEY');
+  const transferApiUrl = r.url('TRANSFER_API_URL', ['http:', 'https:']);
+  const apiKeyText = r.str('TRANSFER_API_KEY');
   if (apiKeyText !== undefined && !/^sk_\S{1,500}$/.test(apiKeyText)) {
     problem('TRANSFER_API_KEY', 'must be the service key, starting with "sk_"');
   }
-
-  const networkText = (str('NETWORK') ?? DEFAULTS.NETWORK).toLowerCase();
-  let network: Network = 'testnet';
-  if (networkText === 'testnet' || networkText === 'mainnet') network = networkText;
-  else problem('NETWORK', 'must be testnet or mainnet');
-
-  // EVM key: 32 bytes hex, with or without 0x.
-  let evmPrivateKey: Secret | undefined;
-  const evmText = secretText('EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE');
-  if (evmText !== undefined) {
-    const hex = evmText.startsWith('0x') ? evmText.slice(2) : evmText;
-    if (!/^[0-9a-fA-F]{64}$/.test(hex) || BigInt(`0x${hex}`) === 0n || BigInt(`0x${hex}`) >= SECP256K1_N) {
-      problem(
-        str('EVM_PRIVATE_KEY_FILE') ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY',
-        'must hold a 32-byte hex private key',
-      );
-    } else evmPrivateKey = new Secret(`0x${hex.toLowerCase()}`);
-  }
-
-  // Solana key: a solana-keygen JSON file (64-byte array), or a base58 secret.
-  let solanaSecretKey: Uint8Array | undefined;
-  const solFile = str('SOLANA_KEYPAIR_FILE');
-  const solB58 = str('SOLANA_PRIVATE_KEY');
-  if (solFile !== undefined && solB58 !== undefined) {
-    problem('SOLANA_PRIVATE_KEY', 'set either SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY, not both');
-  } else if (solFile !== undefined) {
-    try {
-      const parsed: unknown = JSON.parse(readFileSync(solFile, 'utf8'));
-      if (
-        Array.isArray(parsed) &&
-        parsed.length === 64 &&
-        parsed.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)
-      ) {
-        const bytes = Uint8Array.from(parsed as number[]);
-        if (isConsistentSolanaKeypair(bytes)) solanaSecretKey = hiddenBytes(bytes);
-        else
-          problem('SOLANA_KEYPAIR_FILE', 'holds 64 bytes whose public half does not match the secret half');
-      } else problem('SOLANA_KEYPAIR_FILE', 'must hold a solana-keygen JSON array of 64 bytes');
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      problem(
-        'SOLANA_KEYPAIR_FILE',
-        code ? `cannot be read (${code})` : 'must hold a solana-keygen JSON array of 64 bytes',
-      );
-    }
-  } else if (solB58 !== undefined) {
-    const bytes = decodeBase58(solB58);
-    if (bytes?.length !== 64) problem('SOLANA_PRIVATE_KEY', 'must be a base58 secret key of 64 bytes');
-    else if (!isConsistentSolanaKeypair(bytes))
-      problem('SOLANA_PRIVATE_KEY', 'is 64 bytes whose public half does not match the secret half');
-    else solanaSecretKey = hiddenBytes(bytes);
-  }
-
-  const address = (name: string): string | undefined => {
-    const v = str(name);
-    if (v === undefined) return undefined;
-    const r = checkEvmAddress(v);
-    if (!r.ok) problem(name, `${r.reason}`);
-    return r.ok ? r.value : undefined;
-  };
-  const permitSpender = address('PERMIT_SPENDER');
-  const permitSpenderByChain: Partial<Record<EvmChain, string>> = {};
-  const evmRpcUrl: Partial<Record<EvmChain, string>> = {};
-  for (const chain of EVM_CHAINS) {
-    const s = address(`PERMIT_SPENDER_${chain}`);
-    if (s) permitSpenderByChain[chain] = s;
-    const r = url(`EVM_RPC_URL_${chain}`, ['http:', 'https:']);
-    if (r) evmRpcUrl[chain] = r;
-  }
-
-  const maxFeeBps = int('MAX_FEE_BPS', DEFAULTS.MAX_FEE_BPS, 0, 10_000);
-  const approverTokenText = str('APPROVER_TOKEN');
-  const hookTokenText = str('HOOK_TOKEN');
-  if (approverTokenText !== undefined && approverTokenText === hookTokenText) {
-    problem('APPROVER_TOKEN', 'must differ from HOOK_TOKEN');
-  }
-  // No minimum length is imposed (PRODUCT.md sets none); `serve` warns about short tokens.
-  for (const [name, v] of [
-    ['APPROVER_TOKEN', approverTokenText],
-    ['HOOK_TOKEN', hookTokenText],
-  ] as const) {
-    if (v !== undefined && /\s/.test(v)) problem(name, 'must not contain spaces');
-  }
-
-  const list = (name: string): string[] | undefined =>
-    str(name)
-      ?.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
-  const callbackAllowedHosts = (list('CALLBACK_ALLOWED_HOSTS') ?? []).map((h) => h.toLowerCase());
-  const solanaAllowedDestinations = list('SOLANA_ALLOWED_DESTINATIONS');
-  for (const d of solanaAllowedDestinations ?? []) {
-    const r = checkSolanaAddress(d);
-    if (!r.ok) problem('SOLANA_ALLOWED_DESTINATIONS', `"${d.slice(0, 50)}" ${r.reason}`);
-  }
-
-  const apiRateLimitText = str('API_RATE_LIMIT');
-  const apiRateLimit = apiRateLimitText === undefined ? undefined : int('API_RATE_LIMIT', 0, 1, 100_000);
-  const logLevel = (str('LOG_LEVEL') ?? DEFAULTS.LOG_LEVEL).toLowerCase();
-  if (!LOG_LEVELS.includes(logLevel)) problem('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  const { permitSpenderByChain, evmRpcUrl } = readPerChain(r);
+  const apiRateLimit =
+    r.str('API_RATE_LIMIT') === undefined ? undefined : r.int('API_RATE_LIMIT', 0, 1, 100_000);
 
   const config: Config = {
     redisUrl,
-    redisUrlSet: str('REDIS_URL') !== undefined,
-    allowVolatileRedis: bool('ALLOW_VOLATILE_REDIS'),
+    redisUrlSet: r.str('REDIS_URL') !== undefined,
+    allowVolatileRedis: r.bool('ALLOW_VOLATILE_REDIS'),
     queuePrefix,
     transferApiUrl,
     transferApiKey: apiKeyText !== undefined ? new Secret(apiKeyText) : undefined,
-    network,
-    evmPrivateKey,
-    solanaSecretKey,
-    permitSpender,
+    network: readNetwork(r, problem),
+    evmPrivateKey: readEvmKey(r, problem),
+    solanaSecretKey: readSolanaKey(r, problem),
+    permitSpender: r.address('PERMIT_SPENDER'),
     permitSpenderByChain: Object.freeze(permitSpenderByChain),
     evmRpcUrl: Object.freeze(evmRpcUrl),
-    solanaRpcUrl: url('SOLANA_RPC_URL', ['http:', 'https:']),
-    maxFeeBps: BigInt(maxFeeBps),
+    solanaRpcUrl: r.url('SOLANA_RPC_URL', ['http:', 'https:']),
+    maxFeeBps: BigInt(r.int('MAX_FEE_BPS', DEFAULTS.MAX_FEE_BPS, 0, 10_000)),
     // 0 is a meaningful fee cap (only free transfers); 0 for the spend limits would stop everything.
-    maxFeeUsdc: usdc('MAX_FEE_USDC', { allowZero: true }),
-    maxTransferUsdc: usdc('MAX_TRANSFER_USDC'),
-    maxBatchUsdc: usdc('MAX_BATCH_USDC'),
-    maxDailyUsdc: usdc('MAX_DAILY_USDC'),
-    approvalThresholdUsdc: usdc('APPROVAL_THRESHOLD_USDC'),
-    approverToken: approverTokenText !== undefined ? new Secret(approverTokenText) : undefined,
-    callbackAllowedHosts: Object.freeze(callbackAllowedHosts),
-    solanaAllowedDestinations: solanaAllowedDestinations && Object.freeze(solanaAllowedDestinations),
-    workerConcurrency: int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),
+    maxFeeUsdc: r.usdc('MAX_FEE_USDC', { allowZero: true }),
+    maxTransferUsdc: r.usdc('MAX_TRANSFER_USDC'),
+    maxBatchUsdc: r.usdc('MAX_BATCH_USDC'),
+    maxDailyUsdc: r.usdc('MAX_DAILY_USDC'),
+    approvalThresholdUsdc: r.usdc('APPROVAL_THRESHOLD_USDC'),
+    ...readTokens(r, problem),
+    callbackAllowedHosts: Object.freeze((r.list('CALLBACK_ALLOWED_HOSTS') ?? []).map((h) => h.toLowerCase())),
+    solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
+    workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),
     apiRateLimit,
-    httpPort: int('HTTP_PORT', DEFAULTS.HTTP_PORT, 0, 65_535),
-    hookToken: hookTokenText !== undefined ? new Secret(hookTokenText) : undefined,
+    httpPort: r.int('HTTP_PORT', DEFAULTS.HTTP_PORT, 0, 65_535),
     hookHmacSecret:
-      str('HOOK_HMAC_SECRET') !== undefined ? new Secret(str('HOOK_HMAC_SECRET') as string) : undefined,
-    logLevel,
-    permitDeadlineSeconds: int(
+      r.str('HOOK_HMAC_SECRET') !== undefined ? new Secret(r.str('HOOK_HMAC_SECRET') as string) : undefined,
+    logLevel: readLogLevel(r, problem),
+    permitDeadlineSeconds: r.int(
       'PERMIT_DEADLINE_SECONDS',
       DEFAULTS.PERMIT_DEADLINE_SECONDS,
       60,
       7 * 24 * 3600,
     ),
-    serviceConnectTimeoutMs: int(
+    serviceConnectTimeoutMs: r.int(
       'SERVICE_CONNECT_TIMEOUT_MS',
       DEFAULTS.SERVICE_CONNECT_TIMEOUT_MS,
       100,
       60_000,
     ),
-    serviceResponseTimeoutMs: int(
+    serviceResponseTimeoutMs: r.int(
       'SERVICE_RESPONSE_TIMEOUT_MS',
       DEFAULTS.SERVICE_RESPONSE_TIMEOUT_MS,
       100,
@@ -292,11 +333,31 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     ),
   };
 
-  // What this command needs, reported only when missing (and not already reported as malformed).
-  const reported = new Set(problems.map((p) => p.variable));
+  reportMissing(config, needs, r, problem, new Set(problems.map((p) => p.variable)));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+function freezeIfSet<T>(list: T[] | undefined): readonly T[] | undefined {
+  return list && Object.freeze(list);
+}
+
+/**
+ * What this command needs, reported only when missing (and not already reported as malformed:
+ * `reported` holds the variables with a problem so far).
+ */
+function reportMissing(
+  config: Config,
+  needs: ConfigNeeds,
+  r: EnvReader,
+  problem: Problem,
+  reported: ReadonlySet<string>,
+): void {
   const need = (name: string, present: unknown, why: string) => {
     if (present === undefined && !reported.has(name)) problem(name, `is required ${why}`);
   };
+  const anySpender =
+    config.permitSpender !== undefined || Object.keys(config.permitSpenderByChain).length > 0;
   if (needs.service) {
     need('TRANSFER_API_URL', config.transferApiUrl, 'to reach the transfer service');
     need('TRANSFER_API_KEY', config.transferApiKey, 'to reach the transfer service');
@@ -308,7 +369,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
       'to sign permits for EVM-source transfers (or set EVM_PRIVATE_KEY_FILE)',
     );
   }
-  if (needs.evmKey && !config.permitSpender && Object.keys(permitSpenderByChain).length === 0) {
+  if (needs.evmKey && !anySpender) {
     need('PERMIT_SPENDER', undefined, 'to sign permits for EVM-source transfers (or PERMIT_SPENDER_<CHAIN>)');
   }
   if (needs.solanaKey && !reported.has('SOLANA_KEYPAIR_FILE') && !reported.has('SOLANA_PRIVATE_KEY')) {
@@ -319,8 +380,9 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     );
   }
   if (needs.signingKey) {
-    const evmGiven = str('EVM_PRIVATE_KEY') !== undefined || str('EVM_PRIVATE_KEY_FILE') !== undefined;
-    const solanaGiven = solFile !== undefined || solB58 !== undefined;
+    const evmGiven = r.str('EVM_PRIVATE_KEY') !== undefined || r.str('EVM_PRIVATE_KEY_FILE') !== undefined;
+    const solanaGiven =
+      r.str('SOLANA_KEYPAIR_FILE') !== undefined || r.str('SOLANA_PRIVATE_KEY') !== undefined;
     if (!evmGiven && !solanaGiven) {
       problem(
         'EVM_PRIVATE_KEY / SOLANA_KEYPAIR_FILE',
@@ -330,7 +392,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     }
     // Checked once the key itself is valid: a malformed key is the problem to fix first, and the
     // spender only matters for a key that can sign.
-    if (config.evmPrivateKey && !config.permitSpender && Object.keys(permitSpenderByChain).length === 0) {
+    if (config.evmPrivateKey && !anySpender) {
       need(
         'PERMIT_SPENDER',
         undefined,
@@ -339,9 +401,6 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     }
   }
   if (needs.hook) need('HOOK_TOKEN', config.hookToken, 'to authenticate HTTP requests');
-
-  if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze(config);
 }
 
 /** The spender a permit on `chain` authorises. */
