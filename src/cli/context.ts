@@ -4,7 +4,7 @@ import type { Config, ConfigNeeds } from '../config/config.ts';
 import { loadConfig, readEnv } from '../config/load-config.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { createProducer, type Producer } from '../queue/producer.ts';
-import { createRedis } from '../store/redis.ts';
+import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/redis.ts';
 
 /** What a CLI command needs: config, a fail-fast Redis client, a producer on demand, the actor. */
 export type CliContext = {
@@ -29,7 +29,7 @@ export function cliActor(): string {
 export function openCli(needs: ConfigNeeds = {}): CliContext {
   const config = loadConfig(readEnv(), needs);
   const logger = createLogger(config.logLevel);
-  const redis = createRedis(config.redisUrl, { role: 'client', logger });
+  const redis = createRedis(config.redisUrl, { role: 'client', logger, quiet: true });
   let producer: Producer | undefined;
   return {
     config,
@@ -53,6 +53,8 @@ export async function withCli<T>(needs: ConfigNeeds, fn: (ctx: CliContext) => Pr
   const ctx = openCli(needs);
   try {
     return await fn(ctx);
+  } catch (err) {
+    throw isRedisConnectionError(err) ? redisUnreachable(ctx.config.redisUrl, err) : err;
   } finally {
     await ctx.close();
   }

@@ -12,7 +12,7 @@ import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { keys } from '../store/keys.ts';
 import { createRateLimiter } from '../store/rate-limiter.ts';
 import { createSpendLimit } from '../store/spend-limit.ts';
-import { checkDurability, createRedis, VolatileRedisError } from '../store/redis.ts';
+import { checkDurability, createRedis, VolatileRedisError, waitForRedis } from '../store/redis.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from './callbacks.ts';
 import { createIntentFollower } from './intent-follower.ts';
@@ -26,7 +26,13 @@ export type RunningWorker = { readonly workers: TransferWorkers; close(): Promis
  * follower and the callback sender, after refusing a Redis that can lose acknowledged writes.
  */
 export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
-  const redis: Redis = createRedis(config.redisUrl, { role: 'worker', logger });
+  const redis: Redis = createRedis(config.redisUrl, { role: 'worker', logger, quiet: true });
+  try {
+    await waitForRedis(redis, config.redisUrl);
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
   const durability = await checkDurability(redis);
   if (durability.durable === false) {
     if (!config.allowVolatileRedis) {

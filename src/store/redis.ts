@@ -8,9 +8,18 @@ import { UsdcBatchError } from '../domain/errors.ts';
  */
 export function createRedis(
   url: string,
-  options: { role: 'worker' | 'client'; logger?: Logger | undefined; extra?: RedisOptions },
+  options: {
+    role: 'worker' | 'client';
+    logger?: Logger | undefined;
+    extra?: RedisOptions;
+    /**
+     * No log lines until the first connection: a command that cannot reach Redis at start says so
+     * once, as a RedisUnreachableError; outages after that are logged as usual.
+     */
+    quiet?: boolean;
+  },
 ): Redis {
-  const { role, logger, extra } = options;
+  const { role, logger, extra, quiet } = options;
   const redis = new Redis(url, {
     maxRetriesPerRequest: role === 'worker' ? null : 2,
     enableOfflineQueue: true,
@@ -23,9 +32,11 @@ export function createRedis(
     ...extra,
   });
   let last = 0;
+  let connected = false;
+  redis.once('ready', () => (connected = true));
   redis.on('error', (err: Error) => {
     // One line per 5 s at most: a Redis outage must not flood the log.
-    if (Date.now() - last > 5_000) {
+    if ((connected || !quiet) && Date.now() - last > 5_000) {
       last = Date.now();
       logger?.warn(
         { err: { message: err.message, code: (err as NodeJS.ErrnoException).code } },
@@ -44,6 +55,78 @@ export function redactUrl(url: string): string {
     return u.toString();
   } catch {
     return '(invalid url)';
+  }
+}
+
+/** `host:port` of a Redis URL: what a message may show of it (never a user name or password). */
+export function redisTarget(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || '6379'}`;
+  } catch {
+    return '(invalid url)';
+  }
+}
+
+export class RedisUnreachableError extends UsdcBatchError {
+  override name = 'RedisUnreachableError';
+}
+
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+]);
+
+/**
+ * True for ioredis's ways of saying "no connection" (its retries per request ran out, the
+ * connection closed or timed out, the host refused): not for errors Redis itself answered.
+ */
+export function isRedisConnectionError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err.name === 'MaxRetriesPerRequestError') return true;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code !== undefined && CONNECTION_CODES.has(code)) return true;
+  return /^(Connection is closed|connect ETIMEDOUT|Stream isn't writeable)/.test(err.message);
+}
+
+/** The one line an operator sees when Redis cannot be reached: REDIS_URL and host:port, no secret. */
+export function redisUnreachable(url: string, cause?: unknown): RedisUnreachableError {
+  return new RedisUnreachableError(
+    'USDC_REDIS_UNREACHABLE',
+    `cannot reach Redis at ${redisTarget(url)} (REDIS_URL): is redis-server running there?`,
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/**
+ * Waits until `redis` answers PING: a command that starts on an unreachable Redis stops at its first
+ * failed connection (or after `timeoutMs`) with one clear line, instead of retrying unseen (a
+ * worker's connection would wait for ever). Once started, connections ride through restarts.
+ */
+export async function waitForRedis(redis: Redis, url: string, timeoutMs = 10_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  let onError: ((err: Error) => void) | undefined;
+  try {
+    await Promise.race([
+      redis.ping(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(redisUnreachable(url)), timeoutMs);
+        onError = (err) => {
+          if (isRedisConnectionError(err)) reject(redisUnreachable(url, err));
+        };
+        redis.on('error', onError);
+      }),
+    ]);
+  } catch (err) {
+    if (err instanceof RedisUnreachableError) throw err;
+    throw isRedisConnectionError(err) ? redisUnreachable(url, err) : err;
+  } finally {
+    clearTimeout(timer);
+    if (onError) redis.off('error', onError);
   }
 }
 

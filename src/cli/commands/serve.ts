@@ -2,7 +2,7 @@ import { loadConfig, readEnv } from '../../config/load-config.ts';
 import { buildApp } from '../../http/app.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
-import { createRedis } from '../../store/redis.ts';
+import { createRedis, waitForRedis } from '../../store/redis.ts';
 import { EXIT } from '../exit-codes.ts';
 
 /**
@@ -19,7 +19,13 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     if (token && token.reveal().length < 16)
       logger.warn({ variable: name }, `${name} is short: use 16+ random characters`);
   }
-  const redis = createRedis(config.redisUrl, { role: 'client', logger });
+  const redis = createRedis(config.redisUrl, { role: 'client', logger, quiet: true });
+  try {
+    await waitForRedis(redis, config.redisUrl);
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
   const producer = createProducer({ connection: redis, prefix: config.queuePrefix });
   const app = await buildApp({ config, redis, producer, logger });
   const close = async () => {
