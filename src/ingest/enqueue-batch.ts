@@ -261,12 +261,12 @@ export async function enqueueValidated(
           actor: options.actor,
           action: 'enqueue',
           batch: batchId,
-          detail: JSON.stringify({
+          detail: {
             source: options.source,
             rows: outcome.accepted,
             amount: formatUsdc(outcome.totalAmount),
             held: outcome.held,
-          }),
+          },
         });
       }
       return outcome;

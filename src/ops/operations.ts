@@ -87,7 +87,7 @@ export async function retryBatch(deps: OpsDeps, batchId: string): Promise<{ requ
     actor: deps.actor,
     action: 'retry',
     batch: batchId,
-    detail: `re-queued ${requeued} failed transfer(s)`,
+    detail: { requeued },
   });
   return { requeued };
 }
@@ -153,7 +153,11 @@ export async function resolveTransfer(
     actor: deps.actor,
     action: 'resolve',
     batch: batchId,
-    detail: `${transferId} → ${to}${'submitted' in decision ? ` (${decision.submitted})` : ''}`,
+    detail: {
+      transfer: transferId,
+      to,
+      ...('submitted' in decision ? { intent_id: decision.submitted } : {}),
+    },
   });
   return { state: to };
 }
@@ -187,7 +191,7 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
     actor: deps.actor,
     action: 'cancel',
     batch: batchId,
-    detail: `cancelled ${cancelled} unsent transfer(s)`,
+    detail: { cancelled },
   });
   return { cancelled };
 }
@@ -217,7 +221,7 @@ export async function approveBatch(
     actor: deps.actor,
     action: 'approve',
     batch: batchId,
-    detail: `released ${released} transfer(s)`,
+    detail: { released },
   });
   return { released, already: false };
 }

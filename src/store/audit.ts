@@ -22,8 +22,11 @@ export type AuditEntry = {
   readonly actor: string;
   readonly action: AuditAction;
   readonly batch: string | null;
-  readonly detail: string;
+  /** What was done, as an object (`{ "requeued": 3 }`); entries of older versions read `{ "message": … }`. */
+  readonly detail: AuditDetail;
 };
+
+export type AuditDetail = Readonly<Record<string, unknown>>;
 
 // A year of a busy operator's actions is far below this; the stream is trimmed only beyond it.
 const MAX_ENTRIES = 1_000_000;
@@ -31,7 +34,7 @@ const MAX_ENTRIES = 1_000_000;
 export async function recordAudit(
   redis: Redis,
   prefix: string,
-  entry: { actor: string; action: AuditAction; batch?: string | null; detail?: string },
+  entry: { actor: string; action: AuditAction; batch?: string | null; detail?: AuditDetail },
 ): Promise<void> {
   await redis.xadd(
     keys(prefix).audit,
@@ -46,7 +49,7 @@ export async function recordAudit(
     'batch',
     entry.batch ?? '',
     'detail',
-    entry.detail ?? '',
+    JSON.stringify(entry.detail ?? {}),
   );
 }
 
@@ -73,7 +76,7 @@ export async function readAudit(
         actor: f['actor'] ?? '',
         action: (f['action'] ?? 'enqueue') as AuditAction,
         batch: f['batch'] || null,
-        detail: f['detail'] ?? '',
+        detail: parseDetail(f['detail']),
       });
       if (out.length >= limit) break;
     }
@@ -83,4 +86,23 @@ export async function readAudit(
     end = seq > 0 ? `${ms}-${seq - 1}` : `${ms - 1}`;
   }
   return out;
+}
+
+/** Stored as JSON; a plain string (written before details were objects) reads as `{ message }`. */
+function parseDetail(text: string | undefined): AuditDetail {
+  if (!text) return {};
+  try {
+    const v: unknown = JSON.parse(text);
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as AuditDetail;
+  } catch {
+    // not JSON: an older entry
+  }
+  return { message: text };
+}
+
+/** `k=v` pairs for a terminal table. */
+export function formatAuditDetail(detail: AuditDetail): string {
+  return Object.entries(detail)
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' ');
 }

@@ -217,8 +217,16 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
       entries.filter((e) => e.batch === batch).map((e) => `${e.action} ${e.actor}`);
     expect(of('held-1')).toEqual(['approve http:approver', 'enqueue http:hook']);
     expect(of('retry-1')).toEqual(['retry http:hook', 'enqueue http:hook']);
-    const one = (await (await get('/v1/audit?batch=retry-1')).json()) as { entries: unknown[] };
+    const one = (await (await get('/v1/audit?batch=retry-1')).json()) as {
+      entries: { action: string; detail: unknown }[];
+    };
     expect(one.entries).toHaveLength(2);
+    // `detail` is an object in the document, not JSON text inside it.
+    expect(one.entries.find((e) => e.action === 'enqueue')?.detail).toMatchObject({
+      source: 'http',
+      held: false,
+    });
+    expect(one.entries.find((e) => e.action === 'retry')?.detail).toEqual({ requeued: expect.any(Number) });
   });
 
   it('lists the batches and exposes state gauges, queue depth and the worker’s call latency on /metrics', async () => {

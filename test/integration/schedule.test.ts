@@ -208,7 +208,7 @@ describe('schedule: recurring batches through the real CLI', () => {
     const enqueued = audit.filter((e) => e.action === 'enqueue' && e.actor === `schedule:${NAME}`);
     expect(enqueued.map((e) => e.batch).sort()).toEqual(batches);
     const changes = audit.filter((e) => e.action === 'schedule_add' || e.action === 'schedule_remove');
-    expect(changes.filter((e) => JSON.parse(e.detail).name === NAME).map((e) => e.action)).toEqual([
+    expect(changes.filter((e) => e.detail['name'] === NAME).map((e) => e.action)).toEqual([
       'schedule_remove',
       'schedule_add',
     ]);

@@ -1,4 +1,4 @@
-import { readAudit } from '../../store/audit.ts';
+import { formatAuditDetail, readAudit } from '../../store/audit.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { table } from '../format.ts';
@@ -16,7 +16,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
         ? 'no operator actions recorded\n'
         : `${table(
             ['when', 'actor', 'action', 'batch', 'detail'],
-            entries.map((e) => [e.at, e.actor, e.action, e.batch, e.detail]),
+            entries.map((e) => [e.at, e.actor, e.action, e.batch, formatAuditDetail(e.detail)]),
           )}\n`,
     );
     return EXIT.ok;

@@ -122,14 +122,14 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
       actor: ctx.actor,
       action: 'schedule_add',
       batch: null,
-      detail: JSON.stringify({
+      detail: {
         name,
         cron,
         tz,
         rows: input.transfers.length,
         amount: formatUsdc(total),
         replaced,
-      }),
+      },
     });
     out(`schedule ${name} ${replaced ? 'replaced' : 'added'}`);
     out(`  cron         ${cron} (${tz})`);
@@ -206,7 +206,7 @@ async function remove(name: string): Promise<number> {
       actor: ctx.actor,
       action: 'schedule_remove',
       batch: null,
-      detail: JSON.stringify({ name }),
+      detail: { name },
     });
     out(`schedule ${name} removed; it fires no more`);
     return EXIT.ok;
