@@ -60,6 +60,9 @@ export async function startAnvilChain(deps: AnvilChainDeps): Promise<SandboxEvmC
   const node = await startAnvil({ chainId: deployment.chainId });
   try {
     await installToken(node.url, deployment.usdc, deployment.eip712Name, deps.relayer.address);
+    // A block on top of genesis: anvil answers a read at genesis from the current state, so the
+    // oldest block a lagging view can show must be a mined one, whose state anvil keeps.
+    await anvilCall(node.url, 'evm_mine', []);
     const baseline = await anvilCall<Hex>(node.url, 'evm_snapshot');
     const baselineBlock = BigInt(await anvilCall<Hex>(node.url, 'eth_blockNumber'));
     const state: AnvilChainState = {
@@ -282,8 +285,8 @@ async function simulate(
 
 /**
  * Uses `count` of the owner's nonces as a signer elsewhere would. The sandbox holds no owner key,
- * so it moves the contract's `_nonces[owner]` slot directly, then mines a block: the change belongs
- * to that block, so a lagging view sees it only after the lag, as it would a real permit.
+ * so it moves the contract's `_nonces[owner]` slot directly, in a block of its own: a lagging view
+ * sees it only after the lag, as it would a real permit.
  */
 async function useNoncesOutside(s: AnvilChainState, owner: string, count: number): Promise<bigint[]> {
   const current = await readUint(s, 'nonces', [owner], 'latest');
@@ -294,6 +297,10 @@ async function useNoncesOutside(s: AnvilChainState, owner: string, count: number
     ),
   );
   const next = current + BigInt(count);
+  // Anvil keeps a block's state once the next block is mined on top of it, and answers the newest
+  // block from the live state: so first a block that seals the head as it is, then the change in
+  // a block of its own.
+  await anvilCall(s.node.url, 'evm_mine', []);
   await anvilCall(s.node.url, 'anvil_setStorageAt', [s.usdc, slot, toWord(next)]);
   await anvilCall(s.node.url, 'evm_mine', []);
   s.clock.record(BigInt(await anvilCall<Hex>(s.node.url, 'eth_blockNumber')), Date.now());
