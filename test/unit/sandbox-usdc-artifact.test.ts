@@ -12,7 +12,7 @@ describe('the sandbox USDC token artifact', () => {
   });
 
   it('has the ERC-2612 surface the worker reads and the sandbox calls', () => {
-    const { abi } = compiled as { abi: { type: string; name?: string }[] };
+    const { abi } = compiled as unknown as { abi: { type: string; name?: string }[] };
     const functions = abi.filter((e) => e.type === 'function').map((e) => e.name);
     for (const name of [
       'permit',
