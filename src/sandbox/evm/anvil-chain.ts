@@ -9,14 +9,14 @@ import {
   type Abi,
   type Hex,
 } from 'viem';
-import type { PrivateKeyAccount } from 'viem/accounts';
-import { USDC_EVM, type EvmChain, type Network } from '../../domain/chains.ts';
+import { USDC_EVM } from '../../domain/chains.ts';
 import type { EvmTransferOutcome, Refusal, SandboxEvmChain } from '../chain-types.ts';
 import type { ParsedPermit } from '../permit-check.ts';
-import { fundingAmount, type SandboxConfig } from '../sandbox-config.ts';
+import { fundingAmount } from '../sandbox-config.ts';
 import { anvilCall, AnvilRpcError } from './anvil-rpc.ts';
-import { startAnvil, type AnvilProcess } from './anvil-process.ts';
-import { createBlockClock, type BlockClock } from './block-clock.ts';
+import { startAnvil } from './anvil-process.ts';
+import type { AnvilChainDeps, AnvilChainState } from './anvil-chain-state.ts';
+import { createBlockClock } from './block-clock.ts';
 import { handleLaggingRpc } from './lagging-rpc.ts';
 import { diagnosePermitRevert } from './permit-refusal.ts';
 import artifactJson from './SandboxUsdc.json' with { type: 'json' };
@@ -27,31 +27,6 @@ const SLOTS = artifactJson.storageSlots as Readonly<Record<string, number>>;
 // limit keeps every transaction one round trip. (Permit ≈ 80k, transferFrom and mint ≈ 60k.)
 const GAS = 200_000n;
 const RELAYER_ETH = 10n ** 24n;
-
-export type AnvilChainDeps = {
-  readonly chain: EvmChain;
-  readonly network: Network;
-  /** The relayer: the permits' spender and the token's minter (a random key per run). */
-  readonly relayer: PrivateKeyAccount;
-  /** Where `transferFrom` moves the owner's USDC (the service's deposit address). */
-  readonly deposit: `0x${string}`;
-  readonly config: () => SandboxConfig;
-};
-
-/** The state of one anvil chain: what the functions below share. */
-export type AnvilChainState = {
-  readonly deps: AnvilChainDeps;
-  readonly node: AnvilProcess;
-  readonly usdc: `0x${string}`;
-  readonly clock: BlockClock;
-  /** Addresses met (lower case): funded once, or set by a drill, or paid by the service. */
-  met: Set<string>;
-  relayerNonce: number;
-  baseline: Hex;
-  baselineBlock: bigint;
-  /** The tail of the chain's serial queue: every change to the chain runs one at a time. */
-  tail: Promise<unknown>;
-};
 
 /** Starts anvil for `deps.chain` (the network's chain id), puts the token at USDC's address, funds the relayer. */
 export async function startAnvilChain(deps: AnvilChainDeps): Promise<SandboxEvmChain> {

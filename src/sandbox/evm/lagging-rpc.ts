@@ -1,5 +1,5 @@
 import { anvilCall, anvilForward } from './anvil-rpc.ts';
-import type { AnvilChainState } from './anvil-chain.ts';
+import type { AnvilChainState } from './anvil-chain-state.ts';
 
 type RpcRequest = { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown };
 type RpcAnswer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: number; message: string } };

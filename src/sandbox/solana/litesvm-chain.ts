@@ -14,7 +14,6 @@ import {
   signTransactionMessageWithSigners,
   type Address,
   type Instruction,
-  type KeyPairSigner,
   type Transaction,
 } from '@solana/kit';
 import { getAddMemoInstruction, LEGACY_MEMO_PROGRAM_ADDRESS_V3 } from '@solana-program/memo';
@@ -31,10 +30,11 @@ import {
 } from '@solana-program/token';
 import { LiteSVM } from 'litesvm';
 import { encodeBase58 } from '../../domain/base58.ts';
-import { SOLANA_USDC_MINT, type Network } from '../../domain/chains.ts';
+import { SOLANA_USDC_MINT } from '../../domain/chains.ts';
 import { USDC_DECIMALS } from '../../domain/money.ts';
 import type { SandboxSolanaChain, SolanaSubmitOutcome } from '../chain-types.ts';
-import { fundingAmount, type SandboxConfig } from '../sandbox-config.ts';
+import { fundingAmount } from '../sandbox-config.ts';
+import type { LiteSvmChainDeps, LiteSvmState } from './litesvm-state.ts';
 import { handleSolanaRpc } from './solana-rpc.ts';
 
 /** The fee payer's SOL: enough for every fee and account rent a sandbox run can pay. */
@@ -54,24 +54,6 @@ const TX_ERROR = {
 } as const;
 /** SPL Token's TokenError::InsufficientFunds. */
 const TOKEN_INSUFFICIENT_FUNDS = 1;
-
-export type LiteSvmChainDeps = {
-  readonly network: Network;
-  /** 32-byte seed of the service's fee payer (also the USDC mint authority, as Circle's minter is). */
-  readonly feePayerSeed: Uint8Array;
-  readonly config: () => SandboxConfig;
-};
-
-export type LiteSvmState = {
-  readonly deps: LiteSvmChainDeps;
-  readonly feePayer: KeyPairSigner;
-  readonly mint: Address;
-  readonly deposit: Address;
-  svm: LiteSVM;
-  met: Set<string>;
-  /** Makes each of the sandbox's own transactions unique (LiteSVM refuses an identical one). */
-  counter: number;
-};
 
 /** LiteSVM in this process: the USDC mint (6 decimals) at the network's mint address, the fee payer funded, the deposit account. */
 export async function startLiteSvmChain(deps: LiteSvmChainDeps): Promise<SandboxSolanaChain> {

@@ -1,7 +1,7 @@
 import { address, isAddress } from '@solana/kit';
 import { getTokenDecoder, getTokenSize, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 import { USDC_DECIMALS } from '../../domain/money.ts';
-import type { LiteSvmState } from './litesvm-chain.ts';
+import type { LiteSvmState } from './litesvm-state.ts';
 
 type Answer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: number; message: string } };
 
