@@ -95,6 +95,23 @@ describe('usdc-batch sandbox stopping and refusing', () => {
     expect(pids.filter(processAlive)).toEqual([]);
   });
 
+  it.skipIf(process.platform !== 'linux')(
+    'leaves no anvil behind even when the sandbox is SIGKILLed',
+    async () => {
+      const sb = await startSandboxProcess();
+      try {
+        sb.child.kill('SIGKILL');
+        await once(sb.child, 'exit');
+        // The kernel signals each anvil when its parent dies (setpriv --pdeathsig): no event to await here.
+        for (let i = 0; i < 100 && sb.anvilPids.some(processAlive); i++)
+          await new Promise((r) => setTimeout(r, 20));
+        expect(sb.anvilPids.filter(processAlive)).toEqual([]);
+      } finally {
+        await sb.stop();
+      }
+    },
+  );
+
   it('refuses --network mainnet with a clear message', async () => {
     const res = await runCli(['sandbox', '--port', '0', '--network', 'mainnet'], {});
     expect(res.code).toBe(2);

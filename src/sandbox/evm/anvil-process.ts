@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -37,6 +37,19 @@ export function anvilBinary(): string {
   return join(dirname(manifest), 'bin', process.platform === 'win32' ? 'anvil.exe' : 'anvil');
 }
 
+let pdeathsig: boolean | undefined;
+/**
+ * Whether util-linux's `setpriv --pdeathsig` is here: it sets "kill me when my parent dies" and
+ * then execs anvil (same PID), so even a SIGKILLed sandbox leaves no anvil behind.
+ */
+function canTieToParent(): boolean {
+  if (pdeathsig === undefined) {
+    const r = spawnSync('setpriv', ['--help'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    pdeathsig = process.platform === 'linux' && !r.error && /--pdeathsig/.test(r.stdout ?? '');
+  }
+  return pdeathsig;
+}
+
 /** Every anvil this process started and has not stopped: killed on exit, whatever the exit. */
 const running = new Set<ChildProcess>();
 let exitHook = false;
@@ -46,7 +59,7 @@ function killOnExit(child: ChildProcess): void {
   if (exitHook) return;
   exitHook = true;
   // 'exit' runs for a normal end, process.exit() and an uncaught exception: no anvil outlives us
-  // there. (A SIGKILL of this process cannot be caught; test helpers kill the PIDs they were told.)
+  // there. (A SIGKILL of this process cannot be caught: setpriv's parent-death signal covers it.)
   process.once('exit', () => {
     for (const c of running) c.kill('SIGKILL');
   });
@@ -73,7 +86,11 @@ export async function startAnvil(options: { chainId: number; timeoutMs?: number 
     '0',
     '--no-console-log',
   ];
-  const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = canTieToParent()
+    ? spawn('setpriv', ['--pdeathsig', 'KILL', '--', anvilBinary(), ...args], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   killOnExit(child);
   let output = '';
   const exited = new Promise<void>((resolve) => {
