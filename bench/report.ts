@@ -83,6 +83,7 @@ export function renderReport(r: BenchResults): string {
     `| runs per measurement | ${r.options.runs}${r.options.quick ? ' (BENCH_QUICK=1: small sizes, indicative only)' : ''} |`,
     `| started | ${r.startedAt}, took ${fmt(r.durationS / 60, 1)} min |`,
     `| service latency | the sandbox (\`usdc-batch sandbox --latency ${r.latencyMs}\`) in its own process answers every call after ${r.latencyMs} ms |`,
+    '| chains | the sandbox executes on real local chains (issue 16): an anvil process per EVM chain (permit + transferFrom per EVM transfer, a mint at `minted`) and LiteSVM inside the sandbox process for Solana; its CPU per transfer includes theirs. There is no in-memory chain mode |',
     '',
     'Reproduce everything with `npm run bench` (about 10 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,redis,scale,cluster`',
     'picks sections, `BENCH_RUNS=N` sets the runs, `BENCH_QUICK=1` shrinks every size for a smoke run.',

@@ -115,13 +115,18 @@ export function buildProgram(
     'wallets',
   );
   bind(
-    def('sandbox', "run the project's strict simulator of the transfer service")
+    def(
+      'sandbox',
+      "run the project's strict sandbox of the transfer service on local chains (anvil, LiteSVM)",
+    )
       .option('--port <n>', 'port', '8787')
       .option('--host <host>', 'address to listen on', '127.0.0.1')
       .option('--api-key <key>', 'the API key it accepts')
-      .option('--spender <address>', 'the permit spender it requires')
       .addOption(
-        new Option('--network <network>', 'testnet or mainnet')
+        new Option(
+          '--network <network>',
+          'testnet only: mainnet is refused (nothing it makes may be valid on a real chain)',
+        )
           .choices(['testnet', 'mainnet'])
           .default('testnet'),
       )

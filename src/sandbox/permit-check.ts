@@ -1,9 +1,9 @@
-import { parseSignature, recoverTypedDataAddress, serializeSignature, type Hex } from 'viem';
+import { parseSignature, serializeSignature, type Hex } from 'viem';
 import { USDC_EVM, type EvmChain, type Network } from '../domain/chains.ts';
 
 /**
  * The ERC-2612 Permit type, as USDC (FiatTokenV2) defines it. Written out here rather than imported
- * from src/signing: the simulator checks permits independently of the code it is there to test.
+ * from src/signing: the test helpers sign with it independently of the code they test.
  */
 export const PERMIT_TYPES = {
   Permit: [
@@ -100,29 +100,4 @@ export function readPermit(v: unknown): ParsedPermit | PermitProblem {
     deadline,
     signature: sig,
   };
-}
-
-/** The address the permit's signature recovers to, under USDC's domain on `chain`; undefined when it does not recover. */
-export async function recoverPermitSigner(
-  network: Network,
-  chain: EvmChain,
-  permit: ParsedPermit,
-): Promise<string | undefined> {
-  try {
-    return await recoverTypedDataAddress({
-      domain: usdcDomain(network, chain),
-      types: PERMIT_TYPES,
-      primaryType: 'Permit',
-      message: {
-        owner: permit.owner,
-        spender: permit.spender,
-        value: permit.value,
-        nonce: permit.nonce,
-        deadline: permit.deadline,
-      },
-      signature: permit.signature,
-    });
-  } catch {
-    return undefined;
-  }
 }

@@ -53,7 +53,10 @@ export type SandboxConfig = {
   readonly statusRoute: boolean;
   /** `nonces(owner)` over RPC counts an accepted permit only this long after it was accepted. Default 0. */
   readonly rpcNonceLagMs: number;
-  /** USDC balance of every permit owner (and `balanceOf` over RPC), decimal. Default 1000000. */
+  /**
+   * USDC the sandbox gives every EVM owner and Solana wallet the first time it meets it (a permit,
+   * a `balanceOf` read over `/rpc`, a build-tx), decimal. Default 1000000.
+   */
   readonly treasuryBalance: string;
   /** Platform fee in basis points of the amount, rounded up. Default 10 (0.1 %). */
   readonly feeBps: number;
@@ -125,4 +128,10 @@ export function applyConfigPatch(config: SandboxConfig, patch: unknown): Sandbox
   for (const [k, v] of Object.entries(p)) if (v !== undefined) next[k] = v;
   if (p.gasFee) next['gasFee'] = { ...config.gasFee, ...p.gasFee };
   return Object.freeze(next as SandboxConfig);
+}
+
+/** What the sandbox funds an owner or wallet with the first time it meets it (`treasuryBalance`), in base units. */
+export function fundingAmount(config: SandboxConfig): bigint {
+  const r = tryParseUsdc(config.treasuryBalance, { allowZero: true });
+  return r.ok ? r.value : 0n;
 }

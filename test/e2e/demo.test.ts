@@ -5,6 +5,52 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
+import { processAlive } from '../helpers/sandbox.ts';
+
+const micro = (decimal: string): bigint => {
+  const negative = decimal.startsWith('-');
+  const [w = '0', f = ''] = decimal.replace(/^[-+]/, '').split('.');
+  const v = BigInt(w) * 1_000_000n + BigInt(f.padEnd(6, '0'));
+  return negative ? -v : v;
+};
+
+/**
+ * The balances the demo printed, which it read from the chains (anvil, LiteSVM) before and after:
+ * each treasury paid exactly its rows' amounts, each recipient received exactly its row's amount
+ * less the fee the summary table shows.
+ */
+function expectChainBalances(stdout: string): void {
+  const rows = [...stdout.matchAll(/^(\S+)\s+(\w+)→(\w+)\s+([0-9.]+)\s+([0-9.]+)\s+submitted/gm)].map(
+    (m) => ({
+      id: m[1] as string,
+      from: m[2] as string,
+      to: m[3] as string,
+      amount: micro(m[4] as string),
+      fee: micro(m[5] as string),
+    }),
+  );
+  expect(rows).toHaveLength(8);
+  const balances = [
+    ...stdout.matchAll(
+      /^(treasury|recipient of \S+)\s+(\w+)\s+\S+\s+([0-9.]+)\s+([0-9.]+)\s+([-+][0-9.]+)$/gm,
+    ),
+  ].map((m) => ({
+    who: m[1] as string,
+    chain: m[2] as string,
+    before: micro(m[3] as string),
+    after: micro(m[4] as string),
+  }));
+  for (const chain of new Set(rows.map((r) => r.from))) {
+    const paid = rows.filter((r) => r.from === chain).reduce((n, r) => n + r.amount, 0n);
+    const t = balances.find((b) => b.who === 'treasury' && b.chain === chain);
+    expect(t && t.before - t.after, `treasury on ${chain}`).toBe(paid);
+  }
+  for (const r of rows) {
+    const b = balances.find((x) => x.who === `recipient of ${r.id}`);
+    expect(b?.chain).toBe(r.to);
+    expect(b && b.after - b.before, `recipient of ${r.id}`).toBe(r.amount - r.fee);
+  }
+}
 
 function processesMentioning(text: string): string[] {
   const out = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' });
@@ -39,6 +85,11 @@ describe('usdc-batch demo', () => {
       expect(processesMentioning(`127.0.0.1:${port}`)).toEqual([]);
       await expect(canConnect(Number(port))).resolves.toBe(false);
       expect(processesMentioning('usdc-batch-demo-')).toEqual(before);
+      // The anvil behind each EVM chain is gone too.
+      const anvilPids = [...res.stdout.matchAll(/anvil pid ([0-9]+)/g)].map((m) => Number(m[1]));
+      expect(anvilPids).toHaveLength(4);
+      expect(anvilPids.filter(processAlive)).toEqual([]);
+      expectChainBalances(res.stdout);
       // No secret is printed: the throwaway EVM key is 32 random bytes, never shown.
       expect(res.stdout + res.stderr).not.toMatch(/0x[0-9a-f]{64}/);
     } finally {

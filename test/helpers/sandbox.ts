@@ -4,7 +4,6 @@ import type { EvmChain, Network } from '../../src/domain/chains.ts';
 import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
 import type { SandboxConfig, SandboxConfigPatch } from '../../src/sandbox/sandbox-config.ts';
 import type { PermitPayload } from '../../src/service/types.ts';
-import { freePort } from './redis.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/usdc-batch.js', import.meta.url));
 
@@ -15,7 +14,21 @@ export type SandboxInfo = {
   network: Network;
   solana_fee_payer: string;
   solana_deposit_account: string;
-  rpc: Record<EvmChain, string>;
+  deposit_address: string;
+  rpc: Record<EvmChain | 'SOLANA', string>;
+  nodes: {
+    evm: Record<EvmChain, { kind: string; url: string | null; pid: number | null }>;
+    solana: { kind: string };
+  };
+};
+
+/** One on-chain balance as `GET /__admin/balances` reports it. */
+export type BalanceRow = {
+  chain: string;
+  address: string;
+  usdc: string;
+  base_units: string;
+  lamports?: string;
 };
 
 /** The sandbox's loopback admin routes, over HTTP (works for an in-process or a spawned sandbox). */
@@ -28,8 +41,19 @@ export type SandboxAdminClient = {
   requests(): Promise<{ op: string; at: number }[]>;
   reset(): Promise<void>;
   bumpNonce(chain: EvmChain, owner: string, by?: number): Promise<{ expected: bigint; chain: bigint }>;
+  /** The outside signer: uses the owner's next `count` nonces now. */
+  outsidePermit(
+    chain: EvmChain,
+    owner: string,
+    count?: number,
+  ): Promise<{ used: bigint[]; expected: bigint; chain: bigint }>;
   nonce(chain: EvmChain, owner: string): Promise<{ expected: bigint; chain: bigint }>;
   setIntentStatus(intentId: string, status: string): Promise<void>;
+  /** On-chain USDC (base units) per chain of each address: every EVM chain, or SOLANA. */
+  balances(...addresses: string[]): Promise<BalanceRow[]>;
+  /** The base units `address` holds on `chain`, read from the chain. */
+  balance(chain: string, address: string): Promise<bigint>;
+  setBalance(chain: string, address: string, amount: string): Promise<void>;
 };
 
 export function sandboxAdmin(url: string): SandboxAdminClient {
@@ -44,6 +68,13 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     if (!res.ok) throw new Error(`sandbox admin ${path}: HTTP ${res.status} ${JSON.stringify(json)}`);
     return json;
   };
+  const balances = async (...addresses: string[]) =>
+    (
+      await call<{ balances: BalanceRow[] }>(
+        'GET',
+        `/__admin/balances?${addresses.map((a) => `address=${encodeURIComponent(a)}`).join('&')}`,
+      )
+    ).balances;
   const nonces = (r: { expected: string; chain: string }) => ({
     expected: BigInt(r.expected),
     chain: BigInt(r.chain),
@@ -65,6 +96,23 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     setIntentStatus: async (intent_id, status) => {
       await call('POST', '/__admin/intent-status', { intent_id, status });
     },
+    outsidePermit: async (chain, owner, count = 1) => {
+      const r = await call<{ used: string[]; expected: string; chain: string }>(
+        'POST',
+        '/__admin/outside-permit',
+        { chain, owner, count },
+      );
+      return { used: r.used.map((n) => BigInt(n)), ...nonces(r) };
+    },
+    balances,
+    balance: async (chain, address) => {
+      const row = (await balances(address)).find((b) => b.chain === chain);
+      if (!row) throw new Error(`no ${chain} balance for ${address}`);
+      return BigInt(row.base_units);
+    },
+    setBalance: async (chain, address, amount) => {
+      await call('POST', '/__admin/balance', { chain, address, amount });
+    },
   };
 }
 
@@ -72,29 +120,51 @@ export type SandboxProcess = SandboxInfo & {
   readonly port: number;
   readonly admin: SandboxAdminClient;
   readonly child: ChildProcess;
-  /** SIGTERM, then SIGKILL after 5 s; resolves when the process has exited. */
+  /** The environment the sandbox printed (`TRANSFER_API_URL`, `PERMIT_SPENDER`, `EVM_RPC_URL_<CHAIN>`, …). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The PIDs of the anvil processes behind it. */
+  readonly anvilPids: readonly number[];
+  /**
+   * SIGTERM, then SIGKILL after 5 s; resolves when the process has exited. Anvils a killed
+   * sandbox could not stop are killed by PID (a SIGKILL cannot be caught to stop them).
+   */
   stop(): Promise<void>;
 };
 
+/** Whether a process with this PID is alive (signal 0 checks without sending anything). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** `NAME=value` lines of the sandbox's printed environment, once it printed the last of them. */
+function printedEnv(output: string): Record<string, string> | undefined {
+  if (!/^SOLANA_ALLOWED_DESTINATIONS=/m.test(output)) return undefined;
+  const env: Record<string, string> = {};
+  for (const m of output.matchAll(/^([A-Z][A-Z0-9_]*)=(\S+)$/gm)) env[m[1] as string] = m[2] as string;
+  return env;
+}
+
 /**
- * Spawns `node bin/usdc-batch.js sandbox --port <free>` as its own process (as workers meet the
- * real service: over the network, in another process) and waits until it answers. `config` is
- * applied through the admin route once it is up.
+ * Spawns `node bin/usdc-batch.js sandbox --port 0` as its own process (as workers meet the real
+ * service: over the network, in another process), reads the environment it prints (its URL, the
+ * spender, the RPC URLs) and its info. `config` is applied through the admin route once it is up.
  */
 export async function startSandboxProcess(
   options: {
     apiKey?: string;
-    spender?: string;
     network?: Network;
     latencyMs?: number;
     config?: SandboxConfigPatch;
     timeoutMs?: number;
   } = {},
 ): Promise<SandboxProcess> {
-  const port = await freePort();
-  const args = [BIN, 'sandbox', '--port', String(port)];
+  const args = [BIN, 'sandbox', '--port', '0'];
   if (options.apiKey) args.push('--api-key', options.apiKey);
-  if (options.spender) args.push('--spender', options.spender);
   if (options.network) args.push('--network', options.network);
   if (options.latencyMs !== undefined) args.push('--latency', String(options.latencyMs));
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -102,29 +172,41 @@ export async function startSandboxProcess(
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  const admin = sandboxAdmin(url);
+  let anvilPids: number[] = [];
   const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    for (const pid of anvilPids) if (processAlive(pid)) process.kill(pid, 'SIGKILL');
   };
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+  let env: Record<string, string> | undefined;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`sandbox exited with ${child.exitCode}: ${output}`);
-    try {
-      const info = await admin.info();
-      if (options.config) await admin.configure(options.config);
-      return { ...info, port, admin, child, stop };
-    } catch {
-      if (Date.now() > deadline) {
-        await stop();
-        throw new Error(`sandbox did not answer on ${url}: ${output}`);
+    env ??= printedEnv(output);
+    if (env?.['TRANSFER_API_URL']) {
+      const url = env['TRANSFER_API_URL'];
+      const admin = sandboxAdmin(url);
+      try {
+        const info = await admin.info();
+        anvilPids = Object.values(info.nodes.evm).flatMap((n) => (n.pid ? [n.pid] : []));
+        if (options.config) await admin.configure(options.config);
+        return { ...info, port: Number(new URL(url).port), admin, child, env, anvilPids, stop };
+      } catch (err) {
+        if (Date.now() > deadline) {
+          await stop();
+          throw new Error(`sandbox did not answer on ${url}: ${String(err)} ${output}`);
+        }
       }
-      await new Promise((r) => setTimeout(r, 100));
     }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`sandbox printed no environment: ${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

@@ -60,8 +60,8 @@ describe('pipeline decisions', () => {
     await sandbox?.close();
     await redis?.stop();
   });
-  beforeEach(() => {
-    sandbox.admin.reset();
+  beforeEach(async () => {
+    await sandbox.admin.reset();
     prefix = `pd${++n}`;
   });
 
@@ -217,7 +217,7 @@ describe('pipeline decisions', () => {
 
   it('after a crash between the service’s answer and recording it, re-sends the same permit (never a new one)', async () => {
     for (const replay of [true, false]) {
-      sandbox.admin.reset();
+      await sandbox.admin.reset();
       prefix = `${prefix}r`; // a fresh nonce pool for the freshly reset sandbox
       sandbox.admin.configure({ idempotencyReplay: replay });
       const t = await setup();

@@ -57,7 +57,7 @@ async function transfer(
     chain: 'BASE',
     spender: sandbox.spender,
     value: 2_500_000n,
-    nonce: sandbox.admin.expectedNonce('BASE', TEST_EVM_ADDRESS),
+    nonce: (await sandbox.admin.nonce('BASE', TEST_EVM_ADDRESS)).expected,
     ...permitOverrides,
   });
   return post('/sdk/v1/transfer', { from: 'BASE', to: 'ETH', amount, recipient: RECIPIENT, permit });
@@ -66,7 +66,9 @@ async function transfer(
 beforeAll(async () => {
   sandbox = await createSandbox({ apiKey: API_KEY, statusStepMs: 50 });
 });
-afterEach(() => sandbox.admin.reset());
+afterEach(async () => {
+  await sandbox.admin.reset();
+});
 afterAll(() => sandbox.close());
 
 describe('the sandbox verifies permits for real', () => {
@@ -78,7 +80,42 @@ describe('the sandbox verifies permits for real', () => {
     const r = await transfer({});
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'pending' });
-    expect(sandbox.admin.expectedNonce('BASE', TEST_EVM_ADDRESS)).toBe(1n);
+    expect((await sandbox.admin.nonce('BASE', TEST_EVM_ADDRESS)).expected).toBe(1n);
+  });
+
+  it('executes a valid permit on anvil: exactly the amount leaves the owner, the recipient gets the net amount at minted', async () => {
+    const recipient = '0x00000000000000000000000000000000000b0b01';
+    const r = await post('/sdk/v1/transfer', {
+      from: 'BASE',
+      to: 'ETH',
+      amount: '2.50',
+      recipient,
+      permit: await signTestPermit({ chain: 'BASE', spender: sandbox.spender, value: 2_500_000n, nonce: 0n }),
+    });
+    expect(r.status).toBe(200);
+    const txHash = (r.body as unknown as { tx_hash: string }).tx_hash;
+    // The hash is a real transaction on the BASE chain: the transferFrom, mined and successful.
+    const receipt = await fetch(sandbox.nodes.evm.BASE.url as string, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getTransactionReceipt', params: [txHash] }),
+    });
+    expect(((await receipt.json()) as { result: { status: string } }).result.status).toBe('0x1');
+    const onChain = async (chain: string, address: string) =>
+      BigInt((await sandbox.admin.balances([address])).find((b) => b.chain === chain)?.base_units ?? '-1');
+    // Funded with 1,000,000 USDC when the sandbox first met the owner, then 2.5 moved.
+    expect(await onChain('BASE', TEST_EVM_ADDRESS)).toBe(1_000_000_000_000n - 2_500_000n);
+    expect(await onChain('BASE', sandbox.depositAddress)).toBe(2_500_000n);
+    // Fee: 10 bps (0.0025) + gas BASE 0.005 + ETH 0.03 → the recipient is paid 2.4625 on ETH at `minted`.
+    const id = r.body.intent_id;
+    for (let i = 0; i < 100; i++) {
+      const st = await fetch(`${sandbox.url}/sdk/v1/status/${id}`, { headers: { 'x-api-key': API_KEY } });
+      if (((await st.json()) as { status: string }).status === 'minted') break;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    expect(await onChain('ETH', recipient)).toBe(2_462_500n);
+    expect(sandbox.ledger()[0]).toMatchObject({ tx_hash: txHash, net_amount: '2462500' });
+    expect(sandbox.ledger()[0]?.destination_tx).toMatch(/^0x[0-9a-f]{64}$/);
   });
 
   it('accepts v, r, s without signature, and refuses them when they disagree with signature', async () => {
@@ -126,7 +163,7 @@ describe('the sandbox verifies permits for real', () => {
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe(code);
       expect(sandbox.ledger()).toHaveLength(0);
-      expect(sandbox.admin.expectedNonce('BASE', TEST_EVM_ADDRESS)).toBe(0n);
+      expect((await sandbox.admin.nonce('BASE', TEST_EVM_ADDRESS)).expected).toBe(0n);
     });
   }
 
@@ -251,6 +288,25 @@ describe('the sandbox Solana flow', () => {
     ]);
   });
 
+  it('executes the submitted transaction in LiteSVM: exactly the amount moves, our wallet pays no SOL, a replay moves nothing', async () => {
+    const { intentId, tx } = await build();
+    const usdcOf = async (address: string) => {
+      const [row] = await sandbox.admin.balances([address]);
+      return { usdc: BigInt(row?.base_units ?? '-1'), lamports: BigInt(row?.lamports ?? '-1') };
+    };
+    const before = await usdcOf(wallet);
+    expect(before).toEqual({ usdc: 1_000_000_000_000n, lamports: 0n }); // funded on first meeting, no SOL
+    const signed = await sign(tx);
+    const first = await submit(intentId, signed);
+    expect(first.status).toBe(200);
+    expect(await usdcOf(wallet)).toEqual({ usdc: before.usdc - 3_000_000n, lamports: 0n });
+    expect((await usdcOf(sandbox.solanaFeePayer)).usdc).toBe(3_000_000n);
+    // The same signed transaction again: the runtime refuses to run it twice; the service answers as the first time.
+    expect(await submit(intentId, signed)).toEqual(first);
+    expect((await usdcOf(wallet)).usdc).toBe(before.usdc - 3_000_000n);
+    expect(sandbox.ledger()).toHaveLength(1);
+  });
+
   it('refuses an unsigned transaction', async () => {
     const { intentId, tx } = await build();
     const r = await submit(intentId, getBase64EncodedWireTransaction(tx));
@@ -331,20 +387,82 @@ describe('the sandbox JSON-RPC and status route', () => {
     ).toBe(1_000_000_000_000n);
   });
 
-  it('shows an accepted permit in nonces(owner) only after the configured lag, and an external bump at once', async () => {
-    sandbox.admin.configure({ rpcNonceLagMs: 300 });
+  /** One JSON-RPC call through the sandbox's `/rpc/BASE` (or straight to anvil with `direct`). */
+  const call = async (method: string, params: unknown[] = [], direct = false) => {
+    const url = direct ? (sandbox.nodes.evm.BASE.url as string) : sandbox.rpcUrl('BASE');
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    return (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
+  };
+  const nonceCall = (owner: string) => ({
+    to: usdc,
+    data: `0x7ecebe00${owner.slice(2).toLowerCase().padStart(64, '0')}`,
+  });
+
+  it('answers as a node rpcNonceLagMs behind: block number, headers and state of the lagged head', async () => {
+    await sandbox.admin.nonce('BASE', TEST_EVM_ADDRESS); // settles nothing: a read
+    sandbox.admin.configure({ rpcNonceLagMs: 400 });
+    const before = BigInt((await call('eth_blockNumber', [], true)).result as string);
     expect((await transfer({})).status).toBe(200);
+    const head = BigInt((await call('eth_blockNumber', [], true)).result as string);
+    expect(head).toBeGreaterThan(before);
+    // Within the lag: the RPC's head is the block before the transfer, and so is everything it reads.
+    expect(BigInt((await call('eth_blockNumber')).result as string)).toBe(before);
+    const latest = (await call('eth_getBlockByNumber', ['latest', false])).result as Record<string, string>;
+    expect(BigInt(latest['number'] as string)).toBe(before);
+    expect(latest['hash']).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(Number(latest['timestamp'])).toBeGreaterThan(0);
+    expect((await call('eth_getBlockByNumber', [`0x${head.toString(16)}`, false])).result).toBeNull();
+    expect((await call('eth_call', [nonceCall(TEST_EVM_ADDRESS), `0x${head.toString(16)}`])).error).toEqual({
+      code: -32000,
+      message: 'header not found',
+    });
+    expect(BigInt((await call('eth_call', [nonceCall(TEST_EVM_ADDRESS), 'latest'])).result as string)).toBe(
+      0n,
+    );
+    expect(BigInt((await call('eth_call', [nonceCall(TEST_EVM_ADDRESS), 'pending'])).result as string)).toBe(
+      0n,
+    );
+    // The service itself uses the chain as it is: the used nonce is refused at once.
+    expect((await transfer({ nonce: 0n })).body.error.code).toBe('permit_nonce_used');
+    await new Promise((r) => setTimeout(r, 450));
+    expect(BigInt((await call('eth_blockNumber')).result as string)).toBe(head);
+    expect(BigInt((await call('eth_call', [nonceCall(TEST_EVM_ADDRESS), 'latest'])).result as string)).toBe(
+      1n,
+    );
+    // An explicit older block reads the state as of that block (anvil keeps the history).
+    const old = `0x${before.toString(16)}`;
+    expect(BigInt((await call('eth_call', [nonceCall(TEST_EVM_ADDRESS), old])).result as string)).toBe(0n);
+  });
+
+  it('takes an outside signer’s nonces at once for the service, and shows them over RPC after the lag', async () => {
+    sandbox.admin.configure({ rpcNonceLagMs: 300 });
     const c = rpc();
     const read = () =>
       c.readContract({ address: usdc, abi, functionName: 'nonces', args: [TEST_EVM_ADDRESS] });
+    const outside = await sandbox.admin.outsidePermit('BASE', TEST_EVM_ADDRESS, 2);
+    expect(outside).toEqual({ used: [0n, 1n], expected: 2n, chain: 0n });
     expect(await read()).toBe(0n);
+    expect((await transfer({ nonce: 1n })).body.error.code).toBe('permit_nonce_used');
+    expect((await transfer({ nonce: 3n })).body.error.code).toBe('permit_nonce_invalid');
     await new Promise((r) => setTimeout(r, 350));
-    expect(await read()).toBe(1n);
-    sandbox.admin.bumpNonce('BASE', TEST_EVM_ADDRESS, 2);
-    expect(await read()).toBe(3n);
-    const stale = await transfer({ nonce: 1n });
-    expect(stale.body.error.code).toBe('permit_nonce_used');
+    expect(await read()).toBe(2n);
+    expect(await sandbox.admin.bumpNonce('BASE', TEST_EVM_ADDRESS)).toEqual({ expected: 3n, chain: 2n });
     expect((await transfer({ nonce: 3n })).status).toBe(200);
+  });
+
+  it('forwards other methods to anvil and refuses anvil_, evm_, hardhat_ and debug_ ones', async () => {
+    expect((await call('eth_chainId')).result).toBe('0x14a34');
+    expect((await call('eth_getCode', [usdc, 'latest'])).result).toMatch(/^0x[0-9a-f]{200,}$/);
+    expect((await call('eth_getBalance', [TEST_EVM_ADDRESS, 'latest'])).result).toBe('0x0');
+    for (const method of ['anvil_setBalance', 'evm_mine', 'hardhat_impersonateAccount', 'debug_traceCall']) {
+      expect((await call(method, [TEST_EVM_ADDRESS, '0x1'])).error?.code).toBe(-32601);
+    }
+    // The refused methods did nothing: no balance was set on the chain.
+    expect((await call('eth_getBalance', [TEST_EVM_ADDRESS, 'latest'], true)).result).toBe('0x0');
   });
 
   it('moves an intent pending → detected → minted → complete, and 404s when told to', async () => {

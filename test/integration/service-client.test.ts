@@ -45,7 +45,7 @@ async function permit(amount: bigint, nonce?: bigint) {
     chain: 'BASE',
     spender: sandbox.spender,
     value: amount,
-    nonce: nonce ?? sandbox.admin.expectedNonce('BASE', TEST_EVM_ADDRESS),
+    nonce: nonce ?? (await sandbox.admin.nonce('BASE', TEST_EVM_ADDRESS)).expected,
   });
 }
 
@@ -62,7 +62,9 @@ beforeAll(async () => {
   });
 });
 
-afterEach(() => sandbox.admin.reset());
+afterEach(async () => {
+  await sandbox.admin.reset();
+});
 
 afterAll(async () => {
   client.close();

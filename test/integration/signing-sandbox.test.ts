@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { Config } from '../../src/config/config.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
 import { createServiceClient, type ClosableServiceClient } from '../../src/service/service-client.ts';
+import { ServiceError } from '../../src/service/service-error.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 import { createEvmSigner, permitDeadline } from '../../src/signing/evm/evm-signer.ts';
 import { createSolanaSigner } from '../../src/signing/solana/solana-signer.ts';
@@ -63,7 +64,7 @@ describe('signing against the sandbox', () => {
   });
 
   it.each(['legit', 'cctp_v1', 'cctp_v2'] as const)(
-    'the sandbox accepts our signature on a checked %s build-tx transaction',
+    'checks and signs a %s build-tx transaction, and LiteSVM runs what it can',
     async (kind) => {
       await sandbox.admin.configure({ solanaTxKind: kind });
       const signer = await createSolanaSigner({ config });
@@ -77,18 +78,30 @@ describe('signing against the sandbox', () => {
       const expected: SolanaExpectation = { amount, recipient: RECIPIENT, to: 'ARB' };
       expect(signer.check(built.transaction, expected)).toEqual({ ok: true });
       const signed = await signer.sign(built.transaction);
-      const r = await client.submitSolanaTx(
-        { intentId: built.intentId, signedTransaction: signed },
-        { idempotencyKey: `it/solana/${kind}` },
-      );
-      expect(r.status).toBe('pending');
-      const [entry] = await sandbox.admin.ledger();
-      expect(entry).toMatchObject({
-        kind: 'solana',
-        owner: signer.address,
-        solana_tx_kind: kind,
-        amount: '7000000',
-      });
+      const before = await sandbox.admin.balance('SOLANA', signer.address);
+      const r = await client
+        .submitSolanaTx(
+          { intentId: built.intentId, signedTransaction: signed },
+          { idempotencyKey: `it/solana/${kind}` },
+        )
+        .catch((e: unknown) => e);
+      if (kind === 'legit') {
+        expect(r).toMatchObject({ status: 'pending' });
+        const [entry] = await sandbox.admin.ledger();
+        expect(entry).toMatchObject({
+          kind: 'solana',
+          owner: signer.address,
+          solana_tx_kind: kind,
+          amount: '7000000',
+        });
+        expect(await sandbox.admin.balance('SOLANA', signer.address)).toBe(before - amount);
+      } else {
+        // LiteSVM has no CCTP program: the runtime refuses the burn, and nothing moves.
+        expect(r).toBeInstanceOf(ServiceError);
+        expect((r as ServiceError).serviceCode).toBe('program_not_found');
+        expect(await sandbox.admin.ledger()).toEqual([]);
+        expect(await sandbox.admin.balance('SOLANA', signer.address)).toBe(before);
+      }
     },
   );
 

@@ -129,6 +129,18 @@ describe('wallets: public addresses, permit nonces and balances through the real
     expect(getAddressDecoder().decode(solana.secret.subarray(32))).toBe(solana.address);
   });
 
+  it('reads the Solana balance from the sandbox’s own chain (LiteSVM) over its printed SOLANA_RPC_URL', async () => {
+    await stack.sandbox.admin.setBalance('SOLANA', solana.address, '2500.125');
+    const res = await runCli(['wallets', '--json'], {
+      ...stack.env,
+      SOLANA_RPC_URL: stack.sandbox.rpc.SOLANA,
+    });
+    expect(res.code, res.stderr).toBe(0);
+    const report = JSON.parse(res.stdout) as WalletsReport;
+    expect(report.solana).toMatchObject({ usdc_account: ata, usdc_balance: '2500.125', error: null });
+    expect(await stack.sandbox.admin.balance('SOLANA', solana.address)).toBe(2_500_125_000n);
+  });
+
   it('shows what cannot be read as unavailable and still answers', async () => {
     const dead = `http://127.0.0.1:${await freePort()}/`;
     const res = await runCli(['wallets'], {

@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import type { Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { loadConfig, readEnv } from '../../config/load-config.ts';
 import { UsdcBatchError } from '../../domain/errors.ts';
 import { EVM_CHAINS } from '../../domain/chains.ts';
@@ -16,11 +18,14 @@ import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { startWorker, type RunningWorker } from '../../queue/worker-runtime.ts';
 import { createSandbox, type Sandbox } from '../../sandbox/sandbox.ts';
+import { balancesTable, demoAccounts, readChainBalances } from '../demo-balances.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';
 import { EXIT } from '../exit-codes.ts';
 import { progressBar, table } from '../format.ts';
 import { cliActor } from '../context.ts';
 
+/** What the demo's throwaway treasury holds on each chain before the batch. */
+const DEMO_TREASURY_USDC = 10_000_000_000n;
 const SAMPLE = fileURLToPath(new URL('../../../samples/payouts.csv', import.meta.url));
 
 async function freePort(): Promise<number> {
@@ -132,7 +137,11 @@ export async function run(): Promise<number> {
       out(`using REDIS_URL\n`);
     }
     sandbox = await createSandbox({ port: 0, statusStepMs: 1_000 });
-    out(`started the transfer-service sandbox at ${sandbox.url}\n`);
+    const sb = sandbox;
+    const anvils = EVM_CHAINS.map((c) => `${c} (anvil pid ${sb.nodes.evm[c].pid ?? '?'})`).join(', ');
+    out(
+      `started the transfer-service sandbox at ${sandbox.url} on local chains: ${anvils}, SOLANA (LiteSVM)\n`,
+    );
 
     // Throwaway keys: a random EVM treasury key and a fresh Solana keypair, never written outside `dir`.
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
@@ -146,6 +155,7 @@ export async function run(): Promise<number> {
       TRANSFER_API_URL: sandbox.url,
       TRANSFER_API_KEY: sandbox.apiKey,
       PERMIT_SPENDER: sandbox.spender,
+      SOLANA_RPC_URL: sandbox.rpcUrl('SOLANA'),
       EVM_PRIVATE_KEY: `0x${randomBytes(32).toString('hex')}`,
       SOLANA_KEYPAIR_FILE: solFile,
       LOG_LEVEL: outside['LOG_LEVEL'] ?? 'warn',
@@ -161,6 +171,15 @@ export async function run(): Promise<number> {
     client.on('error', () => {});
     producer = createProducer({ connection: client, prefix: config.queuePrefix });
     const input = await validateCsv(createReadStream(SAMPLE), {});
+    // The throwaway treasury starts with DEMO_TREASURY_USDC on every chain it pays from.
+    const treasury = {
+      evm: privateKeyToAccount(env['EVM_PRIVATE_KEY'] as Hex).address,
+      solana: encodeBase58(Uint8Array.from(pub)),
+    };
+    const accounts = demoAccounts(input.transfers, treasury);
+    for (const a of accounts.filter((x) => x.who === 'treasury'))
+      await sandbox.admin.setBalance(a.chain, a.address, DEMO_TREASURY_USDC);
+    const before = await readChainBalances(sandbox, accounts);
     const outcome = await enqueueValidated(
       { redis: client, prefix: config.queuePrefix, jobs: producer, config },
       input,
@@ -197,8 +216,14 @@ export async function run(): Promise<number> {
     );
     out(
       `submitted ${c.submitted}, failed ${c.failed}, rejected ${c.rejected}, needs_review ${c.needs_review}; ` +
-        `total ${doc.totals.amount} USDC, fees ${doc.totals.fee}, net ${doc.totals.net_receive}\n`,
+        `total ${doc.totals.amount} USDC, fees ${doc.totals.fee}, net ${doc.totals.net_receive}\n\n`,
     );
+    // The service pays each recipient on its chain when the intent reaches `minted` (2 s here).
+    while (sb.ledger().some((e) => e.destination_tx === null) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 200));
+    const after = await readChainBalances(sandbox, accounts);
+    out(`USDC balances read from the chains (anvil, LiteSVM), before and after:\n`);
+    out(`${balancesTable(accounts, before, after)}\n`);
     return doc.complete && c.submitted === outcome.accepted ? EXIT.ok : EXIT.rejected;
   } finally {
     process.off('SIGINT', onSignal);

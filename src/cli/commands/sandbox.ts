@@ -1,7 +1,12 @@
 import { once } from 'node:events';
 import { EVM_CHAINS } from '../../domain/chains.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import { createSandbox, type SandboxOptions } from '../../sandbox/sandbox.ts';
+import {
+  createSandbox,
+  SandboxNetworkError,
+  type Sandbox,
+  type SandboxOptions,
+} from '../../sandbox/sandbox.ts';
 import { EXIT } from '../exit-codes.ts';
 
 function whole(name: string, value: unknown, min: number, max: number): number | undefined {
@@ -16,24 +21,41 @@ function whole(name: string, value: unknown, min: number, max: number): number |
   return Number(text);
 }
 
+/** What a worker needs to use the sandbox, as `NAME=value` lines (no secret: the relayer's key stays inside). */
+export function sandboxEnvLines(sandbox: Sandbox): string[] {
+  return [
+    `TRANSFER_API_URL=${sandbox.url}`,
+    `TRANSFER_API_KEY=${sandbox.apiKey}`,
+    `NETWORK=${sandbox.network}`,
+    `PERMIT_SPENDER=${sandbox.spender}`,
+    ...EVM_CHAINS.map((c) => `EVM_RPC_URL_${c}=${sandbox.rpcUrl(c)}`),
+    `SOLANA_RPC_URL=${sandbox.rpcUrl('SOLANA')}`,
+    `SOLANA_ALLOWED_DESTINATIONS=${sandbox.solanaDepositAccount}`,
+  ];
+}
+
 /**
- * `usdc-batch sandbox`: runs the strict simulator of the transfer service until SIGINT/SIGTERM.
- * Prints, on stdout, the environment a worker needs to use it.
+ * `usdc-batch sandbox`: runs the strict sandbox of the transfer service on local chains until
+ * SIGINT/SIGTERM, then stops every anvil it started. Prints, on stdout, the environment a worker
+ * needs to use it.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   const port = whole('port', options['port'], 0, 65_535);
   const latencyMs = whole('latency', options['latency'], 0, 600_000);
+  if (options['network'] === 'mainnet') {
+    process.stderr.write(
+      'error: the sandbox runs testnet chain ids only (--network mainnet is refused): a permit or transaction signed against it must never be valid on a real chain\n',
+    );
+    return EXIT.usage;
+  }
   const opts: SandboxOptions = {
     ...(port !== undefined ? { port } : {}),
     ...(latencyMs !== undefined ? { latencyMs } : {}),
     ...(typeof options['host'] === 'string' ? { host: options['host'] } : {}),
     ...(typeof options['apiKey'] === 'string' ? { apiKey: options['apiKey'] } : {}),
-    ...(typeof options['spender'] === 'string' ? { spender: options['spender'] } : {}),
-    ...(options['network'] === 'mainnet' || options['network'] === 'testnet'
-      ? { network: options['network'] }
-      : {}),
   };
-  let sandbox: Awaited<ReturnType<typeof createSandbox>>;
+  const started = Date.now();
+  let sandbox: Sandbox;
   try {
     sandbox = await createSandbox(opts);
   } catch (err) {
@@ -42,21 +64,21 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
       process.stderr.write(`error: port ${port ?? ''} is already in use\n`);
       return EXIT.usage;
     }
-    if (err instanceof TypeError) throw new ValidationError('USDC_USAGE_INVALID_OPTION', `--${err.message}`);
+    if (err instanceof SandboxNetworkError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return EXIT.usage;
+    }
     throw err;
   }
+  const anvils = EVM_CHAINS.map((c) => `${c} pid ${sandbox.nodes.evm[c].pid ?? '?'}`).join(', ');
   const lines = [
-    `usdc-batch sandbox (${sandbox.network}) listening on ${sandbox.url}`,
+    `usdc-batch sandbox (${sandbox.network}) listening on ${sandbox.url}, started in ${Date.now() - started} ms`,
+    `chains: anvil per EVM chain (${anvils}); Solana in LiteSVM (in this process)`,
     '',
-    `TRANSFER_API_URL=${sandbox.url}`,
-    `TRANSFER_API_KEY=${sandbox.apiKey}`,
-    `NETWORK=${sandbox.network}`,
-    `PERMIT_SPENDER=${sandbox.spender}`,
-    ...EVM_CHAINS.map((c) => `EVM_RPC_URL_${c}=${sandbox.rpcUrl(c)}`),
-    `SOLANA_ALLOWED_DESTINATIONS=${sandbox.solanaDepositAccount}`,
+    ...sandboxEnvLines(sandbox),
     '',
     `solana fee payer: ${sandbox.solanaFeePayer}`,
-    `admin (loopback only): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, POST /__admin/reset, POST /__admin/bump-nonce`,
+    `admin (loopback only): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/outside-permit`,
     'press Ctrl-C to stop',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
+import {Nonces} from "@openzeppelin/contracts/utils/Nonces.sol";
+
+/// @title The sandbox's USDC: an ERC-20 with 6 decimals and ERC-2612 permit under EIP-712 version "2".
+/// @notice OpenZeppelin's ERC20Permit hard-codes version "1"; USDC (FiatTokenV2) signs under "2", so
+/// permit is written here on top of ERC20, EIP712 and Nonces. Everything the constructor sets lives
+/// in immutables (name and minter in the code, no storage), so the runtime code alone can be placed
+/// at the USDC address a worker already uses (anvil_setCode) and works there as it is.
+contract SandboxUsdc is ERC20, EIP712, Nonces {
+    bytes32 private constant PERMIT_TYPEHASH =
+        keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
+
+    /// @notice The only account that may mint: the sandbox's relayer, paying a transfer's destination as CCTP does.
+    address public immutable minter;
+
+    error ERC2612ExpiredSignature(uint256 deadline);
+    error ERC2612InvalidSigner(address signer, address owner);
+    error SandboxUsdcNotMinter(address caller);
+
+    constructor(string memory name_, address minter_) ERC20("", "") EIP712(name_, "2") {
+        minter = minter_;
+    }
+
+    function name() public view override returns (string memory) {
+        return _EIP712Name();
+    }
+
+    function symbol() public pure override returns (string memory) {
+        return "USDC";
+    }
+
+    function decimals() public pure override returns (uint8) {
+        return 6;
+    }
+
+    function version() external pure returns (string memory) {
+        return "2";
+    }
+
+    // solhint-disable-next-line func-name-mixedcase
+    function DOMAIN_SEPARATOR() external view returns (bytes32) {
+        return _domainSeparatorV4();
+    }
+
+    /// @notice ERC-2612: sets `spender`'s allowance over `owner`'s tokens to `value`, signed by `owner`
+    /// for its current nonce, which this uses up.
+    function permit(
+        address owner,
+        address spender,
+        uint256 value,
+        uint256 deadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external {
+        if (block.timestamp > deadline) revert ERC2612ExpiredSignature(deadline);
+        bytes32 structHash = keccak256(abi.encode(PERMIT_TYPEHASH, owner, spender, value, _useNonce(owner), deadline));
+        address signer = ECDSA.recover(_hashTypedDataV4(structHash), v, r, s);
+        if (signer != owner) revert ERC2612InvalidSigner(signer, owner);
+        _approve(owner, spender, value);
+    }
+
+    function mint(address to, uint256 amount) external {
+        if (msg.sender != minter) revert SandboxUsdcNotMinter(msg.sender);
+        _mint(to, amount);
+    }
+
+    /// @notice Removes `amount` from `from` (the sandbox sets a balance for a drill by minting or burning).
+    function burn(address from, uint256 amount) external {
+        if (msg.sender != minter) revert SandboxUsdcNotMinter(msg.sender);
+        _burn(from, amount);
+    }
+}

@@ -1,0 +1,106 @@
+import { anvilCall, anvilForward } from './anvil-rpc.ts';
+import type { AnvilChainState } from './anvil-chain-state.ts';
+
+type RpcRequest = { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown };
+type RpcAnswer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: number; message: string } };
+
+/** Methods that would let a caller rewrite the chain under the service: never forwarded. */
+const REFUSED_PREFIXES = ['anvil_', 'evm_', 'hardhat_', 'debug_'];
+const HEAD_TAGS = new Set(['latest', 'safe', 'finalized', 'pending']);
+const BALANCE_OF = '0x70a08231';
+/** Methods after which anvil may have mined blocks the block clock must note. */
+const MINING = new Set(['eth_sendRawTransaction', 'eth_sendTransaction']);
+
+/**
+ * `/rpc/<CHAIN>`: anvil's JSON-RPC as a node `rpcNonceLagMs` behind the chain the service executes
+ * on, consistently — `eth_blockNumber` is the newest block mined at least that long ago,
+ * `eth_getBlockByNumber` knows blocks only up to it, `eth_call` reads state at it (an explicit
+ * older block as of that block, a newer one is "header not found"). Everything else is forwarded
+ * as it is, except anvil's, evm_, hardhat_ and debug_ methods. A `balanceOf(address)` call meets
+ * (funds once) the address first.
+ */
+export async function handleLaggingRpc(
+  s: AnvilChainState,
+  body: unknown,
+  hooks: { meet(address: string): Promise<void> },
+): Promise<unknown> {
+  if (Array.isArray(body)) return await Promise.all(body.map((b) => one(s, b, hooks)));
+  return await one(s, body, hooks);
+}
+
+async function one(
+  s: AnvilChainState,
+  raw: unknown,
+  hooks: { meet(address: string): Promise<void> },
+): Promise<RpcAnswer> {
+  const req = (typeof raw === 'object' && raw !== null ? raw : {}) as RpcRequest;
+  const id = req.id ?? null;
+  const fail = (code: number, message: string): RpcAnswer => ({
+    jsonrpc: '2.0',
+    id,
+    error: { code, message },
+  });
+  const ok = (result: unknown): RpcAnswer => ({ jsonrpc: '2.0', id, result });
+  if (req.jsonrpc !== '2.0' || typeof req.method !== 'string') return fail(-32600, 'invalid request');
+  const method = req.method;
+  if (REFUSED_PREFIXES.some((p) => method.startsWith(p)))
+    return fail(-32601, `method ${method.slice(0, 40)} is not available through the sandbox's RPC`);
+  const params = Array.isArray(req.params) ? [...(req.params as unknown[])] : [];
+  const lag = s.deps.config().rpcNonceLagMs;
+
+  if (method === 'eth_call') await meetBalanceReader(s, params[0], hooks);
+  if (lag > 0) {
+    const head = s.clock.headAt(lag, Date.now());
+    if (method === 'eth_blockNumber') return ok(hex(head));
+    if (method === 'eth_getBlockByNumber') {
+      const at = blockAt(params[0], head);
+      if (at === 'newer') return ok(null);
+      if (at !== undefined) params[0] = hex(at);
+    }
+    if (method === 'eth_call') {
+      const at = blockAt(params[1] ?? 'latest', head);
+      if (at === 'newer') return fail(-32000, 'header not found');
+      if (at !== undefined) params[1] = hex(at);
+    }
+  }
+  const answer = (await anvilForward(s.node.url, { ...req, params })) as RpcAnswer;
+  if (MINING.has(method)) await noteMinedBlocks(s);
+  return answer;
+}
+
+/**
+ * The block a tag or number names as seen `lag` behind: a head tag is the lagged head, a number
+ * above it is 'newer'; undefined leaves the parameter as it is (`earliest`, a block hash).
+ */
+function blockAt(param: unknown, head: bigint): bigint | 'newer' | undefined {
+  let tag = param;
+  if (typeof tag === 'object' && tag !== null && 'blockNumber' in tag)
+    tag = (tag as { blockNumber: unknown }).blockNumber;
+  if (typeof tag !== 'string') return undefined;
+  if (HEAD_TAGS.has(tag)) return head;
+  if (!/^0x[0-9a-fA-F]+$/.test(tag)) return undefined;
+  const n = BigInt(tag);
+  return n > head ? 'newer' : n;
+}
+
+/** A `balanceOf(x)` read of the token is how `wallets` and `--dry-run` meet an owner: fund x first. */
+async function meetBalanceReader(
+  s: AnvilChainState,
+  call: unknown,
+  hooks: { meet(address: string): Promise<void> },
+): Promise<void> {
+  if (typeof call !== 'object' || call === null) return;
+  const c = call as { to?: unknown; data?: unknown; input?: unknown };
+  const data = typeof c.data === 'string' ? c.data : typeof c.input === 'string' ? c.input : '';
+  if (typeof c.to !== 'string' || c.to.toLowerCase() !== s.usdc.toLowerCase()) return;
+  if (data.slice(0, 10).toLowerCase() !== BALANCE_OF || !/^[0-9a-fA-F]{64}$/.test(data.slice(10, 74))) return;
+  await hooks.meet(`0x${data.slice(34, 74)}`);
+}
+
+/** After a forwarded transaction, notes the blocks anvil mined for it (now). */
+async function noteMinedBlocks(s: AnvilChainState): Promise<void> {
+  const head = BigInt(await anvilCall<string>(s.node.url, 'eth_blockNumber'));
+  s.clock.record(head, Date.now());
+}
+
+const hex = (n: bigint) => `0x${n.toString(16)}`;
