@@ -103,22 +103,18 @@ export function redisUnreachable(url: string, cause?: unknown): RedisUnreachable
 }
 
 /**
- * Waits until `redis` answers PING: a command that starts on an unreachable Redis stops at its first
- * failed connection (or after `timeoutMs`) with one clear line, instead of retrying unseen (a
- * worker's connection would wait for ever). Once started, connections ride through restarts.
+ * Waits until `redis` answers PING, at most `timeoutMs`: a command that starts on an unreachable
+ * Redis stops with one clear line instead of retrying unseen (a worker's connection would wait for
+ * ever). A Redis restarting at that moment is waited for; once started, connections ride through
+ * restarts.
  */
 export async function waitForRedis(redis: Redis, url: string, timeoutMs = 10_000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  let onError: ((err: Error) => void) | undefined;
   try {
     await Promise.race([
       redis.ping(),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(redisUnreachable(url)), timeoutMs);
-        onError = (err) => {
-          if (isRedisConnectionError(err)) reject(redisUnreachable(url, err));
-        };
-        redis.on('error', onError);
       }),
     ]);
   } catch (err) {
@@ -126,7 +122,6 @@ export async function waitForRedis(redis: Redis, url: string, timeoutMs = 10_000
     throw isRedisConnectionError(err) ? redisUnreachable(url, err) : err;
   } finally {
     clearTimeout(timer);
-    if (onError) redis.off('error', onError);
   }
 }
 
