@@ -32,7 +32,7 @@ import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
 import { sandboxFee } from './fee-model.ts';
 import { pickFault, seededRandom } from './faults.ts';
 import { readPermit, recoverPermitSigner } from './permit-check.ts';
-import { handleRpc } from './rpc.ts';
+import { handleRpc, headBlock, blockTimeMs } from './rpc.ts';
 import {
   applyConfigPatch,
   DEFAULT_SANDBOX_CONFIG,
@@ -89,9 +89,14 @@ export type SandboxAdmin = {
   reset(): void;
   /** As if the owner had signed `by` permits elsewhere: the expected nonce and the chain's move at once. */
   bumpNonce(chain: EvmChain, owner: string, by?: number): bigint;
+  /**
+   * Uses the owner's next `count` permit nonces now, as a treasurer signing elsewhere would: the
+   * service refuses them from now on; the RPC shows them once its lag has passed. Returns them.
+   */
+  outsidePermit(chain: EvmChain, owner: string, count?: number): bigint[];
   /** The next nonce the sandbox accepts for (chain, owner). */
   expectedNonce(chain: EvmChain, owner: string): bigint;
-  /** `nonces(owner)` as the RPC reports it now. */
+  /** `nonces(owner)` as the RPC reports it now (at its lagging head). */
   chainNonce(chain: EvmChain, owner: string): bigint;
   /** Forces an intent's status (e.g. `failed`); false when the intent is unknown. */
   setIntentStatus(intentId: string, status: string): boolean;
@@ -136,7 +141,13 @@ type Intent =
       txKind: SolanaTxKind;
       submitted: { at: number; reply: Reply } | null;
     };
-type NonceState = { external: bigint; accepted: number[]; spent: bigint };
+/**
+ * One owner's permit nonces on one chain: `external` counts bumps (there before any block the RPC
+ * shows), `uses` every nonce used since, oldest first: permits the service executed (with their
+ * amount) and outside uses (amount 0). The service sees them all at once; a block sees those made
+ * up to its time.
+ */
+type NonceState = { external: bigint; uses: { at: number; amount: bigint }[] };
 
 const STATUS_STEPS = ['pending', 'detected', 'minted', 'complete'] as const;
 const MAX_BODY = 1_000_000;
@@ -202,24 +213,35 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     const key = `${chain}:${owner.toLowerCase()}`;
     let s = nonces.get(key);
     if (!s) {
-      s = { external: 0n, accepted: [], spent: 0n };
+      s = { external: 0n, uses: [] };
       nonces.set(key, s);
     }
     return s;
   };
   const expectedNonce = (chain: EvmChain, owner: string) => {
     const s = nonceState(chain, owner);
-    return s.external + BigInt(s.accepted.length);
+    return s.external + BigInt(s.uses.length);
   };
-  const chainNonce = (chain: EvmChain, owner: string) => {
-    const s = nonceState(chain, owner);
-    const horizon = Date.now() - config.rpcNonceLagMs;
-    return s.external + BigInt(s.accepted.filter((t) => t <= horizon).length);
-  };
-  const balanceOf = (chain: EvmChain, owner: string) => {
+  const usesUpTo = (chain: EvmChain, owner: string, atMs: number) =>
+    nonceState(chain, owner).uses.filter((u) => u.at <= atMs);
+  const nonceAt = (chain: EvmChain, owner: string, atMs: number) =>
+    nonceState(chain, owner).external + BigInt(usesUpTo(chain, owner, atMs).length);
+  const treasury = () => {
     const r = tryParseUsdc(config.treasuryBalance, { allowZero: true });
-    return (r.ok ? r.value : 0n) - nonceState(chain, owner).spent;
+    return r.ok ? r.value : 0n;
   };
+  const balanceAt = (chain: EvmChain, owner: string, atMs: number) =>
+    usesUpTo(chain, owner, atMs).reduce((left, u) => left - u.amount, treasury());
+  /** What the service checks against: the chain as it is now. */
+  const balanceOf = (chain: EvmChain, owner: string) => balanceAt(chain, owner, Infinity);
+  const rpcState = {
+    network,
+    lagMs: () => config.rpcNonceLagMs,
+    nonceAt,
+    balanceAt,
+  };
+  const chainNonce = (chain: EvmChain, owner: string) =>
+    nonceAt(chain, owner, blockTimeMs(headBlock(Date.now(), config.rpcNonceLagMs)));
 
   const statusOf = (intent: Intent, now: number): string => {
     if (intent.forced) return intent.forced;
@@ -297,10 +319,8 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
       return err(400, 'permit_nonce_invalid', 'permit.nonce is not the owner’s current nonce');
     if (balanceOf(from, permit.owner) < amount)
       return err(400, 'insufficient_balance', 'the owner’s USDC balance is too low');
-    const s = nonceState(from, permit.owner);
     const now = Date.now();
-    s.accepted.push(now);
-    s.spent += amount;
+    nonceState(from, permit.owner).uses.push({ at: now, amount });
     const id = `int_${randomUUID().replace(/-/g, '')}`;
     const txHash = keccak256(
       `0x${USDC_EVM[network][from].chainId.toString(16).padStart(8, '0')}${permit.signature.slice(2)}` as Hex,
@@ -537,7 +557,7 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
               body: { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'parse error' } },
             };
           }
-          return { status: 200, body: handleRpc({ network, chainNonce, balanceOf }, chain, parsed) };
+          return { status: 200, body: handleRpc(rpcState, chain, parsed) };
         },
       };
     }
@@ -690,6 +710,24 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
           },
         });
       }
+      if (path === '/__admin/outside-permit' && method === 'POST') {
+        const chain = String(body['chain'] ?? '').toUpperCase();
+        const owner = String(body['owner'] ?? '');
+        const count = body['count'] ?? 1;
+        if (!isEvmChain(chain) || !checkEvmAddress(owner).ok)
+          return send(res, err(400, 'invalid_request', 'chain (EVM) and owner (address) are required'));
+        if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > 1000)
+          return send(res, err(400, 'invalid_request', 'count must be a whole number from 1 to 1000'));
+        const used = adminApi.outsidePermit(chain, owner, count);
+        return send(res, {
+          status: 200,
+          body: {
+            used: used.map(String),
+            expected: expectedNonce(chain, owner).toString(),
+            chain: chainNonce(chain, owner).toString(),
+          },
+        });
+      }
       if (path === '/__admin/intent-status' && method === 'POST') {
         const id = body['intent_id'];
         const st = body['status'];
@@ -729,6 +767,13 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     bumpNonce(chain, owner, by = 1) {
       nonceState(chain, owner).external += BigInt(by);
       return expectedNonce(chain, owner);
+    },
+    outsidePermit(chain, owner, count = 1) {
+      const first = expectedNonce(chain, owner);
+      const s = nonceState(chain, owner);
+      const at = Date.now();
+      for (let i = 0; i < count; i++) s.uses.push({ at, amount: 0n });
+      return Array.from({ length: count }, (_, i) => first + BigInt(i));
     },
     expectedNonce,
     chainNonce,

@@ -29,6 +29,12 @@ export type SandboxAdminClient = {
   reset(): Promise<void>;
   bumpNonce(chain: EvmChain, owner: string, by?: number): Promise<{ expected: bigint; chain: bigint }>;
   nonce(chain: EvmChain, owner: string): Promise<{ expected: bigint; chain: bigint }>;
+  /** Uses the owner's next `count` nonces as a treasurer signing elsewhere would, now. */
+  outsidePermit(
+    chain: EvmChain,
+    owner: string,
+    count?: number,
+  ): Promise<{ used: bigint[]; expected: bigint; chain: bigint }>;
   setIntentStatus(intentId: string, status: string): Promise<void>;
 };
 
@@ -60,6 +66,14 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     },
     bumpNonce: async (chain, owner, by = 1) =>
       nonces(await call('POST', '/__admin/bump-nonce', { chain, owner, by })),
+    outsidePermit: async (chain, owner, count = 1) => {
+      const r = await call<{ used: string[]; expected: string; chain: string }>(
+        'POST',
+        '/__admin/outside-permit',
+        { chain, owner, count },
+      );
+      return { used: r.used.map(BigInt), ...nonces(r) };
+    },
     nonce: async (chain, owner) =>
       nonces(await call('GET', `/__admin/nonce?chain=${chain}&owner=${encodeURIComponent(owner)}`)),
     setIntentStatus: async (intent_id, status) => {

@@ -15,7 +15,13 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { USDC_EVM } from '../../src/domain/chains.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { MALICIOUS_SOLANA_KINDS } from '../../src/sandbox/solana-transaction.ts';
-import { OTHER_EVM_KEY, signTestPermit, TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
+import {
+  OTHER_EVM_KEY,
+  sandboxAdmin,
+  signTestPermit,
+  TEST_EVM_ADDRESS,
+  TEST_EVM_KEY,
+} from '../helpers/sandbox.ts';
 
 /** The compiled v0 message, typed for the fields these tests read. */
 type V0Message = {
@@ -331,20 +337,63 @@ describe('the sandbox JSON-RPC and status route', () => {
     ).toBe(1_000_000_000_000n);
   });
 
-  it('shows an accepted permit in nonces(owner) only after the configured lag, and an external bump at once', async () => {
-    sandbox.admin.configure({ rpcNonceLagMs: 300 });
+  it('answers as a node rpcNonceLagMs behind: its head, blocks and eth_call state lag together', async () => {
+    sandbox.admin.configure({ rpcNonceLagMs: 1_500 });
+    const c = rpc();
+    const read = (blockNumber?: bigint) =>
+      c.readContract({
+        address: usdc,
+        abi,
+        functionName: 'nonces',
+        args: [TEST_EVM_ADDRESS],
+        ...(blockNumber === undefined ? {} : { blockNumber }),
+      });
+    const before = await c.getBlock();
+    expect(Number(before.timestamp)).toBeLessThanOrEqual((Date.now() - 1_500) / 1000);
+    expect(await c.getBlockNumber()).toBe(before.number);
     expect((await transfer({})).status).toBe(200);
+    const acceptedAt = Date.now();
+    // The service took the permit; the node has not seen a block with it yet.
+    expect(await read()).toBe(0n);
+    // A block the node has not seen: no header, and no state to read at it.
+    const future = before.number + 100n;
+    expect(
+      await c.request({ method: 'eth_getBlockByNumber', params: [`0x${future.toString(16)}`, false] }),
+    ).toBe(null);
+    await expect(read(future)).rejects.toThrow(/header not found/);
+    // Once the head's block is as new as the acceptance, the head shows it; the older block still does not.
+    let head = await c.getBlock();
+    while (Number(head.timestamp) * 1000 < acceptedAt + 1_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      head = await c.getBlock();
+    }
+    expect(Date.now() - acceptedAt).toBeGreaterThanOrEqual(1_500);
+    expect(await read()).toBe(1n);
+    expect(await read(head.number)).toBe(1n);
+    expect(await read(before.number)).toBe(0n);
+    expect(head.hash).toMatch(/^0x[0-9a-f]{64}$/);
+  });
+
+  it('uses nonces as an outside signer would: refused by the service at once, shown by the RPC after its lag', async () => {
+    sandbox.admin.configure({ rpcNonceLagMs: 400 });
+    const admin = sandboxAdmin(sandbox.url);
+    expect((await transfer({})).status).toBe(200);
+    const used = await admin.outsidePermit('BASE', TEST_EVM_ADDRESS, 2);
+    expect(used.used).toEqual([1n, 2n]);
+    expect(used.expected).toBe(3n);
+    expect(used.chain).toBeLessThan(3n);
+    const stale = await transfer({ nonce: 1n });
+    expect(stale.body.error.code).toBe('permit_nonce_used');
+    const ahead = await transfer({ nonce: 4n });
+    expect(ahead.body.error.code).toBe('permit_nonce_invalid');
     const c = rpc();
     const read = () =>
       c.readContract({ address: usdc, abi, functionName: 'nonces', args: [TEST_EVM_ADDRESS] });
-    expect(await read()).toBe(0n);
-    await new Promise((r) => setTimeout(r, 350));
-    expect(await read()).toBe(1n);
-    sandbox.admin.bumpNonce('BASE', TEST_EVM_ADDRESS, 2);
+    for (let i = 0; i < 40 && (await read()) < 3n; i++) await new Promise((r) => setTimeout(r, 50));
     expect(await read()).toBe(3n);
-    const stale = await transfer({ nonce: 1n });
-    expect(stale.body.error.code).toBe('permit_nonce_used');
-    expect((await transfer({ nonce: 3n })).status).toBe(200);
+    // An external bump still moves both views at once.
+    expect(await admin.bumpNonce('BASE', TEST_EVM_ADDRESS, 2)).toEqual({ expected: 5n, chain: 5n });
+    expect((await transfer({ nonce: 5n })).status).toBe(200);
   });
 
   it('moves an intent pending → detected → minted → complete, and 404s when told to', async () => {

@@ -56,7 +56,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     `SOLANA_ALLOWED_DESTINATIONS=${sandbox.solanaDepositAccount}`,
     '',
     `solana fee payer: ${sandbox.solanaFeePayer}`,
-    `admin (loopback only): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, POST /__admin/reset, POST /__admin/bump-nonce`,
+    `admin (loopback only): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit`,
     'press Ctrl-C to stop',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
