@@ -1,7 +1,8 @@
-import type { EvmChain } from '../domain/chains.ts';
+import { isEvmChain, type EvmChain } from '../domain/chains.ts';
 import { errorMessage } from '../domain/errors.ts';
 import type { PermitPayload } from '../service/types.ts';
 import type { NonceDoubt, NonceReading } from '../signing/types.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
 import { jittered, Later, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
 import { settleReview } from './outcomes.ts';
@@ -29,26 +30,24 @@ function describeBlock(reading: NonceReading): string {
   return `block ${reading.block.number} (${at})`;
 }
 
-export async function settleEvmReview(
+/**
+ * nonces(owner) at the RPC's head block, once that block is past the permit's deadline; until then
+ * the run ends (Later) and comes back. Undefined without RPC.
+ */
+async function readPastDeadline(
   ctx: Ctx,
   chain: EvmChain,
   permit: PermitPayload,
-): Promise<StepOutcome> {
-  const evm = ctx.deps.evm!;
+): Promise<NonceReading | undefined> {
   let reading: NonceReading | undefined;
   try {
-    reading = await evm.chain.permitNonceAtHead(chain, permit.owner);
+    reading = await ctx.deps.evm!.chain.permitNonceAtHead(chain, permit.owner);
   } catch (err) {
     ctx.log.warn({ chain, err: { message: errorMessage(err) } }, 'cannot read the chain to settle a permit');
     throw new Later(jittered(ctx, 15_000), 'cannot read the chain to settle the permit');
   }
-  if (reading === undefined) {
-    await addEvidence(ctx, 'cannot settle automatically: no RPC for this chain');
-    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
-    return { kind: 'done', state: 'needs_review' };
-  }
   const deadline = BigInt(permit.deadline);
-  if (reading.block.timestamp <= deadline) {
+  if (reading !== undefined && reading.block.timestamp <= deadline) {
     ctx.log.info(
       { chain, block: reading.block.number.toString(), deadline: permit.deadline },
       "the RPC's newest block is not past the permit deadline; settling later",
@@ -59,6 +58,21 @@ export async function settleEvmReview(
       "the RPC's newest block is before the permit deadline",
     );
   }
+  return reading;
+}
+
+export async function settleEvmReview(
+  ctx: Ctx,
+  chain: EvmChain,
+  permit: PermitPayload,
+): Promise<StepOutcome> {
+  const evm = ctx.deps.evm!;
+  const reading = await readPastDeadline(ctx, chain, permit);
+  if (reading === undefined) {
+    await addEvidence(ctx, 'cannot settle automatically: no RPC for this chain');
+    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
+    return { kind: 'done', state: 'needs_review' };
+  }
   const doubt = doubtOf(ctx.batchId, ctx.transferId, permit);
   if (reading.nonce <= doubt.nonce) return await settleUnusedPermit(ctx, chain, permit.owner, doubt, reading);
   await addEvidence(
@@ -68,6 +82,26 @@ export async function settleEvmReview(
   await evm.nonces.settleDoubt(chain, permit.owner, doubt, { used: true });
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
   return { kind: 'done', state: 'needs_review' };
+}
+
+/**
+ * The transfer left `needs_review` another way (an operator's `resolve`) before its settle job ran:
+ * its permit leaves the pool's review set once a block past its deadline says whether it was used.
+ */
+export async function forgetResolvedPermit(ctx: Ctx, rec: TransferRecord): Promise<void> {
+  if (!rec.raw['permit'] || !isEvmChain(rec.from) || !ctx.deps.evm) return;
+  const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
+  const doubt = doubtOf(ctx.batchId, ctx.transferId, permit);
+  const listed = await ctx.deps.evm.nonces.doubts(rec.from, permit.owner, doubt.nonce);
+  if (!listed.some((d) => d.holder === doubt.holder && d.deadline === doubt.deadline)) return;
+  const reading = await readPastDeadline(ctx, rec.from, permit);
+  if (reading === undefined) return;
+  await ctx.deps.evm.nonces.settleDoubt(
+    rec.from,
+    permit.owner,
+    doubt,
+    reading.nonce <= doubt.nonce ? { used: false, chainNonce: reading.nonce } : { used: true },
+  );
 }
 
 /**

@@ -6,6 +6,7 @@ import { Later, type Ctx } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
 import { evmFlow } from './evm-flow.ts';
+import { forgetResolvedPermit } from './evm-settle-review.ts';
 import { addEvidence } from './evidence.ts';
 import { finish } from './outcomes.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
@@ -70,7 +71,11 @@ export async function runTransfer(
   try {
     if (options.settleOnly) {
       const rec = await deps.store.load(batchId, transferId);
-      if (!rec || rec.state !== 'needs_review') return { kind: 'done', state: rec?.state ?? 'failed' };
+      if (!rec) return { kind: 'done', state: 'failed' };
+      if (rec.state !== 'needs_review') {
+        await forgetResolvedPermit(ctx, rec);
+        return { kind: 'done', state: rec.state };
+      }
     }
     return await step(ctx);
   } catch (err) {

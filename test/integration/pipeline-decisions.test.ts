@@ -5,8 +5,9 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { TransferRequest } from '../../src/domain/transfer.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY, type PipelinePolicy } from '../../src/pipeline/policy.ts';
+import { finalizeAbandoned } from '../../src/pipeline/abandon.ts';
 import { runTransfer, type PipelineDeps } from '../../src/pipeline/run-transfer.ts';
-import { retryBatch } from '../../src/ops/operations.ts';
+import { resolveTransfer, retryBatch } from '../../src/ops/operations.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
@@ -17,6 +18,7 @@ import { createBatchWriter } from '../../src/store/batch-writer.ts';
 import { createRedis } from '../../src/store/redis.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { randomEvmAddress, randomSolanaAddress, solanaKeypairFile } from '../helpers/fixtures.ts';
+import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 import { startReplyCutter, type ReplyCutter } from '../helpers/reply-cutter.ts';
 import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
@@ -314,6 +316,80 @@ describe('pipeline decisions', () => {
     expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0', '1']);
     expect((await t.store.load('b12', 'a'))?.errorCode).toBe('expired_unused');
     expect(await t.deps.evm?.nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toEqual([]);
+  });
+
+  it('forgets a presumed-used permit an operator resolved before its settle job ran, once a block past its deadline says so', async () => {
+    const t = await setup({
+      config: { permitDeadlineSeconds: 2 } as Partial<Config>,
+      policy: { ...fast, maxAmbiguousResends: 1 },
+    });
+    t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
+    await t.write('b13');
+    sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
+    expect(await t.drive('b13', 'a')).toBe('needs_review');
+    sandbox.admin.configure({ faults: {} });
+    const nonces = t.deps.evm!.nonces;
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toHaveLength(1);
+    const deadline = Number((await t.store.load('b13', 'a'))?.raw['permit_deadline']) * 1000;
+    await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now()) + 50));
+    await resolveTransfer({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b13', 'a', {
+      notSent: true,
+    });
+    // The settle job comes later and finds the transfer resolved: the pool forgets its permit.
+    for (let i = 0; i < 50; i++) {
+      const out = await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true });
+      if (out.kind === 'done') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toEqual([]);
+    expect((await t.store.load('b13', 'a'))?.state).toBe('failed');
+    // Nonce 0 never executed: the next permit of this owner uses it.
+    const next = await setup();
+    next.add({ id: 'b', from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
+    await next.write('b13b');
+    expect(await next.drive('b13b', 'b')).toBe('submitted');
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
+  });
+
+  it('presumes used the permit of a transfer the queue gave up on mid-send, and settles it from the chain after its deadline', async () => {
+    const settles: (number | null)[] = [];
+    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config> });
+    const deps = {
+      ...t.deps,
+      hooks: { onNeedsReview: (_b: string, _t: string, at: number | null) => void settles.push(at) },
+    };
+    t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
+    await t.write('b14');
+    // The service executes the permit; the worker dies before recording the answer.
+    const dying = {
+      ...deps,
+      store: {
+        ...t.store,
+        transition: async (...a: Parameters<typeof t.store.transition>) =>
+          a[2].to === 'submitted' ? await new Promise<never>(() => {}) : await t.store.transition(...a),
+      },
+    };
+    void runTransfer(dying, 'b14', 'a');
+    await waitFor('the payment', async () => sandbox.ledger().length === 1, {
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
+    await client.del(`${prefix}:t:b14:a:lock`);
+    expect(await finalizeAbandoned(deps, 'b14', 'a', 'stalled too often')).toBe(true);
+    const rec = await t.store.load('b14', 'a');
+    expect(rec?.state).toBe('needs_review');
+    const deadline = Number(rec?.raw['permit_deadline']) * 1000;
+    expect(settles).toEqual([deadline + fast.settleMarginMs]);
+    expect(Number(rec?.raw['settle_at'])).toBe(deadline + fast.settleMarginMs);
+    const nonces = t.deps.evm!.nonces;
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toEqual([
+      { nonce: 0n, deadline: BigInt(deadline / 1000), holder: 'b14/a' },
+    ]);
+    // The settle job: from a block past the deadline, the chain shows the nonce used.
+    expect(await t.drive('b14', 'a')).toBe('needs_review');
+    expect((await t.store.load('b14', 'a'))?.raw['evidence']).toMatch(/the nonce was used/);
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toEqual([]);
+    expect(sandbox.ledger()).toHaveLength(1);
   });
 
   it('after a crash between the service’s answer and recording it, re-sends the same permit (never a new one)', async () => {
