@@ -82,14 +82,14 @@ function savedRefusal(rec: TransferRecord, permit: PermitPayload): Refusal | und
 
 async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Promise<StepOutcome> {
   const { store, service } = ctx.deps;
-  let resigns = 0;
+  let refusals = 0;
   let extendedAt = Date.now();
   for (;;) {
     const rec = await loadRecord(ctx);
     let permit = await keptPermit(ctx, rec, lease);
     const refusal = permit && savedRefusal(rec, permit);
     if (refusal) {
-      const out = await settleRefusal(ctx, chain, lease, rec, refusal, ++resigns);
+      const out = await settleRefusal(ctx, chain, lease, rec, refusal, ++refusals);
       if (out) return out;
       continue;
     }
