@@ -433,8 +433,8 @@ function evm(x: EvmResult): string[] {
           '',
           '**What would close it.**',
           `- At ${x.latencyMs} ms the serial section must shrink to ≤ ${fmt(1000 / (0.8 * x.oneChain.bound) - x.latencyMs, 0)} ms for 0.8: sign and save the *next* permit`,
-          '  (nonce n+1) while permit n is in flight, so the hand-off is commit → send (`src/pipeline/run-transfer.ts`',
-          '  `evmFlow`/`evmSend` with a lease that hands the next nonce to a prepared waiter; the ordering promise',
+          '  (nonce n+1) while permit n is in flight, so the hand-off is commit → send (`src/pipeline/evm-flow.ts`',
+          '  `sendWithLease` with a lease that hands the next nonce to a prepared waiter; the ordering promise',
           '  is kept because n+1 is still *sent* only after n is accepted).',
         ]),
   ];
@@ -526,7 +526,7 @@ function redis(footprint: RedisFootprint): string[] {
       : [
           '',
           '**What would meet 2 KB on a default Redis too** (code, `src/store/transfer-store.ts`,',
-          '`src/pipeline/run-transfer.ts`): keep the long payload (`permit`, `solana_signed`, `solana_tx`) in a',
+          '`src/pipeline/evm-flow.ts`, `solana-flow.ts`): keep the long payload (`permit`, `solana_signed`, `solana_tx`) in a',
           'companion string key `P:t:<batch>:<id>:payload`, and drop in-flight-only fields (`send_state`, `sends`,',
           '`unavailable`, `ambiguous`, `uncertain`, `permit_nonce`/`permit_deadline` copies) when the transfer',
           'becomes final, so the record itself stays a listpack under the default settings.',
