@@ -61,6 +61,11 @@ export type Config = {
   /** Per-request timeouts to the service, milliseconds. */
   readonly serviceConnectTimeoutMs: number;
   readonly serviceResponseTimeoutMs: number;
+  /**
+   * How long a permit refused on its first send waits for the chain (re-reading nonces(owner) at
+   * the RPC's head block) before the refusal is final, milliseconds.
+   */
+  readonly nonceSettleWindowMs: number;
 };
 
 /** What a command needs: `loadConfig` reports missing variables only for these. */

@@ -331,6 +331,8 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
       100,
       120_000,
     ),
+    // At most 2 minutes: the window must fit in the 3-minute budget of transient failures.
+    nonceSettleWindowMs: r.int('NONCE_SETTLE_WINDOW_MS', DEFAULTS.NONCE_SETTLE_WINDOW_MS, 0, 120_000),
   };
 
   reportMissing(config, needs, r, problem, new Set(problems.map((p) => p.variable)));

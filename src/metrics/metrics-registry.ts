@@ -3,7 +3,8 @@ import { Gauge, Registry, type Metric } from 'prom-client';
 import { TRANSFER_STATES } from '../domain/transfer.ts';
 import type { QueueCounts } from '../queue/queue-monitor.ts';
 import { keys } from '../store/keys.ts';
-import { metricKeys, SERVICE_CALL_BUCKETS_MS } from './worker-metrics.ts';
+import { EVM_CHAINS } from '../domain/chains.ts';
+import { metricKeys, NONCE_SETTLE_BUCKETS_MS, SERVICE_CALL_BUCKETS_MS } from './worker-metrics.ts';
 
 /** Batches read per scrape: the most recent ones (a scrape stays one bounded Redis read). */
 export const SCRAPED_BATCHES = 100;
@@ -22,6 +23,7 @@ type Snapshot = {
   queues: QueueCounts[];
   serviceCalls: Record<string, string>;
   counters: Record<string, string>;
+  nonceSettle: Record<string, string>;
 };
 
 type StoredValue = { labels: Record<string, string | number>; value: number; metricName?: string };
@@ -55,6 +57,49 @@ class StoredMetric {
     this.values = [];
   }
   collect() {}
+}
+
+/**
+ * A histogram kept by workers as Redis hash fields `<label1>|<label2>|count`, `…|sum_ms` and one
+ * per bucket `…|b<i>` (not cumulative): rendered as `_bucket{le}` (cumulative), `_sum`, `_count`.
+ */
+function histogramValues(
+  raw: Record<string, string>,
+  name: string,
+  bucketsMs: readonly number[],
+  labelNames: readonly [string, string],
+): StoredValue[] {
+  type Series = { count: number; sumMs: number; buckets: number[] };
+  const series = new Map<string, Series>();
+  for (const [field, value] of Object.entries(raw)) {
+    const m = /^([A-Za-z_]+)\|([a-z_]+)\|(count|sum_ms|b([0-9]+))$/.exec(field);
+    if (!m) continue;
+    const key = `${m[1]}|${m[2]}`;
+    const s = series.get(key) ?? {
+      count: 0,
+      sumMs: 0,
+      buckets: new Array<number>(bucketsMs.length + 1).fill(0),
+    };
+    const n = Number(value) || 0;
+    if (m[3] === 'count') s.count = n;
+    else if (m[3] === 'sum_ms') s.sumMs = n;
+    else if (Number(m[4]) < s.buckets.length) s.buckets[Number(m[4])] = n;
+    series.set(key, s);
+  }
+  const out: StoredValue[] = [];
+  for (const [key, s] of [...series].sort(([a], [b]) => a.localeCompare(b))) {
+    const [first = '', second = ''] = key.split('|');
+    const labels = { [labelNames[0]]: first, [labelNames[1]]: second };
+    let cumulative = 0;
+    bucketsMs.forEach((le, i) => {
+      cumulative += s.buckets[i] ?? 0;
+      out.push({ metricName: `${name}_bucket`, labels: { ...labels, le: le / 1000 }, value: cumulative });
+    });
+    out.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: s.count });
+    out.push({ metricName: `${name}_sum`, labels, value: s.sumMs / 1000 });
+    out.push({ metricName: `${name}_count`, labels, value: s.count });
+  }
+  return out;
 }
 
 /** Micro-USDC as a metric value: exact while below 2^53 (9 billion USDC). */
@@ -114,9 +159,19 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     'usdc_batch_service_call_duration_seconds',
     'Transfer-service call latency by operation and outcome, all workers.',
   );
+  const nonceRefusals = new StoredMetric(
+    'counter',
+    'usdc_batch_nonce_refusals_total',
+    "Permits refused because the chain's nonce was not ours (an outside signer used it, or a presumed-used permit below blocked it), all workers.",
+  );
+  const nonceSettleWait = new StoredMetric(
+    'histogram',
+    'usdc_batch_nonce_settle_wait_seconds',
+    'How long a refused permit waited for the chain before it was settled, by chain and outcome (moved, rewound, held, final, unknown), all workers.',
+  );
   // Registry only reads `name` and `get()`; the casts stand for prom-client's Metric union.
-  registry.registerMetric(retries as unknown as Metric);
-  registry.registerMetric(latency as unknown as Metric);
+  for (const m of [retries, latency, nonceRefusals, nonceSettleWait])
+    registry.registerMetric(m as unknown as Metric);
 
   async function snapshot(): Promise<Snapshot> {
     const ids = await deps.redis.zrevrange(k.batches, 0, SCRAPED_BATCHES - 1);
@@ -124,11 +179,13 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     for (const id of ids) pipe.hgetall(k.batch(id));
     pipe.hgetall(mk.serviceCalls);
     pipe.hgetall(mk.counters);
+    pipe.hgetall(mk.nonceSettle);
     const [res, queues] = await Promise.all([pipe.exec(), deps.queueCounts()]);
     const results = (res ?? []).map(([err, v]) => {
       if (err) throw err;
       return (v ?? {}) as Record<string, string>;
     });
+    const nonceSettle = results.pop() ?? {};
     const counters = results.pop() ?? {};
     const serviceCalls = results.pop() ?? {};
     const snap: Snapshot = {
@@ -146,6 +203,7 @@ export function createMetricsRegistry(deps: MetricsDeps) {
       queues,
       serviceCalls,
       counters,
+      nonceSettle,
     };
     const int = (v: string | undefined): bigint => (v && /^-?[0-9]+$/.test(v) ? BigInt(v) : 0n);
     for (const b of results) {
@@ -162,44 +220,6 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     return snap;
   }
 
-  function histogramValues(raw: Record<string, string>): StoredValue[] {
-    type Series = { count: number; sumMs: number; buckets: number[] };
-    const series = new Map<string, Series>();
-    for (const [field, value] of Object.entries(raw)) {
-      const m = /^([a-z_]+)\|([a-z_]+)\|(count|sum_ms|b([0-9]+))$/.exec(field);
-      if (!m) continue;
-      const key = `${m[1]}|${m[2]}`;
-      const s = series.get(key) ?? {
-        count: 0,
-        sumMs: 0,
-        buckets: new Array<number>(SERVICE_CALL_BUCKETS_MS.length + 1).fill(0),
-      };
-      const n = Number(value) || 0;
-      if (m[3] === 'count') s.count = n;
-      else if (m[3] === 'sum_ms') s.sumMs = n;
-      else if (Number(m[4]) < s.buckets.length) s.buckets[Number(m[4])] = n;
-      series.set(key, s);
-    }
-    const out: StoredValue[] = [];
-    const name = latency.name;
-    for (const [key, s] of [...series].sort(([a], [b]) => a.localeCompare(b))) {
-      const [operation = '', outcome = ''] = key.split('|');
-      let cumulative = 0;
-      SERVICE_CALL_BUCKETS_MS.forEach((le, i) => {
-        cumulative += s.buckets[i] ?? 0;
-        out.push({
-          metricName: `${name}_bucket`,
-          labels: { operation, outcome, le: le / 1000 },
-          value: cumulative,
-        });
-      });
-      out.push({ metricName: `${name}_bucket`, labels: { operation, outcome, le: '+Inf' }, value: s.count });
-      out.push({ metricName: `${name}_sum`, labels: { operation, outcome }, value: s.sumMs / 1000 });
-      out.push({ metricName: `${name}_count`, labels: { operation, outcome }, value: s.count });
-    }
-    return out;
-  }
-
   function fill(snap: Snapshot): void {
     for (const [state, n] of snap.transfers) transfers.set({ state }, n);
     for (const [status, n] of snap.batches) batches.set({ status }, n);
@@ -214,7 +234,20 @@ export function createMetricsRegistry(deps: MetricsDeps) {
       { labels: { kind: 'call' }, value: Number(snap.counters['retry_call'] ?? 0) || 0 },
       { labels: { kind: 'requeue' }, value: Number(snap.counters['retry_requeue'] ?? 0) || 0 },
     ];
-    latency.values = histogramValues(snap.serviceCalls);
+    latency.values = histogramValues(snap.serviceCalls, latency.name, SERVICE_CALL_BUCKETS_MS, [
+      'operation',
+      'outcome',
+    ]);
+    nonceRefusals.values = EVM_CHAINS.map((chain) => ({
+      labels: { chain },
+      value: Number(snap.counters[`nonce_refusals|${chain}`] ?? 0) || 0,
+    }));
+    nonceSettleWait.values = histogramValues(
+      snap.nonceSettle,
+      nonceSettleWait.name,
+      NONCE_SETTLE_BUCKETS_MS,
+      ['chain', 'outcome'],
+    );
   }
 
   // Scrapes are serialized: one fills the gauges and renders before the next reads.

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
+import type { NonceSettleOutcome, PipelineMetrics } from '../pipeline/pipeline-deps.ts';
 import type { CallOutcome } from '../service/service-client.ts';
 import type { Operation } from '../service/types.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
@@ -16,9 +17,20 @@ import type { TransferStore } from '../store/transfer-store.ts';
  * - `<prefix>:metrics:counters` — retries at two levels: `retry_call`, a service call that failed
  *   transiently (429, unavailable, ambiguous), which the worker then retries, re-sends the same
  *   payload for, or hands back to the queue; and `retry_requeue`, a transfer handed back to the
- *   queue to run again later (a transient failure before its payload, a 429, MAX_DAILY_USDC).
+ *   queue to run again later (a transient failure before its payload, a 429, MAX_DAILY_USDC);
+ *   and `nonce_refusals|<CHAIN>`, permits refused because the chain's nonce was not ours (an
+ *   outside signer used it, or a presumed-used permit below blocked it).
+ * - `<prefix>:metrics:nonce_settle` — how long refused permits waited for the chain, per
+ *   `<CHAIN>|<outcome>` (moved, rewound, held, final, unknown), fields as for service calls.
  */
 export const SERVICE_CALL_BUCKETS_MS = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 20_000] as const;
+/** Waits for the chain after a refused permit: an RPC's lag, up to the settle window and beyond. */
+export const NONCE_SETTLE_BUCKETS_MS = [
+  250, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 60_000,
+] as const;
+
+/** Outcomes of a settle that mean the refusal was about the nonce. */
+const NONCE_REFUSAL: ReadonlySet<NonceSettleOutcome> = new Set(['moved', 'rewound', 'held']);
 
 /** Outcomes of a service call that the worker retries in some form (never `rejected`). */
 const TRANSIENT: ReadonlySet<CallOutcome> = new Set(['rate_limited', 'unavailable', 'ambiguous']);
@@ -27,13 +39,14 @@ export function metricKeys(prefix: string) {
   return {
     serviceCalls: `${prefix}:metrics:service_calls`,
     counters: `${prefix}:metrics:counters`,
+    nonceSettle: `${prefix}:metrics:nonce_settle`,
   };
 }
 
-/** Index of the bucket a duration falls in; `SERVICE_CALL_BUCKETS_MS.length` is `+Inf`. */
-export function bucketIndex(ms: number): number {
-  const i = SERVICE_CALL_BUCKETS_MS.findIndex((le) => ms <= le);
-  return i === -1 ? SERVICE_CALL_BUCKETS_MS.length : i;
+/** Index of the bucket a duration falls in; `buckets.length` is `+Inf`. */
+export function bucketIndex(ms: number, buckets: readonly number[] = SERVICE_CALL_BUCKETS_MS): number {
+  const i = buckets.findIndex((le) => ms <= le);
+  return i === -1 ? buckets.length : i;
 }
 
 export type WorkerMetrics = {
@@ -41,7 +54,7 @@ export type WorkerMetrics = {
   onCall(operation: Operation, outcome: CallOutcome, ms: number): void;
   /** Counts transfers the pipeline hands back to the queue (in_progress → queued). */
   countRetries(store: TransferStore): TransferStore;
-};
+} & PipelineMetrics;
 
 export function createWorkerMetrics(deps: {
   redis: Redis;
@@ -91,6 +104,14 @@ export function createWorkerMetrics(deps: {
       add(k.serviceCalls, `${field}|sum_ms`, whole);
       add(k.serviceCalls, `${field}|b${bucketIndex(whole)}`, 1);
       if (TRANSIENT.has(outcome)) add(k.counters, 'retry_call', 1);
+    },
+    nonceSettled(chain, outcome, ms) {
+      const field = `${chain}|${outcome}`;
+      const whole = Math.max(0, Math.round(ms));
+      add(k.nonceSettle, `${field}|count`, 1);
+      add(k.nonceSettle, `${field}|sum_ms`, whole);
+      add(k.nonceSettle, `${field}|b${bucketIndex(whole, NONCE_SETTLE_BUCKETS_MS)}`, 1);
+      if (NONCE_REFUSAL.has(outcome)) add(k.counters, `nonce_refusals|${chain}`, 1);
     },
     countRetries(store) {
       return {

@@ -1,5 +1,10 @@
+import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
-import type { PipelineDeps } from './run-transfer.ts';
+import type { PermitPayload } from '../service/types.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import { doubtOf } from './evm-settle-review.ts';
+import type { PipelineDeps } from './pipeline-deps.ts';
+import { DEFAULT_POLICY } from './policy.ts';
 
 /**
  * The queue gave up on a transfer's job by itself (stalled too often, attempts exhausted): decide
@@ -19,6 +24,7 @@ export async function finalizeAbandoned(
   if (!rec || isFinalState(rec.state)) return false;
   if (jobRound !== undefined && Number(rec.raw['round'] ?? 0) !== jobRound) return false;
   const mayHaveMoved = rec.raw['uncertain'] === '1' || rec.raw['send_state'] === 'sending';
+  const settleAt = mayHaveMoved ? payloadSettleAt(deps, rec) : null;
   const res = await deps.store.transition(batchId, transferId, {
     expected: ['queued', 'in_progress'],
     to: mayHaveMoved ? 'needs_review' : 'failed',
@@ -26,6 +32,7 @@ export async function finalizeAbandoned(
       ? {
           error_code: 'abandoned_uncertain',
           error_message: `${reason}; a send may have been processed: check the chain, then resolve`,
+          ...(settleAt === null ? {} : { settle_at: settleAt }),
         }
       : { error_code: 'abandoned', error_message: `${reason}; nothing was paid` },
     clear: ['wait_reason'],
@@ -35,7 +42,29 @@ export async function finalizeAbandoned(
     { batchId, transferId, state: mayHaveMoved ? 'needs_review' : 'failed' },
     'finalized an abandoned transfer',
   );
+  if (mayHaveMoved) await presumeUsed(deps, rec);
   if (res.completedGeneration !== null)
     await deps.hooks?.onBatchCompleted?.(batchId, res.completedGeneration);
+  if (mayHaveMoved) await deps.hooks?.onNeedsReview?.(batchId, transferId, settleAt);
   return true;
+}
+
+/** When the chain or the status route may settle the payload: after its deadline or expiry. */
+function payloadSettleAt(deps: PipelineDeps, rec: TransferRecord): number | null {
+  const margin = (deps.policy ?? DEFAULT_POLICY).settleMarginMs;
+  const deadline = Number(rec.raw['permit_deadline'] ?? NaN) * 1000;
+  if (rec.raw['permit'] && Number.isFinite(deadline)) return deadline + margin;
+  const expiry = Date.parse(rec.raw['solana_expires_at'] ?? '');
+  if (rec.raw['solana_signed'] && Number.isFinite(expiry)) return expiry + margin;
+  return null;
+}
+
+/**
+ * An abandoned permit that may have been processed is presumed used, as any other whose answer was
+ * lost: no permit of its owner is signed at or below its nonce until the chain settles it.
+ */
+async function presumeUsed(deps: PipelineDeps, rec: TransferRecord): Promise<void> {
+  if (!rec.raw['permit'] || !isEvmChain(rec.from) || !deps.evm) return;
+  const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
+  await deps.evm.nonces.presumeUsed(rec.from, permit.owner, doubtOf(rec.batchId, rec.id, permit));
 }

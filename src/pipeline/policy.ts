@@ -17,8 +17,17 @@ export type PipelinePolicy = {
   readonly backoffMaxMs: number;
   /** How long a job waits for its (chain, owner) nonce lease before yielding its worker slot. */
   readonly leaseWaitMs: number;
-  /** Margin after a permit deadline before the chain's nonce is trusted (the RPC lags the service). */
+  /**
+   * When a `needs_review` payload is first looked at again, this long after its deadline or
+   * expiry. (An EVM permit is judged only from a block past its deadline, however long that takes.)
+   */
   readonly settleMarginMs: number;
+  /**
+   * How long a refused first send of a permit waits for the chain (`NONCE_SETTLE_WINDOW_MS`) before
+   * the refusal is taken as final: an RPC may show an outside signer's use of our nonce seconds after
+   * the service refused us.
+   */
+  readonly nonceSettleWindowMs: number;
 };
 
 export const DEFAULT_POLICY: PipelinePolicy = {
@@ -31,6 +40,7 @@ export const DEFAULT_POLICY: PipelinePolicy = {
   backoffMaxMs: 15_000,
   leaseWaitMs: 5_000,
   settleMarginMs: 30_000,
+  nonceSettleWindowMs: 20_000,
 };
 
 /** Exponential backoff with full jitter. */

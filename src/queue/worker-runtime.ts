@@ -3,6 +3,7 @@ import type { Config } from '../config/config.ts';
 import { workerSourceChains } from '../config/source-chains.ts';
 import type { Logger } from '../log/logger.ts';
 import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
+import { DEFAULT_POLICY } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { createServiceClient } from '../service/service-client.ts';
 import { createChainReader } from '../signing/evm/chain-reader.ts';
@@ -94,6 +95,8 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     evm,
     solana,
     logger,
+    policy: { ...DEFAULT_POLICY, nonceSettleWindowMs: config.nonceSettleWindowMs },
+    metrics,
     isPaused: async () => (await redis.exists(k.paused)) === 1,
     spendLimit:
       config.maxDailyUsdc === undefined

@@ -51,7 +51,11 @@ export type SandboxConfig = {
   readonly statusStepMs: number;
   /** false: `GET /sdk/v1/status/*` answers 404 (a service without the route). Default true. */
   readonly statusRoute: boolean;
-  /** `nonces(owner)` over RPC counts an accepted permit only this long after it was accepted. Default 0. */
+  /**
+   * How far `/rpc/<CHAIN>` is behind the chain the service executes on: a node that answers from
+   * the newest block mined at least this long ago (its block number, headers and `eth_call` state
+   * all lag together). Default 0.
+   */
   readonly rpcNonceLagMs: number;
   /**
    * USDC the sandbox gives every EVM owner and Solana wallet the first time it meets it (a permit,

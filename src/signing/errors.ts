@@ -21,6 +21,21 @@ export class NonceLeaseLostError extends UsdcBatchError {
   override name = 'NonceLeaseLostError';
 }
 
+/**
+ * The (chain, owner)'s nonce pool is held: no permit of this owner can go through for now (a
+ * presumed-used permit below blocks it). The transfer waits, with `reason`, for `retryAfterMs`.
+ */
+export class NoncePoolHeldError extends UsdcBatchError {
+  override name = 'NoncePoolHeldError';
+  readonly retryAfterMs: number;
+  readonly reason: string;
+  constructor(retryAfterMs: number, reason: string) {
+    super(SIGNING_ERROR_CODES.noncePoolHeld, reason);
+    this.retryAfterMs = retryAfterMs;
+    this.reason = reason;
+  }
+}
+
 export const SIGNING_ERROR_CODES = {
   evmKeyMissing: 'USDC_EVM_KEY_MISSING',
   solanaKeyMissing: 'USDC_SOLANA_KEY_MISSING',
@@ -28,9 +43,12 @@ export const SIGNING_ERROR_CODES = {
   spenderMissing: 'USDC_PERMIT_SPENDER_MISSING',
   permitInvalid: 'USDC_PERMIT_INVALID',
   rpcFailed: 'USDC_RPC_FAILED',
+  /** The RPC answered without saying which block it read from: its answer proves nothing. */
+  rpcBlockUnknown: 'USDC_RPC_BLOCK_UNKNOWN',
   nonceLeaseLost: 'USDC_NONCE_LEASE_LOST',
   nonceWaitAborted: 'USDC_NONCE_WAIT_ABORTED',
   nonceOutOfRange: 'USDC_NONCE_OUT_OF_RANGE',
+  noncePoolHeld: 'USDC_NONCE_POOL_HELD',
   solanaTxInvalid: 'USDC_SOLANA_TX_INVALID',
   solanaNotSigner: 'USDC_SOLANA_NOT_SIGNER',
 } as const;

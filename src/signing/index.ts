@@ -14,4 +14,10 @@ export {
   evmMintRecipient,
   DEPOSIT_FOR_BURN_DISCRIMINATOR,
 } from './solana/transaction-policy.ts';
-export { ChainReadError, NonceLeaseLostError, SigningError, SIGNING_ERROR_CODES } from './errors.ts';
+export {
+  ChainReadError,
+  NonceLeaseLostError,
+  NoncePoolHeldError,
+  SigningError,
+  SIGNING_ERROR_CODES,
+} from './errors.ts';

@@ -19,9 +19,27 @@ export type EvmSigner = {
   }): Promise<PermitPayload>;
 };
 
+/** A block as an RPC node reported it: what a conclusion drawn from a read at it rests on. */
+export type BlockRef = {
+  readonly number: bigint;
+  /** The block's timestamp, unix seconds (what a permit's deadline is compared with on chain). */
+  readonly timestamp: bigint;
+  readonly hash: string;
+};
+
+/** `nonces(owner)` as of a known block. */
+export type NonceReading = { readonly nonce: bigint; readonly block: BlockRef };
+
 /** Reads of the chain over `EVM_RPC_URL_<CHAIN>`; undefined when no RPC is configured for the chain. */
 export type ChainReader = {
+  /** `nonces(owner)` at `latest`: a lower bound of the owner's next nonce, nothing more. */
   permitNonce(chain: EvmChain, owner: string): Promise<bigint | undefined>;
+  /**
+   * The node's head block header, then `nonces(owner)` at that block number: what every conclusion
+   * "never executed", "can never execute" or "the chain moved" must rest on. Throws a
+   * ChainReadError (`USDC_RPC_BLOCK_UNKNOWN`) when the node cannot say which block it answered from.
+   */
+  permitNonceAtHead(chain: EvmChain, owner: string): Promise<NonceReading | undefined>;
   usdcBalance(chain: EvmChain, owner: string): Promise<bigint | undefined>;
 };
 
@@ -31,6 +49,10 @@ export type ChainReader = {
  * re-enters its own lease at once while every other transfer waits.
  */
 export type NonceManager = {
+  /**
+   * The lease of (chain, owner) for `holder`, once free. Rejects with NoncePoolHeldError while the
+   * pool is held (no permit of this owner can go through for now: the error says why and how long).
+   */
   acquire(
     chain: EvmChain,
     owner: string,
@@ -38,27 +60,50 @@ export type NonceManager = {
     options?: { signal?: AbortSignal },
   ): Promise<NonceLease>;
   /**
-   * A permit presumed used (its answer was lost) is proven dead: past its deadline, the chain's
-   * `nonces(owner)` is still `chainNonce`. The pool moves back down to it, so later permits do not
-   * skip a nonce that will never be used.
+   * Records a permit presumed used (its answer was lost) that may still execute until its
+   * deadline: its nonce counts as used, and no permit is signed at or below it until it is settled.
+   * Frees `doubt.holder`'s lease if it holds it.
    */
-  rewind?(chain: EvmChain, owner: string, chainNonce: bigint): Promise<void>;
+  presumeUsed(chain: EvmChain, owner: string, doubt: NonceDoubt): Promise<void>;
+  /** Presumed-used permits of (chain, owner) at nonce `from` or above, lowest first. */
+  doubts(chain: EvmChain, owner: string, from: bigint): Promise<NonceDoubt[]>;
+  /**
+   * A presumed-used permit is settled from the chain: `used` (the chain's nonce passed it), or
+   * unused (at a block past its deadline the chain was still at `chainNonce` ≤ its nonce). Once no
+   * presumed-used permit at or above `chainNonce` is left, the pool moves back down to it, so
+   * later permits do not skip nonces that will never be used. Returns whether it moved back.
+   */
+  settleDoubt(chain: EvmChain, owner: string, doubt: NonceDoubt, verdict: DoubtVerdict): Promise<boolean>;
 };
+
+/** A permit presumed used: its nonce, its deadline (unix seconds) and its transfer. */
+export type NonceDoubt = { readonly nonce: bigint; readonly deadline: bigint; readonly holder: string };
+
+export type DoubtVerdict = { readonly used: true } | { readonly used: false; readonly chainNonce: bigint };
 
 export type NonceLease = {
   /** The nonce this holder must sign with: its in-flight nonce if it had one, else the next free one. */
   readonly nonce: bigint;
-  /** The permit with `nonce` was accepted by the service (or may have executed): the next holder gets nonce + 1. */
+  /** The permit with `nonce` was accepted by the service: the next holder gets nonce + 1. */
   commit(): Promise<void>;
+  /** The permit with `nonce` may have executed (its answer was lost): committed and recorded as presumed used. */
+  presumeUsed(deadline: bigint): Promise<void>;
   /** The permit with `nonce` can never execute (never sent, or first send refused): the nonce goes back to the pool. */
   release(): Promise<void>;
+  /** The chain shows the owner's nonce at `chainNonce`, past ours (signed elsewhere): the lease, and the pool, move to it. */
+  moveTo(chainNonce: bigint): Promise<void>;
+  /** Keeps the lease alive; `settling` marks it as waiting for the chain after a refusal (shown in the pool). */
+  extend(settling?: { readonly refusedAt: number }): Promise<void>;
   /**
-   * After a first send was refused: re-reads `nonces(owner)` from the chain; when it has moved past
-   * `nonce` (the owner signed elsewhere), the lease moves to that value and returns it; else undefined.
+   * No permit of this owner can go through for now: frees the lease and holds the pool for `ms`
+   * (or until a chain reading shows a nonce above `chainNonce`), so that other transfers wait
+   * with `reason` rather than being refused one after another.
    */
-  refreshFromChain(): Promise<bigint | undefined>;
-  /** Keeps the lease alive during a slow call. */
-  extend(): Promise<void>;
+  holdPool(hold: {
+    readonly ms: number;
+    readonly chainNonce: bigint;
+    readonly reason: string;
+  }): Promise<void>;
 };
 
 export type SolanaExpectation = {

@@ -18,6 +18,10 @@ export type FakeEvmRpc = {
   readonly calls: Record<string, number>;
   /** `to` of every eth_call. */
   readonly targets: string[];
+  /** The block parameter of every eth_call. */
+  readonly blockTags: string[];
+  /** What `eth_getBlockByNumber('latest')` answers (a header object, or null). */
+  head: Record<string, unknown> | null;
   /** The Authorization header of the last request. */
   lastAuthorization: string | undefined;
   close(): Promise<void>;
@@ -41,6 +45,12 @@ export async function startFakeEvmRpc(): Promise<FakeEvmRpc> {
     mode: 'ok',
     calls: {},
     targets: [],
+    blockTags: [],
+    head: {
+      number: '0x10',
+      timestamp: `0x${Math.floor(Date.now() / 1000).toString(16)}`,
+      hash: `0x${'ab'.repeat(32)}`,
+    },
     lastAuthorization: undefined,
     close: async () => undefined,
   };
@@ -49,8 +59,20 @@ export async function startFakeEvmRpc(): Promise<FakeEvmRpc> {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
-      const msg = JSON.parse(body) as { id: number; method: string; params: [{ to: string; data: Hex }] };
+      const msg = JSON.parse(body) as {
+        id: number;
+        method: string;
+        params: [{ to: string; data: Hex }, string?];
+      };
+      if (msg.method === 'eth_getBlockByNumber') {
+        rpc.calls['eth_getBlockByNumber'] = (rpc.calls['eth_getBlockByNumber'] ?? 0) + 1;
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: rpc.head }));
+        return;
+      }
       const data = msg.params[0].data;
+      rpc.blockTags.push(msg.params[1] ?? '');
       const fn = SELECTORS[data.slice(0, 10)] ?? 'unknown';
       rpc.calls[fn] = (rpc.calls[fn] ?? 0) + 1;
       rpc.targets.push(msg.params[0].to);

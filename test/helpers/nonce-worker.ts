@@ -4,9 +4,9 @@
  * `CONCURRENCY` transfers in flight, and prints one JSON line per accepted transfer, then a summary.
  *
  * It follows the worker's rules for one transfer: acquire → sign → send; accepted → commit; a
- * first send refused → refreshFromChain (the owner signed elsewhere: sign again with the chain
- * nonce) or release (the permit can never execute; try again). Nothing else is expected here, so
- * any other failure ends the process with exit 1.
+ * first send refused → the chain's nonce, read at its head block, moved past ours (the owner signed
+ * elsewhere: move the lease to it and sign again) or release (the permit can never execute; try
+ * again). Nothing else is expected here, so any other failure ends the process with exit 1.
  *
  * Env: REDIS_URL, PREFIX, WORKER_ID, COUNT, CONCURRENCY, CHAIN, REFUSE_EVERY (0: never; k: every
  * k-th transfer's first permit is signed already expired, so the sandbox refuses it), and the
@@ -66,13 +66,15 @@ async function pay(i: number): Promise<void> {
       } catch (err) {
         if (!isServiceError(err, 'rejected')) throw err;
         stats.refused++;
-        const moved = await lease.refreshFromChain();
-        if (moved === undefined) {
+        // (The worker watches the chain over a settle window; bumps here show on chain at once.)
+        const reading = await chainReader.permitNonceAtHead(chain as 'BASE', signer.address);
+        if (reading === undefined || reading.nonce <= nonce) {
           await lease.release();
           break; // back to acquire: the nonce went back to the pool
         }
+        await lease.moveTo(reading.nonce);
         stats.movedOnChain++;
-        nonce = moved;
+        nonce = reading.nonce;
       }
     }
     await new Promise((r) => setTimeout(r, 20 + Math.random() * 30));

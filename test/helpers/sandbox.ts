@@ -91,18 +91,18 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     },
     bumpNonce: async (chain, owner, by = 1) =>
       nonces(await call('POST', '/__admin/bump-nonce', { chain, owner, by })),
-    nonce: async (chain, owner) =>
-      nonces(await call('GET', `/__admin/nonce?chain=${chain}&owner=${encodeURIComponent(owner)}`)),
-    setIntentStatus: async (intent_id, status) => {
-      await call('POST', '/__admin/intent-status', { intent_id, status });
-    },
     outsidePermit: async (chain, owner, count = 1) => {
       const r = await call<{ used: string[]; expected: string; chain: string }>(
         'POST',
         '/__admin/outside-permit',
         { chain, owner, count },
       );
-      return { used: r.used.map((n) => BigInt(n)), ...nonces(r) };
+      return { used: r.used.map(BigInt), ...nonces(r) };
+    },
+    nonce: async (chain, owner) =>
+      nonces(await call('GET', `/__admin/nonce?chain=${chain}&owner=${encodeURIComponent(owner)}`)),
+    setIntentStatus: async (intent_id, status) => {
+      await call('POST', '/__admin/intent-status', { intent_id, status });
     },
     balances,
     balance: async (chain, address) => {

@@ -5,8 +5,9 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { TransferRequest } from '../../src/domain/transfer.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY, type PipelinePolicy } from '../../src/pipeline/policy.ts';
+import { finalizeAbandoned } from '../../src/pipeline/abandon.ts';
 import { runTransfer, type PipelineDeps } from '../../src/pipeline/run-transfer.ts';
-import { retryBatch } from '../../src/ops/operations.ts';
+import { resolveTransfer, retryBatch } from '../../src/ops/operations.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
@@ -17,9 +18,10 @@ import { createBatchWriter } from '../../src/store/batch-writer.ts';
 import { createRedis } from '../../src/store/redis.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { randomEvmAddress, randomSolanaAddress, solanaKeypairFile } from '../helpers/fixtures.ts';
+import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 import { startReplyCutter, type ReplyCutter } from '../helpers/reply-cutter.ts';
-import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
+import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
 
 /**
  * The money rules of one transfer, each driven through the real pipeline against the real sandbox
@@ -38,6 +40,7 @@ describe('pipeline decisions', () => {
     backoffBaseMs: 20,
     backoffMaxMs: 100,
     settleMarginMs: 300,
+    nonceSettleWindowMs: 1_000,
   };
 
   beforeAll(async () => {
@@ -156,18 +159,28 @@ describe('pipeline decisions', () => {
     expect(rec?.raw['evidence']).toContain('ambiguous');
   });
 
-  it('fails a transfer whose first send is refused, and signs nothing new for it', async () => {
+  it('fails a transfer whose first send is refused for another reason than the nonce after the settle window, and gives the nonce back', async () => {
     const t = await setup();
     // An amount below the fee is refused by the estimate; a permit for a wrong spender by transfer.
     t.add({ id: 'a', from: 'BASE', to: 'ARB', amount: 5_000_000n, recipient: randomEvmAddress() });
     await t.write('b3');
     const wrong = { ...config, permitSpender: randomEvmAddress(), permitSpenderByChain: {} } as Config;
     const t2 = await setup({ config: wrong });
+    const started = Date.now();
     expect(await t2.drive('b3', 'a')).toBe('failed');
+    // It waited for the chain (the window is 1 s here) before taking the refusal as final.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(fast.nonceSettleWindowMs);
     const rec = await t.store.load('b3', 'a');
     expect(rec?.errorCode).toBe('refused');
+    expect(rec?.errorMessage).toMatch(/permit_spender_mismatch/);
     expect(rec?.raw['payload_gen']).toBe('1');
     expect(sandbox.ledger()).toHaveLength(0);
+    // Nonce 0 went back to the pool: the next transfer of this owner pays with it.
+    const t3 = await setup();
+    t3.add({ id: 'b', from: 'BASE', to: 'ARB', amount: 6_000_000n, recipient: randomEvmAddress() });
+    await t3.write('b3b');
+    expect(await t3.drive('b3b', 'b')).toBe('submitted');
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
   });
 
   it('fails a transfer within the deadline when the service keeps answering 503, paying nothing', async () => {
@@ -194,24 +207,188 @@ describe('pipeline decisions', () => {
     expect(sandbox.ledger()).toHaveLength(0);
   });
 
-  it('settles a needs_review permit as failed once its deadline passed with the nonce unused; retry then pays it once', async () => {
-    const t = await setup({ config: { permitDeadlineSeconds: 61 } as Partial<Config> });
+  it('settles a needs_review permit as failed only from a block past its deadline showing the nonce unused; retry then pays it once', async () => {
+    // A 2 s deadline (below PERMIT_DEADLINE_SECONDS' minimum, set directly) so the test waits
+    // seconds, not minutes, for the deadline to pass.
+    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config> });
     t.add({ id: 'a', from: 'BASE', to: 'POLYGON', amount: 3_000_000n, recipient: randomEvmAddress() });
     await t.write('b6');
     sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
     expect(await t.drive('b6', 'a')).toBe('needs_review');
-    const rec = await t.store.load('b6', 'a');
-    const settleAt = Number(rec?.raw['settle_at']);
-    expect(settleAt).toBeGreaterThan(Date.now());
-    // Pretend the deadline is behind us: the settle job runs at settle_at.
-    const later = { ...t.deps, now: () => settleAt + 1 };
-    sandbox.admin.configure({ faults: {} });
-    expect((await runTransfer(later, 'b6', 'a')).kind).toBe('done');
+    const settleAt = Number((await t.store.load('b6', 'a'))?.raw['settle_at']);
+    sandbox.admin.configure({ faults: {}, rpcNonceLagMs: 45_000 });
+    await new Promise((r) => setTimeout(r, Math.max(0, settleAt - Date.now()) + 50));
+    // Past the deadline by the worker's clock, but the RPC is 45 s behind: its newest block is from
+    // before the deadline, and the permit is not judged unused from it.
+    expect((await runTransfer(t.deps, 'b6', 'a', undefined, { settleOnly: true })).kind).toBe('later');
+    expect((await t.store.load('b6', 'a'))?.state).toBe('needs_review');
+    sandbox.admin.configure({ rpcNonceLagMs: 0 });
+    expect(await t.drive('b6', 'a')).toBe('failed');
     const settled = await t.store.load('b6', 'a');
-    expect(settled?.state).toBe('failed');
     expect(settled?.errorCode).toBe('expired_unused');
+    expect(settled?.raw['evidence']).toMatch(
+      /past the permit deadline, the chain's nonce is 0 \(permit nonce 0\)/,
+    );
     await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b6');
     expect(await t.drive('b6', 'a')).toBe('submitted');
+    // Paid once, with the nonce the expired permit never used: the pool moved back to it.
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
+  });
+
+  it('never judges a needs_review permit unused from an RPC 45 s behind: one that executed just before its deadline is not paid again', async () => {
+    // A 2 s deadline (below PERMIT_DEADLINE_SECONDS' minimum, set directly) so the test waits
+    // seconds, not minutes, for the deadline to pass.
+    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config> });
+    t.add({ id: 'a', from: 'BASE', to: 'POLYGON', amount: 3_000_000n, recipient: randomEvmAddress() });
+    await t.write('b10');
+    // The service executes the permit and the answer is lost; the identical re-send is refused
+    // (nonce used): the transfer may have paid, so it is in review.
+    sandbox.admin.configure({
+      rpcNonceLagMs: 45_000,
+      faultScript: [{ op: 'transfer', fault: 'fail_after' }],
+      idempotencyReplay: false,
+    });
+    expect(await t.drive('b10', 'a')).toBe('needs_review');
+    expect(sandbox.ledger()).toHaveLength(1);
+    const settleAt = Number((await t.store.load('b10', 'a'))?.raw['settle_at']);
+    await new Promise((r) => setTimeout(r, Math.max(0, settleAt - Date.now()) + 50));
+    // Past its deadline by the worker's clock; the RPC's newest block is 45 s old and still shows
+    // the nonce unused. That block is from before the deadline: it proves nothing.
+    await runTransfer(t.deps, 'b10', 'a', undefined, { settleOnly: true });
+    expect((await t.store.load('b10', 'a'))?.state).toBe('needs_review');
+    // The RPC catches up and an operator retries the batch: nothing is paid again.
+    sandbox.admin.configure({ rpcNonceLagMs: 0 });
+    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b10');
+    expect(await t.drive('b10', 'a')).toBe('needs_review');
+    expect(sandbox.ledger()).toHaveLength(1);
+    const rec = await t.store.load('b10', 'a');
+    expect(rec?.state).toBe('needs_review');
+    expect(rec?.raw['evidence']).toMatch(/nonce was used/);
+  });
+
+  it('after a refusal, waits for an RPC 1.5 s behind to show the outside signer’s nonce, then signs again with the next one', async () => {
+    const t = await setup({ policy: { ...fast, nonceSettleWindowMs: 5_000 } });
+    t.add({ id: 'a', from: 'BASE', to: 'ARB', amount: 10_000_000n, recipient: randomEvmAddress() });
+    t.add({ id: 'b', from: 'BASE', to: 'ARB', amount: 20_000_000n, recipient: randomEvmAddress() });
+    await t.write('b11');
+    sandbox.admin.configure({ rpcNonceLagMs: 1_500 });
+    expect(await t.drive('b11', 'a')).toBe('submitted');
+    expect((await sandbox.admin.outsidePermit('BASE', TEST_EVM_ADDRESS)).used).toEqual([1n]);
+    expect(await t.drive('b11', 'b')).toBe('submitted');
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0', '2']);
+    // One refusal for the one outside use: the permit at 1; then 2 went through.
+    expect(sandbox.admin.requests().filter((r) => r.op === 'transfer')).toHaveLength(3);
+    const rec = await t.store.load('b11', 'b');
+    expect(rec?.raw['evidence']).toMatch(/the chain's nonce is 2: used elsewhere, signing again with 2/);
+    expect(rec?.raw['payload_gen']).toBe('2');
+  });
+
+  it('holds an owner’s rows queued while a presumed-used permit below could still execute; once it expired unused they pay at its nonce', async () => {
+    const t = await setup({
+      config: { permitDeadlineSeconds: 4 } as Partial<Config>,
+      policy: { ...fast, maxAmbiguousResends: 1 },
+    });
+    for (const id of ['a', 'b', 'c'])
+      t.add({ id, from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
+    await t.write('b12');
+    // a's answers are lost (the service never acted): nonce 0 is presumed used until its deadline.
+    sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
+    expect(await t.drive('b12', 'a')).toBe('needs_review');
+    const deadline = Number((await t.store.load('b12', 'a'))?.raw['permit_deadline']) * 1000;
+    sandbox.admin.configure({ faults: {} });
+    const sends = () => sandbox.admin.requests().filter((r) => r.op === 'transfer').length;
+    const before = sends();
+    // b signs at 1; the service expects 0 and refuses; the chain is at 0, below a's live permit.
+    expect((await runTransfer(t.deps, 'b12', 'b')).kind).toBe('later');
+    const held = await t.store.load('b12', 'b');
+    expect(held?.state).toBe('queued');
+    expect(held?.raw['wait_reason']).toMatch(/b12\/a at nonce 0 lost its answer and could still execute/);
+    expect(held?.raw['permit']).toBe('');
+    // c waits as well, without a permit sent.
+    expect((await runTransfer(t.deps, 'b12', 'c')).kind).toBe('later');
+    expect((await t.store.load('b12', 'c'))?.raw['wait_reason']).toMatch(/could still execute/);
+    expect(sends()).toBe(before + 1);
+    expect(Date.now()).toBeLessThan(deadline);
+    // Past a's deadline, b's next run proves a's permit never executed, a becomes failed (safe to
+    // retry), and the pool moves back to 0: b pays with 0, c with 1. Nothing was signed at 0 before.
+    expect(await t.drive('b12', 'b')).toBe('submitted');
+    expect(await t.drive('b12', 'c')).toBe('submitted');
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0', '1']);
+    expect((await t.store.load('b12', 'a'))?.errorCode).toBe('expired_unused');
+    expect(await t.deps.evm?.nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toEqual([]);
+  });
+
+  it('forgets a presumed-used permit an operator resolved before its settle job ran, once a block past its deadline says so', async () => {
+    const t = await setup({
+      config: { permitDeadlineSeconds: 2 } as Partial<Config>,
+      policy: { ...fast, maxAmbiguousResends: 1 },
+    });
+    t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
+    await t.write('b13');
+    sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
+    expect(await t.drive('b13', 'a')).toBe('needs_review');
+    sandbox.admin.configure({ faults: {} });
+    const nonces = t.deps.evm!.nonces;
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toHaveLength(1);
+    const deadline = Number((await t.store.load('b13', 'a'))?.raw['permit_deadline']) * 1000;
+    await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now()) + 50));
+    await resolveTransfer({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b13', 'a', {
+      notSent: true,
+    });
+    // The settle job comes later and finds the transfer resolved: the pool forgets its permit.
+    for (let i = 0; i < 50; i++) {
+      const out = await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true });
+      if (out.kind === 'done') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toEqual([]);
+    expect((await t.store.load('b13', 'a'))?.state).toBe('failed');
+    // Nonce 0 never executed: the next permit of this owner uses it.
+    const next = await setup();
+    next.add({ id: 'b', from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
+    await next.write('b13b');
+    expect(await next.drive('b13b', 'b')).toBe('submitted');
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
+  });
+
+  it('presumes used the permit of a transfer the queue gave up on mid-send, and settles it from the chain after its deadline', async () => {
+    const settles: (number | null)[] = [];
+    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config> });
+    const deps = {
+      ...t.deps,
+      hooks: { onNeedsReview: (_b: string, _t: string, at: number | null) => void settles.push(at) },
+    };
+    t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
+    await t.write('b14');
+    // The service executes the permit; the worker dies before recording the answer.
+    const dying = {
+      ...deps,
+      store: {
+        ...t.store,
+        transition: async (...a: Parameters<typeof t.store.transition>) =>
+          a[2].to === 'submitted' ? await new Promise<never>(() => {}) : await t.store.transition(...a),
+      },
+    };
+    void runTransfer(dying, 'b14', 'a');
+    await waitFor('the payment', async () => sandbox.ledger().length === 1, {
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
+    await client.del(`${prefix}:t:b14:a:lock`);
+    expect(await finalizeAbandoned(deps, 'b14', 'a', 'stalled too often')).toBe(true);
+    const rec = await t.store.load('b14', 'a');
+    expect(rec?.state).toBe('needs_review');
+    const deadline = Number(rec?.raw['permit_deadline']) * 1000;
+    expect(settles).toEqual([deadline + fast.settleMarginMs]);
+    expect(Number(rec?.raw['settle_at'])).toBe(deadline + fast.settleMarginMs);
+    const nonces = t.deps.evm!.nonces;
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toEqual([
+      { nonce: 0n, deadline: BigInt(deadline / 1000), holder: 'b14/a' },
+    ]);
+    // The settle job: from a block past the deadline, the chain shows the nonce used.
+    expect(await t.drive('b14', 'a')).toBe('needs_review');
+    expect((await t.store.load('b14', 'a'))?.raw['evidence']).toMatch(/the nonce was used/);
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toEqual([]);
     expect(sandbox.ledger()).toHaveLength(1);
   });
 

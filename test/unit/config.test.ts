@@ -137,6 +137,19 @@ describe('loadConfig', () => {
     expect(spenderFor(config, 'ETH')).toBe(SPENDER);
   });
 
+  it('reads NONCE_SETTLE_WINDOW_MS (default 20 s), and refuses a window beyond the 3-minute budget', () => {
+    expect(loadConfig({}).nonceSettleWindowMs).toBe(20_000);
+    expect(loadConfig({ NONCE_SETTLE_WINDOW_MS: '1500' }).nonceSettleWindowMs).toBe(1_500);
+    for (const bad of ['-1', '120001', '2s']) {
+      expect(problemsOf({ NONCE_SETTLE_WINDOW_MS: bad }).problems).toEqual([
+        {
+          variable: 'NONCE_SETTLE_WINDOW_MS',
+          message: `must be a whole number from 0 to 120000 (got "${bad}")`,
+        },
+      ]);
+    }
+  });
+
   it('reports every problem at once, each naming its variable', () => {
     const err = problemsOf({
       REDIS_URL: 'http://localhost:6379',

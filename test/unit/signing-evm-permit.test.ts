@@ -255,6 +255,34 @@ describe('EVM chain reader', () => {
     expect(await reader.permitNonce('ETH', OWNER)).toBeUndefined();
   });
 
+  it('reads nonces(owner) at the head block it names, never at latest', async () => {
+    rpc.nonces.set(OWNER, 7n);
+    rpc.head = { number: '0x2a', timestamp: '0x6553f100', hash: `0x${'cd'.repeat(32)}` };
+    const reader = createChainReader({ config: loadConfig({ EVM_RPC_URL_BASE: rpc.url }) });
+    expect(await reader.permitNonceAtHead('BASE', OWNER)).toEqual({
+      nonce: 7n,
+      block: { number: 42n, timestamp: 1_700_000_000n, hash: `0x${'cd'.repeat(32)}` },
+    });
+    expect(rpc.blockTags.at(-1)).toBe('0x2a');
+    expect(await reader.permitNonceAtHead('ETH', OWNER)).toBeUndefined();
+  });
+
+  it('refuses an answer from a node that cannot say which block it read', async () => {
+    const reader = createChainReader({ config: loadConfig({ EVM_RPC_URL_BASE: rpc.url }) });
+    for (const head of [
+      null,
+      { number: '0x2a', hash: `0x${'cd'.repeat(32)}` },
+      { number: '0x2a', timestamp: '0x1' },
+    ]) {
+      rpc.head = head;
+      const before = rpc.calls['nonces'] ?? 0;
+      await expect(reader.permitNonceAtHead('BASE', OWNER)).rejects.toMatchObject({
+        code: 'USDC_RPC_BLOCK_UNKNOWN',
+      });
+      expect(rpc.calls['nonces'] ?? 0).toBe(before);
+    }
+  });
+
   it('keeps the URL credentials and query out of its errors', async () => {
     rpc.mode = 'rpc_error';
     const secretUrl = rpc.url.replace('http://', 'http://alice:hunter2@') + '/v2/KEY123?apikey=SECRET9';

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../src/log/logger.ts';
+import { NoncePoolHeldError } from '../../src/signing/errors.ts';
 import { createNonceManager, type RedisNonceManager } from '../../src/signing/evm/nonce-manager.ts';
 import type { ChainReader } from '../../src/signing/types.ts';
 import { redisForSuite } from '../helpers/redis.ts';
@@ -16,6 +17,17 @@ function fakeChain(initial: bigint | undefined | 'fail' = undefined) {
       chain.reads++;
       if (chain.value === 'fail') throw new Error('rpc down');
       return chain.value;
+    },
+    async permitNonceAtHead() {
+      chain.reads++;
+      if (chain.value === 'fail') throw new Error('rpc down');
+      if (chain.value === undefined) return undefined;
+      const block = {
+        number: 1n,
+        timestamp: BigInt(Math.floor(Date.now() / 1000)),
+        hash: `0x${'00'.repeat(32)}`,
+      };
+      return { nonce: chain.value, block };
     },
     async usdcBalance() {
       return undefined;
@@ -34,6 +46,7 @@ function manager(
   opts: {
     leaseMs?: number;
     maxWaitMs?: number;
+    chainReadMaxAgeMs?: number;
     prefix?: string;
     logger?: ReturnType<typeof createLogger>;
   } = {},
@@ -46,6 +59,7 @@ function manager(
     chainReader: reader,
     ...(opts.leaseMs ? { leaseMs: opts.leaseMs } : {}),
     ...(opts.maxWaitMs ? { maxWaitMs: opts.maxWaitMs } : {}),
+    ...(opts.chainReadMaxAgeMs !== undefined ? { chainReadMaxAgeMs: opts.chainReadMaxAgeMs } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
   managers.push(m);
@@ -136,17 +150,72 @@ describe('nonce manager', () => {
     expect((await m.state('ETH', OWNER)).next).toBe(13n);
   });
 
-  it('moves to the chain nonce after a refused first send when nonces(owner) moved past ours', async () => {
-    const { reader, chain } = fakeChain(2n);
-    const m = manager(reader);
+  it('moves the lease, and the pool for every later holder, to a chain nonce past ours', async () => {
+    const m = manager(fakeChain(2n).reader);
     const lease = await m.acquire('ARB', OWNER, 'b/1');
     expect(lease.nonce).toBe(2n);
-    expect(await lease.refreshFromChain()).toBeUndefined(); // chain not past ours: nothing to learn
-    chain.value = 5n; // someone used 2, 3, 4 elsewhere
-    expect(await lease.refreshFromChain()).toBe(5n);
+    await lease.moveTo(5n); // someone used 2, 3, 4 elsewhere
     expect(lease.nonce).toBe(5n);
+    expect((await m.state('ARB', OWNER)).next).toBe(5n);
     await lease.commit();
     expect((await m.acquire('ARB', OWNER, 'b/2')).nonce).toBe(6n);
+  });
+
+  it('holds the pool: others wait with the reason until the hold ends or the chain moves past where it was', async () => {
+    const { reader, chain } = fakeChain(3n);
+    const m = manager(reader, { chainReadMaxAgeMs: 0 });
+    const lease = await m.acquire('BASE', OWNER, 'b/1');
+    await lease.holdPool({ ms: 60_000, chainNonce: 3n, reason: 'b/0 may still execute' });
+    expect(await m.state('BASE', OWNER)).toMatchObject({ holder: null, holdReason: 'b/0 may still execute' });
+    const held = await m.acquire('BASE', OWNER, 'b/2').catch((e: unknown) => e);
+    expect(held).toBeInstanceOf(NoncePoolHeldError);
+    expect(held).toMatchObject({ code: 'USDC_NONCE_POOL_HELD', reason: 'b/0 may still execute' });
+    expect((held as NoncePoolHeldError).retryAfterMs).toBeGreaterThan(55_000);
+    chain.value = 4n; // the permit that blocked everything executed after all
+    expect((await m.acquire('BASE', OWNER, 'b/2')).nonce).toBe(4n);
+    expect(await m.state('BASE', OWNER)).toMatchObject({ holdUntil: null, holdReason: null });
+  });
+
+  it('ends a hold when its time is up', async () => {
+    const m = manager(fakeChain().reader);
+    const lease = await m.acquire('ETH', OWNER, 'b/1');
+    await lease.holdPool({ ms: 200, chainNonce: 0n, reason: 'briefly' });
+    await expect(m.acquire('ETH', OWNER, 'b/2')).rejects.toBeInstanceOf(NoncePoolHeldError);
+    await new Promise((r) => setTimeout(r, 250));
+    expect((await m.acquire('ETH', OWNER, 'b/2')).nonce).toBe(0n);
+  });
+
+  it('records permits presumed used, and moves back below them only when none at or above the chain nonce is left', async () => {
+    const m = manager(fakeChain().reader);
+    await (await m.acquire('POLYGON', OWNER, 'b/a')).presumeUsed(1_000n);
+    await (await m.acquire('POLYGON', OWNER, 'b/b')).presumeUsed(2_000n);
+    const a = { nonce: 0n, deadline: 1_000n, holder: 'b/a' };
+    const b = { nonce: 1n, deadline: 2_000n, holder: 'b/b' };
+    expect(await m.doubts('POLYGON', OWNER, 0n)).toEqual([a, b]);
+    expect(await m.doubts('POLYGON', OWNER, 1n)).toEqual([b]);
+    expect((await m.state('POLYGON', OWNER)).next).toBe(2n);
+    // The chain is at 0 past b's deadline: b never executed, but a is not settled yet.
+    expect(await m.settleDoubt('POLYGON', OWNER, b, { used: false, chainNonce: 0n })).toBe(false);
+    expect((await m.state('POLYGON', OWNER)).next).toBe(2n);
+    expect(await m.settleDoubt('POLYGON', OWNER, a, { used: false, chainNonce: 0n })).toBe(true);
+    expect(await m.state('POLYGON', OWNER)).toMatchObject({ next: 0n, doubts: [] });
+  });
+
+  it('forgets a presumed-used permit the chain shows used, keeping the pool where it is', async () => {
+    const m = manager(fakeChain().reader);
+    const lease = await m.acquire('ARB', OWNER, 'b/a');
+    await lease.presumeUsed(1_000n);
+    await m.settleDoubt('ARB', OWNER, { nonce: 0n, deadline: 1_000n, holder: 'b/a' }, { used: true });
+    expect(await m.state('ARB', OWNER)).toMatchObject({ next: 1n, doubts: [] });
+  });
+
+  it('shows a holder waiting for the chain after a refusal, until it lets go', async () => {
+    const m = manager(fakeChain().reader);
+    const lease = await m.acquire('BASE', OWNER, 'b/1');
+    await lease.extend({ refusedAt: 1_700_000_000_000 });
+    expect((await m.state('BASE', OWNER)).settling).toBe('0|1700000000000');
+    await lease.release();
+    expect((await m.state('BASE', OWNER)).settling).toBeNull();
   });
 
   it('uses the pool alone, with a warning, when nonces(owner) cannot be read', async () => {

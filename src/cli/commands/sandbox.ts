@@ -78,7 +78,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     ...sandboxEnvLines(sandbox),
     '',
     `solana fee payer: ${sandbox.solanaFeePayer}`,
-    `admin (loopback only): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/outside-permit`,
+    `admin (loopback only): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit`,
     'press Ctrl-C to stop',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

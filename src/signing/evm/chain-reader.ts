@@ -3,7 +3,7 @@ import type { Config } from '../../config/config.ts';
 import { USDC_EVM, type EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SIGNING_ERROR_CODES } from '../errors.ts';
-import type { ChainReader } from '../types.ts';
+import type { BlockRef, ChainReader, NonceReading } from '../types.ts';
 import { postJsonRpc } from '../json-rpc.ts';
 
 const USDC_ABI = parseAbi([
@@ -12,6 +12,8 @@ const USDC_ABI = parseAbi([
   'function name() view returns (string)',
   'function version() view returns (string)',
 ]);
+
+type UsdcView = 'nonces' | 'balanceOf' | 'name' | 'version';
 
 /** The contract's reads, plus the two the EIP-712 domain needs. */
 export type EvmChainReader = ChainReader & {
@@ -48,86 +50,152 @@ export function redactUrl(url: string): string {
   }
 }
 
+/** One chain's endpoint, as the read functions below need it. */
+type Endpoint = {
+  readonly chain: EvmChain;
+  readonly url: string;
+  readonly usdc: string;
+  readonly fetch: typeof fetch;
+  readonly timeoutMs: number;
+  nextId(): number;
+};
+
+function readFailure(ep: Endpoint, shortMessage: string, cause?: unknown): ChainReadError {
+  const where = { chain: ep.chain, url: redactUrl(ep.url) };
+  return new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${ep.chain} RPC ${where.url}: ${shortMessage}`, {
+    cause,
+    meta: where,
+  });
+}
+
+/** One JSON-RPC call; a JSON-RPC error becomes a ChainReadError quoting the node's message. */
+async function rpcCall(ep: Endpoint, method: string, params: unknown[]): Promise<unknown> {
+  const body = await postJsonRpc(
+    ep.url,
+    { method, params, id: ep.nextId() },
+    { fetch: ep.fetch, timeoutMs: ep.timeoutMs, fail: (m) => readFailure(ep, m) },
+  );
+  if (body.error !== undefined) {
+    const message = typeof body.error?.message === 'string' ? body.error.message.slice(0, 200) : 'error';
+    throw readFailure(ep, `${method} refused: ${message}`);
+  }
+  return body.result;
+}
+
+/** `eth_call` of one USDC view at `block` (a tag or a number), decoded. */
+async function readUsdc(
+  ep: Endpoint,
+  functionName: UsdcView,
+  args: readonly unknown[],
+  block: bigint | 'latest',
+): Promise<unknown> {
+  const data = encodeFunctionData({ abi: USDC_ABI, functionName, args } as Parameters<
+    typeof encodeFunctionData
+  >[0]);
+  const tag = block === 'latest' ? 'latest' : `0x${block.toString(16)}`;
+  const result = await rpcCall(ep, 'eth_call', [{ to: ep.usdc, data }, tag]);
+  if (typeof result !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(result) || result === '0x') {
+    throw readFailure(ep, 'eth_call answered no data (is USDC deployed at the configured address?)');
+  }
+  try {
+    return decodeFunctionResult({ abi: USDC_ABI, functionName, data: result as Hex } as Parameters<
+      typeof decodeFunctionResult
+    >[0]);
+  } catch (cause) {
+    throw new ChainReadError(
+      SIGNING_ERROR_CODES.rpcFailed,
+      `${ep.chain} RPC: ${functionName}() answer cannot be decoded`,
+      { cause, meta: { chain: ep.chain } },
+    );
+  }
+}
+
+async function readUint(
+  ep: Endpoint,
+  fn: 'nonces' | 'balanceOf',
+  owner: string,
+  block: bigint | 'latest',
+): Promise<bigint> {
+  const v = await readUsdc(ep, fn, [owner], block);
+  if (typeof v !== 'bigint')
+    throw new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${ep.chain} RPC: ${fn}() is not a number`);
+  return v;
+}
+
+async function readString(ep: Endpoint, fn: 'name' | 'version'): Promise<string> {
+  const v = await readUsdc(ep, fn, [], 'latest');
+  if (typeof v !== 'string' || v.length === 0 || v.length > 100)
+    throw new ChainReadError(
+      SIGNING_ERROR_CODES.rpcFailed,
+      `${ep.chain} RPC: ${fn}() is not a usable string`,
+    );
+  return v;
+}
+
+const QUANTITY = /^0x[0-9a-fA-F]{1,64}$/;
+
+/**
+ * The node's head block header. A node that cannot say which block it answers from (no header, or
+ * one without number, timestamp and hash) proves nothing about the chain: that is an error here.
+ */
+async function readHead(ep: Endpoint): Promise<BlockRef> {
+  const header = await rpcCall(ep, 'eth_getBlockByNumber', ['latest', false]);
+  const h = (typeof header === 'object' && header !== null ? header : {}) as Record<string, unknown>;
+  const { number, timestamp, hash } = h;
+  if (
+    typeof number !== 'string' ||
+    !QUANTITY.test(number) ||
+    typeof timestamp !== 'string' ||
+    !QUANTITY.test(timestamp) ||
+    typeof hash !== 'string' ||
+    !/^0x[0-9a-fA-F]{64}$/.test(hash)
+  ) {
+    throw new ChainReadError(
+      SIGNING_ERROR_CODES.rpcBlockUnknown,
+      `${ep.chain} RPC ${redactUrl(ep.url)}: the latest block header has no number, timestamp or hash`,
+      { meta: { chain: ep.chain } },
+    );
+  }
+  return { number: BigInt(number), timestamp: BigInt(timestamp), hash: hash.toLowerCase() };
+}
+
+/**
+ * `nonces(owner)` at a known block: the head's header first, then the nonce at that block number
+ * (never `latest`, which a load-balanced endpoint may answer from another node).
+ */
+async function readNonceAtHead(ep: Endpoint, owner: string): Promise<NonceReading> {
+  const block = await readHead(ep);
+  return { nonce: await readUint(ep, 'nonces', owner, block.number), block };
+}
+
 /** eth_call of USDC's views over `EVM_RPC_URL_<CHAIN>` (plain JSON-RPC over fetch, short timeouts). */
 export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
-  const doFetch = deps.fetch ?? globalThis.fetch;
-  const timeoutMs = deps.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS;
   let id = 0;
-
-  async function ethCall(chain: EvmChain, data: Hex): Promise<Hex | undefined> {
+  const endpoint = (chain: EvmChain): Endpoint | undefined => {
     const url = deps.config.evmRpcUrl[chain];
     if (url === undefined) return undefined;
-    const to = USDC_EVM[deps.config.network][chain].usdc;
-    const where = { chain, url: redactUrl(url) };
-    const fail = (shortMessage: string, cause?: unknown): ChainReadError =>
-      new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${chain} RPC ${where.url}: ${shortMessage}`, {
-        cause,
-        meta: where,
-      });
-    const body = await postJsonRpc(
+    return {
+      chain,
       url,
-      { method: 'eth_call', params: [{ to, data }, 'latest'], id: ++id },
-      { fetch: doFetch, timeoutMs, fail: (m) => fail(m) },
-    );
-    const { result, error } = body;
-    if (error !== undefined) {
-      const message = typeof error?.message === 'string' ? error.message.slice(0, 200) : 'error';
-      throw fail(`eth_call refused: ${message}`);
-    }
-    if (typeof result !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(result) || result === '0x') {
-      throw fail('eth_call answered no data (is USDC deployed at the configured address?)');
-    }
-    return result as Hex;
-  }
-
-  async function read<F extends 'nonces' | 'balanceOf' | 'name' | 'version'>(
-    chain: EvmChain,
-    functionName: F,
-    args: readonly unknown[],
-  ): Promise<unknown> {
-    const data = encodeFunctionData({
-      abi: USDC_ABI,
-      functionName,
-      args,
-    } as Parameters<typeof encodeFunctionData>[0]);
-    const raw = await ethCall(chain, data);
-    if (raw === undefined) return undefined;
-    try {
-      return decodeFunctionResult({ abi: USDC_ABI, functionName, data: raw } as Parameters<
-        typeof decodeFunctionResult
-      >[0]);
-    } catch (cause) {
-      throw new ChainReadError(
-        SIGNING_ERROR_CODES.rpcFailed,
-        `${chain} RPC: ${functionName}() answer cannot be decoded`,
-        {
-          cause,
-          meta: { chain },
-        },
-      );
-    }
-  }
-
-  const bigintRead = async (chain: EvmChain, fn: 'nonces' | 'balanceOf', owner: string) => {
-    const v = await read(chain, fn, [owner]);
-    if (v === undefined) return undefined;
-    if (typeof v !== 'bigint')
-      throw new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${chain} RPC: ${fn}() is not a number`);
-    return v;
+      usdc: USDC_EVM[deps.config.network][chain].usdc,
+      fetch: deps.fetch ?? globalThis.fetch,
+      timeoutMs: deps.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
+      nextId: () => ++id,
+    };
   };
-  const stringRead = async (chain: EvmChain, fn: 'name' | 'version') => {
-    const v = await read(chain, fn, []);
-    if (v === undefined) return undefined;
-    if (typeof v !== 'string' || v.length === 0 || v.length > 100)
-      throw new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${chain} RPC: ${fn}() is not a usable string`);
-    return v;
-  };
-
+  /** `read` on the chain's endpoint, or undefined when no RPC is configured for it. */
+  const onChain =
+    <A extends unknown[], T>(read: (ep: Endpoint, ...args: A) => Promise<T>) =>
+    async (chain: EvmChain, ...args: A): Promise<T | undefined> => {
+      const ep = endpoint(chain);
+      return ep === undefined ? undefined : await read(ep, ...args);
+    };
   return {
     hasRpc: (chain) => deps.config.evmRpcUrl[chain] !== undefined,
-    permitNonce: (chain, owner) => bigintRead(chain, 'nonces', owner),
-    usdcBalance: (chain, owner) => bigintRead(chain, 'balanceOf', owner),
-    usdcName: (chain) => stringRead(chain, 'name'),
-    usdcVersion: (chain) => stringRead(chain, 'version'),
+    permitNonce: onChain((ep, owner: string) => readUint(ep, 'nonces', owner, 'latest')),
+    permitNonceAtHead: onChain(readNonceAtHead),
+    usdcBalance: onChain((ep, owner: string) => readUint(ep, 'balanceOf', owner, 'latest')),
+    usdcName: onChain((ep) => readString(ep, 'name')),
+    usdcVersion: onChain((ep) => readString(ep, 'version')),
   };
 }

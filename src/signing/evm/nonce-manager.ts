@@ -1,10 +1,17 @@
 import type { Redis } from 'ioredis';
-import { luaScript, runScript, type LuaScript } from '../../store/lua-script.ts';
-import { checksumEvmAddress } from '../../domain/addresses.ts';
 import type { EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
-import { NonceLeaseLostError, SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
-import type { ChainReader, NonceLease, NonceManager } from '../types.ts';
+import { NoncePoolHeldError, SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
+import type { ChainReader, DoubtVerdict, NonceDoubt, NonceLease, NonceManager } from '../types.ts';
+import {
+  checkNonce,
+  createChainNonceCache,
+  MAX_SAFE_NONCE,
+  type ChainNonceCache,
+} from './chain-nonce-cache.ts';
+import { createLease } from './nonce-lease.ts';
+import { doubtMember, POOL_SCRIPTS, poolKeys, runPoolScript, type PoolKeys } from './nonce-pool-scripts.ts';
+import { createWakeups, waitForWakeup, type Wakeups } from './nonce-wakeups.ts';
 
 /*
  * Why this is money-safe, and what it is not responsible for.
@@ -18,111 +25,16 @@ import type { ChainReader, NonceLease, NonceManager } from '../types.ts';
  * and asks for a new nonce only once the old permit is provably dead (never sent, first send
  * refused, or past its deadline with the chain nonce still at or below it).
  *
+ * One more rule keeps the record of who paid honest: a permit presumed used (its answer was lost)
+ * stays in the pool's review set until the chain settles it, and no permit is signed at or below
+ * its nonce meanwhile. Otherwise another transfer's permit could take that nonce, and the chain's
+ * "this nonce was used" would later be read as "the transfer in review was paid".
+ *
  * What this module promises is order and liveness: one holder at a time per (chain, owner), so
  * permits reach the service one by one in nonce order, and never a nonce lower than one the
  * service already took (the chain's `nonces(owner)` lags the service: its transaction mines later).
- *
- * Redis hash `P:nonce:<CHAIN>:<owner>`:
- *   next        the lowest nonce not known to be used (by a committed permit, or on chain)
- *   holder      the transfer holding the lease ("batchId/transferId"), absent when free
- *   held_nonce  the holder's in-flight nonce, once chosen
- *   lease_until Redis TIME in ms (one clock for every machine) after which the lease may be taken
+ * The Redis layout is described in nonce-pool-scripts.ts.
  */
-
-const NOW_MS = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
-/**
- * ARGV: holder, lease ms, the chain's nonces(owner) or ''. Returns {1, held_nonce} on re-entry,
- * {2, nonce, expired_holder} when taken (nonce = max(next, chain); nonces below it are used, ours
- * committed or the chain's, so `next` moves up to it and a release gives back exactly this nonce),
- * {0, ms_left} when another holder has the lease.
- */
-const ACQUIRE = `${NOW_MS}
-local h = redis.call('HMGET', KEYS[1], 'holder', 'held_nonce', 'lease_until', 'next')
-local holder, held, lease_until = h[1], h[2], tonumber(h[3] or '0')
-if holder and holder ~= ARGV[1] and lease_until > now then
-  return {0, tostring(lease_until - now)}
-end
-if holder == ARGV[1] and held then
-  redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
-  return {1, held}
-end
-local nxt = tonumber(h[4] or '0')
-if ARGV[3] ~= '' and tonumber(ARGV[3]) > nxt then nxt = tonumber(ARGV[3]) end
-local nonce = string.format('%d', nxt)
-redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'lease_until', now + tonumber(ARGV[2]), 'next', nonce, 'held_nonce', nonce)
-local expired = ''
-if holder and holder ~= ARGV[1] then expired = holder .. '@' .. (held or '-') end
-return {2, nonce, expired}
-`;
-
-/** Moves the holder's lease to a nonce the chain shows as next (the owner signed elsewhere). */
-const SET_HELD = `${NOW_MS}
-if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
-local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
-if tonumber(ARGV[2]) > nxt then redis.call('HSET', KEYS[1], 'next', ARGV[2]) end
-redis.call('HSET', KEYS[1], 'held_nonce', ARGV[2], 'lease_until', now + tonumber(ARGV[3]))
-return 1
-`;
-
-/** The permit may have executed: its nonce is used whoever holds the lease now. */
-const COMMIT = `
-local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
-local after = tonumber(ARGV[2]) + 1
-if after > nxt then redis.call('HSET', KEYS[1], 'next', string.format('%d', after)) end
-if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'holder', 'held_nonce', 'lease_until')
-  redis.call('PUBLISH', ARGV[3], KEYS[1])
-  return 1
-end
-return 0
-`;
-
-/** The permit can never execute: `next` stays at its nonce, which the next holder gets. */
-const RELEASE = `
-if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'holder', 'held_nonce', 'lease_until')
-  redis.call('PUBLISH', ARGV[2], KEYS[1])
-  return 1
-end
-return 0
-`;
-
-/**
- * ARGV: the chain's nonce after a permit above it was proven dead (past its deadline, unused).
- * Moves `next` down to it; an in-flight holder keeps its nonce (a refusal will tell it).
- */
-const REWIND = `
-local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
-if tonumber(ARGV[1]) < nxt then
-  redis.call('HSET', KEYS[1], 'next', ARGV[1])
-  return 1
-end
-return 0
-`;
-
-const EXTEND = `${NOW_MS}
-if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
-return 1
-`;
-
-type Script = LuaScript;
-const script = luaScript;
-const SCRIPTS = {
-  acquire: script(ACQUIRE),
-  setHeld: script(SET_HELD),
-  commit: script(COMMIT),
-  release: script(RELEASE),
-  extend: script(EXTEND),
-  rewind: script(REWIND),
-};
-
-const run = (redis: Redis, s: Script, key: string, args: (string | number)[]): Promise<unknown> =>
-  runScript(redis, s, [key], args);
 
 export type NonceManagerDeps = {
   /** A normal (non-subscriber) connection; the manager duplicates it once for wake-ups. */
@@ -144,6 +56,13 @@ export type NonceState = {
   readonly holder: string | null;
   readonly heldNonce: bigint | null;
   readonly leaseUntil: number | null;
+  /** "<nonce>|<refused at ms>" while the holder waits for the chain after a refused permit. */
+  readonly settling: string | null;
+  /** Until when (ms) the pool is held, and why; null when it is not. */
+  readonly holdUntil: number | null;
+  readonly holdReason: string | null;
+  /** Permits presumed used, not yet settled from the chain. */
+  readonly doubts: readonly NonceDoubt[];
 };
 
 export type RedisNonceManager = NonceManager & {
@@ -154,276 +73,184 @@ export type RedisNonceManager = NonceManager & {
 };
 
 export const DEFAULT_NONCE_LEASE_MS = 60_000;
-// Nonces stay far below 2^53 in practice; Lua numbers are doubles, so refuse anything beyond.
-const MAX_SAFE_NONCE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/**
- * Redis-backed permit nonces per (chain, owner), shared by every worker process. See the comment at
- * the top of this file for the reasoning.
- */
-export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
-  const { redis, prefix, chainReader, logger } = deps;
-  const leaseMs = deps.leaseMs ?? DEFAULT_NONCE_LEASE_MS;
-  const maxWaitMs = deps.maxWaitMs ?? 250;
-  const chainReadMaxAgeMs = deps.chainReadMaxAgeMs ?? 1_000;
-  const channel = `${prefix}:nonce:released`;
-  const keyOf = (chain: EvmChain, owner: string) => `${prefix}:nonce:${chain}:${checksumEvmAddress(owner)}`;
+/** Everything the top-level functions below share. */
+type Manager = {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly leaseMs: number;
+  readonly maxWaitMs: number;
+  readonly chain: ChainNonceCache;
+  readonly wakeups: Wakeups;
+  readonly logger: Logger | undefined;
+  closed: boolean;
+};
 
-  // Wake-ups: a release or commit publishes the key and one local waiter on that key (the longest
-  // waiting one not yet woken) tries again at once, so the next holder starts within a round trip
-  // instead of a polling interval, without every waiter of every process hitting Redis at once.
-  type Waiter = { wake(): void; woken: boolean };
-  const waiters = new Map<string, Set<Waiter>>();
-  const wakeOne = (key: string) => {
-    for (const w of waiters.get(key) ?? []) {
-      if (w.woken) continue;
-      w.wake();
-      return;
-    }
-  };
-  let subscriber: Redis | undefined;
-  let subscribed: Promise<void> | undefined;
-  let closed = false;
-  const ensureSubscribed = (): Promise<void> => {
-    if (subscribed) return subscribed;
-    subscriber = redis.duplicate({ maxRetriesPerRequest: null, lazyConnect: false });
-    subscriber.on('error', (err: Error) =>
-      logger?.warn({ err: { message: err.message } }, 'nonce wake-up connection error'),
-    );
-    subscriber.on('message', (_channel: string, key: string) => {
-      wakeOne(key);
-    });
-    subscribed = subscriber.subscribe(channel).then(
-      () => undefined,
-      // Without wake-ups the waiters still poll every maxWaitMs: slower, never stuck.
-      (err: unknown) => logger?.warn({ err: { message: String(err) } }, 'nonce wake-up subscription failed'),
-    );
-    return subscribed;
-  };
-  const arm = (key: string) => {
-    let resolve!: () => void;
-    const woken = new Promise<void>((r) => (resolve = r));
-    const waiter: Waiter = {
-      woken: false,
-      wake() {
-        waiter.woken = true;
-        resolve();
-      },
-    };
-    let set = waiters.get(key);
-    if (!set) waiters.set(key, (set = new Set()));
-    set.add(waiter);
-    return {
-      woken,
-      /** Leaves the queue; a wake-up this waiter will not use goes to the next one. */
-      disarm: (handOn: boolean) => {
-        set.delete(waiter);
-        if (set.size === 0) waiters.delete(key);
-        if (handOn && waiter.woken) wakeOne(key);
-      },
-    };
-  };
-
-  const checkNonce = (n: bigint, what: string): bigint => {
-    if (n < 0n || n > MAX_SAFE_NONCE)
-      throw new SigningError(
-        SIGNING_ERROR_CODES.nonceOutOfRange,
-        `${what} ${n} is out of the supported range`,
-      );
-    return n;
-  };
-
-  /** The chain's nonces(owner), or undefined (no RPC, or it failed: the pool alone decides). */
-  async function readChain(chain: EvmChain, owner: string): Promise<bigint | undefined> {
-    try {
-      const n = await chainReader.permitNonce(chain, owner);
-      return n === undefined ? undefined : checkNonce(n, `${chain} nonces(owner)`);
-    } catch (err) {
-      logger?.warn(
-        { chain, owner, err: { message: err instanceof Error ? err.message : String(err) } },
-        'cannot read nonces(owner); using the nonce pool alone (a refused first send re-reads it)',
-      );
-      return undefined;
-    }
-  }
-
-  // nonces(owner) only grows, so any earlier reading is a safe lower bound: one reading, shared by
-  // every local acquire and refreshed at most every chainReadMaxAgeMs, keeps the RPC round trip off
-  // the critical path of back-to-back permits. An owner who signed elsewhere since is caught by the
-  // refused first send and refreshFromChain, which always reads afresh.
-  const chainCache = new Map<string, { at: number; value: Promise<bigint | undefined> }>();
-  function chainNonce(key: string, chain: EvmChain, owner: string): Promise<bigint | undefined> {
-    const hit = chainCache.get(key);
-    if (hit && Date.now() - hit.at <= chainReadMaxAgeMs) return hit.value;
-    const entry = { at: Date.now(), value: readChain(chain, owner) };
-    chainCache.set(key, entry);
-    // A stale reading that answered is still a safe lower bound: use it now and let the fresh one
-    // land for the next acquire, so a lease hand-off never waits for an RPC round trip.
-    if (hit) {
-      return hit.value.then(
-        (old) => (old === undefined ? entry.value : old),
-        () => entry.value,
-      );
-    }
-    return entry.value;
-  }
-
-  function makeLease(
-    chain: EvmChain,
-    owner: string,
-    key: string,
-    holder: string,
-    initial: bigint,
-  ): NonceLease {
-    let nonce = initial;
-    let done = false;
-    const lost = (what: string) =>
-      new NonceLeaseLostError(
-        SIGNING_ERROR_CODES.nonceLeaseLost,
-        `The ${chain} nonce lease of ${holder} expired and was taken by another transfer (${what})`,
-        { meta: { chain, owner, holder, nonce: nonce.toString() } },
-      );
-    return {
-      get nonce() {
-        return nonce;
-      },
-      async commit() {
-        if (done) return;
-        done = true;
-        const held = await run(redis, SCRIPTS.commit, key, [holder, nonce.toString(), channel]);
-        if (held !== 1)
-          logger?.warn(
-            { chain, owner, holder, nonce: nonce.toString() },
-            'nonce committed after its lease was lost',
-          );
-      },
-      async release() {
-        if (done) return;
-        done = true;
-        await run(redis, SCRIPTS.release, key, [holder, channel]);
-      },
-      async extend() {
-        if (done) throw lost('extend after the lease was closed');
-        if ((await run(redis, SCRIPTS.extend, key, [holder, leaseMs])) !== 1) throw lost('extend');
-      },
-      async refreshFromChain() {
-        if (done) throw lost('refresh after the lease was closed');
-        const onChain = await readChain(chain, owner);
-        if (onChain === undefined || onChain <= nonce) return undefined;
-        if ((await run(redis, SCRIPTS.setHeld, key, [holder, onChain.toString(), leaseMs])) !== 1)
-          throw lost('refresh');
-        logger?.info(
-          { chain, owner, holder, from: nonce.toString(), to: onChain.toString() },
-          'permit nonce moved on chain; signing again with the chain nonce',
-        );
-        nonce = onChain;
-        return onChain;
-      },
-    };
-  }
-
-  return {
-    async rewind(chain, owner, onChain) {
-      const key = keyOf(chain, owner);
-      chainCache.delete(key);
-      if ((await run(redis, SCRIPTS.rewind, key, [checkNonce(onChain, 'rewind nonce').toString()])) === 1) {
-        logger?.warn(
-          { chain, owner, to: onChain.toString() },
-          'nonce pool moved back: a presumed-used permit expired unused',
-        );
-      }
-    },
-    async acquire(chain, owner, holder, options = {}) {
-      const { signal } = options;
-      const key = keyOf(chain, owner);
-      if (closed) throw new SigningError(SIGNING_ERROR_CODES.nonceWaitAborted, 'The nonce manager is closed');
-      // nonces(owner) only grows, so a value read before the lease is still a safe lower bound:
-      // reading it while we wait keeps the read off the critical path of back-to-back permits.
-      void chainNonce(key, chain, owner); // warm the reading while we wait for the lease
-      await ensureSubscribed();
-      for (;;) {
-        if (signal?.aborted) throw abortError(chain, holder, signal);
-        if (closed)
-          throw new SigningError(SIGNING_ERROR_CODES.nonceWaitAborted, 'The nonce manager is closed');
-        const waiter = arm(key);
-        let settled = false;
-        try {
-          const onChain = await chainNonce(key, chain, owner);
-          const r = (await run(redis, SCRIPTS.acquire, key, [
-            holder,
-            leaseMs,
-            onChain?.toString() ?? '',
-          ])) as [number, string, string?];
-          if (r[0] === 1 || r[0] === 2) {
-            settled = true;
-            if (r[2])
-              logger?.warn({ chain, owner, holder, expired: r[2] }, 'took over an expired nonce lease');
-            const nonce = BigInt(r[1]);
-            if (nonce > MAX_SAFE_NONCE) {
-              await run(redis, SCRIPTS.release, key, [holder, channel]);
-              checkNonce(nonce, 'nonce'); // throws
-            }
-            logger?.debug(
-              { chain, owner, holder, nonce: nonce.toString(), reentered: r[0] === 1 },
-              'nonce lease acquired',
-            );
-            return makeLease(chain, owner, key, holder, nonce);
-          }
-          const msLeft = Number(r[1]);
-          await waitFor(waiter.woken, Math.max(1, Math.min(msLeft, maxWaitMs)), signal);
-          // Going round again uses the wake-up; leaving (aborted, closed) hands it on.
-          settled = !signal?.aborted && !closed;
-        } finally {
-          waiter.disarm(!settled);
-        }
-      }
-    },
-
-    async state(chain, owner) {
-      const h = await redis.hgetall(keyOf(chain, owner));
-      return {
-        next: BigInt(h['next'] ?? '0'),
-        holder: h['holder'] ?? null,
-        heldNonce: h['held_nonce'] !== undefined ? BigInt(h['held_nonce']) : null,
-        leaseUntil: h['lease_until'] !== undefined ? Number(h['lease_until']) : null,
-      };
-    },
-
-    async close() {
-      closed = true;
-      for (const set of waiters.values()) for (const w of set) w.wake();
-      const s = subscriber;
-      subscriber = undefined;
-      if (s) await s.quit().catch(() => s.disconnect());
-    },
-  };
+function closedError(): SigningError {
+  return new SigningError(SIGNING_ERROR_CODES.nonceWaitAborted, 'The nonce manager is closed');
 }
 
 function abortError(chain: EvmChain, holder: string, signal: AbortSignal): SigningError {
   return new SigningError(
     SIGNING_ERROR_CODES.nonceWaitAborted,
     `Stopped waiting for the ${chain} nonce lease of ${holder}`,
-    {
-      cause: signal.reason,
-    },
+    { cause: signal.reason },
   );
 }
 
-async function waitFor(woken: Promise<void>, ms: number, signal: AbortSignal | undefined): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  try {
-    await Promise.race([
-      woken,
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
-      new Promise<void>((resolve) => {
-        if (!signal) return;
-        onAbort = resolve;
-        signal.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    if (timer) clearTimeout(timer);
-    if (onAbort) signal?.removeEventListener('abort', onAbort);
+type AcquireReply = [number, string, string?];
+
+/**
+ * One try at the lease: a lease, a hold (thrown), or how long the current holder's lease has left.
+ */
+async function tryAcquire(m: Manager, keys: PoolKeys, holder: string): Promise<NonceLease | number> {
+  const onChain = await m.chain.read(keys.pool, keys.chain, keys.owner);
+  const r = (await runPoolScript(m.redis, POOL_SCRIPTS.acquire, keys, [
+    holder,
+    m.leaseMs,
+    onChain?.toString() ?? '',
+  ])) as AcquireReply;
+  if (r[0] === 0) return Number(r[1]);
+  if (r[0] === 3) throw new NoncePoolHeldError(Number(r[1]), r[2] ?? 'the nonce pool is held');
+  const { chain, owner } = keys;
+  if (r[2]) m.logger?.warn({ chain, owner, holder, expired: r[2] }, 'took over an expired nonce lease');
+  const nonce = BigInt(r[1]);
+  if (nonce > MAX_SAFE_NONCE) {
+    await runPoolScript(m.redis, POOL_SCRIPTS.release, keys, [holder, keys.channel]);
+    checkNonce(nonce, 'nonce'); // throws
   }
+  m.logger?.debug(
+    { chain, owner, holder, nonce: nonce.toString(), reentered: r[0] === 1 },
+    'nonce lease acquired',
+  );
+  return createLease({ redis: m.redis, keys, leaseMs: m.leaseMs, logger: m.logger }, holder, nonce);
+}
+
+/** Waits for the lease of `keys` (woken by releases, polling at most every maxWaitMs). */
+async function acquireLease(
+  m: Manager,
+  keys: PoolKeys,
+  holder: string,
+  signal: AbortSignal | undefined,
+): Promise<NonceLease> {
+  if (m.closed) throw closedError();
+  // nonces(owner) only grows, so a value read before the lease is still a safe lower bound:
+  // reading it while we wait keeps the read off the critical path of back-to-back permits.
+  void m.chain.read(keys.pool, keys.chain, keys.owner);
+  await m.wakeups.ready();
+  for (;;) {
+    if (signal?.aborted) throw abortError(keys.chain, holder, signal);
+    if (m.closed) throw closedError();
+    const waiter = m.wakeups.arm(keys.pool);
+    let usedWakeup = false;
+    try {
+      const got = await tryAcquire(m, keys, holder);
+      if (typeof got !== 'number') {
+        usedWakeup = true;
+        return got;
+      }
+      await waitForWakeup(waiter.woken, Math.max(1, Math.min(got, m.maxWaitMs)), signal);
+      // Going round again uses the wake-up; leaving (aborted, closed) hands it on.
+      usedWakeup = !signal?.aborted && !m.closed;
+    } finally {
+      waiter.disarm(!usedWakeup);
+    }
+  }
+}
+
+function parseDoubt(member: string, score: string): NonceDoubt {
+  const bar = member.indexOf('|');
+  return { nonce: BigInt(score), deadline: BigInt(member.slice(0, bar)), holder: member.slice(bar + 1) };
+}
+
+async function readDoubts(m: Manager, keys: PoolKeys, from: bigint): Promise<NonceDoubt[]> {
+  const flat = await m.redis.zrangebyscore(keys.review, from.toString(), '+inf', 'WITHSCORES');
+  const out: NonceDoubt[] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push(parseDoubt(flat[i] as string, flat[i + 1] as string));
+  return out;
+}
+
+async function presumeUsed(m: Manager, keys: PoolKeys, doubt: NonceDoubt): Promise<void> {
+  const nonce = checkNonce(doubt.nonce, 'presumed-used nonce').toString();
+  await runPoolScript(m.redis, POOL_SCRIPTS.commit, keys, [
+    doubt.holder,
+    nonce,
+    keys.channel,
+    doubtMember(doubt.deadline, doubt.holder),
+  ]);
+}
+
+async function settleDoubt(
+  m: Manager,
+  keys: PoolKeys,
+  doubt: NonceDoubt,
+  verdict: DoubtVerdict,
+): Promise<boolean> {
+  const chainNonce = verdict.used ? '' : checkNonce(verdict.chainNonce, 'chain nonce').toString();
+  m.chain.forget(keys.pool);
+  const r = await runPoolScript(m.redis, POOL_SCRIPTS.settleDoubt, keys, [
+    doubtMember(doubt.deadline, doubt.holder),
+    verdict.used ? 'used' : 'unused',
+    chainNonce,
+    keys.channel,
+  ]);
+  if (r === 2)
+    m.logger?.warn(
+      { chain: keys.chain, owner: keys.owner, to: chainNonce, settled: doubt.holder },
+      'nonce pool moved back: a presumed-used permit expired unused',
+    );
+  return r === 2;
+}
+
+async function readState(m: Manager, keys: PoolKeys): Promise<NonceState> {
+  const [h, doubts] = await Promise.all([m.redis.hgetall(keys.pool), readDoubts(m, keys, 0n)]);
+  const num = (v: string | undefined) => (v === undefined ? null : Number(v));
+  return {
+    next: BigInt(h['next'] ?? '0'),
+    holder: h['holder'] ?? null,
+    heldNonce: h['held_nonce'] !== undefined ? BigInt(h['held_nonce']) : null,
+    leaseUntil: num(h['lease_until']),
+    settling: h['settling'] ?? null,
+    holdUntil: num(h['hold_until']),
+    holdReason: h['hold_reason'] ?? null,
+    doubts,
+  };
+}
+
+/**
+ * Redis-backed permit nonces per (chain, owner), shared by every worker process. See the comment at
+ * the top of this file for the reasoning.
+ */
+export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
+  const m: Manager = {
+    redis: deps.redis,
+    prefix: deps.prefix,
+    leaseMs: deps.leaseMs ?? DEFAULT_NONCE_LEASE_MS,
+    maxWaitMs: deps.maxWaitMs ?? 250,
+    chain: createChainNonceCache({
+      reader: deps.chainReader,
+      maxAgeMs: deps.chainReadMaxAgeMs ?? 1_000,
+      logger: deps.logger,
+    }),
+    wakeups: createWakeups({
+      redis: deps.redis,
+      channel: `${deps.prefix}:nonce:released`,
+      logger: deps.logger,
+    }),
+    logger: deps.logger,
+    closed: false,
+  };
+  const keysOf = (chain: EvmChain, owner: string) => poolKeys(m.prefix, chain, owner);
+  return {
+    acquire: (chain, owner, holder, options = {}) =>
+      acquireLease(m, keysOf(chain, owner), holder, options.signal),
+    presumeUsed: (chain, owner, doubt) => presumeUsed(m, keysOf(chain, owner), doubt),
+    doubts: (chain, owner, from) => readDoubts(m, keysOf(chain, owner), from),
+    settleDoubt: (chain, owner, doubt, verdict) => settleDoubt(m, keysOf(chain, owner), doubt, verdict),
+    state: (chain, owner) => readState(m, keysOf(chain, owner)),
+    async close() {
+      m.closed = true;
+      await m.wakeups.close();
+    },
+  };
 }

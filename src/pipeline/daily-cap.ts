@@ -1,0 +1,25 @@
+import { formatUsdc } from '../domain/money.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import type { Ctx } from './context.ts';
+import { waitQueued } from './outcomes.ts';
+
+/**
+ * The rolling 24-hour cap, checked atomically at the moment before a payload is made: over it, the
+ * transfer waits `queued` with the reason shown, and goes when room frees up.
+ */
+export async function reserveDailySpend(ctx: Ctx, rec: TransferRecord): Promise<void> {
+  const limit = ctx.deps.spendLimit;
+  if (!limit || rec.raw['spend_reserved'] === '1') return;
+  const res = await limit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
+  if (res.ok) {
+    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { spend_reserved: 1 });
+    return;
+  }
+  const at = new Date(res.retryAt).toISOString();
+  await waitQueued(
+    ctx,
+    `MAX_DAILY_USDC: ${formatUsdc(res.used)} of ${formatUsdc(limit.cap)} USDC sent in the last 24 h; waiting (room frees up by ${at})`,
+    Math.max(1_000, Math.min(60_000, res.retryAt - ctx.now())),
+    'daily limit',
+  );
+}

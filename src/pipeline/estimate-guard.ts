@@ -1,0 +1,47 @@
+import { bpsOf, formatUsdc } from '../domain/money.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import type { Ctx } from './context.ts';
+import { asServiceFailure, describeFailure } from './failure.ts';
+import { finish, transientOrFinal } from './outcomes.ts';
+import type { StepOutcome } from './pipeline-deps.ts';
+
+/** Estimates the fee (again after `retry`) and rejects a transfer whose fee is over a cap. */
+export async function estimateAndGuard(ctx: Ctx, rec: TransferRecord): Promise<StepOutcome | undefined> {
+  const { config, store, service } = ctx.deps;
+  let fee = rec.feeTotal;
+  // `retry` asks for a fresh estimate: fees move, and the guard must judge today's fee.
+  if (fee === null || rec.raw['reestimate'] === '1') {
+    try {
+      const est = await service.estimate({ from: rec.from, to: rec.to, amount: rec.amount });
+      await store.saveEstimate(ctx.batchId, ctx.transferId, est.fee, est.netReceive);
+      if (rec.raw['reestimate']) await store.save(ctx.batchId, ctx.transferId, { reestimate: '' });
+      fee = est.fee.total;
+    } catch (err) {
+      const f = asServiceFailure(err);
+      if (!f) throw err;
+      if (f.kind === 'rejected') {
+        return await finish(ctx, 'failed', {
+          error_code: 'estimate_refused',
+          error_message: `the service refused the estimate: ${describeFailure(f)}`,
+        });
+      }
+      // Estimating is safe to repeat: wait and try again, within the transient deadline.
+      return await transientOrFinal(ctx, rec, f, 'estimate');
+    }
+  }
+  const capBps = config.maxFeeBps;
+  const bps = bpsOf(fee, rec.amount);
+  if (bps > capBps) {
+    return await finish(ctx, 'rejected', {
+      error_code: 'fee_too_high',
+      error_message: `estimated fee ${formatUsdc(fee)} USDC is ${bps} bps of ${formatUsdc(rec.amount)}, over MAX_FEE_BPS ${capBps}`,
+    });
+  }
+  if (config.maxFeeUsdc !== undefined && fee > config.maxFeeUsdc) {
+    return await finish(ctx, 'rejected', {
+      error_code: 'fee_too_high',
+      error_message: `estimated fee ${formatUsdc(fee)} USDC is over MAX_FEE_USDC ${formatUsdc(config.maxFeeUsdc)}`,
+    });
+  }
+  return undefined;
+}

@@ -1,0 +1,14 @@
+import type { Ctx } from './context.ts';
+
+/** Appends a line (with its time) to the transfer's evidence: what was seen, for needs_review. */
+export async function addEvidence(ctx: Ctx, line: string): Promise<void> {
+  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
+  let list: string[] = [];
+  try {
+    list = JSON.parse(rec?.raw['evidence'] ?? '[]') as string[];
+  } catch {
+    list = [];
+  }
+  list.push(`${new Date(ctx.now()).toISOString()} ${line}`);
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { evidence: JSON.stringify(list.slice(-50)) });
+}

@@ -1,0 +1,266 @@
+import type { EvmChain } from '../domain/chains.ts';
+import type { PermitPayload } from '../service/types.ts';
+import { NonceLeaseLostError, NoncePoolHeldError } from '../signing/errors.ts';
+import type { NonceLease } from '../signing/types.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import { jittered, Later, loadRecord, type Ctx } from './context.ts';
+import { afterRefusedPermit, HELD_RECHECK_MS, type Refusal } from './evm-refused-permit.ts';
+import { addEvidence } from './evidence.ts';
+import { describeFailure, type ServiceFailure } from './failure.ts';
+import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from './outcomes.ts';
+import { backoffMs } from './policy.ts';
+import type { StepOutcome } from './pipeline-deps.ts';
+import { afterFailedSend, beginSend } from './send-attempt.ts';
+
+/*
+ * EVM: the (chain, owner) nonce lease → a permit signed with its nonce → transfer. The lease is
+ * held by the transfer (not the process), so permits of one owner reach the service one at a time
+ * in nonce order; a crashed transfer re-enters its own lease. What happens after a refused permit
+ * is decided in evm-refused-permit.ts.
+ */
+
+/** The nonce lease lives 60 s; it is extended when a send comes this long after the last. */
+const LEASE_EXTEND_AFTER_MS = 10_000;
+/** A signed, unsent permit this close to its deadline is replaced rather than sent. */
+const PERMIT_MIN_LIFE_MS = 60_000;
+
+const holderOf = (ctx: Ctx) => `${ctx.batchId}/${ctx.transferId}`;
+
+export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
+  if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key');
+  const lease = await acquireLease(ctx, chain, ctx.deps.evm.signer.address);
+  try {
+    return await sendWithLease(ctx, chain, lease);
+  } catch (err) {
+    // The lease lapsed and another transfer may now be sending this owner's permits: step back and
+    // come again, in order. Leaving without a verdict otherwise (shutdown, a wait, a crash), the
+    // lease stays with this transfer (re-entered on the next run) until it expires.
+    if (err instanceof NonceLeaseLostError) throw new Later(500, 'nonce lease lost');
+    throw err;
+  }
+}
+
+async function acquireLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<NonceLease> {
+  const waitSignal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.policy.leaseWaitMs)]);
+  try {
+    return await ctx.deps.evm!.nonces.acquire(chain, owner, holderOf(ctx), { signal: waitSignal });
+  } catch (err) {
+    if (err instanceof NoncePoolHeldError) {
+      return await waitQueued(
+        ctx,
+        err.reason,
+        jittered(ctx, Math.min(Math.max(err.retryAfterMs, 250), HELD_RECHECK_MS)),
+        'nonce pool held',
+      );
+    }
+    if (waitSignal.aborted || isAbort(err)) {
+      // Another transfer of this (chain, owner) holds the nonce lease: yield the worker slot.
+      throw new Later(
+        50 + Math.round((ctx.deps.random ?? Math.random)() * 200),
+        'waiting for the nonce lease',
+      );
+    }
+    throw err;
+  }
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
+}
+
+/** Fields of a permit refused on its first send, saved so that a run after a crash goes on settling it. */
+const NO_REFUSAL = { refused_nonce: '', refused_at: '', refusal: '' } as const;
+
+function savedRefusal(rec: TransferRecord, permit: PermitPayload): Refusal | undefined {
+  if (rec.raw['refused_nonce'] !== permit.nonce || !rec.raw['refused_at']) return undefined;
+  return {
+    nonce: BigInt(permit.nonce),
+    at: Number(rec.raw['refused_at']),
+    reason: rec.raw['refusal'] ?? 'refused',
+  };
+}
+
+async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Promise<StepOutcome> {
+  const { store, service } = ctx.deps;
+  let refusals = 0;
+  let extendedAt = Date.now();
+  for (;;) {
+    const rec = await loadRecord(ctx);
+    let permit = await keptPermit(ctx, rec, lease);
+    const refusal = permit && savedRefusal(rec, permit);
+    if (refusal) {
+      const out = await settleRefusal(ctx, chain, lease, rec, refusal, ++refusals);
+      if (out) return out;
+      continue;
+    }
+    permit = await unlessNearDeadline(ctx, rec, permit);
+    let gen = Number(rec.raw['payload_gen'] ?? 1);
+    let fresh: Record<string, string | number> | undefined;
+    if (!permit) {
+      const deadline = BigInt(Math.floor(ctx.now() / 1000) + ctx.deps.config.permitDeadlineSeconds);
+      permit = await ctx.deps.evm!.signer.signPermit({
+        chain,
+        amount: rec.amount,
+        nonce: lease.nonce,
+        deadline,
+      });
+      gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
+      // Saved in the same write that marks its first send begun (beginSend).
+      fresh = {
+        permit: JSON.stringify(permit),
+        permit_nonce: permit.nonce,
+        permit_deadline: permit.deadline,
+        payload_gen: gen,
+        uncertain: 0,
+        ambiguous: 0,
+        unavailable: 0,
+        ...NO_REFUSAL,
+      };
+    }
+    // Keep the (chain, owner) lease through slow sends and waits.
+    if (Date.now() - extendedAt > LEASE_EXTEND_AFTER_MS) {
+      await lease.extend();
+      extendedAt = Date.now();
+    }
+    await beginSend(ctx, rec, fresh);
+    try {
+      const res = await service.transfer(
+        { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
+        { idempotencyKey: `${ctx.batchId}/${ctx.transferId}/${gen}` },
+      );
+      // `send_state` stays `sending` until the outcome itself is recorded (in the same write): a
+      // crash in between must leave the payload uncertain, never look like an unsent permit.
+      if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
+      else await lease.release();
+      return await submitted(ctx, {
+        intent_id: res.intentId,
+        intent_status: res.status,
+        tx_hash: res.txHash ?? '',
+        send_state: '',
+      });
+    } catch (err) {
+      const { after, f } = await afterFailedSend(ctx, err);
+      if (after === 'resend') continue;
+      if (after === 'refused_first') {
+        // Saved before anything else: a run after a crash goes on settling, never re-sends it.
+        await store.save(ctx.batchId, ctx.transferId, {
+          refused_nonce: permit.nonce,
+          refused_at: ctx.now(),
+          refusal: describeFailure(f).slice(0, 300),
+        });
+        continue;
+      }
+      if (after === 'give_up_unprocessed') {
+        await lease.release();
+        return await finish(ctx, 'failed', {
+          error_code: 'service_unavailable',
+          error_message: `the service did not process the transfer: ${describeFailure(f)}`,
+        });
+      }
+      return await presumedUsed(ctx, chain, lease, permit, f);
+    }
+  }
+}
+
+/**
+ * The saved permit, unless it was never processed and uses another nonce than the lease (its first
+ * lease lapsed): then it is dead weight, discarded (nobody else holds it) for one with the lease's.
+ */
+async function keptPermit(
+  ctx: Ctx,
+  rec: TransferRecord,
+  lease: NonceLease,
+): Promise<PermitPayload | undefined> {
+  if (!rec.raw['permit']) return undefined;
+  const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
+  if (rec.raw['uncertain'] === '1' || BigInt(permit.nonce) === lease.nonce) return permit;
+  await addEvidence(
+    ctx,
+    `discarded unsent permit with nonce ${permit.nonce} (lease nonce is ${lease.nonce})`,
+  );
+  return undefined;
+}
+
+/** A never-processed permit too close to its deadline to be worth sending is replaced. */
+async function unlessNearDeadline(
+  ctx: Ctx,
+  rec: TransferRecord,
+  permit: PermitPayload | undefined,
+): Promise<PermitPayload | undefined> {
+  if (!permit || rec.raw['uncertain'] === '1') return permit;
+  if (Number(permit.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return permit;
+  await addEvidence(ctx, `replaced unsent permit (nonce ${permit.nonce}) near its deadline`);
+  return undefined;
+}
+
+/**
+ * Acts on the verdict of afterRefusedPermit: undefined to sign again (the lease has the nonce to
+ * use), or how this run ends.
+ */
+async function settleRefusal(
+  ctx: Ctx,
+  chain: EvmChain,
+  lease: NonceLease,
+  rec: TransferRecord,
+  refusal: Refusal,
+  attempt: number,
+): Promise<StepOutcome | undefined> {
+  const { store } = ctx.deps;
+  const verdict = await afterRefusedPermit(ctx, chain, ctx.deps.evm!.signer.address, lease, rec, refusal);
+  // Whatever the verdict, the refused permit is dead: the next permit is a new one.
+  const dead = { permit: '', uncertain: 0, ...NO_REFUSAL };
+  switch (verdict.kind) {
+    case 'resign':
+      await store.save(ctx.batchId, ctx.transferId, dead);
+      if (attempt <= ctx.policy.maxResigns) return undefined;
+      // The owner's nonce keeps moving under us: let the others go first, and come again.
+      await lease.release();
+      if (pastDeadline(ctx, rec)) {
+        return await finish(ctx, 'failed', {
+          error_code: 'refused',
+          error_message: `the service refused the transfer: ${refusal.reason} (the permit nonce kept moving under the worker)`,
+        });
+      }
+      await moveBackToQueued(ctx, `${chain} permit nonce kept moving under the worker; trying again`);
+      throw new Later(backoffMs(ctx.policy, attempt, ctx.deps.random), 'permit nonce kept moving');
+    case 'final':
+      return await finish(ctx, 'failed', {
+        ...NO_REFUSAL,
+        error_code: 'refused',
+        error_message: `the service refused the transfer: ${refusal.reason}${verdict.note}`,
+      });
+    case 'wait':
+      await store.save(ctx.batchId, ctx.transferId, dead);
+      if (verdict.transient) {
+        await moveBackToQueued(ctx, verdict.reason);
+        throw new Later(verdict.delayMs, 'nonce refusal unresolved');
+      }
+      return await waitQueued(ctx, verdict.reason, verdict.delayMs, 'nonce pool held');
+  }
+}
+
+/**
+ * The permit may have executed (its answer was lost): its nonce is presumed used, recorded in the
+ * pool until the chain settles it after the permit's deadline.
+ */
+async function presumedUsed(
+  ctx: Ctx,
+  chain: EvmChain,
+  lease: NonceLease,
+  permit: PermitPayload,
+  f: ServiceFailure,
+): Promise<StepOutcome> {
+  const deadline = BigInt(permit.deadline);
+  if (BigInt(permit.nonce) === lease.nonce) {
+    await lease.presumeUsed(deadline);
+  } else {
+    // A kept (uncertain) permit whose first lease lapsed: the lease's nonce was not used by it.
+    await lease.release();
+    await ctx.deps.evm!.nonces.presumeUsed(chain, permit.owner, {
+      nonce: BigInt(permit.nonce),
+      deadline,
+      holder: holderOf(ctx),
+    });
+  }
+  return await needsReview(ctx, f, Number(deadline) * 1000 + ctx.policy.settleMarginMs);
+}

@@ -1,0 +1,130 @@
+import type { TransferState } from '../domain/transfer.ts';
+import { describeFailure, type ServiceFailure } from './failure.ts';
+import { Later, type Ctx } from './context.ts';
+import { backoffMs } from './policy.ts';
+import type { StepOutcome } from './pipeline-deps.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+
+/*
+ * How a run ends: a final state (finish, submitted, needsReview), or back to `queued` to run again
+ * later (moveBackToQueued, waitQueued, transientOrFinal).
+ */
+
+export async function finish(
+  ctx: Ctx,
+  to: TransferState,
+  fields: Record<string, string | number>,
+): Promise<StepOutcome> {
+  if ((to === 'failed' || to === 'rejected') && ctx.deps.spendLimit) {
+    // Nothing was sent: give the reserved room back to the daily cap.
+    await ctx.deps.spendLimit.release(`${ctx.batchId}/${ctx.transferId}`);
+    fields = { ...fields, spend_reserved: '' };
+  }
+  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+    expected: ['in_progress', 'queued'],
+    to,
+    fields,
+    clear: ['wait_reason'],
+  });
+  if (!res.ok) return { kind: 'done', state: res.current ?? to };
+  ctx.log.info({ state: to, code: fields['error_code'] || undefined }, 'transfer final');
+  if (res.completedGeneration !== null) {
+    await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
+  }
+  return { kind: 'done', state: to };
+}
+
+export async function submitted(ctx: Ctx, fields: Record<string, string>): Promise<StepOutcome> {
+  if (ctx.deps.spendLimit) {
+    // Re-stamp the daily-cap reservation at the moment the payment was accepted.
+    const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
+    if (rec) await ctx.deps.spendLimit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
+  }
+  const out = await finish(ctx, 'submitted', { ...fields, error_code: '', error_message: '' });
+  if (fields['intent_id'])
+    await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, fields['intent_id']);
+  return out;
+}
+
+export async function needsReview(
+  ctx: Ctx,
+  f: ServiceFailure,
+  settleAt: number | null,
+): Promise<StepOutcome> {
+  const out = await finish(ctx, 'needs_review', {
+    error_code: 'outcome_unknown',
+    error_message: `the service may have executed this payment but its answer was lost (${describeFailure(f)}); check the chain, then use resolve`,
+    ...(settleAt ? { settle_at: settleAt } : {}),
+  });
+  await ctx.deps.hooks?.onNeedsReview?.(ctx.batchId, ctx.transferId, settleAt);
+  return out;
+}
+
+/** A final transition out of `needs_review`, settled from the chain or the status route. */
+export async function settleReview(
+  ctx: Ctx,
+  to: 'failed' | 'submitted',
+  fields: Record<string, string | number>,
+): Promise<StepOutcome> {
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
+  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+    expected: ['needs_review'],
+    to,
+    fields,
+  });
+  if (!res.ok) return { kind: 'done', state: res.current ?? 'needs_review' };
+  if (res.completedGeneration !== null) {
+    await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
+  }
+  return { kind: 'done', state: to };
+}
+
+export function pastDeadline(ctx: Ctx, rec: TransferRecord): boolean {
+  const first = Number(rec.raw['first_seen_at'] ?? ctx.now());
+  return ctx.now() - first >= ctx.policy.transientDeadlineMs;
+}
+
+export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> {
+  await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+    expected: ['in_progress'],
+    to: 'queued',
+    fields: { wait_reason: reason },
+  });
+}
+
+/**
+ * Waits `queued` with the reason shown, for something that is not a failure (the daily cap, a held
+ * nonce pool): the 3-minute clock of transient failures starts again when it goes.
+ */
+export async function waitQueued(ctx: Ctx, reason: string, delayMs: number, short: string): Promise<never> {
+  await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+    expected: ['in_progress'],
+    to: 'queued',
+    fields: { wait_reason: reason },
+    clear: ['first_seen_at'],
+  });
+  throw new Later(delayMs, short);
+}
+
+/** A transient failure before any payload exists: wait, or fail once the deadline has passed. */
+export async function transientOrFinal(
+  ctx: Ctx,
+  rec: TransferRecord,
+  f: ServiceFailure,
+  what: string,
+): Promise<StepOutcome> {
+  if (f.kind === 'rate_limited') await ctx.deps.hooks?.onRateLimited?.(f.retryAfterMs ?? 1_000);
+  if (pastDeadline(ctx, rec)) {
+    return await finish(ctx, 'failed', {
+      error_code: 'service_unavailable',
+      error_message: `${what} kept failing for ${Math.round(ctx.policy.transientDeadlineMs / 1000)} s: ${describeFailure(f)}`,
+    });
+  }
+  const delay =
+    f.kind === 'rate_limited'
+      ? (f.retryAfterMs ?? 1_000)
+      : backoffMs(ctx.policy, rec.attempts, ctx.deps.random);
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { last_error: describeFailure(f).slice(0, 300) });
+  await moveBackToQueued(ctx, `${what} failed (${f.kind}); retrying`);
+  throw new Later(delay, `${what} ${f.kind}`);
+}

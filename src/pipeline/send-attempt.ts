@@ -1,0 +1,83 @@
+import type { TransferRecord } from '../store/transfer-record.ts';
+import { loadRecord, wait, type Ctx } from './context.ts';
+import { addEvidence } from './evidence.ts';
+import { asServiceFailure, describeFailure, type ServiceFailure } from './failure.ts';
+import { pastDeadline } from './outcomes.ts';
+import { backoffMs } from './policy.ts';
+
+/*
+ * One send of a saved payload (a signed permit or Solana transaction), shared by both flows: the
+ * durable mark before it, and the one decision after it fails.
+ */
+
+/**
+ * Written durably before every send: on resume, `send_state=sending` means this send's outcome is
+ * unknown. `attempts` (shown to operators) counts sends to the service across payloads.
+ */
+export async function beginSend(
+  ctx: Ctx,
+  rec: TransferRecord,
+  freshPayload?: Record<string, string | number>,
+): Promise<void> {
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, {
+    ...freshPayload,
+    send_state: 'sending',
+    sends: freshPayload ? 1 : Number(rec.raw['sends'] ?? 0) + 1,
+    attempts: rec.attempts + 1,
+  });
+}
+
+export type AfterSend = 'resend' | 'refused_first' | 'give_up_unprocessed' | 'needs_review';
+
+/**
+ * The one decision after a failed send of a saved payload, from the client's classification and
+ * the payload's history. Waits (in the job, holding the payload) before a re-send.
+ */
+export async function afterFailedSend(
+  ctx: Ctx,
+  err: unknown,
+): Promise<{ after: AfterSend; f: ServiceFailure }> {
+  const f = asServiceFailure(err);
+  if (!f) {
+    // An unexpected local error after the request may have gone out: treat as uncertain.
+    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { send_state: '', uncertain: 1 });
+    throw err;
+  }
+  return { after: await decideAfterFailedSend(ctx, f), f };
+}
+
+async function decideAfterFailedSend(ctx: Ctx, f: ServiceFailure): Promise<AfterSend> {
+  const { store } = ctx.deps;
+  const rec = await loadRecord(ctx);
+  const uncertainBefore = rec.raw['uncertain'] === '1';
+  await addEvidence(ctx, `send ${rec.raw['sends'] ?? '?'} failed: ${describeFailure(f)}`);
+  switch (f.kind) {
+    case 'rejected':
+      await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
+      return uncertainBefore ? 'needs_review' : 'refused_first';
+    case 'ambiguous': {
+      const n = await store.incr(ctx.batchId, ctx.transferId, 'ambiguous');
+      await store.save(ctx.batchId, ctx.transferId, { send_state: '', uncertain: 1 });
+      if (n > ctx.policy.maxAmbiguousResends || pastDeadline(ctx, rec)) return 'needs_review';
+      await wait(ctx, backoffMs(ctx.policy, n, ctx.deps.random));
+      return 'resend';
+    }
+    case 'rate_limited': {
+      await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
+      const ms = f.retryAfterMs ?? 1_000;
+      await ctx.deps.hooks?.onRateLimited?.(ms);
+      if (pastDeadline(ctx, rec)) return uncertainBefore ? 'needs_review' : 'give_up_unprocessed';
+      await wait(ctx, Math.min(ms, ctx.policy.backoffMaxMs));
+      return 'resend';
+    }
+    case 'unavailable': {
+      const n = await store.incr(ctx.batchId, ctx.transferId, 'unavailable');
+      await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
+      if (n >= ctx.policy.maxUnavailableSends || pastDeadline(ctx, rec)) {
+        return uncertainBefore ? 'needs_review' : 'give_up_unprocessed';
+      }
+      await wait(ctx, backoffMs(ctx.policy, n, ctx.deps.random));
+      return 'resend';
+    }
+  }
+}

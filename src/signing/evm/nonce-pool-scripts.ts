@@ -1,0 +1,181 @@
+import type { Redis } from 'ioredis';
+import { checksumEvmAddress } from '../../domain/addresses.ts';
+import type { EvmChain } from '../../domain/chains.ts';
+import { luaScript, runScript, type LuaScript } from '../../store/lua-script.ts';
+
+/*
+ * The Redis side of one (chain, owner)'s permit-nonce pool. Every change is one script, so that
+ * every worker process sees a consistent pool. See nonce-manager.ts for why this is money-safe.
+ *
+ * HASH `P:nonce:<CHAIN>:<owner>`:
+ *   next         the lowest nonce not known to be used (by a committed permit, or on chain)
+ *   holder       the transfer holding the lease ("batchId/transferId"), absent when free
+ *   held_nonce   the holder's in-flight nonce, once chosen
+ *   lease_until  Redis TIME in ms (one clock for every machine) after which the lease may be taken
+ *   settling     "<nonce>|<refused at, ms>" while the holder waits for the chain after a refusal
+ *   hold_until   Redis TIME in ms until which no lease is handed out (the pool is held)
+ *   hold_chain   the chain's nonce when the hold began: a reading above it ends the hold early
+ *   hold_reason  why the pool is held, shown on every transfer that waits for it
+ *
+ * ZSET `P:nonce:<CHAIN>:<owner>:review`: permits presumed used (their answer was lost; their
+ * transfer is `needs_review`), member "<deadline, unix s>|<batchId>/<transferId>", score = nonce.
+ * While one could still execute, no permit is signed at or below its nonce: the pool moves back
+ * below a presumed-used nonce only once no presumed-used permit at or above it is left.
+ */
+
+/** The keys of one (chain, owner)'s pool. */
+export type PoolKeys = {
+  readonly chain: EvmChain;
+  readonly owner: string;
+  readonly pool: string;
+  readonly review: string;
+  /** The channel a release publishes on, so a waiter in any process tries again at once. */
+  readonly channel: string;
+};
+
+export function poolKeys(prefix: string, chain: EvmChain, owner: string): PoolKeys {
+  const pool = `${prefix}:nonce:${chain}:${checksumEvmAddress(owner)}`;
+  return { chain, owner, pool, review: `${pool}:review`, channel: `${prefix}:nonce:released` };
+}
+
+const NOW_MS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/** Frees the lease of KEYS[1] and wakes one waiter on ARGV[chan]. */
+const FREE_LEASE = `
+local function free_lease(key, channel)
+  redis.call('HDEL', key, 'holder', 'held_nonce', 'lease_until', 'settling')
+  redis.call('PUBLISH', channel, key)
+end
+`;
+
+/**
+ * ARGV: holder, lease ms, the chain's nonces(owner) or ''. Returns {1, held_nonce} on re-entry,
+ * {2, nonce, expired_holder} when taken (nonce = max(next, chain); nonces below it are used, ours
+ * committed or the chain's, so `next` moves up to it and a release gives back exactly this nonce),
+ * {0, ms_left} when another holder has the lease, {3, ms_left, reason} while the pool is held (a
+ * chain reading above `hold_chain` ends the hold: the chain moved past where it was stuck).
+ */
+const ACQUIRE = `${NOW_MS}
+local h = redis.call('HMGET', KEYS[1], 'holder', 'held_nonce', 'lease_until', 'next', 'hold_until', 'hold_chain', 'hold_reason')
+local holder, held, lease_until = h[1], h[2], tonumber(h[3] or '0')
+if holder and holder ~= ARGV[1] and lease_until > now then
+  return {0, tostring(lease_until - now)}
+end
+if holder == ARGV[1] and held then
+  redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
+  return {1, held}
+end
+local hold_until = tonumber(h[5] or '0')
+if hold_until > now and (ARGV[3] == '' or tonumber(ARGV[3]) <= tonumber(h[6] or '-1')) then
+  return {3, tostring(hold_until - now), h[7] or ''}
+end
+if h[5] then redis.call('HDEL', KEYS[1], 'hold_until', 'hold_chain', 'hold_reason') end
+local nxt = tonumber(h[4] or '0')
+if ARGV[3] ~= '' and tonumber(ARGV[3]) > nxt then nxt = tonumber(ARGV[3]) end
+local nonce = string.format('%d', nxt)
+redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'lease_until', now + tonumber(ARGV[2]), 'next', nonce, 'held_nonce', nonce)
+redis.call('HDEL', KEYS[1], 'settling')
+local expired = ''
+if holder and holder ~= ARGV[1] then expired = holder .. '@' .. (held or '-') end
+return {2, nonce, expired}
+`;
+
+/** ARGV: holder, nonce. Moves the holder's lease to a nonce the chain shows as next (signed elsewhere). */
+const MOVE_TO = `${NOW_MS}
+if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
+local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
+if tonumber(ARGV[2]) > nxt then redis.call('HSET', KEYS[1], 'next', ARGV[2]) end
+redis.call('HSET', KEYS[1], 'held_nonce', ARGV[2], 'lease_until', now + tonumber(ARGV[3]))
+redis.call('HDEL', KEYS[1], 'settling')
+return 1
+`;
+
+/**
+ * ARGV: holder, nonce, channel, and for a permit presumed used its review member or ''. The permit
+ * was accepted or may have executed: its nonce is used whoever holds the lease now.
+ */
+const COMMIT = `${FREE_LEASE}
+local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
+local after = tonumber(ARGV[2]) + 1
+if after > nxt then redis.call('HSET', KEYS[1], 'next', string.format('%d', after)) end
+if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4]) end
+if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] then
+  free_lease(KEYS[1], ARGV[3])
+  return 1
+end
+return 0
+`;
+
+/** ARGV: holder, channel. The permit can never execute: `next` stays at its nonce, which the next holder gets. */
+const RELEASE = `${FREE_LEASE}
+if redis.call('HGET', KEYS[1], 'holder') == ARGV[1] then
+  free_lease(KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`;
+
+/** ARGV: holder, lease ms, and "<nonce>|<refused at>" while settling a refusal (or ''). */
+const EXTEND = `${NOW_MS}
+if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'settling', ARGV[3]) end
+return 1
+`;
+
+/**
+ * ARGV: holder, ms, the chain's nonce, reason, channel. The holder learned that no permit of this
+ * owner can go through for now: it frees its lease and holds the pool, so every other transfer
+ * waits with the reason instead of being refused in turn.
+ */
+const HOLD = `${NOW_MS}${FREE_LEASE}
+if redis.call('HGET', KEYS[1], 'holder') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'hold_until', now + tonumber(ARGV[2]), 'hold_chain', ARGV[3], 'hold_reason', ARGV[4])
+free_lease(KEYS[1], ARGV[5])
+return 1
+`;
+
+/**
+ * ARGV: review member, verdict ('used' | 'unused'), the chain's nonce at the deciding block,
+ * channel. A presumed-used permit is settled. Proven unused (at a block past its deadline, the
+ * chain at or below its nonce): once no presumed-used permit at or above the chain's nonce is
+ * left, `next` moves back down to it (an in-flight holder keeps its nonce: a refusal will tell
+ * it) and any hold ends. Returns 2 when the pool moved back, 1 otherwise.
+ */
+const SETTLE_DOUBT = `
+redis.call('ZREM', KEYS[2], ARGV[1])
+if ARGV[2] ~= 'unused' then return 1 end
+if redis.call('ZCOUNT', KEYS[2], ARGV[3], '+inf') > 0 then return 1 end
+local nxt = tonumber(redis.call('HGET', KEYS[1], 'next') or '0')
+if tonumber(ARGV[3]) < nxt then redis.call('HSET', KEYS[1], 'next', ARGV[3]) end
+redis.call('HDEL', KEYS[1], 'hold_until', 'hold_chain', 'hold_reason')
+redis.call('PUBLISH', ARGV[4], KEYS[1])
+return 2
+`;
+
+export const POOL_SCRIPTS = {
+  acquire: luaScript(ACQUIRE),
+  moveTo: luaScript(MOVE_TO),
+  commit: luaScript(COMMIT),
+  release: luaScript(RELEASE),
+  extend: luaScript(EXTEND),
+  hold: luaScript(HOLD),
+  settleDoubt: luaScript(SETTLE_DOUBT),
+} as const satisfies Record<string, LuaScript>;
+
+export function runPoolScript(
+  redis: Redis,
+  script: LuaScript,
+  keys: PoolKeys,
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  return runScript(redis, script, [keys.pool, keys.review], args);
+}
+
+/** The review member of a presumed-used permit. */
+export function doubtMember(deadline: bigint, holder: string): string {
+  return `${deadline}|${holder}`;
+}

@@ -1,0 +1,112 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../log/logger.ts';
+
+/**
+ * Wake-ups for transfers waiting on a nonce lease: a release or commit publishes the pool's key and
+ * one local waiter on that key (the longest waiting one not yet woken) tries again at once, so the
+ * next holder starts within a round trip instead of a polling interval, without every waiter of
+ * every process hitting Redis at once. Without the subscription waiters still poll: slower, never
+ * stuck.
+ */
+export type Wakeups = {
+  /** Subscribes once (on first use); later calls return the same promise. */
+  ready(): Promise<void>;
+  /** Queues a waiter on `key`. */
+  arm(key: string): Waiter;
+  /** Wakes every waiter (closing) and drops the subscription. */
+  close(): Promise<void>;
+};
+
+export type Waiter = {
+  readonly woken: Promise<void>;
+  /** Leaves the queue; a wake-up this waiter will not use goes to the next one when `handOn`. */
+  disarm(handOn: boolean): void;
+};
+
+type Entry = { wake(): void; woken: boolean };
+
+function wakeOne(waiters: Map<string, Set<Entry>>, key: string): void {
+  for (const w of waiters.get(key) ?? []) {
+    if (w.woken) continue;
+    w.wake();
+    return;
+  }
+}
+
+function armWaiter(waiters: Map<string, Set<Entry>>, key: string): Waiter {
+  let resolve!: () => void;
+  const woken = new Promise<void>((r) => (resolve = r));
+  const entry: Entry = {
+    woken: false,
+    wake() {
+      entry.woken = true;
+      resolve();
+    },
+  };
+  let set = waiters.get(key);
+  if (!set) waiters.set(key, (set = new Set()));
+  const mine = set;
+  mine.add(entry);
+  return {
+    woken,
+    disarm(handOn) {
+      mine.delete(entry);
+      if (mine.size === 0) waiters.delete(key);
+      if (handOn && entry.woken) wakeOne(waiters, key);
+    },
+  };
+}
+
+export function createWakeups(deps: { redis: Redis; channel: string; logger?: Logger | undefined }): Wakeups {
+  const waiters = new Map<string, Set<Entry>>();
+  let subscriber: Redis | undefined;
+  let subscribed: Promise<void> | undefined;
+  return {
+    ready() {
+      if (subscribed) return subscribed;
+      const sub = deps.redis.duplicate({ maxRetriesPerRequest: null, lazyConnect: false });
+      subscriber = sub;
+      sub.on('error', (err: Error) =>
+        deps.logger?.warn({ err: { message: err.message } }, 'nonce wake-up connection error'),
+      );
+      sub.on('message', (_channel: string, key: string) => wakeOne(waiters, key));
+      subscribed = sub.subscribe(deps.channel).then(
+        () => undefined,
+        (err: unknown) =>
+          deps.logger?.warn({ err: { message: String(err) } }, 'nonce wake-up subscription failed'),
+      );
+      return subscribed;
+    },
+    arm: (key) => armWaiter(waiters, key),
+    async close() {
+      for (const set of waiters.values()) for (const w of set) w.wake();
+      const s = subscriber;
+      subscriber = undefined;
+      if (s) await s.quit().catch(() => s.disconnect());
+    },
+  };
+}
+
+/** Resolves when woken, after `ms`, or when `signal` aborts, whichever comes first. */
+export async function waitForWakeup(
+  woken: Promise<void>,
+  ms: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    await Promise.race([
+      woken,
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+      new Promise<void>((resolve) => {
+        if (!signal) return;
+        onAbort = resolve;
+        signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    if (timer) clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
+}
