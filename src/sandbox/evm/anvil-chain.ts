@@ -53,7 +53,15 @@ export async function startAnvilChain(deps: AnvilChainDeps): Promise<SandboxEvmC
       baselineBlock,
       tail: Promise.resolve(),
     };
-    return anvilChainApi(state);
+    const ticker = startBlockTicker(state);
+    const api = anvilChainApi(state);
+    return {
+      ...api,
+      close: async () => {
+        clearInterval(ticker);
+        await api.close();
+      },
+    };
   } catch (err) {
     await node.stop(500);
     throw err;
@@ -90,6 +98,28 @@ function anvilChainApi(s: AnvilChainState): SandboxEvmChain {
     reset: () => serial(s, () => resetChain(s)),
     close: () => s.node.stop(),
   };
+}
+
+/**
+ * A live chain makes blocks whether or not anyone pays: anvil (automine) makes one per transaction
+ * only. Without new blocks a worker waiting for "a block at least as new as the refusal" or "a
+ * block past the permit's deadline" would wait for ever, so an empty block is mined whenever none
+ * was in the last `BLOCK_TIME_MS`, as Base or Arbitrum make one every second or two.
+ */
+const BLOCK_TIME_MS = 1_000;
+
+function startBlockTicker(s: AnvilChainState): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    if (Date.now() - s.clock.lastMinedAt() < BLOCK_TIME_MS) return;
+    serial(s, async () => {
+      await anvilCall(s.node.url, 'evm_mine', []);
+      s.clock.record(BigInt(await anvilCall<Hex>(s.node.url, 'eth_blockNumber')), Date.now());
+    }).catch(() => {
+      // anvil stopping (the sandbox closing): the next tick, if any, tries again.
+    });
+  }, BLOCK_TIME_MS / 4);
+  timer.unref();
+  return timer;
 }
 
 /** Runs `fn` after every change queued before it on this chain (a relayer has one nonce sequence). */

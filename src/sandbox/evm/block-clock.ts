@@ -8,6 +8,8 @@ export type BlockClock = {
   record(n: bigint, at: number): void;
   /** The newest block known. */
   head(): bigint;
+  /** When the newest block was mined (0 for blocks found already there). */
+  lastMinedAt(): number;
   /** The newest block mined at least `lagMs` before `now`. */
   headAt(lagMs: number, now: number): bigint;
   /** Forgets blocks above `n` (after the chain was reverted to `n`). */
@@ -24,6 +26,7 @@ export function createBlockClock(baseline: bigint): BlockClock {
       while (head() < n) minedAt.push(Math.max(at, minedAt.at(-1) ?? 0));
     },
     head,
+    lastMinedAt: () => minedAt.at(-1) ?? 0,
     headAt(lagMs, now) {
       const horizon = now - lagMs;
       // Binary search: the count of blocks mined at or before the horizon.
