@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/config.ts';
@@ -207,30 +208,68 @@ describe('hook credentials', () => {
   const secret = new Secret('whsec_0123456789abcdef');
   const body = Buffer.from('{"transfers":[]}');
   const now = 1_750_000_000_000;
+  const plain = { method: 'POST', target: '/v1/batches', body };
+  const withQuery = { method: 'POST', target: '/v1/batches?batch_id=b1&allow_duplicates=true', body };
+  // The v2 text, computed here from PRODUCT.md §6 rather than with the product's code.
+  const v2 = (r: { method: string; target: string; body: Buffer }, t = Math.floor(now / 1000)) =>
+    `t=${t},v2=${createHmac('sha256', secret.reveal()).update(`${t}.${r.method}.${r.target}.${r.body.toString()}`).digest('hex')}`;
 
   it('accepts a signature made over "t.body" within five minutes', () => {
     const header = signatureHeader(secret.reveal(), body.toString(), now - 299_000);
-    expect(verifySignature(header, body, secret, now)).toEqual({ ok: true });
+    expect(verifySignature(header, plain, secret, now)).toEqual({ ok: true });
   });
 
   it('refuses a stale, missing, malformed or wrong signature', () => {
     expect(
-      verifySignature(signatureHeader(secret.reveal(), body.toString(), now - 301_000), body, secret, now),
+      verifySignature(signatureHeader(secret.reveal(), body.toString(), now - 301_000), plain, secret, now),
     ).toMatchObject({
       ok: false,
       reason: expect.stringContaining('5-minute'),
     });
-    expect(verifySignature(undefined, body, secret, now)).toMatchObject({ ok: false });
-    expect(verifySignature('v1=abc', body, secret, now)).toMatchObject({ ok: false });
+    expect(verifySignature(undefined, plain, secret, now)).toMatchObject({ ok: false });
+    expect(verifySignature('v1=abc', plain, secret, now)).toMatchObject({ ok: false });
     const other = signatureHeader('another-secret-xyz', body.toString(), now);
-    expect(verifySignature(other, body, secret, now)).toMatchObject({
+    expect(verifySignature(other, plain, secret, now)).toMatchObject({
       ok: false,
       reason: expect.stringContaining('match'),
     });
     const tampered = signatureHeader(secret.reveal(), body.toString(), now);
-    expect(verifySignature(tampered, Buffer.from('{"transfers":[1]}'), secret, now)).toMatchObject({
-      ok: false,
-    });
+    expect(
+      verifySignature(tampered, { ...plain, body: Buffer.from('{"transfers":[1]}') }, secret, now),
+    ).toMatchObject({ ok: false });
+  });
+
+  it('refuses v1 on a request with a query string, even an empty one, and says to sign with v2', () => {
+    const header = signatureHeader(secret.reveal(), body.toString(), now);
+    for (const target of [withQuery.target, '/v1/batches?']) {
+      expect(verifySignature(header, { ...plain, target }, secret, now)).toMatchObject({
+        ok: false,
+        reason: expect.stringContaining('v2='),
+      });
+    }
+  });
+
+  it('accepts v2 over the method, the target as sent and the body, and nothing else', () => {
+    expect(verifySignature(v2(withQuery), withQuery, secret, now)).toEqual({ ok: true });
+    expect(verifySignature(v2(plain), plain, secret, now)).toEqual({ ok: true });
+    const header = v2(withQuery);
+    for (const changed of [
+      { ...withQuery, target: '/v1/batches?batch_id=b2&allow_duplicates=true' },
+      { ...withQuery, target: '/v1/batches?allow_duplicates=true&batch_id=b1' },
+      { ...withQuery, method: 'PUT' },
+      { ...withQuery, body: Buffer.from('{"transfers":[1]}') },
+      plain,
+    ]) {
+      expect(verifySignature(header, changed, secret, now), JSON.stringify(changed)).toMatchObject({
+        ok: false,
+      });
+    }
+    // One good value among several (a secret being rotated) is enough.
+    const rotated = `${v2(withQuery)},v2=${'0'.repeat(64)}`;
+    expect(verifySignature(rotated, withQuery, secret, now)).toEqual({ ok: true });
+    expect(
+      verifySignature(v2(withQuery, Math.floor(now / 1000) - 301), withQuery, secret, now),
+    ).toMatchObject({ ok: false, reason: expect.stringContaining('5-minute') });
   });
 
   it('matches bearer tokens exactly', () => {

@@ -34,7 +34,13 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     const secret = deps.config.hookHmacSecret;
     if (secret) {
       const header = request.headers['x-signature'];
-      const check = verifySignature(typeof header === 'string' ? header : undefined, raw, secret, now());
+      const check = verifySignature(
+        typeof header === 'string' ? header : undefined,
+        // request.url is the target as the client sent it (not re-encoded): what v2 signs.
+        { method: request.method, target: request.url, body: raw },
+        secret,
+        now(),
+      );
       if (!check.ok) throw unauthorized(check.reason);
     }
 
