@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parse as parseDotenv } from 'dotenv';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { checkEvmAddress, checkSolanaAddress } from '../domain/addresses.ts';
@@ -254,6 +255,43 @@ function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[]
   return list;
 }
 
+// A DNS name: dot-separated labels of letters, digits and inner hyphens.
+const HOSTNAME =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/** The HTTP API's address, and the limits that keep slow or idle clients from holding it. */
+function readHttpServer(
+  r: EnvReader,
+  problem: Problem,
+): Pick<
+  Config,
+  | 'httpHost'
+  | 'httpPort'
+  | 'httpHeadersTimeoutMs'
+  | 'httpRequestTimeoutMs'
+  | 'httpIdleTimeoutMs'
+  | 'httpMaxConnections'
+> {
+  const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
+  if (isIP(host) === 0 && !HOSTNAME.test(host)) {
+    problem('HTTP_HOST', `must be an IP address or a host name (got "${host.slice(0, 60)}")`);
+  }
+  const headers = r.int('HTTP_HEADERS_TIMEOUT_MS', DEFAULTS.HTTP_HEADERS_TIMEOUT_MS, 100, 600_000);
+  const request = r.int('HTTP_REQUEST_TIMEOUT_MS', DEFAULTS.HTTP_REQUEST_TIMEOUT_MS, 100, 3_600_000);
+  // Node refuses a headers timeout above the request timeout: the headers are part of the request.
+  if (headers > request) {
+    problem('HTTP_HEADERS_TIMEOUT_MS', `must not exceed HTTP_REQUEST_TIMEOUT_MS (${request})`);
+  }
+  return {
+    httpHost: host,
+    httpPort: r.int('HTTP_PORT', DEFAULTS.HTTP_PORT, 0, 65_535),
+    httpHeadersTimeoutMs: headers,
+    httpRequestTimeoutMs: request,
+    httpIdleTimeoutMs: r.int('HTTP_IDLE_TIMEOUT_MS', DEFAULTS.HTTP_IDLE_TIMEOUT_MS, 100, 600_000),
+    httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', DEFAULTS.HTTP_MAX_CONNECTIONS, 1, 1_000_000),
+  };
+}
+
 function readLogLevel(r: EnvReader, problem: Problem): string {
   const level = (r.str('LOG_LEVEL') ?? DEFAULTS.LOG_LEVEL).toLowerCase();
   if (!LOG_LEVELS.includes(level)) problem('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -309,7 +347,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),
     apiRateLimit,
-    httpPort: r.int('HTTP_PORT', DEFAULTS.HTTP_PORT, 0, 65_535),
+    ...readHttpServer(r, problem),
     hookHmacSecret:
       r.str('HOOK_HMAC_SECRET') !== undefined ? new Secret(r.str('HOOK_HMAC_SECRET') as string) : undefined,
     logLevel: readLogLevel(r, problem),

@@ -8,6 +8,7 @@ import { basicPassword, bearerToken, secretMatches } from './auth.ts';
 import { errorDocument, forbidden, HttpError, unauthorized } from './http-errors.ts';
 import type { AppDeps, RouteAuth, RouteDeps, RoutePlugin } from './route-deps.ts';
 import { ROUTES } from './routes/index.ts';
+import { capConnections, closeAfterRefusal, serverTimeouts } from './server-limits.ts';
 
 export type AppOptions = {
   /** Largest accepted request body, bytes (413 above). Default 10 MB. */
@@ -30,7 +31,10 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     loggerInstance: deps.logger,
     bodyLimit,
     logController: new LogController({ disableRequestLogging: true }),
+    ...serverTimeouts(deps.config),
   });
+  capConnections(app.server, deps.config, deps.logger);
+  app.addHook('onSend', closeAfterRefusal);
 
   const queues =
     deps.queues ?? createQueueMonitor({ connection: deps.redis, prefix: deps.config.queuePrefix });
