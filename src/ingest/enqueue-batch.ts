@@ -15,7 +15,8 @@ import {
 import { findPayoutOwners, findRecentPayments } from '../store/ingest-lookups.ts';
 import { recordAudit } from '../store/audit.ts';
 import { batchDigest, derivedBatchId, paymentFingerprint } from './batch-identity.ts';
-import { sortIssues, type IngestIssue } from './ingest-issue.ts';
+import type { IngestIssue } from './ingest-issue.ts';
+import { firstIssues } from './issue-list.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
 import type { ValidatedInput } from './validate-input.ts';
 
@@ -54,7 +55,10 @@ export type EnqueueOutcome = {
   readonly accepted: number;
   readonly rejected: number;
   readonly duplicates: number;
+  /** The first problems in file order (MAX_LISTED_ISSUES): invalid rows, duplicates, the input's. */
   readonly errors: IngestIssue[];
+  /** Every problem found, listed in `errors` or not (`error_count`). */
+  readonly errorCount: number;
   readonly totalAmount: bigint;
   readonly routes: RouteTotal[];
 };
@@ -113,8 +117,9 @@ export async function enqueueValidated(
     held: false,
     accepted: 0,
     rejected: rejectedRows,
-    duplicates: duplicates.length,
-    errors: sortIssues([...issues, ...duplicates]),
+    duplicates: duplicates.length + input.omittedDuplicates,
+    errors: firstIssues([...issues, ...duplicates]),
+    errorCount: issues.length + input.omittedIssues + duplicates.length + input.omittedDuplicates,
     totalAmount: 0n,
     routes: [],
   });
@@ -229,8 +234,14 @@ export async function enqueueValidated(
       held: state.held,
       accepted: state.rows,
       rejected: input.invalidRows + owned.length,
-      duplicates: allDuplicates.length,
-      errors: sortIssues([...input.issues, ...owned, ...allDuplicates]),
+      duplicates: allDuplicates.length + input.omittedDuplicates,
+      errors: firstIssues([...input.issues, ...owned, ...allDuplicates]),
+      errorCount:
+        input.issues.length +
+        input.omittedIssues +
+        owned.length +
+        allDuplicates.length +
+        input.omittedDuplicates,
       totalAmount: state.amount,
       routes: routeTotals(accepted(state)),
     };

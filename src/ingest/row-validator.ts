@@ -5,6 +5,7 @@ import type { TransferRequest } from '../domain/transfer.ts';
 import { ID_PATTERN } from '../queue/jobs.ts';
 import { MEMO_MAX_LENGTH, type Column, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
+import { IssueList } from './issue-list.ts';
 
 export type RowValidatorOptions = {
   /** MAX_TRANSFER_USDC: a row above it is invalid. */
@@ -14,7 +15,10 @@ export type RowValidatorOptions = {
 /** What one pass over the rows found; `transfers` are the valid rows in input order. */
 export type ValidatedRows = {
   readonly transfers: TransferRequest[];
+  /** The first problems found (MAX_LISTED_ISSUES), in row order. */
   readonly issues: IngestIssue[];
+  /** Problems found past those listed in `issues`: counted, not kept. */
+  readonly omittedIssues: number;
   /** Rows with at least one problem. */
   readonly invalidRows: number;
   /** Every data row of the input, valid or not: what `--expect-rows` is compared with. */
@@ -39,7 +43,7 @@ export function derivedTransferId(line: number): string {
  */
 export function createRowValidator(options: RowValidatorOptions = {}) {
   const transfers: TransferRequest[] = [];
-  const issues: IngestIssue[] = [];
+  const issues = new IssueList();
   const idLines = new Map<string, number>();
   let invalidRows = 0;
   let inputRows = 0;
@@ -63,7 +67,7 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
   function add(row: RawRow, known?: KnownAddress): void {
     inputRows++;
     const { line, fields } = row;
-    const before = issues.length;
+    const before = issues.count;
     if (row.issues) issues.push(...row.issues);
     const problem = (column: Column, message: string) => issues.push({ line, column, message });
 
@@ -153,7 +157,7 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
       problem('memo', `memo is ${[...memo].length} characters; at most ${MEMO_MAX_LENGTH} are allowed`);
     }
 
-    if (issues.length > before) {
+    if (issues.count > before) {
       invalidRows++;
       return;
     }
@@ -177,7 +181,14 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
   }
 
   function finish(): ValidatedRows {
-    return { transfers, issues, invalidRows, inputRows, inputTotal };
+    return {
+      transfers,
+      issues: issues.listed,
+      omittedIssues: issues.omitted,
+      invalidRows,
+      inputRows,
+      inputTotal,
+    };
   }
 
   return { add, reject, finish };

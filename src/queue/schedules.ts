@@ -295,14 +295,14 @@ export async function fireSchedule(
   if (outcome.status === 'rejected') {
     const shown = outcome.errors.slice(0, 5).map(formatIssue);
     deps.logger?.error(
-      { schedule: name, batchId, problems: outcome.errors.length, first: shown },
+      { schedule: name, batchId, problems: outcome.errorCount, first: shown },
       'schedule firing refused: no batch was enqueued',
     );
     await note({
       last_fired_at: String(scheduledAt),
       last_batch: batchId,
       last_status: 'rejected',
-      last_error: `${outcome.errors.length} problem(s); ${shown.join('; ')}`.slice(0, 1000),
+      last_error: `${outcome.errorCount} problem(s); ${shown.join('; ')}`.slice(0, 1000),
     });
     return { status: 'rejected', batchId, outcome };
   }

@@ -2,7 +2,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc } from '../../domain/money.ts';
-import { formatIssue, sortIssues, type IngestIssue } from '../../ingest/ingest-issue.ts';
+import type { IngestIssue } from '../../ingest/ingest-issue.ts';
+import { firstIssues } from '../../ingest/issue-list.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
 import {
   checkScheduleSpec,
@@ -17,7 +18,7 @@ import {
 import { recordAudit } from '../../store/audit.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
-import { table } from '../format.ts';
+import { issueReport, table } from '../format.ts';
 
 // The CSV is kept in Redis and validated again at every firing: a schedule is for a treasury or
 // payroll file, not for a bulk import of millions of rows.
@@ -101,11 +102,9 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
       }
     }
     if (input.fatal || problems.length > 0) {
-      const sorted = sortIssues(problems);
       out(`rejected: schedule ${name} was not added`);
-      out(`\n${sorted.length} problem${sorted.length === 1 ? '' : 's'}:`);
-      for (const p of sorted.slice(0, 1000)) out(`  ${formatIssue(p)}`);
-      if (sorted.length > 1000) out(`  … and ${sorted.length - 1000} more`);
+      const count = problems.length + input.omittedIssues + input.omittedDuplicates;
+      process.stdout.write(issueReport(firstIssues(problems), count));
       return EXIT.rejected;
     }
     const total = input.transfers.reduce((s, t) => s + t.amount, 0n);

@@ -1,6 +1,6 @@
-import { Readable } from 'node:stream';
 import { formatUsdc } from '../../domain/money.ts';
 import { enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
+import { bufferSource } from '../../ingest/csv-source.ts';
 import { readJsonBatch } from '../../ingest/json-source.ts';
 import { validateCsv, validateJson, type ValidatedInput } from '../../ingest/validate-input.ts';
 import type { RoutePlugin } from '../route-deps.ts';
@@ -70,9 +70,9 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       }
       batchId = batch.batchId ?? batchId;
       callbackUrl = batch.callbackUrl;
-      input = validateJson(batch, limits);
+      input = await validateJson(batch, limits);
     } else {
-      input = await validateCsv(Readable.from([raw]), limits);
+      input = await validateCsv(bufferSource(raw), limits);
     }
 
     const outcome = await enqueueValidated(
@@ -88,7 +88,13 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       },
     );
     if (outcome.status === 'rejected') {
-      throw new HttpError(422, 'USDC_INGEST_REJECTED', rejectionMessage(outcome), outcome.errors);
+      throw new HttpError(
+        422,
+        'USDC_INGEST_REJECTED',
+        rejectionMessage(outcome),
+        outcome.errors,
+        outcome.errorCount,
+      );
     }
     return reply.status(202).send({
       batch_id: outcome.batchId,
@@ -98,12 +104,14 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       rejected: outcome.rejected,
       duplicates: outcome.duplicates,
       errors: outcome.errors,
+      error_count: outcome.errorCount,
       totals: { amount: formatUsdc(outcome.totalAmount) },
     });
   });
 };
 
 function rejectionMessage(o: EnqueueOutcome): string {
-  const n = o.errors.length;
-  return `the input was rejected: ${n} problem${n === 1 ? '' : 's'}; nothing was enqueued`;
+  const n = o.errorCount;
+  const listed = n > o.errors.length ? ` (the first ${o.errors.length} are listed)` : '';
+  return `the input was rejected: ${n} problem${n === 1 ? '' : 's'}${listed}; nothing was enqueued`;
 }
