@@ -5,6 +5,8 @@ import { parse as parseDotenv } from 'dotenv';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { checkEvmAddress, checkSolanaAddress } from '../domain/addresses.ts';
 import { decodeBase58 } from '../domain/base58.ts';
+import { parseAllowedHost } from '../domain/callback-url.ts';
+import { isHostName } from '../domain/host-name.ts';
 import { ConfigError } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
 import { Secret, type Config, type ConfigNeeds } from './config.ts';
@@ -246,6 +248,17 @@ function readTokens(
   };
 }
 
+/** `host` or `host:port` entries, lower-cased; anything else (a URL, a path, a bad port) is a problem. */
+function readCallbackAllowedHosts(r: EnvReader, problem: Problem): readonly string[] {
+  const entries = (r.list('CALLBACK_ALLOWED_HOSTS') ?? []).map((h) => h.toLowerCase());
+  for (const entry of entries) {
+    if (parseAllowedHost(entry) === undefined) {
+      problem('CALLBACK_ALLOWED_HOSTS', `"${entry.slice(0, 80)}" is not a host or host:port`);
+    }
+  }
+  return Object.freeze(entries);
+}
+
 function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[] | undefined {
   const list = r.list('SOLANA_ALLOWED_DESTINATIONS');
   for (const d of list ?? []) {
@@ -254,10 +267,6 @@ function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[]
   }
   return list;
 }
-
-// A DNS name: dot-separated labels of letters, digits and inner hyphens.
-const HOSTNAME =
-  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /** The HTTP API's address, and the limits that keep slow or idle clients from holding it. */
 function readHttpServer(
@@ -273,7 +282,7 @@ function readHttpServer(
   | 'httpMaxConnections'
 > {
   const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
-  if (isIP(host) === 0 && !HOSTNAME.test(host)) {
+  if (isIP(host) === 0 && !isHostName(host)) {
     problem('HTTP_HOST', `must be an IP address or a host name (got "${host.slice(0, 60)}")`);
   }
   const headers = r.int('HTTP_HEADERS_TIMEOUT_MS', DEFAULTS.HTTP_HEADERS_TIMEOUT_MS, 100, 600_000);
@@ -343,7 +352,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     maxDailyUsdc: r.usdc('MAX_DAILY_USDC'),
     approvalThresholdUsdc: r.usdc('APPROVAL_THRESHOLD_USDC'),
     ...readTokens(r, problem),
-    callbackAllowedHosts: Object.freeze((r.list('CALLBACK_ALLOWED_HOSTS') ?? []).map((h) => h.toLowerCase())),
+    callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),
     apiRateLimit,

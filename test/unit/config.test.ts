@@ -211,6 +211,21 @@ describe('loadConfig', () => {
     expect(err.message).toContain('MAX_TRANSFER_USDC: must be a USDC amount: it must be a plain decimal');
   });
 
+  it('takes CALLBACK_ALLOWED_HOSTS entries as host or host:port, and reports anything else', () => {
+    expect(
+      loadConfig({ CALLBACK_ALLOWED_HOSTS: 'Hooks.example.com:8443, 127.0.0.1, [::1]:9000' })
+        .callbackAllowedHosts,
+    ).toEqual(['hooks.example.com:8443', '127.0.0.1', '[::1]:9000']);
+    const err = problemsOf({ CALLBACK_ALLOWED_HOSTS: 'https://hooks.example.com/cb,127.0.0.1:99999' });
+    expect(err.problems).toEqual([
+      {
+        variable: 'CALLBACK_ALLOWED_HOSTS',
+        message: '"https://hooks.example.com/cb" is not a host or host:port',
+      },
+      { variable: 'CALLBACK_ALLOWED_HOSTS', message: '"127.0.0.1:99999" is not a host or host:port' },
+    ]);
+  });
+
   it('validates the HTTP server settings: a host, timeouts in range, headers within the request deadline', () => {
     for (const host of ['::1', '::', '10.0.0.7', 'localhost', 'api.internal.example.com']) {
       expect(loadConfig({ HTTP_HOST: host }).httpHost, host).toBe(host);
