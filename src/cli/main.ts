@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
 import { EXIT } from './exit-codes.ts';
+import { plainText } from './format.ts';
 
 /** A command module exports `run(args, options)` and returns its exit code. */
 type CommandModule = { run: (args: string[], options: Record<string, unknown>) => Promise<number> };
@@ -34,7 +35,11 @@ export function buildProgram(
   const program = new Command('usdc-batch')
     .description('Batched USDC payouts through a gasless cross-chain transfer service.')
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) })
+    // Commander quotes what was typed (an unknown option, a bad value): shown with escapes.
+    .configureOutput({
+      writeErr: (s) => process.stderr.write(plainText(s)),
+      writeOut: (s) => process.stdout.write(s),
+    })
     .showHelpAfterError('(run usdc-batch --help for usage)');
 
   const def = (name: string, description: string) => {
@@ -168,23 +173,25 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Prints an error for people (its message may quote input: control characters are escaped). */
 export function reportError(err: unknown): number {
+  const print = (message: string) => process.stderr.write(`${plainText(message)}\n`);
   if (err instanceof ConfigError) {
-    process.stderr.write(`${err.message}\n`);
+    print(err.message);
     return EXIT.usage;
   }
   if (err instanceof ConflictError) {
-    process.stderr.write(`error: ${err.shortMessage}\n`);
+    print(`error: ${err.shortMessage}`);
     return EXIT.conflict;
   }
   if (err instanceof ValidationError) {
-    process.stderr.write(`error: ${err.shortMessage}\n`);
+    print(`error: ${err.shortMessage}`);
     return err.code.startsWith('USDC_USAGE') ? EXIT.usage : EXIT.rejected;
   }
   if (err instanceof UsdcBatchError) {
-    process.stderr.write(`error: ${err.shortMessage}${err.details ? ` (${err.details})` : ''}\n`);
+    print(`error: ${err.shortMessage}${err.details ? ` (${err.details})` : ''}`);
     return EXIT.usage;
   }
-  process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  print(`error: ${err instanceof Error ? err.message : String(err)}`);
   return EXIT.usage;
 }

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
+import { inputExcerpt } from '../domain/text.ts';
 import { createEventLoopTurn } from './event-loop-turn.ts';
 import { COLUMNS, REQUIRED_COLUMNS, isColumn, type Column, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
@@ -155,8 +156,8 @@ function readHeader(
     if (!isColumn(name)) {
       onIssue({
         line,
-        column: original.slice(0, 40),
-        message: `unknown column "${original.slice(0, 40)}" (allowed: ${COLUMNS.join(', ')})`,
+        column: inputExcerpt(original, 40),
+        message: `unknown column "${inputExcerpt(original, 40)}" (allowed: ${COLUMNS.join(', ')})`,
       });
     } else if (seen.has(name)) {
       onIssue({ line, column: name, message: `column "${name}" appears twice` });

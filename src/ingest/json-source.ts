@@ -1,4 +1,5 @@
 import { tryParseUsdc } from '../domain/money.ts';
+import { inputExcerpt } from '../domain/text.ts';
 import { isColumn, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
 import { IssueList } from './issue-list.ts';
@@ -31,7 +32,7 @@ export function readJsonBatch(doc: unknown): JsonBatchInput | undefined {
   const whole = (column: string | null, message: string) => issues.push({ line: null, column, message });
 
   for (const key of Object.keys(body)) {
-    if (!TOP_LEVEL.includes(key)) whole(key.slice(0, 40), `unknown field "${key.slice(0, 40)}"`);
+    if (!TOP_LEVEL.includes(key)) whole(inputExcerpt(key, 40), `unknown field "${inputExcerpt(key, 40)}"`);
   }
   let batchId: string | undefined;
   if (body['batch_id'] !== undefined && body['batch_id'] !== null) {
@@ -52,7 +53,7 @@ export function readJsonBatch(doc: unknown): JsonBatchInput | undefined {
     else {
       const { rows, total, ...rest } = e as Record<string, unknown>;
       for (const key of Object.keys(rest))
-        whole(`expect.${key.slice(0, 40)}`, `unknown field "expect.${key.slice(0, 40)}"`);
+        whole(`expect.${inputExcerpt(key, 40)}`, `unknown field "expect.${inputExcerpt(key, 40)}"`);
       if (rows !== undefined) {
         if (typeof rows === 'number' && Number.isSafeInteger(rows) && rows >= 0) expect.rows = rows;
         else whole('expect.rows', 'expect.rows must be a whole number');
@@ -93,7 +94,12 @@ function* jsonRows(transfers: readonly unknown[]): Generator<RawRow> {
     const rowIssues: IngestIssue[] = [];
     for (const [key, value] of Object.entries(t)) {
       if (isColumn(key)) fields[key] = value;
-      else rowIssues.push({ line, column: key.slice(0, 40), message: `unknown field "${key.slice(0, 40)}"` });
+      else
+        rowIssues.push({
+          line,
+          column: inputExcerpt(key, 40),
+          message: `unknown field "${inputExcerpt(key, 40)}"`,
+        });
     }
     yield rowIssues.length > 0 ? { line, fields, issues: rowIssues } : { line, fields };
   }

@@ -48,10 +48,13 @@ describe('CSV validation', () => {
         `b,ETH,BASE,1.0000001,${EVM},x`,
       ].join('\r\n'),
     );
+    // A memo is one line of plain text, so the quoted line break makes row a invalid (at its first
+    // line); the lines after it are still counted right.
     expect(r.issues).toEqual([
+      { line: 3, column: 'memo', message: expect.stringContaining('U+000D at character 4') },
       { line: 7, column: 'amount', message: expect.stringContaining('more than 6 decimals') },
     ]);
-    expect(r.transfers[0]).toMatchObject({ id: 'a', line: 3, memo: 'two\r\nlines' });
+    expect(r.transfers).toEqual([]);
   });
 
   it('refuses a memo over 140 characters and an amount over MAX_TRANSFER_USDC', async () => {

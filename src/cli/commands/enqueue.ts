@@ -18,7 +18,7 @@ import { keys } from '../../store/keys.ts';
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
-import { issueReport, progressBar, table } from '../format.ts';
+import { issueReport, jsonText, progressBar, table } from '../format.ts';
 
 type EnqueueFlags = {
   batchId?: string;
@@ -178,7 +178,7 @@ function boundHeapGrowth(): void {
 }
 
 function printJson(doc: unknown): void {
-  process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+  process.stdout.write(`${jsonText(doc)}\n`);
 }
 
 function outcomeDocument(o: EnqueueOutcome) {

@@ -18,7 +18,7 @@ import {
 import { recordAudit } from '../../store/audit.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
-import { issueReport, table } from '../format.ts';
+import { issueReport, jsonText, table } from '../format.ts';
 
 // The CSV is kept in Redis and validated again at every firing: a schedule is for a treasury or
 // payroll file, not for a bulk import of millions of rows.
@@ -168,7 +168,7 @@ async function list(json: boolean): Promise<number> {
   return await withSchedules(async (_ctx, deps) => {
     const schedules = (await listSchedules(deps)).map(scheduleDocument);
     if (json) {
-      out(JSON.stringify({ schedules }, null, 2));
+      out(jsonText({ schedules }));
       return EXIT.ok;
     }
     if (schedules.length === 0) {
