@@ -4,7 +4,7 @@ import { callbackUrlProblem } from '../domain/callback-url.ts';
 import { ConflictError } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
-import { BATCH_ID_PATTERN } from '../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../queue/jobs.ts';
 import {
   createBatchWriter,
   type BatchState,
@@ -96,7 +96,7 @@ export async function enqueueValidated(
     issues.push({
       line: null,
       column: 'batch_id',
-      message: 'batch id must be 1-100 characters of A-Z, a-z, 0-9, "_", "." or "-"',
+      message: `batch id must be ${BATCH_ID_RULE}`,
     });
   }
   let callbackUrl: string | null = null;

@@ -27,7 +27,8 @@ export const SCHEDULE_QUEUE = 'schedules';
 export const SCHEDULE_JOB_NAME = 'fire';
 
 /** No `.`: scoped payout ids use it as the separator between the firing and the row id. */
-export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,40}$/;
+// A firing's batch id is `<name>-<time>`, so a name starts with a letter or digit as batch ids do.
+export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/;
 
 /**
  * A firing that fails on Redis is retried by the queue (the same scheduled time, so the same batch);

@@ -100,6 +100,33 @@ describe('usdc-batch enqueue', () => {
     );
   });
 
+  it('refuses batch ids that do not start with a letter or digit, wherever one is typed (exit 2)', async () => {
+    const prefix = newPrefix();
+    const a = write('ids.csv', `from,to,amount,recipient\nETH,BASE,1,${EVM[0]}\n`);
+    for (const id of ['.', '..', '-', '--help', '_x', '.hidden', 'a/b']) {
+      const res = await runCli(['enqueue', a, `--batch-id=${id}`, '--json'], env(prefix));
+      expect(res.code, id).toBe(2);
+      expect(res.stderr, id).toContain('starting with a letter or digit');
+    }
+    for (const args of [
+      ['status', '.'],
+      ['export', '..'],
+      ['retry', '-'],
+      ['approve', '_x'],
+      ['cancel', '.x'],
+      ['resolve', '..', 't1', '--not-sent'],
+      ['audit', '--batch', '.'],
+    ]) {
+      const res = await runCli(args, env(prefix));
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr, args.join(' ')).toContain('A batch id is 1-100 characters');
+    }
+    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+    // The first character aside, the same characters as before.
+    const ok = await runCli(['enqueue', a, '--batch-id', '9.payroll_2025-06.v2'], env(prefix));
+    expect(ok.code, ok.stdout).toBe(0);
+  });
+
   it('--wait follows the batch to completion and exits 1 when a transfer failed', async () => {
     const prefix = newPrefix();
     const file = write(

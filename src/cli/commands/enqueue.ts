@@ -11,7 +11,7 @@ import { firstIssues } from '../../ingest/issue-list.ts';
 import { routeTotals } from '../../ingest/route-totals.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
-import { BATCH_ID_PATTERN } from '../../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../queue/jobs.ts';
 import type { FeeEstimate } from '../../service/types.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import { keys } from '../../store/keys.ts';
@@ -49,7 +49,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const file = args[0];
   if (!file) throw usage('FILE_MISSING', 'enqueue needs a CSV file');
   if (flags.batchId !== undefined && !BATCH_ID_PATTERN.test(flags.batchId)) {
-    throw usage('BATCH_ID', '--batch-id must be 1-100 characters of A-Z, a-z, 0-9, "_", "." or "-"');
+    throw usage('BATCH_ID', `--batch-id must be ${BATCH_ID_RULE}`);
   }
   let expectRows: number | undefined;
   if (flags.expectRows !== undefined) {

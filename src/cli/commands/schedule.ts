@@ -48,7 +48,10 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
 
 function checkName(name: string | undefined): string {
   if (name === undefined || !SCHEDULE_NAME_PATTERN.test(name)) {
-    throw usage('SCHEDULE_NAME', 'a schedule name is 1-40 characters of A-Z, a-z, 0-9, "_" or "-"');
+    throw usage(
+      'SCHEDULE_NAME',
+      'a schedule name is 1-40 characters of A-Z, a-z, 0-9, "_" or "-", starting with a letter or digit',
+    );
   }
   return name;
 }
