@@ -1,11 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, REPO_ROOT, runCli } from '../helpers/cli.ts';
-import { redisForSuite } from '../helpers/redis.ts';
+import { useCliSuite } from '../helpers/cli-suite.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
 import { EVM, keysUnder, newPrefix } from './ingest-fixtures.ts';
 
@@ -19,26 +17,9 @@ const RETITLE = `${ESC}]0;pwned${BEL}${ESC}[31mred`;
 /** Any control character a terminal could act on (line feeds and the pty's carriage returns aside). */
 const RAW_CONTROL = /[\u0000-\u0009\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 
-let suite: Awaited<ReturnType<typeof redisForSuite>>;
-let redis: Redis;
-let dir: string;
-beforeAll(async () => {
-  suite = await redisForSuite();
-  redis = new Redis(suite.url);
-  dir = mkdtempSync(join(tmpdir(), 'usdc-terminal-'));
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await suite?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const env = (prefix: string) => ({ REDIS_URL: suite.url, QUEUE_PREFIX: prefix });
-const write = (name: string, text: string) => {
-  const path = join(dir, name);
-  writeFileSync(path, text);
-  return path;
-};
+const cli = useCliSuite('usdc-terminal-');
+const env = (prefix: string) => cli.env(prefix);
+const write = (name: string, text: string) => cli.write(name, text);
 
 /**
  * Finding 5 of issue 19: memos kept ESC, BEL, NUL and newlines; `export` to a terminal replayed
@@ -97,7 +78,7 @@ describe('memos are plain text, and the CLI shows outside text escaped', () => {
       [7, 'memo'],
       [8, 'from'],
     ]);
-    expect(await keysUnder(redis, prefix)).toEqual([]);
+    expect(await keysUnder(cli.redis, prefix)).toEqual([]);
   });
 
   const haveScript =
@@ -111,7 +92,7 @@ describe('memos are plain text, and the CLI shows outside text escaped', () => {
       const enqueued = await runCli(['enqueue', file, '--batch-id', 'term-1'], env(prefix));
       expect(enqueued.code, enqueued.stdout).toBe(0);
       // A record from before memos were plain text, and a failure message as a service might word it.
-      await redis.hset(`${prefix}:t:term-1:t1`, {
+      await cli.redis.hset(`${prefix}:t:term-1:t1`, {
         memo: RETITLE,
         error_code: 'transfer_refused',
         error_message: `refused ${CSI}31m${ESC}]0;x${BEL}`,
@@ -149,7 +130,7 @@ describe('memos are plain text, and the CLI shows outside text escaped', () => {
       expect(onTerminal(['status', 'term-1'])).toContain('refused \\x9b31m\\x1b]0;x\\x07');
 
       // A file is data: the export keeps the record as it is.
-      const out = join(dir, 'export.csv');
+      const out = join(cli.dir, 'export.csv');
       const toFile = await runCli(['export', 'term-1', '-o', out], env(prefix));
       expect(toFile.code).toBe(0);
       expect(readFileSync(out, 'utf8')).toContain(RETITLE);
@@ -160,7 +141,7 @@ describe('memos are plain text, and the CLI shows outside text escaped', () => {
 describe('POST /v1/batches through serve', () => {
   let api: ServeProcess;
   beforeAll(async () => {
-    api = await startServe({ REDIS_URL: suite.url, QUEUE_PREFIX: newPrefix(), HOOK_TOKEN: TOKEN });
+    api = await startServe({ REDIS_URL: cli.suite.url, QUEUE_PREFIX: newPrefix(), HOOK_TOKEN: TOKEN });
   });
   afterAll(async () => {
     await api?.stop();

@@ -1,12 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
-import { redisForSuite } from '../helpers/redis.ts';
+import { useCliSuite } from '../helpers/cli-suite.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
 import { EVM, keysUnder, newPrefix } from './ingest-fixtures.ts';
-import { Redis } from 'ioredis';
 
 const TOKEN = 'hook-token-bounded-0123456789';
 const BAD_ROWS = 700_000;
@@ -34,19 +31,7 @@ type ErrorAnswer = {
   error_count: number;
 };
 
-let suite: Awaited<ReturnType<typeof redisForSuite>>;
-let redis: Redis;
-let dir: string;
-beforeAll(async () => {
-  suite = await redisForSuite();
-  redis = new Redis(suite.url);
-  dir = mkdtempSync(join(tmpdir(), 'usdc-bounded-'));
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await suite?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const cli = useCliSuite('usdc-bounded-');
 
 /**
  * Finding 3 of issue 19: a 9.8 MB CSV of bad rows returned 2.1 M errors in a 211 MB body, blocked the
@@ -59,7 +44,7 @@ describe('a 700,000-bad-row file answers in bounded memory with error_count', ()
 
   beforeAll(async () => {
     prefix = newPrefix();
-    api = await startServe({ REDIS_URL: suite.url, QUEUE_PREFIX: prefix, HOOK_TOKEN: TOKEN });
+    api = await startServe({ REDIS_URL: cli.suite.url, QUEUE_PREFIX: prefix, HOOK_TOKEN: TOKEN });
   });
   afterAll(async () => {
     await api?.stop();
@@ -111,7 +96,7 @@ describe('a 700,000-bad-row file answers in bounded memory with error_count', ()
     expect(doc.errors[0]).toMatchObject({ line: 2, column: 'from' });
     expect(doc.errors.at(-1)?.line).toBe(2 + Math.floor(999 / 3));
     expect(text.length).toBeLessThan(200_000);
-    expect(await keysUnder(redis, prefix)).toEqual([]);
+    expect(await keysUnder(cli.redis, prefix)).toEqual([]);
   });
 
   it('POST /v1/batches as JSON: the same bound on errors', async () => {
@@ -139,9 +124,8 @@ describe('a 700,000-bad-row file answers in bounded memory with error_count', ()
   });
 
   it('enqueue --json prints the first 1,000 errors and error_count, and the human output says how many more', async () => {
-    const file = join(dir, 'bad.csv');
-    writeFileSync(file, badFile());
-    const env = { REDIS_URL: suite.url, QUEUE_PREFIX: prefix };
+    const file = cli.write('bad.csv', badFile());
+    const env = cli.env(prefix);
     const json = await runCli(['enqueue', file, '--json'], env, { timeoutMs: 120_000 });
     expect(json.code, json.stderr).toBe(1);
     expect(json.stdout.length).toBeLessThan(300_000);
@@ -154,6 +138,6 @@ describe('a 700,000-bad-row file answers in bounded memory with error_count', ()
     expect(human.code).toBe(1);
     expect(human.stdout).toContain(`${3 * BAD_ROWS} problems:`);
     expect(human.stdout).toContain(`… and ${3 * BAD_ROWS - 1000} more (the first 1000 are listed)`);
-    expect(await keysUnder(redis, prefix)).toEqual([]);
+    expect(await keysUnder(cli.redis, prefix)).toEqual([]);
   });
 });
