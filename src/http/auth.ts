@@ -1,5 +1,11 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Secret } from '../config/config.ts';
+import {
+  hasQuery,
+  requestHmac,
+  type SignatureScheme,
+  type SignedRequest,
+} from '../domain/request-signature.ts';
 
 /**
  * Compares a presented credential with the configured one in constant time. Both sides are hashed
@@ -31,14 +37,6 @@ export const SIGNATURE_TOLERANCE_S = 5 * 60;
 
 export type SignatureCheck = { ok: true } | { ok: false; reason: string };
 
-/** What a request signature covers: the method, the request target as sent, and the raw body. */
-export type SignedRequest = {
-  readonly method: string;
-  /** The path and query exactly as sent (the request line's target), e.g. `/v1/batches?batch_id=x`. */
-  readonly target: string;
-  readonly body: Buffer;
-};
-
 /**
  * Checks `X-Signature` over a request (PRODUCT.md §6). Two schemes, each an HMAC-SHA256 in hex:
  * - `v1=` of `t.body`: covers the body only, so it is valid only on a request without a query
@@ -62,22 +60,19 @@ export function verifySignature(
   if (Math.abs(nowMs / 1000 - t) > SIGNATURE_TOLERANCE_S) {
     return { ok: false, reason: 'X-Signature is outside the 5-minute window' };
   }
-  const hasQuery = request.target.includes('?');
-  if (hasQuery && parsed.v2.length === 0) {
+  const withQuery = hasQuery(request);
+  if (withQuery && parsed.v2.length === 0) {
     return {
       ok: false,
       reason:
         'this request has a query string, which v1 does not cover: sign it with v2= (HMAC of "t.METHOD.PATH?QUERY.body")',
     };
   }
-  const key = secret.reveal();
-  const v1Expected = createHmac('sha256', key).update(`${t}.`).update(request.body).digest();
-  const v2Expected = createHmac('sha256', key)
-    .update(`${t}.${request.method}.${request.target}.`)
-    .update(request.body)
-    .digest();
-  const matches = (expected: Buffer) => (hex: string) => timingSafeEqual(Buffer.from(hex, 'hex'), expected);
-  const match = parsed.v2.some(matches(v2Expected)) || (!hasQuery && parsed.v1.some(matches(v1Expected)));
+  const matches = (scheme: SignatureScheme) => {
+    const expected = requestHmac(secret.reveal(), t, scheme, request);
+    return (hex: string) => timingSafeEqual(Buffer.from(hex, 'hex'), expected);
+  };
+  const match = parsed.v2.some(matches('v2')) || (!withQuery && parsed.v1.some(matches('v1')));
   return match ? { ok: true } : { ok: false, reason: 'X-Signature does not match the request' };
 }
 

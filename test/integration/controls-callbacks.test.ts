@@ -29,11 +29,25 @@ async function receiver(): Promise<{ server: Server; port: number; received: Rec
   return { server, port: address.port, received };
 }
 
-/** `X-Signature: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">`, checked independently of the product's code. */
-function signatureValid(header: string | undefined, body: string, secret: string): boolean {
-  const m = /^t=([0-9]+),v1=([0-9a-f]{64})$/.exec(header ?? '');
+/**
+ * The hook's signature rule (PRODUCT.md §6), checked independently of the product's code: on a
+ * request without a query string `v1` = HMAC-SHA256 of "t.body"; on one with a query, which v1
+ * does not cover, only `v2` = HMAC-SHA256 of "t.METHOD.PATH?QUERY.body", the target as received.
+ */
+function signatureValid(
+  header: string | undefined,
+  request: { method: string; url: string; body: string },
+  secret: string,
+): boolean {
+  const withQuery = request.url.includes('?');
+  const m = (withQuery ? /^t=([0-9]+),v2=([0-9a-f]{64})$/ : /^t=([0-9]+),v1=([0-9a-f]{64})$/).exec(
+    header ?? '',
+  );
   if (!m) return false;
-  const expected = createHmac('sha256', secret).update(`${m[1]}.${body}`).digest();
+  const text = withQuery
+    ? `${m[1]}.${request.method}.${request.url}.${request.body}`
+    : `${m[1]}.${request.body}`;
+  const expected = createHmac('sha256', secret).update(text).digest();
   const fresh = Math.abs(Date.now() / 1000 - Number(m[1])) < 300;
   return fresh && timingSafeEqual(Buffer.from(m[2] as string, 'hex'), expected);
 }
@@ -131,10 +145,19 @@ describe('treasury controls: callbacks only to allowed hosts, signed', () => {
     expect(delivered.method).toBe('POST');
     expect(delivered.url).toBe('/payouts/done?src=usdc');
     expect(delivered.headers['content-type']).toMatch(/^application\/json/);
+    // The callback URL has a query string, so it is signed v2, over the target as sent.
     const header = delivered.headers['x-signature'] as string;
-    expect(signatureValid(header, delivered.body, HMAC_SECRET)).toBe(true);
-    expect(signatureValid(header, delivered.body, `${HMAC_SECRET}x`)).toBe(false);
-    expect(signatureValid(header, delivered.body.replace('"cb-ok"', '"cb-ko"'), HMAC_SECRET)).toBe(false);
+    expect(header).toMatch(/^t=[0-9]+,v2=[0-9a-f]{64}$/);
+    expect(signatureValid(header, delivered, HMAC_SECRET)).toBe(true);
+    expect(signatureValid(header, delivered, `${HMAC_SECRET}x`)).toBe(false);
+    expect(
+      signatureValid(
+        header,
+        { ...delivered, body: delivered.body.replace('"cb-ok"', '"cb-ko"') },
+        HMAC_SECRET,
+      ),
+    ).toBe(false);
+    expect(signatureValid(header, { ...delivered, url: '/payouts/done?src=other' }, HMAC_SECRET)).toBe(false);
 
     const doc = JSON.parse(delivered.body) as BatchStatus;
     expect(doc).toMatchObject({ batch_id: 'cb-ok', complete: true, held: false, counts: { submitted: 3 } });
