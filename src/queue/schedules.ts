@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { Queue, Worker, type Job, type JobsOptions } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import type { Redis } from 'ioredis';
@@ -8,6 +7,7 @@ import { errorMessage } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../ingest/enqueue-batch.ts';
 import { formatIssue } from '../ingest/ingest-issue.ts';
+import { bufferSource } from '../ingest/csv-source.ts';
 import { validateCsv, type ValidatedInput } from '../ingest/validate-input.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobSink } from '../store/batch-writer.ts';
@@ -263,7 +263,7 @@ export async function fireSchedule(
   const batchId = firingBatchId(name, scheduledAt);
   const csv = await deps.redis.hget(k.schedule(name), 'csv');
   if (csv === null) return { status: 'no_schedule', batchId };
-  const input = await validateCsv(Readable.from([Buffer.from(csv, 'utf8')]), {
+  const input = await validateCsv(bufferSource(Buffer.from(csv, 'utf8')), {
     maxTransferUsdc: deps.config.maxTransferUsdc,
   });
   const note = async (fields: Record<string, string>) => {

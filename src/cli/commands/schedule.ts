@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from 'node:fs';
-import { Readable } from 'node:stream';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import type { IngestIssue } from '../../ingest/ingest-issue.ts';
 import { firstIssues } from '../../ingest/issue-list.ts';
+import { bufferSource } from '../../ingest/csv-source.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
 import {
   checkScheduleSpec,
@@ -91,7 +91,7 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
 
   return await withSchedules(async (ctx, deps) => {
     // Strict, as `enqueue` without flags: a schedule that would be refused at every firing is refused now.
-    const input = await validateCsv(Readable.from([csv]), { maxTransferUsdc: ctx.config.maxTransferUsdc });
+    const input = await validateCsv(bufferSource(csv), { maxTransferUsdc: ctx.config.maxTransferUsdc });
     const problems: IngestIssue[] = [...input.issues, ...input.duplicates];
     if (!input.fatal && problems.length === 0) {
       const cap = ctx.config.maxBatchUsdc;
