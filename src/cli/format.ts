@@ -1,6 +1,18 @@
-/** Small helpers for human output: aligned tables and a progress bar. */
+import { escapeControlCharacters, escapeJsonControls } from '../domain/text.ts';
+import { formatIssue, type IngestIssue } from '../ingest/ingest-issue.ts';
+
+/*
+ * Small helpers for output: aligned tables, a progress bar, issue lists and JSON. Whatever they
+ * print that may hold outside text (memos, messages quoting input, the service's error messages)
+ * has its control characters escaped, so printing it cannot drive the terminal.
+ */
+
+/** An aligned table; cells show control characters escaped. */
 export function table(headers: string[], rows: (string | number | null)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (c === null ? '-' : String(c))))];
+  const cells = [
+    headers,
+    ...rows.map((r) => r.map((c) => (c === null ? '-' : escapeControlCharacters(String(c))))),
+  ];
   const widths = headers.map((_, i) => Math.min(60, Math.max(...cells.map((r) => (r[i] ?? '').length))));
   return cells
     .map((r) =>
@@ -20,4 +32,30 @@ export function progressBar(done: number, total: number, width = 30): string {
   const ratio = total > 0 ? Math.min(1, done / total) : 1;
   const filled = Math.round(ratio * width);
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${(ratio * 100).toFixed(0)}%`;
+}
+
+/**
+ * The problems of a rejected input for people: `count` of them, `listed` being the first (in file
+ * order); empty when there are none.
+ */
+export function issueReport(listed: readonly IngestIssue[], count: number): string {
+  if (count === 0) return '';
+  const lines = [`\n${count} problem${count === 1 ? '' : 's'}:`];
+  for (const issue of listed) lines.push(`  ${escapeControlCharacters(formatIssue(issue))}`);
+  if (count > listed.length)
+    lines.push(`  … and ${count - listed.length} more (the first ${listed.length} are listed)`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** A message for people (one or more lines) with any other control character escaped. */
+export function plainText(message: string): string {
+  return escapeControlCharacters(message, { keepNewlines: true });
+}
+
+/**
+ * A JSON document for stdout: indented (or one line with `compact`), with DEL and C1 characters
+ * escaped as `\u00XX` too (JSON.stringify escapes only C0): the same value, safe on a terminal.
+ */
+export function jsonText(doc: unknown, options: { compact?: boolean } = {}): string {
+  return escapeJsonControls(JSON.stringify(doc, null, options.compact ? undefined : 2));
 }

@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../queue/jobs.ts';
 import { EXIT } from './exit-codes.ts';
+import { plainText } from './format.ts';
 
 /** A command module exports `run(args, options)` and returns its exit code. */
 type CommandModule = { run: (args: string[], options: Record<string, unknown>) => Promise<number> };
@@ -28,13 +30,23 @@ async function loadCommand(name: string): Promise<CommandModule | undefined> {
   }
 }
 
+/** Commander's parser of every batch id typed on the command line: a usage error (exit 2) if malformed. */
+function batchIdArgument(value: string): string {
+  if (!BATCH_ID_PATTERN.test(value)) throw new InvalidArgumentError(`A batch id is ${BATCH_ID_RULE}.`);
+  return value;
+}
+
 export function buildProgram(
   onRun: (name: string, args: string[], options: Record<string, unknown>) => void,
 ): Command {
   const program = new Command('usdc-batch')
     .description('Batched USDC payouts through a gasless cross-chain transfer service.')
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) })
+    // Commander quotes what was typed (an unknown option, a bad value): shown with escapes.
+    .configureOutput({
+      writeErr: (s) => process.stderr.write(plainText(s)),
+      writeOut: (s) => process.stdout.write(s),
+    })
     .showHelpAfterError('(run usdc-batch --help for usage)');
 
   const def = (name: string, description: string) => {
@@ -52,7 +64,7 @@ export function buildProgram(
   bind(
     def('enqueue', 'validate a CSV file and enqueue it as one batch')
       .argument('<file>', 'CSV file')
-      .option('--batch-id <id>', 'batch id (default: derived from the rows)')
+      .option('--batch-id <id>', 'batch id (default: derived from the rows)', batchIdArgument)
       .option('--skip-invalid', 'enqueue the valid rows and report the rest')
       .option('--allow-duplicates', 'accept rows without id that repeat another payment')
       .option('--expect-rows <n>', 'control total: number of rows')
@@ -64,7 +76,7 @@ export function buildProgram(
   );
   bind(
     def('status', 'show a batch and its transfers')
-      .argument('<batch-id>')
+      .argument('<batch-id>', 'batch id', batchIdArgument)
       .option('--json', 'print the status document')
       .option('--watch', 'refresh until the batch is complete')
       .option('--state <state>', 'only transfers in this state'),
@@ -73,22 +85,35 @@ export function buildProgram(
   bind(def('batches', 'list recent batches with their counts').option('--json', 'print JSON'), 'batches');
   bind(
     def('export', 'one row per transfer, with intent ids and outcomes')
-      .argument('<batch-id>')
+      .argument('<batch-id>', 'batch id', batchIdArgument)
       .addOption(new Option('--format <format>', 'csv or json').choices(['csv', 'json']).default('csv'))
       .option('-o, --output <file>', 'write to a file instead of stdout'),
     'export',
   );
-  bind(def('retry', "re-queue a batch's failed transfers").argument('<batch-id>'), 'retry');
+  bind(
+    def('retry', "re-queue a batch's failed transfers").argument('<batch-id>', 'batch id', batchIdArgument),
+    'retry',
+  );
   bind(
     def('resolve', 'settle a needs_review transfer after checking the chain')
-      .argument('<batch-id>')
+      .argument('<batch-id>', 'batch id', batchIdArgument)
       .argument('<transfer-id>')
       .option('--submitted <intent-id>', 'it was paid: record this intent id')
       .option('--not-sent', 'it was not paid: mark it failed (then retry may send it)'),
     'resolve',
   );
-  bind(def('approve', 'release a batch held for approval').argument('<batch-id>'), 'approve');
-  bind(def('cancel', "cancel a batch's transfers that have not been sent").argument('<batch-id>'), 'cancel');
+  bind(
+    def('approve', 'release a batch held for approval').argument('<batch-id>', 'batch id', batchIdArgument),
+    'approve',
+  );
+  bind(
+    def('cancel', "cancel a batch's transfers that have not been sent").argument(
+      '<batch-id>',
+      'batch id',
+      batchIdArgument,
+    ),
+    'cancel',
+  );
   bind(def('pause', 'stop all processing'), 'pause');
   bind(def('resume', 'restart all processing'), 'resume');
   const schedule = program.command('schedule').description('recurring batches (add, list, remove)');
@@ -106,7 +131,7 @@ export function buildProgram(
   bind(schedule.command('remove').description('remove a schedule').argument('<name>'), 'schedule');
   bind(
     def('audit', 'operator actions: who, when, what')
-      .option('--batch <id>', 'only this batch')
+      .option('--batch <id>', 'only this batch', batchIdArgument)
       .option('--json', 'print JSON'),
     'audit',
   );
@@ -173,23 +198,25 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Prints an error for people (its message may quote input: control characters are escaped). */
 export function reportError(err: unknown): number {
+  const print = (message: string) => process.stderr.write(`${plainText(message)}\n`);
   if (err instanceof ConfigError) {
-    process.stderr.write(`${err.message}\n`);
+    print(err.message);
     return EXIT.usage;
   }
   if (err instanceof ConflictError) {
-    process.stderr.write(`error: ${err.shortMessage}\n`);
+    print(`error: ${err.shortMessage}`);
     return EXIT.conflict;
   }
   if (err instanceof ValidationError) {
-    process.stderr.write(`error: ${err.shortMessage}\n`);
+    print(`error: ${err.shortMessage}`);
     return err.code.startsWith('USDC_USAGE') ? EXIT.usage : EXIT.rejected;
   }
   if (err instanceof UsdcBatchError) {
-    process.stderr.write(`error: ${err.shortMessage}${err.details ? ` (${err.details})` : ''}\n`);
+    print(`error: ${err.shortMessage}${err.details ? ` (${err.details})` : ''}`);
     return EXIT.usage;
   }
-  process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  print(`error: ${err instanceof Error ? err.message : String(err)}`);
   return EXIT.usage;
 }

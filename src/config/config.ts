@@ -52,7 +52,14 @@ export type Config = {
   readonly workerConcurrency: number;
   /** Requests per second to the service across all workers; undefined for no limit. */
   readonly apiRateLimit: number | undefined;
+  /** The address `serve` listens on (default loopback only). */
+  readonly httpHost: string;
   readonly httpPort: number;
+  /** Slow and idle clients (PRODUCT.md §6): time limits, milliseconds, and the connection cap. */
+  readonly httpHeadersTimeoutMs: number;
+  readonly httpRequestTimeoutMs: number;
+  readonly httpIdleTimeoutMs: number;
+  readonly httpMaxConnections: number;
   readonly hookToken: Secret | undefined;
   readonly hookHmacSecret: Secret | undefined;
   readonly logLevel: string;

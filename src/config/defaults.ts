@@ -5,7 +5,15 @@ export const DEFAULTS = {
   NETWORK: 'testnet',
   MAX_FEE_BPS: 100,
   WORKER_CONCURRENCY: 16,
+  HTTP_HOST: '127.0.0.1',
   HTTP_PORT: 8080,
+  // A request's headers must arrive within 10 s of the connection (or of the previous request),
+  // and the whole request, body included, within 30 s (a 10 MB body needs ~350 KB/s); a kept-alive
+  // connection idle for 5 s is closed; at most 1,000 connections are open at once.
+  HTTP_HEADERS_TIMEOUT_MS: 10_000,
+  HTTP_REQUEST_TIMEOUT_MS: 30_000,
+  HTTP_IDLE_TIMEOUT_MS: 5_000,
+  HTTP_MAX_CONNECTIONS: 1_000,
   LOG_LEVEL: 'info',
   PERMIT_DEADLINE_SECONDS: 30 * 60,
   SERVICE_CONNECT_TIMEOUT_MS: 3_000,

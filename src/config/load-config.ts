@@ -1,9 +1,12 @@
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parse as parseDotenv } from 'dotenv';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { checkEvmAddress, checkSolanaAddress } from '../domain/addresses.ts';
 import { decodeBase58 } from '../domain/base58.ts';
+import { parseAllowedHost } from '../domain/callback-url.ts';
+import { isHostName } from '../domain/host-name.ts';
 import { ConfigError } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
 import { Secret, type Config, type ConfigNeeds } from './config.ts';
@@ -245,6 +248,17 @@ function readTokens(
   };
 }
 
+/** `host` or `host:port` entries, lower-cased; anything else (a URL, a path, a bad port) is a problem. */
+function readCallbackAllowedHosts(r: EnvReader, problem: Problem): readonly string[] {
+  const entries = (r.list('CALLBACK_ALLOWED_HOSTS') ?? []).map((h) => h.toLowerCase());
+  for (const entry of entries) {
+    if (parseAllowedHost(entry) === undefined) {
+      problem('CALLBACK_ALLOWED_HOSTS', `"${entry.slice(0, 80)}" is not a host or host:port`);
+    }
+  }
+  return Object.freeze(entries);
+}
+
 function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[] | undefined {
   const list = r.list('SOLANA_ALLOWED_DESTINATIONS');
   for (const d of list ?? []) {
@@ -252,6 +266,39 @@ function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[]
     if (!c.ok) problem('SOLANA_ALLOWED_DESTINATIONS', `"${d.slice(0, 50)}" ${c.reason}`);
   }
   return list;
+}
+
+/** The HTTP API's address, and the limits that keep slow or idle clients from holding it. */
+function readHttpServer(
+  r: EnvReader,
+  problem: Problem,
+): Pick<
+  Config,
+  | 'httpHost'
+  | 'httpPort'
+  | 'httpHeadersTimeoutMs'
+  | 'httpRequestTimeoutMs'
+  | 'httpIdleTimeoutMs'
+  | 'httpMaxConnections'
+> {
+  const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
+  if (isIP(host) === 0 && !isHostName(host)) {
+    problem('HTTP_HOST', `must be an IP address or a host name (got "${host.slice(0, 60)}")`);
+  }
+  const headers = r.int('HTTP_HEADERS_TIMEOUT_MS', DEFAULTS.HTTP_HEADERS_TIMEOUT_MS, 100, 600_000);
+  const request = r.int('HTTP_REQUEST_TIMEOUT_MS', DEFAULTS.HTTP_REQUEST_TIMEOUT_MS, 100, 3_600_000);
+  // Node refuses a headers timeout above the request timeout: the headers are part of the request.
+  if (headers > request) {
+    problem('HTTP_HEADERS_TIMEOUT_MS', `must not exceed HTTP_REQUEST_TIMEOUT_MS (${request})`);
+  }
+  return {
+    httpHost: host,
+    httpPort: r.int('HTTP_PORT', DEFAULTS.HTTP_PORT, 0, 65_535),
+    httpHeadersTimeoutMs: headers,
+    httpRequestTimeoutMs: request,
+    httpIdleTimeoutMs: r.int('HTTP_IDLE_TIMEOUT_MS', DEFAULTS.HTTP_IDLE_TIMEOUT_MS, 100, 600_000),
+    httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', DEFAULTS.HTTP_MAX_CONNECTIONS, 1, 1_000_000),
+  };
 }
 
 function readLogLevel(r: EnvReader, problem: Problem): string {
@@ -305,11 +352,11 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     maxDailyUsdc: r.usdc('MAX_DAILY_USDC'),
     approvalThresholdUsdc: r.usdc('APPROVAL_THRESHOLD_USDC'),
     ...readTokens(r, problem),
-    callbackAllowedHosts: Object.freeze((r.list('CALLBACK_ALLOWED_HOSTS') ?? []).map((h) => h.toLowerCase())),
+    callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),
     apiRateLimit,
-    httpPort: r.int('HTTP_PORT', DEFAULTS.HTTP_PORT, 0, 65_535),
+    ...readHttpServer(r, problem),
     hookHmacSecret:
       r.str('HOOK_HMAC_SECRET') !== undefined ? new Secret(r.str('HOOK_HMAC_SECRET') as string) : undefined,
     logLevel: readLogLevel(r, problem),

@@ -8,6 +8,7 @@ import { basicPassword, bearerToken, secretMatches } from './auth.ts';
 import { errorDocument, forbidden, HttpError, unauthorized } from './http-errors.ts';
 import type { AppDeps, RouteAuth, RouteDeps, RoutePlugin } from './route-deps.ts';
 import { ROUTES } from './routes/index.ts';
+import { capConnections, closeAfterRefusal, serverTimeouts } from './server-limits.ts';
 
 export type AppOptions = {
   /** Largest accepted request body, bytes (413 above). Default 10 MB. */
@@ -30,7 +31,10 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     loggerInstance: deps.logger,
     bodyLimit,
     logController: new LogController({ disableRequestLogging: true }),
+    ...serverTimeouts(deps.config),
   });
+  capConnections(app.server, deps.config, deps.logger);
+  app.addHook('onSend', closeAfterRefusal);
 
   const queues =
     deps.queues ?? createQueueMonitor({ connection: deps.redis, prefix: deps.config.queuePrefix });
@@ -66,9 +70,9 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   });
 
   app.setErrorHandler(async (err: FastifyError | UsdcBatchError | Error, request, reply) => {
-    const { status, code, message, errors } = errorReply(err);
+    const { status, code, message, errors, errorCount } = errorReply(err);
     if (status >= 500) request.log.error({ err }, 'request failed');
-    return reply.status(status).send(errorDocument(status, code, message, errors));
+    return reply.status(status).send(errorDocument(status, code, message, errors, errorCount));
   });
 
   app.setNotFoundHandler(async (request, reply) =>
@@ -110,16 +114,19 @@ function errorReply(err: FastifyError | UsdcBatchError | Error): {
   code: string;
   message: string;
   errors: unknown;
+  errorCount: number | undefined;
 } {
   let status = 500;
   let code = 'USDC_HTTP_INTERNAL';
   let message = 'internal error';
   let errors: unknown;
+  let errorCount: number | undefined;
   if (err instanceof HttpError) {
     status = err.statusCode;
     code = err.code;
     message = err.shortMessage;
     errors = err.errors;
+    errorCount = err.errorCount;
   } else if (err instanceof NotFoundError) {
     status = 404;
     code = err.code;
@@ -138,5 +145,5 @@ function errorReply(err: FastifyError | UsdcBatchError | Error): {
     code = (err as FastifyError).code ?? 'USDC_HTTP_BAD_REQUEST';
     message = err.message;
   }
-  return { status, code, message, errors };
+  return { status, code, message, errors, errorCount };
 }

@@ -1,5 +1,7 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { CsvError, parse } from 'csv-parse';
+import { inputExcerpt } from '../domain/text.ts';
+import { createEventLoopTurn } from './event-loop-turn.ts';
 import { COLUMNS, REQUIRED_COLUMNS, isColumn, type Column, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
 
@@ -13,6 +15,21 @@ export type CsvReadResult = {
 
 // A record larger than this is not a payout row; refusing it bounds memory on hostile input.
 const MAX_RECORD_SIZE = 64 * 1024;
+// The size of the pieces a buffer in memory is parsed in (`bufferSource`).
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * A body already in memory (an HTTP request) as a stream of 64 KiB pieces: the CSV parser turns one
+ * input chunk into records in one synchronous pass and holds them all until they are read, so a
+ * 10 MB body fed whole would block the process and hold every parsed row at once.
+ */
+export function bufferSource(buffer: Buffer): Readable {
+  return Readable.from(
+    (function* pieces() {
+      for (let at = 0; at < buffer.length; at += CHUNK_BYTES) yield buffer.subarray(at, at + CHUNK_BYTES);
+    })(),
+  );
+}
 
 /**
  * Streams a CSV (RFC 4180, UTF-8, BOM tolerated, CRLF or LF) and hands each data row to the sink
@@ -49,12 +66,14 @@ export async function readCsvRows(input: Readable, sink: CsvSink): Promise<CsvRe
   let prevEndLine = 0;
   let prevEmptyLines = 0;
   let sawRecord = false;
+  const turn = createEventLoopTurn();
 
   try {
     for await (const item of parser as AsyncIterable<{
       record: string[];
       info: { empty_lines: number };
     }>) {
+      if (turn.due()) await turn.pause();
       const { record, info } = item;
       const line = prevEndLine + 1 + (info.empty_lines - prevEmptyLines);
       prevEndLine = line + lineBreaksIn(record);
@@ -137,8 +156,8 @@ function readHeader(
     if (!isColumn(name)) {
       onIssue({
         line,
-        column: original.slice(0, 40),
-        message: `unknown column "${original.slice(0, 40)}" (allowed: ${COLUMNS.join(', ')})`,
+        column: inputExcerpt(original, 40),
+        message: `unknown column "${inputExcerpt(original, 40)}" (allowed: ${COLUMNS.join(', ')})`,
       });
     } else if (seen.has(name)) {
       onIssue({ line, column: name, message: `column "${name}" appears twice` });

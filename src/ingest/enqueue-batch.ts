@@ -4,7 +4,7 @@ import { callbackUrlProblem } from '../domain/callback-url.ts';
 import { ConflictError } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
-import { BATCH_ID_PATTERN } from '../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../queue/jobs.ts';
 import {
   createBatchWriter,
   type BatchState,
@@ -15,7 +15,8 @@ import {
 import { findPayoutOwners, findRecentPayments } from '../store/ingest-lookups.ts';
 import { recordAudit } from '../store/audit.ts';
 import { batchDigest, derivedBatchId, paymentFingerprint } from './batch-identity.ts';
-import { sortIssues, type IngestIssue } from './ingest-issue.ts';
+import type { IngestIssue } from './ingest-issue.ts';
+import { firstIssues } from './issue-list.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
 import type { ValidatedInput } from './validate-input.ts';
 
@@ -54,7 +55,10 @@ export type EnqueueOutcome = {
   readonly accepted: number;
   readonly rejected: number;
   readonly duplicates: number;
+  /** The first problems in file order (MAX_LISTED_ISSUES): invalid rows, duplicates, the input's. */
   readonly errors: IngestIssue[];
+  /** Every problem found, listed in `errors` or not (`error_count`). */
+  readonly errorCount: number;
   readonly totalAmount: bigint;
   readonly routes: RouteTotal[];
 };
@@ -92,7 +96,7 @@ export async function enqueueValidated(
     issues.push({
       line: null,
       column: 'batch_id',
-      message: 'batch id must be 1-100 characters of A-Z, a-z, 0-9, "_", "." or "-"',
+      message: `batch id must be ${BATCH_ID_RULE}`,
     });
   }
   let callbackUrl: string | null = null;
@@ -113,8 +117,9 @@ export async function enqueueValidated(
     held: false,
     accepted: 0,
     rejected: rejectedRows,
-    duplicates: duplicates.length,
-    errors: sortIssues([...issues, ...duplicates]),
+    duplicates: duplicates.length + input.omittedDuplicates,
+    errors: firstIssues([...issues, ...duplicates]),
+    errorCount: issues.length + input.omittedIssues + duplicates.length + input.omittedDuplicates,
     totalAmount: 0n,
     routes: [],
   });
@@ -229,8 +234,14 @@ export async function enqueueValidated(
       held: state.held,
       accepted: state.rows,
       rejected: input.invalidRows + owned.length,
-      duplicates: allDuplicates.length,
-      errors: sortIssues([...input.issues, ...owned, ...allDuplicates]),
+      duplicates: allDuplicates.length + input.omittedDuplicates,
+      errors: firstIssues([...input.issues, ...owned, ...allDuplicates]),
+      errorCount:
+        input.issues.length +
+        input.omittedIssues +
+        owned.length +
+        allDuplicates.length +
+        input.omittedDuplicates,
       totalAmount: state.amount,
       routes: routeTotals(accepted(state)),
     };

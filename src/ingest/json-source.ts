@@ -1,15 +1,20 @@
 import { tryParseUsdc } from '../domain/money.ts';
+import { inputExcerpt } from '../domain/text.ts';
 import { isColumn, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
+import { IssueList } from './issue-list.ts';
 
 /** The JSON document of `POST /v1/batches` (PRODUCT.md §4), checked field by field. */
 export type JsonBatchInput = {
   readonly batchId: string | undefined;
-  readonly rows: RawRow[];
+  /** The transfers as rows, made one at a time as they are read (a large body is not copied whole). */
+  readonly rows: Iterable<RawRow>;
   readonly expect: { readonly rows?: number; readonly total?: bigint };
   readonly callbackUrl: string | undefined;
-  /** Problems of the document as a whole (wrong shape, unknown fields, bad `expect`). */
+  /** Problems of the document as a whole (wrong shape, unknown fields, bad `expect`): the first ones. */
   readonly issues: IngestIssue[];
+  /** Problems of the document as a whole past those in `issues`. */
+  readonly omittedIssues: number;
 };
 
 const TOP_LEVEL = ['batch_id', 'transfers', 'expect', 'callback_url'];
@@ -23,11 +28,11 @@ export function readJsonBatch(doc: unknown): JsonBatchInput | undefined {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return undefined;
   const body = doc as Record<string, unknown>;
   if (!Array.isArray(body['transfers'])) return undefined;
-  const issues: IngestIssue[] = [];
+  const issues = new IssueList();
   const whole = (column: string | null, message: string) => issues.push({ line: null, column, message });
 
   for (const key of Object.keys(body)) {
-    if (!TOP_LEVEL.includes(key)) whole(key.slice(0, 40), `unknown field "${key.slice(0, 40)}"`);
+    if (!TOP_LEVEL.includes(key)) whole(inputExcerpt(key, 40), `unknown field "${inputExcerpt(key, 40)}"`);
   }
   let batchId: string | undefined;
   if (body['batch_id'] !== undefined && body['batch_id'] !== null) {
@@ -48,7 +53,7 @@ export function readJsonBatch(doc: unknown): JsonBatchInput | undefined {
     else {
       const { rows, total, ...rest } = e as Record<string, unknown>;
       for (const key of Object.keys(rest))
-        whole(`expect.${key.slice(0, 40)}`, `unknown field "expect.${key.slice(0, 40)}"`);
+        whole(`expect.${inputExcerpt(key, 40)}`, `unknown field "expect.${inputExcerpt(key, 40)}"`);
       if (rows !== undefined) {
         if (typeof rows === 'number' && Number.isSafeInteger(rows) && rows >= 0) expect.rows = rows;
         else whole('expect.rows', 'expect.rows must be a whole number');
@@ -65,18 +70,37 @@ export function readJsonBatch(doc: unknown): JsonBatchInput | undefined {
     }
   }
 
-  const rows: RawRow[] = (body['transfers'] as unknown[]).map((t, index) => {
+  const transfers = body['transfers'] as unknown[];
+  return {
+    batchId,
+    rows: { [Symbol.iterator]: () => jsonRows(transfers) },
+    expect,
+    callbackUrl,
+    issues: issues.listed,
+    omittedIssues: issues.omitted,
+  };
+}
+
+/** The transfers of a JSON batch as rows: `line` is the 1-based position, unknown fields are issues. */
+function* jsonRows(transfers: readonly unknown[]): Generator<RawRow> {
+  for (let index = 0; index < transfers.length; index++) {
+    const t = transfers[index];
     const line = index + 1;
     if (typeof t !== 'object' || t === null || Array.isArray(t)) {
-      return { line, fields: {}, issues: [{ line, column: null, message: 'a transfer must be an object' }] };
+      yield { line, fields: {}, issues: [{ line, column: null, message: 'a transfer must be an object' }] };
+      continue;
     }
     const fields: Record<string, unknown> = {};
     const rowIssues: IngestIssue[] = [];
     for (const [key, value] of Object.entries(t)) {
       if (isColumn(key)) fields[key] = value;
-      else rowIssues.push({ line, column: key.slice(0, 40), message: `unknown field "${key.slice(0, 40)}"` });
+      else
+        rowIssues.push({
+          line,
+          column: inputExcerpt(key, 40),
+          message: `unknown field "${inputExcerpt(key, 40)}"`,
+        });
     }
-    return rowIssues.length > 0 ? { line, fields, issues: rowIssues } : { line, fields };
-  });
-  return { batchId, rows, expect, callbackUrl, issues };
+    yield rowIssues.length > 0 ? { line, fields, issues: rowIssues } : { line, fields };
+  }
 }

@@ -1,10 +1,12 @@
 import { checkEvmAddress, checkSolanaAddress, type AddressCheck } from '../domain/addresses.ts';
 import { isEvmChain, isValidRoute, parseChain, type Chain } from '../domain/chains.ts';
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
+import { codePointName, controlCharacterAt, inputExcerpt } from '../domain/text.ts';
 import type { TransferRequest } from '../domain/transfer.ts';
 import { ID_PATTERN } from '../queue/jobs.ts';
 import { MEMO_MAX_LENGTH, type Column, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
+import { IssueList } from './issue-list.ts';
 
 export type RowValidatorOptions = {
   /** MAX_TRANSFER_USDC: a row above it is invalid. */
@@ -14,7 +16,10 @@ export type RowValidatorOptions = {
 /** What one pass over the rows found; `transfers` are the valid rows in input order. */
 export type ValidatedRows = {
   readonly transfers: TransferRequest[];
+  /** The first problems found (MAX_LISTED_ISSUES), in row order. */
   readonly issues: IngestIssue[];
+  /** Problems found past those listed in `issues`: counted, not kept. */
+  readonly omittedIssues: number;
   /** Rows with at least one problem. */
   readonly invalidRows: number;
   /** Every data row of the input, valid or not: what `--expect-rows` is compared with. */
@@ -39,7 +44,7 @@ export function derivedTransferId(line: number): string {
  */
 export function createRowValidator(options: RowValidatorOptions = {}) {
   const transfers: TransferRequest[] = [];
-  const issues: IngestIssue[] = [];
+  const issues = new IssueList();
   const idLines = new Map<string, number>();
   let invalidRows = 0;
   let inputRows = 0;
@@ -63,7 +68,7 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
   function add(row: RawRow, known?: KnownAddress): void {
     inputRows++;
     const { line, fields } = row;
-    const before = issues.length;
+    const before = issues.count;
     if (row.issues) issues.push(...row.issues);
     const problem = (column: Column, message: string) => issues.push({ line, column, message });
 
@@ -86,7 +91,10 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
     let id: string | undefined = text('id', false);
     if (id !== undefined) {
       if (!ID_PATTERN.test(id)) {
-        problem('id', `id "${id.slice(0, 70)}" must be 1-64 characters of A-Z, a-z, 0-9, "_", "." or "-"`);
+        problem(
+          'id',
+          `id "${inputExcerpt(id, 70)}" must be 1-64 characters of A-Z, a-z, 0-9, "_", "." or "-"`,
+        );
         id = undefined;
       } else if (DERIVED_ID.test(id)) {
         problem('id', `id "${id}" has the form reserved for rows without id (line-N)`);
@@ -103,7 +111,10 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
       if (v === undefined) return undefined;
       const c = parseChain(v);
       if (c === undefined) {
-        problem(column, `unknown chain "${v.slice(0, 20)}" (expected ETH, BASE, ARB, POLYGON or SOLANA)`);
+        problem(
+          column,
+          `unknown chain "${inputExcerpt(v, 20)}" (expected ETH, BASE, ARB, POLYGON or SOLANA)`,
+        );
       }
       return c;
     };
@@ -117,7 +128,7 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
     const amountText = text('amount', true);
     if (amountText !== undefined) {
       const r = tryParseUsdc(amountText);
-      if (!r.ok) problem('amount', `amount ${r.reason}: "${amountText.slice(0, 40)}"`);
+      if (!r.ok) problem('amount', `amount ${r.reason}: "${inputExcerpt(amountText, 40)}"`);
       else {
         inputTotal += r.value;
         if (options.maxTransferUsdc !== undefined && r.value > options.maxTransferUsdc) {
@@ -141,7 +152,7 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
       else {
         problem(
           'recipient',
-          `recipient "${recipientText.slice(0, 50)}" ${r.reason} (destination ${to} needs ${
+          `recipient "${inputExcerpt(recipientText, 50)}" ${r.reason} (destination ${to} needs ${
             evm ? 'an EVM' : 'a Solana'
           } address)`,
         );
@@ -149,11 +160,12 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
     }
 
     const memo = text('memo', false);
-    if (memo !== undefined && [...memo].length > MEMO_MAX_LENGTH) {
-      problem('memo', `memo is ${[...memo].length} characters; at most ${MEMO_MAX_LENGTH} are allowed`);
+    if (memo !== undefined) {
+      const memoProblem = memoProblemOf(memo);
+      if (memoProblem !== undefined) problem('memo', memoProblem);
     }
 
-    if (issues.length > before) {
+    if (issues.count > before) {
       invalidRows++;
       return;
     }
@@ -177,12 +189,33 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
   }
 
   function finish(): ValidatedRows {
-    return { transfers, issues, invalidRows, inputRows, inputTotal };
+    return {
+      transfers,
+      issues: issues.listed,
+      omittedIssues: issues.omitted,
+      invalidRows,
+      inputRows,
+      inputTotal,
+    };
   }
 
   return { add, reject, finish };
 }
 export type RowValidator = ReturnType<typeof createRowValidator>;
+
+/**
+ * Why a memo is invalid, or undefined: at most MEMO_MAX_LENGTH characters of plain text. A control
+ * character (C0, DEL or C1, line breaks and tabs included) would reach terminals and spreadsheets
+ * through `status`, `export` and callbacks, so the row is refused rather than the memo altered.
+ */
+export function memoProblemOf(memo: string): string | undefined {
+  const length = [...memo].length;
+  if (length > MEMO_MAX_LENGTH) return `memo is ${length} characters; at most ${MEMO_MAX_LENGTH} are allowed`;
+  const at = controlCharacterAt(memo);
+  if (at === -1) return undefined;
+  const position = [...memo.slice(0, at)].length + 1;
+  return `memo contains a control character (${codePointName(memo.charAt(at))} at character ${position}); a memo is plain text on one line`;
+}
 
 /** An address of a row and its check, done ahead of `add` (possibly on another thread). */
 export type KnownAddress = { readonly evm: boolean; readonly text: string; readonly check: AddressCheck };

@@ -3,7 +3,9 @@ import { formatUsdc } from '../domain/money.ts';
 import type { TransferRequest } from '../domain/transfer.ts';
 import { readCsvRows } from './csv-source.ts';
 import { findInFileDuplicates } from './in-file-duplicates.ts';
+import { createEventLoopTurn } from './event-loop-turn.ts';
 import type { IngestIssue } from './ingest-issue.ts';
+import { IssueList } from './issue-list.ts';
 import type { JsonBatchInput } from './json-source.ts';
 import type { AddressCheck } from '../domain/addresses.ts';
 import { createAddressChecker, type AddressToCheck } from './address-checker.ts';
@@ -27,11 +29,18 @@ export type ValidateOptions = {
 export type ValidatedInput = {
   /** Valid rows, in order, without the in-file likely duplicates (unless they are allowed). */
   readonly transfers: TransferRequest[];
-  /** Problems of invalid rows and of the input as a whole. */
+  /**
+   * Problems of invalid rows and of the input as a whole: of each kind, the first found
+   * (MAX_LISTED_ISSUES), so the first of all in file order are among them.
+   */
   readonly issues: IngestIssue[];
+  /** Problems found but not in `issues` (past the first of their kind): counted, not kept. */
+  readonly omittedIssues: number;
   readonly invalidRows: number;
-  /** In-file likely duplicates (not in `transfers`). */
+  /** In-file likely duplicates (not in `transfers`): the first MAX_LISTED_ISSUES of them. */
   readonly duplicates: IngestIssue[];
+  /** In-file likely duplicates not in `duplicates`. */
+  readonly omittedDuplicates: number;
   /** The input as a whole is unusable (header, syntax, control totals): rejected even with --skip-invalid. */
   readonly fatal: boolean;
   readonly inputRows: number;
@@ -40,7 +49,7 @@ export type ValidatedInput = {
 
 export async function validateCsv(input: Readable, options: ValidateOptions = {}): Promise<ValidatedInput> {
   const validator = createRowValidator({ maxTransferUsdc: options.maxTransferUsdc });
-  const fileIssues: IngestIssue[] = [];
+  const fileIssues = new IssueList();
   const every = options.progressEvery ?? 10_000;
   let rows = 0;
   const tick = () => {
@@ -154,12 +163,22 @@ function createParallelRows(validator: RowValidator, tick: () => void) {
   };
 }
 
-export function validateJson(input: JsonBatchInput, options: ValidateOptions = {}): ValidatedInput {
+/** Validates a JSON batch a row at a time, letting the process serve other requests meanwhile. */
+export async function validateJson(
+  input: JsonBatchInput,
+  options: ValidateOptions = {},
+): Promise<ValidatedInput> {
   const validator = createRowValidator({ maxTransferUsdc: options.maxTransferUsdc });
-  for (const row of input.rows) validator.add(row);
-  const fileIssues = [...input.issues];
-  return finish(validator, fileIssues, fileIssues.length > 0, {
+  const turn = createEventLoopTurn();
+  for (const row of input.rows) {
+    validator.add(row);
+    if (turn.due()) await turn.pause();
+  }
+  const fileIssues = new IssueList();
+  fileIssues.push(...input.issues);
+  return finish(validator, fileIssues, fileIssues.count + input.omittedIssues > 0, {
     ...options,
+    omittedFileIssues: input.omittedIssues,
     expect: { ...input.expect, ...definedOnly(options.expect ?? {}) },
   });
 }
@@ -170,13 +189,14 @@ function definedOnly(totals: ControlTotals): ControlTotals {
 
 function finish(
   validator: RowValidator,
-  fileIssues: IngestIssue[],
+  fileIssues: IssueList,
   fatalSoFar: boolean,
-  options: ValidateOptions,
+  options: ValidateOptions & { omittedFileIssues?: number },
 ): ValidatedInput {
   const v = validator.finish();
   let fatal = fatalSoFar;
-  const issues = [...fileIssues, ...v.issues];
+  const issues = [...fileIssues.listed, ...v.issues];
+  const omittedIssues = fileIssues.omitted + (options.omittedFileIssues ?? 0) + v.omittedIssues;
   const expect = options.expect ?? {};
   if (!fatal && expect.rows !== undefined && expect.rows !== v.inputRows) {
     fatal = true;
@@ -199,8 +219,9 @@ function finish(
     issues.push({ line: null, column: null, message: 'the input has no rows' });
   }
   if (options.allowDuplicates) {
-    return { ...v, issues, fatal, duplicates: [] };
+    return { ...v, issues, omittedIssues, fatal, duplicates: [], omittedDuplicates: 0 };
   }
-  const { kept, duplicates } = findInFileDuplicates(v.transfers);
-  return { ...v, transfers: kept, issues, fatal, duplicates };
+  const { kept, duplicates, count } = findInFileDuplicates(v.transfers);
+  const omittedDuplicates = count - duplicates.length;
+  return { ...v, transfers: kept, issues, omittedIssues, fatal, duplicates, omittedDuplicates };
 }

@@ -1,3 +1,4 @@
+import { escapeControlCharacters, escapeJsonControls } from '../domain/text.ts';
 import { transferView, type BatchReader, type TransferView } from '../store/batch-reader.ts';
 
 export const EXPORT_COLUMNS = [
@@ -23,15 +24,20 @@ export const EXPORT_COLUMNS = [
   'updated_at',
 ] as const;
 
-function csvCell(v: string | number | null): string {
+function csvCell(v: string | number | null, forTerminal: boolean): string {
   if (v === null) return '';
-  const s = String(v);
+  const s = forTerminal ? escapeControlCharacters(String(v)) : String(v);
   // Quote per RFC 4180; a leading =,+,-,@ is prefixed so a spreadsheet never runs it as a formula.
   const safe = /^[=+\-@\t\r]/.test(s) && !/^-?[0-9.]+$/.test(s) ? `'${s}` : s;
   return /[",\r\n]/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
 }
 
-export function csvRow(t: TransferView): string {
+/**
+ * One transfer as a CSV line. `forTerminal`: control characters in values (a memo recorded before
+ * memos were plain text, a message from the service) are shown escaped instead of acting on the
+ * terminal; a file keeps the values as they are.
+ */
+export function csvRow(t: TransferView, forTerminal = false): string {
   const values: (string | number | null)[] = [
     t.id,
     t.line,
@@ -54,15 +60,20 @@ export function csvRow(t: TransferView): string {
     t.error?.message ?? null,
     t.updated_at,
   ];
-  return values.map(csvCell).join(',');
+  return values.map((v) => csvCell(v, forTerminal)).join(',');
 }
 
-/** Streams one row per transfer (CSV with header, or a JSON array), page by page. */
+/**
+ * Streams one row per transfer (CSV with header, or a JSON array), page by page. JSON escapes every
+ * control character (the same values); CSV only `forTerminal` (see csvRow).
+ */
 export async function* exportBatch(
   reader: BatchReader,
   batchId: string,
   format: 'csv' | 'json',
+  options: { forTerminal?: boolean } = {},
 ): AsyncGenerator<string> {
+  const forTerminal = options.forTerminal === true;
   if (format === 'csv') yield `${EXPORT_COLUMNS.join(',')}\r\n`;
   else yield '[';
   let first = true;
@@ -70,9 +81,9 @@ export async function* exportBatch(
     const chunk: string[] = [];
     for (const rec of page) {
       const view = transferView(rec);
-      if (format === 'csv') chunk.push(`${csvRow(view)}\r\n`);
+      if (format === 'csv') chunk.push(`${csvRow(view, forTerminal)}\r\n`);
       else {
-        chunk.push(`${first ? '\n' : ',\n'}${JSON.stringify(view)}`);
+        chunk.push(`${first ? '\n' : ',\n'}${escapeJsonControls(JSON.stringify(view))}`);
         first = false;
       }
     }

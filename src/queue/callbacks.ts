@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
@@ -6,14 +5,13 @@ import type { Logger } from '../log/logger.ts';
 import { createBatchReader } from '../store/batch-reader.ts';
 import { keys } from '../store/keys.ts';
 import { isCallbackAllowed } from '../domain/callback-url.ts';
+import { signRequest } from '../domain/request-signature.ts';
 
 const QUEUE = 'callbacks';
 
-/** `X-Signature: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">`, as the hook itself requires. */
+/** `X-Signature: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">`: a body sent to a target without a query. */
 export function signatureHeader(secret: string, body: string, nowMs: number = Date.now()): string {
-  const t = Math.floor(nowMs / 1000);
-  const v1 = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
-  return `t=${t},v1=${v1}`;
+  return signRequest(secret, { method: 'POST', target: '/', body }, nowMs);
 }
 
 /**
@@ -50,7 +48,10 @@ export function createCallbackSender(deps: {
       const body = JSON.stringify({ ...doc, generation });
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       const secret = deps.config.hookHmacSecret?.reveal();
-      if (secret) headers['x-signature'] = signatureHeader(secret, body);
+      // Signed as the hook requires: v2 (method, path and query) when the URL has a query string.
+      if (secret) {
+        headers['x-signature'] = signRequest(secret, { method: 'POST', target: requestTarget(url), body });
+      }
       const res = await doFetch(url, {
         method: 'POST',
         headers,
@@ -90,4 +91,10 @@ export function createCallbackSender(deps: {
       await queue.close();
     },
   };
+}
+
+/** The request target fetch sends for `url`: its path and query, as the URL serialises them. */
+function requestTarget(url: string): string {
+  const u = new URL(url);
+  return `${u.pathname}${u.search}`;
 }

@@ -29,4 +29,11 @@ export function parseTransferJobData(data: unknown): TransferJobData | undefined
 }
 
 export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
-export const BATCH_ID_PATTERN = /^[A-Za-z0-9_.-]{1,100}$/;
+/**
+ * A batch id starts with a letter or digit: `.`, `..`, `-x` or `--help` would read as paths or
+ * options wherever an id is typed or joined into a path, and no batch needs them.
+ */
+export const BATCH_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
+/** BATCH_ID_PATTERN in words, for messages. */
+export const BATCH_ID_RULE =
+  '1-100 characters of A-Z, a-z, 0-9, "_", "." or "-", starting with a letter or digit';

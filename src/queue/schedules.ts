@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { Queue, Worker, type Job, type JobsOptions } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import type { Redis } from 'ioredis';
@@ -8,6 +7,7 @@ import { errorMessage } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../ingest/enqueue-batch.ts';
 import { formatIssue } from '../ingest/ingest-issue.ts';
+import { bufferSource } from '../ingest/csv-source.ts';
 import { validateCsv, type ValidatedInput } from '../ingest/validate-input.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobSink } from '../store/batch-writer.ts';
@@ -27,7 +27,8 @@ export const SCHEDULE_QUEUE = 'schedules';
 export const SCHEDULE_JOB_NAME = 'fire';
 
 /** No `.`: scoped payout ids use it as the separator between the firing and the row id. */
-export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9_-]{1,40}$/;
+// A firing's batch id is `<name>-<time>`, so a name starts with a letter or digit as batch ids do.
+export const SCHEDULE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/;
 
 /**
  * A firing that fails on Redis is retried by the queue (the same scheduled time, so the same batch);
@@ -262,7 +263,7 @@ export async function fireSchedule(
   const batchId = firingBatchId(name, scheduledAt);
   const csv = await deps.redis.hget(k.schedule(name), 'csv');
   if (csv === null) return { status: 'no_schedule', batchId };
-  const input = await validateCsv(Readable.from([Buffer.from(csv, 'utf8')]), {
+  const input = await validateCsv(bufferSource(Buffer.from(csv, 'utf8')), {
     maxTransferUsdc: deps.config.maxTransferUsdc,
   });
   const note = async (fields: Record<string, string>) => {
@@ -295,14 +296,14 @@ export async function fireSchedule(
   if (outcome.status === 'rejected') {
     const shown = outcome.errors.slice(0, 5).map(formatIssue);
     deps.logger?.error(
-      { schedule: name, batchId, problems: outcome.errors.length, first: shown },
+      { schedule: name, batchId, problems: outcome.errorCount, first: shown },
       'schedule firing refused: no batch was enqueued',
     );
     await note({
       last_fired_at: String(scheduledAt),
       last_batch: batchId,
       last_status: 'rejected',
-      last_error: `${outcome.errors.length} problem(s); ${shown.join('; ')}`.slice(0, 1000),
+      last_error: `${outcome.errorCount} problem(s); ${shown.join('; ')}`.slice(0, 1000),
     });
     return { status: 'rejected', batchId, outcome };
   }

@@ -29,11 +29,25 @@ async function receiver(): Promise<{ server: Server; port: number; received: Rec
   return { server, port: address.port, received };
 }
 
-/** `X-Signature: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">`, checked independently of the product's code. */
-function signatureValid(header: string | undefined, body: string, secret: string): boolean {
-  const m = /^t=([0-9]+),v1=([0-9a-f]{64})$/.exec(header ?? '');
+/**
+ * The hook's signature rule (PRODUCT.md §6), checked independently of the product's code: on a
+ * request without a query string `v1` = HMAC-SHA256 of "t.body"; on one with a query, which v1
+ * does not cover, only `v2` = HMAC-SHA256 of "t.METHOD.PATH?QUERY.body", the target as received.
+ */
+function signatureValid(
+  header: string | undefined,
+  request: { method: string; url: string; body: string },
+  secret: string,
+): boolean {
+  const withQuery = request.url.includes('?');
+  const m = (withQuery ? /^t=([0-9]+),v2=([0-9a-f]{64})$/ : /^t=([0-9]+),v1=([0-9a-f]{64})$/).exec(
+    header ?? '',
+  );
   if (!m) return false;
-  const expected = createHmac('sha256', secret).update(`${m[1]}.${body}`).digest();
+  const text = withQuery
+    ? `${m[1]}.${request.method}.${request.url}.${request.body}`
+    : `${m[1]}.${request.body}`;
+  const expected = createHmac('sha256', secret).update(text).digest();
   const fresh = Math.abs(Date.now() / 1000 - Number(m[1])) < 300;
   return fresh && timingSafeEqual(Buffer.from(m[2] as string, 'hex'), expected);
 }
@@ -131,10 +145,19 @@ describe('treasury controls: callbacks only to allowed hosts, signed', () => {
     expect(delivered.method).toBe('POST');
     expect(delivered.url).toBe('/payouts/done?src=usdc');
     expect(delivered.headers['content-type']).toMatch(/^application\/json/);
+    // The callback URL has a query string, so it is signed v2, over the target as sent.
     const header = delivered.headers['x-signature'] as string;
-    expect(signatureValid(header, delivered.body, HMAC_SECRET)).toBe(true);
-    expect(signatureValid(header, delivered.body, `${HMAC_SECRET}x`)).toBe(false);
-    expect(signatureValid(header, delivered.body.replace('"cb-ok"', '"cb-ko"'), HMAC_SECRET)).toBe(false);
+    expect(header).toMatch(/^t=[0-9]+,v2=[0-9a-f]{64}$/);
+    expect(signatureValid(header, delivered, HMAC_SECRET)).toBe(true);
+    expect(signatureValid(header, delivered, `${HMAC_SECRET}x`)).toBe(false);
+    expect(
+      signatureValid(
+        header,
+        { ...delivered, body: delivered.body.replace('"cb-ok"', '"cb-ko"') },
+        HMAC_SECRET,
+      ),
+    ).toBe(false);
+    expect(signatureValid(header, { ...delivered, url: '/payouts/done?src=other' }, HMAC_SECRET)).toBe(false);
 
     const doc = JSON.parse(delivered.body) as BatchStatus;
     expect(doc).toMatchObject({ batch_id: 'cb-ok', complete: true, held: false, counts: { submitted: 3 } });
@@ -147,5 +170,93 @@ describe('treasury controls: callbacks only to allowed hosts, signed', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     expect(allowed.received).toHaveLength(1);
     expect(unlisted.received).toEqual([]);
+  });
+});
+
+/**
+ * Finding 4 of issue 19: with `127.0.0.1` allowed, a callback_url naming another port of that host
+ * (`http://127.0.0.1:6379/…`, the Redis) was accepted and the worker POSTed into it. A bare host now
+ * allows only its scheme's default port: refused at enqueue (422), and again by the worker that sends.
+ */
+describe('treasury controls: callbacks never go to a port that is not listed', () => {
+  let stack: Stack;
+  let bare: ServeProcess;
+  let listed: ServeProcess;
+  let target: Awaited<ReturnType<typeof receiver>>;
+
+  const postTo = async (api: ServeProcess, doc: unknown) => {
+    const body = JSON.stringify(doc);
+    return await api.call('/v1/batches', { method: 'POST', token: HOOK, headers: signed(body), body });
+  };
+  const transfers = (tag: string) => [
+    { id: `${tag}-0`, from: 'ARB', to: 'BASE', amount: '2', recipient: randomEvmAddress() },
+  ];
+
+  beforeAll(async () => {
+    target = await receiver();
+    // The worker and the first API allow the bare loopback host (port 80 only); the second API
+    // lists the receiver's port, so a batch naming it is stored, and the worker must still refuse.
+    stack = await startStack({
+      env: { HOOK_TOKEN: HOOK, HOOK_HMAC_SECRET: HMAC_SECRET, CALLBACK_ALLOWED_HOSTS: '127.0.0.1' },
+    });
+    bare = await startServe(stack.env);
+    listed = await startServe({ ...stack.env, CALLBACK_ALLOWED_HOSTS: `127.0.0.1:${target.port}` });
+    stack.startWorker();
+  });
+  afterAll(async () => {
+    await bare?.stop();
+    await listed?.stop();
+    await stack?.stop();
+    if (target) await new Promise<void>((res) => target.server.close(() => res()));
+  });
+
+  it('refuses at enqueue (422) a callback_url on an unlisted port of an allowed bare host', async () => {
+    for (const url of [
+      `http://127.0.0.1:${stack.redis.port}/`,
+      `http://127.0.0.1:${target.port}/hook`,
+      `http://127.0.0.1:${stack.sandbox.port}/__admin/reset`,
+    ]) {
+      const res = await postTo(bare, {
+        batch_id: 'port-refused',
+        transfers: transfers('pr'),
+        callback_url: url,
+      });
+      expect(res.status, url).toBe(422);
+      const doc = (await res.json()) as { errors: { column: string; message: string }[] };
+      expect(doc.errors).toEqual([
+        expect.objectContaining({
+          column: 'callback_url',
+          message: expect.stringMatching(
+            /^callback_url port [0-9]+ of host "127\.0\.0\.1" is not in CALLBACK_ALLOWED_HOSTS/,
+          ),
+        }),
+      ]);
+    }
+    expect((await bare.call('/v1/batches/port-refused', { token: HOOK })).status).toBe(404);
+    expect(await stack.ledger()).toEqual([]);
+  });
+
+  it('checks again when sending: a worker whose list lacks the port does not call it', async () => {
+    const res = await postTo(listed, {
+      batch_id: 'port-send',
+      transfers: transfers('ps'),
+      callback_url: `http://127.0.0.1:${target.port}/hook`,
+    });
+    expect(res.status).toBe(202);
+    const done = await stack.waitComplete('port-send', 60_000);
+    expect(done.counts.submitted).toBe(1);
+    // The callback job of the first completion ends without a request: the worker refused it.
+    // BullMQ's job hash: <prefix>:<queue>:<job id>, the job id being <batch>/cb<generation>.
+    const job = `${stack.env['QUEUE_PREFIX']}:callbacks:port-send/cb1`;
+    const outcome = await waitFor(
+      'the callback job to finish',
+      async () => (await stack.client.hget(job, 'returnvalue')) ?? undefined,
+      {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      },
+    );
+    expect(JSON.parse(outcome)).toBe('not_allowed');
+    expect(target.received).toEqual([]);
   });
 });

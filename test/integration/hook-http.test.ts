@@ -172,6 +172,42 @@ describe('POST /v1/batches (inject)', () => {
     expect(await keysUnder(redis, prefix)).toEqual([]);
   });
 
+  it('refuses batch ids that do not start with a letter or digit: 422 on POST, 404 and 400 on reads', async () => {
+    const { app: a, prefix } = await app();
+    for (const id of ['.', '..', '-', '--help', '_x', '-x']) {
+      const query = await a.inject({
+        method: 'POST',
+        url: `/v1/batches?batch_id=${encodeURIComponent(id)}`,
+        headers: { ...auth, 'content-type': 'text/csv' },
+        payload: CSV,
+      });
+      expect(query.statusCode, id).toBe(422);
+      expect(query.json().errors).toEqual([
+        expect.objectContaining({ column: 'batch_id', message: expect.stringContaining('letter or digit') }),
+      ]);
+      const json = await a.inject({
+        method: 'POST',
+        url: '/v1/batches',
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload: JSON.stringify({ ...JSON.parse(JSON_BODY), batch_id: id }),
+      });
+      expect(json.statusCode, id).toBe(422);
+      const read = await a.inject({
+        method: 'GET',
+        url: `/v1/batches/${encodeURIComponent(id)}`,
+        headers: auth,
+      });
+      expect(read.statusCode, id).toBe(404);
+      const audit = await a.inject({
+        method: 'GET',
+        url: `/v1/audit?batch=${encodeURIComponent(id)}`,
+        headers: auth,
+      });
+      expect(audit.statusCode, id).toBe(400);
+    }
+    expect(await keysUnder(redis, prefix)).toEqual([]);
+  });
+
   it('with HOOK_HMAC_SECRET, needs a fresh signature over the exact body', async () => {
     const { app: a } = await app({ HOOK_HMAC_SECRET: SECRET });
     const post = (headers: Record<string, string>, payload = CSV) =>

@@ -79,6 +79,19 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
     expect((await get('/dashboard/api/queues')).status).toBe(200);
   });
 
+  it('answers 405 to every write on /dashboard (with the token; 401 without), as the README says', async () => {
+    for (const method of ['PUT', 'POST', 'DELETE', 'PATCH']) {
+      for (const path of ['/dashboard', '/dashboard/', '/dashboard/api/queues', '/dashboard/anything/else']) {
+        const res = await api.call(path, { method, token: HOOK });
+        expect(res.status, `${method} ${path}`).toBe(405);
+        expect(res.headers.get('allow')).toBe('GET, HEAD');
+        expect(await res.json()).toMatchObject({ code: 'USDC_HTTP_READ_ONLY' });
+        expect((await api.call(path, { method })).status, `${method} ${path} without the token`).toBe(401);
+      }
+    }
+    expect((await get('/dashboard')).status).toBe(200);
+  });
+
   it('holds a batch at the approval threshold: nothing is paid until the approver releases it', async () => {
     const held = rows(4, 'held', '30');
     const res = await post('/v1/batches', HOOK, { batch_id: 'held-1', transfers: held });

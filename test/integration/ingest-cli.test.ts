@@ -1,38 +1,14 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { runCli, spawnCli } from '../helpers/cli.ts';
-import { redisForSuite } from '../helpers/redis.ts';
+import { useCliSuite } from '../helpers/cli-suite.ts';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox.ts';
 import { EVM, newPrefix } from './ingest-fixtures.ts';
 
-let suite: Awaited<ReturnType<typeof redisForSuite>>;
-let redis: Redis;
-let dir: string;
-beforeAll(async () => {
-  suite = await redisForSuite();
-  redis = new Redis(suite.url);
-  dir = mkdtempSync(join(tmpdir(), 'usdc-enqueue-cli-'));
-});
-afterAll(async () => {
-  redis.disconnect();
-  await suite.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const env = (prefix: string, extra: Record<string, string> = {}) => ({
-  REDIS_URL: suite.url,
-  QUEUE_PREFIX: prefix,
-  ...extra,
-});
-const write = (name: string, text: string) => {
-  const path = join(dir, name);
-  writeFileSync(path, text);
-  return path;
-};
+const cli = useCliSuite('usdc-enqueue-cli-');
+const env = (prefix: string, extra: Record<string, string> = {}) => cli.env(prefix, extra);
+const write = (name: string, text: string) => cli.write(name, text);
 
 describe('usdc-batch enqueue', () => {
   it('enqueues the sample, then says the same file adds nothing', async () => {
@@ -49,7 +25,7 @@ describe('usdc-batch enqueue', () => {
       totals: { amount: '4313.990001' },
     });
     expect(doc.batch_id).toMatch(/^b-[0-9a-f]{16}$/);
-    expect(await redis.hget(`${prefix}:batch:${doc.batch_id}`, 'rows')).toBe('8');
+    expect(await cli.redis.hget(`${prefix}:batch:${doc.batch_id}`, 'rows')).toBe('8');
 
     const again = await runCli(['enqueue', 'samples/payouts.csv'], env(prefix));
     expect(again.code).toBe(0);
@@ -75,7 +51,7 @@ describe('usdc-batch enqueue', () => {
     const doc = JSON.parse(json.stdout);
     expect(doc).toMatchObject({ batch_id: null, created: false, accepted: 0, rejected: 2 });
     expect(doc.errors).toHaveLength(3);
-    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+    expect(await cli.redis.keys(`${prefix}:*`)).toEqual([]);
 
     const ok = await runCli(['enqueue', bad, '--skip-invalid'], env(prefix));
     expect(ok.code).toBe(0);
@@ -92,12 +68,39 @@ describe('usdc-batch enqueue', () => {
     expect(conflict.code).toBe(3);
     expect(JSON.parse(conflict.stdout).error.code).toBe('USDC_BATCH_CONFLICT');
     expect((await runCli(['enqueue', a, '--expect-rows', 'many'], env(prefix))).code).toBe(2);
-    expect((await runCli(['enqueue', join(dir, 'missing.csv')], env(prefix))).code).toBe(2);
+    expect((await runCli(['enqueue', join(cli.dir, 'missing.csv')], env(prefix))).code).toBe(2);
     const control = await runCli(['enqueue', b, '--expect-rows', '2', '--json'], env(prefix));
     expect(control.code).toBe(1);
     expect(JSON.parse(control.stdout).errors[0].message).toBe(
       'control total: expected 2 rows, the input has 1',
     );
+  });
+
+  it('refuses batch ids that do not start with a letter or digit, wherever one is typed (exit 2)', async () => {
+    const prefix = newPrefix();
+    const a = write('ids.csv', `from,to,amount,recipient\nETH,BASE,1,${EVM[0]}\n`);
+    for (const id of ['.', '..', '-', '--help', '_x', '.hidden', 'a/b']) {
+      const res = await runCli(['enqueue', a, `--batch-id=${id}`, '--json'], env(prefix));
+      expect(res.code, id).toBe(2);
+      expect(res.stderr, id).toContain('starting with a letter or digit');
+    }
+    for (const args of [
+      ['status', '.'],
+      ['export', '..'],
+      ['retry', '-'],
+      ['approve', '_x'],
+      ['cancel', '.x'],
+      ['resolve', '..', 't1', '--not-sent'],
+      ['audit', '--batch', '.'],
+    ]) {
+      const res = await runCli(args, env(prefix));
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr, args.join(' ')).toContain('A batch id is 1-100 characters');
+    }
+    expect(await cli.redis.keys(`${prefix}:*`)).toEqual([]);
+    // The first character aside, the same characters as before.
+    const ok = await runCli(['enqueue', a, '--batch-id', '9.payroll_2025-06.v2'], env(prefix));
+    expect(ok.code, ok.stdout).toBe(0);
   });
 
   it('--wait follows the batch to completion and exits 1 when a transfer failed', async () => {
@@ -107,9 +110,9 @@ describe('usdc-batch enqueue', () => {
       `id,from,to,amount,recipient\nw1,ETH,BASE,1,${EVM[0]}\nw2,BASE,ARB,2,${EVM[1]}\n`,
     );
     const proc = spawnCli(['enqueue', file, '--batch-id', 'wait-1', '--wait', '--json'], env(prefix));
-    const store = createTransferStore({ redis, prefix });
+    const store = createTransferStore({ redis: cli.redis, prefix });
     const deadline = Date.now() + 20_000;
-    while ((await redis.hget(`${prefix}:batch:wait-1`, 'enqueued')) !== '1') {
+    while ((await cli.redis.hget(`${prefix}:batch:wait-1`, 'enqueued')) !== '1') {
       if (Date.now() > deadline) throw new Error(`not enqueued: ${proc.output()}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -147,6 +150,6 @@ describe('usdc-batch enqueue --dry-run against the sandbox', () => {
     expect(human.stdout).toContain('dry run: nothing was written, signed or sent');
     expect(human.stdout).toMatch(/fee\s+\d+\.\d+ USDC/);
     expect(human.stdout).toMatch(/net\s+\d+\.\d+ USDC/);
-    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+    expect(await cli.redis.keys(`${prefix}:*`)).toEqual([]);
   });
 });

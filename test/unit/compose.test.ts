@@ -93,6 +93,9 @@ describe('docker-compose.yml', () => {
       expect(dependsOn['redis']?.condition).toBe('service_healthy');
     }
     expect(api.ports?.some((p) => String(p).endsWith(':8080'))).toBe(true);
+    // serve listens on loopback by default: in the container it must listen on every interface,
+    // on the port that is published.
+    expect(environment(api)).toMatchObject({ HTTP_HOST: '0.0.0.0', HTTP_PORT: '8080' });
   });
 });
 
@@ -154,6 +157,7 @@ describe('.env.example', () => {
     'SOLANA_RPC_URL',
     'WORKER_CONCURRENCY',
     'API_RATE_LIMIT',
+    'HTTP_HOST',
     'HTTP_PORT',
     'HOOK_TOKEN',
     'HOOK_HMAC_SECRET',

@@ -51,7 +51,12 @@ describe('loadConfig', () => {
       maxTransferUsdc: undefined,
       workerConcurrency: DEFAULTS.WORKER_CONCURRENCY,
       apiRateLimit: undefined,
+      httpHost: '127.0.0.1',
       httpPort: 8080,
+      httpHeadersTimeoutMs: 10_000,
+      httpRequestTimeoutMs: 30_000,
+      httpIdleTimeoutMs: 5_000,
+      httpMaxConnections: 1_000,
       logLevel: 'info',
       callbackAllowedHosts: [],
       solanaAllowedDestinations: undefined,
@@ -93,7 +98,12 @@ describe('loadConfig', () => {
       SOLANA_ALLOWED_DESTINATIONS: destination,
       WORKER_CONCURRENCY: '32',
       API_RATE_LIMIT: '20',
+      HTTP_HOST: '0.0.0.0',
       HTTP_PORT: '9090',
+      HTTP_HEADERS_TIMEOUT_MS: '5000',
+      HTTP_REQUEST_TIMEOUT_MS: '120000',
+      HTTP_IDLE_TIMEOUT_MS: '2000',
+      HTTP_MAX_CONNECTIONS: '200',
       HOOK_TOKEN: 'hook-token-0123456789',
       HOOK_HMAC_SECRET: 'hmac-secret',
       LOG_LEVEL: 'DEBUG',
@@ -124,7 +134,12 @@ describe('loadConfig', () => {
       solanaAllowedDestinations: [destination],
       workerConcurrency: 32,
       apiRateLimit: 20,
+      httpHost: '0.0.0.0',
       httpPort: 9090,
+      httpHeadersTimeoutMs: 5_000,
+      httpRequestTimeoutMs: 120_000,
+      httpIdleTimeoutMs: 2_000,
+      httpMaxConnections: 200,
       logLevel: 'debug',
     });
     expect(config.transferApiKey?.reveal()).toBe(API_KEY);
@@ -207,6 +222,46 @@ describe('loadConfig', () => {
     expect(err.message).toContain('WORKER_CONCURRENCY: must be a whole number from 1 to 1024 (got "-3")');
     expect(err.message).toContain('PERMIT_SPENDER: has an invalid EIP-55 checksum');
     expect(err.message).toContain('MAX_TRANSFER_USDC: must be a USDC amount: it must be a plain decimal');
+  });
+
+  it('takes CALLBACK_ALLOWED_HOSTS entries as host or host:port, and reports anything else', () => {
+    expect(
+      loadConfig({ CALLBACK_ALLOWED_HOSTS: 'Hooks.example.com:8443, 127.0.0.1, [::1]:9000' })
+        .callbackAllowedHosts,
+    ).toEqual(['hooks.example.com:8443', '127.0.0.1', '[::1]:9000']);
+    const err = problemsOf({ CALLBACK_ALLOWED_HOSTS: 'https://hooks.example.com/cb,127.0.0.1:99999' });
+    expect(err.problems).toEqual([
+      {
+        variable: 'CALLBACK_ALLOWED_HOSTS',
+        message: '"https://hooks.example.com/cb" is not a host or host:port',
+      },
+      { variable: 'CALLBACK_ALLOWED_HOSTS', message: '"127.0.0.1:99999" is not a host or host:port' },
+    ]);
+  });
+
+  it('validates the HTTP server settings: a host, timeouts in range, headers within the request deadline', () => {
+    for (const host of ['::1', '::', '10.0.0.7', 'localhost', 'api.internal.example.com']) {
+      expect(loadConfig({ HTTP_HOST: host }).httpHost, host).toBe(host);
+    }
+    const err = problemsOf({
+      HTTP_HOST: 'http://0.0.0.0',
+      HTTP_HEADERS_TIMEOUT_MS: '20000',
+      HTTP_REQUEST_TIMEOUT_MS: '15000',
+      HTTP_IDLE_TIMEOUT_MS: '0',
+      HTTP_MAX_CONNECTIONS: 'many',
+    });
+    expect(err.problems).toEqual([
+      { variable: 'HTTP_HOST', message: 'must be an IP address or a host name (got "http://0.0.0.0")' },
+      { variable: 'HTTP_HEADERS_TIMEOUT_MS', message: 'must not exceed HTTP_REQUEST_TIMEOUT_MS (15000)' },
+      {
+        variable: 'HTTP_IDLE_TIMEOUT_MS',
+        message: 'must be a whole number from 100 to 600000 (got "0")',
+      },
+      {
+        variable: 'HTTP_MAX_CONNECTIONS',
+        message: 'must be a whole number from 1 to 1000000 (got "many")',
+      },
+    ]);
   });
 
   it('never puts a secret, valid or malformed, into a message or the printed config', () => {

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/config.ts';
@@ -47,10 +48,13 @@ describe('CSV validation', () => {
         `b,ETH,BASE,1.0000001,${EVM},x`,
       ].join('\r\n'),
     );
+    // A memo is one line of plain text, so the quoted line break makes row a invalid (at its first
+    // line); the lines after it are still counted right.
     expect(r.issues).toEqual([
+      { line: 3, column: 'memo', message: expect.stringContaining('U+000D at character 4') },
       { line: 7, column: 'amount', message: expect.stringContaining('more than 6 decimals') },
     ]);
-    expect(r.transfers[0]).toMatchObject({ id: 'a', line: 3, memo: 'two\r\nlines' });
+    expect(r.transfers).toEqual([]);
   });
 
   it('refuses a memo over 140 characters and an amount over MAX_TRANSFER_USDC', async () => {
@@ -106,6 +110,37 @@ describe('CSV validation', () => {
   });
 });
 
+describe('bounded problem lists', () => {
+  it('keeps the first 1,000 problems of a CSV in file order and counts the rest', async () => {
+    const r = await csv(`from,to,amount,recipient\n${'DOGE,BASE,1,x\n'.repeat(1500)}`);
+    expect(r.invalidRows).toBe(1500);
+    expect(r.issues).toHaveLength(1000);
+    expect(r.omittedIssues).toBe(2 * 1500 - 1000);
+    expect(r.issues.map((i) => i.line)).toEqual(
+      Array.from({ length: 1000 }, (_, k) => 2 + Math.floor(k / 2)),
+    );
+  });
+
+  it('keeps the first 1,000 in-file duplicates and counts the rest', async () => {
+    const r = await csv(`from,to,amount,recipient\n${`ETH,BASE,1,${EVM}\n`.repeat(1600)}`);
+    expect(r.transfers).toHaveLength(1);
+    expect(r.duplicates).toHaveLength(1000);
+    expect(r.omittedDuplicates).toBe(1599 - 1000);
+    expect(r.duplicates[0]?.line).toBe(3);
+  });
+
+  it('bounds the problems of a JSON document as a whole', async () => {
+    const doc: Record<string, unknown> = {
+      transfers: [{ from: 'ETH', to: 'BASE', amount: '1', recipient: EVM }],
+    };
+    for (let i = 0; i < 1200; i++) doc[`extra${i}`] = i;
+    const r = await validateJson(readJsonBatch(doc)!);
+    expect(r.fatal).toBe(true);
+    expect(r.issues).toHaveLength(1000);
+    expect(r.omittedIssues).toBe(200);
+  });
+});
+
 describe('CSV validation on two threads (large files)', () => {
   it('finds exactly what one thread finds, in the same order, on a file of every kind of row', async () => {
     const lowerEvm = EVM.toLowerCase();
@@ -128,7 +163,9 @@ describe('CSV validation on two threads (large files)', () => {
     const text = `${lines.join('\n')}\n`;
     const one = await csv(text);
     const two = await csv(text, { parallel: true });
-    expect(one.issues.length).toBeGreaterThan(1000);
+    // More problems than are listed: the first 1,000 are kept, the rest counted.
+    expect(one.issues).toHaveLength(1000);
+    expect(one.omittedIssues).toBeGreaterThan(0);
     expect(one.transfers.length).toBeGreaterThan(500);
     expect(two).toEqual(one);
   });
@@ -161,7 +198,7 @@ describe('batch identity', () => {
 });
 
 describe('JSON input', () => {
-  it('uses the same rules, with the 1-based position of the transfer as its line and the field as its column', () => {
+  it('uses the same rules, with the 1-based position of the transfer as its line and the field as its column', async () => {
     const doc = readJsonBatch({
       transfers: [
         { id: 'j1', from: 'eth', to: 'base', amount: '1.25', recipient: EVM },
@@ -171,7 +208,7 @@ describe('JSON input', () => {
       expect: { rows: 3 },
     });
     expect(doc).toBeDefined();
-    const r = validateJson(doc!);
+    const r = await validateJson(doc!);
     expect(r.issues.map((i) => [i.line, i.column])).toEqual([
       [2, 'extra'],
       [2, 'amount'],
@@ -207,30 +244,68 @@ describe('hook credentials', () => {
   const secret = new Secret('whsec_0123456789abcdef');
   const body = Buffer.from('{"transfers":[]}');
   const now = 1_750_000_000_000;
+  const plain = { method: 'POST', target: '/v1/batches', body };
+  const withQuery = { method: 'POST', target: '/v1/batches?batch_id=b1&allow_duplicates=true', body };
+  // The v2 text, computed here from PRODUCT.md §6 rather than with the product's code.
+  const v2 = (r: { method: string; target: string; body: Buffer }, t = Math.floor(now / 1000)) =>
+    `t=${t},v2=${createHmac('sha256', secret.reveal()).update(`${t}.${r.method}.${r.target}.${r.body.toString()}`).digest('hex')}`;
 
   it('accepts a signature made over "t.body" within five minutes', () => {
     const header = signatureHeader(secret.reveal(), body.toString(), now - 299_000);
-    expect(verifySignature(header, body, secret, now)).toEqual({ ok: true });
+    expect(verifySignature(header, plain, secret, now)).toEqual({ ok: true });
   });
 
   it('refuses a stale, missing, malformed or wrong signature', () => {
     expect(
-      verifySignature(signatureHeader(secret.reveal(), body.toString(), now - 301_000), body, secret, now),
+      verifySignature(signatureHeader(secret.reveal(), body.toString(), now - 301_000), plain, secret, now),
     ).toMatchObject({
       ok: false,
       reason: expect.stringContaining('5-minute'),
     });
-    expect(verifySignature(undefined, body, secret, now)).toMatchObject({ ok: false });
-    expect(verifySignature('v1=abc', body, secret, now)).toMatchObject({ ok: false });
+    expect(verifySignature(undefined, plain, secret, now)).toMatchObject({ ok: false });
+    expect(verifySignature('v1=abc', plain, secret, now)).toMatchObject({ ok: false });
     const other = signatureHeader('another-secret-xyz', body.toString(), now);
-    expect(verifySignature(other, body, secret, now)).toMatchObject({
+    expect(verifySignature(other, plain, secret, now)).toMatchObject({
       ok: false,
       reason: expect.stringContaining('match'),
     });
     const tampered = signatureHeader(secret.reveal(), body.toString(), now);
-    expect(verifySignature(tampered, Buffer.from('{"transfers":[1]}'), secret, now)).toMatchObject({
-      ok: false,
-    });
+    expect(
+      verifySignature(tampered, { ...plain, body: Buffer.from('{"transfers":[1]}') }, secret, now),
+    ).toMatchObject({ ok: false });
+  });
+
+  it('refuses v1 on a request with a query string, even an empty one, and says to sign with v2', () => {
+    const header = signatureHeader(secret.reveal(), body.toString(), now);
+    for (const target of [withQuery.target, '/v1/batches?']) {
+      expect(verifySignature(header, { ...plain, target }, secret, now)).toMatchObject({
+        ok: false,
+        reason: expect.stringContaining('v2='),
+      });
+    }
+  });
+
+  it('accepts v2 over the method, the target as sent and the body, and nothing else', () => {
+    expect(verifySignature(v2(withQuery), withQuery, secret, now)).toEqual({ ok: true });
+    expect(verifySignature(v2(plain), plain, secret, now)).toEqual({ ok: true });
+    const header = v2(withQuery);
+    for (const changed of [
+      { ...withQuery, target: '/v1/batches?batch_id=b2&allow_duplicates=true' },
+      { ...withQuery, target: '/v1/batches?allow_duplicates=true&batch_id=b1' },
+      { ...withQuery, method: 'PUT' },
+      { ...withQuery, body: Buffer.from('{"transfers":[1]}') },
+      plain,
+    ]) {
+      expect(verifySignature(header, changed, secret, now), JSON.stringify(changed)).toMatchObject({
+        ok: false,
+      });
+    }
+    // One good value among several (a secret being rotated) is enough.
+    const rotated = `${v2(withQuery)},v2=${'0'.repeat(64)}`;
+    expect(verifySignature(rotated, withQuery, secret, now)).toEqual({ ok: true });
+    expect(
+      verifySignature(v2(withQuery, Math.floor(now / 1000) - 301), withQuery, secret, now),
+    ).toMatchObject({ ok: false, reason: expect.stringContaining('5-minute') });
   });
 
   it('matches bearer tokens exactly', () => {

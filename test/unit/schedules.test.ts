@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ID_PATTERN } from '../../src/queue/jobs.ts';
+import { BATCH_ID_PATTERN, ID_PATTERN } from '../../src/queue/jobs.ts';
 import {
   checkScheduleSpec,
   firingBatchId,
   isFiringOf,
+  SCHEDULE_NAME_PATTERN,
   scheduledTimeOf,
   scopedPayoutId,
 } from '../../src/queue/schedules.ts';
@@ -11,6 +12,16 @@ import {
 describe('schedules: firing identity', () => {
   it('names a firing by the UTC time it was scheduled for', () => {
     expect(firingBatchId('nightly', Date.UTC(2025, 0, 31, 2, 0, 5))).toBe('nightly-20250131T020005Z');
+  });
+
+  it('takes only names whose firings have valid batch ids (starting with a letter or digit)', () => {
+    for (const name of ['nightly', '9am', 'eu_payroll-2', 'x'.repeat(40)]) {
+      expect(SCHEDULE_NAME_PATTERN.test(name), name).toBe(true);
+      expect(firingBatchId(name, Date.UTC(2025, 0, 31, 2))).toMatch(BATCH_ID_PATTERN);
+    }
+    for (const name of ['_nightly', '-nightly', '--help', 'a.b', '', 'x'.repeat(41)]) {
+      expect(SCHEDULE_NAME_PATTERN.test(name), name).toBe(false);
+    }
   });
 
   it('tells the schedule’s own firings from other batches', () => {

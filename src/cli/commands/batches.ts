@@ -1,13 +1,13 @@
 import { createBatchReader } from '../../store/batch-reader.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
-import { table } from '../format.ts';
+import { jsonText, table } from '../format.ts';
 
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   return await withCli({}, async (ctx) => {
     const list = await createBatchReader({ redis: ctx.redis, prefix: ctx.prefix }).list(100);
     if (options['json']) {
-      process.stdout.write(`${JSON.stringify({ batches: list }, null, 2)}\n`);
+      process.stdout.write(`${jsonText({ batches: list })}\n`);
       return EXIT.ok;
     }
     if (list.length === 0) {

@@ -6,18 +6,19 @@ import { ValidationError, errorMessage } from '../../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../../domain/money.ts';
 import { FINAL_STATES, TRANSFER_STATES, type TransferRequest } from '../../domain/transfer.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
-import { formatIssue, sortIssues, type IngestIssue } from '../../ingest/ingest-issue.ts';
+import type { IngestIssue } from '../../ingest/ingest-issue.ts';
+import { firstIssues } from '../../ingest/issue-list.ts';
 import { routeTotals } from '../../ingest/route-totals.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
-import { BATCH_ID_PATTERN } from '../../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../queue/jobs.ts';
 import type { FeeEstimate } from '../../service/types.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import { keys } from '../../store/keys.ts';
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
-import { progressBar, table } from '../format.ts';
+import { issueReport, jsonText, progressBar, table } from '../format.ts';
 
 type EnqueueFlags = {
   batchId?: string;
@@ -48,7 +49,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const file = args[0];
   if (!file) throw usage('FILE_MISSING', 'enqueue needs a CSV file');
   if (flags.batchId !== undefined && !BATCH_ID_PATTERN.test(flags.batchId)) {
-    throw usage('BATCH_ID', '--batch-id must be 1-100 characters of A-Z, a-z, 0-9, "_", "." or "-"');
+    throw usage('BATCH_ID', `--batch-id must be ${BATCH_ID_RULE}`);
   }
   let expectRows: number | undefined;
   if (flags.expectRows !== undefined) {
@@ -120,6 +121,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
           rejected: 0,
           duplicates: 0,
           errors: [{ line: null, column: null, message: err.shortMessage }],
+          error_count: 1,
           totals: { amount: '0.00' },
           error: { code: err.code, message: err.shortMessage },
         });
@@ -176,7 +178,7 @@ function boundHeapGrowth(): void {
 }
 
 function printJson(doc: unknown): void {
-  process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+  process.stdout.write(`${jsonText(doc)}\n`);
 }
 
 function outcomeDocument(o: EnqueueOutcome) {
@@ -188,17 +190,9 @@ function outcomeDocument(o: EnqueueOutcome) {
     rejected: o.rejected,
     duplicates: o.duplicates,
     errors: o.errors,
+    error_count: o.errorCount,
     totals: { amount: formatUsdc(o.totalAmount) },
   };
-}
-
-function printErrors(errors: readonly IngestIssue[]): void {
-  if (errors.length === 0) return;
-  const shown = errors.slice(0, 1000);
-  process.stdout.write(`\n${errors.length} problem${errors.length === 1 ? '' : 's'}:\n`);
-  for (const e of shown) process.stdout.write(`  ${formatIssue(e)}\n`);
-  if (errors.length > shown.length)
-    process.stdout.write(`  … and ${errors.length - shown.length} more (use --json)\n`);
 }
 
 function printOutcome(o: EnqueueOutcome): void {
@@ -222,7 +216,7 @@ function printOutcome(o: EnqueueOutcome): void {
       ),
     );
   }
-  printErrors(o.errors);
+  process.stdout.write(issueReport(o.errors, o.errorCount));
 }
 
 type StateCounts = Record<(typeof TRANSFER_STATES)[number], number>;
@@ -318,7 +312,9 @@ async function dryRun(
     const overBps = e.fee.total * 10_000n > t.amount * config.maxFeeBps;
     if (overBps || (config.maxFeeUsdc !== undefined && e.fee.total > config.maxFeeUsdc)) overCap++;
   }
-  const errors = sortIssues([...issues, ...input.duplicates, ...estimateIssues]);
+  const problems = [...issues, ...input.duplicates, ...estimateIssues];
+  const errors = firstIssues(problems);
+  const errorCount = problems.length + input.omittedIssues + input.omittedDuplicates;
   const ok = !rejectedInput && estimateIssues.length === 0 && transfers.length > 0;
   const balances = await balancePreflight(config, transfers);
   if (flags.json) {
@@ -328,8 +324,9 @@ async function dryRun(
       dry_run: true,
       accepted: ok || flags.skipInvalid ? estimates.size : 0,
       rejected: input.invalidRows,
-      duplicates: input.duplicates.length,
+      duplicates: input.duplicates.length + input.omittedDuplicates,
       errors,
+      error_count: errorCount,
       totals: { amount: formatUsdc(amount), fee: formatUsdc(fee), net_receive: formatUsdc(net) },
       over_fee_cap: overCap,
       balances: balances.map((b) => ({
@@ -348,7 +345,7 @@ async function dryRun(
     );
     out(`  rows        ${estimates.size} estimated of ${input.inputRows}`);
     out(`  rejected    ${input.invalidRows}`);
-    out(`  duplicates  ${input.duplicates.length}`);
+    out(`  duplicates  ${input.duplicates.length + input.omittedDuplicates}`);
     out(`  total       ${formatUsdc(amount)} USDC`);
     out(`  fee         ${formatUsdc(fee)} USDC`);
     out(`  net         ${formatUsdc(net)} USDC`);
@@ -384,7 +381,7 @@ async function dryRun(
         );
       }
     }
-    printErrors(errors);
+    process.stdout.write(issueReport(errors, errorCount));
   }
   return ok || (flags.skipInvalid && !input.fatal && estimates.size > 0) ? EXIT.ok : EXIT.rejected;
 }

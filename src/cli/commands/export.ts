@@ -16,7 +16,9 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     }
     const file = options['output'] as string | undefined;
     const out = file ? createWriteStream(file) : process.stdout;
-    for await (const chunk of exportBatch(reader, batchId, format)) {
+    // On a terminal, a value's control characters are shown escaped; a file or pipe gets the data.
+    const forTerminal = !file && process.stdout.isTTY === true;
+    for await (const chunk of exportBatch(reader, batchId, format, { forTerminal })) {
       if (!out.write(chunk)) await once(out, 'drain');
     }
     if (file) {

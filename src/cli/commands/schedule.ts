@@ -1,8 +1,9 @@
 import { readFileSync, statSync } from 'node:fs';
-import { Readable } from 'node:stream';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc } from '../../domain/money.ts';
-import { formatIssue, sortIssues, type IngestIssue } from '../../ingest/ingest-issue.ts';
+import type { IngestIssue } from '../../ingest/ingest-issue.ts';
+import { firstIssues } from '../../ingest/issue-list.ts';
+import { bufferSource } from '../../ingest/csv-source.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
 import {
   checkScheduleSpec,
@@ -17,7 +18,7 @@ import {
 import { recordAudit } from '../../store/audit.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
-import { table } from '../format.ts';
+import { issueReport, jsonText, table } from '../format.ts';
 
 // The CSV is kept in Redis and validated again at every firing: a schedule is for a treasury or
 // payroll file, not for a bulk import of millions of rows.
@@ -47,7 +48,10 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
 
 function checkName(name: string | undefined): string {
   if (name === undefined || !SCHEDULE_NAME_PATTERN.test(name)) {
-    throw usage('SCHEDULE_NAME', 'a schedule name is 1-40 characters of A-Z, a-z, 0-9, "_" or "-"');
+    throw usage(
+      'SCHEDULE_NAME',
+      'a schedule name is 1-40 characters of A-Z, a-z, 0-9, "_" or "-", starting with a letter or digit',
+    );
   }
   return name;
 }
@@ -87,7 +91,7 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
 
   return await withSchedules(async (ctx, deps) => {
     // Strict, as `enqueue` without flags: a schedule that would be refused at every firing is refused now.
-    const input = await validateCsv(Readable.from([csv]), { maxTransferUsdc: ctx.config.maxTransferUsdc });
+    const input = await validateCsv(bufferSource(csv), { maxTransferUsdc: ctx.config.maxTransferUsdc });
     const problems: IngestIssue[] = [...input.issues, ...input.duplicates];
     if (!input.fatal && problems.length === 0) {
       const cap = ctx.config.maxBatchUsdc;
@@ -101,11 +105,9 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
       }
     }
     if (input.fatal || problems.length > 0) {
-      const sorted = sortIssues(problems);
       out(`rejected: schedule ${name} was not added`);
-      out(`\n${sorted.length} problem${sorted.length === 1 ? '' : 's'}:`);
-      for (const p of sorted.slice(0, 1000)) out(`  ${formatIssue(p)}`);
-      if (sorted.length > 1000) out(`  … and ${sorted.length - 1000} more`);
+      const count = problems.length + input.omittedIssues + input.omittedDuplicates;
+      process.stdout.write(issueReport(firstIssues(problems), count));
       return EXIT.rejected;
     }
     const total = input.transfers.reduce((s, t) => s + t.amount, 0n);
@@ -169,7 +171,7 @@ async function list(json: boolean): Promise<number> {
   return await withSchedules(async (_ctx, deps) => {
     const schedules = (await listSchedules(deps)).map(scheduleDocument);
     if (json) {
-      out(JSON.stringify({ schedules }, null, 2));
+      out(jsonText({ schedules }));
       return EXIT.ok;
     }
     if (schedules.length === 0) {

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { loadConfig, readEnv } from '../../config/load-config.ts';
 import { buildApp } from '../../http/app.ts';
 import { createLogger } from '../../log/logger.ts';
@@ -6,8 +7,9 @@ import { createRedis, waitForRedis } from '../../store/redis.ts';
 import { EXIT } from '../exit-codes.ts';
 
 /**
- * `usdc-batch serve`: the HTTP API on HTTP_PORT until SIGINT/SIGTERM. Needs HOOK_TOKEN (checked
- * with the rest of the configuration before anything starts). Prints the address it listens on.
+ * `usdc-batch serve`: the HTTP API on HTTP_HOST:HTTP_PORT until SIGINT/SIGTERM. Needs HOOK_TOKEN
+ * (checked with the rest of the configuration before anything starts). Prints the address it is
+ * bound to (with the port the system chose for HTTP_PORT=0).
  */
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { hook: true });
@@ -34,8 +36,8 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     await redis.quit().catch(() => redis.disconnect());
   };
   try {
-    const address = await app.listen({ port: config.httpPort, host: '0.0.0.0' });
-    process.stdout.write(`listening on ${address}\n`);
+    await app.listen({ port: config.httpPort, host: config.httpHost });
+    process.stdout.write(`listening on ${boundAddress(app.server.address())}\n`);
   } catch (err) {
     await close();
     throw err;
@@ -52,4 +54,11 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     process.once('SIGTERM', onSignal);
   });
   return EXIT.ok;
+}
+
+/** `http://127.0.0.1:8080`, `http://[::1]:8080`: the address the server is bound to, as a URL. */
+function boundAddress(address: AddressInfo | string | null): string {
+  if (address === null || typeof address === 'string') return String(address);
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
 }

@@ -3,7 +3,7 @@ import { ValidationError } from '../../domain/errors.ts';
 import { createBatchReader, type BatchStatus } from '../../store/batch-reader.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
-import { table } from '../format.ts';
+import { jsonText, table } from '../format.ts';
 
 const HUMAN_ROWS = 200;
 
@@ -55,14 +55,14 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
       const tty = process.stdout.isTTY;
       for (;;) {
         if (tty) process.stdout.write('\x1b[2J\x1b[H');
-        process.stdout.write(options['json'] ? `${JSON.stringify(doc)}\n` : renderStatus(doc));
+        process.stdout.write(options['json'] ? `${jsonText(doc, { compact: true })}\n` : renderStatus(doc));
         if (doc.complete) break;
         await new Promise((r) => setTimeout(r, 1_000));
         doc = (await read()) ?? doc;
       }
       return EXIT.ok;
     }
-    process.stdout.write(options['json'] ? `${JSON.stringify(doc, null, 2)}\n` : renderStatus(doc));
+    process.stdout.write(options['json'] ? `${jsonText(doc)}\n` : renderStatus(doc));
     return EXIT.ok;
   });
 }

@@ -4,7 +4,7 @@ import { createLogger } from '../../log/logger.ts';
 import { readWallets, type WalletsReport } from '../../ops/wallets.ts';
 import { createRedis } from '../../store/redis.ts';
 import { EXIT } from '../exit-codes.ts';
-import { table } from '../format.ts';
+import { jsonText, plainText, table } from '../format.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -41,7 +41,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     'wallets read',
   );
   if (options['json'] === true) {
-    out(JSON.stringify(report, null, 2));
+    out(jsonText(report));
     return EXIT.ok;
   }
   printReport(report);
@@ -68,7 +68,7 @@ function printReport(r: WalletsReport): void {
         ]),
       ),
     );
-    for (const c of r.evm.chains) if (c.error) out(`  ${c.chain}: ${c.error}`);
+    for (const c of r.evm.chains) if (c.error) out(`  ${c.chain}: ${plainText(c.error)}`);
   } else {
     out('EVM owner  not configured (EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE)');
   }
@@ -78,7 +78,7 @@ function printReport(r: WalletsReport): void {
     out(`Solana USDC account  ${r.solana.usdc_account}`);
     const balance = !r.solana.rpc
       ? '- (set SOLANA_RPC_URL to read it)'
-      : (r.solana.usdc_balance ?? `unavailable (${r.solana.error ?? 'no answer'})`);
+      : (r.solana.usdc_balance ?? `unavailable (${plainText(r.solana.error ?? 'no answer')})`);
     out(`Solana USDC balance  ${balance}`);
   } else {
     out('Solana wallet  not configured (SOLANA_KEYPAIR_FILE / SOLANA_PRIVATE_KEY)');

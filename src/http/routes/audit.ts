@@ -1,4 +1,4 @@
-import { BATCH_ID_PATTERN } from '../../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../queue/jobs.ts';
 import { readAudit } from '../../store/audit.ts';
 import type { RoutePlugin } from '../route-deps.ts';
 import { badQuery } from '../http-errors.ts';
@@ -10,7 +10,7 @@ export const auditRoute: RoutePlugin = async (app, { deps }) => {
     const query = queryOf(request);
     const batch = query['batch'];
     if (batch !== undefined && (typeof batch !== 'string' || !BATCH_ID_PATTERN.test(batch))) {
-      throw badQuery('batch must be a batch id');
+      throw badQuery(`batch must be a batch id: ${BATCH_ID_RULE}`);
     }
     const limit = intParam(query, 'limit', { fallback: 200, max: 10_000 });
     const entries = await readAudit(deps.redis, deps.config.queuePrefix, {

@@ -1,6 +1,6 @@
-import { Readable } from 'node:stream';
 import { formatUsdc } from '../../domain/money.ts';
 import { enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
+import { bufferSource } from '../../ingest/csv-source.ts';
 import { readJsonBatch } from '../../ingest/json-source.ts';
 import { validateCsv, validateJson, type ValidatedInput } from '../../ingest/validate-input.ts';
 import type { RoutePlugin } from '../route-deps.ts';
@@ -34,7 +34,13 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     const secret = deps.config.hookHmacSecret;
     if (secret) {
       const header = request.headers['x-signature'];
-      const check = verifySignature(typeof header === 'string' ? header : undefined, raw, secret, now());
+      const check = verifySignature(
+        typeof header === 'string' ? header : undefined,
+        // request.url is the target as the client sent it (not re-encoded): what v2 signs.
+        { method: request.method, target: request.url, body: raw },
+        secret,
+        now(),
+      );
       if (!check.ok) throw unauthorized(check.reason);
     }
 
@@ -64,9 +70,9 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       }
       batchId = batch.batchId ?? batchId;
       callbackUrl = batch.callbackUrl;
-      input = validateJson(batch, limits);
+      input = await validateJson(batch, limits);
     } else {
-      input = await validateCsv(Readable.from([raw]), limits);
+      input = await validateCsv(bufferSource(raw), limits);
     }
 
     const outcome = await enqueueValidated(
@@ -82,7 +88,13 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       },
     );
     if (outcome.status === 'rejected') {
-      throw new HttpError(422, 'USDC_INGEST_REJECTED', rejectionMessage(outcome), outcome.errors);
+      throw new HttpError(
+        422,
+        'USDC_INGEST_REJECTED',
+        rejectionMessage(outcome),
+        outcome.errors,
+        outcome.errorCount,
+      );
     }
     return reply.status(202).send({
       batch_id: outcome.batchId,
@@ -92,12 +104,14 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       rejected: outcome.rejected,
       duplicates: outcome.duplicates,
       errors: outcome.errors,
+      error_count: outcome.errorCount,
       totals: { amount: formatUsdc(outcome.totalAmount) },
     });
   });
 };
 
 function rejectionMessage(o: EnqueueOutcome): string {
-  const n = o.errors.length;
-  return `the input was rejected: ${n} problem${n === 1 ? '' : 's'}; nothing was enqueued`;
+  const n = o.errorCount;
+  const listed = n > o.errors.length ? ` (the first ${o.errors.length} are listed)` : '';
+  return `the input was rejected: ${n} problem${n === 1 ? '' : 's'}${listed}; nothing was enqueued`;
 }

@@ -1,6 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteAuth, RoutePlugin } from '../route-deps.ts';
 import { errorDocument } from '../http-errors.ts';
 
@@ -30,10 +31,7 @@ export const dashboardRoute: RoutePlugin = async (app, { deps }) => {
   });
   app.addHook('onRequest', async (request, reply) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
-    return reply
-      .status(405)
-      .header('allow', 'GET, HEAD')
-      .send(errorDocument(405, 'USDC_HTTP_READ_ONLY', 'the dashboard is read-only'));
+    return await refuseWrite(request, reply);
   });
 
   const serverAdapter = new FastifyAdapter();
@@ -44,4 +42,17 @@ export const dashboardRoute: RoutePlugin = async (app, { deps }) => {
     options: { uiConfig: { boardTitle: 'usdc-batch' } },
   });
   await app.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
+  // bull-board registers only the methods it serves: without these, `PUT /dashboard` would be a
+  // 404. Every write anywhere under /dashboard is a route here, so the hook above answers it 405.
+  app.route({ method: WRITE_METHODS, url: DASHBOARD_PATH, handler: refuseWrite });
+  app.route({ method: WRITE_METHODS, url: `${DASHBOARD_PATH}/*`, handler: refuseWrite });
 };
+
+const WRITE_METHODS = ['DELETE', 'PATCH', 'POST', 'PUT'];
+
+async function refuseWrite(_request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  return await reply
+    .status(405)
+    .header('allow', 'GET, HEAD')
+    .send(errorDocument(405, 'USDC_HTTP_READ_ONLY', 'the dashboard is read-only'));
+}
