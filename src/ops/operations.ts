@@ -161,6 +161,7 @@ export async function resolveTransfer(
 /**
  * Cancels the batch's transfers that have not been sent: those still `queued` become `failed`
  * (`cancelled`). Transfers in progress are not cut off; a queued transfer holds no live payload.
+ * The batch's hold is left as it is.
  */
 export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ cancelled: number }> {
   await requireBatch(deps, batchId);
@@ -182,7 +183,8 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
     cancelled += moved;
     if (moved === 0) break;
   }
-  await deps.redis.hset(k.batch(batchId), 'held', '0');
+  // A held batch stays held: only `approve` releases a hold (PRODUCT.md §5 promise 5). Setting
+  // `held` to 0 here once let `retry` re-queue the cancelled rows with jobs, paying them unapproved.
   await recordAudit(deps.redis, deps.prefix, {
     actor: deps.actor,
     action: 'cancel',

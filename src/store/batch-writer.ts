@@ -474,11 +474,13 @@ function droppedRows(raw: Record<string, string>): DroppedRow[] {
  * Adds jobs for every transfer of the batch that is still `queued`: for a batch released from
  * approval (`approve`), or any batch whose jobs may be missing. Job ids are deterministic, so a
  * transfer whose job still exists is not added twice; transfers past `queued` are not touched.
+ * Each transfer's job is of its own round (`round` in its record): a transfer `retry` re-queued, or
+ * one a worker put back to wait for approval, has a finished job of an earlier round, and re-adding
+ * that job id would be ignored while the old job is kept.
  */
 export async function addJobsForQueuedTransfers(
   deps: { readonly redis: Redis; readonly prefix: string; readonly jobs: TransferJobSink },
   batchId: string,
-  round = 0,
 ): Promise<number> {
   const k = keys(deps.prefix);
   const page = 1000;
@@ -500,18 +502,23 @@ export async function addJobsForQueuedTransfers(
     const transferIds: string[] = [];
     for (let i = 0; i < ids.length; i += 2) {
       transferIds.push(ids[i] as string);
-      pipe.hmget(k.transfer(batchId, ids[i] as string), 'from', 'state');
+      pipe.hmget(k.transfer(batchId, ids[i] as string), 'from', 'state', 'round');
     }
     const rows = (await pipe.exec()) ?? [];
-    const transfers: { transferId: string; from: Chain }[] = [];
+    const byRound = new Map<number, { transferId: string; from: Chain }[]>();
     rows.forEach(([err, value], i) => {
       if (err) throw err;
-      const [from, state] = value as [string | null, string | null];
-      if (from && state === 'queued')
-        transfers.push({ transferId: transferIds[i] as string, from: from as Chain });
+      const [from, state, round] = value as [string | null, string | null, string | null];
+      if (!from || state !== 'queued') return;
+      const r = Number(round ?? 0);
+      const list = byRound.get(r) ?? [];
+      list.push({ transferId: transferIds[i] as string, from: from as Chain });
+      byRound.set(r, list);
     });
-    if (transfers.length > 0) await deps.jobs.addTransfers(batchId, transfers, round);
-    added += transfers.length;
+    for (const [round, transfers] of byRound) {
+      await deps.jobs.addTransfers(batchId, transfers, round);
+      added += transfers.length;
+    }
     after = `(${ids[ids.length - 1] as string}`;
     if (ids.length < page * 2) return added;
   }
