@@ -21,6 +21,7 @@ export const EXPORT_COLUMNS = [
   'error_code',
   'error_message',
   'updated_at',
+  'new_recipient',
 ] as const;
 
 function csvCell(v: string | number | null): string {
@@ -53,6 +54,7 @@ export function csvRow(t: TransferView): string {
     t.error?.code ?? null,
     t.error?.message ?? null,
     t.updated_at,
+    t.new_recipient ? 'true' : 'false',
   ];
   return values.map(csvCell).join(',');
 }

@@ -7,6 +7,7 @@ import type { Config } from '../config/config.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../ingest/enqueue-batch.ts';
+import type { HoldConfig } from '../ingest/hold-rules.ts';
 import { formatIssue } from '../ingest/ingest-issue.ts';
 import { validateCsv, type ValidatedInput } from '../ingest/validate-input.ts';
 import type { Logger } from '../log/logger.ts';
@@ -238,10 +239,7 @@ export type FireDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<
-    Config,
-    'maxTransferUsdc' | 'maxBatchUsdc' | 'approvalThresholdUsdc' | 'callbackAllowedHosts'
-  >;
+  readonly config: Pick<Config, 'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts'> & HoldConfig;
   readonly logger?: Logger | undefined;
 };
 

@@ -12,6 +12,10 @@ export type BatchPlan = {
   readonly createdAt: number;
   /** Held for approval: records are written, jobs are added later by `addJobsForQueuedTransfers`. */
   readonly held: boolean;
+  /** Why it is held (the batch's `held_reason`). */
+  readonly heldReason?: string | undefined;
+  /** Transfer ids whose recipient was not in the address book (their records' `new_recipient`). */
+  readonly newRecipients?: ReadonlySet<string> | undefined;
   readonly callbackUrl: string | null;
   readonly transfers: readonly TransferRequest[];
   /** Rows refused before writing (likely duplicates under --skip-invalid), remembered in the record. */
@@ -46,6 +50,7 @@ export type BatchState = {
   readonly digest: string;
   readonly enqueued: boolean;
   readonly held: boolean;
+  readonly heldReason: string | null;
   readonly rows: number;
   readonly amount: bigint;
   readonly dropped: DroppedRow[];
@@ -159,7 +164,7 @@ return 1
  * The row and queued sets get one ZADD per slice of new transfers rather than two per row: per row
  * Redis runs only the record's check and write and the fingerprint's three commands.
  * KEYS: 1 rows set, 2 queued set, then transfer key and fingerprint key per transfer.
- * ARGV: 1 batch id, 2 now, 3 fingerprint window start, 4 fingerprint ttl (ms), then 8 per transfer.
+ * ARGV: 1 batch id, 2 now, 3 fingerprint window start, 4 fingerprint ttl (ms), then 9 per transfer.
  */
 const WRITE_TRANSFERS = `
 local out = {}
@@ -168,13 +173,14 @@ local n = (#KEYS - 2) / 2
 for i = 1, n do
   local tk = KEYS[1 + 2 * i]
   local fk = KEYS[2 + 2 * i]
-  local a = 4 + (i - 1) * 8
+  local a = 4 + (i - 1) * 9
   local id = ARGV[a + 1]
   local state = redis.call('HGET', tk, 'state')
   if not state then
     redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 2], 'from', ARGV[a + 3],
       'to', ARGV[a + 4], 'amount', ARGV[a + 5], 'recipient', ARGV[a + 6], 'memo', ARGV[a + 7],
-      'payout', ARGV[a + 8], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2])
+      'payout', ARGV[a + 8], 'new_recipient', ARGV[a + 9], 'state', 'queued', 'attempts', '0',
+      'updated_at', ARGV[2])
     members[#members + 1] = ARGV[a + 2]
     members[#members + 1] = id
     redis.call('ZREMRANGEBYSCORE', fk, '-inf', '(' .. ARGV[3])
@@ -218,6 +224,7 @@ export function createBatchWriter(deps: BatchWriterDeps) {
       digest: raw['digest'],
       enqueued: raw['enqueued'] === '1',
       held: raw['held'] === '1',
+      heldReason: raw['held_reason'] || null,
       rows: Number(raw['rows'] ?? 0),
       amount: BigInt(raw['amount'] ?? '0'),
       dropped: droppedRows(raw),
@@ -240,6 +247,8 @@ export function createBatchWriter(deps: BatchWriterDeps) {
       'amount', amount.toString(),
       'enqueued', '0',
       'held', plan.held ? '1' : '0',
+      'held_reason', plan.held ? (plan.heldReason ?? '') : '',
+      'new_recipients', String(planned.filter((t) => plan.newRecipients?.has(t.id)).length),
       'callback_url', plan.callbackUrl ?? '',
       'n_queued', String(planned.length),
       'n_in_progress', '0',
@@ -370,6 +379,7 @@ export function createBatchWriter(deps: BatchWriterDeps) {
           t.recipient,
           t.memo ?? '',
           t.hasPayoutId ? '1' : '0',
+          plan.newRecipients?.has(t.id) ? '1' : '0',
         );
       }
       const states = (await redis.eval(WRITE_TRANSFERS, keyArgs.length, ...keyArgs, ...argv)) as string[];

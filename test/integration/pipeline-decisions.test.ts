@@ -210,7 +210,7 @@ describe('pipeline decisions', () => {
     const settled = await t.store.load('b6', 'a');
     expect(settled?.state).toBe('failed');
     expect(settled?.errorCode).toBe('expired_unused');
-    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b6');
+    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test', config }, 'b6');
     expect(await t.drive('b6', 'a')).toBe('submitted');
     expect(sandbox.ledger()).toHaveLength(1);
   });

@@ -152,6 +152,8 @@ describe('schedule: recurring batches through the real CLI', () => {
             maxTransferUsdc: undefined,
             maxBatchUsdc: undefined,
             approvalThresholdUsdc: undefined,
+            newRecipientPolicy: 'allow',
+            newRecipientMaxUsdc: undefined,
             callbackAllowedHosts: [],
           },
         },
@@ -224,6 +226,8 @@ describe('schedule: recurring batches through the real CLI', () => {
           maxTransferUsdc: undefined,
           maxBatchUsdc: undefined,
           approvalThresholdUsdc: undefined,
+          newRecipientPolicy: 'allow',
+          newRecipientMaxUsdc: undefined,
           callbackAllowedHosts: [],
         },
       },
@@ -247,7 +251,13 @@ describe('schedule: recurring batches through the real CLI', () => {
     expect(added.code, added.stderr).toBe(0);
     const calls: string[] = [];
     const jobs = { addTransfers: async (batchId: string) => void calls.push(batchId) };
-    const base = { maxTransferUsdc: undefined, maxBatchUsdc: undefined, callbackAllowedHosts: [] };
+    const base = {
+      maxTransferUsdc: undefined,
+      maxBatchUsdc: undefined,
+      callbackAllowedHosts: [],
+      newRecipientPolicy: 'allow' as const,
+      newRecipientMaxUsdc: undefined,
+    };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
     try {
       const held = await fireSchedule(

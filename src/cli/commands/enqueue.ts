@@ -184,6 +184,7 @@ function outcomeDocument(o: EnqueueOutcome) {
     batch_id: o.batchId,
     created: o.created,
     held: o.held,
+    held_reason: o.heldReason,
     accepted: o.accepted,
     rejected: o.rejected,
     duplicates: o.duplicates,
@@ -209,6 +210,7 @@ function printOutcome(o: EnqueueOutcome): void {
     out(
       `batch ${o.batchId}: ${o.resumed ? 'completed an interrupted enqueue' : 'enqueued'}${o.held ? ' (held for approval)' : ''}`,
     );
+  if (o.held && o.heldReason) out(`  held        ${o.heldReason}`);
   out(`  accepted    ${o.accepted}`);
   out(`  rejected    ${o.rejected}`);
   out(`  duplicates  ${o.duplicates}`);
