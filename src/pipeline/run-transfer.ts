@@ -9,8 +9,10 @@ import type { ChainReader, EvmSigner, NonceLease, NonceManager, SolanaSigner } f
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
+import type { ApprovalGate } from '../store/batch-hold.ts';
 import { asServiceFailure, describeFailure, type ServiceFailure } from './failure.ts';
 import { backoffMs, DEFAULT_POLICY, type PipelinePolicy } from './policy.ts';
+import { holdUnlessCleared } from './recipient-check.ts';
 
 /**
  * One transfer's steps: estimate → fee guard → (EVM) permit from the nonce manager → transfer, or
@@ -39,6 +41,8 @@ export type PipelineDeps = {
   readonly isPaused?: () => Promise<boolean>;
   /** `MAX_DAILY_USDC`, when set: reserved before a payload is made, released if nothing was sent. */
   readonly spendLimit?: SpendLimit | undefined;
+  /** Held batches and recipients removed from the address book: checked before a payload is made. */
+  readonly approvals?: ApprovalGate | undefined;
   readonly now?: () => number;
   readonly random?: () => number;
 };
@@ -170,6 +174,8 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
   if (!hasPayload) {
     const guarded = await estimateAndGuard(ctx, rec);
     if (guarded) return guarded;
+    const held = await holdUnlessCleared(ctx.deps, rec);
+    if (held) return held;
     await reserveDailySpend(ctx, rec);
   }
   if (rec.from === 'SOLANA') return await solanaFlow(ctx);
