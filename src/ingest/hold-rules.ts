@@ -189,6 +189,34 @@ async function exposureReason(
   return registered;
 }
 
+/** A recipient not in the book, with what the rows pay it (`enqueue --dry-run`). */
+export type NewRecipientTotal = {
+  readonly address: string;
+  readonly rows: number;
+  /** micro-USDC */
+  readonly amount: bigint;
+  readonly removed: boolean;
+};
+
+/** The rows' recipients that are not in the book, largest total first. */
+export function newRecipientTotals(rows: readonly Payee[], screen: RecipientScreen): NewRecipientTotal[] {
+  const byKey = new Map<string, { address: string; rows: number; amount: bigint; removed: boolean }>();
+  for (const r of rows) {
+    if (!screen.notInBook.has(r.id)) continue;
+    const key = bookAddressOf(r).key;
+    const t = byKey.get(key) ?? {
+      address: r.recipient,
+      rows: 0,
+      amount: 0n,
+      removed: screen.removed.has(r.id),
+    };
+    t.rows++;
+    t.amount += r.amount;
+    byKey.set(key, t);
+  }
+  return [...byKey.values()].sort((a, b) => (a.amount === b.amount ? 0 : a.amount > b.amount ? -1 : 1));
+}
+
 function describeRows(rows: readonly Payee[]): string {
   const addresses = new Set(rows.map((r) => bookAddressOf(r).key)).size;
   const lines = rows.slice(0, 5).map((r) => r.line);
