@@ -50,15 +50,16 @@ export async function screenRecipients(
   rows: readonly Payee[],
 ): Promise<RecipientScreen> {
   const book = createRecipientBook({ redis, prefix });
-  const statuses = await book.statuses(rows.map((r) => bookAddressOf(r).key));
+  const keys = rows.map((r) => bookAddressOf(r).key);
+  const statuses = await book.statuses(keys);
   const notInBook = new Set<string>();
   const removed = new Set<string>();
-  for (const r of rows) {
-    const status = statuses.get(bookAddressOf(r).key)?.status ?? 'new';
-    if (status === 'known') continue;
+  rows.forEach((r, i) => {
+    const status = statuses.get(keys[i] as string)?.status ?? 'new';
+    if (status === 'known') return;
     notInBook.add(r.id);
     if (status === 'removed') removed.add(r.id);
-  }
+  });
   return { notInBook, removed };
 }
 

@@ -332,29 +332,28 @@ async function vouchForRecipients(deps: OpsDeps, batchId: string): Promise<numbe
   const addresses: BookAddress[] = [];
   let after = '-inf';
   for (;;) {
-    const ids = await deps.redis.zrangebyscore(
+    // Paged by line (the score), as addJobsForQueuedTransfers pages.
+    const page = await deps.redis.zrangebyscore(
       k.batchState(batchId, 'queued'),
       after,
       '+inf',
+      'WITHSCORES',
       'LIMIT',
       0,
       1000,
     );
-    if (ids.length === 0) break;
+    if (page.length === 0) break;
     const pipe = deps.redis.pipeline();
-    for (const id of ids) pipe.hmget(k.transfer(batchId, id), 'new_recipient', 'to', 'recipient', 'line');
-    const rows = (await pipe.exec()) ?? [];
-    let lastLine = '';
-    for (const [err, value] of rows) {
-      if (err) throw err;
-      const [flag, to, recipient, line] = value as (string | null)[];
-      if (line) lastLine = line;
-      if (flag === '1' && to && recipient) {
-        addresses.push(bookAddressOf({ to: to as Chain, recipient }));
-      }
+    for (let i = 0; i < page.length; i += 2) {
+      pipe.hmget(k.transfer(batchId, page[i] as string), 'new_recipient', 'to', 'recipient');
     }
-    if (ids.length < 1000 || !lastLine) break;
-    after = `(${lastLine}`;
+    for (const [err, value] of (await pipe.exec()) ?? []) {
+      if (err) throw err;
+      const [flag, to, recipient] = value as (string | null)[];
+      if (flag === '1' && to && recipient) addresses.push(bookAddressOf({ to: to as Chain, recipient }));
+    }
+    if (page.length < 2000) break;
+    after = `(${page[page.length - 1] as string}`;
   }
   if (addresses.length === 0) return 0;
   const book = createRecipientBook({

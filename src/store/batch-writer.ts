@@ -179,8 +179,9 @@ for i = 1, n do
   if not state then
     redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 2], 'from', ARGV[a + 3],
       'to', ARGV[a + 4], 'amount', ARGV[a + 5], 'recipient', ARGV[a + 6], 'memo', ARGV[a + 7],
-      'payout', ARGV[a + 8], 'new_recipient', ARGV[a + 9], 'state', 'queued', 'attempts', '0',
-      'updated_at', ARGV[2])
+      'payout', ARGV[a + 8], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2])
+    -- Written only when set: most rows pay known recipients, and a retained record stays small.
+    if ARGV[a + 9] == '1' then redis.call('HSET', tk, 'new_recipient', '1') end
     members[#members + 1] = ARGV[a + 2]
     members[#members + 1] = id
     redis.call('ZREMRANGEBYSCORE', fk, '-inf', '(' .. ARGV[3])

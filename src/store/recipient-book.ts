@@ -72,22 +72,31 @@ export function createRecipientBook(deps: { redis: Redis; prefix: string; now?: 
   async function statuses(recipientKeys: readonly string[]): Promise<Map<string, BookStatus>> {
     const unique = [...new Set(recipientKeys)];
     const out = new Map<string, BookStatus>();
+    // An empty hash needs no lookups (no book yet, or nothing ever removed: the usual case).
+    const [[, known], [, removed]] = (await redis
+      .multi()
+      .hlen(k.recipients)
+      .hlen(k.recipientsRemoved)
+      .exec()) as [[Error | null, number], [Error | null, number]];
+    const hashes = [...(known > 0 ? [k.recipients] : []), ...(removed > 0 ? [k.recipientsRemoved] : [])];
     const chunks: string[][] = [];
     for (let i = 0; i < unique.length; i += CHUNK) chunks.push(unique.slice(i, i + CHUNK));
     // Every chunk goes out in one pipeline: one round trip for the whole file.
     const pipe = redis.pipeline();
-    for (const chunk of chunks) {
-      pipe.hmget(k.recipients, ...chunk);
-      pipe.hmget(k.recipientsRemoved, ...chunk);
-    }
-    const res = (await pipe.exec()) ?? [];
+    for (const chunk of chunks) for (const hash of hashes) pipe.hmget(hash, ...chunk);
+    const res = hashes.length > 0 ? ((await pipe.exec()) ?? []) : [];
     chunks.forEach((chunk, c) => {
-      const [errKnown, known] = res[2 * c] ?? [];
-      const [errRemoved, removed] = res[2 * c + 1] ?? [];
-      if (errKnown || errRemoved) throw errKnown ?? errRemoved;
+      const found = new Map<string, (string | null)[]>();
+      hashes.forEach((hash, h) => {
+        const [err, values] = res[c * hashes.length + h] ?? [null, []];
+        if (err) throw err;
+        found.set(hash, values as (string | null)[]);
+      });
+      const inBook = found.get(k.recipients);
+      const tombs = found.get(k.recipientsRemoved);
       chunk.forEach((key, j) => {
-        const tomb = (removed as (string | null)[])[j];
-        if ((known as (string | null)[])[j]) out.set(key, { status: 'known' });
+        const tomb = tombs?.[j];
+        if (inBook?.[j]) out.set(key, { status: 'known' });
         else if (tomb) out.set(key, { status: 'removed', removedAt: removedAtOf(tomb) });
         else out.set(key, { status: 'new' });
       });
