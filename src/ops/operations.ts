@@ -9,6 +9,7 @@ import { addJobsForQueuedTransfers } from '../store/batch-writer.ts';
 import { recordAudit } from '../store/audit.ts';
 import { holdBatch } from '../store/batch-hold.ts';
 import { keys } from '../store/keys.ts';
+import { queuedTransfers } from '../store/queued-transfers.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
@@ -328,32 +329,13 @@ export async function approveBatch(
  * reported fraud: only an explicit add brings it back), and not a row cancelled before the approval.
  */
 async function vouchForRecipients(deps: OpsDeps, batchId: string): Promise<number> {
-  const k = keys(deps.prefix);
   const addresses: BookAddress[] = [];
-  let after = '-inf';
-  for (;;) {
-    // Paged by line (the score), as addJobsForQueuedTransfers pages.
-    const page = await deps.redis.zrangebyscore(
-      k.batchState(batchId, 'queued'),
-      after,
-      '+inf',
-      'WITHSCORES',
-      'LIMIT',
-      0,
-      1000,
-    );
-    if (page.length === 0) break;
-    const pipe = deps.redis.pipeline();
-    for (let i = 0; i < page.length; i += 2) {
-      pipe.hmget(k.transfer(batchId, page[i] as string), 'new_recipient', 'to', 'recipient');
-    }
-    for (const [err, value] of (await pipe.exec()) ?? []) {
-      if (err) throw err;
-      const [flag, to, recipient] = value as (string | null)[];
+  const fields = ['new_recipient', 'to', 'recipient'];
+  for await (const page of queuedTransfers(deps.redis, deps.prefix, batchId, fields)) {
+    for (const { values } of page) {
+      const [flag, to, recipient] = values;
       if (flag === '1' && to && recipient) addresses.push(bookAddressOf({ to: to as Chain, recipient }));
     }
-    if (page.length < 2000) break;
-    after = `(${page[page.length - 1] as string}`;
   }
   if (addresses.length === 0) return 0;
   const book = createRecipientBook({

@@ -3,6 +3,7 @@ import type { Chain } from '../domain/chains.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
+import { queuedTransfers } from './queued-transfers.ts';
 
 /** What ingest asks the writer to store: one batch and its accepted rows. */
 export type BatchPlan = {
@@ -493,44 +494,19 @@ export async function addJobsForQueuedTransfers(
   deps: { readonly redis: Redis; readonly prefix: string; readonly jobs: TransferJobSink },
   batchId: string,
 ): Promise<number> {
-  const k = keys(deps.prefix);
-  const page = 1000;
-  let after = '-inf';
   let added = 0;
-  for (;;) {
-    // Paged by line (the score) rather than by index: the set shrinks while workers take transfers.
-    const ids = await deps.redis.zrangebyscore(
-      k.batchState(batchId, 'queued'),
-      after,
-      '+inf',
-      'WITHSCORES',
-      'LIMIT',
-      0,
-      page,
-    );
-    if (ids.length === 0) return added;
-    const pipe = deps.redis.pipeline();
-    const transferIds: string[] = [];
-    for (let i = 0; i < ids.length; i += 2) {
-      transferIds.push(ids[i] as string);
-      pipe.hmget(k.transfer(batchId, ids[i] as string), 'from', 'state', 'round');
-    }
-    const rows = (await pipe.exec()) ?? [];
+  for await (const page of queuedTransfers(deps.redis, deps.prefix, batchId, ['from', 'state', 'round'])) {
     const byRound = new Map<number, { transferId: string; from: Chain }[]>();
-    rows.forEach(([err, value], i) => {
-      if (err) throw err;
-      const [from, state, round] = value as [string | null, string | null, string | null];
-      if (!from || state !== 'queued') return;
+    for (const { id, values } of page) {
+      const [from, state, round] = values;
+      if (!from || state !== 'queued') continue;
       const r = Number(round ?? 0);
-      const list = byRound.get(r) ?? [];
-      list.push({ transferId: transferIds[i] as string, from: from as Chain });
-      byRound.set(r, list);
-    });
+      byRound.set(r, [...(byRound.get(r) ?? []), { transferId: id, from: from as Chain }]);
+    }
     for (const [round, transfers] of byRound) {
       await deps.jobs.addTransfers(batchId, transfers, round);
       added += transfers.length;
     }
-    after = `(${ids[ids.length - 1] as string}`;
-    if (ids.length < page * 2) return added;
   }
+  return added;
 }

@@ -1,9 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
-import { checkLedger, startStack, type Stack } from '../helpers/e2e.ts';
+import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { csvOf, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
 
 /** `n` BASE→ARB rows of `amount`, each to its own recipient (the ledger tells them apart). */
@@ -15,24 +14,6 @@ function rows(n: number, tag: string, amount: string): Row[] {
     amount,
     recipient: randomEvmAddress(),
   }));
-}
-
-/** Every BullMQ job hash of the batch, in any state (a job that ran and finished is still kept). */
-async function jobsOf(redis: Redis, prefix: string, batchId: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(
-      cursor,
-      'MATCH',
-      `${prefix}:transfers-*:${batchId}/*`,
-      'COUNT',
-      1000,
-    );
-    cursor = next;
-    out.push(...found.filter((k) => !k.endsWith(':lock') && !k.endsWith(':logs')));
-  } while (cursor !== '0');
-  return out;
 }
 
 type EnqueueDoc = { batch_id: string; held: boolean; accepted: number };
@@ -76,7 +57,7 @@ describe('approvals hold through cancel, retry and many small batches', () => {
     const waiting = await stack.status('hole-1');
     expect(waiting).toMatchObject({ held: true, complete: false, counts: { queued: 3 } });
     // The hole was jobs: a held batch's rows must have none, so no worker can take them.
-    expect(await jobsOf(stack.client, prefix(), 'hole-1')).toEqual([]);
+    expect(await jobsOfBatch(stack.client, prefix(), 'hole-1')).toEqual([]);
 
     // A small batch on the same queue goes through the running worker meanwhile: by the time it is
     // paid, a job of the held batch added before it would have been taken too.
@@ -154,7 +135,7 @@ describe('approvals hold through cancel, retry and many small batches', () => {
     expect(waiting).toMatchObject({ held: true, complete: false, counts: { queued: 2 } });
     expect(waiting.held_reason).toMatch(/^retry: .*APPROVAL_THRESHOLD_USDC/);
     expect(
-      await jobsOf(stack.client, prefix(), 'retry-held').then((j) => j.filter((x) => x.includes('/r1'))),
+      await jobsOfBatch(stack.client, prefix(), 'retry-held').then((j) => j.filter((x) => x.includes('/r1'))),
     ).toEqual([]);
 
     // A held retry is not counted (it runs only with an approval): a small batch still goes through,

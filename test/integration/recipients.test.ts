@@ -10,7 +10,7 @@ import { createLogger } from '../../src/log/logger.ts';
 import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
 import { runCli } from '../helpers/cli.ts';
-import { startStack, type Stack } from '../helpers/e2e.ts';
+import { jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { csvOf, randomEvmAddress, randomSolanaAddress, type Row } from '../helpers/fixtures.ts';
 import { startPrivateRedis } from '../helpers/redis.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
@@ -30,24 +30,6 @@ type AuditDoc = { entries: { action: string; actor: string; batch: string | null
 type BookDoc = {
   recipients: { address: string; family: string; label: string | null; added_by: string; via: string }[];
 };
-
-/** Every BullMQ job hash of the batch, in any state. */
-async function jobsOf(redis: Redis, prefix: string, batchId: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(
-      cursor,
-      'MATCH',
-      `${prefix}:transfers-*:${batchId}/*`,
-      'COUNT',
-      1000,
-    );
-    cursor = next;
-    out.push(...found.filter((k) => !k.endsWith(':lock') && !k.endsWith(':logs')));
-  } while (cursor !== '0');
-  return out;
-}
 
 /**
  * The sandbox's payments of one batch, by transfer (its Idempotency-Key is `<batch>/<transfer>/<gen>`):
@@ -175,7 +157,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     ]);
     const csv = parse((await cli(['export', 'feb'])).stdout, { columns: true }) as Record<string, string>[];
     expect(csv.map((r) => r['new_recipient'])).toEqual(['false', 'true', 'false', 'false']);
-    expect(await jobsOf(stack.client, stack.env['QUEUE_PREFIX'] as string, 'feb')).toEqual([]);
+    expect(await jobsOfBatch(stack.client, stack.env['QUEUE_PREFIX'] as string, 'feb')).toEqual([]);
 
     // The next known payroll goes through the worker meanwhile; by then nothing of the held one went.
     expect((await enqueue(payroll('mar'), ['--batch-id', 'mar'])).doc.held).toBe(false);
