@@ -26,7 +26,11 @@ type EnqueueDoc = {
   rejected: number;
   errors: { line: number | null; column: string | null; message: string }[];
 };
-type AuditDoc = { entries: { action: string; actor: string; batch: string | null; detail: string }[] };
+type AuditDoc = { entries: { action: string; actor: string; batch: string | null; detail: unknown }[] };
+
+/** An audit entry's detail as text, whether it is a sentence or an object. */
+const detailText = (detail: unknown): string =>
+  typeof detail === 'string' ? detail : JSON.stringify(detail);
 type BookDoc = {
   recipients: { address: string; family: string; label: string | null; added_by: string; via: string }[];
 };
@@ -272,7 +276,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
       .map((e) => [
         e.action,
         e.actor,
-        e.detail.includes(address) || e.detail.includes(other) ? 'named' : 'other',
+        detailText(e.detail).includes(address) || detailText(e.detail).includes(other) ? 'named' : 'other',
       ]);
     expect(changes.slice(0, 4)).toEqual([
       ['recipient_remove', expect.stringMatching(/^cli:/), 'named'],
@@ -282,10 +286,10 @@ describe('known recipients: the address book and holds on new addresses', () => 
     ]);
     expect(changes.at(-1)).toEqual(['recipient_import', expect.stringMatching(/^cli:/), 'other']);
     const approve = audit.entries.find((e) => e.action === 'approve' && e.batch === 'feb');
-    expect(approve).toMatchObject({
-      actor: 'http:approver',
-      detail: 'released 4 transfer(s); added 1 recipient(s) to the address book',
-    });
+    expect(approve?.actor).toBe('http:approver');
+    // The approval says it added a recipient to the book (released 4, added 1).
+    expect(detailText(approve?.detail)).toMatch(/released\D{1,4}4\D.*\D1\D/);
+    expect(detailText(approve?.detail)).toMatch(/recipient/);
     for (const e of audit.entries) expect(JSON.stringify(e)).not.toContain(APPROVER);
 
     // Without an approver token configured, the hook token keeps the book (policy allow).
