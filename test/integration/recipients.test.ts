@@ -159,6 +159,9 @@ describe('known recipients: the address book and holds on new addresses', () => 
       ['feb-chi', false],
       ['feb-dee', false],
     ]);
+    const statusText = (await cli(['status', 'feb'])).stdout;
+    expect(statusText).toMatch(/HELD for approval: new recipients: 1 row/);
+    expect(statusText).toMatch(/feb-bo .* NEW .* queued/);
     const csv = parse((await cli(['export', 'feb'])).stdout, { columns: true }) as Record<string, string>[];
     expect(csv.map((r) => r['new_recipient'])).toEqual(['false', 'true', 'false', 'false']);
     expect(await jobsOfBatch(stack.client, stack.env['QUEUE_PREFIX'] as string, 'feb')).toEqual([]);
