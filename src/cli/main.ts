@@ -107,11 +107,13 @@ export function buildProgram(
     'approve',
   );
   bind(
-    def('cancel', "cancel a batch's transfers that have not been sent").argument(
-      '<batch-id>',
-      'batch id',
-      batchIdArgument,
-    ),
+    def('cancel', "cancel a batch's transfers that have not been sent")
+      .argument('<batch-id>', 'batch id', batchIdArgument)
+      .option(
+        '--transfer <id>',
+        'cancel only this unsent transfer (repeatable); the rest of a held batch stays held',
+        (id: string, ids: string[] = []) => [...ids, id],
+      ),
     'cancel',
   );
   bind(def('pause', 'stop all processing'), 'pause');
@@ -129,6 +131,35 @@ export function buildProgram(
   );
   bind(schedule.command('list').description('list schedules').option('--json', 'print JSON'), 'schedule');
   bind(schedule.command('remove').description('remove a schedule').argument('<name>'), 'schedule');
+  const recipients = program
+    .command('recipients')
+    .description('the address book of known recipients (list, add, remove, import)');
+  bind(
+    recipients.command('list').description('list the address book').option('--json', 'print JSON'),
+    'recipients',
+  );
+  bind(
+    recipients
+      .command('add')
+      .description('add an address (or change its label); a removed address is trusted again')
+      .argument('<address>')
+      .option('--label <label>', 'a name for people reading the book'),
+    'recipients',
+  );
+  bind(
+    recipients
+      .command('remove')
+      .description('remove an address: payments to it are held until it is added again')
+      .argument('<address>'),
+    'recipients',
+  );
+  bind(
+    recipients
+      .command('import')
+      .description('add the addresses of a CSV file (columns address, label), all or none')
+      .argument('<file>', 'CSV file'),
+    'recipients',
+  );
   bind(
     def('audit', 'operator actions: who, when, what')
       .option('--batch <id>', 'only this batch', batchIdArgument)
@@ -182,8 +213,9 @@ export async function main(argv: string[]): Promise<number> {
     program.outputHelp();
     return EXIT.usage;
   }
-  if (chosen.name === 'schedule') {
-    const sub = argv[argv.indexOf('schedule') + 1] ?? '';
+  // Command groups: the module gets the subcommand as its first argument.
+  if (chosen.name === 'schedule' || chosen.name === 'recipients') {
+    const sub = argv[argv.indexOf(chosen.name) + 1] ?? '';
     chosen = { ...chosen, args: [sub, ...chosen.args] };
   }
   const mod = await loadCommand(chosen.name);

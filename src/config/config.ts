@@ -20,6 +20,9 @@ export class Secret {
   }
 }
 
+export const NEW_RECIPIENT_POLICIES = ['allow', 'hold', 'reject'] as const;
+export type NewRecipientPolicy = (typeof NEW_RECIPIENT_POLICIES)[number];
+
 /** Everything the product reads from the environment, parsed once and frozen (PRODUCT.md §3). */
 export type Config = {
   readonly redisUrl: string;
@@ -47,6 +50,10 @@ export type Config = {
   readonly maxDailyUsdc: bigint | undefined;
   readonly approvalThresholdUsdc: bigint | undefined;
   readonly approverToken: Secret | undefined;
+  /** What a row paying an address not in the address book gets: paid and flagged, the batch held, or refused. */
+  readonly newRecipientPolicy: NewRecipientPolicy;
+  /** micro-USDC: under `allow`, what a new recipient is paid across unfinished batches before a hold. */
+  readonly newRecipientMaxUsdc: bigint | undefined;
   readonly callbackAllowedHosts: readonly string[];
   readonly solanaAllowedDestinations: readonly string[] | undefined;
   readonly workerConcurrency: number;

@@ -9,7 +9,13 @@ import { parseAllowedHost } from '../domain/callback-url.ts';
 import { isHostName } from '../domain/host-name.ts';
 import { ConfigError } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
-import { Secret, type Config, type ConfigNeeds } from './config.ts';
+import {
+  NEW_RECIPIENT_POLICIES,
+  Secret,
+  type Config,
+  type ConfigNeeds,
+  type NewRecipientPolicy,
+} from './config.ts';
 import { DEFAULTS } from './defaults.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -259,6 +265,28 @@ function readCallbackAllowedHosts(r: EnvReader, problem: Problem): readonly stri
   return Object.freeze(entries);
 }
 
+/**
+ * `NEW_RECIPIENT_POLICY` and `NEW_RECIPIENT_MAX_USDC`. `hold` and `reject` need `APPROVER_TOKEN`:
+ * whoever submits batches (the hook token) must not be the one who vouches for their recipients.
+ */
+function readNewRecipients(
+  r: EnvReader,
+  problem: Problem,
+  approverToken: Secret | undefined,
+): { newRecipientPolicy: NewRecipientPolicy; newRecipientMaxUsdc: bigint | undefined } {
+  const text = (r.str('NEW_RECIPIENT_POLICY') ?? DEFAULTS.NEW_RECIPIENT_POLICY).toLowerCase();
+  let policy: NewRecipientPolicy = DEFAULTS.NEW_RECIPIENT_POLICY;
+  if ((NEW_RECIPIENT_POLICIES as readonly string[]).includes(text)) policy = text as NewRecipientPolicy;
+  else problem('NEW_RECIPIENT_POLICY', `must be one of ${NEW_RECIPIENT_POLICIES.join(', ')}`);
+  if (policy !== 'allow' && approverToken === undefined) {
+    problem(
+      'APPROVER_TOKEN',
+      `is required with NEW_RECIPIENT_POLICY=${policy}: the address book is vouched for with the approver's token, not the hook's`,
+    );
+  }
+  return { newRecipientPolicy: policy, newRecipientMaxUsdc: r.usdc('NEW_RECIPIENT_MAX_USDC') };
+}
+
 function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[] | undefined {
   const list = r.list('SOLANA_ALLOWED_DESTINATIONS');
   for (const d of list ?? []) {
@@ -330,6 +358,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const apiRateLimit =
     r.str('API_RATE_LIMIT') === undefined ? undefined : r.int('API_RATE_LIMIT', 0, 1, 100_000);
 
+  const tokens = readTokens(r, problem);
   const config: Config = {
     redisUrl,
     redisUrlSet: r.str('REDIS_URL') !== undefined,
@@ -351,7 +380,8 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     maxBatchUsdc: r.usdc('MAX_BATCH_USDC'),
     maxDailyUsdc: r.usdc('MAX_DAILY_USDC'),
     approvalThresholdUsdc: r.usdc('APPROVAL_THRESHOLD_USDC'),
-    ...readTokens(r, problem),
+    ...tokens,
+    ...readNewRecipients(r, problem, tokens.approverToken),
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),

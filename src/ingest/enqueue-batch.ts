@@ -15,6 +15,13 @@ import {
 import { findPayoutOwners, findRecentPayments } from '../store/ingest-lookups.ts';
 import { recordAudit } from '../store/audit.ts';
 import { batchDigest, derivedBatchId, paymentFingerprint } from './batch-identity.ts';
+import {
+  decideHolds,
+  refusedByBook,
+  screenRecipients,
+  type HoldConfig,
+  type HoldDecision,
+} from './hold-rules.ts';
 import type { IngestIssue } from './ingest-issue.ts';
 import { firstIssues } from './issue-list.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
@@ -24,7 +31,7 @@ export type EnqueueDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<Config, 'maxBatchUsdc' | 'approvalThresholdUsdc' | 'callbackAllowedHosts'>;
+  readonly config: Pick<Config, 'maxBatchUsdc' | 'callbackAllowedHosts'> & HoldConfig;
   readonly now?: () => number;
 };
 
@@ -38,6 +45,8 @@ export type EnqueueOptions = {
   readonly callbackUrl?: string | undefined;
   /** Batches that are not "other" for the likely-duplicate rule (a schedule's other firings). */
   readonly sameFamily?: ((batchId: string) => boolean) | undefined;
+  /** Reasons to hold the batch that the caller knows of (a schedule's earlier firing still held). */
+  readonly holdReasons?: readonly string[] | undefined;
   /** Passed to the writer (chunking; fault injection in tests). */
   readonly write?: Omit<WriteOptions, 'onOwnedPayout'> | undefined;
 };
@@ -52,6 +61,7 @@ export type EnqueueOutcome = {
   /** An earlier, interrupted run of the same batch was completed by this one. */
   readonly resumed: boolean;
   readonly held: boolean;
+  readonly heldReason: string | null;
   readonly accepted: number;
   readonly rejected: number;
   readonly duplicates: number;
@@ -115,6 +125,7 @@ export async function enqueueValidated(
     created: false,
     resumed: false,
     held: false,
+    heldReason: null,
     accepted: 0,
     rejected: rejectedRows,
     duplicates: duplicates.length + input.omittedDuplicates,
@@ -137,7 +148,10 @@ export async function enqueueValidated(
   const existing = await writer.readBatchState(batchId);
   if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
 
+  // Read by every run (a resumed one too: the rows it has still to write carry the flag).
+  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers);
   const dropped: DroppedRow[] = [];
+  let holds: HoldDecision | undefined;
   if (!existing) {
     // Decisions that depend on what else is in Redis are made once, by the run that creates the batch.
     if (!options.allowDuplicates) {
@@ -159,6 +173,13 @@ export async function enqueueValidated(
         duplicates.push(issue);
         dropped.push(issue);
       });
+    }
+    if (deps.config.newRecipientPolicy === 'reject') {
+      const refused = refusedByBook(input.transfers, screen);
+      if (strict) {
+        rejectedRows += refused.length;
+        issues.push(...refused);
+      } else dropped.push(...refused.filter((r) => !dropped.some((d) => d.line === r.line)));
     }
     if (strict) {
       const owners = await findPayoutOwners(
@@ -194,11 +215,14 @@ export async function enqueueValidated(
       issues.push({ line: null, column: null, message: 'no valid rows to enqueue' });
       return rejectedOutcome();
     }
+    holds = await decideHolds(
+      { redis: deps.redis, prefix: deps.prefix, config: deps.config, now: now() },
+      input.transfers.filter((t) => !droppedLines.has(t.line)),
+      screen,
+      { batchId, member: batchId, outside: options.holdReasons },
+    );
   }
 
-  const threshold = deps.config.approvalThresholdUsdc;
-  const droppedLines = new Set(dropped.map((d) => d.line));
-  const planAmount = input.transfers.reduce((s, t) => (droppedLines.has(t.line) ? s : s + t.amount), 0n);
   const createdAt = now();
   const result = await writer.write(
     {
@@ -206,7 +230,10 @@ export async function enqueueValidated(
       digest,
       source: options.source,
       createdAt,
-      held: threshold !== undefined && planAmount >= threshold,
+      // An existing batch keeps the hold it was written with (the writer reads it back).
+      held: (holds?.reasons.length ?? 0) > 0,
+      heldReason: holds?.reasons.join('; '),
+      newRecipients: screen.notInBook,
       callbackUrl,
       transfers: input.transfers,
       dropped,
@@ -219,12 +246,13 @@ export async function enqueueValidated(
     return input.transfers.filter((t) => !lines.has(t.line));
   };
   const enqueuedOutcome = (
-    state: Pick<BatchState, 'rows' | 'amount' | 'dropped' | 'held'>,
+    state: Pick<BatchState, 'rows' | 'amount' | 'dropped' | 'held' | 'heldReason'>,
     created: boolean,
     resumed: boolean,
   ): EnqueueOutcome => {
-    const owned = state.dropped.filter((d) => d.column === 'id');
-    const redisDuplicates = state.dropped.filter((d) => d.column !== 'id');
+    // Rows refused by Redis-side rules: a payout id owned elsewhere, a recipient the book refuses.
+    const owned = state.dropped.filter((d) => isRefusal(d));
+    const redisDuplicates = state.dropped.filter((d) => !isRefusal(d));
     const allDuplicates = [...input.duplicates, ...redisDuplicates];
     return {
       status: 'enqueued',
@@ -232,6 +260,7 @@ export async function enqueueValidated(
       created,
       resumed,
       held: state.held,
+      heldReason: state.held ? state.heldReason : null,
       accepted: state.rows,
       rejected: input.invalidRows + owned.length,
       duplicates: allDuplicates.length + input.omittedDuplicates,
@@ -249,12 +278,14 @@ export async function enqueueValidated(
 
   switch (result.status) {
     case 'conflict':
+      await holds?.undo();
       throw new BatchConflictError(batchId);
     case 'exists':
       return enqueuedOutcome(result.state, false, false);
     case 'refused':
+      await holds?.undo();
       for (const d of result.dropped) {
-        if (d.column === 'id') {
+        if (isRefusal(d)) {
           rejectedRows++;
           issues.push(d);
         } else if (!duplicates.some((x) => x.line === d.line)) duplicates.push(d);
@@ -263,7 +294,13 @@ export async function enqueueValidated(
     case 'written': {
       const state = await writer.readBatchState(batchId);
       const outcome = enqueuedOutcome(
-        state ?? { rows: result.rows, amount: result.amount, dropped: result.dropped, held: false },
+        state ?? {
+          rows: result.rows,
+          amount: result.amount,
+          dropped: result.dropped,
+          held: false,
+          heldReason: null,
+        },
         true,
         !result.created,
       );
@@ -277,10 +314,19 @@ export async function enqueueValidated(
             rows: outcome.accepted,
             amount: formatUsdc(outcome.totalAmount),
             held: outcome.held,
+            ...(outcome.heldReason ? { held_reason: outcome.heldReason } : {}),
+            new_recipients: accepted(state ?? { dropped: result.dropped }).filter((t) =>
+              screen.notInBook.has(t.id),
+            ).length,
           },
         });
       }
       return outcome;
     }
   }
+}
+
+/** A dropped row that was refused (counted as rejected), not a likely duplicate. */
+function isRefusal(d: DroppedRow): boolean {
+  return d.column === 'id' || d.column === 'recipient';
 }

@@ -22,6 +22,7 @@ export const EXPORT_COLUMNS = [
   'error_code',
   'error_message',
   'updated_at',
+  'new_recipient',
 ] as const;
 
 function csvCell(v: string | number | null, forTerminal: boolean): string {
@@ -59,6 +60,7 @@ export function csvRow(t: TransferView, forTerminal = false): string {
     t.error?.code ?? null,
     t.error?.message ?? null,
     t.updated_at,
+    t.new_recipient ? 'true' : 'false',
   ];
   return values.map((v) => csvCell(v, forTerminal)).join(',');
 }

@@ -1,10 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import { UsdcBatchError, ValidationError } from '../domain/errors.ts';
+import { bookAddressOf, type BookAddress } from '../domain/recipient-key.ts';
+import { decideHolds, screenRecipients, type HoldConfig } from '../ingest/hold-rules.ts';
 import type { TransferJobSink } from '../store/batch-writer.ts';
 import { addJobsForQueuedTransfers } from '../store/batch-writer.ts';
 import { recordAudit } from '../store/audit.ts';
+import { holdBatch } from '../store/batch-hold.ts';
 import { keys } from '../store/keys.ts';
+import { queuedTransfers } from '../store/queued-transfers.ts';
+import { createRecipientBook } from '../store/recipient-book.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
 
 /**
@@ -55,18 +62,30 @@ async function requireBatch(deps: OpsDeps, batchId: string): Promise<Record<stri
 
 /**
  * Re-queues the batch's `failed` transfers only (never submitted, never needs_review). The batch
- * is re-opened (complete = false) before this returns; a held batch gets no jobs until approved.
+ * is re-opened (complete = false) before this returns. The re-queued rows pass the same holds as
+ * new ones (PRODUCT.md §5 promise 5: the approval threshold over 24 hours, the address book); a
+ * held batch — held before, or by this retry — gets no jobs until approved.
  */
-export async function retryBatch(deps: OpsDeps, batchId: string): Promise<{ requeued: number }> {
+export async function retryBatch(
+  deps: OpsDeps & { readonly config: HoldConfig },
+  batchId: string,
+): Promise<{ requeued: number; heldReason: string | null }> {
   const batch = await requireBatch(deps, batchId);
   const k = keys(deps.prefix);
   const store = createTransferStore({ redis: deps.redis, prefix: deps.prefix });
   const ids = await deps.redis.zrange(k.batchState(batchId, 'failed'), 0, -1);
-  const byRound = new Map<number, { transferId: string; from: Chain }[]>();
-  let requeued = 0;
+  const failed: TransferRecord[] = [];
   for (const id of ids) {
     const rec = await store.load(batchId, id);
-    if (!rec || rec.state !== 'failed') continue;
+    if (rec?.state === 'failed') failed.push(rec);
+  }
+  // Decided before any row is re-queued: a row must never get a job the hold would have denied.
+  const heldNow = batch['held'] === '1' ? null : await holdRetried(deps, batchId, failed);
+  const held = batch['held'] === '1' || heldNow !== null;
+  const byRound = new Map<number, { transferId: string; from: Chain }[]>();
+  let requeued = 0;
+  for (const rec of failed) {
+    const id = rec.id;
     const round = Number(rec.raw['round'] ?? 0) + 1;
     const res = await store.transition(batchId, id, {
       expected: ['failed'],
@@ -80,16 +99,43 @@ export async function retryBatch(deps: OpsDeps, batchId: string): Promise<{ requ
     list.push({ transferId: id, from: rec.from });
     byRound.set(round, list);
   }
-  if (batch['held'] !== '1') {
+  if (!held) {
     for (const [round, transfers] of byRound) await deps.jobs.addTransfers(batchId, transfers, round);
   }
   await recordAudit(deps.redis, deps.prefix, {
     actor: deps.actor,
     action: 'retry',
     batch: batchId,
-    detail: { requeued },
+    detail: { requeued, ...(heldNow ? { held_reason: heldNow } : {}) },
   });
-  return { requeued };
+  return {
+    requeued,
+    heldReason: held ? ((await deps.redis.hget(k.batch(batchId), 'held_reason')) ?? '') : null,
+  };
+}
+
+/**
+ * The holds of new rows, applied to the rows `retry` re-queues (each retry is its own entry in the
+ * rolling approval window). Holds the batch and returns the reason, or null when none applies.
+ */
+async function holdRetried(
+  deps: OpsDeps & { readonly config: HoldConfig },
+  batchId: string,
+  rows: readonly TransferRecord[],
+): Promise<string | null> {
+  if (rows.length === 0) return null;
+  const now = (deps.now ?? Date.now)();
+  const screen = await screenRecipients(deps.redis, deps.prefix, rows);
+  const decision = await decideHolds(
+    { redis: deps.redis, prefix: deps.prefix, config: deps.config, now },
+    rows,
+    screen,
+    { batchId, member: `${batchId}#retry-${now}-${randomUUID().slice(0, 8)}` },
+  );
+  if (decision.reasons.length === 0) return null;
+  const reason = `retry: ${decision.reasons.join('; ')}`;
+  await holdBatch(deps.redis, deps.prefix, batchId, reason);
+  return reason;
 }
 
 /**
@@ -165,6 +211,7 @@ export async function resolveTransfer(
 /**
  * Cancels the batch's transfers that have not been sent: those still `queued` become `failed`
  * (`cancelled`). Transfers in progress are not cut off; a queued transfer holds no live payload.
+ * The batch's hold is left as it is.
  */
 export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ cancelled: number }> {
   await requireBatch(deps, batchId);
@@ -186,7 +233,8 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
     cancelled += moved;
     if (moved === 0) break;
   }
-  await deps.redis.hset(k.batch(batchId), 'held', '0');
+  // A held batch stays held: only `approve` releases a hold (PRODUCT.md §5 promise 5). Setting
+  // `held` to 0 here once let `retry` re-queue the cancelled rows with jobs, paying them unapproved.
   await recordAudit(deps.redis, deps.prefix, {
     actor: deps.actor,
     action: 'cancel',
@@ -196,34 +244,105 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
   return { cancelled };
 }
 
+/**
+ * `cancel BATCH --transfer ID…`: cancels single unsent rows (`queued` → `failed`, `cancelled`),
+ * typically of a held batch whose other rows are to be approved; the batch's hold is left as it is.
+ * Every id must belong to the batch (else nothing is cancelled); a row that is not `queued` any more
+ * is not cut off and is reported with its state.
+ */
+export async function cancelTransfers(
+  deps: OpsDeps,
+  batchId: string,
+  transferIds: readonly string[],
+): Promise<{ cancelled: string[]; skipped: { id: string; state: string }[] }> {
+  await requireBatch(deps, batchId);
+  const store = createTransferStore({ redis: deps.redis, prefix: deps.prefix });
+  const unique = [...new Set(transferIds)];
+  for (const id of unique) {
+    if (!(await store.load(batchId, id))) {
+      throw new NotFoundError('USDC_TRANSFER_NOT_FOUND', `transfer ${id} is not in batch ${batchId}`);
+    }
+  }
+  const cancelled: string[] = [];
+  const skipped: { id: string; state: string }[] = [];
+  for (const id of unique) {
+    const res = await store.transition(batchId, id, {
+      expected: ['queued'],
+      to: 'failed',
+      fields: { error_code: 'cancelled', error_message: `cancelled by ${deps.actor}` },
+      clear: ['wait_reason'],
+    });
+    if (res.ok) cancelled.push(id);
+    else skipped.push({ id, state: res.current ?? 'missing' });
+  }
+  await recordAudit(deps.redis, deps.prefix, {
+    actor: deps.actor,
+    action: 'cancel',
+    batch: batchId,
+    detail: { cancelled, not_cancelled: skipped },
+  });
+  return { cancelled, skipped };
+}
+
 /** Releases a batch held for approval: its queued transfers get their jobs. */
 export async function approveBatch(
   deps: OpsDeps,
   batchId: string,
-): Promise<{ released: number; already: boolean }> {
+): Promise<{ released: number; already: boolean; recipientsAdded: number }> {
   const batch = await requireBatch(deps, batchId);
   const k = keys(deps.prefix);
-  if (batch['held'] !== '1') return { released: 0, already: true };
+  const jobDeps = { redis: deps.redis, prefix: deps.prefix, jobs: deps.jobs };
+  if (batch['held'] !== '1') {
+    // Nothing to approve. An approve interrupted after it released the hold left transfers without
+    // their jobs: they get them now (a job that exists is not added twice).
+    await addJobsForQueuedTransfers(jobDeps, batchId);
+    return { released: 0, already: true, recipientsAdded: 0 };
+  }
+  // Before the release: an approve interrupted here is run again, and the adds are idempotent.
+  const recipientsAdded = await vouchForRecipients(deps, batchId);
   await deps.redis.hset(
     k.batch(batchId),
     'held',
     '0',
+    'held_reason',
+    '',
     'approved_at',
     String((deps.now ?? Date.now)()),
     'approved_by',
     deps.actor,
   );
-  const released = await addJobsForQueuedTransfers(
-    { redis: deps.redis, prefix: deps.prefix, jobs: deps.jobs },
-    batchId,
-  );
+  const released = await addJobsForQueuedTransfers(jobDeps, batchId);
   await recordAudit(deps.redis, deps.prefix, {
     actor: deps.actor,
     action: 'approve',
     batch: batchId,
-    detail: { released },
+    detail: { released, recipients_added: recipientsAdded },
   });
-  return { released, already: false };
+  return { released, already: false, recipientsAdded };
+}
+
+/**
+ * Approving a batch vouches for the new recipients it releases: the addresses of its `queued` rows
+ * flagged `new_recipient` are added to the address book (`via approve:<batch>`), so the next payroll
+ * to them runs without a hold. Not an address removed from the book (removal is how ops answer a
+ * reported fraud: only an explicit add brings it back), and not a row cancelled before the approval.
+ */
+async function vouchForRecipients(deps: OpsDeps, batchId: string): Promise<number> {
+  const addresses: BookAddress[] = [];
+  const fields = ['new_recipient', 'to', 'recipient'];
+  for await (const page of queuedTransfers(deps.redis, deps.prefix, batchId, fields)) {
+    for (const { values } of page) {
+      const [flag, to, recipient] = values;
+      if (flag === '1' && to && recipient) addresses.push(bookAddressOf({ to: to as Chain, recipient }));
+    }
+  }
+  if (addresses.length === 0) return 0;
+  const book = createRecipientBook({
+    redis: deps.redis,
+    prefix: deps.prefix,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  return await book.addUnlessRemoved(addresses, deps.actor, `approve:${batchId}`);
 }
 
 export async function setPaused(deps: Omit<OpsDeps, 'jobs'>, paused: boolean): Promise<void> {

@@ -4,6 +4,7 @@ import type { TransferState } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../signing/types.ts';
+import type { ApprovalGate } from '../store/batch-hold.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import type { PipelinePolicy } from './policy.ts';
@@ -24,6 +25,8 @@ export type PipelineDeps = {
   readonly isPaused?: () => Promise<boolean>;
   /** `MAX_DAILY_USDC`, when set: reserved before a payload is made, released if nothing was sent. */
   readonly spendLimit?: SpendLimit | undefined;
+  /** Held batches and recipients removed from the address book: checked before a payload is made. */
+  readonly approvals?: ApprovalGate | undefined;
   readonly now?: () => number;
   readonly random?: () => number;
 };

@@ -4,6 +4,7 @@ import { isFinalState } from '../domain/transfer.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { Later, type Ctx } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
+import { holdUnlessCleared } from './recipient-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
 import { evmFlow } from './evm-flow.ts';
 import { forgetResolvedPermit } from './evm-settle-review.ts';
@@ -127,6 +128,8 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
   if (!hasPayload) {
     const guarded = await estimateAndGuard(ctx, rec);
     if (guarded) return guarded;
+    const held = await holdUnlessCleared(ctx.deps, rec);
+    if (held) return held;
     await reserveDailySpend(ctx, rec);
   }
   if (rec.from === 'SOLANA') return await solanaFlow(ctx);

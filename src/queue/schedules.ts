@@ -6,12 +6,14 @@ import type { Config } from '../config/config.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../ingest/enqueue-batch.ts';
+import type { HoldConfig } from '../ingest/hold-rules.ts';
 import { formatIssue } from '../ingest/ingest-issue.ts';
 import { bufferSource } from '../ingest/csv-source.ts';
 import { validateCsv, type ValidatedInput } from '../ingest/validate-input.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobSink } from '../store/batch-writer.ts';
 import { keys } from '../store/keys.ts';
+import { heldFirings, noteHeldFiring } from '../store/schedule-holds.ts';
 import { createProducer, type Producer } from './producer.ts';
 
 /**
@@ -118,7 +120,11 @@ export type ScheduleRecord = {
   readonly lastError: string | null;
 };
 
-export type ScheduleInfo = ScheduleRecord & { readonly next: number | null };
+export type ScheduleInfo = ScheduleRecord & {
+  readonly next: number | null;
+  /** Firings still held for approval: while there is one, every later firing is held too. */
+  readonly heldFirings: readonly string[];
+};
 
 function toRecord(name: string, h: Record<string, string>): ScheduleRecord {
   const num = (v: string | undefined) => (v === undefined || v === '' ? null : Number(v));
@@ -200,7 +206,11 @@ export async function listSchedules(deps: ScheduleDeps): Promise<ScheduleInfo[]>
     const h = await deps.redis.hgetall(k.schedule(name));
     if (!h['cron']) continue;
     const scheduler = await deps.queue.getJobScheduler(name);
-    out.push({ ...toRecord(name, h), next: scheduler?.next ?? null });
+    out.push({
+      ...toRecord(name, h),
+      next: scheduler?.next ?? null,
+      heldFirings: await heldFirings(deps.redis, deps.prefix, name),
+    });
   }
   return out;
 }
@@ -212,10 +222,12 @@ export async function listSchedules(deps: ScheduleDeps): Promise<ScheduleInfo[]>
 export async function removeSchedule(deps: ScheduleDeps, name: string): Promise<boolean> {
   const k = keys(deps.prefix);
   const hadScheduler = await deps.queue.removeJobScheduler(name);
-  const [[, deleted]] = (await deps.redis.multi().del(k.schedule(name)).srem(k.schedules, name).exec()) as [
-    [Error | null, number],
-    ...unknown[],
-  ];
+  const [[, deleted]] = (await deps.redis
+    .multi()
+    .del(k.schedule(name))
+    .del(k.scheduleHeld(name))
+    .srem(k.schedules, name)
+    .exec()) as [[Error | null, number], ...unknown[]];
   return hadScheduler || deleted === 1;
 }
 
@@ -239,16 +251,14 @@ export type FireDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<
-    Config,
-    'maxTransferUsdc' | 'maxBatchUsdc' | 'approvalThresholdUsdc' | 'callbackAllowedHosts'
-  >;
+  readonly config: Pick<Config, 'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts'> & HoldConfig;
   readonly logger?: Logger | undefined;
 };
 
 /**
  * One firing: the stored CSV, validated again under today's limits, becomes the batch
- * `NAME-<scheduled time>` through the same path as `enqueue` (batch cap, approval hold, audit).
+ * `NAME-<scheduled time>` through the same path as `enqueue` (batch cap, approval holds, the
+ * address book, audit); while an earlier firing is still held, this one is held too.
  * Rows with an id get payout ids scoped to the firing. Rows without one keep the likely-duplicate
  * rule against every other batch of the last 24 hours except the schedule's own firings — the
  * product's "other firings of the same schedule aside" — rather than `--allow-duplicates`, which
@@ -270,12 +280,24 @@ export async function fireSchedule(
     const flat = Object.entries(fields).flat();
     await deps.redis.eval(SET_IF_EXISTS, 1, k.schedule(name), ...flat);
   };
+  const earlier = await heldFirings(deps.redis, deps.prefix, name, { except: batchId });
   let outcome: EnqueueOutcome;
   try {
     outcome = await enqueueValidated(
       { redis: deps.redis, prefix: deps.prefix, jobs: deps.jobs, config: deps.config },
       scopeToFiring(input, batchId),
-      { source: 'schedule', actor: `schedule:${name}`, batchId, sameFamily: (b) => isFiringOf(name, b) },
+      {
+        source: 'schedule',
+        actor: `schedule:${name}`,
+        batchId,
+        sameFamily: (b) => isFiringOf(name, b),
+        holdReasons:
+          earlier.length > 0
+            ? [
+                `schedule ${name}: an earlier firing is still held (${earlier.slice(0, 3).join(', ')}${earlier.length > 3 ? ', …' : ''})`,
+              ]
+            : undefined,
+      },
     );
   } catch (err) {
     if (!(err instanceof BatchConflictError)) throw err;
@@ -307,6 +329,7 @@ export async function fireSchedule(
     });
     return { status: 'rejected', batchId, outcome };
   }
+  if (outcome.held) await noteHeldFiring(deps.redis, deps.prefix, name, batchId);
   deps.logger?.info(
     {
       schedule: name,

@@ -13,6 +13,7 @@ import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { keys } from '../store/keys.ts';
 import { createRateLimiter } from '../store/rate-limiter.ts';
 import { createSpendLimit } from '../store/spend-limit.ts';
+import { createApprovalGate } from '../store/batch-hold.ts';
 import { checkDurability, createRedis, VolatileRedisError, waitForRedis } from '../store/redis.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from './callbacks.ts';
@@ -102,6 +103,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
       config.maxDailyUsdc === undefined
         ? undefined
         : createSpendLimit({ redis, prefix, cap: config.maxDailyUsdc }),
+    approvals: createApprovalGate({ redis, prefix }),
     hooks: {
       onBatchCompleted: (batchId, generation) => callbacks.completed(batchId, generation),
       onSubmitted: (batchId, transferId, intentId) => follower.follow(batchId, transferId, intentId),

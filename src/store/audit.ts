@@ -12,6 +12,9 @@ export const AUDIT_ACTIONS = [
   'resume',
   'schedule_add',
   'schedule_remove',
+  'recipient_add',
+  'recipient_remove',
+  'recipient_import',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -18,6 +18,8 @@ export type TransferView = {
   intent_status: string | null;
   tx_hash: string | null;
   tx_signature: string | null;
+  /** True when its address was not in the address book when the batch was enqueued. */
+  new_recipient: boolean;
   fee: { total: string | null; platform: string | null; gas: string | null };
   net_receive: string | null;
   attempts: number;
@@ -32,6 +34,8 @@ export type BatchSummary = {
   source: string;
   complete: boolean;
   held: boolean;
+  /** Why the batch waits for approval; null when it is not held. */
+  held_reason: string | null;
   counts: Record<TransferState, number>;
   totals: { amount: string; fee: string; net_receive: string };
 };
@@ -56,6 +60,7 @@ export function transferView(t: TransferRecord): TransferView {
     intent_status: t.intentStatus,
     tx_hash: t.txHash,
     tx_signature: t.txSignature,
+    new_recipient: t.newRecipient,
     fee: { total: amt(t.feeTotal), platform: amt(t.feePlatform), gas: amt(t.feeGas) },
     net_receive: amt(t.netReceive),
     attempts: t.attempts,
@@ -63,6 +68,12 @@ export function transferView(t: TransferRecord): TransferView {
     wait_reason: t.waitReason,
     updated_at: iso(t.updatedAt === null ? null : String(t.updatedAt)),
   };
+}
+
+/** A held batch's reason; one held by code that recorded none was held at the approval threshold. */
+function heldReason(b: Record<string, string>): string | null {
+  if (b['held'] !== '1') return null;
+  return b['held_reason'] || 'APPROVAL_THRESHOLD_USDC: waiting for approval';
 }
 
 export function summarize(batchId: string, b: Record<string, string>): BatchSummary {
@@ -75,6 +86,7 @@ export function summarize(batchId: string, b: Record<string, string>): BatchSumm
     source: b['source'] ?? 'csv',
     complete: b['complete'] === '1',
     held: b['held'] === '1',
+    held_reason: heldReason(b),
     counts,
     totals: {
       amount: formatUsdc(big(b['amount'])),

@@ -3,6 +3,7 @@ import type { Chain } from '../domain/chains.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
+import { queuedTransfers } from './queued-transfers.ts';
 
 /** What ingest asks the writer to store: one batch and its accepted rows. */
 export type BatchPlan = {
@@ -12,6 +13,10 @@ export type BatchPlan = {
   readonly createdAt: number;
   /** Held for approval: records are written, jobs are added later by `addJobsForQueuedTransfers`. */
   readonly held: boolean;
+  /** Why it is held (the batch's `held_reason`). */
+  readonly heldReason?: string | undefined;
+  /** Transfer ids whose recipient was not in the address book (their records' `new_recipient`). */
+  readonly newRecipients?: ReadonlySet<string> | undefined;
   readonly callbackUrl: string | null;
   readonly transfers: readonly TransferRequest[];
   /** Rows refused before writing (likely duplicates under --skip-invalid), remembered in the record. */
@@ -46,6 +51,7 @@ export type BatchState = {
   readonly digest: string;
   readonly enqueued: boolean;
   readonly held: boolean;
+  readonly heldReason: string | null;
   readonly rows: number;
   readonly amount: bigint;
   readonly dropped: DroppedRow[];
@@ -159,7 +165,7 @@ return 1
  * The row and queued sets get one ZADD per slice of new transfers rather than two per row: per row
  * Redis runs only the record's check and write and the fingerprint's three commands.
  * KEYS: 1 rows set, 2 queued set, then transfer key and fingerprint key per transfer.
- * ARGV: 1 batch id, 2 now, 3 fingerprint window start, 4 fingerprint ttl (ms), then 8 per transfer.
+ * ARGV: 1 batch id, 2 now, 3 fingerprint window start, 4 fingerprint ttl (ms), then 9 per transfer.
  */
 const WRITE_TRANSFERS = `
 local out = {}
@@ -168,13 +174,15 @@ local n = (#KEYS - 2) / 2
 for i = 1, n do
   local tk = KEYS[1 + 2 * i]
   local fk = KEYS[2 + 2 * i]
-  local a = 4 + (i - 1) * 8
+  local a = 4 + (i - 1) * 9
   local id = ARGV[a + 1]
   local state = redis.call('HGET', tk, 'state')
   if not state then
     redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 2], 'from', ARGV[a + 3],
       'to', ARGV[a + 4], 'amount', ARGV[a + 5], 'recipient', ARGV[a + 6], 'memo', ARGV[a + 7],
       'payout', ARGV[a + 8], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2])
+    -- Written only when set: most rows pay known recipients, and a retained record stays small.
+    if ARGV[a + 9] == '1' then redis.call('HSET', tk, 'new_recipient', '1') end
     members[#members + 1] = ARGV[a + 2]
     members[#members + 1] = id
     redis.call('ZREMRANGEBYSCORE', fk, '-inf', '(' .. ARGV[3])
@@ -218,6 +226,7 @@ export function createBatchWriter(deps: BatchWriterDeps) {
       digest: raw['digest'],
       enqueued: raw['enqueued'] === '1',
       held: raw['held'] === '1',
+      heldReason: raw['held_reason'] || null,
       rows: Number(raw['rows'] ?? 0),
       amount: BigInt(raw['amount'] ?? '0'),
       dropped: droppedRows(raw),
@@ -240,6 +249,8 @@ export function createBatchWriter(deps: BatchWriterDeps) {
       'amount', amount.toString(),
       'enqueued', '0',
       'held', plan.held ? '1' : '0',
+      'held_reason', plan.held ? (plan.heldReason ?? '') : '',
+      'new_recipients', String(planned.filter((t) => plan.newRecipients?.has(t.id)).length),
       'callback_url', plan.callbackUrl ?? '',
       'n_queued', String(planned.length),
       'n_in_progress', '0',
@@ -370,6 +381,7 @@ export function createBatchWriter(deps: BatchWriterDeps) {
           t.recipient,
           t.memo ?? '',
           t.hasPayoutId ? '1' : '0',
+          plan.newRecipients?.has(t.id) ? '1' : '0',
         );
       }
       const states = (await redis.eval(WRITE_TRANSFERS, keyArgs.length, ...keyArgs, ...argv)) as string[];
@@ -474,45 +486,27 @@ function droppedRows(raw: Record<string, string>): DroppedRow[] {
  * Adds jobs for every transfer of the batch that is still `queued`: for a batch released from
  * approval (`approve`), or any batch whose jobs may be missing. Job ids are deterministic, so a
  * transfer whose job still exists is not added twice; transfers past `queued` are not touched.
+ * Each transfer's job is of its own round (`round` in its record): a transfer `retry` re-queued, or
+ * one a worker put back to wait for approval, has a finished job of an earlier round, and re-adding
+ * that job id would be ignored while the old job is kept.
  */
 export async function addJobsForQueuedTransfers(
   deps: { readonly redis: Redis; readonly prefix: string; readonly jobs: TransferJobSink },
   batchId: string,
-  round = 0,
 ): Promise<number> {
-  const k = keys(deps.prefix);
-  const page = 1000;
-  let after = '-inf';
   let added = 0;
-  for (;;) {
-    // Paged by line (the score) rather than by index: the set shrinks while workers take transfers.
-    const ids = await deps.redis.zrangebyscore(
-      k.batchState(batchId, 'queued'),
-      after,
-      '+inf',
-      'WITHSCORES',
-      'LIMIT',
-      0,
-      page,
-    );
-    if (ids.length === 0) return added;
-    const pipe = deps.redis.pipeline();
-    const transferIds: string[] = [];
-    for (let i = 0; i < ids.length; i += 2) {
-      transferIds.push(ids[i] as string);
-      pipe.hmget(k.transfer(batchId, ids[i] as string), 'from', 'state');
+  for await (const page of queuedTransfers(deps.redis, deps.prefix, batchId, ['from', 'state', 'round'])) {
+    const byRound = new Map<number, { transferId: string; from: Chain }[]>();
+    for (const { id, values } of page) {
+      const [from, state, round] = values;
+      if (!from || state !== 'queued') continue;
+      const r = Number(round ?? 0);
+      byRound.set(r, [...(byRound.get(r) ?? []), { transferId: id, from: from as Chain }]);
     }
-    const rows = (await pipe.exec()) ?? [];
-    const transfers: { transferId: string; from: Chain }[] = [];
-    rows.forEach(([err, value], i) => {
-      if (err) throw err;
-      const [from, state] = value as [string | null, string | null];
-      if (from && state === 'queued')
-        transfers.push({ transferId: transferIds[i] as string, from: from as Chain });
-    });
-    if (transfers.length > 0) await deps.jobs.addTransfers(batchId, transfers, round);
-    added += transfers.length;
-    after = `(${ids[ids.length - 1] as string}`;
-    if (ids.length < page * 2) return added;
+    for (const [round, transfers] of byRound) {
+      await deps.jobs.addTransfers(batchId, transfers, round);
+      added += transfers.length;
+    }
   }
+  return added;
 }

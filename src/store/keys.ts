@@ -16,7 +16,15 @@ export function keys(prefix: string) {
     audit: `${prefix}:audit`,
     paused: `${prefix}:paused`,
     schedule: (name: string) => `${prefix}:schedule:${name}`,
+    /** Firings of a schedule that were held when they fired (pruned as they are approved). */
+    scheduleHeld: (name: string) => `${prefix}:schedule:${name}:held`,
     schedules: `${prefix}:schedules`,
+    recipients: `${prefix}:recipients`,
+    recipientsRemoved: `${prefix}:recipients:removed`,
+    /** Unfinished payments to a recipient that was new when they were enqueued (`NEW_RECIPIENT_MAX_USDC`). */
+    recipientOpen: (recipientKey: string) => `${prefix}:recipient-open:${recipientKey}`,
+    unapproved: `${prefix}:unapproved`,
+    unapprovedAmounts: `${prefix}:unapproved:amounts`,
   };
 }
 export type Keys = ReturnType<typeof keys>;

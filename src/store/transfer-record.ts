@@ -12,6 +12,8 @@ export type TransferRecord = {
   readonly recipient: string;
   readonly memo: string | null;
   readonly hasPayoutId: boolean;
+  /** Its address was not in the address book when the batch was enqueued. */
+  readonly newRecipient: boolean;
   readonly state: TransferState;
   readonly intentId: string | null;
   readonly intentStatus: string | null;
@@ -52,6 +54,7 @@ export function parseTransferRecord(
     recipient,
     memo: str(raw['memo']),
     hasPayoutId: raw['payout'] === '1',
+    newRecipient: raw['new_recipient'] === '1',
     state: state as TransferState,
     intentId: str(raw['intent_id']),
     intentStatus: str(raw['intent_status']),

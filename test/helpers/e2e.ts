@@ -161,6 +161,27 @@ export async function startStack(
   };
 }
 
+/**
+ * Every BullMQ transfer job hash of the batch, in any state and round (a job that ran and finished is
+ * kept for a day): a held batch must have none.
+ */
+export async function jobsOfBatch(client: Redis, prefix: string, batchId: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await client.scan(
+      cursor,
+      'MATCH',
+      `${prefix}:transfers-*:${batchId}/*`,
+      'COUNT',
+      1000,
+    );
+    cursor = next;
+    out.push(...found.filter((key) => !key.endsWith(':lock') && !key.endsWith(':logs')));
+  } while (cursor !== '0');
+  return out;
+}
+
 /** Which of a queue's lists holds a job, for the diagnosis of a stuck transfer. */
 async function jobListOf(client: Redis, queue: string, jobId: string): Promise<string> {
   const [wait, active, delayed, failed, completed, prioritized, exists] = await Promise.all([

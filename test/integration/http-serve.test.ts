@@ -131,7 +131,9 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
         { op: 'transfer', fault: 'rate_limit' },
       ],
     });
-    const batch = rows(8, 'rt', '10');
+    // 8 × 5 USDC, and 3 × 5 more re-queued: 55 enqueued without approval in 24 h, under the
+    // threshold of 100, so the retry is not held (held-1 was approved: it does not count).
+    const batch = rows(8, 'rt', '5');
     const res = await post('/v1/batches', HOOK, { batch_id: 'retry-1', transfers: batch });
     expect(res.status).toBe(202);
     const first = await stack.waitComplete('retry-1', 60_000);
@@ -260,8 +262,8 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
     expect(text).toMatch(/^usdc_batch_transfers\{state="submitted"\} 12$/m);
     expect(text).toMatch(/^usdc_batch_transfers\{state="queued"\} 0$/m);
     expect(text).toMatch(/^usdc_batch_batches\{status="complete"\} 2$/m);
-    // 4 × 30 + 8 × 10 USDC requested.
-    expect(text).toMatch(/^usdc_batch_amount_micro_usdc\{kind="amount"\} 200000000$/m);
+    // 4 × 30 + 8 × 5 USDC requested.
+    expect(text).toMatch(/^usdc_batch_amount_micro_usdc\{kind="amount"\} 160000000$/m);
     for (const chain of ['ETH', 'BASE', 'ARB', 'POLYGON', 'SOLANA']) {
       expect(text).toMatch(new RegExp(`^usdc_batch_queue_depth\\{queue="transfers-${chain}"\\} 0$`, 'm'));
     }

@@ -7,13 +7,16 @@ import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY, type PipelinePolicy } from '../../src/pipeline/policy.ts';
 import { finalizeAbandoned } from '../../src/pipeline/abandon.ts';
 import { runTransfer, type PipelineDeps } from '../../src/pipeline/run-transfer.ts';
-import { resolveTransfer, retryBatch } from '../../src/ops/operations.ts';
+import { approveBatch, resolveTransfer, retryBatch } from '../../src/ops/operations.ts';
+import { addRecipient, listRecipients, removeRecipient } from '../../src/ops/recipients.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 import { createEvmSigner } from '../../src/signing/evm/evm-signer.ts';
 import { createNonceManager } from '../../src/signing/evm/nonce-manager.ts';
 import { createSolanaSigner } from '../../src/signing/solana/solana-signer.ts';
+import { createApprovalGate } from '../../src/store/batch-hold.ts';
+import { createBatchReader } from '../../src/store/batch-reader.ts';
 import { createBatchWriter } from '../../src/store/batch-writer.ts';
 import { createRedis } from '../../src/store/redis.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
@@ -229,7 +232,7 @@ describe('pipeline decisions', () => {
     expect(settled?.raw['evidence']).toMatch(
       /past the permit deadline, the chain's nonce is 0 \(permit nonce 0\)/,
     );
-    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b6');
+    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test', config }, 'b6');
     expect(await t.drive('b6', 'a')).toBe('submitted');
     // Paid once, with the nonce the expired permit never used: the pool moved back to it.
     expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
@@ -258,7 +261,7 @@ describe('pipeline decisions', () => {
     expect((await t.store.load('b10', 'a'))?.state).toBe('needs_review');
     // The RPC catches up and an operator retries the batch: nothing is paid again.
     sandbox.admin.configure({ rpcNonceLagMs: 0 });
-    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b10');
+    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test', config }, 'b10');
     expect(await t.drive('b10', 'a')).toBe('needs_review');
     expect(sandbox.ledger()).toHaveLength(1);
     const rec = await t.store.load('b10', 'a');
@@ -510,5 +513,71 @@ describe('pipeline decisions', () => {
         expect(rec?.intentId).toBe(ledger[0]?.intent_id);
       },
     );
+  });
+  it('a recipient removed while its batch is in flight: the signed transfer is paid, the unsigned one is held, approve pays it once', async () => {
+    const t = await setup();
+    const [a, b] = [randomEvmAddress(), randomEvmAddress()];
+    const ops = { redis: client, prefix, actor: 'cli:ops' };
+    await addRecipient(ops, a, 'alice');
+    await addRecipient(ops, b, 'bob');
+    t.add({ id: 'signed', from: 'BASE', to: 'ARB', amount: 7_000_000n, recipient: a });
+    t.add({ id: 'unsigned', from: 'BASE', to: 'ARB', amount: 8_000_000n, recipient: b });
+    await t.write('race');
+    // Both addresses leave the book at the moment the first transfer's signed permit is on its way
+    // to the service: after it was signed, before the second transfer has started.
+    const service = t.deps.service;
+    let removed = false;
+    const deps: PipelineDeps = {
+      ...t.deps,
+      approvals: createApprovalGate({ redis: client, prefix }),
+      service: {
+        ...service,
+        transfer: async (req, options) => {
+          if (!removed) {
+            removed = true;
+            await removeRecipient(ops, a);
+            await removeRecipient(ops, b);
+          }
+          return await service.transfer(req, options);
+        },
+      },
+    };
+    const drive = async (id: string) => {
+      for (let i = 0; i < 200; i++) {
+        const out = await runTransfer(deps, 'race', id);
+        if (out.kind === 'done') return out.state;
+        await new Promise((r) => setTimeout(r, Math.min(out.delayMs, 100)));
+      }
+      throw new Error('did not finish');
+    };
+
+    expect(await drive('signed')).toBe('submitted');
+    expect(removed).toBe(true);
+    // Not failed: back to queued, waiting for the batch's approval, in a new round.
+    expect(await drive('unsigned')).toBe('queued');
+    const held = await t.store.load('race', 'unsigned');
+    expect(held).toMatchObject({ state: 'queued', attempts: 0 });
+    expect(held?.raw['round']).toBe('1');
+    expect(held?.waitReason).toMatch(/removed from the address book/);
+    const reader = createBatchReader({ redis: client, prefix });
+    const doc = await reader.status('race');
+    expect(doc).toMatchObject({ held: true, complete: false, counts: { submitted: 1, queued: 1 } });
+    expect(doc?.held_reason).toContain(`${b} (line 3, 8.00 USDC) was removed from the address book`);
+    expect(sandbox.ledger().map((e) => e.recipient)).toEqual([a]);
+
+    // Only approve releases it: its job is of the round it was held in; the removed addresses stay removed.
+    const added: string[] = [];
+    const jobs = {
+      addTransfers: async (batchId: string, list: readonly { transferId: string }[], round = 0) => {
+        for (const j of list) added.push(`${batchId}/${j.transferId}/r${round}`);
+      },
+    };
+    const approved = await approveBatch({ redis: client, prefix, jobs, actor: 'cli:approver' }, 'race');
+    expect(approved).toMatchObject({ released: 1, recipientsAdded: 0 });
+    expect(added).toEqual(['race/unsigned/r1']);
+    expect(await drive('unsigned')).toBe('submitted');
+    expect(sandbox.ledger().map((e) => e.recipient)).toEqual([a, b]);
+    expect((await reader.status('race'))?.held).toBe(false);
+    expect((await listRecipients({ redis: client, prefix })).map((r) => r.address)).toEqual([]);
   });
 });

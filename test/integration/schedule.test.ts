@@ -152,6 +152,8 @@ describe('schedule: recurring batches through the real CLI', () => {
             maxTransferUsdc: undefined,
             maxBatchUsdc: undefined,
             approvalThresholdUsdc: undefined,
+            newRecipientPolicy: 'allow',
+            newRecipientMaxUsdc: undefined,
             callbackAllowedHosts: [],
           },
         },
@@ -224,6 +226,8 @@ describe('schedule: recurring batches through the real CLI', () => {
           maxTransferUsdc: undefined,
           maxBatchUsdc: undefined,
           approvalThresholdUsdc: undefined,
+          newRecipientPolicy: 'allow',
+          newRecipientMaxUsdc: undefined,
           callbackAllowedHosts: [],
         },
       },
@@ -247,7 +251,13 @@ describe('schedule: recurring batches through the real CLI', () => {
     expect(added.code, added.stderr).toBe(0);
     const calls: string[] = [];
     const jobs = { addTransfers: async (batchId: string) => void calls.push(batchId) };
-    const base = { maxTransferUsdc: undefined, maxBatchUsdc: undefined, callbackAllowedHosts: [] };
+    const base = {
+      maxTransferUsdc: undefined,
+      maxBatchUsdc: undefined,
+      callbackAllowedHosts: [],
+      newRecipientPolicy: 'allow' as const,
+      newRecipientMaxUsdc: undefined,
+    };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
     try {
       const held = await fireSchedule(
@@ -284,6 +294,86 @@ describe('schedule: recurring batches through the real CLI', () => {
       expect(listed.schedules[0]?.last_error).toMatch(/MAX_BATCH_USDC/);
     } finally {
       expect((await runCli(['schedule', 'remove', 'limits'], stack.env)).code).toBe(0);
+    }
+  });
+  it('holds the firing of a file that gained a new address, and later firings while one is held; approving one approves only that one', async () => {
+    const known = randomEvmAddress();
+    const fresh = randomEvmAddress();
+    expect((await runCli(['recipients', 'add', known, '--label', 'treasury'], stack.env)).code).toBe(0);
+    const file = join(stack.dir, 'book.csv');
+    writeFileSync(
+      file,
+      csvOf([
+        { id: 'known', from: 'BASE', to: 'ARB', amount: '10', recipient: known },
+        { id: 'gained', from: 'ETH', to: 'BASE', amount: '11', recipient: fresh },
+      ]),
+    );
+    const added = await runCli(['schedule', 'add', 'book', '--cron', '0 2 * * *', '--file', file], stack.env);
+    expect(added.code, added.stderr).toBe(0);
+    const calls: string[] = [];
+    const jobs = { addTransfers: async (batchId: string) => void calls.push(batchId) };
+    const config = {
+      maxTransferUsdc: undefined,
+      maxBatchUsdc: undefined,
+      callbackAllowedHosts: [],
+      approvalThresholdUsdc: undefined,
+      newRecipientPolicy: 'hold' as const,
+      newRecipientMaxUsdc: undefined,
+    };
+    const fire = (day: number) =>
+      fireSchedule({ redis: stack.client, prefix, jobs, config }, 'book', Date.UTC(2031, 0, day, 2, 0, 0));
+    const held = async () =>
+      (
+        JSON.parse((await runCli(['schedule', 'list', '--json'], stack.env)).stdout) as {
+          schedules: { name: string; held: boolean; held_firings: string[] }[];
+        }
+      ).schedules.find((x) => x.name === 'book');
+    try {
+      expect(await fire(1)).toMatchObject({ status: 'enqueued', outcome: { held: true } });
+      const first = await stack.status('book-20310101T020000Z');
+      expect(first.held_reason).toMatch(
+        /new recipients: 1 row\(s\) pay 1 address\(es\) \(line 3\) not in the address book \(NEW_RECIPIENT_POLICY=hold\)/,
+      );
+      expect(first.transfers.map((t) => [t.id, t.new_recipient])).toEqual([
+        ['book-20310101T020000Z.known', false],
+        ['book-20310101T020000Z.gained', true],
+      ]);
+      expect(await fire(2)).toMatchObject({ outcome: { held: true } });
+      expect((await stack.status('book-20310102T020000Z')).held_reason).toMatch(
+        /schedule book: an earlier firing is still held \(book-20310101T020000Z\)/,
+      );
+      expect(await held()).toMatchObject({
+        held: true,
+        held_firings: ['book-20310101T020000Z', 'book-20310102T020000Z'],
+      });
+      expect(calls).toEqual([]);
+
+      // Approving the second firing releases it alone, and vouches for its new address.
+      expect((await runCli(['approve', 'book-20310102T020000Z'], stack.env)).code).toBe(0);
+      expect((await stack.status('book-20310101T020000Z')).held).toBe(true);
+      const book = JSON.parse((await runCli(['recipients', 'list', '--json'], stack.env)).stdout) as {
+        recipients: { address: string; via: string }[];
+      };
+      expect(book.recipients.find((r) => r.address === fresh)?.via).toBe('approve:book-20310102T020000Z');
+      expect(await held()).toMatchObject({ held_firings: ['book-20310101T020000Z'] });
+
+      // The first is still held: the third is held for that alone (its address is known now).
+      expect(await fire(3)).toMatchObject({ outcome: { held: true } });
+      const third = await stack.status('book-20310103T020000Z');
+      expect(third.held_reason).toMatch(
+        /^schedule book: an earlier firing is still held \(book-20310101T020000Z\)$/,
+      );
+      expect(third.transfers.every((t) => !t.new_recipient)).toBe(true);
+      expect(calls).toEqual([]);
+
+      for (const id of ['book-20310101T020000Z', 'book-20310103T020000Z']) {
+        expect((await runCli(['approve', id], stack.env)).code).toBe(0);
+      }
+      expect(await held()).toMatchObject({ held: false, held_firings: [] });
+      expect(await fire(4)).toMatchObject({ outcome: { held: false } });
+      expect(calls).toEqual(['book-20310104T020000Z']);
+    } finally {
+      expect((await runCli(['schedule', 'remove', 'book'], stack.env)).code).toBe(0);
     }
   });
 });

@@ -43,6 +43,7 @@ describe('usdc-batch --help', () => {
     'pause',
     'resume',
     'schedule',
+    'recipients',
     'audit',
     'wallets',
     'sandbox',
@@ -63,6 +64,15 @@ describe('usdc-batch --help', () => {
     expect(code).toBe(0);
     const listed = listedCommands(stdout);
     for (const name of ['add', 'list', 'remove']) expect(listed.get(name), name).toBeTruthy();
+  });
+
+  it('lists the recipients subcommands list, add, remove and import, and cancel --transfer', () => {
+    const { code, stdout } = cli('recipients', '--help');
+    expect(code).toBe(0);
+    const listed = listedCommands(stdout);
+    for (const name of ['list', 'add', 'remove', 'import']) expect(listed.get(name), name).toBeTruthy();
+    expect(cli('recipients', 'add', '--help').stdout).toContain('--label');
+    expect(cli('cancel', '--help').stdout).toContain('--transfer <id>');
   });
 
   it('documents every option of enqueue that the product promises', () => {

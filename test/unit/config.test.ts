@@ -374,6 +374,35 @@ describe('loadConfig', () => {
     expect(problemsOf({ MAX_DAILY_USDC: '0' }).problems[0]?.variable).toBe('MAX_DAILY_USDC');
   });
 
+  it('reads NEW_RECIPIENT_POLICY (allow by default) and NEW_RECIPIENT_MAX_USDC', () => {
+    expect(loadConfig({})).toMatchObject({ newRecipientPolicy: 'allow', newRecipientMaxUsdc: undefined });
+    expect(
+      loadConfig({ NEW_RECIPIENT_POLICY: 'Hold', APPROVER_TOKEN: 'approver-token-0123456789' }),
+    ).toMatchObject({
+      newRecipientPolicy: 'hold',
+    });
+    expect(loadConfig({ NEW_RECIPIENT_MAX_USDC: '1000' }).newRecipientMaxUsdc).toBe(1_000_000_000n);
+    expect(problemsOf({ NEW_RECIPIENT_POLICY: 'maybe', NEW_RECIPIENT_MAX_USDC: '-1' }).problems).toEqual([
+      { variable: 'NEW_RECIPIENT_POLICY', message: 'must be one of allow, hold, reject' },
+      { variable: 'NEW_RECIPIENT_MAX_USDC', message: expect.stringMatching(/^must be a USDC amount/) },
+    ]);
+  });
+
+  it('makes hold and reject need the approver token: whoever submits batches must not vouch for recipients', () => {
+    for (const policy of ['hold', 'reject']) {
+      const problems = problemsOf({
+        NEW_RECIPIENT_POLICY: policy,
+        HOOK_TOKEN: 'hook-token-0123456789',
+      }).problems;
+      expect(problems).toEqual([
+        {
+          variable: 'APPROVER_TOKEN',
+          message: expect.stringContaining(`is required with NEW_RECIPIENT_POLICY=${policy}`),
+        },
+      ]);
+    }
+  });
+
   it('refuses an approver token equal to the hook token', () => {
     expect(
       problemsOf({ HOOK_TOKEN: 'same-token-0123456789', APPROVER_TOKEN: 'same-token-0123456789' }).problems,

@@ -11,7 +11,11 @@ export async function run(args: string[]): Promise<number> {
     process.stdout.write(
       res.already
         ? `${args[0]} is not held; nothing to approve\n`
-        : `approved ${args[0]}: released ${res.released} transfer(s)\n`,
+        : `approved ${args[0]}: released ${res.released} transfer(s)${
+            res.recipientsAdded > 0
+              ? `; added ${res.recipientsAdded} new recipient(s) to the address book`
+              : ''
+          }\n`,
     );
     return EXIT.ok;
   });

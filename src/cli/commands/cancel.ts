@@ -1,16 +1,35 @@
-import { cancelBatch } from '../../ops/operations.ts';
+import { cancelBatch, cancelTransfers } from '../../ops/operations.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 
-export async function run(args: string[]): Promise<number> {
+/**
+ * `usdc-batch cancel BATCH [--transfer ID]…`: cancels the batch's unsent (`queued`) transfers, or
+ * only the named ones; nothing in flight is cut off, and a held batch stays held. Exit 1 when a
+ * named transfer could not be cancelled (it is not queued any more).
+ */
+export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
+  const batchId = args[0] as string;
+  const only = Array.isArray(options['transfer']) ? (options['transfer'] as string[]) : [];
   return await withCli({}, async (ctx) => {
-    const { cancelled } = await cancelBatch(
-      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor },
-      args[0] as string,
-    );
-    process.stdout.write(
-      `cancelled ${cancelled} unsent transfer(s) of ${args[0]}; transfers in flight finish safely\n`,
-    );
-    return EXIT.ok;
+    const deps = { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor };
+    if (only.length === 0) {
+      const { cancelled } = await cancelBatch(deps, batchId);
+      process.stdout.write(
+        `cancelled ${cancelled} unsent transfer(s) of ${batchId}; transfers in flight finish safely\n`,
+      );
+      return EXIT.ok;
+    }
+    const { cancelled, skipped } = await cancelTransfers(deps, batchId, only);
+    if (cancelled.length > 0) {
+      process.stdout.write(
+        `cancelled ${cancelled.length} unsent transfer(s) of ${batchId}: ${cancelled.join(', ')}\n`,
+      );
+    }
+    for (const s of skipped) {
+      process.stdout.write(
+        `not cancelled: ${s.id} is ${s.state}, not queued (nothing in flight is cut off)\n`,
+      );
+    }
+    return skipped.length > 0 ? EXIT.rejected : EXIT.ok;
   });
 }

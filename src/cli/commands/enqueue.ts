@@ -6,6 +6,13 @@ import { ValidationError, errorMessage } from '../../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../../domain/money.ts';
 import { FINAL_STATES, TRANSFER_STATES, type TransferRequest } from '../../domain/transfer.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
+import {
+  newRecipientTotals,
+  refusedByBook,
+  screenRecipients,
+  type NewRecipientTotal,
+  type RecipientScreen,
+} from '../../ingest/hold-rules.ts';
 import type { IngestIssue } from '../../ingest/ingest-issue.ts';
 import { firstIssues } from '../../ingest/issue-list.ts';
 import { routeTotals } from '../../ingest/route-totals.ts';
@@ -16,6 +23,7 @@ import type { FeeEstimate } from '../../service/types.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import { keys } from '../../store/keys.ts';
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
+import { createRedis } from '../../store/redis.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
@@ -186,6 +194,7 @@ function outcomeDocument(o: EnqueueOutcome) {
     batch_id: o.batchId,
     created: o.created,
     held: o.held,
+    held_reason: o.heldReason,
     accepted: o.accepted,
     rejected: o.rejected,
     duplicates: o.duplicates,
@@ -203,6 +212,7 @@ function printOutcome(o: EnqueueOutcome): void {
     out(
       `batch ${o.batchId}: ${o.resumed ? 'completed an interrupted enqueue' : 'enqueued'}${o.held ? ' (held for approval)' : ''}`,
     );
+  if (o.held && o.heldReason) out(`  held        ${o.heldReason}`);
   out(`  accepted    ${o.accepted}`);
   out(`  rejected    ${o.rejected}`);
   out(`  duplicates  ${o.duplicates}`);
@@ -257,7 +267,14 @@ async function dryRun(
   const issues: IngestIssue[] = [...input.issues];
   const strict = !flags.skipInvalid;
   const rejectedInput = input.fatal || (strict && (input.issues.length > 0 || input.duplicates.length > 0));
-  const transfers = rejectedInput ? [] : input.transfers;
+  const candidates = rejectedInput ? [] : input.transfers;
+  // The address book, where Redis answers: which recipients are new, and what `reject` would refuse.
+  const screen = await readAddressBook(config, candidates);
+  const fresh = screen ? newRecipientTotals(candidates, screen) : null;
+  const refused = screen && config.newRecipientPolicy === 'reject' ? refusedByBook(candidates, screen) : [];
+  issues.push(...refused);
+  const refusedLines = new Set(refused.map((r) => r.line));
+  const transfers = refused.length > 0 ? candidates.filter((t) => !refusedLines.has(t.line)) : candidates;
   // Loaded here, not at the top: the HTTP client and the wallet readers (viem, @solana/kit) cost
   // about half a second and 40 MB to load, which a plain enqueue of a large file does not need.
   const { createServiceClient } = await import('../../service/service-client.ts');
@@ -315,7 +332,7 @@ async function dryRun(
   const problems = [...issues, ...input.duplicates, ...estimateIssues];
   const errors = firstIssues(problems);
   const errorCount = problems.length + input.omittedIssues + input.omittedDuplicates;
-  const ok = !rejectedInput && estimateIssues.length === 0 && transfers.length > 0;
+  const ok = !rejectedInput && estimateIssues.length === 0 && refused.length === 0 && transfers.length > 0;
   const balances = await balancePreflight(config, transfers);
   if (flags.json) {
     printJson({
@@ -323,12 +340,19 @@ async function dryRun(
       created: false,
       dry_run: true,
       accepted: ok || flags.skipInvalid ? estimates.size : 0,
-      rejected: input.invalidRows,
+      rejected: input.invalidRows + refused.length,
       duplicates: input.duplicates.length + input.omittedDuplicates,
       errors,
       error_count: errorCount,
       totals: { amount: formatUsdc(amount), fee: formatUsdc(fee), net_receive: formatUsdc(net) },
       over_fee_cap: overCap,
+      new_recipients:
+        fresh?.map((r) => ({
+          address: r.address,
+          rows: r.rows,
+          amount: formatUsdc(r.amount),
+          removed: r.removed,
+        })) ?? null,
       balances: balances.map((b) => ({
         chain: b.chain,
         needed: formatUsdc(b.needed),
@@ -344,13 +368,14 @@ async function dryRun(
         : 'dry run: nothing was written, signed or sent',
     );
     out(`  rows        ${estimates.size} estimated of ${input.inputRows}`);
-    out(`  rejected    ${input.invalidRows}`);
+    out(`  rejected    ${input.invalidRows + refused.length}`);
     out(`  duplicates  ${input.duplicates.length + input.omittedDuplicates}`);
     out(`  total       ${formatUsdc(amount)} USDC`);
     out(`  fee         ${formatUsdc(fee)} USDC`);
     out(`  net         ${formatUsdc(net)} USDC`);
     if (overCap > 0)
       out(`  ${overCap} row(s) over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
+    printNewRecipients(fresh, config);
     const routes = routeTotals(transfers.filter((t) => estimates.has(t.line)));
     if (routes.length > 0) {
       out('');
@@ -422,4 +447,52 @@ async function balancePreflight(
 function parseBalance(text: string): bigint | null {
   const r = tryParseUsdc(text, { allowZero: true });
   return r.ok ? r.value : null;
+}
+
+/** `null` when Redis does not answer: a dry run needs no Redis, and says the book was not read. */
+async function readAddressBook(
+  config: Config,
+  transfers: readonly TransferRequest[],
+): Promise<RecipientScreen | null> {
+  if (transfers.length === 0) return null;
+  // One attempt, soon given up: a dry run must not wait for a Redis that is not there.
+  const redis = createRedis(config.redisUrl, {
+    role: 'client',
+    extra: { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000 },
+  });
+  try {
+    await redis.connect();
+    return await screenRecipients(redis, config.queuePrefix, transfers);
+  } catch {
+    return null;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function printNewRecipients(fresh: readonly NewRecipientTotal[] | null, config: Config): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  if (fresh === null) {
+    out('  new recipients: not checked (Redis, where the address book is, did not answer)');
+    return;
+  }
+  if (fresh.length === 0) {
+    out('  new recipients: none (every recipient is in the address book)');
+    return;
+  }
+  const effect = {
+    allow: 'paid and flagged',
+    hold: 'the batch would be held for approval',
+    reject: 'their rows would be refused',
+  }[config.newRecipientPolicy];
+  out(
+    `  new recipients: ${fresh.length} not in the address book (NEW_RECIPIENT_POLICY=${config.newRecipientPolicy}: ${effect})`,
+  );
+  out('');
+  out(
+    table(
+      ['new recipient', 'rows', 'amount', ''],
+      fresh.map((r) => [r.address, r.rows, formatUsdc(r.amount), r.removed ? 'REMOVED from the book' : '']),
+    ),
+  );
 }

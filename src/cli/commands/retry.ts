@@ -4,11 +4,16 @@ import { EXIT } from '../exit-codes.ts';
 
 export async function run(args: string[]): Promise<number> {
   return await withCli({}, async (ctx) => {
-    const { requeued } = await retryBatch(
-      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor },
+    const { requeued, heldReason } = await retryBatch(
+      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor, config: ctx.config },
       args[0] as string,
     );
     process.stdout.write(`re-queued ${requeued} failed transfer(s) of ${args[0]}\n`);
+    if (heldReason !== null) {
+      process.stdout.write(
+        `the batch is held for approval: nothing is sent until \`usdc-batch approve ${args[0]}\`${heldReason ? ` (${heldReason})` : ''}\n`,
+      );
+    }
     return EXIT.ok;
   });
 }

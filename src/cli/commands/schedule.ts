@@ -1,9 +1,10 @@
 import { readFileSync, statSync } from 'node:fs';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc } from '../../domain/money.ts';
+import { bufferSource } from '../../ingest/csv-source.ts';
+import { screenRecipients } from '../../ingest/hold-rules.ts';
 import type { IngestIssue } from '../../ingest/ingest-issue.ts';
 import { firstIssues } from '../../ingest/issue-list.ts';
-import { bufferSource } from '../../ingest/csv-source.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
 import {
   checkScheduleSpec,
@@ -145,6 +146,19 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
         `  each firing is held for approval (total reaches APPROVAL_THRESHOLD_USDC ${formatUsdc(threshold)})`,
       );
     }
+    const screen = await screenRecipients(ctx.redis, ctx.prefix, input.transfers);
+    if (screen.notInBook.size > 0) {
+      const policy = ctx.config.newRecipientPolicy;
+      out(
+        `  ${screen.notInBook.size} row(s) pay addresses not in the address book: ${
+          policy === 'allow'
+            ? 'paid and flagged (NEW_RECIPIENT_POLICY=allow)'
+            : policy === 'hold'
+              ? 'the next firing is held for approval (NEW_RECIPIENT_POLICY=hold)'
+              : 'refused at every firing (NEW_RECIPIENT_POLICY=reject); add them with `usdc-batch recipients add`'
+        }`,
+      );
+    }
     return EXIT.ok;
   });
 }
@@ -164,6 +178,8 @@ function scheduleDocument(s: ScheduleInfo) {
     last_batch: s.lastBatch,
     last_status: s.lastStatus,
     last_error: s.lastError,
+    held: s.heldFirings.length > 0,
+    held_firings: s.heldFirings,
   };
 }
 
@@ -180,7 +196,7 @@ async function list(json: boolean): Promise<number> {
     }
     out(
       table(
-        ['name', 'cron', 'tz', 'rows', 'total', 'next', 'last batch', 'last status'],
+        ['name', 'cron', 'tz', 'rows', 'total', 'next', 'last batch', 'last status', 'held'],
         schedules.map((s) => [
           s.name,
           s.cron,
@@ -190,6 +206,7 @@ async function list(json: boolean): Promise<number> {
           s.next_run,
           s.last_batch,
           s.last_status,
+          s.held ? `HELD: ${s.held_firings.join(', ')} (later firings too)` : '',
         ]),
       ),
     );

@@ -11,7 +11,7 @@ export function renderStatus(doc: BatchStatus): string {
   const c = doc.counts;
   const lines = [
     `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'})`,
-    `complete: ${doc.complete ? 'yes' : 'no'}${doc.held ? '  HELD for approval' : ''}`,
+    `complete: ${doc.complete ? 'yes' : 'no'}${doc.held ? `  HELD for approval: ${doc.held_reason ?? ''}` : ''}`,
     `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}`,
     `amount ${doc.totals.amount} USDC  fee ${doc.totals.fee}  net ${doc.totals.net_receive}`,
     '',
@@ -19,12 +19,14 @@ export function renderStatus(doc: BatchStatus): string {
   const shown = doc.transfers.slice(0, HUMAN_ROWS);
   lines.push(
     table(
-      ['id', 'line', 'route', 'amount', 'state', 'intent_id', 'error / reason'],
+      ['id', 'line', 'route', 'amount', 'new', 'state', 'intent_id', 'error / reason'],
       shown.map((t) => [
         t.id,
         t.line,
         `${t.from}→${t.to}`,
         t.amount,
+        // A recipient that was not in the address book when the batch was enqueued.
+        t.new_recipient ? 'NEW' : '',
         t.state,
         t.intent_id,
         t.error ? `${t.error.code}: ${t.error.message}` : t.wait_reason,

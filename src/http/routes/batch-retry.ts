@@ -5,7 +5,8 @@ import { ignoreBody } from './ignore-body.ts';
 
 /**
  * `POST /v1/batches/:id/retry` (hook token): re-queues the batch's `failed` transfers only. The
- * batch is re-opened (`complete: false`) before the answer; a held batch's transfers wait for approval.
+ * batch is re-opened (`complete: false`) before the answer; a held batch's transfers wait for approval,
+ * and the re-queued rows pass the same holds as new ones.
  */
 export const batchRetryRoute: RoutePlugin = async (app, { deps }) => {
   ignoreBody(app);
@@ -17,6 +18,7 @@ export const batchRetryRoute: RoutePlugin = async (app, { deps }) => {
         prefix: deps.config.queuePrefix,
         jobs: deps.producer,
         actor: HTTP_ACTORS.hook,
+        config: deps.config,
         ...(deps.now ? { now: deps.now } : {}),
       },
       id,

@@ -10,6 +10,7 @@ import { dashboardRoute } from './dashboard.ts';
 import { healthzRoute } from './healthz.ts';
 import { metricsRoute } from './metrics.ts';
 import { readyzRoute } from './readyz.ts';
+import { recipientsRoute } from './recipients.ts';
 
 /** The API's routes (PRODUCT.md §6); each file registers one concern. */
 export const ROUTES: readonly RoutePlugin[] = [
@@ -22,6 +23,7 @@ export const ROUTES: readonly RoutePlugin[] = [
   batchRetryRoute,
   batchApproveRoute,
   auditRoute,
+  recipientsRoute,
   metricsRoute,
   dashboardRoute,
 ];

@@ -1,0 +1,60 @@
+import { formatUsdc } from '../domain/money.ts';
+import { bookAddressOf } from '../domain/recipient-key.ts';
+import type { TransferState } from '../domain/transfer.ts';
+import type { Logger } from '../log/logger.ts';
+import type { ApprovalGate } from '../store/batch-hold.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import type { TransferStore } from '../store/transfer-store.ts';
+
+/** What the check needs of the pipeline's dependencies (PipelineDeps has all of it). */
+export type ClearanceDeps = {
+  readonly store: TransferStore;
+  readonly logger: Logger;
+  /** Absent: no check (tests that build a pipeline without Redis-side approvals). */
+  readonly approvals?: ApprovalGate | undefined;
+};
+
+/**
+ * The last look before a transfer's first payload is made (PRODUCT.md §5 promise 5, and a race
+ * between `recipients remove` and a batch in flight): a transfer whose batch is held, or whose
+ * recipient was removed from the address book after the batch was enqueued or last approved, is
+ * not signed. It goes back to `queued` with the reason (never `failed`: nothing was wrong with it),
+ * in a new round so that `approve` gives it a new job, and its batch is held — the same approval
+ * releases it. A transfer that already has a payload never comes here: what was signed is not cut
+ * off. Returns the outcome when it held the transfer, undefined when it may go on.
+ */
+export async function holdUnlessCleared(
+  deps: ClearanceDeps,
+  rec: TransferRecord,
+): Promise<{ readonly kind: 'done'; readonly state: TransferState } | undefined> {
+  const gate = deps.approvals;
+  if (!gate) return undefined;
+  const facts = await gate.facts(rec.batchId, bookAddressOf(rec).key);
+  const removedSince =
+    facts.removedAt !== null && facts.removedAt >= Math.max(facts.createdAt, facts.approvedAt);
+  if (!facts.held && !removedSince) return undefined;
+  const batchReason = removedSince
+    ? `removed recipients: ${rec.recipient} (line ${rec.line}, ${formatUsdc(rec.amount)} USDC) was removed from the address book while the batch was in flight`
+    : undefined;
+  const res = await deps.store.transition(rec.batchId, rec.id, {
+    expected: ['in_progress'],
+    to: 'queued',
+    fields: {
+      wait_reason: removedSince
+        ? 'held for approval: its recipient was removed from the address book'
+        : 'held for approval: the batch is held',
+      round: Number(rec.raw['round'] ?? 0) + 1,
+    },
+    // Waiting for an approval is not a transient failure: its 3-minute clock starts when it goes.
+    clear: ['first_seen_at'],
+  });
+  if (!res.ok) return { kind: 'done', state: res.current ?? 'failed' };
+  // After the transfer is queued: an `approve` that runs in between finds the batch not held yet,
+  // and one that runs after finds this transfer queued and gives it its job.
+  if (batchReason) await gate.hold(rec.batchId, batchReason);
+  deps.logger.warn(
+    { batchId: rec.batchId, transferId: rec.id, removedSince },
+    'transfer held for approval before signing',
+  );
+  return { kind: 'done', state: 'queued' };
+}

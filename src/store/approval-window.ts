@@ -1,0 +1,77 @@
+import type { Redis } from 'ioredis';
+import { keys } from './keys.ts';
+import { luaScript, runScript } from './lua-script.ts';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * `APPROVAL_THRESHOLD_USDC` over the rolling 24 hours (PRODUCT.md §3): what was enqueued without
+ * approval — whole batches, and the rows `retry` re-queued — is summed, and the enqueue that takes
+ * the sum to the threshold (itself included) is held. Judging each batch alone let two batches of
+ * 999.99 under a 1,000 threshold both run unheld.
+ *
+ * One script prunes entries older than 24 h, sums the rest and, in `count` mode, adds this entry
+ * only when it stays under the threshold — so two enqueues at the same moment cannot both slip
+ * under it. An entry is counted at most once (its member is its name). Held entries are not
+ * counted: they run only with an approval. Nothing is given back when a batch is cancelled: it was
+ * enqueued unapproved all the same.
+ *
+ * KEYS: 1 zset member → time, 2 hash member → micro-USDC.
+ * ARGV: 1 member, 2 amount, 3 threshold, 4 now, 5 window, 6 mode (`count` or `peek`).
+ * Returns {reached (1/0), the sum before this entry, counted now (1/0)}: an entry already counted is
+ * neither reached nor counted again.
+ */
+const JUDGE = luaScript(`
+local now = tonumber(ARGV[4])
+local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[5]))
+for _, m in ipairs(old) do
+  redis.call('ZREM', KEYS[1], m)
+  redis.call('HDEL', KEYS[2], m)
+end
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {0, '0', 0} end
+local sum = 0
+for _, v in ipairs(redis.call('HVALS', KEYS[2])) do sum = sum + tonumber(v) end
+local reached = sum + tonumber(ARGV[2]) >= tonumber(ARGV[3])
+local counted = 0
+if ARGV[6] == 'count' and not reached then
+  redis.call('ZADD', KEYS[1], now, ARGV[1])
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  counted = 1
+end
+return {reached and 1 or 0, string.format('%d', sum), counted}
+`);
+
+export type WindowVerdict = { readonly reached: boolean; readonly before: bigint; readonly counted: boolean };
+
+/**
+ * `count`: judges the entry and, when it stays under the threshold, counts it. `peek` only judges
+ * (for a batch already held for another reason: the reason may name the threshold too).
+ * Lua numbers are doubles: exact to 2^53 micro-USDC (9 billion USDC), far above any threshold.
+ */
+export async function judgeUnapproved(
+  redis: Redis,
+  prefix: string,
+  entry: { member: string; amount: bigint; threshold: bigint; mode: 'count' | 'peek'; now: number },
+): Promise<WindowVerdict> {
+  const k = keys(prefix);
+  const [reached, before, counted] = (await runScript(
+    redis,
+    JUDGE,
+    [k.unapproved, k.unapprovedAmounts],
+    [
+      entry.member,
+      entry.amount.toString(),
+      entry.threshold.toString(),
+      String(entry.now),
+      String(DAY_MS),
+      entry.mode,
+    ],
+  )) as [number, string, number];
+  return { reached: reached === 1, before: BigInt(before), counted: counted === 1 };
+}
+
+/** Takes back an entry whose enqueue was refused after it was counted (nothing of it was written). */
+export async function forgetUnapproved(redis: Redis, prefix: string, member: string): Promise<void> {
+  const k = keys(prefix);
+  await redis.multi().zrem(k.unapproved, member).hdel(k.unapprovedAmounts, member).exec();
+}

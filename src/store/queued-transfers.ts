@@ -1,0 +1,45 @@
+import type { Redis } from 'ioredis';
+import { keys } from './keys.ts';
+
+export type QueuedTransfer = { readonly id: string; readonly values: readonly (string | null)[] };
+
+/**
+ * The batch's `queued` transfers, a page at a time in line order, each with the record fields asked
+ * for (one pipeline per page). Paged by line (the score) rather than by index: the set shrinks while
+ * workers take transfers.
+ */
+export async function* queuedTransfers(
+  redis: Redis,
+  prefix: string,
+  batchId: string,
+  fields: readonly string[],
+  pageSize = 1000,
+): AsyncGenerator<QueuedTransfer[]> {
+  const k = keys(prefix);
+  let after = '-inf';
+  for (;;) {
+    const page = await redis.zrangebyscore(
+      k.batchState(batchId, 'queued'),
+      after,
+      '+inf',
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      pageSize,
+    );
+    if (page.length === 0) return;
+    const pipe = redis.pipeline();
+    const ids: string[] = [];
+    for (let i = 0; i < page.length; i += 2) {
+      ids.push(page[i] as string);
+      pipe.hmget(k.transfer(batchId, page[i] as string), ...fields);
+    }
+    const rows = (await pipe.exec()) ?? [];
+    yield rows.map(([err, values], i) => {
+      if (err) throw err;
+      return { id: ids[i] as string, values: values as (string | null)[] };
+    });
+    if (page.length < pageSize * 2) return;
+    after = `(${page[page.length - 1] as string}`;
+  }
+}
