@@ -40,7 +40,11 @@ describe('pipeline decisions', () => {
     backoffBaseMs: 20,
     backoffMaxMs: 100,
     settleMarginMs: 300,
-    nonceSettleWindowMs: 1_000,
+    // The sandbox's chains make a block about every second, stamped in whole seconds (as real
+    // nodes do): a block as new as a refusal is one stamped at or after it, which comes only after
+    // the next whole second and a block time — up to ~2.3 s after the refusal. A shorter window
+    // could never see one, and every refusal would end "the chain could not tell".
+    nonceSettleWindowMs: 4_000,
   };
 
   beforeAll(async () => {
@@ -168,7 +172,7 @@ describe('pipeline decisions', () => {
     const t2 = await setup({ config: wrong });
     const started = Date.now();
     expect(await t2.drive('b3', 'a')).toBe('failed');
-    // It waited for the chain (the window is 1 s here) before taking the refusal as final.
+    // It waited for the chain (the window is 4 s here) before taking the refusal as final.
     expect(Date.now() - started).toBeGreaterThanOrEqual(fast.nonceSettleWindowMs);
     const rec = await t.store.load('b3', 'a');
     expect(rec?.errorCode).toBe('refused');
@@ -284,8 +288,11 @@ describe('pipeline decisions', () => {
   });
 
   it('holds an owner’s rows queued while a presumed-used permit below could still execute; once it expired unused they pay at its nonce', async () => {
+    // a's deadline must outlast a's two lost sends (~1 s), b's wait for a block as new as its
+    // refusal (up to ~2.3 s with whole-second timestamps) and c's run, so that b and c are seen
+    // held while a's permit can still execute: 7 s (3–4 s left margins of 0.1 s).
     const t = await setup({
-      config: { permitDeadlineSeconds: 4 } as Partial<Config>,
+      config: { permitDeadlineSeconds: 7 } as Partial<Config>,
       policy: { ...fast, maxAmbiguousResends: 1 },
     });
     for (const id of ['a', 'b', 'c'])
