@@ -342,6 +342,11 @@ describe('pipeline decisions', () => {
     await resolveTransfer({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b13', 'a', {
       notSent: true,
     });
+    // Just past the deadline by the worker's clock, no block is stamped past it yet (the chain's
+    // timestamps are whole seconds: that takes until the next second): the permit could still have
+    // executed for all the chain shows, and stays in the review set.
+    expect((await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true })).kind).toBe('later');
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toHaveLength(1);
     // The settle job comes later and finds the transfer resolved: the pool forgets its permit.
     for (let i = 0; i < 50; i++) {
       const out = await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true });
