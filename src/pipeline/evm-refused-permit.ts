@@ -75,7 +75,14 @@ const UNKNOWN_HOLD_MS = 5_000;
 /** A held transfer looks again at least this often (its acquire reads the chain: a move ends the hold). */
 export const HELD_RECHECK_MS = 15_000;
 
-function isAsNewAs(reading: NonceReading, atMs: number): boolean {
+/**
+ * Whether `reading` is at a block at least as new as the refusal at `atMs`. Headers carry whole
+ * seconds, and a block is stamped with (at most) the second it was made in: so only a stamp at or
+ * after the refusal's instant proves the block was made after it. A block stamped with the
+ * refusal's own second (refused at s.650, stamped s) may have been made at s.100, before the
+ * service looked: it is not as new, and the wait goes on to the next second's block.
+ */
+export function isAsNewAs(reading: NonceReading, atMs: number): boolean {
   return reading.block.timestamp * 1000n >= BigInt(atMs);
 }
 

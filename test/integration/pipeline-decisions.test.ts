@@ -43,7 +43,11 @@ describe('pipeline decisions', () => {
     backoffBaseMs: 20,
     backoffMaxMs: 100,
     settleMarginMs: 300,
-    nonceSettleWindowMs: 1_000,
+    // The sandbox's chains make a block about every second, stamped in whole seconds (as real
+    // nodes do): a block as new as a refusal is one stamped at or after it, which comes only after
+    // the next whole second and a block time — up to ~2.3 s after the refusal. A shorter window
+    // could never see one, and every refusal would end "the chain could not tell".
+    nonceSettleWindowMs: 4_000,
   };
 
   beforeAll(async () => {
@@ -171,7 +175,7 @@ describe('pipeline decisions', () => {
     const t2 = await setup({ config: wrong });
     const started = Date.now();
     expect(await t2.drive('b3', 'a')).toBe('failed');
-    // It waited for the chain (the window is 1 s here) before taking the refusal as final.
+    // It waited for the chain (the window is 4 s here) before taking the refusal as final.
     expect(Date.now() - started).toBeGreaterThanOrEqual(fast.nonceSettleWindowMs);
     const rec = await t.store.load('b3', 'a');
     expect(rec?.errorCode).toBe('refused');
@@ -287,8 +291,11 @@ describe('pipeline decisions', () => {
   });
 
   it('holds an owner’s rows queued while a presumed-used permit below could still execute; once it expired unused they pay at its nonce', async () => {
+    // a's deadline must outlast a's two lost sends (~1 s), b's wait for a block as new as its
+    // refusal (up to ~2.3 s with whole-second timestamps) and c's run, so that b and c are seen
+    // held while a's permit can still execute: 7 s (3–4 s left margins of 0.1 s).
     const t = await setup({
-      config: { permitDeadlineSeconds: 4 } as Partial<Config>,
+      config: { permitDeadlineSeconds: 7 } as Partial<Config>,
       policy: { ...fast, maxAmbiguousResends: 1 },
     });
     for (const id of ['a', 'b', 'c'])
@@ -338,6 +345,11 @@ describe('pipeline decisions', () => {
     await resolveTransfer({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b13', 'a', {
       notSent: true,
     });
+    // Just past the deadline by the worker's clock, no block is stamped past it yet (the chain's
+    // timestamps are whole seconds: that takes until the next second): the permit could still have
+    // executed for all the chain shows, and stays in the review set.
+    expect((await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true })).kind).toBe('later');
+    expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toHaveLength(1);
     // The settle job comes later and finds the transfer resolved: the pool forgets its permit.
     for (let i = 0; i < 50; i++) {
       const out = await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true });

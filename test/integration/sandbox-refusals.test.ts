@@ -438,6 +438,26 @@ describe('the sandbox JSON-RPC and status route', () => {
     expect(BigInt((await call('eth_call', [nonceCall(TEST_EVM_ADDRESS), old])).result as string)).toBe(0n);
   });
 
+  it('stamps blocks with the wall clock after a reset, as a live chain does', async () => {
+    // anvil's evm_revert rewinds its clock to the snapshot's block (taken at start-up): without
+    // setting it back, blocks after a reset would be stamped behind the wall clock by the time
+    // since start-up, and no block would be past a permit's deadline when the deadline is.
+    const genesis = (await call('eth_getBlockByNumber', ['earliest', false], true)).result as {
+      timestamp: string;
+    };
+    const rewindMs = (Number(genesis.timestamp) + 2) * 1000 - Date.now();
+    if (rewindMs > 0) await new Promise((r) => setTimeout(r, rewindMs));
+    await sandbox.admin.reset();
+    const before = Date.now();
+    expect((await transfer({})).status).toBe(200);
+    const after = Date.now();
+    const head = (await call('eth_getBlockByNumber', ['latest', false], true)).result as {
+      timestamp: string;
+    };
+    expect(Number(head.timestamp)).toBeGreaterThanOrEqual(Math.floor(before / 1000));
+    expect(Number(head.timestamp)).toBeLessThanOrEqual(Math.floor(after / 1000));
+  });
+
   it('takes an outside signer’s nonces at once for the service, and shows them over RPC after the lag', async () => {
     sandbox.admin.configure({ rpcNonceLagMs: 300 });
     const c = rpc();

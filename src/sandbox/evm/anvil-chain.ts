@@ -327,11 +327,28 @@ async function resetChain(s: AnvilChainState): Promise<void> {
   const ok = await anvilCall<boolean>(s.node.url, 'evm_revert', [s.baseline]);
   if (!ok) throw new Error(`${s.deps.chain}: anvil could not revert to the start-up snapshot`);
   s.baseline = await anvilCall<Hex>(s.node.url, 'evm_snapshot');
+  await resumeWallClock(s.node.url);
   s.clock.truncate(s.baselineBlock);
   s.met = new Set();
   s.relayerNonce = Number(
     await anvilCall<Hex>(s.node.url, 'eth_getTransactionCount', [s.deps.relayer.address, 'latest']),
   );
+}
+
+/**
+ * `evm_revert` also rewinds anvil's clock to the snapshot's block: without this, every block after
+ * a reset would carry a timestamp behind the wall clock by the time since start-up, and a worker
+ * waiting for a block as new as a refusal, or past a permit's deadline, would wait that much longer
+ * (minutes, late in a test file). A live chain's timestamps follow the wall clock: set it back to
+ * now. Anvil counts whole seconds, so the call is made again if a second boundary passed while it
+ * was in flight (anvil may then have read the next second and put its clock a second behind).
+ */
+async function resumeWallClock(url: string): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    const second = Math.floor(Date.now() / 1000);
+    await anvilCall(url, 'evm_setTime', [second]);
+    if (Math.floor(Date.now() / 1000) === second) return;
+  }
 }
 
 export const toHex = (n: bigint): Hex => `0x${n.toString(16)}`;

@@ -52,7 +52,8 @@ export function createChainNonceCache(deps: {
   return {
     read(key, chain, owner) {
       const hit = entries.get(key);
-      if (hit && Date.now() - hit.at <= deps.maxAgeMs) return hit.value;
+      // Strictly younger: a max age of 0 never serves a reading again, even within its millisecond.
+      if (hit && Date.now() - hit.at < deps.maxAgeMs) return hit.value;
       const entry = { at: Date.now(), value: readLowerBound(deps.reader, deps.logger, chain, owner) };
       entries.set(key, entry);
       // A stale reading that answered is still a safe lower bound: use it now and let the fresh one
