@@ -31,8 +31,10 @@ function describeBlock(reading: NonceReading): string {
 }
 
 /**
- * nonces(owner) at the RPC's head block, once that block is past the permit's deadline; until then
- * the run ends (Later) and comes back. Undefined without RPC.
+ * nonces(owner) at the RPC's finalized block, once that block is past the permit's deadline; until
+ * then the run ends (Later) and comes back. Finalized, not latest: "never executed" lets `retry`
+ * sign a new permit, and a head block a reorganisation replaces may lack a permit that executed.
+ * Undefined without RPC.
  */
 async function readPastDeadline(
   ctx: Ctx,
@@ -41,7 +43,7 @@ async function readPastDeadline(
 ): Promise<NonceReading | undefined> {
   let reading: NonceReading | undefined;
   try {
-    reading = await ctx.deps.evm!.chain.permitNonceAtHead(chain, permit.owner);
+    reading = await ctx.deps.evm!.chain.permitNonceAtHead(chain, permit.owner, 'finalized');
   } catch (err) {
     ctx.log.warn({ chain, err: { message: errorMessage(err) } }, 'cannot read the chain to settle a permit');
     throw new Later(jittered(ctx, 15_000), 'cannot read the chain to settle the permit');
@@ -50,12 +52,12 @@ async function readPastDeadline(
   if (reading !== undefined && reading.block.timestamp <= deadline) {
     ctx.log.info(
       { chain, block: reading.block.number.toString(), deadline: permit.deadline },
-      "the RPC's newest block is not past the permit deadline; settling later",
+      "the RPC's finalized block is not past the permit deadline; settling later",
     );
     const behindMs = Number(deadline - reading.block.timestamp + 1n) * 1000;
     throw new Later(
       Math.min(60_000, Math.max(1_000, behindMs)),
-      "the RPC's newest block is before the permit deadline",
+      "the RPC's finalized block is before the permit deadline",
     );
   }
   return reading;

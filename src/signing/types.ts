@@ -27,6 +27,9 @@ export type BlockRef = {
   readonly hash: string;
 };
 
+/** Which block a chain read is made at. */
+export type BlockTag = 'latest' | 'finalized';
+
 /** `nonces(owner)` as of a known block. */
 export type NonceReading = { readonly nonce: bigint; readonly block: BlockRef };
 
@@ -35,11 +38,13 @@ export type ChainReader = {
   /** `nonces(owner)` at `latest`: a lower bound of the owner's next nonce, nothing more. */
   permitNonce(chain: EvmChain, owner: string): Promise<bigint | undefined>;
   /**
-   * The node's head block header, then `nonces(owner)` at that block number: what every conclusion
-   * "never executed", "can never execute" or "the chain moved" must rest on. Throws a
-   * ChainReadError (`USDC_RPC_BLOCK_UNKNOWN`) when the node cannot say which block it answered from.
+   * The header of the node's `latest` (default) or `finalized` block, then `nonces(owner)` at that
+   * very block (by its hash): what every conclusion "never executed", "can never execute" or "the
+   * chain moved" must rest on. "Never executed" reads `finalized`: a block that a reorganisation can
+   * still replace might lack a permit the canonical chain executed. Throws a ChainReadError
+   * (`USDC_RPC_BLOCK_UNKNOWN`) when the node cannot say which block it answered from.
    */
-  permitNonceAtHead(chain: EvmChain, owner: string): Promise<NonceReading | undefined>;
+  permitNonceAtHead(chain: EvmChain, owner: string, tag?: BlockTag): Promise<NonceReading | undefined>;
   usdcBalance(chain: EvmChain, owner: string): Promise<bigint | undefined>;
 };
 

@@ -18,8 +18,10 @@ export type FakeEvmRpc = {
   readonly calls: Record<string, number>;
   /** `to` of every eth_call. */
   readonly targets: string[];
-  /** The block parameter of every eth_call. */
-  readonly blockTags: string[];
+  /** The block parameter of every eth_call (a tag, a number, or an EIP-1898 `{ blockHash }`). */
+  readonly blockTags: unknown[];
+  /** The block tag of every eth_getBlockByNumber. */
+  readonly headTags: unknown[];
   /** What `eth_getBlockByNumber('latest')` answers (a header object, or null). */
   head: Record<string, unknown> | null;
   /** The Authorization header of the last request. */
@@ -46,6 +48,7 @@ export async function startFakeEvmRpc(): Promise<FakeEvmRpc> {
     calls: {},
     targets: [],
     blockTags: [],
+    headTags: [],
     head: {
       number: '0x10',
       timestamp: `0x${Math.floor(Date.now() / 1000).toString(16)}`,
@@ -62,10 +65,11 @@ export async function startFakeEvmRpc(): Promise<FakeEvmRpc> {
       const msg = JSON.parse(body) as {
         id: number;
         method: string;
-        params: [{ to: string; data: Hex }, string?];
+        params: [{ to: string; data: Hex }, unknown?];
       };
       if (msg.method === 'eth_getBlockByNumber') {
         rpc.calls['eth_getBlockByNumber'] = (rpc.calls['eth_getBlockByNumber'] ?? 0) + 1;
+        rpc.headTags.push(msg.params[0]);
         res
           .writeHead(200, { 'content-type': 'application/json' })
           .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: rpc.head }));

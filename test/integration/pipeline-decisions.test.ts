@@ -230,7 +230,15 @@ describe('pipeline decisions', () => {
     expect((await runTransfer(t.deps, 'b6', 'a', undefined, { settleOnly: true })).kind).toBe('later');
     expect((await t.store.load('b6', 'a'))?.state).toBe('needs_review');
     sandbox.admin.configure({ rpcNonceLagMs: 0 });
+    // The verdict rests on the finalized block (a head block a reorganisation replaces could lack a
+    // permit that executed): record which block each chain read of the settle names.
+    const chain = t.deps.evm!.chain;
+    const tags: unknown[] = [];
+    const read = chain.permitNonceAtHead.bind(chain);
+    chain.permitNonceAtHead = (c, owner, tag) => (tags.push(tag), read(c, owner, tag));
     expect(await t.drive('b6', 'a')).toBe('failed');
+    expect(tags.length).toBeGreaterThan(0);
+    expect(tags.every((tag) => tag === 'finalized')).toBe(true);
     const settled = await t.store.load('b6', 'a');
     expect(settled?.errorCode).toBe('expired_unused');
     expect(settled?.raw['evidence']).toMatch(

@@ -255,7 +255,7 @@ describe('EVM chain reader', () => {
     expect(await reader.permitNonce('ETH', OWNER)).toBeUndefined();
   });
 
-  it('reads nonces(owner) at the head block it names, never at latest', async () => {
+  it('reads nonces(owner) at the very block whose header it read (by hash), never at latest', async () => {
     rpc.nonces.set(OWNER, 7n);
     rpc.head = { number: '0x2a', timestamp: '0x6553f100', hash: `0x${'cd'.repeat(32)}` };
     const reader = createChainReader({ config: loadConfig({ EVM_RPC_URL_BASE: rpc.url }) });
@@ -263,8 +263,19 @@ describe('EVM chain reader', () => {
       nonce: 7n,
       block: { number: 42n, timestamp: 1_700_000_000n, hash: `0x${'cd'.repeat(32)}` },
     });
-    expect(rpc.blockTags.at(-1)).toBe('0x2a');
+    expect(rpc.headTags.at(-1)).toBe('latest');
+    // EIP-1898: a node on another fork, or another node behind a load balancer, cannot answer for it.
+    expect(rpc.blockTags.at(-1)).toEqual({ blockHash: `0x${'cd'.repeat(32)}`, requireCanonical: true });
     expect(await reader.permitNonceAtHead('ETH', OWNER)).toBeUndefined();
+  });
+
+  it('reads the finalized block when asked: what a "never executed" verdict rests on', async () => {
+    rpc.head = { number: '0x20', timestamp: '0x6553f000', hash: `0x${'ab'.repeat(32)}` };
+    const reader = createChainReader({ config: loadConfig({ EVM_RPC_URL_BASE: rpc.url }) });
+    const reading = await reader.permitNonceAtHead('BASE', OWNER, 'finalized');
+    expect(rpc.headTags.at(-1)).toBe('finalized');
+    expect(reading?.block.number).toBe(32n);
+    expect(rpc.blockTags.at(-1)).toEqual({ blockHash: `0x${'ab'.repeat(32)}`, requireCanonical: true });
   });
 
   it('refuses an answer from a node that cannot say which block it read', async () => {

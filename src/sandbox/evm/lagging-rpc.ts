@@ -15,7 +15,8 @@ const MINING = new Set(['eth_sendRawTransaction', 'eth_sendTransaction']);
  * `/rpc/<CHAIN>`: anvil's JSON-RPC as a node `rpcNonceLagMs` behind the chain the service executes
  * on, consistently — `eth_blockNumber` is the newest block mined at least that long ago,
  * `eth_getBlockByNumber` knows blocks only up to it, `eth_call` reads state at it (an explicit
- * older block as of that block, a newer one is "header not found"). Everything else is forwarded
+ * older block as of that block, a newer one is "header not found"); `safe` and `finalized` are its
+ * head too (a local chain does not reorganise). Everything else is forwarded
  * as it is, except anvil's, evm_, hardhat_ and debug_ methods. A `balanceOf(address)` call meets
  * (funds once) the address first.
  */
@@ -49,7 +50,8 @@ async function one(
   const lag = s.deps.config().rpcNonceLagMs;
 
   if (method === 'eth_call') await meetBalanceReader(s, params[0], hooks);
-  if (lag > 0) {
+  if (lag === 0) finalAtOnce(method, params);
+  else {
     const head = s.clock.headAt(lag, Date.now());
     if (method === 'eth_blockNumber') return ok(hex(head));
     if (method === 'eth_getBlockByNumber') {
@@ -66,6 +68,15 @@ async function one(
   const answer = (await anvilForward(s.node.url, { ...req, params })) as RpcAnswer;
   if (MINING.has(method)) await noteMinedBlocks(s);
   return answer;
+}
+
+/**
+ * A local chain has no reorgs: every block is final when mined, so `safe` and `finalized` name the
+ * newest block (anvil itself would answer a block 64 below it, as if it had a beacon chain).
+ */
+function finalAtOnce(method: string, params: unknown[]): void {
+  const at = method === 'eth_getBlockByNumber' ? 0 : method === 'eth_call' ? 1 : -1;
+  if (at >= 0 && (params[at] === 'safe' || params[at] === 'finalized')) params[at] = 'latest';
 }
 
 /**

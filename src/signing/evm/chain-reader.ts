@@ -3,7 +3,7 @@ import type { Config } from '../../config/config.ts';
 import { USDC_EVM, type EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SIGNING_ERROR_CODES } from '../errors.ts';
-import type { BlockRef, ChainReader, NonceReading } from '../types.ts';
+import type { BlockRef, BlockTag, ChainReader, NonceReading } from '../types.ts';
 import { postJsonRpc } from '../json-rpc.ts';
 
 const USDC_ABI = parseAbi([
@@ -82,18 +82,24 @@ async function rpcCall(ep: Endpoint, method: string, params: unknown[]): Promise
   return body.result;
 }
 
-/** `eth_call` of one USDC view at `block` (a tag or a number), decoded. */
+/**
+ * Where a read is made: `latest`, or one block named by its hash (EIP-1898), so that a node on
+ * another fork, or a load-balanced endpoint answering from another node, cannot answer for it.
+ */
+type ReadAt = 'latest' | { readonly blockHash: string };
+
+/** `eth_call` of one USDC view at `at`, decoded. */
 async function readUsdc(
   ep: Endpoint,
   functionName: UsdcView,
   args: readonly unknown[],
-  block: bigint | 'latest',
+  at: ReadAt,
 ): Promise<unknown> {
   const data = encodeFunctionData({ abi: USDC_ABI, functionName, args } as Parameters<
     typeof encodeFunctionData
   >[0]);
-  const tag = block === 'latest' ? 'latest' : `0x${block.toString(16)}`;
-  const result = await rpcCall(ep, 'eth_call', [{ to: ep.usdc, data }, tag]);
+  const block = at === 'latest' ? 'latest' : { blockHash: at.blockHash, requireCanonical: true };
+  const result = await rpcCall(ep, 'eth_call', [{ to: ep.usdc, data }, block]);
   if (typeof result !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(result) || result === '0x') {
     throw readFailure(ep, 'eth_call answered no data (is USDC deployed at the configured address?)');
   }
@@ -114,9 +120,9 @@ async function readUint(
   ep: Endpoint,
   fn: 'nonces' | 'balanceOf',
   owner: string,
-  block: bigint | 'latest',
+  at: ReadAt,
 ): Promise<bigint> {
-  const v = await readUsdc(ep, fn, [owner], block);
+  const v = await readUsdc(ep, fn, [owner], at);
   if (typeof v !== 'bigint')
     throw new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${ep.chain} RPC: ${fn}() is not a number`);
   return v;
@@ -135,11 +141,12 @@ async function readString(ep: Endpoint, fn: 'name' | 'version'): Promise<string>
 const QUANTITY = /^0x[0-9a-fA-F]{1,64}$/;
 
 /**
- * The node's head block header. A node that cannot say which block it answers from (no header, or
- * one without number, timestamp and hash) proves nothing about the chain: that is an error here.
+ * The header of the node's `latest` or `finalized` block. A node that cannot say which block it
+ * answers from (no header, or one without number, timestamp and hash) proves nothing about the
+ * chain: that is an error here.
  */
-async function readHead(ep: Endpoint): Promise<BlockRef> {
-  const header = await rpcCall(ep, 'eth_getBlockByNumber', ['latest', false]);
+async function readHead(ep: Endpoint, tag: BlockTag): Promise<BlockRef> {
+  const header = await rpcCall(ep, 'eth_getBlockByNumber', [tag, false]);
   const h = (typeof header === 'object' && header !== null ? header : {}) as Record<string, unknown>;
   const { number, timestamp, hash } = h;
   if (
@@ -152,7 +159,7 @@ async function readHead(ep: Endpoint): Promise<BlockRef> {
   ) {
     throw new ChainReadError(
       SIGNING_ERROR_CODES.rpcBlockUnknown,
-      `${ep.chain} RPC ${redactUrl(ep.url)}: the latest block header has no number, timestamp or hash`,
+      `${ep.chain} RPC ${redactUrl(ep.url)}: the ${tag} block header has no number, timestamp or hash`,
       { meta: { chain: ep.chain } },
     );
   }
@@ -160,12 +167,13 @@ async function readHead(ep: Endpoint): Promise<BlockRef> {
 }
 
 /**
- * `nonces(owner)` at a known block: the head's header first, then the nonce at that block number
- * (never `latest`, which a load-balanced endpoint may answer from another node).
+ * `nonces(owner)` at a known block: the header first, then the nonce at that very block, named by
+ * its hash (never `latest`, which a load-balanced endpoint may answer from another node, nor a
+ * number, which another fork may hold).
  */
-async function readNonceAtHead(ep: Endpoint, owner: string): Promise<NonceReading> {
-  const block = await readHead(ep);
-  return { nonce: await readUint(ep, 'nonces', owner, block.number), block };
+async function readNonceAt(ep: Endpoint, owner: string, tag: BlockTag = 'latest'): Promise<NonceReading> {
+  const block = await readHead(ep, tag);
+  return { nonce: await readUint(ep, 'nonces', owner, { blockHash: block.hash }), block };
 }
 
 /** eth_call of USDC's views over `EVM_RPC_URL_<CHAIN>` (plain JSON-RPC over fetch, short timeouts). */
@@ -193,7 +201,7 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
   return {
     hasRpc: (chain) => deps.config.evmRpcUrl[chain] !== undefined,
     permitNonce: onChain((ep, owner: string) => readUint(ep, 'nonces', owner, 'latest')),
-    permitNonceAtHead: onChain(readNonceAtHead),
+    permitNonceAtHead: onChain(readNonceAt),
     usdcBalance: onChain((ep, owner: string) => readUint(ep, 'balanceOf', owner, 'latest')),
     usdcName: onChain((ep) => readString(ep, 'name')),
     usdcVersion: onChain((ep) => readString(ep, 'version')),
