@@ -17,6 +17,11 @@ describe('worker: a mixed batch', () => {
     expect(code).toBe(0);
     stack.startWorker();
     const doc = await stack.waitComplete(batchId);
+    // Named, so that a row that did not go through says which, from where and why.
+    const notSubmitted = doc.transfers
+      .filter((t) => t.state !== 'submitted')
+      .map((t) => ({ id: t.id, from: t.from, to: t.to, state: t.state, error: t.error }));
+    expect(notSubmitted).toEqual([]);
     expect(doc.counts).toMatchObject({ submitted: 210, failed: 0, rejected: 0, needs_review: 0 });
     const ledger = await stack.ledger();
     expect(ledger).toHaveLength(210);
