@@ -11,6 +11,7 @@ import { healthzRoute } from './healthz.ts';
 import { metricsRoute } from './metrics.ts';
 import { readyzRoute } from './readyz.ts';
 import { recipientsRoute } from './recipients.ts';
+import { uiRoute } from './ui.ts';
 
 /** The API's routes (PRODUCT.md §6); each file registers one concern. */
 export const ROUTES: readonly RoutePlugin[] = [
@@ -26,4 +27,5 @@ export const ROUTES: readonly RoutePlugin[] = [
   recipientsRoute,
   metricsRoute,
   dashboardRoute,
+  uiRoute,
 ];
