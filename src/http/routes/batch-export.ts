@@ -3,6 +3,7 @@ import { exportBatch } from '../../ops/export.ts';
 import type { FastifyReply } from 'fastify';
 import { createBatchReader, type BatchReader } from '../../store/batch-reader.ts';
 import type { RoutePlugin } from '../route-deps.ts';
+import { batchExportSchema } from '../schemas/route-schemas.ts';
 import { notFound } from '../http-errors.ts';
 import { batchIdParam } from '../params.ts';
 
@@ -16,9 +17,13 @@ const TYPES = { csv: 'text/csv; charset=utf-8', json: 'application/json; charset
 export const batchExportRoute: RoutePlugin = async (app, { deps }) => {
   const reader = createBatchReader({ redis: deps.redis, prefix: deps.config.queuePrefix });
   for (const format of ['csv', 'json'] as const) {
-    app.get(`/v1/batches/:id/export.${format}`, async (request, reply) => {
-      return await sendBatchExport(reply, reader, batchIdParam(request), format);
-    });
+    app.get(
+      `/v1/batches/:id/export.${format}`,
+      { schema: batchExportSchema(format) },
+      async (request, reply) => {
+        return await sendBatchExport(reply, reader, batchIdParam(request), format);
+      },
+    );
   }
 };
 

@@ -12,6 +12,7 @@ import { metricsRoute } from './metrics.ts';
 import { readyzRoute } from './readyz.ts';
 import { recipientsRoute } from './recipients.ts';
 import { uiRoute } from './ui.ts';
+import { openapiRoute } from '../openapi.ts';
 
 /** The API's routes (PRODUCT.md §6); each file registers one concern. */
 export const ROUTES: readonly RoutePlugin[] = [
@@ -28,4 +29,5 @@ export const ROUTES: readonly RoutePlugin[] = [
   metricsRoute,
   dashboardRoute,
   uiRoute,
+  openapiRoute,
 ];
