@@ -8,6 +8,13 @@ import { batchIdParams, errorAnswers, isoTime, jsonAnswer, nullable, usdc } from
  * handlers check and shape). Tags group them the way PRODUCT.md §6 does.
  */
 
+/** An answer object with these fields (all present), open to more. */
+const answer = (properties: Record<string, object>) =>
+  ({ type: 'object', required: Object.keys(properties), properties, additionalProperties: true }) as const;
+const str = { type: 'string' } as const;
+const int = { type: 'integer' } as const;
+const bool = { type: 'boolean' } as const;
+
 const ok = (description: string) => ({ type: 'object', description, additionalProperties: true }) as const;
 const text = (type: string, description: string) => ({
   description,
@@ -161,12 +168,10 @@ export const batchRetrySchema: FastifySchema = {
   summary: "Re-queue the batch's failed transfers only",
   params: batchIdParams,
   response: {
-    200: jsonAnswer('re-queued; the batch is complete: false from now', {
-      type: 'object',
-      required: ['batch_id', 'requeued'],
-      properties: { batch_id: { type: 'string' }, requeued: { type: 'integer' } },
-      additionalProperties: true,
-    }),
+    200: jsonAnswer(
+      're-queued; the batch is complete: false from now',
+      answer({ batch_id: str, requeued: int }),
+    ),
     ...errorAnswers(401, 404),
   },
 };
@@ -177,16 +182,10 @@ export const batchApproveSchema: FastifySchema = {
   security: [{ approverToken: [] }],
   params: batchIdParams,
   response: {
-    200: jsonAnswer('released (already: true when it was not held)', {
-      type: 'object',
-      required: ['batch_id', 'released', 'already'],
-      properties: {
-        batch_id: { type: 'string' },
-        released: { type: 'integer' },
-        already: { type: 'boolean' },
-      },
-      additionalProperties: true,
-    }),
+    200: jsonAnswer(
+      'released (already: true when it was not held)',
+      answer({ batch_id: str, released: int, already: bool }),
+    ),
     ...errorAnswers(401, 403, 404),
   },
 };
@@ -293,17 +292,10 @@ export const recipientsPostSchema: FastifySchema = {
   },
 };
 
-const removed = jsonAnswer('removed', {
-  type: 'object',
-  required: ['address', 'family', 'removed', 'was_in_book'],
-  properties: {
-    address: { type: 'string' },
-    family: { type: 'string' },
-    removed: { type: 'boolean' },
-    was_in_book: { type: 'boolean' },
-  },
-  additionalProperties: true,
-});
+const removed = jsonAnswer(
+  'removed',
+  answer({ address: str, family: str, removed: bool, was_in_book: bool }),
+);
 
 export const recipientDeleteSchema: FastifySchema = {
   tags: ['recipients'],
