@@ -186,7 +186,12 @@ export function buildProgram(
           .choices(['testnet', 'mainnet'])
           .default('testnet'),
       )
-      .option('--latency <ms>', 'added latency per call'),
+      .option('--latency <ms>', 'added latency per call')
+      .option('--redis', 'also start a private, durable redis-server (from PATH) for this run')
+      .option(
+        '--write-env <file>',
+        'write the environment, throwaway keys and a throwaway HOOK_TOKEN to FILE for other terminals (removed on exit)',
+      ),
     'sandbox',
   );
   bind(def('demo', 'the whole thing on embedded defaults: Redis, sandbox, worker, a sample batch'), 'demo');

@@ -7,6 +7,7 @@ import { createQueueMonitor } from '../queue/queue-monitor.ts';
 import { basicPassword, bearerToken, secretMatches } from './auth.ts';
 import { errorDocument, forbidden, HttpError, unauthorized } from './http-errors.ts';
 import type { AppDeps, RouteAuth, RouteDeps, RoutePlugin } from './route-deps.ts';
+import { registerOpenApi } from './openapi.ts';
 import { ROUTES } from './routes/index.ts';
 import { capConnections, closeAfterRefusal, serverTimeouts } from './server-limits.ts';
 
@@ -82,6 +83,18 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
         errorDocument(404, 'USDC_HTTP_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`),
       ),
   );
+
+  // The routes' schemas describe the API (GET /openapi.json); they neither check requests nor shape
+  // answers. The handlers check their inputs (params.ts and the ingest code) and answer in the API's
+  // own error format — a batch id no batch can have is a 404, a bad query a USDC_HTTP_BAD_QUERY —
+  // where schema validation would answer 400 FST_ERR_VALIDATION and coerce query strings to
+  // numbers. Answers go out as the handlers built them (JSON.stringify, as without schemas): a
+  // serializer compiled from a schema drops undeclared fields and turns a null into "" or 0 where
+  // a schema slips, and a status document must never lose or change a field for that.
+  // test/integration/http-openapi.test.ts checks real answers against the declared schemas.
+  app.setValidatorCompiler(() => () => true);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  await registerOpenApi(app as unknown as FastifyInstance);
 
   for (const route of [...ROUTES, ...(options.extraRoutes ?? [])])
     await app.register(route, { deps: routeDeps });

@@ -27,6 +27,11 @@ export type OpsDeps = {
   readonly now?: () => number;
 };
 
+/** Where an intent an operator recorded is handed to be followed (the producer implements it). */
+export type IntentFollowSink = {
+  followIntent(batchId: string, transferId: string, intentId: string): Promise<void>;
+};
+
 export class NotFoundError extends UsdcBatchError {
   override name = 'NotFoundError';
 }
@@ -143,7 +148,7 @@ async function holdRetried(
  * while the signed permit or transaction could still execute.
  */
 export async function resolveTransfer(
-  deps: OpsDeps,
+  deps: OpsDeps & { readonly intents?: IntentFollowSink },
   batchId: string,
   transferId: string,
   decision: { submitted: string } | { notSent: true },
@@ -195,6 +200,8 @@ export async function resolveTransfer(
   const res = await store.transition(batchId, transferId, { expected: ['needs_review'], to, fields });
   if (!res.ok)
     throw new ValidationError('USDC_RESOLVE_STATE', `transfer ${transferId} changed state meanwhile`);
+  // A resolved payment is followed like any submitted one, so that its batch can settle.
+  if ('submitted' in decision) await deps.intents?.followIntent(batchId, transferId, decision.submitted);
   await recordAudit(deps.redis, deps.prefix, {
     actor: deps.actor,
     action: 'resolve',

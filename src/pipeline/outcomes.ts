@@ -76,6 +76,11 @@ export async function settleReview(
   if (res.completedGeneration !== null) {
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
   }
+  // Settled as paid: its intent is followed like any submitted one, so the batch can settle.
+  const intentId = fields['intent_id'];
+  if (to === 'submitted' && typeof intentId === 'string' && intentId) {
+    await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, intentId);
+  }
   return { kind: 'done', state: to };
 }
 

@@ -1,6 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
+import { addFollowJob, INTENT_QUEUE } from './intent-follower.ts';
 import { queueNameFor, transferJobId, type TransferJobData } from './jobs.ts';
 
 /**
@@ -38,6 +39,8 @@ export type Producer = {
     transfers: readonly { transferId: string; from: Chain }[],
     round?: number,
   ): Promise<void>;
+  /** Has the workers follow an intent an operator recorded (`resolve --submitted`). */
+  followIntent(batchId: string, transferId: string, intentId: string): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -62,7 +65,16 @@ export function createProducer(options: ProducerOptions): Producer {
     return q;
   };
 
+  let intents: Queue | undefined;
+
   return {
+    async followIntent(batchId, transferId, intentId) {
+      if (!intents) {
+        intents = new Queue(INTENT_QUEUE, { connection, prefix: options.prefix });
+        intents.on('error', () => {});
+      }
+      await addFollowJob(intents, { batchId, transferId, intentId });
+    },
     async addTransfers(batchId, transfers, round = 0) {
       const byChain = new Map<Chain, { transferId: string }[]>();
       for (const t of transfers) {
@@ -93,8 +105,9 @@ export function createProducer(options: ProducerOptions): Producer {
       if (failed) throw failed.reason;
     },
     async close() {
-      await Promise.all([...queues.values()].map((q) => q.close()));
+      await Promise.all([...queues.values(), ...(intents ? [intents] : [])].map((q) => q.close()));
       queues.clear();
+      intents = undefined;
       if (owned) await connection.quit().catch(() => connection.disconnect());
     },
   };

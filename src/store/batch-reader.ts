@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { keys } from './keys.ts';
+import { intentCounts, isSettled, paidTotals, type IntentCounts, type PaidTotals } from './settlement.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
 /** The status document of PRODUCT.md §5 (`status --json`, `GET /v1/batches/:id`, callbacks). */
@@ -33,11 +34,19 @@ export type BatchSummary = {
   created_at: string | null;
   source: string;
   complete: boolean;
+  /**
+   * Complete, and every submitted intent has a final status; null when some submitted intent can
+   * never have one here (the service has no status route for it).
+   */
+  settled: boolean | null;
   held: boolean;
   /** Why the batch waits for approval; null when it is not held. */
   held_reason: string | null;
   counts: Record<TransferState, number>;
-  totals: { amount: string; fee: string; net_receive: string };
+  /** The submitted transfers' intents by where they are (settlement.ts); they add up to `counts.submitted`. */
+  intents: IntentCounts;
+  /** As planned (every row's amount and recorded estimate); `paid`: the submitted transfers only. */
+  totals: { amount: string; fee: string; net_receive: string; paid: PaidTotals };
 };
 
 export type BatchStatus = BatchSummary & { transfers: TransferView[]; next_cursor?: string | null };
@@ -80,18 +89,23 @@ export function summarize(batchId: string, b: Record<string, string>): BatchSumm
   const counts = {} as Record<TransferState, number>;
   for (const s of TRANSFER_STATES) counts[s] = Math.max(0, Number(b[`n_${s}`] ?? 0));
   const big = (v: string | undefined) => BigInt(v && /^-?[0-9]+$/.test(v) ? v : '0');
+  const complete = b['complete'] === '1';
+  const intents = intentCounts(b);
   return {
     batch_id: batchId,
     created_at: iso(b['created_at']),
     source: b['source'] ?? 'csv',
-    complete: b['complete'] === '1',
+    complete,
+    settled: isSettled(complete, intents),
     held: b['held'] === '1',
     held_reason: heldReason(b),
     counts,
+    intents,
     totals: {
       amount: formatUsdc(big(b['amount'])),
       fee: formatUsdc(big(b['fee'])),
       net_receive: formatUsdc(big(b['net_receive'])),
+      paid: paidTotals(b),
     },
   };
 }

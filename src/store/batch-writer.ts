@@ -260,6 +260,12 @@ export function createBatchWriter(deps: BatchWriterDeps) {
       'n_needs_review', '0',
       'fee', '0',
       'net_receive', '0',
+      'paid_amount', '0',
+      'paid_fee', '0',
+      'paid_net_receive', '0',
+      'intents_complete', '0',
+      'intents_failed', '0',
+      'intents_untracked', '0',
       'complete', '0',
       'generation', '0',
     ]; // prettier-ignore

@@ -3,12 +3,15 @@ import type { Redis } from 'ioredis';
 import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
 import { keys, type Keys } from './keys.ts';
 import { luaScript, runScript } from './lua-script.ts';
+import { SETTLEMENT_LUA } from './settlement.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
 /**
  * Moves a transfer between states atomically, keeping the batch's counters, state sets and
  * completion flag true in the same step (so a status read of a 100,000-row batch reads counters,
  * never scans). Returns the new completion generation when this transition completed the batch.
+ *
+ * The batch's settlement counters (`paid_*`, `intents_*`: settlement.ts) move in the same step.
  *
  * A transition may run twice: when a connection drops after Redis applied it but before its reply
  * arrived, the client re-sends it on reconnect (ioredis resends unanswered commands, which is what
@@ -24,7 +27,7 @@ import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
  *       5 final states (comma list), 6 operation id, 7 n = number of field pairs, then
  *       field/value pairs, then fields to delete.
  */
-const TRANSITION = luaScript(`
+const TRANSITION = luaScript(`${SETTLEMENT_LUA}
 local cur = redis.call('HGET', KEYS[1], 'state')
 if not cur then return {-1, ''} end
 local last = redis.call('HGET', KEYS[1], 'op')
@@ -45,6 +48,7 @@ local to = ARGV[2]
 local id = ARGV[3]
 local now = ARGV[4]
 local n = tonumber(ARGV[7])
+local before = tally(KEYS[1])
 local i = 8
 for _ = 1, n do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
@@ -55,6 +59,7 @@ while i <= #ARGV do
   i = i + 1
 end
 redis.call('HSET', KEYS[1], 'state', to, 'updated_at', now)
+retally(KEYS[2], before, tally(KEYS[1]))
 local completed = 0
 if cur ~= to then
   local line = redis.call('HGET', KEYS[1], 'line') or '0'
@@ -80,13 +85,35 @@ redis.call('HSET', KEYS[1], 'op', ARGV[6] .. '|' .. cur .. '|' .. completed)
 return {1, cur, completed}
 `);
 
-/** Saves fee fields and keeps the batch's fee/net totals equal to the sum over its transfers. */
-const SAVE_ESTIMATE = luaScript(`
+/**
+ * Saves fee fields and keeps the batch's fee/net totals equal to the sum over its transfers (and,
+ * for a submitted transfer, its paid totals).
+ */
+const SAVE_ESTIMATE = luaScript(`${SETTLEMENT_LUA}
+local before = tally(KEYS[1])
 local oldFee = tonumber(redis.call('HGET', KEYS[1], 'fee_total') or '0')
 local oldNet = tonumber(redis.call('HGET', KEYS[1], 'net_receive') or '0')
 redis.call('HSET', KEYS[1], 'fee_total', ARGV[1], 'fee_platform', ARGV[2], 'fee_gas', ARGV[3], 'net_receive', ARGV[4])
 redis.call('HINCRBY', KEYS[2], 'fee', tonumber(ARGV[1]) - oldFee)
 redis.call('HINCRBY', KEYS[2], 'net_receive', tonumber(ARGV[4]) - oldNet)
+retally(KEYS[2], before, tally(KEYS[1]))
+return 1
+`);
+
+/**
+ * Records what the status route said of the transfer's intent — its status, or (`untracked`) that
+ * the route does not know it — if the transfer still records that intent, moving the batch's
+ * settlement counters in the same step. Returns 0 when the transfer records another intent.
+ * KEYS: 1 transfer, 2 batch. ARGV: 1 intent id, 2 status ('' = unchanged), 3 untracked ('1' or ''),
+ * 4 now.
+ */
+const SAVE_INTENT_STATUS = luaScript(`${SETTLEMENT_LUA}
+if redis.call('HGET', KEYS[1], 'intent_id') ~= ARGV[1] then return 0 end
+local before = tally(KEYS[1])
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'intent_status', ARGV[2]) end
+if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'intent_untracked', '1') end
+redis.call('HSET', KEYS[1], 'updated_at', ARGV[4])
+retally(KEYS[2], before, tally(KEYS[1]))
 return 1
 `);
 
@@ -169,6 +196,28 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
         [k.transfer(batchId, transferId), k.batch(batchId)],
         [fee.total.toString(), fee.platform.toString(), fee.gas.toString(), netReceive.toString()],
       );
+    },
+
+    /**
+     * What the service's status route said of the transfer's intent: its `status`, or that it does
+     * not know the intent (`untracked`: a 404, after which nobody asks again). Ignored (false) when
+     * the transfer no longer records `intentId`.
+     */
+    async saveIntentStatus(
+      batchId: string,
+      transferId: string,
+      intentId: string,
+      said: { status: string } | { untracked: true },
+    ): Promise<boolean> {
+      const status = 'status' in said ? said.status : '';
+      const untracked = 'untracked' in said ? '1' : '';
+      const res = await runScript(
+        redis,
+        SAVE_INTENT_STATUS,
+        [k.transfer(batchId, transferId), k.batch(batchId)],
+        [intentId, status, untracked, String(now())],
+      );
+      return res === 1;
     },
 
     /**

@@ -135,6 +135,18 @@ describe('operator commands through the CLI', () => {
     const after = await stack.status(batchId);
     expect(after.transfers[0]).toMatchObject({ state: 'submitted', intent_id: intent });
     expect(after.complete).toBe(true);
+    expect(after.totals.paid.amount).toBe('300.00');
+    // The resolved intent is followed like a sent one (first poll after 15 s): the batch settles.
+    const settled = await waitFor(
+      'the resolved batch to settle',
+      async () => {
+        const d = await stack.status(batchId);
+        return d.settled === true ? d : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(settled.transfers[0]?.intent_status).toBe('complete');
+    expect(settled.intents).toEqual({ complete: 1, failed: 0, untracked: 0, open: 0 });
   });
 
   it('pause holds new work, cancel fails unsent transfers, resume lets work go on', async () => {

@@ -161,6 +161,10 @@ describe('treasury controls: callbacks only to allowed hosts, signed', () => {
 
     const doc = JSON.parse(delivered.body) as BatchStatus;
     expect(doc).toMatchObject({ batch_id: 'cb-ok', complete: true, held: false, counts: { submitted: 3 } });
+    // The settlement as it is at completion: paid totals, and `settled` (a boolean, or null).
+    expect(doc.totals.paid.amount).toBe(doc.totals.amount);
+    expect(typeof doc.settled === 'boolean' || doc.settled === null).toBe(true);
+    expect(doc.intents.complete + doc.intents.failed + doc.intents.untracked + doc.intents.open).toBe(3);
     expect(doc.transfers.map((t) => t.id)).toEqual(['ok-0', 'ok-1', 'ok-2']);
     const ledger = await stack.ledger();
     expect(checkLedger(doc, ledger)).toEqual({ paidTwice: [], problems: [] });

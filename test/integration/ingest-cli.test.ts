@@ -123,6 +123,13 @@ describe('usdc-batch enqueue', () => {
     expect(code, proc.output()).toBe(1);
     const doc = JSON.parse(proc.output().slice(proc.output().indexOf('{')));
     expect(doc).toMatchObject({ batch_id: 'wait-1', counts: { submitted: 1, failed: 1 } });
+    // What was paid beside what was planned; the submitted intent is not final yet: not settled.
+    expect(doc.totals).toEqual({
+      amount: '3.00',
+      paid: { amount: '1.00', fee: '0.00', net_receive: '0.00' },
+    });
+    expect(doc.settled).toBe(false);
+    expect(doc.intents).toEqual({ complete: 0, failed: 0, untracked: 0, open: 1 });
   });
 });
 

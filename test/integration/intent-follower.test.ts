@@ -86,6 +86,7 @@ describe('intent follower', () => {
         timeoutMs: 15_000,
       },
     );
+    expect(await client.hget(`${prefix}:batch:b`, 'intents_complete')).toBe('1');
   });
 
   it('stops asking when the status route answers 404', async () => {
@@ -98,6 +99,9 @@ describe('intent follower', () => {
       timeoutMs: 15_000,
     });
     expect(await client.hget(`${prefix}:t:b:t2`, 'intent_status')).toBe('pending');
+    // …and marked as one whose settlement cannot be known (the batch's `settled` is then null).
+    expect(await client.hget(`${prefix}:t:b:t2`, 'intent_untracked')).toBe('1');
+    expect(await client.hget(`${prefix}:batch:b`, 'intents_untracked')).toBe('1');
     expect(await client.zcard(`${queue}:delayed`)).toBe(0);
   });
 });

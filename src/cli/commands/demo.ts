@@ -1,17 +1,12 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { loadConfig, readEnv } from '../../config/load-config.ts';
-import { UsdcBatchError } from '../../domain/errors.ts';
 import { EVM_CHAINS } from '../../domain/chains.ts';
-import { encodeBase58 } from '../../domain/base58.ts';
 import { enqueueValidated } from '../../ingest/enqueue-batch.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
 import { createLogger } from '../../log/logger.ts';
@@ -23,71 +18,12 @@ import { createBatchReader } from '../../store/batch-reader.ts';
 import { EXIT } from '../exit-codes.ts';
 import { progressBar, table } from '../format.ts';
 import { cliActor } from '../context.ts';
+import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
+import { makeThrowawayKeys } from '../throwaway-keys.ts';
 
 /** What the demo's throwaway treasury holds on each chain before the batch. */
 const DEMO_TREASURY_USDC = 10_000_000_000n;
 const SAMPLE = fileURLToPath(new URL('../../../samples/payouts.csv', import.meta.url));
-
-async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() =>
-        typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no free port')),
-      );
-    });
-  });
-}
-
-/** A private, durable redis-server from PATH in `dir` (the demo never uses a Redis it did not start). */
-async function startRedis(dir: string): Promise<{ url: string; child: ChildProcess }> {
-  if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error) {
-    throw new UsdcBatchError(
-      'USDC_DEMO_NO_REDIS',
-      'the demo needs redis-server on PATH (apt-get install redis-server, brew install redis) or REDIS_URL',
-    );
-  }
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--save',
-      '',
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-    ],
-    { stdio: 'ignore' },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      await probe.ping();
-      probe.disconnect();
-      return { url, child };
-    } catch {
-      probe.disconnect();
-      if (Date.now() > deadline || child.exitCode !== null) {
-        child.kill('SIGKILL');
-        throw new UsdcBatchError('USDC_DEMO_REDIS_START', 'the private redis-server did not start');
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
 
 /**
  * `usdc-batch demo`: the whole thing on embedded defaults — a private Redis (unless REDIS_URL is
@@ -96,7 +32,7 @@ async function startRedis(dir: string): Promise<{ url: string; child: ChildProce
  */
 export async function run(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-demo-'));
-  let redisChild: ChildProcess | undefined;
+  let privateRedis: PrivateRedis | undefined;
   let sandbox: Sandbox | undefined;
   let worker: RunningWorker | undefined;
   let client: Redis | undefined;
@@ -109,12 +45,7 @@ export async function run(): Promise<number> {
     await producer?.close().catch(() => {});
     client?.disconnect();
     await sandbox?.close().catch(() => {});
-    if (redisChild && redisChild.exitCode === null) {
-      const exited = new Promise((r) => redisChild?.once('exit', r));
-      redisChild.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
-      if (redisChild.exitCode === null) redisChild.kill('SIGKILL');
-    }
+    await privateRedis?.stop();
     rmSync(dir, { recursive: true, force: true });
   };
   const onSignal = () => {
@@ -129,9 +60,8 @@ export async function run(): Promise<number> {
     const outside = readEnv();
     let redisUrl = outside['REDIS_URL'];
     if (!redisUrl) {
-      const r = await startRedis(dir);
-      redisChild = r.child;
-      redisUrl = r.url;
+      privateRedis = await startPrivateRedis(dir);
+      redisUrl = privateRedis.url;
       out(`started a private, durable Redis at ${redisUrl} (data in ${dir})\n`);
     } else {
       out(`using REDIS_URL\n`);
@@ -144,11 +74,7 @@ export async function run(): Promise<number> {
     );
 
     // Throwaway keys: a random EVM treasury key and a fresh Solana keypair, never written outside `dir`.
-    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
-    const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
-    const solFile = join(dir, 'solana-keypair.json');
-    writeFileSync(solFile, JSON.stringify([...seed, ...pub]), { mode: 0o600 });
+    const throwaway = makeThrowawayKeys(dir);
     const env: Record<string, string> = {
       REDIS_URL: redisUrl,
       QUEUE_PREFIX: `demo-${randomBytes(3).toString('hex')}`,
@@ -156,8 +82,8 @@ export async function run(): Promise<number> {
       TRANSFER_API_KEY: sandbox.apiKey,
       PERMIT_SPENDER: sandbox.spender,
       SOLANA_RPC_URL: sandbox.rpcUrl('SOLANA'),
-      EVM_PRIVATE_KEY: `0x${randomBytes(32).toString('hex')}`,
-      SOLANA_KEYPAIR_FILE: solFile,
+      EVM_PRIVATE_KEY_FILE: throwaway.evmKeyFile,
+      SOLANA_KEYPAIR_FILE: throwaway.solanaKeyFile,
       LOG_LEVEL: outside['LOG_LEVEL'] ?? 'warn',
       ALLOW_VOLATILE_REDIS: outside['REDIS_URL'] ? (outside['ALLOW_VOLATILE_REDIS'] ?? 'false') : 'false',
     };
@@ -165,7 +91,7 @@ export async function run(): Promise<number> {
     const config = loadConfig(env, { service: true, signingKey: true });
     const logger = createLogger(config.logLevel);
     worker = await startWorker(config, logger);
-    out(`started a worker with throwaway keys (Solana wallet ${encodeBase58(Uint8Array.from(pub))})\n\n`);
+    out(`started a worker with throwaway keys (Solana wallet ${throwaway.solanaAddress})\n\n`);
 
     client = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
     client.on('error', () => {});
@@ -173,8 +99,8 @@ export async function run(): Promise<number> {
     const input = await validateCsv(createReadStream(SAMPLE), {});
     // The throwaway treasury starts with DEMO_TREASURY_USDC on every chain it pays from.
     const treasury = {
-      evm: privateKeyToAccount(env['EVM_PRIVATE_KEY'] as Hex).address,
-      solana: encodeBase58(Uint8Array.from(pub)),
+      evm: privateKeyToAccount(throwaway.evmPrivateKey).address,
+      solana: throwaway.solanaAddress,
     };
     const accounts = demoAccounts(input.transfers, treasury);
     for (const a of accounts.filter((x) => x.who === 'treasury'))

@@ -21,10 +21,11 @@ import { createLogger, type Logger } from '../../log/logger.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../queue/jobs.ts';
 import type { FeeEstimate } from '../../service/types.ts';
 import type { readWallets } from '../../ops/wallets.ts';
-import { keys } from '../../store/keys.ts';
+import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { createRedis } from '../../store/redis.ts';
 import { withCli, type CliContext } from '../context.ts';
+import { intentsText, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
 
@@ -154,18 +155,11 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
       return EXIT.rejected;
     }
     if (!flags.wait) return EXIT.ok;
-    const counts = await waitForBatch(ctx, outcome.batchId, flags.json !== true);
+    const done = await waitForBatch(ctx, outcome.batchId, flags.json !== true);
+    const { counts } = done;
     const unsuccessful = counts.failed + counts.rejected + counts.needs_review;
-    if (flags.json) printJson({ ...outcomeDocument(outcome), counts });
-    else {
-      process.stdout.write(`\nbatch ${outcome.batchId} complete\n`);
-      process.stdout.write(
-        `${table(
-          ['state', 'transfers'],
-          FINAL_STATES.map((s) => [s, counts[s]]),
-        )}\n`,
-      );
-    }
+    if (flags.json) printJson(waitedDocument(outcome, done));
+    else printWaited(outcome.batchId, done);
     return unsuccessful > 0 ? EXIT.rejected : EXIT.ok;
   });
 }
@@ -204,6 +198,36 @@ function outcomeDocument(o: EnqueueOutcome) {
   };
 }
 
+/**
+ * `--wait --json`: the enqueue document with the finished batch's counts, `settled` and paid
+ * totals (settlement usually comes later: `status` shows it then).
+ */
+function waitedDocument(o: EnqueueOutcome, done: BatchSummary) {
+  const doc = outcomeDocument(o);
+  return {
+    ...doc,
+    counts: done.counts,
+    settled: done.settled,
+    intents: done.intents,
+    totals: { ...doc.totals, paid: done.totals.paid },
+  };
+}
+
+function printWaited(batchId: string, done: BatchSummary): void {
+  const lines = [
+    '',
+    `batch ${batchId} complete; settled: ${settledText(done.settled)}`,
+    table(
+      ['state', 'transfers'],
+      FINAL_STATES.map((s) => [s, done.counts[s]]),
+    ),
+    intentsText(done.intents),
+    ...totalsLines(done.totals),
+  ];
+  if (done.settled === false) lines.push(`(usdc-batch status ${batchId} shows when the money has arrived)`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 function printOutcome(o: EnqueueOutcome): void {
   const out = (s: string) => process.stdout.write(`${s}\n`);
   if (o.status === 'rejected') out('rejected: nothing was enqueued');
@@ -229,29 +253,26 @@ function printOutcome(o: EnqueueOutcome): void {
   process.stdout.write(issueReport(o.errors, o.errorCount));
 }
 
-type StateCounts = Record<(typeof TRANSFER_STATES)[number], number>;
-
 /** Polls the batch record's counters (never the transfers) until `complete`. */
-async function waitForBatch(ctx: CliContext, batchId: string, showBar: boolean): Promise<StateCounts> {
-  const key = keys(ctx.prefix).batch(batchId);
+async function waitForBatch(ctx: CliContext, batchId: string, showBar: boolean): Promise<BatchSummary> {
+  const reader = createBatchReader({ redis: ctx.redis, prefix: ctx.prefix });
   const tty = process.stderr.isTTY;
   let lastLine = 0;
   for (;;) {
-    const b = await ctx.redis.hgetall(key);
-    const counts = {} as StateCounts;
-    for (const s of TRANSFER_STATES) counts[s] = Math.max(0, Number(b[`n_${s}`] ?? 0));
-    const rows = Number(b['rows'] ?? 0);
+    const b = await reader.summary(batchId);
+    if (!b) throw new ValidationError('USDC_BATCH_NOT_FOUND', `batch ${batchId} disappeared while waiting`);
+    const counts = b.counts;
+    const rows = TRANSFER_STATES.reduce((n, s) => n + counts[s], 0);
     const done = FINAL_STATES.reduce((n, s) => n + counts[s], 0);
-    const complete = b['complete'] === '1';
-    if (showBar && (tty || complete || Date.now() - lastLine > 5_000)) {
+    if (showBar && (tty || b.complete || Date.now() - lastLine > 5_000)) {
       lastLine = Date.now();
-      const held = b['held'] === '1' && !b['approved_at'] ? ' (held for approval)' : '';
+      const held = b.held ? ' (held for approval)' : '';
       const line = `${progressBar(done, rows)} submitted ${counts.submitted} failed ${counts.failed} rejected ${counts.rejected} review ${counts.needs_review}${held}`;
       process.stderr.write(tty ? `\r${line}` : `${line}\n`);
     }
-    if (complete) {
+    if (b.complete) {
       if (showBar && tty) process.stderr.write('\n');
-      return counts;
+      return b;
     }
     await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
   }

@@ -14,7 +14,13 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   }
   return await withCli({}, async (ctx) => {
     const res = await resolveTransfer(
-      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor },
+      {
+        redis: ctx.redis,
+        prefix: ctx.prefix,
+        jobs: ctx.producer(),
+        intents: ctx.producer(),
+        actor: ctx.actor,
+      },
       args[0] as string,
       args[1] as string,
       submitted !== undefined ? { submitted } : { notSent: true },

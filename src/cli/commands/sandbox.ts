@@ -1,4 +1,7 @@
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { EVM_CHAINS } from '../../domain/chains.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import {
@@ -8,6 +11,15 @@ import {
   type SandboxOptions,
 } from '../../sandbox/sandbox.ts';
 import { EXIT } from '../exit-codes.ts';
+import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
+import {
+  assertEnvFileFree,
+  removeSandboxEnvFile,
+  throwawayHookToken,
+  throwawayKeyLines,
+  writeSandboxEnvFile,
+} from '../sandbox-env.ts';
+import { makeThrowawayKeys } from '../throwaway-keys.ts';
 
 function whole(name: string, value: unknown, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
@@ -37,7 +49,9 @@ export function sandboxEnvLines(sandbox: Sandbox): string[] {
 /**
  * `usdc-batch sandbox`: runs the strict sandbox of the transfer service on local chains until
  * SIGINT/SIGTERM, then stops every anvil it started. Prints, on stdout, the environment a worker
- * needs to use it.
+ * needs to use it, with throwaway signing keys made for this run (files removed when it stops);
+ * `--redis` also starts a private durable Redis, and `--write-env FILE` writes the environment (and
+ * a throwaway HOOK_TOKEN) where other terminals can source it.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   const port = whole('port', options['port'], 0, 65_535);
@@ -54,6 +68,8 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     ...(typeof options['host'] === 'string' ? { host: options['host'] } : {}),
     ...(typeof options['apiKey'] === 'string' ? { apiKey: options['apiKey'] } : {}),
   };
+  const envFile = typeof options['writeEnv'] === 'string' ? options['writeEnv'] : undefined;
+  if (envFile) assertEnvFileFree(envFile);
   const started = Date.now();
   let sandbox: Sandbox;
   try {
@@ -70,25 +86,73 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     }
     throw err;
   }
+  const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-sandbox-'));
+  let redis: PrivateRedis | undefined;
+  try {
+    if (options['redis'] === true) redis = await startPrivateRedis(dir);
+    const env = [
+      ...sandboxEnvLines(sandbox),
+      ...(redis ? [`REDIS_URL=${redis.url}`] : []),
+      ...throwawayKeyLines(makeThrowawayKeys(dir)),
+    ];
+    if (envFile) {
+      writeSandboxEnvFile(envFile, [
+        ...env,
+        '# THROWAWAY token for `usdc-batch serve` against this sandbox',
+        `HOOK_TOKEN=${throwawayHookToken()}`,
+      ]);
+    }
+    process.stdout.write(`${startedLines(sandbox, started, env, redis, envFile).join('\n')}\n`);
+    await untilSignal();
+  } finally {
+    await sandbox.close();
+    await redis?.stop();
+    if (envFile) removeSandboxEnvFile(envFile);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  process.stdout.write('sandbox stopped\n');
+  return EXIT.ok;
+}
+
+/** What the sandbox says when it is up: where, the environment for a worker, the admin routes. */
+function startedLines(
+  sandbox: Sandbox,
+  startedAt: number,
+  env: readonly string[],
+  redis: PrivateRedis | undefined,
+  envFile: string | undefined,
+): string[] {
   const anvils = EVM_CHAINS.map((c) => `${c} pid ${sandbox.nodes.evm[c].pid ?? '?'}`).join(', ');
-  const lines = [
-    `usdc-batch sandbox (${sandbox.network}) listening on ${sandbox.url}, started in ${Date.now() - started} ms`,
+  return [
+    `usdc-batch sandbox (${sandbox.network}) listening on ${sandbox.url}, started in ${Date.now() - startedAt} ms`,
     `chains: anvil per EVM chain (${anvils}); Solana in LiteSVM (in this process)`,
+    ...(redis ? [`redis: a private, durable redis-server at ${redis.url} (stops with the sandbox)`] : []),
     '',
-    ...sandboxEnvLines(sandbox),
+    ...env,
     '',
+    ...(envFile
+      ? [
+          `wrote these settings and a throwaway HOOK_TOKEN to ${envFile} (removed when the sandbox stops); in another terminal:`,
+          `  set -a; . ${shellPath(envFile)}; set +a`,
+          '',
+        ]
+      : []),
     `solana fee payer: ${sandbox.solanaFeePayer}`,
     `admin (loopback only): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit`,
     'press Ctrl-C to stop',
   ];
-  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** `./sandbox.env` for a bare file name (`.` needs a path to read a file of the working directory). */
+function shellPath(file: string): string {
+  return file.includes('/') ? file : `./${file}`;
+}
+
+async function untilSignal(): Promise<void> {
   const ac = new AbortController();
   await Promise.race([
     once(process, 'SIGINT', { signal: ac.signal }),
     once(process, 'SIGTERM', { signal: ac.signal }),
   ]).catch(() => {});
   ac.abort();
-  await sandbox.close();
-  process.stdout.write('sandbox stopped\n');
-  return EXIT.ok;
 }

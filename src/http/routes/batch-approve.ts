@@ -2,6 +2,7 @@ import { approveBatch } from '../../ops/operations.ts';
 import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
 import { batchIdParam } from '../params.ts';
 import { ignoreBody } from './ignore-body.ts';
+import { batchApproveSchema } from '../schemas/route-schemas.ts';
 
 /**
  * `POST /v1/batches/:id/approve` (APPROVER_TOKEN only; the hook token gets 403): releases a batch
@@ -9,18 +10,22 @@ import { ignoreBody } from './ignore-body.ts';
  */
 export const batchApproveRoute: RoutePlugin = async (app, { deps }) => {
   ignoreBody(app);
-  app.post('/v1/batches/:id/approve', { config: { auth: 'approver' } }, async (request) => {
-    const id = batchIdParam(request);
-    const res = await approveBatch(
-      {
-        redis: deps.redis,
-        prefix: deps.config.queuePrefix,
-        jobs: deps.producer,
-        actor: HTTP_ACTORS.approver,
-        ...(deps.now ? { now: deps.now } : {}),
-      },
-      id,
-    );
-    return { batch_id: id, released: res.released, already: res.already };
-  });
+  app.post(
+    '/v1/batches/:id/approve',
+    { config: { auth: 'approver' }, schema: batchApproveSchema },
+    async (request) => {
+      const id = batchIdParam(request);
+      const res = await approveBatch(
+        {
+          redis: deps.redis,
+          prefix: deps.config.queuePrefix,
+          jobs: deps.producer,
+          actor: HTTP_ACTORS.approver,
+          ...(deps.now ? { now: deps.now } : {}),
+        },
+        id,
+      );
+      return { batch_id: id, released: res.released, already: res.already };
+    },
+  );
 };

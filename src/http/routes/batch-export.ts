@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream';
 import { exportBatch } from '../../ops/export.ts';
-import { createBatchReader } from '../../store/batch-reader.ts';
+import type { FastifyReply } from 'fastify';
+import { createBatchReader, type BatchReader } from '../../store/batch-reader.ts';
 import type { RoutePlugin } from '../route-deps.ts';
+import { batchExportSchema } from '../schemas/route-schemas.ts';
 import { notFound } from '../http-errors.ts';
 import { batchIdParam } from '../params.ts';
 
@@ -15,13 +17,26 @@ const TYPES = { csv: 'text/csv; charset=utf-8', json: 'application/json; charset
 export const batchExportRoute: RoutePlugin = async (app, { deps }) => {
   const reader = createBatchReader({ redis: deps.redis, prefix: deps.config.queuePrefix });
   for (const format of ['csv', 'json'] as const) {
-    app.get(`/v1/batches/:id/export.${format}`, async (request, reply) => {
-      const id = batchIdParam(request);
-      if (!(await reader.summary(id))) throw notFound(`batch ${id} does not exist`);
-      return reply
-        .type(TYPES[format])
-        .header('content-disposition', `attachment; filename="${id}.${format}"`)
-        .send(Readable.from(exportBatch(reader, id, format)));
-    });
+    app.get(
+      `/v1/batches/:id/export.${format}`,
+      { schema: batchExportSchema(format) },
+      async (request, reply) => {
+        return await sendBatchExport(reply, reader, batchIdParam(request), format);
+      },
+    );
   }
 };
+
+/** Streams the export of batch `id` as a download; 404 when there is no such batch. */
+export async function sendBatchExport(
+  reply: FastifyReply,
+  reader: BatchReader,
+  id: string,
+  format: 'csv' | 'json',
+): Promise<FastifyReply> {
+  if (!(await reader.summary(id))) throw notFound(`batch ${id} does not exist`);
+  return reply
+    .type(TYPES[format])
+    .header('content-disposition', `attachment; filename="${id}.${format}"`)
+    .send(Readable.from(exportBatch(reader, id, format)));
+}

@@ -2,6 +2,7 @@ import { retryBatch } from '../../ops/operations.ts';
 import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
 import { batchIdParam } from '../params.ts';
 import { ignoreBody } from './ignore-body.ts';
+import { batchRetrySchema } from '../schemas/route-schemas.ts';
 
 /**
  * `POST /v1/batches/:id/retry` (hook token): re-queues the batch's `failed` transfers only. The
@@ -10,7 +11,7 @@ import { ignoreBody } from './ignore-body.ts';
  */
 export const batchRetryRoute: RoutePlugin = async (app, { deps }) => {
   ignoreBody(app);
-  app.post('/v1/batches/:id/retry', async (request) => {
+  app.post('/v1/batches/:id/retry', { schema: batchRetrySchema }, async (request) => {
     const id = batchIdParam(request);
     const { requeued } = await retryBatch(
       {

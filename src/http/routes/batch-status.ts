@@ -1,5 +1,6 @@
 import { createBatchReader } from '../../store/batch-reader.ts';
 import type { RoutePlugin } from '../route-deps.ts';
+import { batchStatusSchema } from '../schemas/route-schemas.ts';
 import { notFound } from '../http-errors.ts';
 import { batchIdParam, cursorParam, intParam, queryOf, stateParam } from '../params.ts';
 
@@ -15,18 +16,22 @@ export const STATUS_PAGE_MAX = 10_000;
  */
 export const batchStatusRoute: RoutePlugin = async (app, { deps }) => {
   const reader = createBatchReader({ redis: deps.redis, prefix: deps.config.queuePrefix });
-  app.get('/v1/batches/:id', async (request) => {
-    const id = batchIdParam(request);
-    const query = queryOf(request);
-    const state = stateParam(query);
-    const cursor = cursorParam(query);
-    const limit = intParam(query, 'limit', { fallback: STATUS_PAGE_DEFAULT, max: STATUS_PAGE_MAX });
-    const doc = await reader.status(id, {
-      limit,
-      ...(state ? { state } : {}),
-      ...(cursor ? { cursor } : {}),
-    });
-    if (!doc) throw notFound(`batch ${id} does not exist`);
-    return doc;
-  });
+  app.get(
+    '/v1/batches/:id',
+    { schema: batchStatusSchema(STATUS_PAGE_DEFAULT, STATUS_PAGE_MAX) },
+    async (request) => {
+      const id = batchIdParam(request);
+      const query = queryOf(request);
+      const state = stateParam(query);
+      const cursor = cursorParam(query);
+      const limit = intParam(query, 'limit', { fallback: STATUS_PAGE_DEFAULT, max: STATUS_PAGE_MAX });
+      const doc = await reader.status(id, {
+        limit,
+        ...(state ? { state } : {}),
+        ...(cursor ? { cursor } : {}),
+      });
+      if (!doc) throw notFound(`batch ${id} does not exist`);
+      return doc;
+    },
+  );
 };

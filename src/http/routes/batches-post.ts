@@ -4,6 +4,7 @@ import { bufferSource } from '../../ingest/csv-source.ts';
 import { readJsonBatch } from '../../ingest/json-source.ts';
 import { validateCsv, validateJson, type ValidatedInput } from '../../ingest/validate-input.ts';
 import type { RoutePlugin } from '../route-deps.ts';
+import { batchesPostSchema } from '../schemas/route-schemas.ts';
 import { verifySignature } from '../auth.ts';
 import { HttpError, unauthorized } from '../http-errors.ts';
 
@@ -25,7 +26,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     done(null, body);
   });
 
-  app.post('/v1/batches', async (request, reply) => {
+  app.post('/v1/batches', { schema: batchesPostSchema }, async (request, reply) => {
     const now = deps.now ?? Date.now;
     const raw = request.body;
     if (!Buffer.isBuffer(raw)) {

@@ -1,6 +1,7 @@
 import type { RoutePlugin } from '../route-deps.ts';
+import { healthzSchema } from '../schemas/route-schemas.ts';
 
 /** Liveness: the process answers. Readiness (Redis reachable) is `/readyz`'s job. */
 export const healthzRoute: RoutePlugin = async (app) => {
-  app.get('/healthz', { config: { auth: 'none' } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { config: { auth: 'none' }, schema: healthzSchema }, async () => ({ status: 'ok' }));
 };

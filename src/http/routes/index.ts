@@ -11,6 +11,8 @@ import { healthzRoute } from './healthz.ts';
 import { metricsRoute } from './metrics.ts';
 import { readyzRoute } from './readyz.ts';
 import { recipientsRoute } from './recipients.ts';
+import { uiRoute } from './ui.ts';
+import { openapiRoute } from '../openapi.ts';
 
 /** The API's routes (PRODUCT.md §6); each file registers one concern. */
 export const ROUTES: readonly RoutePlugin[] = [
@@ -26,4 +28,6 @@ export const ROUTES: readonly RoutePlugin[] = [
   recipientsRoute,
   metricsRoute,
   dashboardRoute,
+  uiRoute,
+  openapiRoute,
 ];

@@ -1,5 +1,6 @@
 import { createMetricsRegistry } from '../../metrics/metrics-registry.ts';
 import type { RoutePlugin } from '../route-deps.ts';
+import { metricsSchema } from '../schemas/route-schemas.ts';
 import { HttpError } from '../http-errors.ts';
 
 /** `GET /metrics`: Prometheus text, every value read from Redis at scrape time (metrics-registry.ts). */
@@ -9,7 +10,7 @@ export const metricsRoute: RoutePlugin = async (app, { deps }) => {
     prefix: deps.config.queuePrefix,
     queueCounts: () => deps.queues.counts(),
   });
-  app.get('/metrics', async (request, reply) => {
+  app.get('/metrics', { schema: metricsSchema }, async (request, reply) => {
     let text: string;
     try {
       text = await metrics.render();

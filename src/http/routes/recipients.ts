@@ -4,6 +4,12 @@ import { addRecipient, importRecipients, listRecipients, removeRecipient } from 
 import { HTTP_ACTORS, type RouteAuth, type RoutePlugin } from '../route-deps.ts';
 import { HttpError } from '../http-errors.ts';
 import { queryOf } from '../params.ts';
+import {
+  recipientDeleteSchema,
+  recipientsDeleteSchema,
+  recipientsListSchema,
+  recipientsPostSchema,
+} from '../schemas/route-schemas.ts';
 import { labelProblem, parseBookAddress, type BookAddress } from '../../domain/recipient-key.ts';
 
 const CSV_TYPES = ['text/csv', 'application/csv'];
@@ -26,44 +32,51 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
   };
   app.addContentTypeParser(CSV_TYPES, { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
-  app.get('/v1/recipients', async () => ({
+  app.get('/v1/recipients', { schema: recipientsListSchema }, async () => ({
     recipients: await listRecipients({ redis: deps.redis, prefix }),
   }));
 
-  app.post('/v1/recipients', { config: { auth: changeAuth } }, async (request, reply) => {
-    const body = request.body;
-    if (typeof body === 'string' || Array.isArray(recipientsOf(body))) {
-      const input =
-        typeof body === 'string'
-          ? readRecipientCsv(body)
-          : readRecipientList(recipientsOf(body) as unknown[]);
-      const res = await importRecipients(ops, input, 'http');
-      if (res.status === 'rejected') {
+  app.post(
+    '/v1/recipients',
+    { config: { auth: changeAuth }, schema: recipientsPostSchema },
+    async (request, reply) => {
+      const body = request.body;
+      if (typeof body === 'string' || Array.isArray(recipientsOf(body))) {
+        const input =
+          typeof body === 'string'
+            ? readRecipientCsv(body)
+            : readRecipientList(recipientsOf(body) as unknown[]);
+        const res = await importRecipients(ops, input, 'http');
+        if (res.status === 'rejected') {
+          throw new HttpError(
+            422,
+            'USDC_RECIPIENTS_INVALID',
+            `${res.errors.length} problem(s); nothing was added`,
+            res.errors,
+          );
+        }
+        return { rows: res.rows, added: res.added, updated: res.updated };
+      }
+      const { address, label } = (body ?? {}) as { address?: unknown; label?: unknown };
+      if (
+        typeof address !== 'string' ||
+        (label !== undefined && label !== null && typeof label !== 'string')
+      ) {
         throw new HttpError(
-          422,
-          'USDC_RECIPIENTS_INVALID',
-          `${res.errors.length} problem(s); nothing was added`,
-          res.errors,
+          400,
+          'USDC_HTTP_BAD_BODY',
+          'send { "address": "…", "label"?: "…" }, { "recipients": […] } or text/csv',
         );
       }
-      return { rows: res.rows, added: res.added, updated: res.updated };
-    }
-    const { address, label } = (body ?? {}) as { address?: unknown; label?: unknown };
-    if (typeof address !== 'string' || (label !== undefined && label !== null && typeof label !== 'string')) {
-      throw new HttpError(
-        400,
-        'USDC_HTTP_BAD_BODY',
-        'send { "address": "…", "label"?: "…" }, { "recipients": […] } or text/csv',
-      );
-    }
-    const res = await addRecipient(ops, address, typeof label === 'string' ? label : undefined);
-    return reply.status(res.was === 'known' ? 200 : 201).send({
-      address: res.address.address,
-      family: res.address.family,
-      added: res.was !== 'known',
-      was: res.was,
-    });
-  });
+      const res = await addRecipient(ops, address, typeof label === 'string' ? label : undefined);
+      return reply.status(res.was === 'known' ? 200 : 201).send({
+        address: res.address.address,
+        family: res.address.family,
+        added: res.was !== 'known',
+        was: res.was,
+      });
+    },
+  );
 
   const remove = async (text: unknown) => {
     if (typeof text !== 'string' || text === '') {
@@ -77,11 +90,16 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
       was_in_book: res.existed,
     };
   };
-  app.delete('/v1/recipients/:address', { config: { auth: changeAuth } }, async (request) =>
-    remove((request.params as Record<string, unknown>)['address']),
+  app.delete(
+    '/v1/recipients/:address',
+    { config: { auth: changeAuth }, schema: recipientDeleteSchema },
+    async (request) => remove((request.params as Record<string, unknown>)['address']),
   );
-  app.delete('/v1/recipients', { config: { auth: changeAuth } }, async (request) =>
-    remove(queryOf(request)['address'] ?? ((request.body ?? {}) as { address?: unknown }).address),
+  app.delete(
+    '/v1/recipients',
+    { config: { auth: changeAuth }, schema: recipientsDeleteSchema },
+    async (request) =>
+      remove(queryOf(request)['address'] ?? ((request.body ?? {}) as { address?: unknown }).address),
   );
 };
 

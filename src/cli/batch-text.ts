@@ -1,0 +1,23 @@
+import type { BatchSummary } from '../store/batch-reader.ts';
+
+/* A batch's settlement and totals as the human output of `status`, `batches` and `enqueue --wait` shows them. */
+
+/** `yes`, `no`, or (null: some intent cannot be followed) `unknown (no status route)`. */
+export function settledText(settled: boolean | null): string {
+  return settled === null ? 'unknown (no status route)' : settled ? 'yes' : 'no';
+}
+
+/** What the submitted intents' statuses say, e.g. `intents: 5 complete, 1 failed, 2 not final`. */
+export function intentsText(i: BatchSummary['intents']): string {
+  const parts = [`${i.complete} complete`, `${i.failed} failed`, `${i.open} not final`];
+  if (i.untracked > 0) parts.push(`${i.untracked} without a status route`);
+  return `intents: ${parts.join(', ')}`;
+}
+
+/** Planned and paid totals on two lines. */
+export function totalsLines(t: BatchSummary['totals']): string[] {
+  return [
+    `planned  amount ${t.amount} USDC  fee ${t.fee}  net ${t.net_receive}`,
+    `paid     amount ${t.paid.amount} USDC  fee ${t.paid.fee}  net ${t.paid.net_receive}  (submitted transfers)`,
+  ];
+}

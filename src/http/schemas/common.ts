@@ -1,0 +1,84 @@
+import { BATCH_ID_PATTERN } from '../../queue/jobs.ts';
+
+/*
+ * JSON Schema pieces the route schemas share. They describe the API for GET /openapi.json; they do
+ * not check requests (the handlers do, answering in the API's own error format: see app.ts) and
+ * do not shape answers (answers are serialized as the handlers built them).
+ */
+
+export const nullable = <T extends { type: string }>(schema: T) => ({
+  ...schema,
+  type: [schema.type, 'null'],
+});
+
+export const usdc = {
+  type: 'string',
+  pattern: '^-?[0-9]+\\.[0-9]{2,6}$',
+  description: 'USDC as a decimal string (exact; at most 6 decimals)',
+} as const;
+
+export const isoTime = { type: 'string', format: 'date-time' } as const;
+
+export const batchIdParams = {
+  type: 'object',
+  required: ['id'],
+  properties: {
+    id: {
+      type: 'string',
+      pattern: BATCH_ID_PATTERN.source,
+      description: 'the batch id (an id no batch can have is answered 404)',
+    },
+  },
+} as const;
+
+/** `{ statusCode, code, error, message, errors?, error_count? }`: every error answer. */
+export const errorDocument = {
+  type: 'object',
+  required: ['statusCode', 'code', 'error', 'message'],
+  properties: {
+    statusCode: { type: 'integer' },
+    code: { type: 'string', description: 'namespaced and stable: USDC_HTTP_…, USDC_BATCH_…, USDC_INGEST_…' },
+    error: { type: 'string' },
+    message: { type: 'string' },
+    errors: { type: 'array', items: { $ref: 'IngestIssue#' } },
+    error_count: { type: 'integer', description: 'all problems; `errors` lists the first 1,000' },
+  },
+  additionalProperties: true,
+} as const;
+
+/** One problem of a rejected input, at its line and column. */
+export const ingestIssue = {
+  $id: 'IngestIssue',
+  type: 'object',
+  required: ['line', 'column', 'message'],
+  properties: {
+    line: { type: ['integer', 'null'] },
+    column: { type: ['string', 'null'] },
+    message: { type: 'string' },
+  },
+  additionalProperties: true,
+} as const;
+
+/** A JSON answer with its schema, for a route's `response`. */
+export function jsonAnswer(description: string, schema: object) {
+  return { description, content: { 'application/json': { schema } } };
+}
+
+/** The error answers of a route, by status. */
+export function errorAnswers(...statuses: number[]) {
+  return Object.fromEntries(
+    statuses.map((s) => [s, jsonAnswer(ERROR_TEXT[s] ?? 'error', { $ref: 'ErrorDocument#' })]),
+  );
+}
+
+const ERROR_TEXT: Readonly<Record<number, string>> = {
+  400: 'malformed request (body, query or parameter)',
+  401: 'missing or wrong credentials',
+  403: 'the hook token where the approver token is needed',
+  404: 'no such batch (or route)',
+  409: 'a batch id reused with other rows',
+  413: 'body too large',
+  415: 'unsupported content type',
+  422: 'the input was rejected: per-row errors, nothing enqueued',
+  503: 'Redis does not answer',
+};

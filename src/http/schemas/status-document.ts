@@ -1,0 +1,113 @@
+import { TRANSFER_STATES } from '../../domain/transfer.ts';
+import { isoTime, nullable, usdc } from './common.ts';
+
+/* The status document of PRODUCT.md §5 (`GET /v1/batches/:id`, `status --json`, callbacks). */
+
+const counts = {
+  type: 'object',
+  required: [...TRANSFER_STATES],
+  properties: Object.fromEntries(TRANSFER_STATES.map((s) => [s, { type: 'integer', minimum: 0 }])),
+  additionalProperties: true,
+} as const;
+
+const money = {
+  type: 'object',
+  required: ['amount', 'fee', 'net_receive'],
+  properties: { amount: usdc, fee: usdc, net_receive: usdc },
+  additionalProperties: true,
+} as const;
+
+export const transferView = {
+  $id: 'Transfer',
+  type: 'object',
+  required: [
+    'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
+    'tx_hash', 'tx_signature', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'updated_at',
+  ],
+  properties: {
+    id: { type: 'string', description: 'the CSV id, or one derived from the line' },
+    line: { type: 'integer' },
+    from: { type: 'string', enum: ['ETH', 'BASE', 'ARB', 'POLYGON', 'SOLANA'] },
+    to: { type: 'string', enum: ['ETH', 'BASE', 'ARB', 'POLYGON', 'SOLANA'] },
+    amount: usdc,
+    recipient: { type: 'string' },
+    memo: nullable({ type: 'string' }),
+    state: { type: 'string', enum: [...TRANSFER_STATES] },
+    intent_id: nullable({ type: 'string' }),
+    intent_status: nullable({ type: 'string', description: 'pending, detected, minted, complete, failed' }),
+    tx_hash: nullable({ type: 'string' }),
+    tx_signature: nullable({ type: 'string' }),
+    new_recipient: { type: 'boolean', description: 'its address was not in the address book when enqueued' },
+    fee: {
+      type: 'object',
+      required: ['total', 'platform', 'gas'],
+      properties: { total: nullable(usdc), platform: nullable(usdc), gas: nullable(usdc) },
+      additionalProperties: true,
+    },
+    net_receive: nullable(usdc),
+    attempts: { type: 'integer', minimum: 0 },
+    error: {
+      type: ['object', 'null'],
+      required: ['code', 'message'],
+      properties: { code: { type: 'string' }, message: { type: 'string' } },
+      additionalProperties: true,
+    },
+    wait_reason: nullable({ type: 'string', description: 'why a queued transfer waits' }),
+    updated_at: nullable(isoTime),
+  },
+  additionalProperties: true,
+} as const; // prettier-ignore
+
+export const batchSummary = {
+  $id: 'BatchSummary',
+  type: 'object',
+  required: ['batch_id', 'created_at', 'source', 'complete', 'settled', 'held', 'held_reason', 'counts', 'totals'],
+  properties: {
+    batch_id: { type: 'string' },
+    created_at: nullable(isoTime),
+    source: { type: 'string', enum: ['csv', 'http', 'schedule'] },
+    complete: { type: 'boolean', description: 'every transfer is final' },
+    settled: {
+      type: ['boolean', 'null'],
+      description: 'complete, and every submitted intent has a final status; null where the service has no status route',
+    },
+    held: { type: 'boolean' },
+    held_reason: nullable({ type: 'string' }),
+    counts,
+    intents: {
+      type: 'object',
+      description: 'the submitted transfers\' intents: final (complete, failed), untracked (no status route), open; they add up to counts.submitted',
+      required: ['complete', 'failed', 'untracked', 'open'],
+      properties: {
+        complete: { type: 'integer', minimum: 0 },
+        failed: { type: 'integer', minimum: 0, description: 'intents that failed after the transfer was submitted' },
+        untracked: { type: 'integer', minimum: 0 },
+        open: { type: 'integer', minimum: 0 },
+      },
+      additionalProperties: true,
+    },
+    totals: {
+      type: 'object',
+      description: 'the batch as planned (every row, recorded estimates); paid: submitted transfers only',
+      required: ['amount', 'fee', 'net_receive', 'paid'],
+      properties: { ...money.properties, paid: money },
+      additionalProperties: true,
+    },
+  },
+  additionalProperties: true,
+} as const; // prettier-ignore
+
+export const statusDocument = {
+  $id: 'StatusDocument',
+  allOf: [{ $ref: 'BatchSummary#' }],
+  type: 'object',
+  required: ['transfers'],
+  properties: {
+    transfers: { type: 'array', items: { $ref: 'Transfer#' } },
+    next_cursor: {
+      type: ['string', 'null'],
+      description: 'the last line of this page: pass it as ?cursor= for the next; null on the last page',
+    },
+  },
+  additionalProperties: true,
+} as const;

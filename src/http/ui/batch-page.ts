@@ -1,0 +1,158 @@
+import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
+import type { BatchStatus, TransferView } from '../../store/batch-reader.ts';
+import {
+  figures,
+  refreshNote,
+  refreshSeconds,
+  rowCount,
+  shortTime,
+  stateBar,
+  stateCount,
+  statusBadges,
+} from './batch-parts.ts';
+import { html, pathWithQuery, type Html } from './html.ts';
+import { pageShell } from './page-shell.ts';
+
+/** What the batch page was asked for: one state or all, and which page of rows. */
+export type BatchPageView = {
+  readonly state: TransferState | undefined;
+  readonly cursor: string | undefined;
+  readonly limit: number;
+  /** The default page size: left out of links that keep it. */
+  readonly defaultLimit: number;
+};
+
+/**
+ * `/ui/batches/:id`: the batch (badges, progress, totals) and one page of its rows, filtered by
+ * state, with links to the export and the batch's audit entries.
+ */
+export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
+  const base = `/ui/batches/${encodeURIComponent(doc.batch_id)}`;
+  const refresh = refreshSeconds([doc]);
+  const body = html`<h1>Batch <span class="mono" data-batch-id>${doc.batch_id}</span></h1>
+    ${statusBadges(doc)}
+    <p class="muted">
+      ${doc.source}, created ${shortTime(doc.created_at)}, ${rowCount(doc.counts)}
+      transfers.${refreshNote(refresh)}
+    </p>
+    ${doc.held ? html`<div class="held-reason" data-held-reason><b>Held for approval:</b> ${doc.held_reason ?? ''}</div>` : null}
+    <section class="panel">${stateBar(doc.counts)} ${stateFilter(doc, view, base)} ${figures(doc)}</section>
+    <div class="links">
+      <a href="${base}/export.csv" data-link="export">export (CSV)</a>
+      <a href="${base}/audit" data-link="audit">audit entries</a>
+    </div>
+    <h2>${view.state ? html`Transfers ${view.state.replace('_', ' ')}` : 'Transfers'}</h2>
+    ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers)} ${pager(doc, view, base)}`;
+  return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, body });
+}
+
+/** All / each state with its count, as links; the current one marked. */
+function stateFilter(doc: BatchStatus, view: BatchPageView, base: string): Html {
+  const link = (state: TransferState | undefined, label: Html) => {
+    const href = pathWithQuery(base, { state, limit: limitParam(view) });
+    const current = view.state === state;
+    return current
+      ? html`<li>
+          <span class="current" aria-current="page" data-state="${state ?? 'all'}">${label}</span>
+        </li>`
+      : html`<li><a href="${href}" data-state="${state ?? 'all'}">${label}</a></li>`;
+  };
+  return html`<ul class="states" data-filter>
+    ${link(undefined, html`all <b data-count="all">${rowCount(doc.counts)}</b>`)}
+    ${TRANSFER_STATES.map((s) => link(s, stateCount(s, doc.counts[s])))}
+  </ul>`;
+}
+
+function noRows(view: BatchPageView): Html {
+  const which = `${view.state ? ` ${view.state}` : ''}${view.cursor ? ' after this line' : ''}`;
+  return html`<div class="panel empty">No transfers${which}.</div>`;
+}
+
+function limitParam(view: BatchPageView): string | undefined {
+  return view.limit === view.defaultLimit ? undefined : String(view.limit);
+}
+
+function transfersTable(transfers: readonly TransferView[]): Html {
+  return html`<div class="scroll">
+    <table class="rows" data-table="transfers">
+      <thead>
+        <tr>
+          <th>line</th>
+          <th>id</th>
+          <th>state</th>
+          <th>amount</th>
+          <th>route</th>
+          <th>recipient</th>
+          <th>intent</th>
+          <th>tx</th>
+          <th>fee</th>
+          <th>error / waiting for</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${transfers.map(transferRow)}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+function transferRow(t: TransferView): Html {
+  const tx = t.tx_hash ?? t.tx_signature;
+  const newBadge = t.new_recipient
+    ? html`<span class="badge new" title="not in the address book when the batch was enqueued"
+        >new recipient</span
+      >`
+    : null;
+  return html`<tr data-transfer="${t.id}">
+    <td data-label="line" class="num">${t.line}</td>
+    <td data-label="id" class="id mono">
+      ${t.id}${t.memo ? html`<div class="muted memo" data-memo>${t.memo}</div>` : null}
+    </td>
+    <td data-label="state" class="state"><span class="dot ${t.state}"></span>${t.state}</td>
+    <td data-label="amount" class="num">${t.amount}</td>
+    <td data-label="route">${t.from}→${t.to}</td>
+    <td data-label="recipient" class="mono">${clipped(t.recipient)}${newBadge}</td>
+    <td data-label="intent" class="mono">
+      ${
+        t.intent_id
+          ? html`<span class="clip" title="${t.intent_id}" data-intent-id>${t.intent_id}</span>
+              <div class="muted" data-intent-status>${t.intent_status ?? ''}</div>`
+          : '–'
+      }
+    </td>
+    <td data-label="tx" class="mono">${tx ? clipped(tx) : '–'}</td>
+    <td data-label="fee" class="num">${t.fee.total ?? '–'}</td>
+    <td data-label="error / waiting for" class="wrap">${problemText(t)}</td>
+  </tr>`;
+}
+
+/**
+ * A long value (an address, a hash) on one line, cut with an ellipsis on wide screens: the whole
+ * value stays in the page (selecting and copying it copies all of it) and in its tooltip.
+ */
+function clipped(value: string): Html {
+  return html`<span class="clip" title="${value}">${value}</span>`;
+}
+
+function problemText(t: TransferView): Html | string {
+  if (t.error) return html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`;
+  return t.wait_reason ?? '';
+}
+
+/** Which lines this page shows, and links to the next page and back to the first. */
+function pager(doc: BatchStatus, view: BatchPageView, base: string): Html {
+  const first = doc.transfers[0];
+  const last = doc.transfers[doc.transfers.length - 1];
+  const shown = first && last ? html`lines ${first.line}–${last.line}` : null;
+  const keep = { state: view.state, limit: limitParam(view) };
+  const next = doc.next_cursor
+    ? html`<a href="${pathWithQuery(base, { ...keep, cursor: doc.next_cursor })}" data-link="next"
+        >next ${view.limit} →</a
+      >`
+    : null;
+  const back = view.cursor
+    ? html`<a href="${pathWithQuery(base, keep)}" data-link="first">← first page</a>`
+    : null;
+  if (!shown && !next && !back) return html``;
+  return html`<nav class="pager">${back}<span class="muted">${shown}</span>${next}</nav>`;
+}

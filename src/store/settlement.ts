@@ -1,0 +1,94 @@
+import { formatUsdc } from '../domain/money.ts';
+
+/*
+ * What a batch paid and how far its intents have settled, kept as counters in the batch record
+ * (`paid_*`, `intents_*`; docs/data-model.md) by the same Lua scripts that change a transfer's
+ * state, fees or intent status — so a read of a 100,000-row batch is one HGETALL, never a scan.
+ *
+ * Each script measures what the transfer adds to the counters before and after its change and
+ * applies the difference. Only a `submitted` transfer adds anything: its amount, fee and net to
+ * `paid_*`, and one to `intents_complete`, `intents_failed` or (its status route answered 404)
+ * `intents_untracked` once its intent is final or cannot be followed.
+ */
+
+/**
+ * Lua functions a script includes before its body: `tally(transferKey)` (what the transfer adds
+ * now, nil when it adds nothing) and `retally(batchKey, before, after)`. Amounts stay strings for
+ * HINCRBY: a Lua number prints large values in exponent form, which HINCRBY refuses.
+ */
+export const SETTLEMENT_LUA = `
+local function tally(t)
+  local v = redis.call('HMGET', t, 'state', 'amount', 'fee_total', 'net_receive', 'intent_status', 'intent_untracked')
+  if v[1] ~= 'submitted' then return nil end
+  return { amount = v[2] or '', fee = v[3] or '', net = v[4] or '', status = v[5] or '', untracked = v[6] == '1' }
+end
+local function tallyIntent(x)
+  if x.status == 'complete' then return 'intents_complete' end
+  if x.status == 'failed' then return 'intents_failed' end
+  if x.untracked then return 'intents_untracked' end
+  return nil
+end
+local function addTally(b, x, sign)
+  if not x then return end
+  for _, f in ipairs({ { 'paid_amount', x.amount }, { 'paid_fee', x.fee }, { 'paid_net_receive', x.net } }) do
+    local s = f[2]
+    if s ~= '' and s ~= '0' then
+      if sign < 0 then
+        if string.sub(s, 1, 1) == '-' then s = string.sub(s, 2) else s = '-' .. s end
+      end
+      redis.call('HINCRBY', b, f[1], s)
+    end
+  end
+  local intent = tallyIntent(x)
+  if intent then redis.call('HINCRBY', b, intent, sign) end
+end
+local function sameTally(a, b)
+  if a == nil or b == nil then return a == b end
+  return a.amount == b.amount and a.fee == b.fee and a.net == b.net and tallyIntent(a) == tallyIntent(b)
+end
+local function retally(b, before, after)
+  if sameTally(before, after) then return end
+  addTally(b, before, -1)
+  addTally(b, after, 1)
+end
+`;
+
+/** The status document's `totals.paid`: the `submitted` transfers only. */
+export type PaidTotals = { amount: string; fee: string; net_receive: string };
+
+/**
+ * Where the submitted transfers' intents are: `complete` and `failed` are final statuses of the
+ * service's status route, `untracked` ones cannot be followed (the route answered 404), `open`
+ * ones are not final yet (pending, detected, minted, or not asked yet). They add up to
+ * `counts.submitted`.
+ */
+export type IntentCounts = { complete: number; failed: number; untracked: number; open: number };
+
+const micro = (v: string | undefined): bigint => BigInt(v && /^-?[0-9]+$/.test(v) ? v : '0');
+const count = (v: string | undefined): number => Math.max(0, Number(v ?? 0) || 0);
+
+export function paidTotals(b: Record<string, string>): PaidTotals {
+  return {
+    amount: formatUsdc(micro(b['paid_amount'])),
+    fee: formatUsdc(micro(b['paid_fee'])),
+    net_receive: formatUsdc(micro(b['paid_net_receive'])),
+  };
+}
+
+export function intentCounts(b: Record<string, string>): IntentCounts {
+  const complete = count(b['intents_complete']);
+  const failed = count(b['intents_failed']);
+  const untracked = count(b['intents_untracked']);
+  const open = Math.max(0, count(b['n_submitted']) - complete - failed - untracked);
+  return { complete, failed, untracked, open };
+}
+
+/**
+ * `settled` (PRODUCT.md §5): true once the batch is complete and every submitted intent has a
+ * final status; null when that can never be known because the service had no status route for
+ * some of them; false otherwise.
+ */
+export function isSettled(complete: boolean, intents: IntentCounts): boolean | null {
+  if (!complete || intents.open > 0) return false;
+  return intents.untracked > 0 ? null : true;
+}

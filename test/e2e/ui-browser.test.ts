@@ -1,0 +1,227 @@
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import { chromiumMissing, launchBrowser, screenshotDir, type Browser } from '../helpers/browser.ts';
+import { waitFor } from '../helpers/cli.ts';
+import { startStack, type Stack } from '../helpers/e2e.ts';
+import { mixedRows, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
+import { startServe, type ServeProcess } from '../helpers/serve.ts';
+
+const HOOK = 'hook-token-ui-browser-0123456789';
+const missing = chromiumMissing();
+if (missing) console.warn(`skipping the batch pages in a real browser: ${missing}`);
+
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+const HOSTILE_MEMO = '<script>alert(1)</script><img src=x onerror=alert(2)>';
+
+/**
+ * The batch pages as a person sees them: the real `serve`, a worker and the sandbox on its local
+ * chains, and headless Chromium reading what is rendered. Screenshots go to test-output/ui/.
+ */
+describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
+  let stack: Stack;
+  let serve: ServeProcess;
+  let desktop: Browser;
+  let batchId: string;
+  let doc: BatchStatus;
+  const shots = screenshotDir('ui');
+  const dialogs: string[] = [];
+
+  beforeAll(async () => {
+    stack = await startStack();
+    stack.startWorker();
+    serve = await startServe({ ...stack.env, HOOK_TOKEN: HOOK });
+    // Eight payments, one below the service's fee (its estimate is refused: it ends `failed`), one
+    // whose memo is markup that must stay text.
+    const rows: Row[] = [
+      ...mixedRows(7, 'ui'),
+      { id: 'ui-tiny', from: 'BASE', to: 'ARB', amount: '0.000001', recipient: randomEvmAddress() },
+    ];
+    rows[1] = { ...rows[1]!, memo: HOSTILE_MEMO };
+    const enqueued = await stack.enqueue(rows, ['--batch-id', 'ui-payroll-1']);
+    batchId = enqueued.batchId;
+    doc = await stack.waitComplete(batchId, 90_000);
+    desktop = await launchBrowser({ headers: { authorization: `Bearer ${HOOK}` }, viewport: DESKTOP });
+  });
+  afterAll(async () => {
+    await desktop?.close();
+    await serve?.stop();
+    await stack?.stop();
+  });
+
+  async function open(browser: Browser, path: string): Promise<Page> {
+    const page = await browser.context.newPage();
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    const res = await page.goto(`${serve.url}${path}`);
+    expect(res?.status(), path).toBe(200);
+    return page;
+  }
+
+  const countOn = async (page: Page, state: string) =>
+    Number(await page.locator(`ul[data-filter] [data-count="${state}"]`).textContent());
+
+  it('lists the batch on /ui with its progress, totals and status', async () => {
+    const page = await open(desktop, '/ui');
+    const row = page.locator(`tr[data-batch="${batchId}"]`);
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.locator('td[data-label="transfers"]').textContent()).toMatch(
+      new RegExp(`^${doc.counts.submitted} submitted, ${doc.counts.failed} failed`),
+    );
+    expect(await row.locator('td[data-label="amount"]').textContent()).toBe(doc.totals.amount);
+    expect(await row.locator('td[data-label="paid"]').textContent()).toBe(doc.totals.paid.amount);
+    expect(await row.locator('[data-flag="complete"]').textContent()).toBe('complete');
+    await page.screenshot({ path: join(shots, 'batches-desktop.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('shows the batch: counts and a row intent id as the status document has them, markup as text', async () => {
+    const page = await open(desktop, `/ui/batches/${batchId}`);
+    expect(await page.locator('[data-batch-id]').textContent()).toBe(batchId);
+    expect(await countOn(page, 'all')).toBe(8);
+    expect(await countOn(page, 'submitted')).toBe(doc.counts.submitted);
+    expect(await countOn(page, 'failed')).toBe(doc.counts.failed);
+    expect(doc.counts.submitted).toBe(7);
+
+    const first = doc.transfers.find((t) => t.state === 'submitted')!;
+    const shownIntent = await page.locator(`tr[data-transfer="${first.id}"] [data-intent-id]`).textContent();
+    expect(shownIntent).toBe(first.intent_id);
+    expect(shownIntent).toMatch(/\S{8,}/);
+    expect(await page.locator(`tr[data-transfer="${first.id}"] td[data-label="state"]`).textContent()).toBe(
+      'submitted',
+    );
+    expect(await page.locator('[data-total="paid"]').textContent()).toBe(`${doc.totals.paid.amount} USDC`);
+
+    // The memo is shown as the text it is; nothing of it ran or became an element.
+    expect(await page.locator('tr[data-transfer="ui-1"] [data-memo]').textContent()).toBe(HOSTILE_MEMO);
+    expect(await page.locator('main script, main img').count()).toBe(0);
+    expect(dialogs).toEqual([]);
+
+    // The failed row says why.
+    expect(
+      await page.locator('tr[data-transfer="ui-tiny"] td[data-label="error / waiting for"]').textContent(),
+    ).toMatch(/\S/);
+    expect(await page.locator('a[data-link="export"]').getAttribute('href')).toBe(
+      `/ui/batches/${batchId}/export.csv`,
+    );
+    expect(
+      Number(await page.evaluate('document.documentElement.scrollWidth - window.innerWidth')),
+    ).toBeLessThanOrEqual(0);
+    await page.screenshot({ path: join(shots, 'batch-desktop.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('follows the state filter to the failed rows only', async () => {
+    const page = await open(desktop, `/ui/batches/${batchId}`);
+    await page.locator('ul[data-filter] a[data-state="failed"]').click();
+    await page.waitForURL(/state=failed/);
+    expect(await page.locator('ul[data-filter] [aria-current="page"]').getAttribute('data-state')).toBe(
+      'failed',
+    );
+    const states = await page.locator('tr[data-transfer] td[data-label="state"]').allTextContents();
+    expect(states).toEqual(Array(doc.counts.failed).fill('failed'));
+    expect(await page.locator('tr[data-transfer]').getAttribute('data-transfer')).toBe('ui-tiny');
+    await page.screenshot({ path: join(shots, 'batch-failed-desktop.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('pages through the rows with the line cursor', async () => {
+    const page = await open(desktop, `/ui/batches/${batchId}?limit=3`);
+    const ids = async () =>
+      await page
+        .locator('tr[data-transfer]')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-transfer')));
+    const seen: (string | null)[] = [...(await ids())];
+    for (let i = 0; i < 5 && (await page.locator('a[data-link="next"]').count()) > 0; i++) {
+      await page.locator('a[data-link="next"]').click();
+      await page.waitForURL(/cursor=/);
+      seen.push(...(await ids()));
+    }
+    expect(seen).toEqual(doc.transfers.map((t) => t.id));
+    expect(await page.locator('a[data-link="first"]').count()).toBe(1);
+  });
+
+  it('opens the export and the audit entries from the page', async () => {
+    const page = await open(desktop, `/ui/batches/${batchId}`);
+    await page.locator('a[data-link="audit"]').click();
+    await page.waitForURL(/\/audit$/);
+    expect(await page.locator('tr[data-action="enqueue"]').count()).toBe(1);
+    await page.screenshot({ path: join(shots, 'audit-desktop.png'), fullPage: true });
+    const csv = await page.request.get(`${serve.url}/ui/batches/${batchId}/export.csv`);
+    expect(csv.status()).toBe(200);
+    expect((await csv.text()).split('\r\n').filter(Boolean)).toHaveLength(9);
+    await page.close();
+  });
+
+  it('is readable on a phone: nothing wider than the screen', async () => {
+    const phone = await launchBrowser({
+      headers: { authorization: `Bearer ${HOOK}` },
+      viewport: PHONE,
+      isMobile: true,
+    });
+    try {
+      for (const [path, name] of [
+        ['/ui', 'batches-phone.png'],
+        [`/ui/batches/${batchId}`, 'batch-phone.png'],
+      ] as const) {
+        const page = await open(phone, path);
+        const overflow = Number(
+          await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'),
+        );
+        expect(overflow, `${path} is ${overflow}px wider than the phone`).toBeLessThanOrEqual(0);
+        await page.screenshot({ path: join(shots, name) });
+        await page.screenshot({ path: join(shots, name.replace('.png', '-full.png')), fullPage: true });
+        await page.close();
+      }
+    } finally {
+      await phone.close();
+    }
+  });
+
+  it('lets a browser log in with HTTP Basic (the hook token as password) and refuses it without', async () => {
+    // A browser without credentials is asked to log in (headless Chromium cannot show the prompt).
+    const anonymous = await launchBrowser();
+    try {
+      const refused = await anonymous.context.request.get(`${serve.url}/ui`);
+      expect(refused.status()).toBe(401);
+      expect(refused.headers()['www-authenticate']).toMatch(/^Basic /);
+    } finally {
+      await anonymous.close();
+    }
+    const login = await launchBrowser({ credentials: { username: 'ops', password: HOOK } });
+    try {
+      const page = await open(login, `/ui/batches/${batchId}`);
+      expect(await countOn(page, 'submitted')).toBe(doc.counts.submitted);
+    } finally {
+      await login.close();
+    }
+  });
+
+  it('shows the batch settled once its intents are final, and stops reloading itself', async () => {
+    const settling = await open(desktop, `/ui/batches/${batchId}`);
+    const before = await stack.status(batchId);
+    if (before.settled !== true) {
+      // Complete but not settled: the page reloads itself until the money has arrived.
+      expect(await settling.locator('meta[http-equiv="refresh"]').count()).toBe(1);
+    }
+    await settling.close();
+    // The worker first asks about an intent 15 s after its send; the sandbox completes it in 6 s.
+    await waitFor('the batch to settle', async () => (await stack.status(batchId)).settled === true, {
+      timeoutMs: 90_000,
+      intervalMs: 500,
+    });
+    const page = await open(desktop, `/ui/batches/${batchId}`);
+    expect(await page.locator('[data-flag="settled"]').textContent()).toBe('settled');
+    expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
+    const first = doc.transfers.find((t) => t.state === 'submitted')!;
+    expect(await page.locator(`tr[data-transfer="${first.id}"] [data-intent-status]`).textContent()).toBe(
+      'complete',
+    );
+    await page.screenshot({ path: join(shots, 'batch-settled-desktop.png'), fullPage: true });
+    await page.close();
+  });
+});

@@ -1,0 +1,217 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBatchReader, type BatchSummary } from '../../src/store/batch-reader.ts';
+import { createTransferStore, type TransferStore } from '../../src/store/transfer-store.ts';
+import { redisForSuite } from '../helpers/redis.ts';
+import { EVM, ingestHarness, type IngestHarness } from './ingest-fixtures.ts';
+
+/**
+ * The status document's money and settlement (PRODUCT.md §5): `totals` as planned, `totals.paid`
+ * over submitted transfers only, `settled` once every submitted intent is final, and the intents'
+ * counters — all kept by the store's scripts as transfers move, never computed by a scan.
+ */
+describe('batch settlement counters', () => {
+  let suite: Awaited<ReturnType<typeof redisForSuite>>;
+  let h: IngestHarness;
+  let store: TransferStore;
+  let reader: ReturnType<typeof createBatchReader>;
+
+  beforeAll(async () => {
+    suite = await redisForSuite();
+    h = ingestHarness(suite.url);
+    store = createTransferStore({ redis: h.redis, prefix: h.prefix });
+    reader = createBatchReader({ redis: h.redis, prefix: h.prefix });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await suite?.close();
+  });
+
+  /** A batch of rows `<batchId>-r0…` paying 10, 20, 30… USDC, each estimated at a fee of 0.1 × its index + 0.1. */
+  async function batchOf(n: number, batchId: string): Promise<string[]> {
+    const lines = Array.from(
+      { length: n },
+      (_, i) => `${batchId}-r${i},BASE,ARB,${10 * (i + 1)},${EVM[i % EVM.length]},row ${i}`,
+    );
+    const out = await h.enqueue(`id,from,to,amount,recipient,memo\n${lines.join('\n')}\n`, {
+      batchId,
+      allowDuplicates: true,
+    });
+    expect(out.status).toBe('enqueued');
+    const ids = lines.map((_, i) => `${batchId}-r${i}`);
+    for (const [i, id] of ids.entries()) {
+      const fee = 100_000n * BigInt(i + 1);
+      await store.saveEstimate(
+        batchId,
+        id,
+        { total: fee, platform: fee - 10_000n, gas: 10_000n },
+        10_000_000n * BigInt(i + 1) - fee,
+      );
+    }
+    return ids;
+  }
+
+  async function submit(batchId: string, id: string): Promise<void> {
+    await store.transition(batchId, id, { expected: ['queued'], to: 'in_progress' });
+    const res = await store.transition(batchId, id, {
+      expected: ['in_progress'],
+      to: 'submitted',
+      fields: { intent_id: `int-${batchId}-${id}`, intent_status: 'pending' },
+    });
+    expect(res.ok).toBe(true);
+  }
+
+  async function summary(batchId: string): Promise<BatchSummary> {
+    const s = await reader.summary(batchId);
+    if (!s) throw new Error(`no batch ${batchId}`);
+    return s;
+  }
+
+  it('counts paid totals over submitted transfers only, beside the planned totals', async () => {
+    const ids = await batchOf(4, 'paid-1');
+    await submit('paid-1', ids[0]!);
+    await submit('paid-1', ids[2]!);
+    await store.transition('paid-1', ids[1]!, {
+      expected: ['queued'],
+      to: 'failed',
+      fields: { error_code: 'refused', error_message: 'no' },
+    });
+    await store.transition('paid-1', ids[3]!, { expected: ['queued'], to: 'in_progress' });
+    const s = await summary('paid-1');
+    // Planned: all four rows and their estimates; paid: rows 0 (10 USDC, fee 0.1) and 2 (30, 0.3).
+    expect(s.totals).toEqual({
+      amount: '100.00',
+      fee: '1.00',
+      net_receive: '99.00',
+      paid: { amount: '40.00', fee: '0.40', net_receive: '39.60' },
+    });
+    expect(s.complete).toBe(false);
+    expect(s.settled).toBe(false);
+    expect(s.intents).toEqual({ complete: 0, failed: 0, untracked: 0, open: 2 });
+  });
+
+  it('reports nothing paid for a batch none of whose rows was sent', async () => {
+    const ids = await batchOf(2, 'paid-none');
+    for (const id of ids) {
+      await store.transition('paid-none', id, {
+        expected: ['queued'],
+        to: 'failed',
+        fields: { error_code: 'cancelled', error_message: 'cancelled' },
+      });
+    }
+    const s = await summary('paid-none');
+    expect(s.totals.paid).toEqual({ amount: '0.00', fee: '0.00', net_receive: '0.00' });
+    expect(s.totals.amount).toBe('30.00');
+    // Complete with no submitted intent: nothing is left to arrive.
+    expect(s.complete).toBe(true);
+    expect(s.settled).toBe(true);
+  });
+
+  it('settles once every submitted intent is final, and counts intents that failed after submission', async () => {
+    const ids = await batchOf(3, 'settle-1');
+    for (const id of ids) await submit('settle-1', id);
+    let s = await summary('settle-1');
+    expect(s.complete).toBe(true);
+    expect(s.settled).toBe(false);
+
+    const intent = (id: string) => `int-settle-1-${id}`;
+    expect(await store.saveIntentStatus('settle-1', ids[0]!, intent(ids[0]!), { status: 'minted' })).toBe(
+      true,
+    );
+    expect(await store.saveIntentStatus('settle-1', ids[0]!, intent(ids[0]!), { status: 'complete' })).toBe(
+      true,
+    );
+    expect(await store.saveIntentStatus('settle-1', ids[1]!, intent(ids[1]!), { status: 'failed' })).toBe(
+      true,
+    );
+    s = await summary('settle-1');
+    expect(s.intents).toEqual({ complete: 1, failed: 1, untracked: 0, open: 1 });
+    expect(s.settled).toBe(false);
+
+    // The same status recorded twice (a poll re-run) moves nothing.
+    await store.saveIntentStatus('settle-1', ids[2]!, intent(ids[2]!), { status: 'complete' });
+    await store.saveIntentStatus('settle-1', ids[2]!, intent(ids[2]!), { status: 'complete' });
+    s = await summary('settle-1');
+    expect(s.intents).toEqual({ complete: 2, failed: 1, untracked: 0, open: 0 });
+    expect(s.settled).toBe(true);
+    // Paid stays what was submitted: an intent that failed later is still counted as sent.
+    expect(s.totals.paid.amount).toBe('60.00');
+  });
+
+  it('ignores a status for an intent the transfer no longer records', async () => {
+    const ids = await batchOf(1, 'settle-other');
+    await submit('settle-other', ids[0]!);
+    expect(
+      await store.saveIntentStatus('settle-other', ids[0]!, 'int-someone-else', { status: 'complete' }),
+    ).toBe(false);
+    const s = await summary('settle-other');
+    expect(s.intents.open).toBe(1);
+    expect(s.settled).toBe(false);
+  });
+
+  it('says settled null when the service has no status route for a submitted intent', async () => {
+    const ids = await batchOf(2, 'settle-404');
+    for (const id of ids) await submit('settle-404', id);
+    await store.saveIntentStatus('settle-404', ids[0]!, `int-settle-404-${ids[0]}`, { status: 'complete' });
+    await store.saveIntentStatus('settle-404', ids[1]!, `int-settle-404-${ids[1]}`, { untracked: true });
+    const s = await summary('settle-404');
+    expect(s.intents).toEqual({ complete: 1, failed: 0, untracked: 1, open: 0 });
+    expect(s.settled).toBeNull();
+  });
+
+  it('moves paid totals and intents with a transfer an operator resolves out of needs_review', async () => {
+    const ids = await batchOf(2, 'settle-review');
+    await submit('settle-review', ids[0]!);
+    await store.transition('settle-review', ids[1]!, { expected: ['queued'], to: 'in_progress' });
+    await store.transition('settle-review', ids[1]!, {
+      expected: ['in_progress'],
+      to: 'needs_review',
+      fields: { error_code: 'outcome_unknown', error_message: 'lost' },
+    });
+    let s = await summary('settle-review');
+    expect(s.totals.paid.amount).toBe('10.00');
+    expect(s.complete).toBe(true);
+    await store.transition('settle-review', ids[1]!, {
+      expected: ['needs_review'],
+      to: 'submitted',
+      fields: { intent_id: 'int-resolved', intent_status: 'complete' },
+    });
+    s = await summary('settle-review');
+    expect(s.totals.paid).toEqual({ amount: '30.00', fee: '0.30', net_receive: '29.70' });
+    expect(s.intents).toEqual({ complete: 1, failed: 0, untracked: 0, open: 1 });
+  });
+
+  it('keeps the paid fee equal to the estimate of a submitted transfer when it is estimated again', async () => {
+    const ids = await batchOf(1, 'settle-reestimate');
+    await submit('settle-reestimate', ids[0]!);
+    await store.saveEstimate(
+      'settle-reestimate',
+      ids[0]!,
+      { total: 250_000n, platform: 240_000n, gas: 10_000n },
+      9_750_000n,
+    );
+    const s = await summary('settle-reestimate');
+    expect(s.totals.paid).toEqual({ amount: '10.00', fee: '0.25', net_receive: '9.75' });
+    expect(s.totals.fee).toBe('0.25');
+  });
+
+  it('keeps amounts far above a Lua number exact', async () => {
+    // 90 million USDC = 9e13 micro-USDC: counted as strings, never through a Lua number.
+    const out = await h.enqueue(`id,from,to,amount,recipient\nbig,BASE,ARB,90000000.123457,${EVM[0]}\n`, {
+      batchId: 'settle-big',
+    });
+    expect(out.status).toBe('enqueued');
+    await store.saveEstimate(
+      'settle-big',
+      'big',
+      { total: 123_456_789_012n, platform: 123_456_789_012n, gas: 0n },
+      89_876_543_334_445n,
+    );
+    await submit('settle-big', 'big');
+    const s = await summary('settle-big');
+    expect(s.totals.paid).toEqual({
+      amount: '90000000.123457',
+      fee: '123456.789012',
+      net_receive: '89876543.334445',
+    });
+  });
+});

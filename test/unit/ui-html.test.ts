@@ -1,0 +1,121 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { BatchStatus, TransferView } from '../../src/store/batch-reader.ts';
+import { batchPage } from '../../src/http/ui/batch-page.ts';
+import { batchesPage } from '../../src/http/ui/batches-page.ts';
+import { escapeHtml, html } from '../../src/http/ui/html.ts';
+import { UI_HEADERS } from '../../src/http/ui/page-shell.ts';
+
+const EVIL = `<script>alert("x")</script>&'"><img src=x onerror=alert(1)>`;
+
+function transfer(over: Partial<TransferView> = {}): TransferView {
+  return {
+    id: 'inv-1',
+    line: 2,
+    from: 'BASE',
+    to: 'ARB',
+    amount: '10.00',
+    recipient: '0x2F837A1abba5ECe02A82B61C50B1C2385A6DB93c',
+    memo: null,
+    state: 'submitted',
+    intent_id: 'int_1',
+    intent_status: 'pending',
+    tx_hash: '0xab',
+    tx_signature: null,
+    new_recipient: false,
+    fee: { total: '0.10', platform: '0.09', gas: '0.01' },
+    net_receive: '9.90',
+    attempts: 1,
+    error: null,
+    wait_reason: null,
+    updated_at: null,
+    ...over,
+  };
+}
+
+function doc(over: Partial<BatchStatus> = {}): BatchStatus {
+  return {
+    batch_id: 'payroll-1',
+    created_at: '2025-06-01T12:00:00.000Z',
+    source: 'csv',
+    complete: false,
+    settled: false,
+    held: false,
+    held_reason: null,
+    counts: { queued: 1, in_progress: 0, submitted: 1, failed: 0, rejected: 0, needs_review: 0 },
+    intents: { complete: 0, failed: 0, untracked: 0, open: 1 },
+    totals: {
+      amount: '20.00',
+      fee: '0.10',
+      net_receive: '9.90',
+      paid: { amount: '10.00', fee: '0.10', net_receive: '9.90' },
+    },
+    transfers: [transfer()],
+    next_cursor: null,
+    ...over,
+  };
+}
+
+const view = { state: undefined, cursor: undefined, limit: 100, defaultLimit: 100 };
+
+describe('batch pages: HTML from outside values', () => {
+  it('escapes every interpolated value and keeps markup made by the tag', () => {
+    expect(escapeHtml(EVIL)).not.toMatch(/[<>"']/);
+    const inner = html`<b>${EVIL}</b>`;
+    expect(html`<p>${inner}</p>`.toString()).toBe(`<p><b>${escapeHtml(EVIL)}</b></p>`);
+    expect(html`<p>${[EVIL, null, false, undefined, 3]}</p>`.toString()).toBe(`<p>${escapeHtml(EVIL)}3</p>`);
+  });
+
+  it('shows a hostile memo, error message, wait reason and held reason as text', () => {
+    const page = batchPage(
+      doc({
+        held: true,
+        held_reason: EVIL,
+        transfers: [
+          transfer({ memo: EVIL, error: { code: 'refused', message: EVIL } }),
+          transfer({ id: 'inv-2', line: 3, state: 'queued', wait_reason: EVIL, intent_id: null }),
+        ],
+      }),
+      view,
+    ).toString();
+    expect(page).not.toContain('<script>alert');
+    expect(page).not.toContain('<img');
+    expect(page.split(escapeHtml(EVIL)).length - 1).toBe(4);
+  });
+
+  it('escapes a batch id in links and text on the list page', () => {
+    const page = batchesPage([doc({ batch_id: 'a"b<c' })], 100).toString();
+    expect(page).toContain('/ui/batches/a%22b%3Cc');
+    expect(page).toContain('a&quot;b&lt;c');
+  });
+
+  it('admits exactly its own stylesheet by hash, and no script', () => {
+    const page = batchesPage([], 100).toString();
+    const css = page.slice(page.indexOf('<style>') + '<style>'.length, page.indexOf('</style>'));
+    const hash = createHash('sha256').update(css).digest('base64');
+    const csp = UI_HEADERS['content-security-policy'] ?? '';
+    expect(csp).toContain(`style-src 'sha256-${hash}'`);
+    expect(csp).toMatch(/default-src 'none'/);
+    expect(csp).not.toMatch(/script-src/);
+    expect(page).not.toContain('<script');
+  });
+
+  it('reloads itself while the batch is open or settling, and not once it is settled', () => {
+    const refresh = (d: BatchStatus) =>
+      /http-equiv="refresh" content="(\d+)"/.exec(batchPage(d, view).toString())?.[1];
+    expect(refresh(doc())).toBe('5');
+    expect(refresh(doc({ complete: true, settled: false }))).toBe('15');
+    expect(refresh(doc({ held: true }))).toBe('15');
+    expect(refresh(doc({ complete: true, settled: true }))).toBeUndefined();
+    expect(refresh(doc({ complete: true, settled: null }))).toBeUndefined();
+  });
+
+  it('links the next page with the cursor, keeping the state filter', () => {
+    const page = batchPage(doc({ next_cursor: '101' }), {
+      ...view,
+      state: 'submitted',
+      limit: 50,
+    }).toString();
+    expect(page).toContain('href="/ui/batches/payroll-1?state=submitted&amp;limit=50&amp;cursor=101"');
+  });
+});
