@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
-import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
 import { EXIT } from './exit-codes.ts';
 import { plainText } from './format.ts';
 

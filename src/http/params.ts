@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
-import { BATCH_ID_PATTERN } from '../queue/jobs.ts';
+import { BATCH_ID_PATTERN } from '../domain/ids.ts';
 import { badQuery, notFound } from './http-errors.ts';
 
 /** The `:id` of a `/v1/batches/:id…` route; an id no batch can have is answered like an unknown one. */

@@ -4,7 +4,7 @@ import { callbackUrlProblem } from '../domain/callback-url.ts';
 import { ConflictError } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
-import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
 import {
   createBatchWriter,
   type BatchState,

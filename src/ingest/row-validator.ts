@@ -3,7 +3,7 @@ import { isEvmChain, isValidRoute, parseChain, type Chain } from '../domain/chai
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
 import { codePointName, controlCharacterAt, inputExcerpt } from '../domain/text.ts';
 import type { TransferRequest } from '../domain/transfer.ts';
-import { ID_PATTERN } from '../queue/jobs.ts';
+import { ID_PATTERN } from '../domain/ids.ts';
 import { MEMO_MAX_LENGTH, type Column, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
 import { IssueList } from './issue-list.ts';

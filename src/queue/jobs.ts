@@ -27,13 +27,3 @@ export function parseTransferJobData(data: unknown): TransferJobData | undefined
   if (typeof batchId !== 'string' || typeof transferId !== 'string') return undefined;
   return { batchId, transferId };
 }
-
-export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
-/**
- * A batch id starts with a letter or digit: `.`, `..`, `-x` or `--help` would read as paths or
- * options wherever an id is typed or joined into a path, and no batch needs them.
- */
-export const BATCH_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
-/** BATCH_ID_PATTERN in words, for messages. */
-export const BATCH_ID_RULE =
-  '1-100 characters of A-Z, a-z, 0-9, "_", "." or "-", starting with a letter or digit';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BATCH_ID_PATTERN, ID_PATTERN } from '../../src/queue/jobs.ts';
+import { BATCH_ID_PATTERN, ID_PATTERN } from '../../src/domain/ids.ts';
 import {
   checkScheduleSpec,
   firingBatchId,

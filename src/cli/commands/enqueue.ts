@@ -18,7 +18,7 @@ import { firstIssues } from '../../ingest/issue-list.ts';
 import { routeTotals } from '../../ingest/route-totals.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
-import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
 import type { FeeEstimate } from '../../service/types.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';

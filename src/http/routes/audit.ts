@@ -1,4 +1,4 @@
-import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../queue/jobs.ts';
+import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
 import { readAudit } from '../../store/audit.ts';
 import type { RoutePlugin } from '../route-deps.ts';
 import { auditSchema } from '../schemas/route-schemas.ts';

@@ -1,4 +1,4 @@
-import { BATCH_ID_PATTERN } from '../../queue/jobs.ts';
+import { BATCH_ID_PATTERN } from '../../domain/ids.ts';
 
 /*
  * JSON Schema pieces the route schemas share. They describe the API for GET /openapi.json; they do
