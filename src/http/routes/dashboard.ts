@@ -4,6 +4,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteAuth, RoutePlugin } from '../route-deps.ts';
 import { errorDocument } from '../http-errors.ts';
+import { queueDescription } from '../../queue/queue-monitor.ts';
 
 export const DASHBOARD_PATH = '/dashboard';
 const STATIC_PATH = `${DASHBOARD_PATH}/static/`;
@@ -37,7 +38,9 @@ export const dashboardRoute: RoutePlugin = async (app, { deps }) => {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
-    queues: deps.queues.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
+    queues: deps.queues.queues.map(
+      (q) => new BullMQAdapter(q, { readOnlyMode: true, description: queueDescription(q.name) }),
+    ),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'usdc-batch' } },
   });
