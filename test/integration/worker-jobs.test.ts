@@ -7,6 +7,7 @@ import { encodeBase58 } from '../../src/domain/base58.ts';
 import type { BatchStatus, TransferView } from '../../src/store/batch-reader.ts';
 import { REPO_ROOT, runCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
+import { browserMissing, launchChromium, screenshotDir } from '../helpers/browser.ts';
 import { mixedRows, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
 import { dumpQueueKeys, readJob, type StoredJob } from '../helpers/job-hashes.ts';
 import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
@@ -162,6 +163,74 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       /answer: ambiguous: re-sending the same payload/,
     );
   }, 200_000);
+
+  it.skipIf(browserMissing() !== undefined)(
+    `shows in bull-board what each job pays and why a payout failed (screenshots in test-output/dashboard)${browserMissing() ? ` — skipped: ${browserMissing()}` : ''}`,
+    async () => {
+      const dir = screenshotDir('dashboard');
+      const { context, close } = await launchChromium({ authorization: `Bearer ${HOOK}` });
+      try {
+        // Only the API's own address: bull-board's page also asks for web fonts on the internet.
+        await context.route(
+          (url) => !url.href.startsWith(api.url),
+          (route) => route.abort(),
+        );
+        const page = await context.newPage();
+        const open = async (path: string, text: string, file: string) => {
+          await page.goto(`${api.url}/dashboard${path}`, { waitUntil: 'networkidle' });
+          try {
+            await page.getByText(text, { exact: false }).first().waitFor({ timeout: 20_000 });
+          } catch (err) {
+            await page.screenshot({ path: join(dir, `timeout-${file}`), fullPage: true });
+            throw err;
+          }
+          await page.screenshot({ path: join(dir, file), fullPage: true });
+          return await page.locator('body').innerText();
+        };
+        // The overview: a card per queue with its counts, the failed payouts counted in red.
+        const list = await open('/', ' Jobs', 'queues.png');
+        expect(list).toMatch(/transfers-BASE[\s\S]*FAILED/);
+        const pick = (state: string) =>
+          first.transfers.find((t) => t.state === state && t.from !== 'SOLANA') as TransferView;
+        const jobPage = (t: TransferView) =>
+          `/queue/${encodeURIComponent(`transfers-${t.from}`)}/${encodeURIComponent(`${batchId}/${t.id}`)}`;
+        const nameOf = (t: TransferView) => `${t.from}→${t.to} ${Number(t.amount).toFixed(2)} USDC`;
+        const submitted = pick('submitted');
+        const failedQueue = await open(
+          `/queue/transfers-${submitted.from}?status=completed`,
+          nameOf(submitted),
+          'queue-completed.png',
+        );
+        expect(failedQueue).toContain(nameOf(submitted));
+        const okText = await open(jobPage(submitted), nameOf(submitted), 'job-submitted.png');
+        expect(okText).toContain(submitted.id);
+        for (const [state, file] of [
+          ['failed', 'job-failed.png'],
+          ['needs_review', 'job-needs-review.png'],
+        ] as const) {
+          const t = pick(state);
+          const text = await open(jobPage(t), `${state}: ${t.error?.code}`, file);
+          expect(text).toContain(nameOf(t));
+          expect(text).toContain(`${state}: ${t.error?.code}: `);
+        }
+        // The step logs of the needs_review job: each call, the lost answer, the refused re-send.
+        await page.getByText('Logs', { exact: true }).click();
+        await page.getByText('answer: ambiguous').first().waitFor({ timeout: 20_000 });
+        // The log panel scrolls inside the card: let it and the card grow, so the screenshot holds
+        // every line. (Text, not a function: these tests are compiled without the DOM's types.)
+        await page.evaluate(`for (let el = document.querySelector('[class^="preWrapper"]'); el && el !== document.body; el = el.parentElement) {
+          Object.assign(el.style, { maxHeight: 'none', height: 'auto', overflow: 'visible' });
+        }`);
+        await page.screenshot({ path: join(dir, 'job-needs-review-logs.png'), fullPage: true });
+        const logs = await page.locator('body').innerText();
+        expect(logs).toMatch(/permit signed: /);
+        expect(logs).toMatch(/needs_review: outcome_unknown: /);
+      } finally {
+        await close();
+      }
+    },
+    60_000,
+  );
 
   it('keeps every secret out of the job hashes, logs and events: keys, the API key, permit signatures, signed transactions', async () => {
     const prefix = stack.env['QUEUE_PREFIX'] as string;
