@@ -5,10 +5,10 @@ import type { PipelinePolicy } from './policy.ts';
 
 /**
  * The steps a run reports (the job's progress shows the current one): estimate → sign (EVM) or
- * build → check → sign (Solana) → send → answer; `wait` for anything that hands the job back,
- * `settle` for a needs_review payload looked at again.
+ * build → sign (Solana: checked, then signed) → send → answer; `wait` for anything that hands the
+ * job back, `settle` for a needs_review payload looked at again.
  */
-export type StepName = 'estimate' | 'build' | 'check' | 'sign' | 'send' | 'answer' | 'wait' | 'settle';
+export type StepName = 'estimate' | 'build' | 'sign' | 'send' | 'answer' | 'wait' | 'settle';
 
 /**
  * Where a run says what it does, a line per call, wait and decision with its reason: the queue

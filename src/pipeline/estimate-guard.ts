@@ -12,11 +12,10 @@ export async function estimateAndGuard(ctx: Ctx, rec: TransferRecord): Promise<S
   // `retry` asks for a fresh estimate: fees move, and the guard must judge today's fee.
   if (fee === null || rec.raw['reestimate'] === '1') {
     try {
-      ctx.report('estimate', `POST /sdk/v1/estimate ${rec.from}→${rec.to} ${formatUsdc(rec.amount)} USDC`);
       const est = await service.estimate({ from: rec.from, to: rec.to, amount: rec.amount });
       ctx.report(
         'estimate',
-        `fee ${formatUsdc(est.fee.total)} USDC (platform ${formatUsdc(est.fee.platform)}, gas ${formatUsdc(est.fee.gas)}), net ${formatUsdc(est.netReceive)} USDC`,
+        `POST /sdk/v1/estimate: fee ${formatUsdc(est.fee.total)} USDC (platform ${formatUsdc(est.fee.platform)}, gas ${formatUsdc(est.fee.gas)}), net ${formatUsdc(est.netReceive)} USDC, ${bpsOf(est.fee.total, rec.amount)} bps (MAX_FEE_BPS ${config.maxFeeBps})`,
       );
       await store.saveEstimate(ctx.batchId, ctx.transferId, est.fee, est.netReceive);
       if (rec.raw['reestimate']) await store.save(ctx.batchId, ctx.transferId, { reestimate: '' });
@@ -48,6 +47,5 @@ export async function estimateAndGuard(ctx: Ctx, rec: TransferRecord): Promise<S
       error_message: `estimated fee ${formatUsdc(fee)} USDC is over MAX_FEE_USDC ${formatUsdc(config.maxFeeUsdc)}`,
     });
   }
-  ctx.report('estimate', `fee guard passed: ${bps} bps, at most ${capBps} (MAX_FEE_BPS)`);
   return undefined;
 }

@@ -31,10 +31,6 @@ const isoOfSeconds = (s: string) => new Date(Number(s) * 1000).toISOString();
 export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
   if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
   const lease = await acquireLease(ctx, chain, ctx.deps.evm.signer.address);
-  ctx.report(
-    'sign',
-    `nonce lease taken: ${chain}, owner ${ctx.deps.evm.signer.address}, nonce ${lease.nonce}`,
-  );
   try {
     return await sendWithLease(ctx, chain, lease);
   } catch (err) {

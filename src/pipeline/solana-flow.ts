@@ -37,10 +37,6 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
         });
       }
       let built;
-      ctx.report(
-        'build',
-        `POST /sdk/v1/solana/build-tx: ${formatUsdc(rec.amount)} USDC to ${rec.to} ${rec.recipient}`,
-      );
       try {
         built = await service.buildSolanaTx({
           to: rec.to,
@@ -59,7 +55,10 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
         }
         return await transientOrFinal(ctx, rec, f, 'build-tx');
       }
-      ctx.report('build', `built: intent ${built.intentId}, expires ${built.expiresAt ?? 'not given'}`);
+      ctx.report(
+        'build',
+        `POST /sdk/v1/solana/build-tx: intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${rec.recipient}, expires ${built.expiresAt ?? 'not given'}`,
+      );
       const verdict = signer.check(built.transaction, {
         amount: rec.amount,
         recipient: rec.recipient,
@@ -74,9 +73,11 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
           solana_intent: built.intentId,
         });
       }
-      ctx.report('check', 'the built transaction does only the requested payment: signing it');
       signed = await signer.sign(built.transaction);
-      ctx.report('sign', `signed by ${signer.address} (not the fee payer)`);
+      ctx.report(
+        'sign',
+        `checked (it does only the requested payment) and signed by ${signer.address}, not the fee payer`,
+      );
       gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
       intentId = built.intentId;
       expiresAt = built.expiresAt ? Date.parse(built.expiresAt) : NaN;

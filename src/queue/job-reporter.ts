@@ -4,6 +4,12 @@ import type { StepName, StepReporter } from '../pipeline/run-transfer.ts';
 
 /** Log lines kept per job (BullMQ `keepLogs`): the newest win, so a long wait cannot grow a job's log. */
 export const JOB_LOG_LINES = 20;
+/**
+ * A step's progress is written once the step has lasted this long: a person (or bull-board's
+ * poll) sees a step that takes time — a slow call, a wait in the job — while a run that is over
+ * in a few hundred ms writes only its final progress. Each progress write is a script and an event.
+ */
+export const PROGRESS_AFTER_MS = 500;
 /** A log line is cut here: lines describe, they never carry a payload. */
 const MAX_LINE = 500;
 
@@ -17,7 +23,6 @@ export type JobProgress = { readonly step: string; readonly progress: number; re
 const STEP_PERCENT: Record<StepName, number> = {
   estimate: 10,
   build: 25,
-  check: 35,
   sign: 45,
   send: 60,
   answer: 80,
@@ -38,12 +43,18 @@ export type JobReporter = {
 
 /**
  * Writes a run's report to its BullMQ job: `job.log()` a line per report (`<ISO time> <step>:
- * <message>`), `job.updateProgress()` when the step changes. Writes go out in order, one after the
- * other, and never fail or slow the payment: an error is logged and the run goes on. A wait that
- * repeats with the same reason (a transfer behind a nonce lease comes back every few hundred ms) is
- * recognised from the progress the job was fetched with, and costs no write.
+ * <message>`), `job.updateProgress()` once a new step has lasted PROGRESS_AFTER_MS, and at the end.
+ * Writes go out in order, one after the other, and never fail or slow the payment: an error is
+ * logged and the run goes on. A wait that repeats with the same reason (a transfer behind a nonce
+ * lease comes back every few hundred ms) is recognised from the progress the job was fetched with,
+ * and costs no write.
  */
-export function createJobReporter(job: Job, logger: Logger, now: () => number = Date.now): JobReporter {
+export function createJobReporter(
+  job: Job,
+  logger: Logger,
+  now: () => number = Date.now,
+  progressAfterMs = PROGRESS_AFTER_MS,
+): JobReporter {
   let chain: Promise<void> = Promise.resolve();
   let warned = false;
   const fetched = asProgress(job.progress);
@@ -69,7 +80,33 @@ export function createJobReporter(job: Job, logger: Logger, now: () => number = 
     const text = `${new Date(now()).toISOString()} ${label}: ${message}`.slice(0, MAX_LINE);
     write(() => job.log(text));
   };
-  const progress = (next: JobProgress) => write(() => job.updateProgress(next));
+  // Progress is a state, not a history: one still waiting to be written is replaced by a newer one.
+  let pending: JobProgress | undefined;
+  const progress = (next: JobProgress) => {
+    const queued = pending !== undefined;
+    pending = next;
+    if (queued) return;
+    write(async () => {
+      const p = pending;
+      pending = undefined;
+      if (p) await job.updateProgress(p);
+    });
+  };
+  // A step's progress waits PROGRESS_AFTER_MS; a newer step, a wait or the end replaces it.
+  let soon: { timer: NodeJS.Timeout; next: JobProgress } | undefined;
+  const cancelSoon = () => {
+    if (soon) clearTimeout(soon.timer);
+    soon = undefined;
+  };
+  const progressSoon = (next: JobProgress) => {
+    cancelSoon();
+    const timer = setTimeout(() => {
+      soon = undefined;
+      progress(next);
+    }, progressAfterMs);
+    timer.unref();
+    soon = { timer, next };
+  };
 
   return {
     report(name, message) {
@@ -78,20 +115,28 @@ export function createJobReporter(job: Job, logger: Logger, now: () => number = 
       step = name;
       if (name !== 'wait') percent = STEP_PERCENT[name];
       lastWait = undefined;
-      progress({ step, progress: percent, message: short(message) });
+      progressSoon({ step, progress: percent, message: short(message) });
     },
     waiting(reason, delayMs) {
       if (short(reason) === lastWait) return;
       lastWait = short(reason);
       step = 'wait';
       line('wait', `${reason} (again in ${(delayMs / 1000).toFixed(1)} s)`);
+      cancelSoon();
       progress({ step: 'wait', progress: percent, message: short(reason) });
     },
     ended(state, message) {
       line(state, message);
+      cancelSoon();
       progress({ step: state, progress: 100, message: short(message) });
     },
     async flush() {
+      // A run that ends without `ended` or `waiting` (an unexpected error) shows the step it was at.
+      if (soon) {
+        const { next } = soon;
+        cancelSoon();
+        progress(next);
+      }
       await chain;
     },
   };

@@ -157,7 +157,9 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       (
         await jobOf(first.transfers.find((t) => t.state === state && t.error?.code === code) as TransferView)
       ).logs.join('\n');
-    expect(await logsOf('rejected', 'fee_too_high')).toMatch(/estimate: fee 0\.011 USDC/);
+    expect(await logsOf('rejected', 'fee_too_high')).toMatch(
+      /estimate: POST \/sdk\/v1\/estimate: fee 0\.011 USDC .* 110 bps \(MAX_FEE_BPS 100\)/,
+    );
     expect(await logsOf('failed', 'refused')).toMatch(/answer: rejected: refused on its first send/);
     expect(await logsOf('needs_review', 'outcome_unknown')).toMatch(
       /answer: ambiguous: re-sending the same payload/,

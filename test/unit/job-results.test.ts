@@ -104,17 +104,20 @@ describe('job reporter', () => {
   it('logs a dated line per report, and the step as progress only when it changes', async () => {
     const { job, lines, progresses } = fakeJob();
     const r = createJobReporter(job, logger, at);
-    r.report('estimate', 'POST /sdk/v1/estimate');
-    r.report('estimate', 'fee 0.01 USDC');
+    r.report('estimate', 'POST /sdk/v1/estimate: fee 0.01 USDC');
+    await r.flush();
     r.report(null, 'send 1 failed: ambiguous');
     r.report('send', 'send 2 of the same payload');
+    await r.flush();
+    r.report('send', 'still sending');
+    await r.flush();
     r.ended('submitted', 'intent int_1');
     await r.flush();
     expect(lines).toEqual([
-      '2026-01-02T03:04:05.678Z estimate: POST /sdk/v1/estimate',
-      '2026-01-02T03:04:05.678Z estimate: fee 0.01 USDC',
+      '2026-01-02T03:04:05.678Z estimate: POST /sdk/v1/estimate: fee 0.01 USDC',
       '2026-01-02T03:04:05.678Z seen: send 1 failed: ambiguous',
       '2026-01-02T03:04:05.678Z send: send 2 of the same payload',
+      '2026-01-02T03:04:05.678Z send: still sending',
       '2026-01-02T03:04:05.678Z submitted: intent int_1',
     ]);
     expect(progresses.map((p) => `${p.step} ${p.progress}`)).toEqual([
@@ -122,6 +125,18 @@ describe('job reporter', () => {
       'send 60',
       'submitted 100',
     ]);
+  });
+
+  it('writes only the newest progress when steps come faster than Redis answers, and every line', async () => {
+    const { job, lines, progresses } = fakeJob();
+    const r = createJobReporter(job, logger, at);
+    r.report('estimate', 'a');
+    r.report('sign', 'b');
+    r.report('send', 'c');
+    r.ended('submitted', 'd');
+    await r.flush();
+    expect(lines).toHaveLength(4);
+    expect(progresses).toEqual([{ step: 'submitted', progress: 100, message: 'd' }]);
   });
 
   it('logs a wait once while its reason stays the same, also across runs of the job', async () => {
