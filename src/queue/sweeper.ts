@@ -19,6 +19,12 @@ import { settleGivenUpJob } from './transfer-processor.ts';
 export const SWEEP_QUIET_MS = 60_000;
 /** Re-queued this many times by the sweeper without finishing: its job keeps ending early; made final. */
 export const MAX_SWEEP_REQUEUES = 3;
+/**
+ * A batch whose transfers are moving (its record changed within SWEEP_QUIET_MS) is read at most
+ * this often: a 100,000-row batch in flight is a few hundred thousand Redis reads per sweep, and
+ * its jobs are plainly being worked. A quiet batch is read at every sweep.
+ */
+export const BUSY_BATCH_SWEEP_MS = 10 * 60_000;
 /** One process sweeps at a time (`P:sweep:lock`); a crashed sweeper's lock lapses after this. */
 const SWEEP_LOCK_MS = 120_000;
 
@@ -35,6 +41,8 @@ export type SweepDeps = {
   readonly logger: Logger;
   readonly metrics?: TransferJobMetrics | undefined;
   readonly now?: () => number;
+  /** When this process last read each busy batch (kept by the caller across sweeps). */
+  readonly busyReadAt?: Map<string, number>;
 };
 
 /** Where a transfer's job of its current round stands. */
@@ -59,7 +67,14 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
   let n = 0;
   try {
     const now = (deps.now ?? Date.now)();
-    for await (const page of unfinishedTransfers(deps.redis, deps.prefix, { now, quietMs: SWEEP_QUIET_MS })) {
+    // Batches that completed while busy are never looked at again: forget them.
+    for (const [id, at] of deps.busyReadAt ?? []) {
+      if (now - at > 2 * BUSY_BATCH_SWEEP_MS) deps.busyReadAt?.delete(id);
+    }
+    const readBatch = (batchId: string, updatedAt: number) =>
+      readNow(deps.busyReadAt, batchId, updatedAt, now);
+    const options = { now, quietMs: SWEEP_QUIET_MS, readBatch };
+    for await (const page of unfinishedTransfers(deps.redis, deps.prefix, options)) {
       const mine = page.filter((t) => deps.queues.has(t.from));
       const fates = await jobFates(deps, mine);
       for (const [i, t] of mine.entries()) {
@@ -70,6 +85,23 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
     await runScript(deps.redis, RELEASE, [lock], [token]).catch(() => {});
   }
   return n;
+}
+
+/** A quiet batch is read at every sweep, a busy one at most every BUSY_BATCH_SWEEP_MS. */
+function readNow(
+  busyReadAt: Map<string, number> | undefined,
+  batchId: string,
+  updatedAt: number,
+  now: number,
+): boolean {
+  if (!busyReadAt || now - updatedAt >= SWEEP_QUIET_MS) {
+    busyReadAt?.delete(batchId);
+    return true;
+  }
+  const last = busyReadAt.get(batchId);
+  if (last !== undefined && now - last < BUSY_BATCH_SWEEP_MS) return false;
+  busyReadAt.set(batchId, now);
+  return true;
 }
 
 /** One pipeline for the page: each job hash's existence and `finishedOn`, and the failed set. */

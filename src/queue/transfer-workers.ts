@@ -66,8 +66,10 @@ export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorker
     workers.push(startWorker(deps, source, connection, shutdown.signal));
   }
 
+  const busyReadAt = new Map<string, number>();
   const sweep = () =>
     sweepUnfinished({
+      busyReadAt,
       redis: deps.redis,
       prefix: deps.prefix,
       pipeline: deps.pipeline,

@@ -24,23 +24,29 @@ const BATCH_PAGE = 500;
  * (`enqueued=1`: a batch still being written gets its jobs from ingest), not held (a held batch's
  * rows have no job on purpose until `approve`), not complete. Only transfers untouched for
  * `quietMs` are yielded: a transfer a command has just re-queued gets its job a moment later.
+ * `readBatch` may pass over an open batch, given its `updated_at` (which every transition touches).
  * Reads batch records in pages (one pipeline each) and each open batch's state sets by line.
  */
 export async function* unfinishedTransfers(
   redis: Redis,
   prefix: string,
-  options: { readonly now: number; readonly quietMs: number },
+  options: {
+    readonly now: number;
+    readonly quietMs: number;
+    readonly readBatch?: (batchId: string, updatedAt: number) => boolean;
+  },
 ): AsyncGenerator<UnfinishedTransfer[]> {
   const k = keys(prefix);
   for (let start = 0; ; start += BATCH_PAGE) {
     const ids = await redis.zrange(k.batches, start, start + BATCH_PAGE - 1);
     if (ids.length === 0) return;
     const pipe = redis.pipeline();
-    for (const id of ids) pipe.hmget(k.batch(id), 'enqueued', 'held', 'complete');
+    for (const id of ids) pipe.hmget(k.batch(id), 'enqueued', 'held', 'complete', 'updated_at');
     const flags = (await pipe.exec()) ?? [];
-    const open = ids.filter((_, i) => {
-      const [enqueued, held, complete] = (flags[i]?.[1] ?? []) as (string | null)[];
-      return enqueued === '1' && held !== '1' && complete !== '1';
+    const open = ids.filter((id, i) => {
+      const [enqueued, held, complete, updatedAt] = (flags[i]?.[1] ?? []) as (string | null)[];
+      if (enqueued !== '1' || held === '1' || complete === '1') return false;
+      return options.readBatch?.(id, Number(updatedAt ?? 0)) ?? true;
     });
     for (const batchId of open) {
       for (const state of ['queued', 'in_progress'] as const) {
