@@ -27,12 +27,27 @@ export type RedisRun = {
   /** used_memory growth per transfer: right after ingest, once all is final, once BullMQ's finished jobs are gone. */
   readonly bytesAfterEnqueue: number;
   readonly bytesAfterComplete: number;
+  /** used_memory growth per transfer once final, after the finished transfer jobs' logs and results are deleted. */
+  readonly bytesAfterCompleteNoLogs: number;
+  /** The finished transfer jobs, per transfer, while kept (a day; failed ones a week). */
+  readonly jobBytes: JobBytes;
   /** What stays per transfer for good: Σ MEMORY USAGE of records, payout ids and batch keys / rows. */
   readonly bytesRetained: number;
   /** The same from used_memory (fixed costs such as the script cache and client buffers included). */
   readonly usedMemoryRetained: number;
   /** MEMORY USAGE (SAMPLES 0) summed over each kind of key once finished jobs are gone, per transfer. */
   readonly keyBytes: KeyBytes;
+};
+
+export type JobBytes = {
+  /** Σ MEMORY USAGE of the transfer job hashes (results included) / rows. */
+  readonly hashes: number;
+  /** Σ HSTRLEN of their `returnvalue` (the outcome object) / rows. */
+  readonly results: number;
+  /** Σ MEMORY USAGE of their `:logs` lists / rows. */
+  readonly logs: number;
+  /** Log lines per transfer job. */
+  readonly logLines: number;
 };
 
 export type KeyBytes = {
@@ -116,6 +131,10 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
     const followCalls = totalCalls(await commandCalls(redis.client));
     await group.stop();
     const m2 = await usedMemory(redis.client);
+    // The finished jobs as kept, then without their step logs and results: what the logs and the
+    // outcome objects cost while BullMQ keeps the jobs.
+    const jb = await stripJobLogsAndResults(redis, prefix);
+    const m2b = await usedMemory(redis.client);
 
     // A day later BullMQ has trimmed the finished jobs (removeOnComplete age); do it now.
     for (const name of [...CHAINS.map((c) => queueNameFor(c)), INTENT_QUEUE]) {
@@ -137,6 +156,13 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
       topWork: topCommands(workCalls, n),
       bytesAfterEnqueue: (m1 - m0) / n,
       bytesAfterComplete: (m2 - m0) / n,
+      bytesAfterCompleteNoLogs: (m2b - m0) / n,
+      jobBytes: {
+        hashes: jb.hashes / n,
+        results: jb.results / n,
+        logs: jb.logs / n,
+        logLines: jb.logLines / n,
+      },
       bytesRetained: (kb.records + kb.payouts + kb.batch) / n,
       // The capped event streams are a fixed cost, not a per-transfer one: left out here, shown apart.
       usedMemoryRetained: (m3 - m0 - kb.eventStreams) / n,
@@ -152,6 +178,39 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
     await stopWorkers?.();
     await redis.stop();
   }
+}
+
+/**
+ * Sizes the finished transfer jobs (hash, `returnvalue`, `:logs`), then deletes their logs and
+ * results, as a BullMQ without them would hold the same jobs.
+ */
+async function stripJobLogsAndResults(redis: BenchRedis, prefix: string): Promise<JobBytes> {
+  const sums = { hashes: 0, results: 0, logs: 0, logLines: 0 };
+  for (const chain of CHAINS) {
+    const q = `${prefix}:${queueNameFor(chain)}`;
+    for (const set of ['completed', 'failed']) {
+      const ids = await redis.client.zrange(`${q}:${set}`, 0, -1);
+      for (let i = 0; i < ids.length; i += 500) {
+        const page = ids.slice(i, i + 500);
+        const pipe = redis.client.pipeline();
+        for (const id of page) {
+          pipe.call('MEMORY', 'USAGE', `${q}:${id}`, 'SAMPLES', '0');
+          pipe.hstrlen(`${q}:${id}`, 'returnvalue');
+          pipe.call('MEMORY', 'USAGE', `${q}:${id}:logs`, 'SAMPLES', '0');
+          pipe.llen(`${q}:${id}:logs`);
+        }
+        const res = (await pipe.exec()) ?? [];
+        res.forEach(([, v], j) => {
+          const key = (['hashes', 'results', 'logs', 'logLines'] as const)[j % 4] as keyof typeof sums;
+          sums[key] += Number(v ?? 0);
+        });
+        const strip = redis.client.pipeline();
+        for (const id of page) strip.del(`${q}:${id}:logs`).hdel(`${q}:${id}`, 'returnvalue');
+        await strip.exec();
+      }
+    }
+  }
+  return sums;
 }
 
 async function keyBytes(redis: BenchRedis, prefix: string): Promise<KeyBytes> {

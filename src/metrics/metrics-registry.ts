@@ -3,8 +3,16 @@ import { Gauge, Registry, type Metric } from 'prom-client';
 import { TRANSFER_STATES } from '../domain/transfer.ts';
 import type { QueueCounts } from '../queue/queue-monitor.ts';
 import { keys } from '../store/keys.ts';
-import { EVM_CHAINS } from '../domain/chains.ts';
-import { metricKeys, NONCE_SETTLE_BUCKETS_MS, SERVICE_CALL_BUCKETS_MS } from './worker-metrics.ts';
+import { CHAINS, EVM_CHAINS } from '../domain/chains.ts';
+import { readDailySpend } from '../store/spend-limit.ts';
+import { ALIVE_WINDOW_MS, HEARTBEAT_MS, workersAlive } from './worker-heartbeat.ts';
+import {
+  FAILURE_CODES,
+  metricKeys,
+  NONCE_SETTLE_BUCKETS_MS,
+  SERVICE_CALL_BUCKETS_MS,
+  TRANSFER_FINAL_BUCKETS_MS,
+} from './worker-metrics.ts';
 
 /** Batches read per scrape: the most recent ones (a scrape stays one bounded Redis read). */
 export const SCRAPED_BATCHES = 100;
@@ -14,6 +22,9 @@ export type MetricsDeps = {
   readonly prefix: string;
   /** Job counts per queue (the queue layer's monitor). */
   readonly queueCounts: () => Promise<QueueCounts[]>;
+  /** `MAX_DAILY_USDC` in micro-USDC, when set (`usdc_batch_daily_cap_micro_usdc`). */
+  readonly dailyCap?: bigint | undefined;
+  readonly now?: () => number;
 };
 
 type Snapshot = {
@@ -24,6 +35,9 @@ type Snapshot = {
   serviceCalls: Record<string, string>;
   counters: Record<string, string>;
   nonceSettle: Record<string, string>;
+  transferFinal: Record<string, string>;
+  workersAlive: number;
+  dailySpend: bigint;
 };
 
 type StoredValue = { labels: Record<string, string | number>; value: number; metricName?: string };
@@ -102,6 +116,19 @@ function histogramValues(
   return out;
 }
 
+/** Counter fields `<name>|<label1>|<label2>…` of the counters hash, as labelled values. */
+function countersOf(raw: Record<string, string>, name: string, labelNames: readonly string[]): StoredValue[] {
+  const out: StoredValue[] = [];
+  for (const [field, value] of Object.entries(raw).sort(([a], [b]) => a.localeCompare(b))) {
+    const parts = field.split('|');
+    if (parts[0] !== name || parts.length !== labelNames.length + 1) continue;
+    const labels: Record<string, string> = {};
+    labelNames.forEach((l, i) => (labels[l] = parts[i + 1] ?? ''));
+    out.push({ labels, value: Number(value) || 0 });
+  }
+  return out;
+}
+
 /** Micro-USDC as a metric value: exact while below 2^53 (9 billion USDC). */
 const microValue = (v: bigint): number => Number(v);
 
@@ -169,9 +196,53 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     'usdc_batch_nonce_settle_wait_seconds',
     'How long a refused permit waited for the chain before it was settled, by chain and outcome (moved, rewound, held, final, unknown), all workers.',
   );
+  const failures = new StoredMetric(
+    'counter',
+    'usdc_batch_transfer_failures_total',
+    `Transfers that ended failed, rejected or needs_review, by source chain, state and error code (${FAILURE_CODES.length} known codes, else "other"), all workers. Each is a failed job too.`,
+  );
+  const finalTime = new StoredMetric(
+    'histogram',
+    'usdc_batch_transfer_final_seconds',
+    'Time from a transfer job being enqueued to its transfer becoming final, by source chain and final state, all workers (its _count is the throughput by chain and state).',
+  );
+  const waits = new StoredMetric(
+    'counter',
+    'usdc_batch_waits_total',
+    'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, retry, rate_limit, settle), all workers.',
+  );
+  const intentsFailed = new StoredMetric(
+    'counter',
+    'usdc_batch_intents_failed_total',
+    'Intents that ended failed after their transfer was submitted (the service took the USDC and did not deliver it), by source chain. Each is a failed job in the intents queue.',
+  );
   // Registry only reads `name` and `get()`; the casts stand for prom-client's Metric union.
-  for (const m of [retries, latency, nonceRefusals, nonceSettleWait])
+  for (const m of [
+    retries,
+    latency,
+    nonceRefusals,
+    nonceSettleWait,
+    failures,
+    finalTime,
+    waits,
+    intentsFailed,
+  ])
     registry.registerMetric(m as unknown as Metric);
+  const workers = new Gauge({
+    name: 'usdc_batch_workers',
+    help: `Worker processes alive: their heartbeat (every ${HEARTBEAT_MS / 1000} s) was seen in the last ${ALIVE_WINDOW_MS / 1000} s.`,
+    registers: [registry],
+  });
+  const dailySpend = new Gauge({
+    name: 'usdc_batch_daily_spend_micro_usdc',
+    help: 'Micro-USDC reserved or sent in the rolling 24 hours under MAX_DAILY_USDC (0 when no cap is set: nothing is reserved).',
+    registers: [registry],
+  });
+  const dailyCap = new Gauge({
+    name: 'usdc_batch_daily_cap_micro_usdc',
+    help: 'MAX_DAILY_USDC in micro-USDC; -1 when no cap is set.',
+    registers: [registry],
+  });
 
   async function snapshot(): Promise<Snapshot> {
     const ids = await deps.redis.zrevrange(k.batches, 0, SCRAPED_BATCHES - 1);
@@ -180,11 +251,19 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     pipe.hgetall(mk.serviceCalls);
     pipe.hgetall(mk.counters);
     pipe.hgetall(mk.nonceSettle);
-    const [res, queues] = await Promise.all([pipe.exec(), deps.queueCounts()]);
+    pipe.hgetall(mk.transferFinal);
+    const now = (deps.now ?? Date.now)();
+    const [res, queues, alive, spend] = await Promise.all([
+      pipe.exec(),
+      deps.queueCounts(),
+      workersAlive(deps.redis, deps.prefix, now),
+      readDailySpend(deps.redis, deps.prefix, now),
+    ]);
     const results = (res ?? []).map(([err, v]) => {
       if (err) throw err;
       return (v ?? {}) as Record<string, string>;
     });
+    const transferFinal = results.pop() ?? {};
     const nonceSettle = results.pop() ?? {};
     const counters = results.pop() ?? {};
     const serviceCalls = results.pop() ?? {};
@@ -204,6 +283,9 @@ export function createMetricsRegistry(deps: MetricsDeps) {
       serviceCalls,
       counters,
       nonceSettle,
+      transferFinal,
+      workersAlive: alive,
+      dailySpend: spend,
     };
     const int = (v: string | undefined): bigint => (v && /^-?[0-9]+$/.test(v) ? BigInt(v) : 0n);
     for (const b of results) {
@@ -248,6 +330,19 @@ export function createMetricsRegistry(deps: MetricsDeps) {
       NONCE_SETTLE_BUCKETS_MS,
       ['chain', 'outcome'],
     );
+    finalTime.values = histogramValues(snap.transferFinal, finalTime.name, TRANSFER_FINAL_BUCKETS_MS, [
+      'chain',
+      'state',
+    ]);
+    failures.values = countersOf(snap.counters, 'failures', ['chain', 'state', 'code']);
+    waits.values = countersOf(snap.counters, 'waits', ['chain', 'kind']);
+    intentsFailed.values = CHAINS.map((chain) => ({
+      labels: { chain },
+      value: Number(snap.counters[`intent_failed|${chain}`] ?? 0) || 0,
+    }));
+    workers.set(snap.workersAlive);
+    dailySpend.set(microValue(snap.dailySpend));
+    dailyCap.set(deps.dailyCap === undefined ? -1 : microValue(deps.dailyCap));
   }
 
   // Scrapes are serialized: one fills the gauges and renders before the next reads.

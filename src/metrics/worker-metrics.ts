@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
-import type { NonceSettleOutcome, PipelineMetrics } from '../pipeline/pipeline-deps.ts';
+import type { Chain } from '../domain/chains.ts';
+import type { TransferState } from '../domain/transfer.ts';
+import type { NonceSettleOutcome, PipelineMetrics, WaitKind } from '../pipeline/pipeline-deps.ts';
 import type { CallOutcome } from '../service/service-client.ts';
 import type { Operation } from '../service/types.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
@@ -22,12 +24,61 @@ import type { TransferStore } from '../store/transfer-store.ts';
  *   outside signer used it, or a presumed-used permit below blocked it).
  * - `<prefix>:metrics:nonce_settle` — how long refused permits waited for the chain, per
  *   `<CHAIN>|<outcome>` (moved, rewound, held, final, unknown), fields as for service calls.
+ * - `<prefix>:metrics:transfer_final` — time from a job's enqueue to its transfer's final state,
+ *   per `<CHAIN>|<state>` (source chain), fields as for service calls.
+ * - in `…:counters` too: `failures|<CHAIN>|<state>|<code>` transfers that ended failed, rejected or
+ *   needs_review (code one of FAILURE_CODES, else `other`); `waits|<CHAIN>|<kind>` jobs handed back
+ *   to the queue by reason; `intent_failed|<CHAIN>` intents that ended `failed` after their transfer
+ *   was submitted.
  */
 export const SERVICE_CALL_BUCKETS_MS = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 20_000] as const;
 /** Waits for the chain after a refused permit: an RPC's lag, up to the settle window and beyond. */
 export const NONCE_SETTLE_BUCKETS_MS = [
   250, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 60_000,
 ] as const;
+
+/** Time to final: seconds for most, hours for a transfer that waited for the daily cap. */
+export const TRANSFER_FINAL_BUCKETS_MS = [
+  1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 180_000, 600_000, 1_800_000, 3_600_000, 21_600_000,
+] as const;
+
+/**
+ * The error codes the pipeline and the operator commands record; any other code counts as `other`,
+ * so the `code` label stays a bounded set whatever a future code or a stored record says.
+ */
+export const FAILURE_CODES = [
+  'abandoned',
+  'abandoned_uncertain',
+  'build_refused',
+  'cancelled',
+  'estimate_refused',
+  'expired_unused',
+  'fee_too_high',
+  'outcome_unknown',
+  'policy_refused',
+  'refused',
+  'resolved_not_sent',
+  'service_unavailable',
+  'unsupported_route',
+] as const;
+
+export function failureCodeLabel(code: string | null): string {
+  if (code === null) return 'none';
+  return (FAILURE_CODES as readonly string[]).includes(code) ? code : 'other';
+}
+
+/** Counted by the queue layer (transfer-processor.ts, sweeper.ts, intent-follower.ts). */
+export type TransferJobMetrics = {
+  /**
+   * A transfer made final by a job's run, the `failed` event or the sweeper: counted once; its time
+   * from the job's enqueue when known.
+   */
+  transferEnded(chain: Chain, state: TransferState, code: string | null, msSinceEnqueue: number | null): void;
+  /** A job handed back to the queue, by reason. */
+  waited(chain: Chain, kind: WaitKind): void;
+  /** An intent that ended `failed` after its transfer was submitted: the worst case an operator meets. */
+  intentFailed(chain: Chain): void;
+};
 
 /** Outcomes of a settle that mean the refusal was about the nonce. */
 const NONCE_REFUSAL: ReadonlySet<NonceSettleOutcome> = new Set(['moved', 'rewound', 'held']);
@@ -40,6 +91,7 @@ export function metricKeys(prefix: string) {
     serviceCalls: `${prefix}:metrics:service_calls`,
     counters: `${prefix}:metrics:counters`,
     nonceSettle: `${prefix}:metrics:nonce_settle`,
+    transferFinal: `${prefix}:metrics:transfer_final`,
   };
 }
 
@@ -54,7 +106,8 @@ export type WorkerMetrics = {
   onCall(operation: Operation, outcome: CallOutcome, ms: number): void;
   /** Counts transfers the pipeline hands back to the queue (in_progress → queued). */
   countRetries(store: TransferStore): TransferStore;
-} & PipelineMetrics;
+} & PipelineMetrics &
+  TransferJobMetrics;
 
 export function createWorkerMetrics(deps: {
   redis: Redis;
@@ -112,6 +165,21 @@ export function createWorkerMetrics(deps: {
       add(k.nonceSettle, `${field}|sum_ms`, whole);
       add(k.nonceSettle, `${field}|b${bucketIndex(whole, NONCE_SETTLE_BUCKETS_MS)}`, 1);
       if (NONCE_REFUSAL.has(outcome)) add(k.counters, `nonce_refusals|${chain}`, 1);
+    },
+    transferEnded(chain, state, code, ms) {
+      if (state !== 'submitted') add(k.counters, `failures|${chain}|${state}|${failureCodeLabel(code)}`, 1);
+      if (ms === null) return;
+      const field = `${chain}|${state}`;
+      const whole = Math.max(0, Math.round(ms));
+      add(k.transferFinal, `${field}|count`, 1);
+      add(k.transferFinal, `${field}|sum_ms`, whole);
+      add(k.transferFinal, `${field}|b${bucketIndex(whole, TRANSFER_FINAL_BUCKETS_MS)}`, 1);
+    },
+    waited(chain, kind) {
+      add(k.counters, `waits|${chain}|${kind}`, 1);
+    },
+    intentFailed(chain) {
+      add(k.counters, `intent_failed|${chain}`, 1);
     },
     countRetries(store) {
       return {

@@ -4,7 +4,7 @@ import type { Chain } from '../domain/chains.ts';
 import { UsdcBatchError, ValidationError } from '../domain/errors.ts';
 import { bookAddressOf, type BookAddress } from '../domain/recipient-key.ts';
 import { decideHolds, screenRecipients, type HoldConfig } from '../ingest/hold-rules.ts';
-import type { TransferJobSink } from '../store/batch-writer.ts';
+import type { TransferJobSink, TransferJobSpec } from '../store/batch-writer.ts';
 import { addJobsForQueuedTransfers } from '../store/batch-writer.ts';
 import { recordAudit } from '../store/audit.ts';
 import { holdBatch } from '../store/batch-hold.ts';
@@ -38,6 +38,7 @@ export class NotFoundError extends UsdcBatchError {
 
 /** Saved-step fields that belong to one payload; a `failed` transfer's payload is provably dead. */
 const PAYLOAD_FIELDS = [
+  'owner',
   'permit',
   'permit_nonce',
   'permit_deadline',
@@ -87,7 +88,7 @@ export async function retryBatch(
   // Decided before any row is re-queued: a row must never get a job the hold would have denied.
   const heldNow = batch['held'] === '1' ? null : await holdRetried(deps, batchId, failed);
   const held = batch['held'] === '1' || heldNow !== null;
-  const byRound = new Map<number, { transferId: string; from: Chain }[]>();
+  const byRound = new Map<number, TransferJobSpec[]>();
   let requeued = 0;
   for (const rec of failed) {
     const id = rec.id;
@@ -101,7 +102,7 @@ export async function retryBatch(
     if (!res.ok) continue;
     requeued++;
     const list = byRound.get(round) ?? [];
-    list.push({ transferId: id, from: rec.from });
+    list.push({ transferId: id, from: rec.from, to: rec.to, amount: rec.amount });
     byRound.set(round, list);
   }
   if (!held) {

@@ -1,9 +1,9 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
 import type { PermitPayload } from '../service/types.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
+import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
 import { doubtOf } from './evm-settle-review.ts';
-import type { PipelineDeps } from './pipeline-deps.ts';
+import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 
 /**
@@ -20,24 +20,43 @@ export async function finalizeAbandoned(
   reason: string,
   jobRound?: number,
 ): Promise<boolean> {
+  return (await abandonTransfer(deps, batchId, transferId, reason, jobRound)) !== undefined;
+}
+
+/**
+ * finalizeAbandoned, returning how it ended the transfer (the record as the transition left it),
+ * or undefined when it changed nothing.
+ */
+export async function abandonTransfer(
+  deps: PipelineDeps,
+  batchId: string,
+  transferId: string,
+  reason: string,
+  jobRound?: number,
+): Promise<(StepOutcome & { kind: 'done' }) | undefined> {
   const rec = await deps.store.load(batchId, transferId);
-  if (!rec || isFinalState(rec.state)) return false;
-  if (jobRound !== undefined && Number(rec.raw['round'] ?? 0) !== jobRound) return false;
+  if (!rec || isFinalState(rec.state)) return undefined;
+  if (jobRound !== undefined && Number(rec.raw['round'] ?? 0) !== jobRound) return undefined;
   const mayHaveMoved = rec.raw['uncertain'] === '1' || rec.raw['send_state'] === 'sending';
   const settleAt = mayHaveMoved ? payloadSettleAt(deps, rec) : null;
+  const to = mayHaveMoved ? 'needs_review' : 'failed';
+  const fields: Record<string, string | number> = mayHaveMoved
+    ? {
+        error_code: 'abandoned_uncertain',
+        error_message: `${reason}; a send may have been processed: check the chain, then resolve`,
+        ...(settleAt === null ? {} : { settle_at: settleAt }),
+      }
+    : { error_code: 'abandoned', error_message: `${reason}; nothing was paid` };
   const res = await deps.store.transition(batchId, transferId, {
     expected: ['queued', 'in_progress'],
-    to: mayHaveMoved ? 'needs_review' : 'failed',
-    fields: mayHaveMoved
-      ? {
-          error_code: 'abandoned_uncertain',
-          error_message: `${reason}; a send may have been processed: check the chain, then resolve`,
-          ...(settleAt === null ? {} : { settle_at: settleAt }),
-        }
-      : { error_code: 'abandoned', error_message: `${reason}; nothing was paid` },
+    to,
+    fields,
     clear: ['wait_reason'],
   });
-  if (!res.ok) return false;
+  if (!res.ok) return undefined;
+  const raw: Record<string, string> = { ...rec.raw, state: to };
+  for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
+  delete raw['wait_reason'];
   deps.logger.warn(
     { batchId, transferId, state: mayHaveMoved ? 'needs_review' : 'failed' },
     'finalized an abandoned transfer',
@@ -46,7 +65,7 @@ export async function finalizeAbandoned(
   if (res.completedGeneration !== null)
     await deps.hooks?.onBatchCompleted?.(batchId, res.completedGeneration);
   if (mayHaveMoved) await deps.hooks?.onNeedsReview?.(batchId, transferId, settleAt);
-  return true;
+  return { kind: 'done', state: to, record: parseTransferRecord(batchId, raw), ended: true };
 }
 
 /** When the chain or the status route may settle the payload: after its deadline or expiry. */

@@ -1,7 +1,24 @@
 import type { Logger } from '../log/logger.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
-import type { PipelineDeps } from './pipeline-deps.ts';
+import type { PipelineDeps, WaitKind } from './pipeline-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
+
+/**
+ * The steps a run reports (the job's progress shows the current one): estimate → sign (EVM) or
+ * build → sign (Solana: checked, then signed) → send → answer; `wait` for anything that hands the
+ * job back, `settle` for a needs_review payload looked at again.
+ */
+export type StepName = 'estimate' | 'build' | 'sign' | 'send' | 'answer' | 'wait' | 'settle';
+
+/**
+ * Where a run says what it does, a line per call, wait and decision with its reason: the queue
+ * layer writes it to the job's log (and the step to its progress). `step` null adds a line without
+ * changing the step. Never given a secret, a signature or a signed payload.
+ */
+export type StepReporter = (step: StepName | null, message: string) => void;
+
+/** Reports nothing: a run outside a job (tests, tools). */
+export const NO_REPORT: StepReporter = () => {};
 
 /** One run of one transfer: its deps, its clock, its shutdown signal and its ids. */
 export type Ctx = {
@@ -10,23 +27,31 @@ export type Ctx = {
   readonly now: () => number;
   readonly signal: AbortSignal;
   readonly log: Logger;
+  readonly report: StepReporter;
   readonly batchId: string;
   readonly transferId: string;
 };
 
 /** The same run, acting on another transfer's record (settling a permit it left presumed used). */
 export function otherTransfer(ctx: Ctx, batchId: string, transferId: string): Ctx {
-  return { ...ctx, batchId, transferId, log: ctx.deps.logger.child({ batchId, transferId }) };
+  // Its lines go to this job's log, saying which transfer they are about; its steps are not ours.
+  const report: StepReporter = (_step, message) => ctx.report(null, `${batchId}/${transferId}: ${message}`);
+  return { ...ctx, batchId, transferId, report, log: ctx.deps.logger.child({ batchId, transferId }) };
 }
 
-/** Ends the run: the job is handed back to the queue to run again after `delayMs`. */
+/**
+ * Ends the run: the job is handed back to the queue to run again after `delayMs`. `reason` is
+ * written to the job's log, so it says what is awaited in words an operator can act on.
+ */
 export class Later extends Error {
   readonly delayMs: number;
   readonly reason: string;
-  constructor(delayMs: number, reason: string) {
+  readonly kind: WaitKind;
+  constructor(delayMs: number, reason: string, kind: WaitKind = 'retry') {
     super(reason);
     this.delayMs = delayMs;
     this.reason = reason;
+    this.kind = kind;
   }
 }
 
@@ -36,7 +61,7 @@ export async function loadRecord(ctx: Ctx): Promise<TransferRecord> {
 
 /** Waits inside the job; on shutdown the job is parked with its saved steps. */
 export async function wait(ctx: Ctx, ms: number): Promise<void> {
-  if (ctx.signal.aborted) throw new Later(ms, 'shutting down');
+  if (ctx.signal.aborted) throw new Later(ms, 'shutting down', 'shutdown');
   await new Promise<void>((resolve) => {
     const onAbort = () => {
       clearTimeout(t);
@@ -48,7 +73,7 @@ export async function wait(ctx: Ctx, ms: number): Promise<void> {
     }, ms);
     ctx.signal.addEventListener('abort', onAbort, { once: true });
   });
-  if (ctx.signal.aborted) throw new Later(0, 'shutting down');
+  if (ctx.signal.aborted) throw new Later(0, 'shutting down', 'shutdown');
 }
 
 /** A delay with ±25 % jitter, so that transfers waiting for the same thing do not come back at once. */

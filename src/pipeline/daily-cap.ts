@@ -20,6 +20,6 @@ export async function reserveDailySpend(ctx: Ctx, rec: TransferRecord): Promise<
     ctx,
     `MAX_DAILY_USDC: ${formatUsdc(res.used)} of ${formatUsdc(limit.cap)} USDC sent in the last 24 h; waiting (room frees up by ${at})`,
     Math.max(1_000, Math.min(60_000, res.retryAt - ctx.now())),
-    'daily limit',
+    'daily_cap',
   );
 }

@@ -1,4 +1,5 @@
 import type { EvmChain } from '../domain/chains.ts';
+import { formatUsdc } from '../domain/money.ts';
 import type { PermitPayload } from '../service/types.ts';
 import { NonceLeaseLostError, NoncePoolHeldError } from '../signing/errors.ts';
 import type { NonceLease } from '../signing/types.ts';
@@ -25,9 +26,10 @@ const LEASE_EXTEND_AFTER_MS = 10_000;
 const PERMIT_MIN_LIFE_MS = 60_000;
 
 const holderOf = (ctx: Ctx) => `${ctx.batchId}/${ctx.transferId}`;
+const isoOfSeconds = (s: string) => new Date(Number(s) * 1000).toISOString();
 
 export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
-  if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key');
+  if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
   const lease = await acquireLease(ctx, chain, ctx.deps.evm.signer.address);
   try {
     return await sendWithLease(ctx, chain, lease);
@@ -35,7 +37,8 @@ export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
     // The lease lapsed and another transfer may now be sending this owner's permits: step back and
     // come again, in order. Leaving without a verdict otherwise (shutdown, a wait, a crash), the
     // lease stays with this transfer (re-entered on the next run) until it expires.
-    if (err instanceof NonceLeaseLostError) throw new Later(500, 'nonce lease lost');
+    if (err instanceof NonceLeaseLostError)
+      throw new Later(500, 'the nonce lease lapsed; taking it again, in order', 'nonce_lease');
     throw err;
   }
 }
@@ -50,14 +53,15 @@ async function acquireLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<N
         ctx,
         err.reason,
         jittered(ctx, Math.min(Math.max(err.retryAfterMs, 250), HELD_RECHECK_MS)),
-        'nonce pool held',
+        'nonce_pool',
       );
     }
     if (waitSignal.aborted || isAbort(err)) {
       // Another transfer of this (chain, owner) holds the nonce lease: yield the worker slot.
       throw new Later(
         50 + Math.round((ctx.deps.random ?? Math.random)() * 200),
-        'waiting for the nonce lease',
+        `waiting for the ${chain} nonce lease of ${owner} (another transfer is sending its permit)`,
+        'nonce_lease',
       );
     }
     throw err;
@@ -105,8 +109,13 @@ async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Prom
         deadline,
       });
       gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
+      ctx.report(
+        'sign',
+        `permit signed: ${chain}, owner ${permit.owner}, spender ${permit.spender}, value ${formatUsdc(rec.amount)} USDC, nonce ${permit.nonce}, deadline ${isoOfSeconds(permit.deadline)}`,
+      );
       // Saved in the same write that marks its first send begun (beginSend).
       fresh = {
+        owner: permit.owner,
         permit: JSON.stringify(permit),
         permit_nonce: permit.nonce,
         permit_deadline: permit.deadline,
@@ -122,11 +131,21 @@ async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Prom
       await lease.extend();
       extendedAt = Date.now();
     }
-    await beginSend(ctx, rec, fresh);
+    const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
+    await beginSend(
+      ctx,
+      rec,
+      { call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`, idempotencyKey },
+      fresh,
+    );
     try {
       const res = await service.transfer(
         { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
-        { idempotencyKey: `${ctx.batchId}/${ctx.transferId}/${gen}` },
+        { idempotencyKey },
+      );
+      ctx.report(
+        'answer',
+        `accepted: intent ${res.intentId} (${res.status}), tx ${res.txHash ?? 'not given'}`,
       );
       // `send_state` stays `sending` until the outcome itself is recorded (in the same write): a
       // crash in between must leave the payload uncertain, never look like an unsent permit.
@@ -222,7 +241,11 @@ async function settleRefusal(
         });
       }
       await moveBackToQueued(ctx, `${chain} permit nonce kept moving under the worker; trying again`);
-      throw new Later(backoffMs(ctx.policy, attempt, ctx.deps.random), 'permit nonce kept moving');
+      throw new Later(
+        backoffMs(ctx.policy, attempt, ctx.deps.random),
+        `the ${chain} permit nonce kept moving under the worker; trying again`,
+        'nonce_chain',
+      );
     case 'final':
       return await finish(ctx, 'failed', {
         ...NO_REFUSAL,
@@ -233,9 +256,9 @@ async function settleRefusal(
       await store.save(ctx.batchId, ctx.transferId, dead);
       if (verdict.transient) {
         await moveBackToQueued(ctx, verdict.reason);
-        throw new Later(verdict.delayMs, 'nonce refusal unresolved');
+        throw new Later(verdict.delayMs, verdict.reason, 'nonce_chain');
       }
-      return await waitQueued(ctx, verdict.reason, verdict.delayMs, 'nonce pool held');
+      return await waitQueued(ctx, verdict.reason, verdict.delayMs, 'nonce_pool');
   }
 }
 

@@ -46,7 +46,7 @@ async function readPastDeadline(
     reading = await ctx.deps.evm!.chain.permitNonceAtHead(chain, permit.owner, 'finalized');
   } catch (err) {
     ctx.log.warn({ chain, err: { message: errorMessage(err) } }, 'cannot read the chain to settle a permit');
-    throw new Later(jittered(ctx, 15_000), 'cannot read the chain to settle the permit');
+    throw new Later(jittered(ctx, 15_000), 'cannot read the chain to settle the permit', 'settle');
   }
   const deadline = BigInt(permit.deadline);
   if (reading !== undefined && reading.block.timestamp <= deadline) {
@@ -58,6 +58,7 @@ async function readPastDeadline(
     throw new Later(
       Math.min(60_000, Math.max(1_000, behindMs)),
       "the RPC's finalized block is before the permit deadline",
+      'settle',
     );
   }
   return reading;

@@ -2,8 +2,8 @@ import type { TransferState } from '../domain/transfer.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
 import { Later, type Ctx } from './context.ts';
 import { backoffMs } from './policy.ts';
-import type { StepOutcome } from './pipeline-deps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
+import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
+import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
 
 /*
  * How a run ends: a final state (finish, submitted, needsReview), or back to `queued` to run again
@@ -27,11 +27,32 @@ export async function finish(
     clear: ['wait_reason'],
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? to };
+  const record = await leftAs(ctx, to, fields, ['wait_reason']);
   ctx.log.info({ state: to, code: fields['error_code'] || undefined }, 'transfer final');
   if (res.completedGeneration !== null) {
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
   }
-  return { kind: 'done', state: to };
+  return { kind: 'done', state: to, record, ended: true };
+}
+
+/**
+ * The transfer as this run's transition left it: read at once (before any hook, while this run
+ * holds the transfer's lock), with what the transition wrote laid over it, so that an operator's
+ * command landing in between cannot change what the job reports.
+ */
+async function leftAs(
+  ctx: Ctx,
+  to: TransferState,
+  fields: Record<string, string | number>,
+  clear: readonly string[],
+): Promise<TransferRecord | undefined> {
+  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
+  if (!rec) return undefined;
+  const raw: Record<string, string> = { ...rec.raw };
+  for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
+  for (const f of clear) delete raw[f];
+  raw['state'] = to;
+  return parseTransferRecord(ctx.batchId, raw);
 }
 
 export async function submitted(ctx: Ctx, fields: Record<string, string>): Promise<StepOutcome> {
@@ -73,6 +94,7 @@ export async function settleReview(
     fields,
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? 'needs_review' };
+  const record = await leftAs(ctx, to, fields, []);
   if (res.completedGeneration !== null) {
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
   }
@@ -81,7 +103,7 @@ export async function settleReview(
   if (to === 'submitted' && typeof intentId === 'string' && intentId) {
     await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, intentId);
   }
-  return { kind: 'done', state: to };
+  return { kind: 'done', state: to, record };
 }
 
 export function pastDeadline(ctx: Ctx, rec: TransferRecord): boolean {
@@ -101,14 +123,14 @@ export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> 
  * Waits `queued` with the reason shown, for something that is not a failure (the daily cap, a held
  * nonce pool): the 3-minute clock of transient failures starts again when it goes.
  */
-export async function waitQueued(ctx: Ctx, reason: string, delayMs: number, short: string): Promise<never> {
+export async function waitQueued(ctx: Ctx, reason: string, delayMs: number, kind: WaitKind): Promise<never> {
   await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['in_progress'],
     to: 'queued',
     fields: { wait_reason: reason },
     clear: ['first_seen_at'],
   });
-  throw new Later(delayMs, short);
+  throw new Later(delayMs, reason, kind);
 }
 
 /** A transient failure before any payload exists: wait, or fail once the deadline has passed. */
@@ -131,5 +153,9 @@ export async function transientOrFinal(
       : backoffMs(ctx.policy, rec.attempts, ctx.deps.random);
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { last_error: describeFailure(f).slice(0, 300) });
   await moveBackToQueued(ctx, `${what} failed (${f.kind}); retrying`);
-  throw new Later(delay, `${what} ${f.kind}`);
+  throw new Later(
+    delay,
+    `${what} failed: ${describeFailure(f)}`,
+    f.kind === 'rate_limited' ? 'rate_limit' : 'retry',
+  );
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../signing/types.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import type { PipelinePolicy } from './policy.ts';
@@ -55,7 +56,36 @@ export type PipelineMetrics = {
   nonceSettled(chain: EvmChain, outcome: NonceSettleOutcome, waitedMs: number): void;
 };
 
-/** What the queue layer should do with the job. */
+/**
+ * What the queue layer should do with the job: `done` — the run is over, the transfer is in
+ * `state`; `record` is the transfer as this run left it (the job's result is built from it, never
+ * from a later read), absent only when the transfer has no record; `ended` when this run made it
+ * final (it counts in the metrics once). `later` — hand the job back for `delayMs`.
+ */
 export type StepOutcome =
-  | { readonly kind: 'done'; readonly state: TransferState }
-  | { readonly kind: 'later'; readonly delayMs: number; readonly reason: string };
+  | {
+      readonly kind: 'done';
+      readonly state: TransferState;
+      readonly record?: TransferRecord | undefined;
+      readonly ended?: boolean;
+    }
+  | { readonly kind: 'later'; readonly delayMs: number; readonly reason: string; readonly wait: WaitKind };
+
+/**
+ * Why a run hands its job back (a bounded set, the `kind` label of the waits metric): another run
+ * holds the transfer, processing is paused, the worker stops, it lacks the key, the (chain, owner)
+ * nonce lease or pool, the chain has not settled a refused permit yet, the daily cap, a transient
+ * failure or a 429 of the service, a needs_review payload not yet past its deadline.
+ */
+export type WaitKind =
+  | 'lock'
+  | 'paused'
+  | 'shutdown'
+  | 'no_key'
+  | 'nonce_lease'
+  | 'nonce_pool'
+  | 'nonce_chain'
+  | 'daily_cap'
+  | 'retry'
+  | 'rate_limit'
+  | 'settle';

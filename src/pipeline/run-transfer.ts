@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { Later, type Ctx } from './context.ts';
+import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
+import { Later, NO_REPORT, type Ctx, type StepReporter } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
@@ -15,7 +15,8 @@ import { DEFAULT_POLICY } from './policy.ts';
 import { settleNeedsReview } from './settle-review.ts';
 import { solanaFlow } from './solana-flow.ts';
 
-export type { PipelineDeps, PipelineHooks, PipelineMetrics, StepOutcome } from './pipeline-deps.ts';
+export type { PipelineDeps, PipelineHooks, PipelineMetrics, StepOutcome, WaitKind } from './pipeline-deps.ts';
+export type { StepName, StepReporter } from './context.ts';
 
 /**
  * One transfer's steps: estimate → fee guard → daily cap → (EVM, evm-flow.ts) permit from the
@@ -43,7 +44,7 @@ export async function runTransfer(
   batchId: string,
   transferId: string,
   signal: AbortSignal = new AbortController().signal,
-  options: { settleOnly?: boolean } = {},
+  options: { settleOnly?: boolean; report?: StepReporter } = {},
 ): Promise<StepOutcome> {
   const lockLost = new AbortController();
   const ctx: Ctx = {
@@ -52,6 +53,7 @@ export async function runTransfer(
     now: deps.now ?? Date.now,
     signal: AbortSignal.any([signal, lockLost.signal]),
     log: deps.logger.child({ batchId, transferId }),
+    report: options.report ?? NO_REPORT,
     batchId,
     transferId,
   };
@@ -59,7 +61,7 @@ export async function runTransfer(
   // each build and sign a payload. The queue's own lock is per job, so this one is per transfer.
   const token = randomUUID();
   if (!(await deps.store.lock(batchId, transferId, token, LOCK_TTL_MS))) {
-    return { kind: 'later', delayMs: 1_000, reason: 'another job is processing this transfer' };
+    return { kind: 'later', delayMs: 1_000, reason: 'another job is processing this transfer', wait: 'lock' };
   }
   const renew = setInterval(() => {
     deps.store.relock(batchId, transferId, token, LOCK_TTL_MS).then(
@@ -75,17 +77,33 @@ export async function runTransfer(
       if (!rec) return { kind: 'done', state: 'failed' };
       if (rec.state !== 'needs_review') {
         await forgetResolvedPermit(ctx, rec);
-        return { kind: 'done', state: rec.state };
+        return { kind: 'done', state: rec.state, record: rec };
       }
     }
-    return await step(ctx);
+    return await withRecord(ctx, await step(ctx));
   } catch (err) {
-    if (err instanceof Later) return { kind: 'later', delayMs: err.delayMs, reason: err.reason };
+    if (err instanceof Later) {
+      return { kind: 'later', delayMs: err.delayMs, reason: err.reason, wait: err.kind };
+    }
     throw err;
   } finally {
     clearInterval(renew);
     await deps.store.unlock(batchId, transferId, token).catch(() => {});
   }
+}
+
+/**
+ * A run that ended without a transition of its own (the transfer was final already, taken by an
+ * operator's command, or held for approval) reports the record as it found it, read while it still
+ * holds the transfer's lock, with the state it decided on.
+ */
+async function withRecord(ctx: Ctx, out: StepOutcome): Promise<StepOutcome> {
+  if (out.kind !== 'done' || out.record) return out;
+  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
+  if (!rec) return out;
+  const record =
+    rec.state === out.state ? rec : parseTransferRecord(ctx.batchId, { ...rec.raw, state: out.state });
+  return { ...out, record };
 }
 
 async function step(ctx: Ctx): Promise<StepOutcome> {
@@ -96,9 +114,10 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     return { kind: 'done', state: 'failed' };
   }
   if (rec.state === 'needs_review') return await settleNeedsReview(ctx, rec);
-  if (isFinalState(rec.state)) return { kind: 'done', state: rec.state };
+  if (isFinalState(rec.state)) return { kind: 'done', state: rec.state, record: rec };
 
-  if (await ctx.deps.isPaused?.()) throw new Later(2_000, 'processing is paused');
+  if (await ctx.deps.isPaused?.())
+    throw new Later(2_000, 'processing is paused (usdc-batch resume)', 'paused');
   if (rec.state === 'queued') {
     const moved = await store.transition(ctx.batchId, ctx.transferId, {
       expected: ['queued'],
@@ -116,6 +135,7 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
 
   // A crash between "sending" and the answer: that send may have been processed.
   if (rec.raw['send_state'] === 'sending') {
+    ctx.report('send', 'resuming after a send that was cut off (worker stopped before the answer)');
     await addEvidence(
       ctx,
       'a send was interrupted (worker stopped before the answer); its outcome is unknown',

@@ -17,14 +17,20 @@ import { backoffMs } from './policy.ts';
 export async function beginSend(
   ctx: Ctx,
   rec: TransferRecord,
+  send: { readonly call: string; readonly idempotencyKey: string },
   freshPayload?: Record<string, string | number>,
 ): Promise<void> {
+  const sends = freshPayload ? 1 : Number(rec.raw['sends'] ?? 0) + 1;
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, {
     ...freshPayload,
     send_state: 'sending',
-    sends: freshPayload ? 1 : Number(rec.raw['sends'] ?? 0) + 1,
+    sends,
     attempts: rec.attempts + 1,
   });
+  ctx.report(
+    'send',
+    `${send.call}: send ${sends} of ${freshPayload ? 'a new payload' : 'the same payload'}, Idempotency-Key ${send.idempotencyKey}`,
+  );
 }
 
 export type AfterSend = 'resend' | 'refused_first' | 'give_up_unprocessed' | 'needs_review';
@@ -46,7 +52,26 @@ export async function afterFailedSend(
   return { after: await decideAfterFailedSend(ctx, f), f };
 }
 
+/** What each decision means, for the job's log. */
+const AFTER_SEND_MEANS: Record<AfterSend, string> = {
+  resend: 're-sending the same payload',
+  refused_first: 'refused on its first send: it moved no money',
+  give_up_unprocessed: 'giving up: the service never processed it, nothing was paid',
+  needs_review: 'its outcome is unknown (a send may have been processed): needs review',
+};
+
+/** The decision, and for a re-send the pause before it. */
+type Decision = { readonly after: AfterSend; readonly pauseMs?: number };
+
 async function decideAfterFailedSend(ctx: Ctx, f: ServiceFailure): Promise<AfterSend> {
+  const { after, pauseMs } = await decide(ctx, f);
+  const pause = pauseMs === undefined ? '' : ` in ${(pauseMs / 1000).toFixed(1)} s`;
+  ctx.report('answer', `${f.kind}: ${AFTER_SEND_MEANS[after]}${pause}`);
+  if (pauseMs !== undefined) await wait(ctx, pauseMs);
+  return after;
+}
+
+async function decide(ctx: Ctx, f: ServiceFailure): Promise<Decision> {
   const { store } = ctx.deps;
   const rec = await loadRecord(ctx);
   const uncertainBefore = rec.raw['uncertain'] === '1';
@@ -54,30 +79,27 @@ async function decideAfterFailedSend(ctx: Ctx, f: ServiceFailure): Promise<After
   switch (f.kind) {
     case 'rejected':
       await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
-      return uncertainBefore ? 'needs_review' : 'refused_first';
+      return { after: uncertainBefore ? 'needs_review' : 'refused_first' };
     case 'ambiguous': {
       const n = await store.incr(ctx.batchId, ctx.transferId, 'ambiguous');
       await store.save(ctx.batchId, ctx.transferId, { send_state: '', uncertain: 1 });
-      if (n > ctx.policy.maxAmbiguousResends || pastDeadline(ctx, rec)) return 'needs_review';
-      await wait(ctx, backoffMs(ctx.policy, n, ctx.deps.random));
-      return 'resend';
+      if (n > ctx.policy.maxAmbiguousResends || pastDeadline(ctx, rec)) return { after: 'needs_review' };
+      return { after: 'resend', pauseMs: backoffMs(ctx.policy, n, ctx.deps.random) };
     }
     case 'rate_limited': {
       await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
       const ms = f.retryAfterMs ?? 1_000;
       await ctx.deps.hooks?.onRateLimited?.(ms);
-      if (pastDeadline(ctx, rec)) return uncertainBefore ? 'needs_review' : 'give_up_unprocessed';
-      await wait(ctx, Math.min(ms, ctx.policy.backoffMaxMs));
-      return 'resend';
+      if (pastDeadline(ctx, rec)) return { after: uncertainBefore ? 'needs_review' : 'give_up_unprocessed' };
+      return { after: 'resend', pauseMs: Math.min(ms, ctx.policy.backoffMaxMs) };
     }
     case 'unavailable': {
       const n = await store.incr(ctx.batchId, ctx.transferId, 'unavailable');
       await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
       if (n >= ctx.policy.maxUnavailableSends || pastDeadline(ctx, rec)) {
-        return uncertainBefore ? 'needs_review' : 'give_up_unprocessed';
+        return { after: uncertainBefore ? 'needs_review' : 'give_up_unprocessed' };
       }
-      await wait(ctx, backoffMs(ctx.policy, n, ctx.deps.random));
-      return 'resend';
+      return { after: 'resend', pauseMs: backoffMs(ctx.policy, n, ctx.deps.random) };
     }
   }
 }

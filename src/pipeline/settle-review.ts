@@ -16,7 +16,12 @@ import type { StepOutcome } from './pipeline-deps.ts';
 export async function settleNeedsReview(ctx: Ctx, rec: TransferRecord): Promise<StepOutcome> {
   const settleAt = Number(rec.raw['settle_at'] ?? 0);
   if (!settleAt || rec.raw['settled'] === '1') return { kind: 'done', state: rec.state };
-  if (ctx.now() < settleAt) throw new Later(settleAt - ctx.now(), 'waiting for the payload deadline');
+  if (ctx.now() < settleAt)
+    throw new Later(
+      settleAt - ctx.now(),
+      `waiting for the payload's deadline to pass (settles from ${new Date(settleAt).toISOString()})`,
+      'settle',
+    );
   if (rec.raw['permit'] && isEvmChain(rec.from) && ctx.deps.evm) {
     return await settleEvmReview(ctx, rec.from, JSON.parse(rec.raw['permit']) as PermitPayload);
   }

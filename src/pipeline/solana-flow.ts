@@ -1,4 +1,5 @@
 import { isEvmChain } from '../domain/chains.ts';
+import { formatUsdc } from '../domain/money.ts';
 import { Later, loadRecord, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
 import { asServiceFailure, describeFailure } from './failure.ts';
@@ -10,7 +11,7 @@ import { afterFailedSend, beginSend } from './send-attempt.ts';
 export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
   const { store, service } = ctx.deps;
   const signer = ctx.deps.solana;
-  if (!signer) throw new Later(5_000, 'this worker has no Solana key');
+  if (!signer) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
   let rebuilds = 0;
   for (;;) {
     const rec = await loadRecord(ctx);
@@ -54,6 +55,10 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
         }
         return await transientOrFinal(ctx, rec, f, 'build-tx');
       }
+      ctx.report(
+        'build',
+        `POST /sdk/v1/solana/build-tx: intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${rec.recipient}, expires ${built.expiresAt ?? 'not given'}`,
+      );
       const verdict = signer.check(built.transaction, {
         amount: rec.amount,
         recipient: rec.recipient,
@@ -69,6 +74,10 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
         });
       }
       signed = await signer.sign(built.transaction);
+      ctx.report(
+        'sign',
+        `checked (it does only the requested payment) and signed by ${signer.address}, not the fee payer`,
+      );
       gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
       intentId = built.intentId;
       expiresAt = built.expiresAt ? Date.parse(built.expiresAt) : NaN;
@@ -84,11 +93,20 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
       };
     }
     const key = `${ctx.batchId}/${ctx.transferId}/${gen}`;
-    await beginSend(ctx, rec, fresh);
+    await beginSend(
+      ctx,
+      rec,
+      { call: `POST /sdk/v1/solana/submit (intent ${intentId})`, idempotencyKey: key },
+      fresh,
+    );
     try {
       const res = await service.submitSolanaTx(
         { intentId, signedTransaction: signed },
         { idempotencyKey: key },
+      );
+      ctx.report(
+        'answer',
+        `accepted: intent ${res.intentId || intentId} (${res.status}), signature ${res.txSignature ?? 'not given'}`,
       );
       return await submitted(ctx, {
         intent_id: res.intentId || intentId,

@@ -1,14 +1,32 @@
 import { DelayedError, Queue, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
+import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
+import { finalFailure, jobKeyOf, writeJobResult } from './job-outcome.ts';
+import { JOB_LOG_LINES } from './job-reporter.ts';
 
 export const INTENT_QUEUE = 'intents';
 /** Polls per intent: with the delays below, about 45 minutes of following at most. */
 const MAX_POLLS = 45;
 
 type FollowData = { batchId: string; transferId: string; intentId: string; polls: number };
+
+/**
+ * A follow job's result: the status it saw last (`null` when the status route does not know the
+ * intent), and how it stopped following — `final` (complete or failed), `not_found` (404), or
+ * `gave_up` after MAX_POLLS.
+ */
+export type FollowResult = {
+  readonly batch_id: string;
+  readonly transfer_id: string;
+  readonly intent_id: string;
+  readonly intent_status: string | null;
+  readonly polls: number;
+  readonly ended: 'final' | 'not_found' | 'gave_up';
+};
 
 function parse(data: unknown): FollowData | undefined {
   const d = data as Partial<FollowData> | null;
@@ -33,11 +51,12 @@ export async function addFollowJob(
   firstDelayMs: number = delayFor(0),
 ): Promise<void> {
   const data: FollowData = { ...target, polls: 0 };
-  await queue.add('follow', data, {
+  await queue.add(`intent ${target.intentId}`, data, {
     jobId: `${target.batchId}/${target.transferId}/${target.intentId.replaceAll(':', '_')}`,
     delay: firstDelayMs,
     removeOnComplete: { age: 24 * 3600, count: 10_000 },
     removeOnFail: { age: 7 * 24 * 3600 },
+    keepLogs: JOB_LOG_LINES,
   });
 }
 
@@ -47,22 +66,30 @@ function delayFor(polls: number): number {
   return Math.min(60_000, 15_000 * 2 ** Math.min(polls, 5));
 }
 
+export const INTENT_QUEUE_DESCRIPTION =
+  "Follows each submitted intent on the service's status route until complete or failed. A failed job is an intent that ended failed after its transfer was submitted: the service took the USDC and did not deliver it.";
+
+type FollowerDeps = {
+  redisUrl: string;
+  prefix: string;
+  service: ServiceClient;
+  store: TransferStore;
+  logger: Logger;
+  /** The shared client: writes a failed job's result into its hash (absent: not written). */
+  redis?: Redis;
+  metrics?: TransferJobMetrics | undefined;
+  concurrency?: number;
+  /** Delay before poll `n` (0-based); tests shorten it. */
+  delayFor?: (polls: number) => number;
+};
+
 /**
  * Follows submitted intents on the service's status route (`GET /sdk/v1/status/{id}`) until a final
  * status, recording it as `intent_status` (and the batch's settlement counters with it). A 404
  * stops the following of that intent and marks it untracked. Polling has its own queue so it never
  * takes a slot from a payment.
  */
-export function createIntentFollower(deps: {
-  redisUrl: string;
-  prefix: string;
-  service: ServiceClient;
-  store: TransferStore;
-  logger: Logger;
-  concurrency?: number;
-  /** Delay before poll `n` (0-based); tests shorten it. */
-  delayFor?: (polls: number) => number;
-}) {
+export function createIntentFollower(deps: FollowerDeps) {
   const delay = deps.delayFor ?? delayFor;
   const connection = { url: deps.redisUrl, maxRetriesPerRequest: null };
   const queue = new Queue(INTENT_QUEUE, { connection, prefix: deps.prefix });
@@ -70,38 +97,12 @@ export function createIntentFollower(deps: {
 
   const worker = new Worker(
     INTENT_QUEUE,
-    async (job: Job, token?: string) => {
-      const data = parse(job.data);
-      if (!data) return 'invalid';
-      let status: string | undefined;
-      try {
-        const res = await deps.service.getIntentStatus(data.intentId);
-        if (res === undefined) {
-          // The service has no status route (or no record) for it: its settlement can never be
-          // known here, which the batch's `settled` says as null rather than waiting forever.
-          await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, {
-            untracked: true,
-          });
-          return 'not_found';
-        }
-        status = res.status;
-      } catch (err) {
-        deps.logger.debug(
-          { err: { message: (err as Error).message }, intentId: data.intentId },
-          'status poll failed',
-        );
-      }
-      if (status !== undefined) {
-        // Recorded only while the transfer still names this intent (checked in the same step).
-        await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { status });
-        if ((FINAL_INTENT_STATUSES as readonly string[]).includes(status)) return status;
-      }
-      if (data.polls + 1 >= MAX_POLLS) return 'gave_up';
-      await job.updateData({ ...data, polls: data.polls + 1 });
-      await job.moveToDelayed(Date.now() + delay(data.polls + 1), token);
-      throw new DelayedError();
+    (job: Job, token?: string) => followIntent(deps, delay, job, token),
+    {
+      connection,
+      prefix: deps.prefix,
+      concurrency: deps.concurrency ?? 8,
     },
-    { connection, prefix: deps.prefix, concurrency: deps.concurrency ?? 8 },
   );
   worker.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'intent worker error'));
 
@@ -116,3 +117,87 @@ export function createIntentFollower(deps: {
   };
 }
 export type IntentFollower = ReturnType<typeof createIntentFollower>;
+
+/** One poll of one intent; a status that changed is logged and becomes the job's progress. */
+async function followIntent(
+  deps: FollowerDeps,
+  delay: (polls: number) => number,
+  job: Job,
+  token?: string,
+): Promise<FollowResult> {
+  const data = parse(job.data);
+  if (!data) throw finalFailure('invalid: job data is not an intent to follow');
+  const result = (intent_status: string | null, ended: FollowResult['ended']): FollowResult => ({
+    batch_id: data.batchId,
+    transfer_id: data.transferId,
+    intent_id: data.intentId,
+    intent_status,
+    polls: data.polls + 1,
+    ended,
+  });
+  const seen = typeof job.progress === 'string' ? job.progress : null;
+  let status: string | undefined;
+  try {
+    const res = await deps.service.getIntentStatus(data.intentId);
+    if (res === undefined) {
+      // The service has no status route (or no record) for it: its settlement can never be known
+      // here, which the batch's `settled` says as null rather than waiting forever.
+      await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { untracked: true });
+      await job.log(
+        `${new Date().toISOString()} the status route does not know intent ${data.intentId} (404): not followed`,
+      );
+      return result(seen, 'not_found');
+    }
+    status = res.status;
+  } catch (err) {
+    deps.logger.debug(
+      { err: { message: (err as Error).message }, intentId: data.intentId },
+      'status poll failed',
+    );
+  }
+  if (status !== undefined) {
+    if (status !== seen) {
+      await job.log(
+        `${new Date().toISOString()} poll ${data.polls + 1}: intent ${data.intentId} is ${status}`,
+      );
+      await job.updateProgress(status);
+    }
+    await recordStatus(deps, job, data, status, seen);
+    if ((FINAL_INTENT_STATUSES as readonly string[]).includes(status)) return result(status, 'final');
+  }
+  if (data.polls + 1 >= MAX_POLLS) return result(status ?? seen, 'gave_up');
+  await job.updateData({ ...data, polls: data.polls + 1 });
+  await job.moveToDelayed(Date.now() + delay(data.polls + 1), token);
+  throw new DelayedError();
+}
+
+/**
+ * Records the status on the transfer (while the intent is still its own). An intent that ended
+ * `failed` after its transfer was submitted — the service took the USDC and did not deliver it —
+ * is counted once and fails the job, so it shows in bull-board's failed set and never as success.
+ */
+async function recordStatus(
+  deps: FollowerDeps,
+  job: Job,
+  data: FollowData,
+  status: string,
+  seen: string | null,
+): Promise<void> {
+  const rec = await deps.store.load(data.batchId, data.transferId);
+  // Recorded only while the transfer still names this intent (checked again in the same step).
+  if (!rec || rec.intentId !== data.intentId) return;
+  if (!(await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { status }))) return;
+  if (status !== 'failed') return;
+  if (rec.intentStatus !== 'failed' && seen !== 'failed') deps.metrics?.intentFailed(rec.from);
+  const reason = `intent_failed: intent ${data.intentId} of transfer ${data.batchId}/${data.transferId} (${rec.from}→${rec.to}, ${rec.recipient}) ended failed after it was submitted: the service took the USDC and did not deliver it; check the chain and the service`;
+  const outcome: FollowResult = {
+    batch_id: data.batchId,
+    transfer_id: data.transferId,
+    intent_id: data.intentId,
+    intent_status: status,
+    polls: data.polls + 1,
+    ended: 'final',
+  };
+  if (deps.redis) await writeJobResult(deps.redis, jobKeyOf(job), outcome);
+  throw finalFailure(reason);
+}

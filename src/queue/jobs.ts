@@ -1,4 +1,5 @@
 import type { Chain } from '../domain/chains.ts';
+import { formatUsdc } from '../domain/money.ts';
 
 /**
  * The job contract between producers (ingest, retry, schedules) and the worker. Job data is only a
@@ -19,6 +20,34 @@ export function queueNameFor(source: Chain): string {
  */
 export function transferJobId(batchId: string, transferId: string, round = 0): string {
   return round === 0 ? `${batchId}/${transferId}` : `${batchId}/${transferId}/r${round}`;
+}
+
+/** A transfer job's name says what it pays, as bull-board lists it: `BASE→ARB 125.00 USDC`. */
+export function transferJobName(t: {
+  from: Chain;
+  to?: Chain | undefined;
+  amount?: bigint | undefined;
+}): string {
+  if (t.to === undefined || t.amount === undefined) return `${t.from}→? transfer`;
+  return `${t.from}→${t.to} ${formatUsdc(t.amount)} USDC`;
+}
+
+/**
+ * A settle job looks again at a needs_review transfer once its payload has expired; it is named
+ * `settle <transfer job name>` (older ones: `settle`).
+ */
+export const SETTLE_JOB_PREFIX = 'settle';
+export function settleJobName(transferName: string): string {
+  return `${SETTLE_JOB_PREFIX} ${transferName}`;
+}
+export function isSettleJob(name: string): boolean {
+  return name === SETTLE_JOB_PREFIX || name.startsWith(`${SETTLE_JOB_PREFIX} `);
+}
+
+/** The round a job id belongs to (`…/r2` → 2; no suffix → 0; a settle job's is its transfer's). */
+export function roundOfJobId(jobId: string | undefined): number {
+  const m = /\/r([0-9]+)(?:\/settle[0-9]*)?$/.exec(jobId ?? '');
+  return m ? Number(m[1]) : 0;
 }
 
 export function parseTransferJobData(data: unknown): TransferJobData | undefined {

@@ -1,8 +1,10 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
+import type { TransferJobSpec } from '../store/batch-writer.ts';
 import { addFollowJob, INTENT_QUEUE } from './intent-follower.ts';
-import { queueNameFor, transferJobId, type TransferJobData } from './jobs.ts';
+import { JOB_LOG_LINES } from './job-reporter.ts';
+import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
 
 /**
  * Job options of every transfer job. The queue is only the transport: the worker's saved steps in
@@ -19,9 +21,8 @@ export const TRANSFER_JOB_OPTIONS = {
   backoff: { type: 'fixed', delay: 2_000, jitter: 0.5 },
   removeOnComplete: { age: 24 * 3600, count: 100_000 },
   removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
+  keepLogs: JOB_LOG_LINES,
 } as const satisfies JobsOptions;
-
-export const TRANSFER_JOB_NAME = 'transfer';
 
 /** Jobs per `addBulk` call: one Redis round trip each, bounded in size. */
 const BULK_CHUNK = 1000;
@@ -34,11 +35,7 @@ export type ProducerOptions = {
 
 export type Producer = {
   /** Adds one job per transfer to the queue of its source chain; an existing job id is left as is. */
-  addTransfers(
-    batchId: string,
-    transfers: readonly { transferId: string; from: Chain }[],
-    round?: number,
-  ): Promise<void>;
+  addTransfers(batchId: string, transfers: readonly TransferJobSpec[], round?: number): Promise<void>;
   /** Has the workers follow an intent an operator recorded (`resolve --submitted`). */
   followIntent(batchId: string, transferId: string, intentId: string): Promise<void>;
   close(): Promise<void>;
@@ -76,7 +73,7 @@ export function createProducer(options: ProducerOptions): Producer {
       await addFollowJob(intents, { batchId, transferId, intentId });
     },
     async addTransfers(batchId, transfers, round = 0) {
-      const byChain = new Map<Chain, { transferId: string }[]>();
+      const byChain = new Map<Chain, TransferJobSpec[]>();
       for (const t of transfers) {
         const list = byChain.get(t.from) ?? [];
         list.push(t);
@@ -89,10 +86,10 @@ export function createProducer(options: ProducerOptions): Producer {
         for (let i = 0; i < list.length; i += BULK_CHUNK) {
           adds.push(
             queue.addBulk(
-              list.slice(i, i + BULK_CHUNK).map(({ transferId }) => ({
-                name: TRANSFER_JOB_NAME,
-                data: { batchId, transferId } satisfies TransferJobData,
-                opts: { ...TRANSFER_JOB_OPTIONS, jobId: transferJobId(batchId, transferId, round) },
+              list.slice(i, i + BULK_CHUNK).map((t) => ({
+                name: transferJobName(t),
+                data: { batchId, transferId: t.transferId } satisfies TransferJobData,
+                opts: { ...TRANSFER_JOB_OPTIONS, jobId: transferJobId(batchId, t.transferId, round) },
               })),
             ),
           );

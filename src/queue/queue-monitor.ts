@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { CHAINS } from '../domain/chains.ts';
+import { INTENT_QUEUE, INTENT_QUEUE_DESCRIPTION } from './intent-follower.ts';
 import { queueNameFor } from './jobs.ts';
 import { SCHEDULE_QUEUE } from './schedules.ts';
 
@@ -9,7 +10,21 @@ import { SCHEDULE_QUEUE } from './schedules.ts';
  * the `intents` and `callbacks` queues are those of intent-follower.ts and callbacks.ts.
  */
 export const TRANSFER_QUEUES: readonly string[] = CHAINS.map(queueNameFor);
-export const SIDE_QUEUES: readonly string[] = ['intents', 'callbacks', SCHEDULE_QUEUE];
+export const SIDE_QUEUES: readonly string[] = [INTENT_QUEUE, 'callbacks', SCHEDULE_QUEUE];
+
+/** What each queue holds, in words: bull-board shows it under the queue's name. */
+export function queueDescription(name: string): string {
+  const source = CHAINS.find((c) => queueNameFor(c) === name);
+  if (source) {
+    return `Payouts from ${source}: one job per transfer and round, named route and amount. Completed = submitted (the result is the outcome). Failed = the transfer ended failed, rejected or needs_review (reason: state: code: message); the queue never retries those.`;
+  }
+  if (name === INTENT_QUEUE) return INTENT_QUEUE_DESCRIPTION;
+  if (name === 'callbacks')
+    return "Completion callbacks: one POST of the batch's status document each time it completes, retried with backoff.";
+  if (name === SCHEDULE_QUEUE)
+    return "Schedule firings: each makes one batch from the schedule's stored CSV.";
+  return '';
+}
 
 /** The job states counted per queue. `depth` is what still waits to run: waiting + prioritized + delayed. */
 export const COUNTED_JOB_STATES = [

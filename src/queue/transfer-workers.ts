@@ -1,17 +1,13 @@
-import { DelayedError, Queue, Worker, type Job } from 'bullmq';
+import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
-import { runTransfer, type PipelineDeps } from '../pipeline/run-transfer.ts';
-import { finalizeAbandoned } from '../pipeline/abandon.ts';
-import { DEFAULT_POLICY } from '../pipeline/policy.ts';
-import { parseTransferJobData, queueNameFor, transferJobId } from './jobs.ts';
-
-/** The round a job id belongs to (`…/r2` → 2; no suffix → 0). */
-function roundOf(jobId: string | undefined): number {
-  const m = /\/r([0-9]+)$/.exec(jobId ?? '');
-  return m ? Number(m[1]) : 0;
-}
+import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
+import type { PipelineDeps } from '../pipeline/run-transfer.ts';
+import { JOB_LOG_LINES } from './job-reporter.ts';
+import { queueNameFor, settleJobName, transferJobId, transferJobName } from './jobs.ts';
+import { sweepUnfinished } from './sweeper.ts';
+import { processTransferJob, settleGivenUpJob, type TransferProcessorDeps } from './transfer-processor.ts';
 
 /**
  * Lock and stall settings, chosen for the slowest call:
@@ -20,12 +16,15 @@ function roundOf(jobId: string | undefined): number {
  *   lapse. 30 s lock = a dead worker's transfer is picked up again within ~30-60 s.
  * - The slowest single call is one service request: connect 3 s + response 10 s by default, far
  *   below the lock, so a healthy but busy worker is never mistaken for a stalled one.
- * - maxStalledCount 3: a job that kills its worker three times is given up by the queue; the
- *   sweeper then makes its transfer final from its saved steps (promise 2).
+ * - maxStalledCount 3: a job that kills its worker three times is given up by the queue; its
+ *   transfer is then made final from its saved steps (promise 2), by the `failed` event or the
+ *   sweeper.
  */
 export const WORKER_LOCK_MS = 30_000;
 export const WORKER_STALLED_INTERVAL_MS = 15_000;
 export const WORKER_MAX_STALLED = 3;
+/** How often the sweeper looks for transfers without a live job (sweeper.ts). */
+const SWEEP_EVERY_MS = 30_000;
 
 export type TransferWorkers = {
   readonly sources: readonly Chain[];
@@ -33,13 +32,13 @@ export type TransferWorkers = {
   close(): Promise<void>;
   /** Slow every transfer queue for `ms` (the service answered 429). */
   rateLimit(ms: number): Promise<void>;
-  /** Finalizes transfers whose jobs the queue gave up on (stalled too often, attempts exhausted). */
+  /** Re-queues or finalizes unfinished transfers whose jobs are not live (sweeper.ts). */
   sweep(): Promise<number>;
   /** A delayed job that tries to settle a `needs_review` transfer once its payload has expired. */
   scheduleSettle(batchId: string, transferId: string, at: number): Promise<void>;
 };
 
-export function createTransferWorkers(deps: {
+export type TransferWorkersDeps = {
   redisUrl: string;
   connectionOptions?: Record<string, unknown>;
   prefix: string;
@@ -47,116 +46,42 @@ export function createTransferWorkers(deps: {
   concurrency: number;
   pipeline: PipelineDeps;
   logger: Logger;
-  /** Redis client for the pipeline's own records (shared). */
+  /** Redis client for the pipeline's own records and job results (shared). */
   redis: Redis;
-}): TransferWorkers {
-  const { logger } = deps;
+  /** Outcomes, waits and times to final, for `/metrics` (worker-metrics.ts). */
+  metrics?: TransferJobMetrics | undefined;
+};
+
+export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorkers {
   const shutdown = new AbortController();
   const connection = { url: deps.redisUrl, maxRetriesPerRequest: null, ...deps.connectionOptions };
   const queues = new Map<Chain, Queue>();
   const workers: Worker[] = [];
-
   for (const source of deps.sources) {
-    const name = queueNameFor(source);
-    const queue = new Queue(name, { connection, prefix: deps.prefix });
-    queue.on('error', (err) => logger.warn({ err: { message: err.message }, queue: name }, 'queue error'));
+    const queue = new Queue(queueNameFor(source), { connection, prefix: deps.prefix });
+    queue.on('error', (err) =>
+      deps.logger.warn({ err: { message: err.message }, queue: queue.name }, 'queue error'),
+    );
     queues.set(source, queue);
+    workers.push(startWorker(deps, source, connection, shutdown.signal));
+  }
 
-    const processor = async (job: Job, token?: string): Promise<string> => {
-      const data = parseTransferJobData(job.data);
-      if (!data) {
-        logger.error({ jobId: job.id, queue: name }, 'job data is not a transfer pointer; dropping the job');
-        return 'invalid';
-      }
-      let outcome;
-      try {
-        outcome = await runTransfer(deps.pipeline, data.batchId, data.transferId, shutdown.signal, {
-          settleOnly: job.name === 'settle',
-        });
-      } catch (err) {
-        // An unexpected error (a bug, Redis trouble) goes back to the queue's retries, but not for
-        // ever: past the transient deadline the transfer is made final from its saved steps.
-        const rec = await deps.pipeline.store.load(data.batchId, data.transferId).catch(() => undefined);
-        const first = Number(rec?.raw['first_seen_at'] ?? Date.now());
-        const budget = (deps.pipeline.policy ?? DEFAULT_POLICY).transientDeadlineMs + 30_000;
-        if (rec && Date.now() - first > budget) {
-          await finalizeAbandoned(
-            deps.pipeline,
-            data.batchId,
-            data.transferId,
-            `kept failing with an unexpected error: ${(err as Error).message?.slice(0, 200)}`,
-            roundOf(job.id),
-          );
-          return 'abandoned';
-        }
-        throw err;
-      }
-      if (outcome.kind === 'later') {
-        await job.moveToDelayed(Date.now() + Math.max(0, outcome.delayMs), token);
-        throw new DelayedError(outcome.reason);
-      }
-      return outcome.state;
-    };
-
-    const worker = new Worker(name, processor, {
-      connection,
+  const busyReadAt = new Map<string, number>();
+  const sweep = () =>
+    sweepUnfinished({
+      busyReadAt,
+      redis: deps.redis,
       prefix: deps.prefix,
-      concurrency: deps.concurrency,
-      lockDuration: WORKER_LOCK_MS,
-      stalledInterval: WORKER_STALLED_INTERVAL_MS,
-      maxStalledCount: WORKER_MAX_STALLED,
-      autorun: true,
+      pipeline: deps.pipeline,
+      queues,
+      logger: deps.logger,
+      metrics: deps.metrics,
     });
-    worker.on('error', (err) => logger.warn({ err: { message: err.message }, queue: name }, 'worker error'));
-    worker.on('failed', (job, err) => {
-      if (!job) return;
-      const data = parseTransferJobData(job.data);
-      const final = job.attemptsMade >= (job.opts.attempts ?? 1);
-      logger.warn(
-        { jobId: job.id, attemptsMade: job.attemptsMade, final, err: { message: err.message } },
-        'job failed',
-      );
-      if (final && data) {
-        finalizeAbandoned(
-          deps.pipeline,
-          data.batchId,
-          data.transferId,
-          `the queue gave up: ${err.message}`,
-          roundOf(job.id),
-        ).catch((e: unknown) => logger.error({ err: e }, 'could not finalize an abandoned transfer'));
-      }
-    });
-    worker.on('stalled', (jobId) => logger.warn({ jobId, queue: name }, 'job stalled; it will run again'));
-    workers.push(worker);
-  }
-
-  async function sweep(): Promise<number> {
-    let n = 0;
-    for (const queue of queues.values()) {
-      const failed = await queue.getFailed(0, 499);
-      for (const job of failed) {
-        const data = parseTransferJobData(job.data);
-        if (!data) continue;
-        if (
-          await finalizeAbandoned(
-            deps.pipeline,
-            data.batchId,
-            data.transferId,
-            `the queue gave up: ${job.failedReason}`,
-            roundOf(job.id),
-          )
-        ) {
-          n++;
-        }
-      }
-    }
-    return n;
-  }
   const sweepTimer = setInterval(() => {
     sweep().catch((err: unknown) =>
-      logger.warn({ err: { message: (err as Error).message } }, 'sweep failed'),
+      deps.logger.warn({ err: { message: (err as Error).message } }, 'sweep failed'),
     );
-  }, 30_000);
+  }, SWEEP_EVERY_MS);
   sweepTimer.unref();
   void sweep().catch(() => {});
 
@@ -166,23 +91,7 @@ export function createTransferWorkers(deps: {
       await Promise.all([...queues.values()].map((q) => q.rateLimit(ms)));
     },
     sweep,
-    async scheduleSettle(batchId, transferId, at) {
-      const rec = await deps.pipeline.store.load(batchId, transferId);
-      const queue = rec ? queues.get(rec.from) : undefined;
-      if (!rec || !queue) return;
-      await queue.add(
-        'settle',
-        { batchId, transferId },
-        {
-          jobId: `${transferJobId(batchId, transferId)}/settle${rec.raw['payload_gen'] ?? '0'}`,
-          delay: Math.max(0, at - Date.now()),
-          attempts: 20,
-          backoff: { type: 'exponential', delay: 5_000 },
-          removeOnComplete: { age: 24 * 3600 },
-          removeOnFail: { age: 7 * 24 * 3600 },
-        },
-      );
-    },
+    scheduleSettle: (batchId, transferId, at) => scheduleSettle(deps, queues, batchId, transferId, at),
     async close() {
       clearInterval(sweepTimer);
       shutdown.abort();
@@ -190,4 +99,91 @@ export function createTransferWorkers(deps: {
       await Promise.all([...queues.values()].map((q) => q.close()));
     },
   };
+}
+
+function startWorker(
+  deps: TransferWorkersDeps,
+  source: Chain,
+  connection: Record<string, unknown>,
+  shutdown: AbortSignal,
+): Worker {
+  const name = queueNameFor(source);
+  const processorDeps: TransferProcessorDeps = {
+    source,
+    pipeline: deps.pipeline,
+    logger: deps.logger,
+    redis: deps.redis,
+    metrics: deps.metrics,
+    shutdown,
+  };
+  const worker = new Worker(
+    name,
+    (job: Job, token?: string) => processTransferJob(processorDeps, job, token),
+    {
+      connection,
+      prefix: deps.prefix,
+      concurrency: deps.concurrency,
+      lockDuration: WORKER_LOCK_MS,
+      stalledInterval: WORKER_STALLED_INTERVAL_MS,
+      maxStalledCount: WORKER_MAX_STALLED,
+      autorun: true,
+    },
+  );
+  worker.on('error', (err) =>
+    deps.logger.warn({ err: { message: err.message }, queue: name }, 'worker error'),
+  );
+  worker.on('failed', (job, err) => onJobFailed(processorDeps, job, err));
+  worker.on('stalled', (jobId) => deps.logger.warn({ jobId, queue: name }, 'job stalled; it will run again'));
+  return worker;
+}
+
+/**
+ * A failed job: ours (UnrecoverableError, the transfer is final already) only logged; one the queue
+ * gave up on (attempts exhausted, stalled too often) has its transfer made final at once — the
+ * sweeper would, later.
+ */
+function onJobFailed(deps: TransferProcessorDeps, job: Job | undefined, err: Error): void {
+  if (!job) return;
+  const ours = err.name === 'UnrecoverableError';
+  const gaveUp = !ours && (job.finishedOn !== undefined || job.attemptsMade >= (job.opts.attempts ?? 1));
+  (ours ? deps.logger.info : deps.logger.warn).call(
+    deps.logger,
+    {
+      jobId: job.id,
+      attemptsMade: job.attemptsMade,
+      final: ours || gaveUp,
+      reason: err.message.slice(0, 300),
+    },
+    'job failed',
+  );
+  if (!gaveUp) return;
+  settleGivenUpJob(deps, job).catch((e: unknown) =>
+    deps.logger.error({ err: { message: (e as Error).message } }, 'could not finalize an abandoned transfer'),
+  );
+}
+
+async function scheduleSettle(
+  deps: TransferWorkersDeps,
+  queues: ReadonlyMap<Chain, Queue>,
+  batchId: string,
+  transferId: string,
+  at: number,
+): Promise<void> {
+  const rec = await deps.pipeline.store.load(batchId, transferId);
+  const queue = rec ? queues.get(rec.from) : undefined;
+  if (!rec || !queue) return;
+  await queue.add(
+    settleJobName(transferJobName(rec)),
+    { batchId, transferId },
+    {
+      // Unique per round and payload: a kept settle job of an earlier round never swallows this one.
+      jobId: `${transferJobId(batchId, transferId, Number(rec.raw['round'] ?? 0))}/settle${rec.raw['payload_gen'] ?? '0'}`,
+      delay: Math.max(0, at - Date.now()),
+      attempts: 20,
+      backoff: { type: 'exponential', delay: 5_000 },
+      removeOnComplete: { age: 24 * 3600 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+      keepLogs: JOB_LOG_LINES,
+    },
+  );
 }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import { workerSourceChains } from '../config/source-chains.ts';
 import type { Logger } from '../log/logger.ts';
+import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
 import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
 import { DEFAULT_POLICY } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
@@ -81,7 +82,15 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
       : undefined;
   const solana = config.solanaSecretKey ? await createSolanaSigner({ config, logger }) : undefined;
 
-  const follower = createIntentFollower({ redisUrl: config.redisUrl, prefix, service, store, logger });
+  const follower = createIntentFollower({
+    redisUrl: config.redisUrl,
+    prefix,
+    service,
+    store,
+    logger,
+    redis,
+    metrics,
+  });
   const callbacks = createCallbackSender({ redisUrl: config.redisUrl, prefix, redis, config, logger });
   // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
   const schedules = createScheduleRunner({ redisUrl: config.redisUrl, prefix, redis, config, logger });
@@ -122,8 +131,11 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     pipeline,
     logger,
     redis,
+    metrics,
   });
   ref.workers = workers;
+  // `/metrics` counts the worker processes alive from these beats (usdc_batch_workers).
+  const heartbeat = startHeartbeat({ redis, prefix, sources, logger });
   logger.info(
     { sources, concurrency: config.workerConcurrency, evm: evm?.signer.address, solana: solana?.address },
     'worker started',
@@ -132,6 +144,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   return {
     workers,
     async close() {
+      await heartbeat.stop();
       await schedules.close();
       await workers.close();
       await follower.close();

@@ -19,6 +19,8 @@ export type TransferView = {
   intent_status: string | null;
   tx_hash: string | null;
   tx_signature: string | null;
+  /** The EVM owner whose permit pays it; null before one is chosen and for SOLANA sources. */
+  owner: string | null;
   /** True when its address was not in the address book when the batch was enqueued. */
   new_recipient: boolean;
   fee: { total: string | null; platform: string | null; gas: string | null };
@@ -69,6 +71,7 @@ export function transferView(t: TransferRecord): TransferView {
     intent_status: t.intentStatus,
     tx_hash: t.txHash,
     tx_signature: t.txSignature,
+    owner: t.owner,
     new_recipient: t.newRecipient,
     fee: { total: amt(t.feeTotal), platform: amt(t.feePlatform), gas: amt(t.feeGas) },
     net_receive: amt(t.netReceive),

@@ -25,13 +25,20 @@ export type BatchPlan = {
 
 export type DroppedRow = { readonly line: number; readonly column: string | null; readonly message: string };
 
+/**
+ * One transfer's job: its queue is its source chain; its destination and amount name the job
+ * (`BASE→ARB 125.00 USDC`), so bull-board says what each job pays.
+ */
+export type TransferJobSpec = {
+  readonly transferId: string;
+  readonly from: Chain;
+  readonly to?: Chain | undefined;
+  readonly amount?: bigint | undefined;
+};
+
 /** Adds one job per transfer; implemented by src/queue/producer.ts. */
 export type TransferJobSink = {
-  addTransfers(
-    batchId: string,
-    transfers: readonly { transferId: string; from: Chain }[],
-    round?: number,
-  ): Promise<void>;
+  addTransfers(batchId: string, transfers: readonly TransferJobSpec[], round?: number): Promise<void>;
 };
 
 export type WriteOptions = {
@@ -396,7 +403,7 @@ export function createBatchWriter(deps: BatchWriterDeps) {
       if (queued.length === 0) return;
       await deps.jobs.addTransfers(
         plan.batchId,
-        queued.map((t) => ({ transferId: t.id, from: t.from })),
+        queued.map((t) => ({ transferId: t.id, from: t.from, to: t.to, amount: t.amount })),
       );
       jobsAdded += queued.length;
     };
@@ -501,13 +508,20 @@ export async function addJobsForQueuedTransfers(
   batchId: string,
 ): Promise<number> {
   let added = 0;
-  for await (const page of queuedTransfers(deps.redis, deps.prefix, batchId, ['from', 'state', 'round'])) {
-    const byRound = new Map<number, { transferId: string; from: Chain }[]>();
+  const fields = ['from', 'state', 'round', 'to', 'amount'];
+  for await (const page of queuedTransfers(deps.redis, deps.prefix, batchId, fields)) {
+    const byRound = new Map<number, TransferJobSpec[]>();
     for (const { id, values } of page) {
-      const [from, state, round] = values;
+      const [from, state, round, to, amount] = values;
       if (!from || state !== 'queued') continue;
       const r = Number(round ?? 0);
-      byRound.set(r, [...(byRound.get(r) ?? []), { transferId: id, from: from as Chain }]);
+      const spec: TransferJobSpec = {
+        transferId: id,
+        from: from as Chain,
+        to: (to ?? undefined) as Chain | undefined,
+        amount: amount && /^[0-9]+$/.test(amount) ? BigInt(amount) : undefined,
+      };
+      byRound.set(r, [...(byRound.get(r) ?? []), spec]);
     }
     for (const [round, transfers] of byRound) {
       await deps.jobs.addTransfers(batchId, transfers, round);

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { TransferState } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 
 export type QueuedTransfer = { readonly id: string; readonly values: readonly (string | null)[] };
@@ -8,10 +9,22 @@ export type QueuedTransfer = { readonly id: string; readonly values: readonly (s
  * for (one pipeline per page). Paged by line (the score) rather than by index: the set shrinks while
  * workers take transfers.
  */
-export async function* queuedTransfers(
+export function queuedTransfers(
   redis: Redis,
   prefix: string,
   batchId: string,
+  fields: readonly string[],
+  pageSize = 1000,
+): AsyncGenerator<QueuedTransfer[]> {
+  return transfersInState(redis, prefix, batchId, 'queued', fields, pageSize);
+}
+
+/** The batch's transfers in `state`, a page at a time in line order (see queuedTransfers). */
+export async function* transfersInState(
+  redis: Redis,
+  prefix: string,
+  batchId: string,
+  state: TransferState,
   fields: readonly string[],
   pageSize = 1000,
 ): AsyncGenerator<QueuedTransfer[]> {
@@ -19,7 +32,7 @@ export async function* queuedTransfers(
   let after = '-inf';
   for (;;) {
     const page = await redis.zrangebyscore(
-      k.batchState(batchId, 'queued'),
+      k.batchState(batchId, state),
       after,
       '+inf',
       'WITHSCORES',

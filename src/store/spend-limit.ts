@@ -85,3 +85,22 @@ export function createSpendLimit(deps: { redis: Redis; prefix: string; cap: bigi
   };
 }
 export type SpendLimit = ReturnType<typeof createSpendLimit>;
+
+/**
+ * What the rolling 24 hours hold under `MAX_DAILY_USDC` now, read only (for `/metrics`): the running
+ * total less the reservations older than 24 h that no reservation has pruned yet (few: every
+ * reserve prunes them).
+ */
+export async function readDailySpend(redis: Redis, prefix: string, now: number): Promise<bigint> {
+  const k = keys(prefix);
+  const [total, stale] = await Promise.all([
+    redis.get(`${k.spend}:total`),
+    redis.zrangebyscore(k.spend, '-inf', now - DAY_MS),
+  ]);
+  let sum = BigInt(total && /^[0-9]+$/.test(total) ? total : '0');
+  if (stale.length > 0) {
+    const amounts = await redis.hmget(k.spendAmounts, ...stale);
+    for (const a of amounts) if (a && /^[0-9]+$/.test(a)) sum -= BigInt(a);
+  }
+  return sum < 0n ? 0n : sum;
+}

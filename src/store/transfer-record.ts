@@ -19,6 +19,8 @@ export type TransferRecord = {
   readonly intentStatus: string | null;
   readonly txHash: string | null;
   readonly txSignature: string | null;
+  /** The EVM owner whose permit pays it (null before a permit is signed, and for SOLANA sources). */
+  readonly owner: string | null;
   readonly feeTotal: bigint | null;
   readonly feePlatform: bigint | null;
   readonly feeGas: bigint | null;
@@ -60,6 +62,7 @@ export function parseTransferRecord(
     intentStatus: str(raw['intent_status']),
     txHash: str(raw['tx_hash']),
     txSignature: str(raw['tx_signature']),
+    owner: str(raw['owner']) ?? permitOwner(raw['permit']),
     feeTotal: big(raw['fee_total']),
     feePlatform: big(raw['fee_platform']),
     feeGas: big(raw['fee_gas']),
@@ -71,4 +74,15 @@ export function parseTransferRecord(
     updatedAt: raw['updated_at'] ? Number(raw['updated_at']) : null,
     raw,
   };
+}
+
+/** The owner of a saved permit: records written before `owner` was saved with the permit have only this. */
+function permitOwner(permit: string | undefined): string | null {
+  if (!permit) return null;
+  try {
+    const owner = (JSON.parse(permit) as { owner?: unknown }).owner;
+    return typeof owner === 'string' ? owner : null;
+  } catch {
+    return null;
+  }
 }

@@ -22,6 +22,7 @@ function transfer(over: Partial<TransferView> = {}): TransferView {
     intent_status: 'pending',
     tx_hash: '0xab',
     tx_signature: null,
+    owner: null,
     new_recipient: false,
     fee: { total: '0.10', platform: '0.09', gas: '0.01' },
     net_receive: '9.90',

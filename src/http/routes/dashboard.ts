@@ -4,15 +4,17 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RouteAuth, RoutePlugin } from '../route-deps.ts';
 import { errorDocument } from '../http-errors.ts';
+import { queueDescription } from '../../queue/queue-monitor.ts';
 
 export const DASHBOARD_PATH = '/dashboard';
 const STATIC_PATH = `${DASHBOARD_PATH}/static/`;
 
 /**
  * `/dashboard`: every queue (transfers per source chain, intents, callbacks, schedules) in
- * bull-board, read-only. Job data holds only pointers (`{batchId, transferId}`, an intent id, a
- * schedule name) — never a key, permit, signature or signed transaction — so showing it reveals no
- * secret.
+ * bull-board, read-only, each with its description (what its completed and failed jobs mean). Job
+ * data holds only pointers (`{batchId, transferId}`, an intent id, a schedule name); job results
+ * and step logs hold outcomes (intent ids, tx hashes, addresses, amounts, reasons) — never a key,
+ * permit, signature or signed transaction — so showing them reveals no secret.
  *
  * Authentication: the HTML page and its `/dashboard/api/*` data routes need the hook token, as a
  * bearer token or as the password of HTTP Basic auth (a browser cannot add a bearer header, so a
@@ -37,7 +39,9 @@ export const dashboardRoute: RoutePlugin = async (app, { deps }) => {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
-    queues: deps.queues.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
+    queues: deps.queues.queues.map(
+      (q) => new BullMQAdapter(q, { readOnlyMode: true, description: queueDescription(q.name) }),
+    ),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'usdc-batch' } },
   });

@@ -9,6 +9,7 @@ export const metricsRoute: RoutePlugin = async (app, { deps }) => {
     redis: deps.redis,
     prefix: deps.config.queuePrefix,
     queueCounts: () => deps.queues.counts(),
+    dailyCap: deps.config.maxDailyUsdc,
   });
   app.get('/metrics', { schema: metricsSchema }, async (request, reply) => {
     let text: string;

@@ -22,7 +22,7 @@ export const transferView = {
   type: 'object',
   required: [
     'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
-    'tx_hash', 'tx_signature', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'updated_at',
+    'tx_hash', 'tx_signature', 'owner', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'updated_at',
   ],
   properties: {
     id: { type: 'string', description: 'the CSV id, or one derived from the line' },
@@ -37,6 +37,7 @@ export const transferView = {
     intent_status: nullable({ type: 'string', description: 'pending, detected, minted, complete, failed' }),
     tx_hash: nullable({ type: 'string' }),
     tx_signature: nullable({ type: 'string' }),
+    owner: nullable({ type: 'string', description: 'the EVM owner whose permit pays it (null before one is chosen, and for SOLANA-source rows)' }),
     new_recipient: { type: 'boolean', description: 'its address was not in the address book when enqueued' },
     fee: {
       type: 'object',

@@ -1,0 +1,150 @@
+import type { Job } from 'bullmq';
+import type { Logger } from '../log/logger.ts';
+import type { StepName, StepReporter } from '../pipeline/run-transfer.ts';
+
+/** Log lines kept per job (BullMQ `keepLogs`): the newest win, so a long wait cannot grow a job's log. */
+export const JOB_LOG_LINES = 20;
+/**
+ * A step's progress is written once the step has lasted this long: a person (or bull-board's
+ * poll) sees a step that takes time — a slow call, a wait in the job — while a run that is over
+ * in a few hundred ms writes only its final progress. Each progress write is a script and an event.
+ */
+export const PROGRESS_AFTER_MS = 500;
+/** A log line is cut here: lines describe, they never carry a payload. */
+const MAX_LINE = 500;
+
+/**
+ * The job's progress: the step the run is at, how far that is (bull-board draws `progress` as a
+ * ring), and the last thing said about it.
+ */
+export type JobProgress = { readonly step: string; readonly progress: number; readonly message: string };
+
+/** How far each step is along a run, for the ring; a wait keeps the step it interrupted. */
+const STEP_PERCENT: Record<StepName, number> = {
+  estimate: 10,
+  build: 25,
+  sign: 45,
+  send: 60,
+  answer: 80,
+  wait: -1,
+  settle: 90,
+};
+
+export type JobReporter = {
+  /** The pipeline's reporter (context.ts): a log line, and the step as progress when it changes. */
+  readonly report: StepReporter;
+  /** The job is handed back: logged once per distinct reason (a wait that repeats is not logged again). */
+  waiting(reason: string, delayMs: number): void;
+  /** The last line and the final progress: the transfer's state when the job ended. */
+  ended(state: string, message: string): void;
+  /** Resolves once every line and progress written so far is in Redis (never rejects). */
+  flush(): Promise<void>;
+};
+
+/**
+ * Writes a run's report to its BullMQ job: `job.log()` a line per report (`<ISO time> <step>:
+ * <message>`), `job.updateProgress()` once a new step has lasted PROGRESS_AFTER_MS, and at the end.
+ * Writes go out in order, one after the other, and never fail or slow the payment: an error is
+ * logged and the run goes on. A wait that repeats with the same reason (a transfer behind a nonce
+ * lease comes back every few hundred ms) is recognised from the progress the job was fetched with,
+ * and costs no write.
+ */
+export function createJobReporter(
+  job: Job,
+  logger: Logger,
+  now: () => number = Date.now,
+  progressAfterMs = PROGRESS_AFTER_MS,
+): JobReporter {
+  let chain: Promise<void> = Promise.resolve();
+  let warned = false;
+  const fetched = asProgress(job.progress);
+  let step = fetched?.step ?? '';
+  let percent = fetched?.progress ?? 0;
+  let lastWait = fetched?.step === 'wait' ? fetched.message : undefined;
+  const short = (m: string) => m.slice(0, 200);
+
+  const write = (fn: () => Promise<unknown>) => {
+    chain = chain.then(fn).then(
+      () => {},
+      (err: unknown) => {
+        if (warned) return;
+        warned = true;
+        logger.warn(
+          { jobId: job.id, err: { message: (err as Error).message } },
+          'could not write to the job log',
+        );
+      },
+    );
+  };
+  const line = (label: string, message: string) => {
+    const text = `${new Date(now()).toISOString()} ${label}: ${message}`.slice(0, MAX_LINE);
+    write(() => job.log(text));
+  };
+  // Progress is a state, not a history: one still waiting to be written is replaced by a newer one.
+  let pending: JobProgress | undefined;
+  const progress = (next: JobProgress) => {
+    const queued = pending !== undefined;
+    pending = next;
+    if (queued) return;
+    write(async () => {
+      const p = pending;
+      pending = undefined;
+      if (p) await job.updateProgress(p);
+    });
+  };
+  // A step's progress waits PROGRESS_AFTER_MS; a newer step, a wait or the end replaces it.
+  let soon: { timer: NodeJS.Timeout; next: JobProgress } | undefined;
+  const cancelSoon = () => {
+    if (soon) clearTimeout(soon.timer);
+    soon = undefined;
+  };
+  const progressSoon = (next: JobProgress) => {
+    cancelSoon();
+    const timer = setTimeout(() => {
+      soon = undefined;
+      progress(next);
+    }, progressAfterMs);
+    timer.unref();
+    soon = { timer, next };
+  };
+
+  return {
+    report(name, message) {
+      line(name ?? 'seen', message);
+      if (name === null || name === step) return;
+      step = name;
+      if (name !== 'wait') percent = STEP_PERCENT[name];
+      lastWait = undefined;
+      progressSoon({ step, progress: percent, message: short(message) });
+    },
+    waiting(reason, delayMs) {
+      if (short(reason) === lastWait) return;
+      lastWait = short(reason);
+      step = 'wait';
+      line('wait', `${reason} (again in ${(delayMs / 1000).toFixed(1)} s)`);
+      cancelSoon();
+      progress({ step: 'wait', progress: percent, message: short(reason) });
+    },
+    ended(state, message) {
+      line(state, message);
+      cancelSoon();
+      progress({ step: state, progress: 100, message: short(message) });
+    },
+    async flush() {
+      // A run that ends without `ended` or `waiting` (an unexpected error) shows the step it was at.
+      if (soon) {
+        const { next } = soon;
+        cancelSoon();
+        progress(next);
+      }
+      await chain;
+    },
+  };
+}
+
+function asProgress(p: unknown): JobProgress | undefined {
+  if (typeof p !== 'object' || p === null) return undefined;
+  const { step, progress, message } = p as Record<string, unknown>;
+  if (typeof step !== 'string' || typeof message !== 'string') return undefined;
+  return { step, progress: typeof progress === 'number' ? progress : 0, message };
+}

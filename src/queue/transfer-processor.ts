@@ -1,0 +1,166 @@
+import { DelayedError, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Chain } from '../domain/chains.ts';
+import type { Logger } from '../log/logger.ts';
+import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
+import { abandonTransfer } from '../pipeline/abandon.ts';
+import { DEFAULT_POLICY } from '../pipeline/policy.ts';
+import { runTransfer, type PipelineDeps, type StepOutcome } from '../pipeline/run-transfer.ts';
+import {
+  failedReasonOf,
+  failsJob,
+  finalFailure,
+  jobKeyOf,
+  jobOutcome,
+  writeJobResult,
+  type JobOutcome,
+} from './job-outcome.ts';
+import { createJobReporter, type JobReporter } from './job-reporter.ts';
+import { isSettleJob, parseTransferJobData, roundOfJobId, type TransferJobData } from './jobs.ts';
+
+/** What the processor of one source chain's transfer jobs runs on (transfer-workers.ts wires it). */
+export type TransferProcessorDeps = {
+  readonly source: Chain;
+  readonly pipeline: PipelineDeps;
+  readonly logger: Logger;
+  /** The shared client: writes a failed job's result into its hash. */
+  readonly redis: Redis;
+  readonly metrics?: TransferJobMetrics | undefined;
+  /** Aborted when the worker stops: in-flight waits park their jobs. */
+  readonly shutdown: AbortSignal;
+};
+
+type Done = StepOutcome & { kind: 'done' };
+
+/**
+ * One transfer job: runs the pipeline with the job's log as its reporter, then ends the job as the
+ * transfer ended — completed with the outcome object (`submitted`, or `queued` when it went back to
+ * wait for an approval), or failed for good (UnrecoverableError) with the outcome written to the
+ * hash first (`failed`, `rejected`, `needs_review`), or handed back to the queue (a wait).
+ */
+export async function processTransferJob(
+  deps: TransferProcessorDeps,
+  job: Job,
+  token?: string,
+): Promise<JobOutcome> {
+  const data = parseTransferJobData(job.data);
+  if (!data) {
+    deps.logger.error({ jobId: job.id, queue: job.queueName }, 'job data is not a transfer pointer');
+    throw finalFailure('invalid: job data is not a transfer pointer ({batchId, transferId})');
+  }
+  const reporter = createJobReporter(job, deps.logger);
+  let out: StepOutcome;
+  try {
+    out = await runTransfer(deps.pipeline, data.batchId, data.transferId, deps.shutdown, {
+      settleOnly: isSettleJob(job.name),
+      report: reporter.report,
+    });
+  } catch (err) {
+    await reporter.flush();
+    out = await afterUnexpectedError(deps, job, data, err);
+  }
+  if (out.kind === 'later') {
+    reporter.waiting(out.reason, out.delayMs);
+    deps.metrics?.waited(deps.source, out.wait);
+    await reporter.flush();
+    await job.moveToDelayed(Date.now() + Math.max(0, out.delayMs), token);
+    throw new DelayedError(out.reason);
+  }
+  return await endJob(deps, job, out, reporter);
+}
+
+/**
+ * An unexpected error (a bug, Redis trouble) goes back to the queue's retries, but not for ever:
+ * past the transient deadline the transfer is made final from its saved steps (promise 2).
+ */
+async function afterUnexpectedError(
+  deps: TransferProcessorDeps,
+  job: Job,
+  data: TransferJobData,
+  err: unknown,
+): Promise<Done> {
+  const rec = await deps.pipeline.store.load(data.batchId, data.transferId).catch(() => undefined);
+  const first = Number(rec?.raw['first_seen_at'] ?? Date.now());
+  const budget = (deps.pipeline.policy ?? DEFAULT_POLICY).transientDeadlineMs + 30_000;
+  if (!rec || Date.now() - first <= budget) throw err;
+  const message = (err as Error).message?.slice(0, 200) ?? String(err);
+  const out = await abandonTransfer(
+    deps.pipeline,
+    data.batchId,
+    data.transferId,
+    `kept failing with an unexpected error: ${message}`,
+    roundOfJobId(job.id),
+  );
+  if (!out) throw err;
+  return out;
+}
+
+/** The line that closes a job's log: what the transfer's state means. */
+function closingLine(o: JobOutcome, waitReason: string | null): string {
+  switch (o.state) {
+    case 'submitted':
+      return `intent ${o.intent_id ?? '?'} (${o.intent_status ?? '?'}), ${o.tx_hash ? `tx ${o.tx_hash}` : `signature ${o.tx_signature ?? '?'}`}, fee ${o.fee.total ?? '?'} USDC`;
+    case 'queued':
+    case 'in_progress':
+      return waitReason ?? 'handed back';
+    default:
+      return o.error ? `${o.error.code}: ${o.error.message}` : 'no error recorded';
+  }
+}
+
+async function endJob(
+  deps: TransferProcessorDeps,
+  job: Job,
+  out: Done,
+  reporter: JobReporter,
+): Promise<JobOutcome> {
+  if (!out.record) {
+    reporter.ended(out.state, 'the transfer has no record');
+    await reporter.flush();
+    throw finalFailure(`${out.state}: no_record: the transfer has no record`);
+  }
+  const outcome = jobOutcome(out.record);
+  reporter.ended(outcome.state, closingLine(outcome, out.record.waitReason));
+  if (out.ended) {
+    deps.metrics?.transferEnded(
+      deps.source,
+      outcome.state,
+      outcome.error?.code ?? null,
+      Date.now() - job.timestamp,
+    );
+  }
+  await reporter.flush();
+  if (!failsJob(outcome.state)) return outcome;
+  await writeJobResult(deps.redis, jobKeyOf(job), outcome);
+  throw finalFailure(failedReasonOf(outcome));
+}
+
+/**
+ * A job the queue gave up on by itself (attempts exhausted, stalled too often): its transfer is
+ * made final from its saved steps, and the job's hash then says so — the outcome as its
+ * `returnvalue`, and a `failedReason` naming the transfer's state, code and message.
+ */
+export async function settleGivenUpJob(
+  deps: Pick<TransferProcessorDeps, 'pipeline' | 'redis' | 'metrics' | 'source'>,
+  job: Pick<Job, 'id' | 'data' | 'failedReason' | 'queueQualifiedName' | 'timestamp'>,
+): Promise<boolean> {
+  const data = parseTransferJobData(job.data);
+  if (!data) return false;
+  const out = await abandonTransfer(
+    deps.pipeline,
+    data.batchId,
+    data.transferId,
+    `the queue gave up: ${job.failedReason ?? 'no reason given'}`,
+    roundOfJobId(job.id),
+  );
+  if (!out?.record) return false;
+  const outcome = jobOutcome(out.record);
+  deps.metrics?.transferEnded(
+    deps.source,
+    outcome.state,
+    outcome.error?.code ?? null,
+    Date.now() - job.timestamp,
+  );
+  await writeJobResult(deps.redis, jobKeyOf(job), outcome, failedReasonOf(outcome));
+  return true;
+}
