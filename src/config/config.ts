@@ -33,8 +33,12 @@ export type Config = {
   readonly transferApiUrl: string | undefined;
   readonly transferApiKey: Secret | undefined;
   readonly network: Network;
-  /** 0x-prefixed 32-byte hex key, from EVM_PRIVATE_KEY or EVM_PRIVATE_KEY_FILE. */
-  readonly evmPrivateKey: Secret | undefined;
+  /**
+   * The treasury owners' keys (0x-prefixed 32-byte hex), in the order given: EVM_PRIVATE_KEY
+   * (comma-separated) or EVM_PRIVATE_KEY_FILE (one per line). Empty when none is set. Each key is an
+   * owner with its own permit nonces per chain; the first is preferred when several could pay.
+   */
+  readonly evmPrivateKeys: readonly Secret[];
   /** 64-byte secret key (solana-keygen layout: secret ‖ public), from SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY. */
   readonly solanaSecretKey: Uint8Array | undefined;
   readonly permitSpender: string | undefined;

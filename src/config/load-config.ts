@@ -162,19 +162,45 @@ function readNetwork(r: EnvReader, problem: Problem): Network {
   return 'testnet';
 }
 
-/** The treasury's EVM key: 32 bytes hex, with or without 0x. */
-function readEvmKey(r: EnvReader, problem: Problem): Secret | undefined {
+/**
+ * The treasury's EVM keys: 32 bytes hex each, with or without 0x; several comma-separated in
+ * EVM_PRIVATE_KEY, or one per line (commas allowed too) in EVM_PRIVATE_KEY_FILE. A problem names
+ * the key by its position, never by its text.
+ */
+function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
   const text = r.secretText('EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE');
-  if (text === undefined) return undefined;
-  const hex = text.startsWith('0x') ? text.slice(2) : text;
-  if (!/^[0-9a-fA-F]{64}$/.test(hex) || BigInt(`0x${hex}`) === 0n || BigInt(`0x${hex}`) >= SECP256K1_N) {
-    problem(
-      r.str('EVM_PRIVATE_KEY_FILE') ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY',
-      'must hold a 32-byte hex private key',
-    );
-    return undefined;
+  if (text === undefined) return [];
+  const name = r.str('EVM_PRIVATE_KEY_FILE') ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY';
+  const parts = text
+    .split(/[\s,]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (parts.length === 0) {
+    problem(name, 'must hold a 32-byte hex private key');
+    return [];
   }
-  return new Secret(`0x${hex.toLowerCase()}`);
+  const keys: Secret[] = [];
+  const seen = new Set<string>();
+  parts.forEach((part, i) => {
+    const which = parts.length > 1 ? `key ${i + 1} of ${parts.length}` : 'the key';
+    const hex = (part.startsWith('0x') ? part.slice(2) : part).toLowerCase();
+    if (!/^[0-9a-f]{64}$/.test(hex) || BigInt(`0x${hex}`) === 0n || BigInt(`0x${hex}`) >= SECP256K1_N) {
+      problem(
+        name,
+        parts.length > 1
+          ? `${which} is not a 32-byte hex private key`
+          : 'must hold a 32-byte hex private key',
+      );
+      return;
+    }
+    if (seen.has(hex)) {
+      problem(name, `${which} repeats an earlier key (each owner once)`);
+      return;
+    }
+    seen.add(hex);
+    keys.push(new Secret(`0x${hex}`));
+  });
+  return keys.length === parts.length ? Object.freeze(keys) : [];
 }
 
 /** The Solana key: a solana-keygen JSON file (64-byte array), or a base58 secret. */
@@ -367,7 +393,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     transferApiUrl,
     transferApiKey: apiKeyText !== undefined ? new Secret(apiKeyText) : undefined,
     network: readNetwork(r, problem),
-    evmPrivateKey: readEvmKey(r, problem),
+    evmPrivateKeys: readEvmKeys(r, problem),
     solanaSecretKey: readSolanaKey(r, problem),
     permitSpender: r.address('PERMIT_SPENDER'),
     permitSpenderByChain: Object.freeze(permitSpenderByChain),
@@ -444,7 +470,7 @@ function reportMissing(
   if (needs.evmKey && !reported.has('EVM_PRIVATE_KEY_FILE')) {
     need(
       'EVM_PRIVATE_KEY',
-      config.evmPrivateKey,
+      config.evmPrivateKeys[0],
       'to sign permits for EVM-source transfers (or set EVM_PRIVATE_KEY_FILE)',
     );
   }
@@ -471,7 +497,7 @@ function reportMissing(
     }
     // Checked once the key itself is valid: a malformed key is the problem to fix first, and the
     // spender only matters for a key that can sign.
-    if (config.evmPrivateKey && !anySpender) {
+    if (config.evmPrivateKeys.length > 0 && !anySpender) {
       need(
         'PERMIT_SPENDER',
         undefined,

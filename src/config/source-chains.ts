@@ -10,7 +10,7 @@ import { spenderFor } from './load-config.ts';
  */
 export function workerSourceChains(config: Config): readonly Chain[] {
   const chains: Chain[] = [];
-  if (config.evmPrivateKey) {
+  if (config.evmPrivateKeys.length > 0) {
     for (const chain of EVM_CHAINS) if (spenderFor(config, chain) !== undefined) chains.push(chain);
   }
   if (config.solanaSecretKey) chains.push('SOLANA');

@@ -9,6 +9,7 @@ import { addJobsForQueuedTransfers } from '../store/batch-writer.ts';
 import { recordAudit } from '../store/audit.ts';
 import { holdBatch } from '../store/batch-hold.ts';
 import { keys } from '../store/keys.ts';
+import { releaseOwnerReservation } from '../store/owner-balance.ts';
 import { queuedTransfers } from '../store/queued-transfers.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
@@ -36,9 +37,11 @@ export class NotFoundError extends UsdcBatchError {
   override name = 'NotFoundError';
 }
 
-/** Saved-step fields that belong to one payload; a `failed` transfer's payload is provably dead. */
+/**
+ * Saved-step fields that belong to one payload; a `failed` transfer's payload is provably dead.
+ * `owner` is not one of them: a transfer keeps its EVM owner for life (only that owner signs it).
+ */
 const PAYLOAD_FIELDS = [
-  'owner',
   'permit',
   'permit_nonce',
   'permit_deadline',
@@ -59,6 +62,12 @@ const PAYLOAD_FIELDS = [
   'error_code',
   'error_message',
 ];
+
+/** A cancelled row's owner balance, if one was reserved for it, goes back. */
+async function releaseReservation(deps: OpsDeps, batchId: string, id: string): Promise<void> {
+  const rec = await createTransferStore({ redis: deps.redis, prefix: deps.prefix }).load(batchId, id);
+  if (rec) await releaseOwnerReservation(deps.redis, deps.prefix, rec);
+}
 
 async function requireBatch(deps: OpsDeps, batchId: string): Promise<Record<string, string>> {
   const b = await deps.redis.hgetall(keys(deps.prefix).batch(batchId));
@@ -201,6 +210,7 @@ export async function resolveTransfer(
   const res = await store.transition(batchId, transferId, { expected: ['needs_review'], to, fields });
   if (!res.ok)
     throw new ValidationError('USDC_RESOLVE_STATE', `transfer ${transferId} changed state meanwhile`);
+  if (to === 'failed') await releaseOwnerReservation(deps.redis, deps.prefix, rec);
   // A resolved payment is followed like any submitted one, so that its batch can settle.
   if ('submitted' in decision) await deps.intents?.followIntent(batchId, transferId, decision.submitted);
   await recordAudit(deps.redis, deps.prefix, {
@@ -236,7 +246,10 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
         to: 'failed',
         fields: { error_code: 'cancelled', error_message: `cancelled by ${deps.actor}` },
       });
-      if (res.ok) moved++;
+      if (res.ok) {
+        moved++;
+        await releaseReservation(deps, batchId, id);
+      }
     }
     cancelled += moved;
     if (moved === 0) break;
@@ -280,8 +293,10 @@ export async function cancelTransfers(
       fields: { error_code: 'cancelled', error_message: `cancelled by ${deps.actor}` },
       clear: ['wait_reason'],
     });
-    if (res.ok) cancelled.push(id);
-    else skipped.push({ id, state: res.current ?? 'missing' });
+    if (res.ok) {
+      cancelled.push(id);
+      await releaseReservation(deps, batchId, id);
+    } else skipped.push({ id, state: res.current ?? 'missing' });
   }
   await recordAudit(deps.redis, deps.prefix, {
     actor: deps.actor,

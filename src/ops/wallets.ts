@@ -92,7 +92,7 @@ export async function readSolanaTokenBalance(
 export type WalletsDeps = {
   readonly config: Pick<
     Config,
-    | 'evmPrivateKey'
+    | 'evmPrivateKeys'
     | 'solanaSecretKey'
     | 'network'
     | 'evmRpcUrl'
@@ -134,8 +134,9 @@ export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
   }
 
   let evm: WalletsReport['evm'] = null;
-  if (config.evmPrivateKey) {
-    const owner = privateKeyToAccount(config.evmPrivateKey.reveal() as Hex).address;
+  const firstKey = config.evmPrivateKeys[0];
+  if (firstKey) {
+    const owner = privateKeyToAccount(firstKey.reveal() as Hex).address;
     const reader = createChainReader({
       config,
       timeoutMs,

@@ -1,11 +1,13 @@
 import type { EvmChain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { PermitPayload } from '../service/types.ts';
-import { NonceLeaseLostError, NoncePoolHeldError } from '../signing/errors.ts';
-import type { NonceLease } from '../signing/types.ts';
+import { NonceLeaseLostError } from '../signing/errors.ts';
+import type { EvmSigner, NonceLease } from '../signing/types.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
-import { jittered, Later, loadRecord, type Ctx } from './context.ts';
-import { afterRefusedPermit, HELD_RECHECK_MS, type Refusal } from './evm-refused-permit.ts';
+import { Later, loadRecord, type Ctx } from './context.ts';
+import { reserveDailySpend } from './daily-cap.ts';
+import { afterRefusedPermit, type Refusal } from './evm-refused-permit.ts';
+import { holderOf, leaseAnOwner } from './evm-owner.ts';
 import { addEvidence } from './evidence.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
 import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from './outcomes.ts';
@@ -25,14 +27,15 @@ const LEASE_EXTEND_AFTER_MS = 10_000;
 /** A signed, unsent permit this close to its deadline is replaced rather than sent. */
 const PERMIT_MIN_LIFE_MS = 60_000;
 
-const holderOf = (ctx: Ctx) => `${ctx.batchId}/${ctx.transferId}`;
 const isoOfSeconds = (s: string) => new Date(Number(s) * 1000).toISOString();
 
 export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
   if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
-  const lease = await acquireLease(ctx, chain, ctx.deps.evm.signer.address);
+  const rec = await loadRecord(ctx);
+  const { signer, lease } = await leaseAnOwner(ctx, chain, rec);
   try {
-    return await sendWithLease(ctx, chain, lease);
+    if (!rec.raw['permit']) await reserveDailyOrStepBack(ctx, chain, rec, signer, lease);
+    return await sendWithLease(ctx, chain, signer, lease);
   } catch (err) {
     // The lease lapsed and another transfer may now be sending this owner's permits: step back and
     // come again, in order. Leaving without a verdict otherwise (shutdown, a wait, a crash), the
@@ -43,33 +46,24 @@ export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
   }
 }
 
-async function acquireLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<NonceLease> {
-  const waitSignal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.policy.leaseWaitMs)]);
+/**
+ * The daily cap is taken after the owner's balance (a row no owner can cover does not hold room
+ * under the cap); over the cap, the lease and the balance go back before the transfer waits.
+ */
+async function reserveDailyOrStepBack(
+  ctx: Ctx,
+  chain: EvmChain,
+  rec: TransferRecord,
+  signer: EvmSigner,
+  lease: NonceLease,
+): Promise<void> {
   try {
-    return await ctx.deps.evm!.nonces.acquire(chain, owner, holderOf(ctx), { signal: waitSignal });
+    await reserveDailySpend(ctx, rec);
   } catch (err) {
-    if (err instanceof NoncePoolHeldError) {
-      return await waitQueued(
-        ctx,
-        err.reason,
-        jittered(ctx, Math.min(Math.max(err.retryAfterMs, 250), HELD_RECHECK_MS)),
-        'nonce_pool',
-      );
-    }
-    if (waitSignal.aborted || isAbort(err)) {
-      // Another transfer of this (chain, owner) holds the nonce lease: yield the worker slot.
-      throw new Later(
-        50 + Math.round((ctx.deps.random ?? Math.random)() * 200),
-        `waiting for the ${chain} nonce lease of ${owner} (another transfer is sending its permit)`,
-        'nonce_lease',
-      );
-    }
+    await lease.release();
+    await ctx.deps.evm!.balances?.release(chain, signer.address, holderOf(ctx));
     throw err;
   }
-}
-
-function isAbort(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
 }
 
 /** Fields of a permit refused on its first send, saved so that a run after a crash goes on settling it. */
@@ -84,7 +78,12 @@ function savedRefusal(rec: TransferRecord, permit: PermitPayload): Refusal | und
   };
 }
 
-async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Promise<StepOutcome> {
+async function sendWithLease(
+  ctx: Ctx,
+  chain: EvmChain,
+  signer: EvmSigner,
+  lease: NonceLease,
+): Promise<StepOutcome> {
   const { store, service } = ctx.deps;
   let refusals = 0;
   let extendedAt = Date.now();
@@ -93,7 +92,7 @@ async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Prom
     let permit = await keptPermit(ctx, rec, lease);
     const refusal = permit && savedRefusal(rec, permit);
     if (refusal) {
-      const out = await settleRefusal(ctx, chain, lease, rec, refusal, ++refusals);
+      const out = await settleRefusal(ctx, chain, signer, lease, rec, refusal, ++refusals);
       if (out) return out;
       continue;
     }
@@ -102,7 +101,7 @@ async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Prom
     let fresh: Record<string, string | number> | undefined;
     if (!permit) {
       const deadline = BigInt(Math.floor(ctx.now() / 1000) + ctx.deps.config.permitDeadlineSeconds);
-      permit = await ctx.deps.evm!.signer.signPermit({
+      permit = await signer.signPermit({
         chain,
         amount: rec.amount,
         nonce: lease.nonce,
@@ -151,6 +150,8 @@ async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Prom
       // crash in between must leave the payload uncertain, never look like an unsent permit.
       if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
       else await lease.release();
+      await ctx.deps.evm!.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
+      ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
       return await submitted(ctx, {
         intent_id: res.intentId,
         intent_status: res.status,
@@ -219,13 +220,14 @@ async function unlessNearDeadline(
 async function settleRefusal(
   ctx: Ctx,
   chain: EvmChain,
+  signer: EvmSigner,
   lease: NonceLease,
   rec: TransferRecord,
   refusal: Refusal,
   attempt: number,
 ): Promise<StepOutcome | undefined> {
   const { store } = ctx.deps;
-  const verdict = await afterRefusedPermit(ctx, chain, ctx.deps.evm!.signer.address, lease, rec, refusal);
+  const verdict = await afterRefusedPermit(ctx, chain, signer.address, lease, rec, refusal);
   // Whatever the verdict, the refused permit is dead: the next permit is a new one.
   const dead = { permit: '', uncertain: 0, ...NO_REFUSAL };
   switch (verdict.kind) {

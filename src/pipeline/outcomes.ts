@@ -1,3 +1,4 @@
+import { isEvmChain } from '../domain/chains.ts';
 import type { TransferState } from '../domain/transfer.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
 import { Later, type Ctx } from './context.ts';
@@ -20,6 +21,7 @@ export async function finish(
     await ctx.deps.spendLimit.release(`${ctx.batchId}/${ctx.transferId}`);
     fields = { ...fields, spend_reserved: '' };
   }
+  if (to === 'failed' || to === 'rejected') await releaseOwnerBalance(ctx);
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['in_progress', 'queued'],
     to,
@@ -81,6 +83,16 @@ export async function needsReview(
   return out;
 }
 
+/** Nothing of this transfer will be paid: its owner's reserved balance goes back. */
+async function releaseOwnerBalance(ctx: Ctx): Promise<void> {
+  const balances = ctx.deps.evm?.balances;
+  if (!balances) return;
+  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
+  const owner = rec?.raw['owner'];
+  if (!rec || !owner || !isEvmChain(rec.from)) return;
+  await balances.release(rec.from, owner, `${ctx.batchId}/${ctx.transferId}`);
+}
+
 /** A final transition out of `needs_review`, settled from the chain or the status route. */
 export async function settleReview(
   ctx: Ctx,
@@ -88,6 +100,7 @@ export async function settleReview(
   fields: Record<string, string | number>,
 ): Promise<StepOutcome> {
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
+  if (to === 'failed') await releaseOwnerBalance(ctx);
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['needs_review'],
     to,

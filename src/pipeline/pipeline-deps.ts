@@ -6,6 +6,7 @@ import type { ServiceClient } from '../service/types.ts';
 import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../signing/types.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
+import type { OwnerBalances } from '../store/owner-balance.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import type { PipelinePolicy } from './policy.ts';
@@ -15,7 +16,18 @@ export type PipelineDeps = {
   readonly config: Config;
   readonly store: TransferStore;
   readonly service: ServiceClient;
-  readonly evm?: { signer: EvmSigner; nonces: NonceManager; chain: ChainReader } | undefined;
+  /**
+   * The treasury owners (one signer per key, in the configured order), their nonce pools, the chain
+   * reads and, where balances can be read, their reservations (evm-owner.ts).
+   */
+  readonly evm?:
+    | {
+        signers: readonly EvmSigner[];
+        nonces: NonceManager;
+        chain: ChainReader;
+        balances?: OwnerBalances | undefined;
+      }
+    | undefined;
   readonly solana?: SolanaSigner | undefined;
   readonly logger: Logger;
   readonly policy?: PipelinePolicy;
@@ -54,6 +66,10 @@ export type NonceSettleOutcome = 'moved' | 'rewound' | 'held' | 'final' | 'unkno
 
 export type PipelineMetrics = {
   nonceSettled(chain: EvmChain, outcome: NonceSettleOutcome, waitedMs: number): void;
+  /** A transfer of (chain, owner) was accepted by the service. */
+  ownerPaid?(chain: EvmChain, owner: string): void;
+  /** A transfer found the (chain, owner)'s nonce lease taken and waited for it. */
+  ownerLeaseWait?(chain: EvmChain, owner: string): void;
 };
 
 /**
@@ -86,6 +102,7 @@ export type WaitKind =
   | 'nonce_pool'
   | 'nonce_chain'
   | 'daily_cap'
+  | 'balance'
   | 'retry'
   | 'rate_limit'
   | 'settle';

@@ -150,7 +150,8 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     if (guarded) return guarded;
     const held = await holdUnlessCleared(ctx.deps, rec);
     if (held) return held;
-    await reserveDailySpend(ctx, rec);
+    // EVM rows take the cap once their owner's balance is reserved (evm-flow.ts).
+    if (!isEvmChain(rec.from)) await reserveDailySpend(ctx, rec);
   }
   if (rec.from === 'SOLANA') return await solanaFlow(ctx);
   if (isEvmChain(rec.from)) return await evmFlow(ctx, rec.from);

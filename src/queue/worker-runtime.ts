@@ -8,10 +8,11 @@ import { DEFAULT_POLICY } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { createServiceClient } from '../service/service-client.ts';
 import { createChainReader } from '../signing/evm/chain-reader.ts';
-import { createEvmSigner } from '../signing/evm/evm-signer.ts';
+import { createEvmSigners } from '../signing/evm/evm-signer.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { keys } from '../store/keys.ts';
+import { createOwnerBalances } from '../store/owner-balance.ts';
 import { createRateLimiter } from '../store/rate-limiter.ts';
 import { createSpendLimit } from '../store/spend-limit.ts';
 import { createApprovalGate } from '../store/batch-hold.ts';
@@ -73,13 +74,19 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
 
   const store = metrics.countRetries(createTransferStore({ redis, prefix }));
   const chain = createChainReader({ config, logger });
-  const nonces = config.evmPrivateKey
-    ? createNonceManager({ redis, prefix, chainReader: chain, logger })
-    : undefined;
-  const evm =
-    config.evmPrivateKey && nonces
-      ? { signer: createEvmSigner({ config, chainReader: chain, logger }), nonces, chain }
+  const nonces =
+    config.evmPrivateKeys.length > 0
+      ? createNonceManager({ redis, prefix, chainReader: chain, logger })
       : undefined;
+  const evm = nonces
+    ? {
+        signers: createEvmSigners({ config, chainReader: chain, logger }),
+        nonces,
+        chain,
+        // Only where a balance can be read: without EVM_RPC_URL_<CHAIN> owners go by free lease.
+        balances: createOwnerBalances({ redis, prefix }),
+      }
+    : undefined;
   const solana = config.solanaSecretKey ? await createSolanaSigner({ config, logger }) : undefined;
 
   const follower = createIntentFollower({
@@ -137,7 +144,12 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   // `/metrics` counts the worker processes alive from these beats (usdc_batch_workers).
   const heartbeat = startHeartbeat({ redis, prefix, sources, logger });
   logger.info(
-    { sources, concurrency: config.workerConcurrency, evm: evm?.signer.address, solana: solana?.address },
+    {
+      sources,
+      concurrency: config.workerConcurrency,
+      evm: evm?.signers.map((s) => s.address),
+      solana: solana?.address,
+    },
     'worker started',
   );
 

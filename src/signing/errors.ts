@@ -36,6 +36,19 @@ export class NoncePoolHeldError extends UsdcBatchError {
   }
 }
 
+/** Another transfer holds the (chain, owner)'s nonce lease (a one-try acquire); it may be free in `retryAfterMs`. */
+export class NonceLeaseBusyError extends UsdcBatchError {
+  override name = 'NonceLeaseBusyError';
+  readonly retryAfterMs: number;
+  constructor(chain: string, owner: string, retryAfterMs: number) {
+    super(
+      SIGNING_ERROR_CODES.nonceLeaseBusy,
+      `the ${chain} nonce lease of ${owner} is held by another transfer`,
+    );
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
 export const SIGNING_ERROR_CODES = {
   evmKeyMissing: 'USDC_EVM_KEY_MISSING',
   solanaKeyMissing: 'USDC_SOLANA_KEY_MISSING',
@@ -46,6 +59,7 @@ export const SIGNING_ERROR_CODES = {
   /** The RPC answered without saying which block it read from: its answer proves nothing. */
   rpcBlockUnknown: 'USDC_RPC_BLOCK_UNKNOWN',
   nonceLeaseLost: 'USDC_NONCE_LEASE_LOST',
+  nonceLeaseBusy: 'USDC_NONCE_LEASE_BUSY',
   nonceWaitAborted: 'USDC_NONCE_WAIT_ABORTED',
   nonceOutOfRange: 'USDC_NONCE_OUT_OF_RANGE',
   noncePoolHeld: 'USDC_NONCE_POOL_HELD',

@@ -46,7 +46,14 @@ export type ChainReader = {
    */
   permitNonceAtHead(chain: EvmChain, owner: string, tag?: BlockTag): Promise<NonceReading | undefined>;
   usdcBalance(chain: EvmChain, owner: string): Promise<bigint | undefined>;
+  /** `balanceOf(owner)` at the node's `latest` block, read by that block's hash. */
+  usdcBalanceAtHead(chain: EvmChain, owner: string): Promise<BalanceReadingAt | undefined>;
+  /** The block `txHash` was mined in; null while the node has no receipt for it. */
+  txBlock(chain: EvmChain, txHash: string): Promise<bigint | null | undefined>;
 };
+
+/** `balanceOf(owner)` as of a known block. */
+export type BalanceReadingAt = { readonly balance: bigint; readonly block: BlockRef };
 
 /**
  * Exclusive, ordered use of one (chain, owner)'s permit nonces across every worker process.
@@ -57,12 +64,13 @@ export type NonceManager = {
   /**
    * The lease of (chain, owner) for `holder`, once free. Rejects with NoncePoolHeldError while the
    * pool is held (no permit of this owner can go through for now: the error says why and how long).
+   * With `once`, one try only: a lease taken by another holder rejects with NonceLeaseBusyError.
    */
   acquire(
     chain: EvmChain,
     owner: string,
     holder: string,
-    options?: { signal?: AbortSignal },
+    options?: { signal?: AbortSignal; once?: boolean },
   ): Promise<NonceLease>;
   /**
    * Records a permit presumed used (its answer was lost) that may still execute until its

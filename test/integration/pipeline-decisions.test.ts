@@ -88,7 +88,7 @@ describe('pipeline decisions', () => {
         responseTimeoutMs: 500,
       }),
       evm: {
-        signer: createEvmSigner({ config: cfg, chainReader: chain }),
+        signers: [createEvmSigner({ config: cfg, chainReader: chain })],
         nonces: createNonceManager({ redis: options.redis ?? client, prefix, chainReader: chain }),
         chain,
       },

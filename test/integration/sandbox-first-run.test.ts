@@ -46,7 +46,7 @@ describe('usdc-batch sandbox for a first run', () => {
   it('is a configuration a worker and serve accept as it is', () => {
     const config = loadConfig(env, { service: true, signingKey: true, hook: true });
     expect(config.transferApiUrl).toBe(env['TRANSFER_API_URL']);
-    expect(config.evmPrivateKey).toBeDefined();
+    expect(config.evmPrivateKeys).toHaveLength(1);
     expect(config.solanaSecretKey).toBeDefined();
   });
 

@@ -61,7 +61,7 @@ describe('loadConfig', () => {
       callbackAllowedHosts: [],
       solanaAllowedDestinations: undefined,
       transferApiUrl: undefined,
-      evmPrivateKey: undefined,
+      evmPrivateKeys: [],
       solanaSecretKey: undefined,
     });
     expect(Object.isFrozen(config)).toBe(true);
@@ -143,7 +143,7 @@ describe('loadConfig', () => {
       logLevel: 'debug',
     });
     expect(config.transferApiKey?.reveal()).toBe(API_KEY);
-    expect(config.evmPrivateKey?.reveal()).toBe(EVM_KEY);
+    expect(config.evmPrivateKeys.map((k) => k.reveal())).toEqual([EVM_KEY]);
     expect(config.solanaSecretKey).toEqual(solana);
     expect(config.approverToken?.reveal()).toBe('approver-token-0123456789');
     expect(config.hookToken?.reveal()).toBe('hook-token-0123456789');
@@ -318,7 +318,9 @@ describe('loadConfig', () => {
   it('reads the EVM key from EVM_PRIVATE_KEY_FILE, and refuses both or an unreadable file', () => {
     const file = join(dir, 'evm.key');
     writeFileSync(file, `${EVM_KEY}\n`);
-    expect(loadConfig({ EVM_PRIVATE_KEY_FILE: file }).evmPrivateKey?.reveal()).toBe(EVM_KEY);
+    expect(loadConfig({ EVM_PRIVATE_KEY_FILE: file }).evmPrivateKeys.map((k) => k.reveal())).toEqual([
+      EVM_KEY,
+    ]);
     expect(problemsOf({ EVM_PRIVATE_KEY_FILE: file, EVM_PRIVATE_KEY: EVM_KEY }).problems).toEqual([
       {
         variable: 'EVM_PRIVATE_KEY',

@@ -32,6 +32,12 @@ function fakeChain(initial: bigint | undefined | 'fail' = undefined) {
     async usdcBalance() {
       return undefined;
     },
+    async usdcBalanceAtHead() {
+      return undefined;
+    },
+    async txBlock() {
+      return undefined;
+    },
   };
   return { chain, reader };
 }

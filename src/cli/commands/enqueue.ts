@@ -444,7 +444,7 @@ async function balancePreflight(
   for (const t of transfers) needed.set(t.from, (needed.get(t.from) ?? 0n) + t.amount);
   if (needed.size === 0) return [];
   let report: Awaited<ReturnType<typeof readWallets>> | undefined;
-  if (config.evmPrivateKey || config.solanaSecretKey) {
+  if (config.evmPrivateKeys.length > 0 || config.solanaSecretKey) {
     try {
       const wallets = await import('../../ops/wallets.ts');
       report = await wallets.readWallets({ config });

@@ -15,7 +15,7 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), {});
-  if (!config.evmPrivateKey && !config.solanaSecretKey) {
+  if (config.evmPrivateKeys.length === 0 && !config.solanaSecretKey) {
     throw new ConfigError([
       {
         variable: 'EVM_PRIVATE_KEY',

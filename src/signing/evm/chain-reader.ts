@@ -3,7 +3,7 @@ import type { Config } from '../../config/config.ts';
 import { USDC_EVM, type EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SIGNING_ERROR_CODES } from '../errors.ts';
-import type { BlockRef, BlockTag, ChainReader, NonceReading } from '../types.ts';
+import type { BalanceReadingAt, BlockRef, BlockTag, ChainReader, NonceReading } from '../types.ts';
 import { postJsonRpc } from '../json-rpc.ts';
 
 const USDC_ABI = parseAbi([
@@ -176,6 +176,20 @@ async function readNonceAt(ep: Endpoint, owner: string, tag: BlockTag = 'latest'
   return { nonce: await readUint(ep, 'nonces', owner, { blockHash: block.hash }), block };
 }
 
+/** `balanceOf(owner)` at a known block (the header first, then the balance at that block's hash). */
+async function readBalanceAt(ep: Endpoint, owner: string): Promise<BalanceReadingAt> {
+  const block = await readHead(ep, 'latest');
+  return { balance: await readUint(ep, 'balanceOf', owner, { blockHash: block.hash }), block };
+}
+
+/** The block a transaction was mined in, or null while the node has no receipt for it. */
+async function readTxBlock(ep: Endpoint, hash: string): Promise<bigint | null> {
+  const receipt = await rpcCall(ep, 'eth_getTransactionReceipt', [hash]);
+  if (receipt === null || typeof receipt !== 'object') return null;
+  const n = (receipt as { blockNumber?: unknown }).blockNumber;
+  return typeof n === 'string' && QUANTITY.test(n) ? BigInt(n) : null;
+}
+
 /** eth_call of USDC's views over `EVM_RPC_URL_<CHAIN>` (plain JSON-RPC over fetch, short timeouts). */
 export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
   let id = 0;
@@ -203,6 +217,8 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     permitNonce: onChain((ep, owner: string) => readUint(ep, 'nonces', owner, 'latest')),
     permitNonceAtHead: onChain(readNonceAt),
     usdcBalance: onChain((ep, owner: string) => readUint(ep, 'balanceOf', owner, 'latest')),
+    usdcBalanceAtHead: onChain(readBalanceAt),
+    txBlock: onChain(readTxBlock),
     usdcName: onChain((ep) => readString(ep, 'name')),
     usdcVersion: onChain((ep) => readString(ep, 'version')),
   };

@@ -1,6 +1,6 @@
 import { parseSignature, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import type { Config } from '../../config/config.ts';
+import type { Config, Secret } from '../../config/config.ts';
 import { spenderFor } from '../../config/load-config.ts';
 import { USDC_EVM, type EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
@@ -29,6 +29,10 @@ export type PermitDomain = {
 
 export type EvmSignerDeps = {
   readonly config: Config;
+  /** The owner's key; defaults to the first of `config.evmPrivateKeys`. */
+  readonly key?: Secret;
+  /** The EIP-712 domains, shared by the signers of several owners; made here when not given. */
+  readonly domains?: PermitDomains;
   /** Defaults to a reader over `config.evmRpcUrl`. */
   readonly chainReader?: EvmChainReader;
   readonly logger?: Logger;
@@ -47,27 +51,17 @@ export function permitDeadline(
 
 const UINT256_MAX = (1n << 256n) - 1n;
 
-/**
- * Signs ERC-2612 permits for USDC with the treasury key. The key is taken out of its `Secret` only
- * to build the viem account and is never logged or put in a message.
- */
-export function createEvmSigner(deps: EvmSignerDeps): EvmSigner & {
-  /** The EIP-712 domain used on `chain` (read over RPC and cached, or the built-in table). */
-  domainFor(chain: EvmChain): Promise<PermitDomain>;
-} {
+/** The EIP-712 domain of USDC per chain: read over RPC and cached, or the built-in table. */
+export type PermitDomains = { domainFor(chain: EvmChain): Promise<PermitDomain> };
+
+export function createPermitDomains(
+  deps: Pick<EvmSignerDeps, 'config' | 'chainReader' | 'logger' | 'fallbackRetryMs' | 'now'>,
+): PermitDomains {
   const { config, logger } = deps;
-  if (config.evmPrivateKey === undefined) {
-    throw new SigningError(
-      SIGNING_ERROR_CODES.evmKeyMissing,
-      'No EVM key: set EVM_PRIVATE_KEY or EVM_PRIVATE_KEY_FILE to sign permits',
-    );
-  }
-  const account = privateKeyToAccount(config.evmPrivateKey.reveal() as Hex);
   const reader = deps.chainReader ?? createChainReader({ config, ...(logger ? { logger } : {}) });
   const fallbackRetryMs = deps.fallbackRetryMs ?? 60_000;
   const now = deps.now ?? Date.now;
   const cache = new Map<EvmChain, { domain: Promise<PermitDomain>; until: number }>();
-
   async function loadDomain(chain: EvmChain): Promise<{ domain: PermitDomain; fromRpc: boolean }> {
     const deployment = USDC_EVM[config.network][chain];
     const base = { chainId: deployment.chainId, verifyingContract: deployment.usdc };
@@ -102,6 +96,28 @@ export function createEvmSigner(deps: EvmSignerDeps): EvmSigner & {
     });
     return entry.domain;
   }
+
+  return { domainFor };
+}
+
+/**
+ * Signs ERC-2612 permits for USDC with one treasury owner's key. The key is taken out of its
+ * `Secret` only to build the viem account and is never logged or put in a message.
+ */
+export function createEvmSigner(deps: EvmSignerDeps): EvmSigner & {
+  /** The EIP-712 domain used on `chain` (read over RPC and cached, or the built-in table). */
+  domainFor(chain: EvmChain): Promise<PermitDomain>;
+} {
+  const { config } = deps;
+  const key = deps.key ?? config.evmPrivateKeys[0];
+  if (key === undefined) {
+    throw new SigningError(
+      SIGNING_ERROR_CODES.evmKeyMissing,
+      'No EVM key: set EVM_PRIVATE_KEY or EVM_PRIVATE_KEY_FILE to sign permits',
+    );
+  }
+  const account = privateKeyToAccount(key.reveal() as Hex);
+  const { domainFor } = deps.domains ?? createPermitDomains(deps);
 
   return {
     address: account.address,
@@ -153,4 +169,10 @@ export function createEvmSigner(deps: EvmSignerDeps): EvmSigner & {
       };
     },
   };
+}
+
+/** One signer per treasury owner, in the configured order, sharing one domain cache. */
+export function createEvmSigners(deps: Omit<EvmSignerDeps, 'key' | 'domains'>): readonly EvmSigner[] {
+  const domains = createPermitDomains(deps);
+  return deps.config.evmPrivateKeys.map((key) => createEvmSigner({ ...deps, key, domains }));
 }

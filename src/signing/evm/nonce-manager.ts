@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
-import { NoncePoolHeldError, SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
+import { NonceLeaseBusyError, NoncePoolHeldError, SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
 import type { ChainReader, DoubtVerdict, NonceDoubt, NonceLease, NonceManager } from '../types.ts';
 import {
   checkNonce,
@@ -132,8 +132,14 @@ async function acquireLease(
   keys: PoolKeys,
   holder: string,
   signal: AbortSignal | undefined,
+  once = false,
 ): Promise<NonceLease> {
   if (m.closed) throw closedError();
+  if (once) {
+    const got = await tryAcquire(m, keys, holder);
+    if (typeof got === 'number') throw new NonceLeaseBusyError(keys.chain, keys.owner, got);
+    return got;
+  }
   // nonces(owner) only grows, so a value read before the lease is still a safe lower bound:
   // reading it while we wait keeps the read off the critical path of back-to-back permits.
   void m.chain.read(keys.pool, keys.chain, keys.owner);
@@ -243,7 +249,7 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
   const keysOf = (chain: EvmChain, owner: string) => poolKeys(m.prefix, chain, owner);
   return {
     acquire: (chain, owner, holder, options = {}) =>
-      acquireLease(m, keysOf(chain, owner), holder, options.signal),
+      acquireLease(m, keysOf(chain, owner), holder, options.signal, options.once),
     presumeUsed: (chain, owner, doubt) => presumeUsed(m, keysOf(chain, owner), doubt),
     doubts: (chain, owner, from) => readDoubts(m, keysOf(chain, owner), from),
     settleDoubt: (chain, owner, doubt, verdict) => settleDoubt(m, keysOf(chain, owner), doubt, verdict),

@@ -1,0 +1,295 @@
+import { checksumEvmAddress } from '../domain/addresses.ts';
+import type { EvmChain } from '../domain/chains.ts';
+import { formatUsdc } from '../domain/money.ts';
+import { NonceLeaseBusyError, NoncePoolHeldError } from '../signing/errors.ts';
+import type { EvmSigner, NonceLease } from '../signing/types.ts';
+import type { BalanceReading, OwnerBalances } from '../store/owner-balance.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import { jittered, Later, type Ctx } from './context.ts';
+import { HELD_RECHECK_MS } from './evm-refused-permit.ts';
+import { waitQueued } from './outcomes.ts';
+
+/*
+ * Which treasury owner pays an EVM transfer (issue 17). `EVM_PRIVATE_KEY` may hold several keys;
+ * each is an owner with its own permit nonces per chain. A transfer is given the first owner of its
+ * source chain whose nonce lease is free and whose USDC balance covers the amount (reserved
+ * atomically in Redis, store/owner-balance.ts), and keeps it for life once a permit was signed,
+ * `retry` included: a new permit for a transfer is only ever signed by the owner of the earlier ones,
+ * so at most one permit of the transfer can execute (they share one nonce sequence). A row no owner
+ * can cover waits `queued` with the reason, never fails for it. Without `EVM_RPC_URL_<CHAIN>` there
+ * is no balance to read: owners are chosen by free lease alone.
+ */
+
+export const holderOf = (ctx: Ctx) => `${ctx.batchId}/${ctx.transferId}`;
+
+/** How long a balance reading serves later choices in this process (a stale one only under-counts). */
+const BALANCE_READ_MAX_AGE_MS = 1_000;
+/** A row that no owner can cover looks again after this long (±25 %). */
+const SHORT_RECHECK_MS = 30_000;
+
+export type OwnedLease = { readonly signer: EvmSigner; readonly lease: NonceLease };
+
+/**
+ * The owner whose permit pays this transfer, with its nonce lease held. Throws Later (or waits
+ * `queued`) while no owner can take it.
+ */
+export async function leaseAnOwner(ctx: Ctx, chain: EvmChain, rec: TransferRecord): Promise<OwnedLease> {
+  const evm = ctx.deps.evm!;
+  const fixed = fixedOwner(rec);
+  if (fixed !== null) {
+    const signer = evm.signers.find((s) => s.address === fixed);
+    if (!signer) {
+      throw new Later(
+        30_000,
+        `owner ${fixed} signed this transfer's permit and only it may sign again; this worker has no key for it`,
+        'no_key',
+      );
+    }
+    const lease = await waitForLease(ctx, chain, signer.address);
+    if (!rec.raw['permit']) await coverOrWait(ctx, chain, signer, lease, rec);
+    return { signer, lease };
+  }
+  const order = preferSaved(evm.signers, rec.raw['owner']);
+  if (order.length === 1) {
+    const signer = order[0] as EvmSigner;
+    const lease = await waitForLease(ctx, chain, signer.address);
+    await coverOrWait(ctx, chain, signer, lease, rec);
+    return await chosen(ctx, chain, rec, signer, lease);
+  }
+  return await chooseAmong(ctx, chain, rec, order);
+}
+
+/** The owner a permit of this transfer was ever signed by: the only one that may sign it again. */
+export function fixedOwner(rec: TransferRecord): string | null {
+  const owner = rec.raw['owner'];
+  if (owner && Number(rec.raw['payload_gen'] ?? 0) >= 1) return checksumEvmAddress(owner);
+  return null;
+}
+
+function preferSaved(signers: readonly EvmSigner[], saved: string | undefined): readonly EvmSigner[] {
+  if (!saved) return signers;
+  const s = checksumEvmAddress(saved);
+  const first = signers.find((x) => x.address === s);
+  return first ? [first, ...signers.filter((x) => x !== first)] : signers;
+}
+
+/**
+ * One pass over the owners in order (a free lease whose balance covers the amount wins); when every
+ * lease is taken, waits for one of them, spread over the owners by transfer id.
+ */
+async function chooseAmong(
+  ctx: Ctx,
+  chain: EvmChain,
+  rec: TransferRecord,
+  order: readonly EvmSigner[],
+): Promise<OwnedLease> {
+  const nonces = ctx.deps.evm!.nonces;
+  const short: string[] = [];
+  const busy: EvmSigner[] = [];
+  let held: NoncePoolHeldError | undefined;
+  for (const signer of order) {
+    let lease: NonceLease;
+    try {
+      lease = await nonces.acquire(chain, signer.address, holderOf(ctx), { once: true });
+    } catch (err) {
+      if (err instanceof NonceLeaseBusyError) {
+        busy.push(signer);
+        ctx.deps.metrics?.ownerLeaseWait?.(chain, signer.address);
+        continue;
+      }
+      if (err instanceof NoncePoolHeldError) {
+        held = err;
+        continue;
+      }
+      throw err;
+    }
+    const why = await cover(ctx, chain, signer.address, rec);
+    if (why === null) return await chosen(ctx, chain, rec, signer, lease);
+    await lease.release();
+    short.push(why);
+  }
+  if (busy.length === 0) {
+    if (short.length === 0 && held) {
+      return await waitQueued(
+        ctx,
+        held.reason,
+        jittered(ctx, Math.min(Math.max(held.retryAfterMs, 250), HELD_RECHECK_MS)),
+        'nonce_pool',
+      );
+    }
+    return await waitShort(ctx, chain, rec, short);
+  }
+  const pick = busy[spreadIndex(ctx.transferId, busy.length)] as EvmSigner;
+  const lease = await waitForLease(ctx, chain, pick.address);
+  const why = await cover(ctx, chain, pick.address, rec);
+  if (why === null) return await chosen(ctx, chain, rec, pick, lease);
+  await lease.release();
+  throw new Later(
+    jittered(ctx, 1_000),
+    `owner ${pick.address} cannot cover ${formatUsdc(rec.amount)} USDC on ${chain} (${why}); trying the other owners`,
+    'balance',
+  );
+}
+
+function spreadIndex(id: string, n: number): number {
+  let h = 0;
+  for (let i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) >>> 0;
+  return h % n;
+}
+
+/** The owner is this transfer's from now on (until a permit is signed, another may still be chosen). */
+async function chosen(
+  ctx: Ctx,
+  chain: EvmChain,
+  rec: TransferRecord,
+  signer: EvmSigner,
+  lease: NonceLease,
+): Promise<OwnedLease> {
+  const saved = rec.raw['owner'] ? checksumEvmAddress(rec.raw['owner']) : undefined;
+  if (saved !== signer.address) {
+    // Saved already when its balance was reserved (owner-balance.ts); here for a chain without RPC.
+    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { owner: signer.address });
+    ctx.report(null, `owner ${signer.address} chosen on ${chain}`);
+  }
+  return { signer, lease };
+}
+
+/** The lease of `owner`, waiting for it as long as the policy allows (then the job comes back). */
+export async function waitForLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<NonceLease> {
+  const waitSignal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.policy.leaseWaitMs)]);
+  try {
+    return await ctx.deps.evm!.nonces.acquire(chain, owner, holderOf(ctx), { signal: waitSignal });
+  } catch (err) {
+    if (err instanceof NoncePoolHeldError) {
+      return await waitQueued(
+        ctx,
+        err.reason,
+        jittered(ctx, Math.min(Math.max(err.retryAfterMs, 250), HELD_RECHECK_MS)),
+        'nonce_pool',
+      );
+    }
+    if (waitSignal.aborted || isAbort(err)) {
+      ctx.deps.metrics?.ownerLeaseWait?.(chain, owner);
+      // Another transfer of this (chain, owner) holds the nonce lease: yield the worker slot.
+      throw new Later(
+        50 + Math.round((ctx.deps.random ?? Math.random)() * 200),
+        `waiting for the ${chain} nonce lease of ${owner} (another transfer is sending its permit)`,
+        'nonce_lease',
+      );
+    }
+    throw err;
+  }
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
+}
+
+/** Reserves the amount on the owner holding `lease`, or frees the lease and waits `queued`. */
+async function coverOrWait(
+  ctx: Ctx,
+  chain: EvmChain,
+  signer: EvmSigner,
+  lease: NonceLease,
+  rec: TransferRecord,
+): Promise<void> {
+  const why = await cover(ctx, chain, signer.address, rec);
+  if (why === null) return;
+  await lease.release();
+  await waitShort(ctx, chain, rec, [why]);
+}
+
+async function waitShort(ctx: Ctx, chain: EvmChain, rec: TransferRecord, short: string[]): Promise<never> {
+  const reason = `no owner's USDC balance on ${chain} covers ${formatUsdc(rec.amount)} USDC (${short.join('; ')}); waiting for a deposit or for payments in flight to land`;
+  ctx.report('wait', reason);
+  return await waitQueued(ctx, reason, jittered(ctx, SHORT_RECHECK_MS), 'balance');
+}
+
+/**
+ * Reserves the transfer's amount on `owner`'s balance: null when reserved (or when the chain has no
+ * RPC: nothing to read), else why not, for the reason shown.
+ */
+async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferRecord): Promise<string | null> {
+  const evm = ctx.deps.evm!;
+  const balances = evm.balances;
+  if (!balances) return null;
+  let reading: BalanceReading | undefined;
+  try {
+    reading = await readBalance(ctx, chain, owner, false);
+    if (reading === undefined) return null;
+    const named = rec.raw['owner'] || null;
+    let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
+    if (!r.ok && r.stale) {
+      reading = (await readBalance(ctx, chain, owner, true)) as BalanceReading;
+      r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
+    }
+    void learnMined(ctx, chain, owner, balances);
+    if (r.ok) return null;
+    if (r.stale)
+      return `${owner}: the RPC answered from block ${reading.block}, older than block ${r.floor} already used`;
+    return `${owner}: ${formatUsdc(r.free > 0n ? r.free : 0n)} USDC free`;
+  } catch (err) {
+    return `${owner}: balance unreadable (${err instanceof Error ? err.message.slice(0, 160) : 'error'})`;
+  }
+}
+
+type CachedReading = { readonly at: number; readonly reading: Promise<BalanceReading | undefined> };
+const readings = new WeakMap<object, Map<string, CachedReading>>();
+
+/**
+ * `balanceOf(owner)` at a known block, shared by this process's choices for up to a second: a
+ * reading a little old only counts payments in flight that have landed since as still reserved.
+ */
+async function readBalance(
+  ctx: Ctx,
+  chain: EvmChain,
+  owner: string,
+  fresh: boolean,
+): Promise<BalanceReading | undefined> {
+  const evm = ctx.deps.evm!;
+  let cache = readings.get(evm);
+  if (!cache) readings.set(evm, (cache = new Map()));
+  const key = `${chain}|${owner}`;
+  const hit = cache.get(key);
+  if (!fresh && hit && Date.now() - hit.at < BALANCE_READ_MAX_AGE_MS) return await hit.reading;
+  const reading = evm.chain
+    .usdcBalanceAtHead(chain, owner)
+    .then((r) => (r === undefined ? undefined : { balance: r.balance, block: r.block.number }));
+  const entry = { at: Date.now(), reading };
+  cache.set(key, entry);
+  reading.catch(() => {
+    if (cache.get(key) === entry) cache.delete(key);
+  });
+  return await reading;
+}
+
+/** Receipts are looked up at most this often per (chain, owner) in one process. */
+const LEARN_EVERY_MS = 250;
+const lastLearned = new Map<string, number>();
+
+/**
+ * Looks up the receipts of this owner's accepted transfers, so the next reservation at a block
+ * past them drops them (their payment is in the balance then). In the background: until then they
+ * only count as reserved.
+ */
+async function learnMined(ctx: Ctx, chain: EvmChain, owner: string, balances: OwnerBalances): Promise<void> {
+  const key = `${chain}|${owner}`;
+  const last = lastLearned.get(key) ?? 0;
+  if (Date.now() - last < LEARN_EVERY_MS) return;
+  lastLearned.set(key, Date.now());
+  try {
+    const pending = (await balances.pending(chain, owner)).filter((e) => e.txHash !== null).slice(0, 20);
+    await Promise.all(
+      pending.map(async (e) => {
+        const block = await ctx.deps.evm!.chain.txBlock(chain, e.txHash as string);
+        if (typeof block === 'bigint')
+          await balances.noteMined(chain, owner, e.holder, e.txHash as string, block);
+      }),
+    );
+  } catch (err) {
+    ctx.log.debug(
+      { chain, owner, err: { message: String(err) } },
+      'could not read receipts of accepted transfers',
+    );
+  }
+}

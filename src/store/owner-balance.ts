@@ -1,0 +1,179 @@
+import type { Redis } from 'ioredis';
+import { checksumEvmAddress } from '../domain/addresses.ts';
+import type { EvmChain } from '../domain/chains.ts';
+import { keys } from './keys.ts';
+import { luaScript, runScript } from './lua-script.ts';
+
+/*
+ * What each treasury owner's USDC balance is already promised to, so that two workers never spend
+ * the same balance and a lagging RPC never counts a payment twice (issue 17, PRODUCT.md §3).
+ *
+ * HASH `P:reserve:<CHAIN>:<owner>`: field `<batchId>/<transferId>` → `<amount>|<tx hash>|<mined>`
+ * (micro-USDC; the transfer's source transaction once the service accepted it; the block it was
+ * mined in, once a receipt showed it), and field `_floor`: the highest block a decision was made
+ * at.
+ *
+ * An owner can pay a transfer when `balanceOf(owner)` at a known block B, minus every reservation
+ * not yet reflected at B, covers it. A reservation is reflected at B once its transaction was mined
+ * at or before B: the balance read there already lacks that money, so the entry is dropped (every
+ * later decision is made at B or above: `_floor` refuses an older reading, which a lagging or
+ * load-balanced RPC could give). Until then it is subtracted, however far behind the RPC is. An
+ * entry is released at once when its permit provably died (the transfer ends failed or rejected,
+ * or is cancelled), and dropped when the service gave no transaction hash once the transfer's
+ * intent reached a final status.
+ */
+
+export type BalanceReading = { readonly balance: bigint; readonly block: bigint };
+
+export type Reserved = { readonly holder: string; readonly amount: bigint; readonly txHash: string | null };
+
+export type ReserveResult =
+  | { readonly ok: true }
+  /** The owner's free balance at the reading does not cover the amount. */
+  | { readonly ok: false; readonly stale: false; readonly free: bigint }
+  /** The reading is older than a block a decision was already made at: read again. */
+  | { readonly ok: false; readonly stale: true; readonly floor: bigint };
+
+/**
+ * KEYS: the owner's reservations, the transfer's record, the reservations of the owner the record
+ * names now (or KEYS[1]). ARGV: holder, amount, balance, block, owner. Returns {1} reserved (or
+ * already), {0, free} short, {2, floor} the reading is older than `_floor`. Reserving names the
+ * owner in the record and drops a reservation on the owner it named before, in one step: the
+ * record's `owner` is always the only owner holding a reservation for the transfer.
+ */
+const RESERVE = luaScript(`
+local block = tonumber(ARGV[4])
+local floor = tonumber(redis.call('HGET', KEYS[1], '_floor') or '-1')
+if block < floor then return {2, string.format('%d', floor)} end
+redis.call('HSET', KEYS[1], '_floor', ARGV[4])
+local flat = redis.call('HGETALL', KEYS[1])
+local sum, mine = 0, false
+for i = 1, #flat, 2 do
+  local f, v = flat[i], flat[i + 1]
+  if f ~= '_floor' then
+    local amount, _, mined = string.match(v, '^([^|]*)|([^|]*)|(.*)$')
+    if mined ~= nil and mined ~= '' and tonumber(mined) <= block then
+      redis.call('HDEL', KEYS[1], f)
+    else
+      if f == ARGV[1] then mine = true end
+      sum = sum + tonumber(amount)
+    end
+  end
+end
+if not mine then
+  local free = tonumber(ARGV[3]) - sum
+  if free < tonumber(ARGV[2]) then return {0, string.format('%d', free)} end
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. '||')
+end
+if KEYS[3] ~= KEYS[1] then redis.call('HDEL', KEYS[3], ARGV[1]) end
+redis.call('HSET', KEYS[2], 'owner', ARGV[5])
+return {1}
+`);
+
+/** KEYS: the owner's reservations. ARGV: holder, tx hash. The service accepted the transfer. */
+const NOTE_SENT = luaScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return 0 end
+local amount = string.match(v, '^([^|]*)')
+redis.call('HSET', KEYS[1], ARGV[1], amount .. '|' .. ARGV[2] .. '|')
+return 1
+`);
+
+/** KEYS: the owner's reservations. ARGV: holder, tx hash, block. A receipt showed the transaction mined. */
+const NOTE_MINED = luaScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return 0 end
+local amount, tx = string.match(v, '^([^|]*)|([^|]*)')
+if tx ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], amount .. '|' .. tx .. '|' .. ARGV[3])
+return 1
+`);
+
+export type OwnerBalances = ReturnType<typeof createOwnerBalances>;
+
+export function ownerReserveKey(prefix: string, chain: EvmChain, owner: string): string {
+  return `${prefix}:reserve:${chain}:${checksumEvmAddress(owner)}`;
+}
+
+function parseEntries(flat: Record<string, string>): Reserved[] {
+  const out: Reserved[] = [];
+  for (const [holder, v] of Object.entries(flat)) {
+    if (holder === '_floor') continue;
+    const [amount, tx, mined] = v.split('|');
+    if (mined) continue; // mined: only waiting for a reading at its block to be dropped
+    out.push({ holder, amount: BigInt(amount ?? '0'), txHash: tx ? tx : null });
+  }
+  return out;
+}
+
+/** The reservations of every owner's balance, per chain (see the comment at the top). */
+export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
+  const { redis, prefix } = deps;
+  const key = (chain: EvmChain, owner: string) => ownerReserveKey(prefix, chain, owner);
+  const recordKey = (holder: string) => {
+    const slash = holder.indexOf('/');
+    return keys(prefix).transfer(holder.slice(0, slash), holder.slice(slash + 1));
+  };
+  return {
+    /**
+     * Reserves `amount` of `owner`'s balance for `holder` (`batchId/transferId`), if the reading
+     * covers it beside what is reserved already; `named` is the owner its record names now.
+     */
+    async reserve(
+      chain: EvmChain,
+      owner: string,
+      holder: string,
+      amount: bigint,
+      reading: BalanceReading,
+      named: string | null,
+    ): Promise<ReserveResult> {
+      const args = [holder, amount.toString(), reading.balance.toString(), reading.block.toString(), owner];
+      const ks = [key(chain, owner), recordKey(holder), key(chain, named ?? owner)];
+      const r = (await runScript(redis, RESERVE, ks, args)) as [number, string?];
+      if (r[0] === 1) return { ok: true };
+      if (r[0] === 2) return { ok: false, stale: true, floor: BigInt(r[1] ?? '0') };
+      return { ok: false, stale: false, free: BigInt(r[1] ?? '0') };
+    },
+    /** The reservations of `owner` on `chain` not yet seen mined. */
+    async pending(chain: EvmChain, owner: string): Promise<Reserved[]> {
+      return parseEntries(await redis.hgetall(key(chain, owner)));
+    },
+    /** The service accepted `holder`'s transfer; its source transaction is `txHash` (or unknown). */
+    async noteSent(chain: EvmChain, owner: string, holder: string, txHash: string | null): Promise<void> {
+      await runScript(redis, NOTE_SENT, [key(chain, owner)], [holder, txHash ?? '']);
+    },
+    /** A receipt showed `holder`'s accepted transaction mined at `block`. */
+    async noteMined(
+      chain: EvmChain,
+      owner: string,
+      holder: string,
+      txHash: string,
+      block: bigint,
+    ): Promise<void> {
+      await runScript(redis, NOTE_MINED, [key(chain, owner)], [holder, txHash, block.toString()]);
+    },
+    /** Drops `holder`'s reservation on `owner`: its permit died, or it was never sent. */
+    async release(chain: EvmChain, owner: string, holder: string): Promise<void> {
+      await redis.hdel(key(chain, owner), holder);
+    },
+  };
+}
+
+/**
+ * Releases the balance reservation of a transfer that ends without paying (cancelled, failed,
+ * settled unused): on the owner its record names, the only one that can hold one.
+ */
+export async function releaseOwnerReservation(
+  redis: Redis,
+  prefix: string,
+  rec: {
+    readonly batchId: string;
+    readonly id: string;
+    readonly from: string;
+    readonly raw: Readonly<Record<string, string>>;
+  },
+): Promise<void> {
+  const owner = rec.raw['owner'];
+  if (!owner || rec.from === 'SOLANA') return;
+  await redis.hdel(ownerReserveKey(prefix, rec.from as EvmChain, owner), `${rec.batchId}/${rec.id}`);
+}
