@@ -219,7 +219,8 @@ async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferReco
     if (reading === undefined) return null;
     const named = rec.raw['owner'] || null;
     let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
-    if (!r.ok && r.stale) {
+    if (!r.ok) {
+      // Short or stale on a shared reading: a fresh one decides (a deposit may have landed since).
       reading = (await readBalance(ctx, chain, owner, true)) as BalanceReading;
       r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     }

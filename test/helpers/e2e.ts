@@ -11,7 +11,16 @@ import type { SandboxConfigPatch } from '../../src/sandbox/sandbox-config.ts';
 import { runCli, spawnCli, waitFor, type CliResult, type SpawnedProcess } from './cli.ts';
 import { csvOf, solanaKeypairFile, type Row } from './fixtures.ts';
 import { startPrivateRedis, type TestRedis } from './redis.ts';
-import { startSandboxProcess, TEST_EVM_KEY, type SandboxInfo, type SandboxProcess } from './sandbox.ts';
+import {
+  startSandboxProcess,
+  TEST_EVM_ADDRESS,
+  TEST_EVM_KEY,
+  type SandboxInfo,
+  type SandboxProcess,
+} from './sandbox.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import { EVM_CHAINS } from '../../src/domain/chains.ts';
+import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 
 /**
  * The whole product as a user runs it: a private durable redis-server, the sandbox in its own
@@ -57,6 +66,31 @@ export function productEnv(p: {
   };
 }
 
+/**
+ * The sandbox funds an owner the first time it meets it (in a new block); the worker reserves what
+ * `balanceOf` shows at the RPC's head, which a lagging RPC shows only `rpcNonceLagMs` later. Meets
+ * the owners now (a `balanceOf` read through the RPC) and waits until every chain's RPC shows it.
+ */
+export async function fundOwners(sandbox: SandboxProcess, owners: readonly string[]): Promise<void> {
+  const reader = createChainReader({
+    config: loadConfig({
+      EVM_RPC_URL_ETH: sandbox.rpc.ETH,
+      EVM_RPC_URL_BASE: sandbox.rpc.BASE,
+      EVM_RPC_URL_ARB: sandbox.rpc.ARB,
+      EVM_RPC_URL_POLYGON: sandbox.rpc.POLYGON,
+    }),
+  });
+  for (const chain of EVM_CHAINS) {
+    for (const owner of owners) {
+      await waitFor(
+        `${chain} RPC to show ${owner}'s funding`,
+        async () => (((await reader.usdcBalance(chain, owner)) ?? 0n) > 0n ? true : undefined),
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+    }
+  }
+}
+
 export async function startStack(
   options: { sandbox?: SandboxConfigPatch; env?: Record<string, string>; latencyMs?: number } = {},
 ): Promise<Stack> {
@@ -66,6 +100,7 @@ export async function startStack(
     ...(options.latencyMs !== undefined ? { latencyMs: options.latencyMs } : {}),
     ...(options.sandbox ? { config: options.sandbox } : {}),
   });
+  await fundOwners(sandbox, [TEST_EVM_ADDRESS]);
   const sol = solanaKeypairFile(dir);
   const prefix = `e2e${Math.random().toString(36).slice(2, 8)}`;
   const env = productEnv({

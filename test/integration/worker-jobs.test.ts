@@ -392,6 +392,7 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'nonce_pool',
       'nonce_chain',
       'daily_cap',
+      'balance',
       'retry',
       'rate_limit',
       'settle',
