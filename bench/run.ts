@@ -15,6 +15,7 @@ import { startBenchSandbox } from './lib/stack.ts';
 import { renderReport, type BenchResults } from './report.ts';
 import { benchCluster } from './sections/cluster.ts';
 import { benchEvm } from './sections/evm.ts';
+import { benchOwners } from './sections/owners.ts';
 import { benchIngest } from './sections/ingest.ts';
 import { benchRedisFootprint } from './sections/redis-footprint.ts';
 import { benchScale } from './sections/scale.ts';
@@ -86,7 +87,7 @@ let failed = false;
 try {
   results.ingest = await section('ingest', () => benchIngest({ rows: sizes.ingestRows, runs, dir, log }));
 
-  const needsSandbox = (['solana', 'evm', 'redis', 'scale', 'cluster'] as const).some(want);
+  const needsSandbox = (['solana', 'evm', 'owners', 'redis', 'scale', 'cluster'] as const).some(want);
   if (needsSandbox) {
     const sandbox = await startBenchSandbox(LATENCY_MS);
     const ctx: Context = { sandbox, solanaKeyFile: solanaKeypairFile(dir).file, dir, log };
@@ -101,6 +102,7 @@ try {
         latencyMs: LATENCY_MS,
       }),
     );
+    results.owners = await section('owners', () => benchOwners(ctx, { runs }));
     results.redis = await section('redis', () => benchRedisFootprint(ctx, { rows: sizes.redisRows, runs }));
     results.scale = await section('scale', () => benchScale(ctx, { rows: sizes.scaleRows, runs }));
     results.cluster = await section('cluster', () => benchCluster(ctx, { rows: sizes.clusterRows }));

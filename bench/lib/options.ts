@@ -2,10 +2,10 @@
  * Bench knobs, from the environment (the bench is a dev tool, not the product: it reads env here).
  * - BENCH_RUNS: runs per measurement (default 3; the median is reported).
  * - BENCH_QUICK=1: small sizes and one run, to develop the bench itself; its numbers mean little.
- * - BENCH_ONLY=ingest,solana,evm,redis,scale,cluster: a subset of the sections.
+ * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster: a subset of the sections.
  * - BENCH_OUT: where to write the report (default BENCHMARKS.md at the repository root).
  */
-export const SECTIONS = ['ingest', 'solana', 'evm', 'redis', 'scale', 'cluster'] as const;
+export const SECTIONS = ['ingest', 'solana', 'evm', 'owners', 'redis', 'scale', 'cluster'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export type BenchOptions = {

@@ -234,12 +234,15 @@ async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferReco
   }
 }
 
-type CachedReading = { readonly at: number; readonly reading: Promise<BalanceReading | undefined> };
+type CachedReading = { at: number; reading: BalanceReading | undefined; refresh?: Promise<unknown> | undefined };
 const readings = new WeakMap<object, Map<string, CachedReading>>();
 
 /**
- * `balanceOf(owner)` at a known block, shared by this process's choices for up to a second: a
- * reading a little old only counts payments in flight that have landed since as still reserved.
+ * `balanceOf(owner)` at a known block, shared by this process's choices. Off the critical path: a
+ * reading older than a second is refreshed in the background while the last one serves (a reading
+ * a little old only counts payments that have landed since as still reserved, and misses deposits
+ * since: it can only under-count what the owner has). Awaited only for the first reading, and when
+ * `fresh` (a row found the owner short, or the reading older than one already used).
  */
 async function readBalance(
   ctx: Ctx,
@@ -252,16 +255,27 @@ async function readBalance(
   if (!cache) readings.set(evm, (cache = new Map()));
   const key = `${chain}|${owner}`;
   const hit = cache.get(key);
-  if (!fresh && hit && Date.now() - hit.at < BALANCE_READ_MAX_AGE_MS) return await hit.reading;
-  const reading = evm.chain
-    .usdcBalanceAtHead(chain, owner)
-    .then((r) => (r === undefined ? undefined : { balance: r.balance, block: r.block.number }));
-  const entry = { at: Date.now(), reading };
-  cache.set(key, entry);
-  reading.catch(() => {
-    if (cache.get(key) === entry) cache.delete(key);
-  });
-  return await reading;
+  const read = async (): Promise<BalanceReading | undefined> => {
+    const r = await evm.chain.usdcBalanceAtHead(chain, owner);
+    const reading = r === undefined ? undefined : { balance: r.balance, block: r.block.number };
+    const now = cache.get(key);
+    // Readings only move forward (a slower, older answer never replaces a newer one).
+    if (!now || now.reading === undefined || reading === undefined || reading.block >= now.reading.block)
+      cache.set(key, { at: Date.now(), reading });
+    return reading;
+  };
+  if (fresh || !hit) return await read();
+  if (Date.now() - hit.at >= BALANCE_READ_MAX_AGE_MS && !hit.refresh) {
+    hit.refresh = read()
+      .catch((err: unknown) =>
+        ctx.log.debug({ chain, owner, err: { message: String(err) } }, 'balance refresh failed'),
+      )
+      .finally(() => {
+        hit.refresh = undefined;
+        hit.at = Math.max(hit.at, Date.now() - BALANCE_READ_MAX_AGE_MS / 2);
+      });
+  }
+  return hit.reading;
 }
 
 /** Receipts are looked up at most this often per (chain, owner) in one process. */
