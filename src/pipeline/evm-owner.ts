@@ -27,6 +27,9 @@ const BALANCE_READ_MAX_AGE_MS = 1_000;
 /** A row that no owner can cover looks again after this long (±25 %). */
 const SHORT_RECHECK_MS = 30_000;
 
+/** Transfers of this process whose last cover() reserved (and so named the owner in the record). */
+const reservedOn = new Set<string>();
+
 export type OwnedLease = { readonly signer: EvmSigner; readonly lease: NonceLease };
 
 /**
@@ -147,10 +150,12 @@ async function chosen(
 ): Promise<OwnedLease> {
   const saved = rec.raw['owner'] ? checksumEvmAddress(rec.raw['owner']) : undefined;
   if (saved !== signer.address) {
-    // Saved already when its balance was reserved (owner-balance.ts); here for a chain without RPC.
-    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { owner: signer.address });
+    // A reservation names the owner in the record itself (owner-balance.ts); without one, here.
+    if (!reservedOn.delete(holderOf(ctx)))
+      await ctx.deps.store.save(ctx.batchId, ctx.transferId, { owner: signer.address });
     ctx.report(null, `owner ${signer.address} chosen on ${chain}`);
   }
+  reservedOn.delete(holderOf(ctx));
   return { signer, lease };
 }
 
@@ -206,8 +211,8 @@ async function waitShort(ctx: Ctx, chain: EvmChain, rec: TransferRecord, short: 
 }
 
 /**
- * Reserves the transfer's amount on `owner`'s balance: null when reserved (or when the chain has no
- * RPC: nothing to read), else why not, for the reason shown.
+ * Reserves the transfer's amount on `owner`'s balance (which names the owner in its record): null
+ * when reserved (or when there is no balance to read), else why not, for the reason shown.
  */
 async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferRecord): Promise<string | null> {
   const evm = ctx.deps.evm!;
@@ -217,6 +222,7 @@ async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferReco
   try {
     reading = await readBalance(ctx, chain, owner, false);
     if (reading === undefined) return null;
+    reservedOn.add(holderOf(ctx));
     const named = rec.raw['owner'] || null;
     let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     if (!r.ok) {
@@ -226,6 +232,7 @@ async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferReco
     }
     void learnMined(ctx, chain, owner, balances);
     if (r.ok) return null;
+    reservedOn.delete(holderOf(ctx));
     if (r.stale)
       return `${owner}: the RPC answered from block ${reading.block}, older than block ${r.floor} already used`;
     return `${owner}: ${formatUsdc(r.free > 0n ? r.free : 0n)} USDC free`;
@@ -234,7 +241,11 @@ async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferReco
   }
 }
 
-type CachedReading = { at: number; reading: BalanceReading | undefined; refresh?: Promise<unknown> | undefined };
+type CachedReading = {
+  at: number;
+  reading: BalanceReading | undefined;
+  refresh?: Promise<unknown> | undefined;
+};
 const readings = new WeakMap<object, Map<string, CachedReading>>();
 
 /**
@@ -279,7 +290,7 @@ async function readBalance(
 }
 
 /** Receipts are looked up at most this often per (chain, owner) in one process. */
-const LEARN_EVERY_MS = 250;
+const LEARN_EVERY_MS = 1_000;
 const lastLearned = new Map<string, number>();
 
 /**
@@ -293,7 +304,7 @@ async function learnMined(ctx: Ctx, chain: EvmChain, owner: string, balances: Ow
   if (Date.now() - last < LEARN_EVERY_MS) return;
   lastLearned.set(key, Date.now());
   try {
-    const pending = (await balances.pending(chain, owner)).filter((e) => e.txHash !== null).slice(0, 20);
+    const pending = (await balances.pending(chain, owner)).filter((e) => e.txHash !== null).slice(0, 50);
     await Promise.all(
       pending.map(async (e) => {
         const block = await ctx.deps.evm!.chain.txBlock(chain, e.txHash as string);

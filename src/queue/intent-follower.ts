@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
+import { dropUnhashedReservation } from '../store/owner-balance.ts';
 import { finalFailure, jobKeyOf, writeJobResult } from './job-outcome.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 
@@ -143,6 +144,7 @@ async function followIntent(
       // The service has no status route (or no record) for it: its settlement can never be known
       // here, which the batch's `settled` says as null rather than waiting forever.
       await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { untracked: true });
+      await endReservation(deps, data);
       await job.log(
         `${new Date().toISOString()} the status route does not know intent ${data.intentId} (404): not followed`,
       );
@@ -162,13 +164,24 @@ async function followIntent(
       );
       await job.updateProgress(status);
     }
+    if ((FINAL_INTENT_STATUSES as readonly string[]).includes(status)) await endReservation(deps, data);
     await recordStatus(deps, job, data, status, seen);
     if ((FINAL_INTENT_STATUSES as readonly string[]).includes(status)) return result(status, 'final');
   }
-  if (data.polls + 1 >= MAX_POLLS) return result(status ?? seen, 'gave_up');
+  if (data.polls + 1 >= MAX_POLLS) {
+    await endReservation(deps, data);
+    return result(status ?? seen, 'gave_up');
+  }
   await job.updateData({ ...data, polls: data.polls + 1 });
   await job.moveToDelayed(Date.now() + delay(data.polls + 1), token);
   throw new DelayedError();
+}
+
+/** The intent is settled (or will not be followed): an owner reservation with no tx hash ends. */
+async function endReservation(deps: FollowerDeps, data: FollowData): Promise<void> {
+  if (!deps.redis) return;
+  const rec = await deps.store.load(data.batchId, data.transferId);
+  if (rec && rec.intentId === data.intentId) await dropUnhashedReservation(deps.redis, deps.prefix, rec);
 }
 
 /**

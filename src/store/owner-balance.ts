@@ -177,3 +177,38 @@ export async function releaseOwnerReservation(
   if (!owner || rec.from === 'SOLANA') return;
   await redis.hdel(ownerReserveKey(prefix, rec.from as EvmChain, owner), `${rec.batchId}/${rec.id}`);
 }
+
+/** KEYS: the owner's reservations. ARGV: holder. Drops the entry only if it has no tx hash. */
+const DROP_UNHASHED = luaScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return 0 end
+local _, tx = string.match(v, '^([^|]*)|([^|]*)')
+if tx ~= '' then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 1
+`);
+
+/**
+ * The transfer's intent reached a final status (or is not followed): a reservation the service
+ * gave no transaction hash for — no receipt can ever show it mined — ends here. One with a hash
+ * stays until a balance reading at or past its block drops it.
+ */
+export async function dropUnhashedReservation(
+  redis: Redis,
+  prefix: string,
+  rec: {
+    readonly batchId: string;
+    readonly id: string;
+    readonly from: string;
+    readonly raw: Readonly<Record<string, string>>;
+  },
+): Promise<void> {
+  const owner = rec.raw['owner'];
+  if (!owner || rec.from === 'SOLANA') return;
+  await runScript(
+    redis,
+    DROP_UNHASHED,
+    [ownerReserveKey(prefix, rec.from as EvmChain, owner)],
+    [`${rec.batchId}/${rec.id}`],
+  );
+}

@@ -1,0 +1,114 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.ts';
+import {
+  createOwnerBalances,
+  dropUnhashedReservation,
+  ownerReserveKey,
+  releaseOwnerReservation,
+} from '../../src/store/owner-balance.ts';
+import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
+
+const A = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266';
+const B = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+const USDC = 1_000_000n;
+
+/*
+ * The owner balance reservations (src/store/owner-balance.ts) against a real Redis, two connections
+ * as two worker processes: what an owner can still pay at a reading, never the same balance twice,
+ * never a payment counted twice by a reading that lags, never a reading older than one used.
+ */
+describe('owner balance reservations', () => {
+  let redis: TestRedis;
+  let a: Redis;
+  let b: Redis;
+  let n = 0;
+  const prefix = () => `ob${n}`;
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    a = new Redis(redis.url);
+    b = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    a?.disconnect();
+    b?.disconnect();
+    await redis?.stop();
+  });
+
+  it('two workers never reserve the same balance: of 20 concurrent rows of 10 on 100, exactly 10 get it', async () => {
+    n++;
+    const [x, y] = [a, b].map((r) => createOwnerBalances({ redis: r, prefix: prefix() }));
+    const reading = { balance: 100n * USDC, block: 5n };
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? x : y)!.reserve('BASE', A, `bt/${i}`, 10n * USDC, reading, null),
+      ),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(10);
+    const short = results.find((r) => !r.ok);
+    expect(short).toEqual({ ok: false, stale: false, free: 0n });
+    // Reserving names the owner in the transfer's record, in the same step.
+    const okIndex = results.findIndex((r) => r.ok);
+    expect(await a.hget(keys(prefix()).transfer('bt', String(okIndex)), 'owner')).toBe(A);
+    // A re-run of a reserved row is not counted twice.
+    expect(await x!.reserve('BASE', A, `bt/${okIndex}`, 10n * USDC, reading, A)).toEqual({ ok: true });
+    expect((await x!.pending('BASE', A)).length).toBe(10);
+  });
+
+  it('a payment counts as reserved until a reading at or after its block, however far the RPC lags', async () => {
+    n++;
+    const ob = createOwnerBalances({ redis: a, prefix: prefix() });
+    expect(
+      await ob.reserve('ARB', A, 'bt/1', 60n * USDC, { balance: 100n * USDC, block: 10n }, null),
+    ).toEqual({ ok: true });
+    await ob.noteSent('ARB', A, 'bt/1', '0xabc');
+    // Mined at block 12; the RPC still answers from block 11, where the balance is still 100.
+    await ob.noteMined('ARB', A, 'bt/1', '0xabc', 12n);
+    expect(
+      await ob.reserve('ARB', A, 'bt/2', 60n * USDC, { balance: 100n * USDC, block: 11n }, null),
+    ).toEqual({
+      ok: false,
+      stale: false,
+      free: 40n * USDC,
+    });
+    // At block 12 the balance shows the payment (40 left): the reservation is dropped, not subtracted twice.
+    expect(await ob.reserve('ARB', A, 'bt/2', 30n * USDC, { balance: 40n * USDC, block: 12n }, null)).toEqual(
+      { ok: true },
+    );
+    expect((await ob.pending('ARB', A)).map((e) => e.holder)).toEqual(['bt/2']);
+    // A reading older than one already used is refused: it could show money already spent.
+    expect(await ob.reserve('ARB', A, 'bt/3', 1n, { balance: 100n * USDC, block: 11n }, null)).toEqual({
+      ok: false,
+      stale: true,
+      floor: 12n,
+    });
+    // A noteMined for another transaction hash changes nothing.
+    await ob.noteMined('ARB', A, 'bt/2', '0xother', 12n);
+    expect((await ob.pending('ARB', A)).map((e) => e.holder)).toEqual(['bt/2']);
+  });
+
+  it('moving a transfer to another owner drops its reservation on the first; release and the follower end them', async () => {
+    n++;
+    const p = prefix();
+    const ob = createOwnerBalances({ redis: a, prefix: p });
+    const reading = { balance: 50n * USDC, block: 1n };
+    await ob.reserve('POLYGON', A, 'bt/7', 20n * USDC, reading, null);
+    expect(await ob.reserve('POLYGON', B, 'bt/7', 20n * USDC, reading, A)).toEqual({ ok: true });
+    expect(await a.hget(ownerReserveKey(p, 'POLYGON', A), 'bt/7')).toBeNull();
+    expect(await a.hget(keys(p).transfer('bt', '7'), 'owner')).toBe(B);
+
+    const rec = { batchId: 'bt', id: '7', from: 'POLYGON', raw: { owner: B } };
+    // Accepted with a tx hash: only a receipt and a later reading end it, not the follower.
+    await ob.noteSent('POLYGON', B, 'bt/7', '0xdef');
+    await dropUnhashedReservation(a, p, rec);
+    expect(await ob.pending('POLYGON', B)).toHaveLength(1);
+    // Accepted without one: the follower ends it when the intent is settled.
+    await ob.noteSent('POLYGON', B, 'bt/7', null);
+    await dropUnhashedReservation(a, p, rec);
+    expect(await ob.pending('POLYGON', B)).toHaveLength(0);
+    // Cancelled or failed: released.
+    await ob.reserve('POLYGON', B, 'bt/8', 5n * USDC, { balance: 50n * USDC, block: 2n }, null);
+    await releaseOwnerReservation(a, p, { batchId: 'bt', id: '8', from: 'POLYGON', raw: { owner: B } });
+    expect(await ob.pending('POLYGON', B)).toHaveLength(0);
+  });
+});
