@@ -167,7 +167,10 @@ export function buildProgram(
     'audit',
   );
   bind(
-    def('wallets', "the server wallets' public addresses and permit nonces").option('--json', 'print JSON'),
+    def(
+      'wallets',
+      "the server wallets' public addresses (every EVM owner), balances and permit nonces",
+    ).option('--json', 'print JSON'),
     'wallets',
   );
   bind(

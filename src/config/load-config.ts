@@ -164,15 +164,16 @@ function readNetwork(r: EnvReader, problem: Problem): Network {
 
 /**
  * The treasury's EVM keys: 32 bytes hex each, with or without 0x; several comma-separated in
- * EVM_PRIVATE_KEY, or one per line (commas allowed too) in EVM_PRIVATE_KEY_FILE. A problem names
- * the key by its position, never by its text.
+ * EVM_PRIVATE_KEY, or one per line (commas allowed too) in EVM_PRIVATE_KEY_FILE. Only commas and
+ * line breaks separate keys (a space inside a line is part of a malformed key, not a separator).
+ * A problem names the key by its position, never by its text.
  */
 function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
   const text = r.secretText('EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE');
   if (text === undefined) return [];
   const name = r.str('EVM_PRIVATE_KEY_FILE') ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY';
   const parts = text
-    .split(/[\s,]+/)
+    .split(/[,\r\n]+/)
     .map((s) => s.trim())
     .filter(Boolean);
   if (parts.length === 0) {
@@ -180,7 +181,7 @@ function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
     return [];
   }
   const keys: Secret[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, number>();
   parts.forEach((part, i) => {
     const which = parts.length > 1 ? `key ${i + 1} of ${parts.length}` : 'the key';
     const hex = (part.startsWith('0x') ? part.slice(2) : part).toLowerCase();
@@ -193,11 +194,12 @@ function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
       );
       return;
     }
-    if (seen.has(hex)) {
-      problem(name, `${which} repeats an earlier key (each owner once)`);
+    const earlier = seen.get(hex);
+    if (earlier !== undefined) {
+      problem(name, `${which} repeats key ${earlier + 1} (each owner once)`);
       return;
     }
-    seen.add(hex);
+    seen.set(hex, i);
     keys.push(new Secret(`0x${hex}`));
   });
   return keys.length === parts.length ? Object.freeze(keys) : [];

@@ -3,7 +3,8 @@ import { Gauge, Registry, type Metric } from 'prom-client';
 import { TRANSFER_STATES } from '../domain/transfer.ts';
 import type { QueueCounts } from '../queue/queue-monitor.ts';
 import { keys } from '../store/keys.ts';
-import { CHAINS, EVM_CHAINS } from '../domain/chains.ts';
+import { CHAINS, EVM_CHAINS, type EvmChain } from '../domain/chains.ts';
+import { createOwnerBalances } from '../store/owner-balance.ts';
 import { readDailySpend } from '../store/spend-limit.ts';
 import { ALIVE_WINDOW_MS, HEARTBEAT_MS, workersAlive } from './worker-heartbeat.ts';
 import {
@@ -16,6 +17,9 @@ import {
 
 /** Batches read per scrape: the most recent ones (a scrape stays one bounded Redis read). */
 export const SCRAPED_BATCHES = 100;
+
+/** (chain, owner) pairs a scrape reads reservations of, at most (owners × 4 chains; a bound, not a plan). */
+export const SCRAPED_OWNER_PAIRS = 256;
 
 export type MetricsDeps = {
   readonly redis: Redis;
@@ -38,6 +42,8 @@ type Snapshot = {
   transferFinal: Record<string, string>;
   workersAlive: number;
   dailySpend: bigint;
+  /** Per `<CHAIN>|<owner>` known to the workers: micro-USDC reserved and not yet seen mined. */
+  ownersInFlight: Map<string, bigint>;
 };
 
 type StoredValue = { labels: Record<string, string | number>; value: number; metricName?: string };
@@ -129,6 +135,33 @@ function countersOf(raw: Record<string, string>, name: string, labelNames: reado
   return out;
 }
 
+const OWNER_PAIR = /^(ETH|BASE|ARB|POLYGON)\|0x[0-9a-fA-F]{40}$/;
+
+/**
+ * The (chain, owner) pairs a scrape reports: those the workers registered (`P:metrics:owners`) and
+ * those the owner counters name, well-formed only, sorted, at most SCRAPED_OWNER_PAIRS.
+ */
+function ownerPairs(registered: readonly string[], counters: Record<string, string>): string[] {
+  const pairs = new Set(registered.filter((p) => OWNER_PAIR.test(p)));
+  for (const field of Object.keys(counters)) {
+    const m = /^owner_(?:paid|lease_waits)\|(.+)$/.exec(field);
+    if (m && OWNER_PAIR.test(m[1] as string)) pairs.add(m[1] as string);
+  }
+  return [...pairs].sort().slice(0, SCRAPED_OWNER_PAIRS);
+}
+
+/** An owner counter for every known (chain, owner), 0 where nothing was counted yet. */
+function ownerCounters(
+  counters: Record<string, string>,
+  name: string,
+  pairs: readonly string[],
+): StoredValue[] {
+  return pairs.map((pair) => {
+    const [chain = '', owner = ''] = pair.split('|');
+    return { labels: { chain, owner }, value: Number(counters[`${name}|${pair}`] ?? 0) || 0 };
+  });
+}
+
 /** Micro-USDC as a metric value: exact while below 2^53 (9 billion USDC). */
 const microValue = (v: bigint): number => Number(v);
 
@@ -139,7 +172,9 @@ const microValue = (v: bigint): number => Number(v);
  *   `SCRAPED_BATCHES` most recent batches (counters kept by the store, never a scan of transfers);
  * - queue jobs per queue and state, and queue depth (waiting + prioritized + delayed);
  * - the service-call latency histogram and the retries counter written by the workers
- *   (worker-metrics.ts).
+ *   (worker-metrics.ts);
+ * - per treasury owner: transfers and lease waits (counted by the workers) and the balance
+ *   reserved in flight (`P:reserve:<CHAIN>:<owner>`, for the owners the workers registered).
  */
 export function createMetricsRegistry(deps: MetricsDeps) {
   const registry = new Registry();
@@ -209,7 +244,17 @@ export function createMetricsRegistry(deps: MetricsDeps) {
   const waits = new StoredMetric(
     'counter',
     'usdc_batch_waits_total',
-    'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, retry, rate_limit, settle), all workers.',
+    'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, balance, retry, rate_limit, settle), all workers.',
+  );
+  const ownerTransfers = new StoredMetric(
+    'counter',
+    'usdc_batch_owner_transfers_total',
+    'Transfers the service accepted, by source chain and the treasury owner whose permit paid them, all workers.',
+  );
+  const ownerLeaseWaits = new StoredMetric(
+    'counter',
+    'usdc_batch_owner_lease_waits_total',
+    "Times a transfer found a treasury owner's nonce lease taken on its source chain (it tried the next owner, or waited), by chain and owner, all workers.",
   );
   const intentsFailed = new StoredMetric(
     'counter',
@@ -226,6 +271,8 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     finalTime,
     waits,
     intentsFailed,
+    ownerTransfers,
+    ownerLeaseWaits,
   ])
     registry.registerMetric(m as unknown as Metric);
   const workers = new Gauge({
@@ -236,6 +283,12 @@ export function createMetricsRegistry(deps: MetricsDeps) {
   const dailySpend = new Gauge({
     name: 'usdc_batch_daily_spend_micro_usdc',
     help: 'Micro-USDC reserved or sent in the rolling 24 hours under MAX_DAILY_USDC (0 when no cap is set: nothing is reserved).',
+    registers: [registry],
+  });
+  const ownerInFlight = new Gauge({
+    name: 'usdc_batch_owner_in_flight_micro_usdc',
+    help: "Micro-USDC of a treasury owner's balance reserved for transfers whose payment a worker has not yet seen mined (P:reserve), by source chain and owner. Reservations of payments that landed are dropped when the owner's next transfer is chosen, so the gauge can stay above 0 after a batch until then.",
+    labelNames: ['chain', 'owner'],
     registers: [registry],
   });
   const dailyCap = new Gauge({
@@ -253,11 +306,12 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     pipe.hgetall(mk.nonceSettle);
     pipe.hgetall(mk.transferFinal);
     const now = (deps.now ?? Date.now)();
-    const [res, queues, alive, spend] = await Promise.all([
+    const [res, queues, alive, spend, owners] = await Promise.all([
       pipe.exec(),
       deps.queueCounts(),
       workersAlive(deps.redis, deps.prefix, now),
       readDailySpend(deps.redis, deps.prefix, now),
+      deps.redis.smembers(mk.owners),
     ]);
     const results = (res ?? []).map(([err, v]) => {
       if (err) throw err;
@@ -286,6 +340,7 @@ export function createMetricsRegistry(deps: MetricsDeps) {
       transferFinal,
       workersAlive: alive,
       dailySpend: spend,
+      ownersInFlight: await inFlight(ownerPairs(owners, counters)),
     };
     const int = (v: string | undefined): bigint => (v && /^-?[0-9]+$/.test(v) ? BigInt(v) : 0n);
     for (const b of results) {
@@ -300,6 +355,22 @@ export function createMetricsRegistry(deps: MetricsDeps) {
       }
     }
     return snap;
+  }
+
+  /**
+   * Micro-USDC reserved per (chain, owner) and not yet seen mined: every pair the workers registered
+   * or counted for, read in one round of HGETALLs (no scan of the keyspace; bounded).
+   */
+  async function inFlight(pairs: readonly string[]): Promise<Map<string, bigint>> {
+    const reservations = createOwnerBalances({ redis: deps.redis, prefix: deps.prefix });
+    const sums = await Promise.all(
+      pairs.map(async (pair) => {
+        const [chain, owner] = pair.split('|') as [EvmChain, string];
+        const pending = await reservations.pending(chain, owner);
+        return [pair, pending.reduce((sum, r) => sum + r.amount, 0n)] as const;
+      }),
+    );
+    return new Map(sums);
   }
 
   function fill(snap: Snapshot): void {
@@ -340,6 +411,15 @@ export function createMetricsRegistry(deps: MetricsDeps) {
       labels: { chain },
       value: Number(snap.counters[`intent_failed|${chain}`] ?? 0) || 0,
     }));
+    // Every known (chain, owner) gets a series from its first scrape (0 until it counts something).
+    const known = [...snap.ownersInFlight.keys()];
+    ownerTransfers.values = ownerCounters(snap.counters, 'owner_paid', known);
+    ownerLeaseWaits.values = ownerCounters(snap.counters, 'owner_lease_waits', known);
+    ownerInFlight.reset();
+    for (const [pair, micro] of snap.ownersInFlight) {
+      const [chain = '', owner = ''] = pair.split('|');
+      ownerInFlight.set({ chain, owner }, microValue(micro));
+    }
     workers.set(snap.workersAlive);
     dailySpend.set(microValue(snap.dailySpend));
     dailyCap.set(deps.dailyCap === undefined ? -1 : microValue(deps.dailyCap));

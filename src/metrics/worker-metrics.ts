@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
-import type { Chain } from '../domain/chains.ts';
+import { checksumEvmAddress } from '../domain/addresses.ts';
+import type { Chain, EvmChain } from '../domain/chains.ts';
 import type { TransferState } from '../domain/transfer.ts';
 import type { NonceSettleOutcome, PipelineMetrics, WaitKind } from '../pipeline/pipeline-deps.ts';
 import type { CallOutcome } from '../service/service-client.ts';
@@ -29,7 +30,14 @@ import type { TransferStore } from '../store/transfer-store.ts';
  * - in `…:counters` too: `failures|<CHAIN>|<state>|<code>` transfers that ended failed, rejected or
  *   needs_review (code one of FAILURE_CODES, else `other`); `waits|<CHAIN>|<kind>` jobs handed back
  *   to the queue by reason; `intent_failed|<CHAIN>` intents that ended `failed` after their transfer
- *   was submitted.
+ *   was submitted; per treasury owner (issue 17), `owner_paid|<CHAIN>|<owner>` transfers the service
+ *   accepted with that owner's permit and `owner_lease_waits|<CHAIN>|<owner>` times a transfer found
+ *   that owner's nonce lease taken (it tried another owner, or waited).
+ * - `<prefix>:metrics:owners` — SET of `<CHAIN>|<owner>` (checksummed), added by each worker at
+ *   start for the EVM source chains it serves and the owners it has keys for: `serve`, which may
+ *   hold no key, reads each registered owner's `P:reserve:<CHAIN>:<owner>` hash at scrape time for
+ *   `usdc_batch_owner_in_flight_micro_usdc`. Never pruned (a few bytes per owner and chain): an owner
+ *   whose key was removed keeps its series, at 0 once nothing is reserved on it.
  */
 export const SERVICE_CALL_BUCKETS_MS = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 20_000] as const;
 /** Waits for the chain after a refused permit: an RPC's lag, up to the settle window and beyond. */
@@ -92,7 +100,25 @@ export function metricKeys(prefix: string) {
     counters: `${prefix}:metrics:counters`,
     nonceSettle: `${prefix}:metrics:nonce_settle`,
     transferFinal: `${prefix}:metrics:transfer_final`,
+    owners: `${prefix}:metrics:owners`,
   };
+}
+
+/** A (chain, owner) pair as the owners set and the counters name it. */
+export const ownerField = (chain: EvmChain, owner: string): string => `${chain}|${checksumEvmAddress(owner)}`;
+
+/**
+ * Registers the (chain, owner) pairs a worker pays from, so that `/metrics` knows whose
+ * reservations to read without holding a key or scanning the keyspace (see `owners` above).
+ */
+export async function registerOwners(
+  redis: Redis,
+  prefix: string,
+  chains: readonly EvmChain[],
+  owners: readonly string[],
+): Promise<void> {
+  const members = chains.flatMap((chain) => owners.map((owner) => ownerField(chain, owner)));
+  if (members.length > 0) await redis.sadd(metricKeys(prefix).owners, ...members);
 }
 
 /** Index of the bucket a duration falls in; `buckets.length` is `+Inf`. */
@@ -180,6 +206,12 @@ export function createWorkerMetrics(deps: {
     },
     intentFailed(chain) {
       add(k.counters, `intent_failed|${chain}`, 1);
+    },
+    ownerPaid(chain, owner) {
+      add(k.counters, `owner_paid|${ownerField(chain, owner)}`, 1);
+    },
+    ownerLeaseWait(chain, owner) {
+      add(k.counters, `owner_lease_waits|${ownerField(chain, owner)}`, 1);
     },
     countRetries(store) {
       return {

@@ -4,11 +4,12 @@ import type { Hex } from 'viem';
 import type { Config } from '../config/config.ts';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
-import { formatUsdc } from '../domain/money.ts';
+import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
 import { createChainReader, redactUrl } from '../signing/evm/chain-reader.ts';
-import { createNonceManager, type NonceState } from '../signing/evm/nonce-manager.ts';
+import { createNonceManager } from '../signing/evm/nonce-manager.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { postJsonRpc } from '../signing/json-rpc.ts';
+import { createOwnerBalances, type OwnerBalances, type Reserved } from '../store/owner-balance.ts';
 
 /**
  * What `usdc-batch wallets` reports (PRODUCT.md §2): public addresses, and what the chains and
@@ -31,11 +32,46 @@ export type EvmChainReport = {
     readonly held_nonce: string | null;
     readonly lease_until: string | null;
   } | null;
+  /**
+   * Decimal USDC of this owner's balance reserved for transfers in flight: `P:reserve:<CHAIN>:<owner>`
+   * entries whose payment is not known mined (by the workers, nor — with RPC — by a receipt read
+   * now); null when Redis did not answer.
+   */
+  readonly in_flight: string | null;
+  /** How many transfers those reservations are for; null when Redis did not answer. */
+  readonly in_flight_transfers: number | null;
+};
+
+/** One treasury owner (one key of EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE). */
+export type EvmOwnerReport = {
+  /** 1-based position of its key in the configuration (the order owners are preferred in). */
+  readonly position: number;
+  readonly address: string;
+  readonly chains: EvmChainReport[];
+};
+
+/** One chain across every owner. */
+export type EvmChainTotal = {
+  readonly chain: EvmChain;
+  readonly rpc: boolean;
+  /** The owners' balances summed; null when any of them is unknown (no RPC, or a read failed). */
+  readonly usdc_balance: string | null;
+  /** The owners' in-flight reservations summed; null when Redis did not answer. */
+  readonly in_flight: string | null;
 };
 
 export type WalletsReport = {
   readonly network: Network;
-  readonly evm: { readonly address: string; readonly chains: EvmChainReport[] } | null;
+  /**
+   * `address` and `chains` are the first owner's (as before several owners existed); `owners` lists
+   * every owner in configured order (the first is `owners[0]`), `totals` each chain across them.
+   */
+  readonly evm: {
+    readonly address: string;
+    readonly chains: EvmChainReport[];
+    readonly owners: EvmOwnerReport[];
+    readonly totals: EvmChainTotal[];
+  } | null;
   readonly solana: {
     readonly address: string;
     /** Our USDC associated token account: where a Solana-source payment is drawn from. */
@@ -120,6 +156,108 @@ const withTimeout = async <T>(p: Promise<T>, ms: number): Promise<T> => {
   }
 };
 
+/** One owner on one chain: the chain's nonce and balance, the nonce pool and the in-flight reservations. */
+async function readOwnerChain(
+  chain: EvmChain,
+  owner: string,
+  reader: ReturnType<typeof createChainReader>,
+  nonces: ReturnType<typeof createNonceManager> | undefined,
+  reservations: OwnerBalances | undefined,
+  timeoutMs: number,
+): Promise<EvmChainReport> {
+  const rpc = reader.hasRpc(chain);
+  let nonce: bigint | undefined;
+  let balance: bigint | undefined;
+  let error: string | null = null;
+  const readRpc = async () => {
+    if (!rpc) return;
+    try {
+      [nonce, balance] = await Promise.all([
+        reader.permitNonce(chain, owner),
+        reader.usdcBalance(chain, owner),
+      ]);
+    } catch (err) {
+      error = errorMessage(err);
+    }
+  };
+  const [pool, pending] = await Promise.all([
+    nonces ? withTimeout(nonces.state(chain, owner), timeoutMs).catch(() => undefined) : undefined,
+    reservations
+      ? withTimeout(reservations.pending(chain, owner), timeoutMs).catch(() => undefined)
+      : undefined,
+    readRpc(),
+  ]);
+  const reserved = pending && rpc ? await notYetMined(chain, pending, reader) : pending;
+  return {
+    chain,
+    rpc,
+    permit_nonce: nonce === undefined ? null : nonce.toString(),
+    usdc_balance: balance === undefined ? null : formatUsdc(balance),
+    error,
+    nonce_pool: pool
+      ? {
+          next: pool.next.toString(),
+          holder: pool.holder,
+          held_nonce: pool.heldNonce === null ? null : pool.heldNonce.toString(),
+          lease_until: pool.leaseUntil === null ? null : new Date(pool.leaseUntil).toISOString(),
+        }
+      : null,
+    in_flight: reserved ? formatUsdc(reserved.reduce((sum, r) => sum + r.amount, 0n)) : null,
+    in_flight_transfers: reserved ? reserved.length : null,
+  };
+}
+
+/** Receipts looked up per (owner, chain) at most; entries beyond count as in flight. */
+const RECEIPTS_READ = 50;
+
+/**
+ * The reservations whose payment the chain does not show mined. Workers drop the entries of landed
+ * payments only when the owner's next transfer is chosen, so after a batch some entries whose
+ * transaction was mined stay in the hash for a while: `wallets` asks the RPC for their receipts
+ * (read only: it changes nothing in Redis) and leaves them out. An entry without a transaction hash
+ * yet, or whose receipt cannot be read, counts as in flight.
+ */
+async function notYetMined(
+  chain: EvmChain,
+  entries: readonly Reserved[],
+  reader: ReturnType<typeof createChainReader>,
+): Promise<Reserved[]> {
+  const withTx = entries.filter((e) => e.txHash !== null).slice(0, RECEIPTS_READ);
+  const mined = new Set<string>();
+  await Promise.all(
+    withTx.map(async (e) => {
+      try {
+        if (typeof (await reader.txBlock(chain, e.txHash as string)) === 'bigint') mined.add(e.holder);
+      } catch {
+        // unreadable: it stays counted
+      }
+    }),
+  );
+  return entries.filter((e) => !mined.has(e.holder));
+}
+
+/** Each chain across the owners: balances and in-flight amounts summed, null where any is unknown. */
+function chainTotals(owners: readonly EvmOwnerReport[]): EvmChainTotal[] {
+  return EVM_CHAINS.map((chain) => {
+    const rows = owners.map((o) => o.chains.find((c) => c.chain === chain) as EvmChainReport);
+    const sum = (values: (string | null)[]): string | null => {
+      let total = 0n;
+      for (const v of values) {
+        const parsed = v === null ? null : tryParseUsdc(v, { allowZero: true });
+        if (!parsed?.ok) return null;
+        total += parsed.value;
+      }
+      return formatUsdc(total);
+    };
+    return {
+      chain,
+      rpc: rows.some((r) => r.rpc),
+      usdc_balance: sum(rows.map((r) => r.usdc_balance)),
+      in_flight: sum(rows.map((r) => r.in_flight)),
+    };
+  });
+}
+
 /** Reads everything `wallets` shows, each source independently: one that fails is shown unavailable. */
 export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
   const { config } = deps;
@@ -134,9 +272,9 @@ export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
   }
 
   let evm: WalletsReport['evm'] = null;
-  const firstKey = config.evmPrivateKeys[0];
-  if (firstKey) {
-    const owner = privateKeyToAccount(firstKey.reveal() as Hex).address;
+  if (config.evmPrivateKeys.length > 0) {
+    // Public addresses only: each key leaves its Secret just long enough to derive its address.
+    const owners = config.evmPrivateKeys.map((key) => privateKeyToAccount(key.reveal() as Hex).address);
     const reader = createChainReader({
       config,
       timeoutMs,
@@ -146,49 +284,22 @@ export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
       redisOk && deps.redis
         ? createNonceManager({ redis: deps.redis, prefix: config.queuePrefix, chainReader: reader })
         : undefined;
+    const reservations =
+      redisOk && deps.redis
+        ? createOwnerBalances({ redis: deps.redis, prefix: config.queuePrefix })
+        : undefined;
     try {
-      const chains = await Promise.all(
-        EVM_CHAINS.map(async (chain): Promise<EvmChainReport> => {
-          const rpc = reader.hasRpc(chain);
-          let nonce: bigint | undefined;
-          let balance: bigint | undefined;
-          let error: string | null = null;
-          if (rpc) {
-            try {
-              [nonce, balance] = await Promise.all([
-                reader.permitNonce(chain, owner),
-                reader.usdcBalance(chain, owner),
-              ]);
-            } catch (err) {
-              error = errorMessage(err);
-            }
-          }
-          let pool: NonceState | undefined;
-          if (nonces) {
-            try {
-              pool = await withTimeout(nonces.state(chain, owner), timeoutMs);
-            } catch {
-              pool = undefined;
-            }
-          }
-          return {
-            chain,
-            rpc,
-            permit_nonce: nonce === undefined ? null : nonce.toString(),
-            usdc_balance: balance === undefined ? null : formatUsdc(balance),
-            error,
-            nonce_pool: pool
-              ? {
-                  next: pool.next.toString(),
-                  holder: pool.holder,
-                  held_nonce: pool.heldNonce === null ? null : pool.heldNonce.toString(),
-                  lease_until: pool.leaseUntil === null ? null : new Date(pool.leaseUntil).toISOString(),
-                }
-              : null,
-          };
-        }),
+      const reports = await Promise.all(
+        owners.map(async (owner, i): Promise<EvmOwnerReport> => ({
+          position: i + 1,
+          address: owner,
+          chains: await Promise.all(
+            EVM_CHAINS.map((chain) => readOwnerChain(chain, owner, reader, nonces, reservations, timeoutMs)),
+          ),
+        })),
       );
-      evm = { address: owner, chains };
+      const first = reports[0] as EvmOwnerReport;
+      evm = { address: first.address, chains: first.chains, owners: reports, totals: chainTotals(reports) };
     } finally {
       await nonces?.close();
     }

@@ -2,8 +2,9 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import { workerSourceChains } from '../config/source-chains.ts';
 import type { Logger } from '../log/logger.ts';
+import { isEvmChain } from '../domain/chains.ts';
 import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
-import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
+import { createWorkerMetrics, registerOwners } from '../metrics/worker-metrics.ts';
 import { DEFAULT_POLICY } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { createServiceClient } from '../service/service-client.ts';
@@ -130,6 +131,18 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     },
   };
   const sources = workerSourceChains(config);
+  if (evm) {
+    // `/metrics` (serve, which may hold no key) reads the reservations of the owners registered here
+    // (usdc_batch_owner_in_flight_micro_usdc). A failure costs a metric, never a payment.
+    await registerOwners(
+      redis,
+      prefix,
+      sources.filter(isEvmChain),
+      evm.signers.map((s) => s.address),
+    ).catch((err: unknown) =>
+      logger.warn({ err: { message: (err as Error).message } }, 'could not register the owners for /metrics'),
+    );
+  }
   const workers = createTransferWorkers({
     redisUrl: config.redisUrl,
     prefix,

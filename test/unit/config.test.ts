@@ -337,6 +337,90 @@ describe('loadConfig', () => {
     ]);
   });
 
+  describe('several treasury owners in EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE', () => {
+    // anvil's well-known dev keys 0, 1 and 2 (public test keys, never funded on a real chain).
+    const K1 = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
+    const K2 = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
+    const K3 = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a';
+    const revealed = (env: Record<string, string>) => loadConfig(env).evmPrivateKeys.map((k) => k.reveal());
+    /** Every secret fragment a message could leak: the whole key, with and without 0x, and its halves. */
+    const fragmentsOf = (key: string) => {
+      const hex = key.replace(/^0x/i, '').toLowerCase();
+      return [hex, hex.slice(0, 32), hex.slice(32)];
+    };
+    const leaks = (err: ConfigError, keys: string[]) => {
+      const text = `${err.message}\n${JSON.stringify(err.problems)}\n${inspect(err)}`.toLowerCase();
+      return keys.flatMap(fragmentsOf).filter((f) => text.includes(f));
+    };
+
+    it('reads a comma-separated list in the given order, with or without 0x, spaces around each', () => {
+      expect(revealed({ EVM_PRIVATE_KEY: `${K1}, ${K2.slice(2).toUpperCase()} ,${K3}` })).toEqual([
+        K1,
+        K2,
+        K3,
+      ]);
+      // A trailing comma or an empty entry is not a key.
+      expect(revealed({ EVM_PRIVATE_KEY: `${K2},,${K1},` })).toEqual([K2, K1]);
+      // Each key is one owner: the worker, wallets and the dry run see them all.
+      const chains = workerSourceChains(
+        loadConfig({ EVM_PRIVATE_KEY: `${K1},${K2}`, PERMIT_SPENDER: SPENDER }),
+      );
+      expect(chains).toEqual(['ETH', 'BASE', 'ARB', 'POLYGON']);
+    });
+
+    it('reads a file with one key per line (CRLF, blank lines and commas tolerated)', () => {
+      const file = join(dir, 'owners.keys');
+      writeFileSync(file, `${K1}\r\n\r\n${K2}\n  ${K3.slice(2)}  \n`);
+      expect(revealed({ EVM_PRIVATE_KEY_FILE: file })).toEqual([K1, K2, K3]);
+      writeFileSync(file, `${K3},${K1}\n${K2}\n`);
+      expect(revealed({ EVM_PRIVATE_KEY_FILE: file })).toEqual([K3, K1, K2]);
+    });
+
+    it('refuses a key given twice, naming both positions and neither key', () => {
+      const err = problemsOf({ EVM_PRIVATE_KEY: `${K1},${K2},${K1.slice(2).toUpperCase()}` });
+      expect(err.problems).toEqual([
+        { variable: 'EVM_PRIVATE_KEY', message: 'key 3 of 3 repeats key 1 (each owner once)' },
+      ]);
+      expect(leaks(err, [K1, K2])).toEqual([]);
+      const file = join(dir, 'twice.keys');
+      writeFileSync(file, `${K2}\n${K2}\n`);
+      const fromFile = problemsOf({ EVM_PRIVATE_KEY_FILE: file });
+      expect(fromFile.problems).toEqual([
+        { variable: 'EVM_PRIVATE_KEY_FILE', message: 'key 2 of 2 repeats key 1 (each owner once)' },
+      ]);
+      expect(leaks(fromFile, [K2])).toEqual([]);
+    });
+
+    it('names a malformed key by its position without echoing it or the good ones, and loads none', () => {
+      // One hex digit short, a key with a space inside, a key above the secp256k1 order.
+      const short = K2.slice(0, -1);
+      const spaced = `${K3.slice(0, 30)} ${K3.slice(30)}`;
+      const err = problemsOf({ EVM_PRIVATE_KEY: `${K1},${short},${spaced},0x${'f'.repeat(64)}` });
+      expect(err.problems).toEqual([
+        { variable: 'EVM_PRIVATE_KEY', message: 'key 2 of 4 is not a 32-byte hex private key' },
+        { variable: 'EVM_PRIVATE_KEY', message: 'key 3 of 4 is not a 32-byte hex private key' },
+        { variable: 'EVM_PRIVATE_KEY', message: 'key 4 of 4 is not a 32-byte hex private key' },
+      ]);
+      expect(leaks(err, [K1, short, K3])).toEqual([]);
+      expect(`${err.message}${JSON.stringify(err.problems)}`).not.toContain('f'.repeat(16));
+      const file = join(dir, 'bad-second.keys');
+      writeFileSync(file, `${K1}\nnot a key\n`);
+      const fromFile = problemsOf({ EVM_PRIVATE_KEY_FILE: file });
+      expect(fromFile.problems).toEqual([
+        { variable: 'EVM_PRIVATE_KEY_FILE', message: 'key 2 of 2 is not a 32-byte hex private key' },
+      ]);
+      expect(JSON.stringify(fromFile.problems)).not.toContain('not a key');
+      expect(leaks(fromFile, [K1])).toEqual([]);
+    });
+
+    it('keeps every key out of the printed config', () => {
+      const config = loadConfig({ EVM_PRIVATE_KEY: `${K1},${K2},${K3}` });
+      const json = JSON.stringify(config, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+      const printed = `${json}\n${inspect(config, { depth: 10 })}\n${String(config.evmPrivateKeys)}`;
+      for (const f of [K1, K2, K3].flatMap(fragmentsOf)) expect(printed.toLowerCase()).not.toContain(f);
+    });
+  });
+
   it('reads a solana-keygen JSON keypair file and refuses one whose halves do not belong together', () => {
     const keypair = solanaKeypair();
     const good = join(dir, 'id.json');

@@ -21,6 +21,14 @@ import { createLogger, type Logger } from '../../log/logger.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
 import type { FeeEstimate } from '../../service/types.ts';
 import type { readWallets } from '../../ops/wallets.ts';
+import {
+  availableText,
+  balancePreflightOf,
+  ownersText,
+  preflightJson,
+  preflightWarning,
+  type ChainPreflight,
+} from '../../ops/balance-preflight.ts';
 import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { createRedis } from '../../store/redis.ts';
@@ -374,12 +382,7 @@ async function dryRun(
           amount: formatUsdc(r.amount),
           removed: r.removed,
         })) ?? null,
-      balances: balances.map((b) => ({
-        chain: b.chain,
-        needed: formatUsdc(b.needed),
-        available: b.available === null ? null : formatUsdc(b.available),
-        covered: b.available === null ? null : b.available >= b.needed,
-      })),
+      balances: balances.map(preflightJson),
     });
   } else {
     const out = (s: string) => process.stdout.write(`${s}\n`);
@@ -409,22 +412,23 @@ async function dryRun(
     }
     if (balances.length > 0) {
       out('');
+      // The owners column only when some chain has several owners: one key prints as before.
+      const several = balances.some((b) => b.owners.length > 1);
       out(
         table(
-          ['source', 'needed', 'available', ''],
+          ['source', 'needed', 'available', '', ...(several ? ['owners'] : [])],
           balances.map((b) => [
             b.chain,
             formatUsdc(b.needed),
-            b.available === null ? 'unknown (no RPC)' : formatUsdc(b.available),
-            b.available === null ? '' : b.available >= b.needed ? 'ok' : 'NOT COVERED',
+            availableText(b),
+            { ok: 'ok', short: 'NOT COVERED', rebalance: 'REBALANCE', unknown: '' }[b.verdict],
+            ...(several ? [ownersText(b)] : []),
           ]),
         ),
       );
-      const short = balances.filter((b) => b.available !== null && b.available < b.needed);
-      for (const b of short) {
-        out(
-          `the ${b.chain} treasury cannot cover this batch: short by ${formatUsdc(b.needed - (b.available ?? 0n))} USDC`,
-        );
+      for (const b of balances) {
+        const warning = preflightWarning(b);
+        if (warning) out(warning);
       }
     }
     process.stdout.write(issueReport(errors, errorCount));
@@ -433,16 +437,15 @@ async function dryRun(
 }
 
 /**
- * Needed vs available per source chain: EVM balances over `EVM_RPC_URL_<CHAIN>` (`balanceOf` of
- * the treasury), Solana over `SOLANA_RPC_URL`; `null` where no RPC (or no key) tells.
+ * Needed vs available per source chain (ops/balance-preflight.ts): EVM balances over
+ * `EVM_RPC_URL_<CHAIN>` (`balanceOf` of every treasury owner, summed, and whether the rows split
+ * over them), Solana over `SOLANA_RPC_URL`; unknown where no RPC (or no key) tells.
  */
 async function balancePreflight(
   config: Config,
   transfers: readonly TransferRequest[],
-): Promise<{ chain: string; needed: bigint; available: bigint | null }[]> {
-  const needed = new Map<string, bigint>();
-  for (const t of transfers) needed.set(t.from, (needed.get(t.from) ?? 0n) + t.amount);
-  if (needed.size === 0) return [];
+): Promise<ChainPreflight[]> {
+  if (transfers.length === 0) return [];
   let report: Awaited<ReturnType<typeof readWallets>> | undefined;
   if (config.evmPrivateKeys.length > 0 || config.solanaSecretKey) {
     try {
@@ -452,22 +455,7 @@ async function balancePreflight(
       report = undefined;
     }
   }
-  return [...needed].map(([chain, need]) => {
-    let available: bigint | null = null;
-    if (chain === 'SOLANA') {
-      const bal = report?.solana?.usdc_balance;
-      if (bal) available = parseBalance(bal);
-    } else {
-      const bal = report?.evm?.chains.find((c) => c.chain === chain)?.usdc_balance;
-      if (bal) available = parseBalance(bal);
-    }
-    return { chain, needed: need, available };
-  });
-}
-
-function parseBalance(text: string): bigint | null {
-  const r = tryParseUsdc(text, { allowZero: true });
-  return r.ok ? r.value : null;
+  return balancePreflightOf(transfers, report);
 }
 
 /** `null` when Redis does not answer: a dry run needs no Redis, and says the book was not read. */

@@ -9,8 +9,9 @@ import { jsonText, plainText, table } from '../format.ts';
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
 /**
- * `usdc-batch wallets` (PRODUCT.md §2): the server wallets' public addresses and, where RPC is
- * configured, each chain's permit nonce and USDC balance, plus the nonce pool Redis holds. Needs
+ * `usdc-batch wallets` (PRODUCT.md §2): the server wallets' public addresses — every EVM owner, in
+ * configured order — and, where RPC is configured, each chain's permit nonce and USDC balance per
+ * owner, plus the nonce pool and the balance reserved in flight that Redis holds. Needs
  * no service configuration; a source that does not answer is shown as unavailable. Never a secret.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
@@ -37,7 +38,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     redis.disconnect();
   }
   logger.debug(
-    { evm: report.evm?.address, solana: report.solana?.address, redis: report.redis },
+    { evm: report.evm?.owners.map((o) => o.address), solana: report.solana?.address, redis: report.redis },
     'wallets read',
   );
   if (options['json'] === true) {
@@ -52,23 +53,32 @@ function printReport(r: WalletsReport): void {
   out(`network  ${r.network}`);
   out('');
   if (r.evm) {
-    out(`EVM owner  ${r.evm.address}`);
-    out(
-      table(
-        ['chain', 'rpc', 'permit nonce', 'USDC balance', 'pool next', 'pool lease'],
-        r.evm.chains.map((c) => [
-          c.chain,
-          c.rpc ? 'yes' : 'no',
-          c.rpc ? (c.permit_nonce ?? 'unavailable') : '-',
-          c.rpc ? (c.usdc_balance ?? 'unavailable') : '-',
-          c.nonce_pool ? c.nonce_pool.next : r.redis === 'ok' ? '-' : 'unavailable',
-          c.nonce_pool?.holder
-            ? `nonce ${c.nonce_pool.held_nonce ?? '?'} held by ${c.nonce_pool.holder} until ${c.nonce_pool.lease_until ?? '?'}`
-            : '-',
-        ]),
-      ),
-    );
-    for (const c of r.evm.chains) if (c.error) out(`  ${c.chain}: ${plainText(c.error)}`);
+    const n = r.evm.owners.length;
+    if (n > 1) {
+      out(
+        `EVM owners  ${n} (in configured order: a transfer goes to the first whose lease is free and whose balance covers it)`,
+      );
+      out('');
+    }
+    for (const owner of r.evm.owners) {
+      out(`EVM owner  ${owner.address}${n > 1 ? `  (${owner.position} of ${n})` : ''}`);
+      out(ownerTable(r, owner.chains));
+      for (const c of owner.chains) if (c.error) out(`  ${c.chain}: ${plainText(c.error)}`);
+      if (n > 1) out('');
+    }
+    if (n > 1) {
+      out(`all ${n} owners`);
+      out(
+        table(
+          ['chain', 'USDC balance', 'in flight'],
+          r.evm.totals.map((t) => [
+            t.chain,
+            t.rpc ? (t.usdc_balance ?? 'unavailable') : '-',
+            t.in_flight ?? 'unavailable',
+          ]),
+        ),
+      );
+    }
   } else {
     out('EVM owner  not configured (EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE)');
   }
@@ -85,6 +95,33 @@ function printReport(r: WalletsReport): void {
   }
   if (r.redis !== 'ok') {
     out('');
-    out('Redis did not answer: the nonce pool is not shown');
+    out('Redis did not answer: the nonce pools and the amounts in flight are not shown');
   }
+}
+
+/**
+ * One owner's chains. `in flight` is its balance reserved for transfers the chain has not shown
+ * paid yet (`P:reserve`), which `balanceOf` may still include; the columns before it keep the order
+ * they had before several owners existed.
+ */
+function ownerTable(r: WalletsReport, chains: NonNullable<WalletsReport['evm']>['chains']): string {
+  const redisDown = r.redis === 'ok' ? '-' : 'unavailable';
+  return table(
+    ['chain', 'rpc', 'permit nonce', 'USDC balance', 'pool next', 'in flight', 'pool lease'],
+    chains.map((c) => [
+      c.chain,
+      c.rpc ? 'yes' : 'no',
+      c.rpc ? (c.permit_nonce ?? 'unavailable') : '-',
+      c.rpc ? (c.usdc_balance ?? 'unavailable') : '-',
+      c.nonce_pool ? c.nonce_pool.next : redisDown,
+      c.in_flight === null
+        ? redisDown
+        : c.in_flight_transfers
+          ? `${c.in_flight} (${c.in_flight_transfers} transfer${c.in_flight_transfers === 1 ? '' : 's'})`
+          : c.in_flight,
+      c.nonce_pool?.holder
+        ? `nonce ${c.nonce_pool.held_nonce ?? '?'} held by ${c.nonce_pool.holder} until ${c.nonce_pool.lease_until ?? '?'}`
+        : '-',
+    ]),
+  );
 }
