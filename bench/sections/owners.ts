@@ -4,8 +4,10 @@ import { startBenchSandbox } from '../lib/stack.ts';
 import { EVM_CONCURRENCY, REALISTIC_LATENCY_MS } from './evm.ts';
 import { runProductBatch, type Context, type FlowRun } from './throughput.ts';
 
-/** Owner counts measured: one chain, the service at REALISTIC_LATENCY_MS. */
-export const OWNER_COUNTS = (process.env["OWNER_COUNTS"] ?? "1,2,4,8").split(",").map(Number);
+/** Owner counts measured (BENCH_OWNER_COUNTS, default 1,2,4,8): one chain, the service at REALISTIC_LATENCY_MS. */
+export const OWNER_COUNTS: readonly number[] = (process.env['BENCH_OWNER_COUNTS'] ?? '1,2,4,8')
+  .split(',')
+  .map(Number);
 /** Rows per owner in one run: enough for ~12 s of the bound at 200 ms. */
 const ROWS_PER_OWNER = 60;
 
