@@ -159,6 +159,21 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
   };
 }
 
+/** A transfer as the functions below need it (a TransferRecord is one). */
+type ReservingTransfer = {
+  readonly batchId: string;
+  readonly id: string;
+  readonly from: string;
+  readonly raw: Readonly<Record<string, string>>;
+};
+
+/** The reservations key of the owner the record names, and the transfer's field in it. */
+function reservationOf(prefix: string, rec: ReservingTransfer): { key: string; holder: string } | undefined {
+  const owner = rec.raw['owner'];
+  if (!owner || rec.from === 'SOLANA') return undefined;
+  return { key: ownerReserveKey(prefix, rec.from as EvmChain, owner), holder: `${rec.batchId}/${rec.id}` };
+}
+
 /**
  * Releases the balance reservation of a transfer that ends without paying (cancelled, failed,
  * settled unused): on the owner its record names, the only one that can hold one.
@@ -166,16 +181,10 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
 export async function releaseOwnerReservation(
   redis: Redis,
   prefix: string,
-  rec: {
-    readonly batchId: string;
-    readonly id: string;
-    readonly from: string;
-    readonly raw: Readonly<Record<string, string>>;
-  },
+  rec: ReservingTransfer,
 ): Promise<void> {
-  const owner = rec.raw['owner'];
-  if (!owner || rec.from === 'SOLANA') return;
-  await redis.hdel(ownerReserveKey(prefix, rec.from as EvmChain, owner), `${rec.batchId}/${rec.id}`);
+  const r = reservationOf(prefix, rec);
+  if (r) await redis.hdel(r.key, r.holder);
 }
 
 /** KEYS: the owner's reservations. ARGV: holder. Drops the entry only if it has no tx hash. */
@@ -196,19 +205,8 @@ return 1
 export async function dropUnhashedReservation(
   redis: Redis,
   prefix: string,
-  rec: {
-    readonly batchId: string;
-    readonly id: string;
-    readonly from: string;
-    readonly raw: Readonly<Record<string, string>>;
-  },
+  rec: ReservingTransfer,
 ): Promise<void> {
-  const owner = rec.raw['owner'];
-  if (!owner || rec.from === 'SOLANA') return;
-  await runScript(
-    redis,
-    DROP_UNHASHED,
-    [ownerReserveKey(prefix, rec.from as EvmChain, owner)],
-    [`${rec.batchId}/${rec.id}`],
-  );
+  const r = reservationOf(prefix, rec);
+  if (r) await runScript(redis, DROP_UNHASHED, [r.key], [r.holder]);
 }
