@@ -56,14 +56,10 @@ export type ChainReader = {
 export type NonceManager = {
   /**
    * The lease of (chain, owner) for `holder`, once free. Rejects with NoncePoolHeldError while the
-   * pool is held (no permit of this owner can go through for now: the error says why and how long).
+   * pool is held (no permit of this owner can go through for now: the error says why and how long),
+   * and with a SigningError `USDC_NONCE_WAIT_ABORTED` when `signal` aborts or `giveUpAfterMs` passed.
    */
-  acquire(
-    chain: EvmChain,
-    owner: string,
-    holder: string,
-    options?: { signal?: AbortSignal },
-  ): Promise<NonceLease>;
+  acquire(chain: EvmChain, owner: string, holder: string, options?: AcquireOptions): Promise<NonceLease>;
   /**
    * Records a permit presumed used (its answer was lost) that may still execute until its
    * deadline: its nonce counts as used, and no permit is signed at or below it until it is settled.
@@ -79,6 +75,24 @@ export type NonceManager = {
    * later permits do not skip nonces that will never be used. Returns whether it moved back.
    */
   settleDoubt(chain: EvmChain, owner: string, doubt: NonceDoubt, verdict: DoubtVerdict): Promise<boolean>;
+};
+
+export type AcquireOptions = {
+  /** Stops the wait at once (shutdown), preparer or not. */
+  readonly signal?: AbortSignal;
+  /**
+   * A waiter that is not preparing gives up after this long (its worker slot goes back to the
+   * queue). A preparer waits on: it is next, and its permit is ready.
+   */
+  readonly giveUpAfterMs?: number;
+  /**
+   * Offered while another holder's permit with nonce n is in flight: sign the permit with `nonce`
+   * (n + 1) and save it as prepared and unsent, then resolve true; false when this transfer may not
+   * make a new permit now (its saved payload may have been processed). The permit may be sent only
+   * once `acquire` has returned a lease whose `nonce` is its nonce: that is the hand-off, "n
+   * accepted → n + 1 sent". Called at most once per nonce offered; it may be offered again later.
+   */
+  readonly prepare?: (nonce: bigint) => Promise<boolean>;
 };
 
 /** A permit presumed used: its nonce, its deadline (unix seconds) and its transfer. */

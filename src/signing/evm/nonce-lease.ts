@@ -10,6 +10,8 @@ export type LeaseContext = {
   readonly redis: Redis;
   readonly keys: PoolKeys;
   readonly leaseMs: number;
+  /** How long a lease handed to a preparer lasts until its acquire renews it. */
+  readonly handoffMs: number;
   readonly logger?: Logger | undefined;
 };
 
@@ -23,7 +25,8 @@ function leaseLost(ctx: LeaseContext, holder: string, nonce: bigint, what: strin
 
 /**
  * Commits `nonce` (accepted, or presumed used when `deadline` is given), whoever holds the lease
- * now: the permit may have executed, so its nonce is used either way.
+ * now: the permit may have executed, so its nonce is used either way. An accepted nonce committed
+ * by its holder hands the lease to a live preparer of nonce + 1 (nonce-manager.ts).
  */
 async function commitNonce(
   ctx: LeaseContext,
@@ -37,8 +40,14 @@ async function commitNonce(
     nonce.toString(),
     ctx.keys.channel,
     member,
+    ctx.handoffMs,
   ]);
-  if (held !== 1)
+  if (held === 2)
+    ctx.logger?.debug(
+      { chain: ctx.keys.chain, owner: ctx.keys.owner, holder, nonce: nonce.toString() },
+      'nonce committed; the lease went to the preparer of the next',
+    );
+  else if (held !== 1)
     ctx.logger?.warn(
       { chain: ctx.keys.chain, owner: ctx.keys.owner, holder, nonce: nonce.toString() },
       'nonce committed after its lease was lost',
