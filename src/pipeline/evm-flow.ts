@@ -1,11 +1,16 @@
 import type { EvmChain } from '../domain/chains.ts';
-import { formatUsdc } from '../domain/money.ts';
 import type { PermitPayload } from '../service/types.ts';
-import { NonceLeaseLostError, NoncePoolHeldError } from '../signing/errors.ts';
+import {
+  NonceLeaseLostError,
+  NoncePoolHeldError,
+  SigningError,
+  SIGNING_ERROR_CODES,
+} from '../signing/errors.ts';
 import type { NonceLease } from '../signing/types.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { jittered, Later, loadRecord, type Ctx } from './context.ts';
 import { afterRefusedPermit, HELD_RECHECK_MS, type Refusal } from './evm-refused-permit.ts';
+import { NO_REFUSAL, PERMIT_MIN_LIFE_MS, permitFields, preparePermit, signPermit } from './evm-permit.ts';
 import { addEvidence } from './evidence.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
 import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from './outcomes.ts';
@@ -16,17 +21,16 @@ import { afterFailedSend, beginSend } from './send-attempt.ts';
 /*
  * EVM: the (chain, owner) nonce lease → a permit signed with its nonce → transfer. The lease is
  * held by the transfer (not the process), so permits of one owner reach the service one at a time
- * in nonce order; a crashed transfer re-enters its own lease. What happens after a refused permit
- * is decided in evm-refused-permit.ts.
+ * in nonce order; a crashed transfer re-enters its own lease. While another transfer's permit is
+ * in flight, a waiting transfer may prepare the next one (evm-permit.ts preparePermit): when the
+ * lease is handed to it, its saved permit is sent at once. What happens after a refused permit is
+ * decided in evm-refused-permit.ts.
  */
 
 /** The nonce lease lives 60 s; it is extended when a send comes this long after the last. */
 const LEASE_EXTEND_AFTER_MS = 10_000;
-/** A signed, unsent permit this close to its deadline is replaced rather than sent. */
-const PERMIT_MIN_LIFE_MS = 60_000;
 
 const holderOf = (ctx: Ctx) => `${ctx.batchId}/${ctx.transferId}`;
-const isoOfSeconds = (s: string) => new Date(Number(s) * 1000).toISOString();
 
 export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
   if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
@@ -44,9 +48,14 @@ export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
 }
 
 async function acquireLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<NonceLease> {
-  const waitSignal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.policy.leaseWaitMs)]);
   try {
-    return await ctx.deps.evm!.nonces.acquire(chain, owner, holderOf(ctx), { signal: waitSignal });
+    return await ctx.deps.evm!.nonces.acquire(chain, owner, holderOf(ctx), {
+      signal: ctx.signal,
+      // Jittered, so that transfers that came in together do not all hand their slots back at once
+      // (a hand-off then finds nobody waiting and waits for one to come back from the queue).
+      giveUpAfterMs: jittered(ctx, ctx.policy.leaseWaitMs),
+      prepare: (nonce) => preparePermit(ctx, chain, nonce),
+    });
   } catch (err) {
     if (err instanceof NoncePoolHeldError) {
       return await waitQueued(
@@ -56,7 +65,7 @@ async function acquireLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<N
         'nonce_pool',
       );
     }
-    if (waitSignal.aborted || isAbort(err)) {
+    if (err instanceof SigningError && err.code === SIGNING_ERROR_CODES.nonceWaitAborted) {
       // Another transfer of this (chain, owner) holds the nonce lease: yield the worker slot.
       throw new Later(
         50 + Math.round((ctx.deps.random ?? Math.random)() * 200),
@@ -67,13 +76,6 @@ async function acquireLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<N
     throw err;
   }
 }
-
-function isAbort(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
-}
-
-/** Fields of a permit refused on its first send, saved so that a run after a crash goes on settling it. */
-const NO_REFUSAL = { refused_nonce: '', refused_at: '', refusal: '' } as const;
 
 function savedRefusal(rec: TransferRecord, permit: PermitPayload): Refusal | undefined {
   if (rec.raw['refused_nonce'] !== permit.nonce || !rec.raw['refused_at']) return undefined;
@@ -98,33 +100,17 @@ async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Prom
       continue;
     }
     permit = await unlessNearDeadline(ctx, rec, permit);
+    const prepared = Boolean(permit) && rec.raw['prepared'] === '1';
     let gen = Number(rec.raw['payload_gen'] ?? 1);
     let fresh: Record<string, string | number> | undefined;
     if (!permit) {
-      const deadline = BigInt(Math.floor(ctx.now() / 1000) + ctx.deps.config.permitDeadlineSeconds);
-      permit = await ctx.deps.evm!.signer.signPermit({
-        chain,
-        amount: rec.amount,
-        nonce: lease.nonce,
-        deadline,
-      });
+      permit = await signPermit(ctx, chain, rec, lease.nonce, 'signed');
       gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
-      ctx.report(
-        'sign',
-        `permit signed: ${chain}, owner ${permit.owner}, spender ${permit.spender}, value ${formatUsdc(rec.amount)} USDC, nonce ${permit.nonce}, deadline ${isoOfSeconds(permit.deadline)}`,
-      );
       // Saved in the same write that marks its first send begun (beginSend).
-      fresh = {
-        owner: permit.owner,
-        permit: JSON.stringify(permit),
-        permit_nonce: permit.nonce,
-        permit_deadline: permit.deadline,
-        payload_gen: gen,
-        uncertain: 0,
-        ambiguous: 0,
-        unavailable: 0,
-        ...NO_REFUSAL,
-      };
+      fresh = permitFields(permit, gen);
+    } else if (prepared) {
+      // Prepared while the permit before it was in flight, and never sent: this is its first send.
+      fresh = { prepared: '' };
     }
     // Keep the (chain, owner) lease through slow sends and waits.
     if (Date.now() - extendedAt > LEASE_EXTEND_AFTER_MS) {
@@ -135,7 +121,11 @@ async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Prom
     await beginSend(
       ctx,
       rec,
-      { call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`, idempotencyKey },
+      {
+        call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
+        idempotencyKey,
+        ...(prepared ? { payload: 'the prepared payload' } : {}),
+      },
       fresh,
     );
     try {
@@ -183,7 +173,9 @@ async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Prom
 
 /**
  * The saved permit, unless it was never processed and uses another nonce than the lease (its first
- * lease lapsed): then it is dead weight, discarded (nobody else holds it) for one with the lease's.
+ * lease lapsed, or it was prepared for a nonce the pool did not hand over: the permit before it was
+ * released, or the pool moved): then it is dead weight, discarded (nobody else holds it) for one
+ * with the lease's.
  */
 async function keptPermit(
   ctx: Ctx,
@@ -193,9 +185,10 @@ async function keptPermit(
   if (!rec.raw['permit']) return undefined;
   const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
   if (rec.raw['uncertain'] === '1' || BigInt(permit.nonce) === lease.nonce) return permit;
+  const what = rec.raw['prepared'] === '1' ? 'prepared' : 'unsent';
   await addEvidence(
     ctx,
-    `discarded unsent permit with nonce ${permit.nonce} (lease nonce is ${lease.nonce})`,
+    `discarded ${what} permit with nonce ${permit.nonce} (lease nonce is ${lease.nonce})`,
   );
   return undefined;
 }
