@@ -34,9 +34,16 @@ const holderOf = (ctx: Ctx) => `${ctx.batchId}/${ctx.transferId}`;
 
 export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
   if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
-  const lease = await acquireLease(ctx, chain, ctx.deps.evm.signer.address);
+  // The record as this run last saved it while preparing: read again only if the lease came with
+  // another nonce. Nothing else writes an in_progress transfer's record while its run holds it.
+  let prepared: TransferRecord | undefined;
+  const lease = await acquireLease(ctx, chain, ctx.deps.evm.signer.address, async (nonce) => {
+    prepared = await preparePermit(ctx, chain, nonce);
+    return prepared !== undefined;
+  });
+  const ready = prepared?.raw['permit_nonce'] === lease.nonce.toString() ? prepared : undefined;
   try {
-    return await sendWithLease(ctx, chain, lease);
+    return await sendWithLease(ctx, chain, lease, ready);
   } catch (err) {
     // The lease lapsed and another transfer may now be sending this owner's permits: step back and
     // come again, in order. Leaving without a verdict otherwise (shutdown, a wait, a crash), the
@@ -47,14 +54,19 @@ export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
   }
 }
 
-async function acquireLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<NonceLease> {
+async function acquireLease(
+  ctx: Ctx,
+  chain: EvmChain,
+  owner: string,
+  prepare: (nonce: bigint) => Promise<boolean>,
+): Promise<NonceLease> {
   try {
     return await ctx.deps.evm!.nonces.acquire(chain, owner, holderOf(ctx), {
       signal: ctx.signal,
       // Jittered, so that transfers that came in together do not all hand their slots back at once
       // (a hand-off then finds nobody waiting and waits for one to come back from the queue).
       giveUpAfterMs: jittered(ctx, ctx.policy.leaseWaitMs),
-      prepare: (nonce) => preparePermit(ctx, chain, nonce),
+      prepare,
     });
   } catch (err) {
     if (err instanceof NoncePoolHeldError) {
@@ -86,12 +98,19 @@ function savedRefusal(rec: TransferRecord, permit: PermitPayload): Refusal | und
   };
 }
 
-async function sendWithLease(ctx: Ctx, chain: EvmChain, lease: NonceLease): Promise<StepOutcome> {
+async function sendWithLease(
+  ctx: Ctx,
+  chain: EvmChain,
+  lease: NonceLease,
+  ready: TransferRecord | undefined,
+): Promise<StepOutcome> {
   const { store, service } = ctx.deps;
   let refusals = 0;
   let extendedAt = Date.now();
+  let first = ready;
   for (;;) {
-    const rec = await loadRecord(ctx);
+    const rec = first ?? (await loadRecord(ctx));
+    first = undefined;
     let permit = await keptPermit(ctx, rec, lease);
     const refusal = permit && savedRefusal(rec, permit);
     if (refusal) {

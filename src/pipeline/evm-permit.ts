@@ -1,7 +1,7 @@
 import type { EvmChain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { PermitPayload } from '../service/types.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
+import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
 import { loadRecord, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
 
@@ -66,19 +66,24 @@ export function permitFields(
 
 /**
  * The pool offers this transfer nonce `nonce` to prepare while another transfer's permit is in
- * flight: sign it and save it unsent. False when this transfer may not make a new permit now: its
- * saved permit may have been processed (uncertain, or cut off mid-send), or a refusal is being
- * settled. A saved permit that provably never moved money (never processed, as keptPermit judges
- * it in evm-flow.ts) is replaced; one with this very nonce and time enough left is kept as it is.
+ * flight: sign it and save it unsent, and return the record as saved. Undefined when this transfer
+ * may not make a new permit now: its saved permit may have been processed (uncertain, or cut off
+ * mid-send), or a refusal is being settled. A saved permit that provably never moved money (never
+ * processed, as keptPermit judges it in evm-flow.ts) is replaced; one with this very nonce and time
+ * enough left is kept as it is.
  */
-export async function preparePermit(ctx: Ctx, chain: EvmChain, nonce: bigint): Promise<boolean> {
+export async function preparePermit(
+  ctx: Ctx,
+  chain: EvmChain,
+  nonce: bigint,
+): Promise<TransferRecord | undefined> {
   const rec = await loadRecord(ctx);
-  if (rec.state !== 'in_progress') return false;
+  if (rec.state !== 'in_progress') return undefined;
   if (rec.raw['uncertain'] === '1' || rec.raw['send_state'] === 'sending' || rec.raw['refused_at'])
-    return false;
+    return undefined;
   const saved = rec.raw['permit'] ? (JSON.parse(rec.raw['permit']) as PermitPayload) : undefined;
   if (saved && BigInt(saved.nonce) === nonce) {
-    if (Number(saved.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return true;
+    if (Number(saved.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return rec;
   }
   if (saved) {
     await addEvidence(
@@ -88,6 +93,9 @@ export async function preparePermit(ctx: Ctx, chain: EvmChain, nonce: bigint): P
   }
   const permit = await signPermit(ctx, chain, rec, nonce, 'prepared');
   const gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, permitFields(permit, gen, ctx.now()));
-  return true;
+  const fields = permitFields(permit, gen, ctx.now());
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, fields);
+  const raw: Record<string, string> = { ...rec.raw };
+  for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
+  return parseTransferRecord(ctx.batchId, raw);
 }
