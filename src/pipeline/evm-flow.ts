@@ -137,6 +137,9 @@ async function sendWithLease(
       extendedAt = Date.now();
     }
     const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
+    // A lease handed over on a commit is confirmed (and renewed) in the round trip of the sending
+    // mark; nothing is sent unless it is still ours at this nonce.
+    const held = lease.confirm();
     await beginSend(
       ctx,
       rec,
@@ -147,6 +150,20 @@ async function sendWithLease(
       },
       fresh,
     );
+    if (!(await held)) {
+      // It never left: take the mark back (a crash before this write leaves it marked as possibly
+      // sent, the careful side).
+      await store.save(ctx.batchId, ctx.transferId, {
+        send_state: '',
+        sends: rec.raw['sends'] ?? 0,
+        attempts: rec.attempts,
+        ...(prepared ? { prepared: 1 } : {}),
+      });
+      throw new NonceLeaseLostError(
+        SIGNING_ERROR_CODES.nonceLeaseLost,
+        `The ${chain} nonce lease handed to ${holderOf(ctx)} lapsed before it was confirmed`,
+      );
+    }
     try {
       const res = await service.transfer(
         { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },

@@ -89,8 +89,9 @@ export type AcquireOptions = {
    * Offered while another holder's permit with nonce n is in flight: sign the permit with `nonce`
    * (n + 1) and save it as prepared and unsent, then resolve true; false when this transfer may not
    * make a new permit now (its saved payload may have been processed). The permit may be sent only
-   * once `acquire` has returned a lease whose `nonce` is its nonce: that is the hand-off, "n
-   * accepted → n + 1 sent". Called at most once per nonce offered; it may be offered again later.
+   * once `acquire` has returned a lease whose `nonce` is its nonce and `confirm()` said true: that
+   * is the hand-off, "n accepted → n + 1 sent". Called at most once per nonce offered; it may be
+   * offered again later.
    */
   readonly prepare?: (nonce: bigint) => Promise<boolean>;
 };
@@ -103,6 +104,13 @@ export type DoubtVerdict = { readonly used: true } | { readonly used: false; rea
 export type NonceLease = {
   /** The nonce this holder must sign with: its in-flight nonce if it had one, else the next free one. */
   readonly nonce: bigint;
+  /**
+   * Whether this holder holds the lease at `nonce` now; to be awaited before a permit is sent under
+   * it. Free (no round trip) for a lease acquire looked at; a lease handed to a preparer that was
+   * woken by name is renewed here — start it together with the write that precedes the send, so the
+   * two share one round trip, and send only on true.
+   */
+  confirm(): Promise<boolean>;
   /** The permit with `nonce` was accepted by the service: the next holder gets nonce + 1. */
   commit(): Promise<void>;
   /** The permit with `nonce` may have executed (its answer was lost): committed and recorded as presumed used. */

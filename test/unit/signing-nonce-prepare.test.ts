@@ -118,10 +118,29 @@ describe('nonce pool: preparing the next permit', () => {
     expect(next.nonce).toBe(held.nonce + 1n);
     const state = await a.state('ETH', OWNER);
     expect(state).toMatchObject({ holder: 'b/next', heldNonce: 1n, next: 1n, handoffs: 1, prepHolder: null });
-    // Its acquire renewed the short hand-off lease to a full one.
-    expect((state.leaseUntil ?? 0) - Date.now()).toBeGreaterThan(50_000);
+    // Handed over for a short while; confirming it (before its permit is sent) renews it to a full lease.
+    expect((state.leaseUntil ?? 0) - Date.now()).toBeLessThanOrEqual(2_000);
+    expect(await next.confirm()).toBe(true);
+    expect(((await a.state('ETH', OWNER)).leaseUntil ?? 0) - Date.now()).toBeGreaterThan(50_000);
     await next.commit();
     expect((await a.acquire('ETH', OWNER, 'b/after')).nonce).toBe(2n);
+  });
+
+  it('a hand-off lease that lapsed before its preparer confirmed it is not used', async () => {
+    const prefix = freshPrefix();
+    const m = manager(prefix, { prepareSlotMs: 300 });
+    const held = await m.acquire('BASE', OWNER, 'b/holder');
+    const p = preparer(manager(prefix, { prepareSlotMs: 300 }), 'BASE', 'b/stalled');
+    await waitFor('n + 1 prepared', async () => p.offered.length > 0, { intervalMs: 20 });
+    await held.commit();
+    const handed = await p.acquired; // woken by name: the lease, not yet confirmed
+    expect(handed.nonce).toBe(1n);
+    // The preparer stalls past the 300 ms hand-off lease; another transfer takes the lease over.
+    const other = await manager(prefix).acquire('BASE', OWNER, 'b/other');
+    expect(other.nonce).toBe(1n);
+    expect(await handed.confirm()).toBe(false);
+    expect(await other.confirm()).toBe(true);
+    expect((await m.state('BASE', OWNER)).holder).toBe('b/other');
   });
 
   it('does not hand over on a release: the preparer gets n back and must sign again', async () => {
@@ -293,6 +312,7 @@ describe('nonce pool: preparing the next permit', () => {
               return true;
             },
           });
+          expect(await lease.confirm()).toBe(true);
           const entry = await send(lease, prepared);
           // every seventh permit is "refused on first send": its nonce goes back to the pool
           if (i % 7 === 6) {

@@ -56,11 +56,18 @@ async function commitNonce(
 
 /**
  * One holder's use of a (chain, owner)'s nonces, from `acquire` until it commits, releases or
- * holds the pool. Every change goes through a pool script that checks the holder first.
+ * holds the pool. Every change goes through a pool script that checks the holder first. A lease
+ * `handedOver` (its preparer was woken by name, acquire did not look) is confirmed by `confirm()`.
  */
-export function createLease(ctx: LeaseContext, holder: string, initial: bigint): NonceLease {
+export function createLease(
+  ctx: LeaseContext,
+  holder: string,
+  initial: bigint,
+  options: { handedOver?: boolean } = {},
+): NonceLease {
   let nonce = initial;
   let done = false;
+  let unconfirmed = options.handedOver === true;
   const lost = (what: string) => leaseLost(ctx, holder, nonce, what);
   const once = () => {
     const first = !done;
@@ -70,6 +77,18 @@ export function createLease(ctx: LeaseContext, holder: string, initial: bigint):
   return {
     get nonce() {
       return nonce;
+    },
+    async confirm() {
+      if (!unconfirmed) return !done;
+      const args = [holder, nonce.toString(), ctx.leaseMs];
+      const held = (await runPoolScript(ctx.redis, POOL_SCRIPTS.confirm, ctx.keys, args)) === 1;
+      if (held) unconfirmed = false;
+      else
+        ctx.logger?.warn(
+          { chain: ctx.keys.chain, owner: ctx.keys.owner, holder, nonce: nonce.toString() },
+          'a lease handed over lapsed before its preparer came: its permit is not sent',
+        );
+      return held;
     },
     async commit() {
       if (once()) await commitNonce(ctx, holder, nonce, undefined);

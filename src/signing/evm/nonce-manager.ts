@@ -50,13 +50,16 @@ import { createWakeups, waitForWakeup, type Wakeups } from './nonce-wakeups.ts';
  * *preparer* (the pool's prepare slot): acquire offers it nonce n + 1, and it signs that permit and
  * saves it in its own record as prepared and unsent (never `send_state=sending`: it has not left),
  * then waits. When n is accepted, the holder's commit hands the lease straight to the preparer
- * (holder := preparer, held_nonce := n + 1) and wakes it by name; its acquire returns the lease, and
- * it sends what it saved. The hand-off is then "commit → wake → re-entry → the `sending` mark →
+ * (holder := preparer, held_nonce := n + 1, for a short hand-off lease) and wakes it by name; its
+ * acquire returns the lease at once, and it sends what it saved. The hand-off is then "commit →
+ * wake → the `sending` mark (with `confirm()`, which renews the lease, in the same round trip) →
  * send", with no record load, no signature and no RPC read between.
  *
  * Why this stays money-safe:
  * - A permit is sent only under a lease `acquire` returned whose nonce is the permit's nonce (the
- *   pipeline's rule for any saved permit), and the lease is exclusive. So a prepared permit n + 1 is
+ *   pipeline's rule for any saved permit), confirmed held (`confirm()`: free for a lease acquire
+ *   looked at; for one handed over, the script checks holder and nonce in Redis and renews it,
+ *   before the send), and the lease is exclusive. So a prepared permit n + 1 is
  *   sendable only by the one transfer that holds the lease at n + 1; two transfers may have signed
  *   n + 1 (the preparer, and later another holder if the slot was voided), but at most one of them
  *   can ever hold the lease at n + 1, and the chain executes at most one permit per nonce anyway.
@@ -77,6 +80,12 @@ import { createWakeups, waitForWakeup, type Wakeups } from './nonce-wakeups.ts';
  *   a full lease, and its transfer, run again, re-enters that lease if it is still its own.
  * - A preparer that leaves the wait without the lease (shutdown, gave up) frees its slot, and a
  *   lease handed to it after it last looked goes back to the pool: it never sent under it.
+ * - A hand-off lease that lapsed before its preparer confirmed it (a preparer stalled longer than
+ *   prepareSlotMs) is not used: `confirm()` says false, the pipeline clears the `sending` mark it
+ *   wrote in the same round trip and sends nothing. Only a crash in the instant between that answer
+ *   and the clearing write leaves a `sending` mark on a permit that never left: it is then treated
+ *   as possibly sent (re-sent identically, or `needs_review`) — the careful side, never a payment
+ *   lost or made twice.
  * - The prepared permit is one saved payload of its transfer like any other: never sent, so a
  *   crash, an abandon or a cancel finds nothing that could have moved money, and a transfer whose
  *   saved payload may have been processed (`uncertain`) never prepares a new one.
@@ -131,6 +140,8 @@ export type RedisNonceManager = NonceManager & {
 
 export const DEFAULT_NONCE_LEASE_MS = 60_000;
 export const DEFAULT_PREPARE_SLOT_MS = 2_000;
+/** How many times maxWaitMs a waiter sleeps between two looks while another waiter is preparing. */
+const IDLE_WAIT_FACTOR = 4;
 
 /** Everything the top-level functions below share. */
 type Manager = {
@@ -162,7 +173,7 @@ type AcquireReply = [number, string, string?];
 /** One try at the lease: the lease, a wait, or (another holder in flight) the nonce to prepare. */
 type Try =
   | { readonly kind: 'lease'; readonly lease: NonceLease }
-  | { readonly kind: 'wait'; readonly ms: number }
+  | { readonly kind: 'wait'; readonly ms: number; readonly preparing: boolean }
   | { readonly kind: 'prepare'; readonly nonce: bigint; readonly ms: number };
 
 /** One try at the lease; a hold is thrown. */
@@ -175,7 +186,7 @@ async function tryAcquire(m: Manager, keys: PoolKeys, holder: string, mayPrepare
     mayPrepare ? '1' : '',
     m.prepMs,
   ])) as AcquireReply;
-  if (r[0] === 0) return { kind: 'wait', ms: Number(r[1]) };
+  if (r[0] === 0) return { kind: 'wait', ms: Number(r[1]), preparing: r[2] === '1' };
   if (r[0] === 3) throw new NoncePoolHeldError(Number(r[1]), r[2] ?? 'the nonce pool is held');
   if (r[0] === 4)
     return { kind: 'prepare', nonce: checkNonce(BigInt(r[1]), 'prepared nonce'), ms: Number(r[2]) };
@@ -196,6 +207,15 @@ async function tryAcquire(m: Manager, keys: PoolKeys, holder: string, mayPrepare
     nonce,
   );
   return { kind: 'lease', lease };
+}
+
+function handedOver(m: Manager, keys: PoolKeys, holder: string, nonce: bigint): NonceLease {
+  m.logger?.debug(
+    { chain: keys.chain, owner: keys.owner, holder, nonce: nonce.toString() },
+    'nonce lease handed over',
+  );
+  const ctx = { redis: m.redis, keys, leaseMs: m.leaseMs, handoffMs: m.prepMs, logger: m.logger };
+  return createLease(ctx, holder, nonce, { handedOver: true });
 }
 
 function gaveUp(chain: EvmChain, holder: string, ms: number): SigningError {
@@ -264,7 +284,11 @@ async function afterTry(
   p.nonce = undefined; // the slot is gone (voided, or never ours)
   const left = giveUpAt - Date.now();
   if (left <= 0) throw gaveUp(keys.chain, holder, Math.round(options.giveUpAfterMs ?? 0));
-  return Math.min(got.ms, m.maxWaitMs, left);
+  // While another waiter has the next permit ready, the hand-off does not depend on this one: the
+  // commit wakes the preparer by name and one other waiter (to prepare the one after). Looking
+  // again less often keeps a crowd of waiters from costing more than the payments they wait for.
+  const every = got.preparing ? m.maxWaitMs * IDLE_WAIT_FACTOR : m.maxWaitMs;
+  return Math.min(got.ms, every, left);
 }
 
 /**
@@ -303,6 +327,12 @@ async function acquireLease(
         if (ms > 0) await waitForWakeup(waiter.woken, Math.max(1, ms), signal);
         // Going round again uses the wake-up; leaving (aborted, closed) hands it on.
         usedWakeup = !signal?.aborted && !m.closed;
+        if (usedWakeup && waiter.named() && p.nonce !== undefined) {
+          // The commit handed the lease to this preparer at the nonce it prepared: no need to look.
+          // Its confirm() renews the short hand-off lease in the round trip of the sending mark.
+          leased = true;
+          return handedOver(m, keys, holder, p.nonce);
+        }
       } finally {
         waiter.disarm(!usedWakeup);
       }

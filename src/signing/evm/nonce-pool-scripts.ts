@@ -69,8 +69,8 @@ end
  * ARGV: holder, lease ms, the chain's nonces(owner) or '', '1' when the caller may prepare the next
  * permit, prepare-slot ms. Returns {1, held_nonce} on re-entry, {2, nonce, expired_holder} when
  * taken (nonce = max(next, chain); nonces below it are used, ours committed or the chain's, so
- * `next` moves up to it and a release gives back exactly this nonce), {0, ms_left} when another
- * holder has the lease, {3, ms_left, reason} while the pool is held (a chain reading above
+ * `next` moves up to it and a release gives back exactly this nonce), {0, ms_left, '1' while
+ * another waiter is its live preparer, else ''} when another holder has the lease, {3, ms_left, reason} while the pool is held (a chain reading above
  * `hold_chain` ends the hold: the chain moved past where it was stuck), and {4, nonce, ms_left}
  * when another holder has the lease and the caller is (now) its preparer: it may sign `nonce` and
  * save it unsent, then wait for the hand-off. The slot is offered only for held_nonce + 1, only
@@ -92,7 +92,9 @@ if holder and holder ~= ARGV[1] and lease_until > now then
       return {4, nonce, tostring(lease_until - now)}
     end
   end
-  return {0, tostring(lease_until - now)}
+  local preparing = ''
+  if h[8] and h[8] ~= ARGV[1] and tonumber(h[9] or '0') > now then preparing = '1' end
+  return {0, tostring(lease_until - now), preparing}
 end
 if holder == ARGV[1] and held then
   redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[2]))
@@ -187,6 +189,18 @@ return 1
 `;
 
 /**
+ * ARGV: holder, nonce, lease ms. A preparer woken by the commit that named it confirms the hand-off:
+ * it holds the lease at `nonce`, renewed to a full lease. Returns 1, or 0 when it does not (the
+ * hand-off lease lapsed before it came).
+ */
+const CONFIRM = `${NOW_MS}
+local h = redis.call('HMGET', KEYS[1], 'holder', 'held_nonce')
+if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'lease_until', now + tonumber(ARGV[3]))
+return 1
+`;
+
+/**
  * ARGV: holder, channel. A preparer stops waiting (it gives up, shuts down, or could not prepare):
  * its slot is freed for another waiter. If the lease was handed to it after it last looked, it
  * never sent under it (a permit is sent only once acquire returned the lease): the lease is freed
@@ -246,6 +260,7 @@ export const POOL_SCRIPTS = {
   extend: luaScript(EXTEND),
   hold: luaScript(HOLD),
   unprepare: luaScript(UNPREPARE),
+  confirm: luaScript(CONFIRM),
   settleDoubt: luaScript(SETTLE_DOUBT),
 } as const satisfies Record<string, LuaScript>;
 

@@ -21,11 +21,13 @@ export type Wakeups = {
 
 export type Waiter = {
   readonly woken: Promise<void>;
+  /** Whether it was woken by a commit that handed the lease to it by name. */
+  named(): boolean;
   /** Leaves the queue; a wake-up this waiter will not use goes to the next one when `handOn`. */
   disarm(handOn: boolean): void;
 };
 
-type Entry = { readonly holder: string; wake(): void; woken: boolean };
+type Entry = { readonly holder: string; wake(): void; woken: boolean; named: boolean };
 
 function wakeOne(waiters: Map<string, Set<Entry>>, key: string, except?: string): void {
   for (const w of waiters.get(key) ?? []) {
@@ -41,7 +43,11 @@ function onMessage(waiters: Map<string, Set<Entry>>, message: string): void {
   if (cut < 0) return wakeOne(waiters, message);
   const key = message.slice(0, cut);
   const handedTo = message.slice(cut + 1);
-  for (const w of waiters.get(key) ?? []) if (w.holder === handedTo && !w.woken) w.wake();
+  for (const w of waiters.get(key) ?? []) {
+    if (w.holder !== handedTo || w.woken) continue;
+    w.named = true;
+    w.wake();
+  }
   wakeOne(waiters, key, handedTo);
 }
 
@@ -51,6 +57,7 @@ function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string
   const entry: Entry = {
     holder,
     woken: false,
+    named: false,
     wake() {
       entry.woken = true;
       resolve();
@@ -62,6 +69,7 @@ function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string
   mine.add(entry);
   return {
     woken,
+    named: () => entry.named,
     disarm(handOn) {
       mine.delete(entry);
       if (mine.size === 0) waiters.delete(key);
