@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import { workerSourceChains } from '../config/source-chains.ts';
+import { isEvmChain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
 import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
@@ -123,6 +124,14 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     },
   };
   const sources = workerSourceChains(config);
+  if (evm && nonces) {
+    // The first permit of each chain would otherwise wait, after its estimate, for nonces(owner)
+    // and then for USDC's name()/version(): read them now, while the first estimates run.
+    for (const chain of sources.filter(isEvmChain)) {
+      nonces.prefetch(chain, evm.signer.address);
+      evm.signer.domainFor(chain).catch(() => {});
+    }
+  }
   const workers = createTransferWorkers({
     redisUrl: config.redisUrl,
     prefix,

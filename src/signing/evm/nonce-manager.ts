@@ -134,6 +134,11 @@ export type NonceState = {
 export type RedisNonceManager = NonceManager & {
   /** The pool of one (chain, owner) as stored (for `wallets`, dashboards and tests). */
   state(chain: EvmChain, owner: string): Promise<NonceState>;
+  /**
+   * Starts reading nonces(owner) now (a worker starting up), so that the first acquire does not wait
+   * for the RPC: it only ever waits for a reading when it has none.
+   */
+  prefetch(chain: EvmChain, owner: string): void;
   /** Closes the wake-up subscription (the caller's connection stays open). */
   close(): Promise<void>;
 };
@@ -437,6 +442,10 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
     doubts: (chain, owner, from) => readDoubts(m, keysOf(chain, owner), from),
     settleDoubt: (chain, owner, doubt, verdict) => settleDoubt(m, keysOf(chain, owner), doubt, verdict),
     state: (chain, owner) => readState(m, keysOf(chain, owner)),
+    prefetch(chain, owner) {
+      const keys = keysOf(chain, owner);
+      void m.chain.read(keys.pool, chain, owner);
+    },
     async close() {
       m.closed = true;
       await m.wakeups.close();
