@@ -138,8 +138,8 @@ async function sendWithLease(
     }
     const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
     // A lease handed over on a commit is confirmed (and renewed) in the round trip of the sending
-    // mark; nothing is sent unless it is still ours at this nonce.
-    const held = lease.confirm();
+    // mark; nothing is sent unless it is still ours at this nonce (a failed confirmation is a no).
+    const held = lease.confirm().catch(() => false);
     await beginSend(
       ctx,
       rec,
