@@ -2,7 +2,7 @@ import type { BenchOptions } from './lib/options.ts';
 import type { Machine } from './lib/machine.ts';
 import { bytes, fmt, median, runsOf } from './lib/stats.ts';
 import type { ClusterResult } from './sections/cluster.ts';
-import type { EvmResult } from './sections/evm.ts';
+import type { EvmResult, EvmRun } from './sections/evm.ts';
 import type { IngestResult } from './sections/ingest.ts';
 import type { OwnersResult } from './sections/owners.ts';
 import type { RedisFootprint, RedisRun } from './sections/redis-footprint.ts';
@@ -129,21 +129,7 @@ function summary(r: BenchResults): string[] {
       `| 2 | Solana flow: worker / bound ${fmt(r.solana.bound, 0)}/s | ${fmt(ours / r.solana.bound, 2)} | (context) | |`,
     );
   }
-  if (r.evm) {
-    const one = med(r.evm.oneChain.runs, (x) => x.perSecond);
-    const four = med(r.evm.fourChains.runs, (x) => x.perSecond);
-    rows.push(
-      `| 3 | EVM flow, one (chain, owner): transfers/s / bound ${fmt(r.evm.oneChain.bound, 0)}/s | ${fmt(one / r.evm.oneChain.bound, 2)} | ≥ 0.8 | ${verdict(one / r.evm.oneChain.bound >= 0.8)} |`,
-      `| 3 | EVM flow, four chains: transfers/s / bound ${fmt(r.evm.fourChains.bound, 0)}/s | ${fmt(four / r.evm.fourChains.bound, 2)} | (context) | |`,
-    );
-    const slow = r.evm.oneChainRealistic;
-    if (slow) {
-      const rate = med(slow.runs, (x) => x.perSecond);
-      rows.push(
-        `| 3 | EVM flow, one (chain, owner), service at ${slow.latencyMs} ms: transfers/s / bound ${fmt(slow.bound, 0)}/s | ${fmt(rate / slow.bound, 2)} | (context) | |`,
-      );
-    }
-  }
+  if (r.evm) rows.push(...evmSummary(evmFigures(r.evm)));
   if (r.owners) {
     for (const c of r.owners.counts) {
       const bound = c.owners * r.owners.boundPerOwner;
@@ -386,100 +372,235 @@ function owners(x: OwnersResult): string[] {
   return lines;
 }
 
+/** Targets of issue 17, as ratios to the bound (see the section's text for which bound). */
+const EVM_TARGET = { one: 0.9, oneSlow: 0.95, four: 0.85 } as const;
+
+type EvmFlowFigures = {
+  readonly latencyMs: number;
+  readonly rows: number;
+  readonly runs: readonly EvmRun[];
+  /** transfers/s, median of the runs. */
+  readonly rate: number;
+  /** 1 / the sandbox's latency: the bound the issue states. */
+  readonly nominalBound: number;
+  /** 1 / the service's own time per transfer call (latency + its chain), median of the runs. */
+  readonly serviceBound: number;
+  /** Median over the runs of rate / that run's service bound. */
+  readonly ofServiceBound: number;
+  readonly callMs: number;
+  readonly gapMs: number;
+  readonly busy: number;
+  readonly preparedShare: number;
+};
+
+type EvmFigures = {
+  readonly x: EvmResult;
+  readonly one: EvmFlowFigures;
+  readonly slow: EvmFlowFigures | undefined;
+  readonly four: {
+    readonly rate: number;
+    readonly nominalBound: number;
+    /** Four times the one-chain service bound of the same run. */
+    readonly serviceBound: number;
+    readonly ofServiceBound: number;
+    readonly preparedShare: number;
+  };
+};
+
+const serialOf = (r: EvmRun, f: (s: NonNullable<EvmRun['serial']>) => number) =>
+  r.serial ? f(r.serial) : Number.NaN;
+
+function flowFigures(
+  runs: readonly EvmRun[],
+  latencyMs: number,
+  nominalBound: number,
+  rows: number,
+): EvmFlowFigures {
+  return {
+    latencyMs,
+    rows,
+    runs,
+    rate: med(runs, (r) => r.perSecond),
+    nominalBound,
+    serviceBound: median(runs.map((r) => 1000 / serialOf(r, (s) => s.callMs))),
+    ofServiceBound: median(runs.map((r) => (r.perSecond * serialOf(r, (s) => s.callMs)) / 1000)),
+    callMs: median(runs.map((r) => serialOf(r, (s) => s.callMs))),
+    gapMs: median(runs.map((r) => serialOf(r, (s) => s.gapMs))),
+    busy: median(runs.map((r) => serialOf(r, (s) => s.busy))),
+    preparedShare: median(runs.map((r) => (r.prepared ? r.prepared.prepared / rows : Number.NaN))),
+  };
+}
+
+function evmFigures(x: EvmResult): EvmFigures {
+  const one = flowFigures(x.oneChain.runs, x.latencyMs, x.oneChain.bound, x.oneChain.rows);
+  const s = x.oneChainRealistic;
+  const slow = s ? flowFigures(s.runs, s.latencyMs, s.bound, s.rows) : undefined;
+  const chains = x.fourChains.bound / x.oneChain.bound;
+  const fourBound = (i: number) => {
+    const call = x.oneChain.runs[i]?.serial?.callMs;
+    return call === undefined ? Number.NaN : (chains * 1000) / call;
+  };
+  return {
+    x,
+    one,
+    slow,
+    four: {
+      rate: med(x.fourChains.runs, (r) => r.perSecond),
+      nominalBound: x.fourChains.bound,
+      serviceBound: median(x.fourChains.runs.map((_, i) => fourBound(i))),
+      ofServiceBound: median(x.fourChains.runs.map((r, i) => r.perSecond / fourBound(i))),
+      preparedShare: median(
+        x.fourChains.runs.map((r) => (r.prepared ? r.prepared.prepared / x.fourChains.rows : Number.NaN)),
+      ),
+    },
+  };
+}
+
+function evmSummary(f: EvmFigures): string[] {
+  const row = (what: string, value: number, target: number | undefined) =>
+    `| 3 | ${what} | ${fmt(value, 2)} | ${target === undefined ? '(context)' : `≥ ${target}`} | ${target === undefined ? '' : verdict(value >= target)} |`;
+  const flow = (g: EvmFlowFigures, target: number) => [
+    row(
+      `EVM flow, one (chain, owner), sandbox at ${g.latencyMs} ms: transfers/s / 1 ÷ the service’s time per transfer call (${fmt(g.callMs, 0)} ms: latency + its chain) = ${fmt(g.serviceBound, 1)}/s`,
+      g.ofServiceBound,
+      target,
+    ),
+    row(`… / 1 ÷ the sandbox latency = ${fmt(g.nominalBound, 0)}/s`, g.rate / g.nominalBound, undefined),
+    row(
+      '… steady state: the service kept busy (its call time ÷ first call → last answer)',
+      g.busy,
+      undefined,
+    ),
+  ];
+  return [
+    ...flow(f.one, EVM_TARGET.one),
+    ...(f.slow ? flow(f.slow, EVM_TARGET.oneSlow) : []),
+    row(
+      `EVM flow, four chains: transfers/s / four times the one-chain service bound = ${fmt(f.four.serviceBound, 0)}/s`,
+      f.four.ofServiceBound,
+      EVM_TARGET.four,
+    ),
+    row(
+      `… / four times 1 ÷ the sandbox latency = ${fmt(f.four.nominalBound, 0)}/s`,
+      f.four.rate / f.four.nominalBound,
+      undefined,
+    ),
+  ];
+}
+
+function flowRow(label: string, g: EvmFlowFigures, target: number): string {
+  return `| ${label} | **${fmt(g.rate, g.rate < 10 ? 2 : 1)}** (${runsOf(
+    g.runs.map((r) => r.perSecond),
+    g.rate < 10 ? 2 : 1,
+  )}) | ${fmt(g.callMs, 0)} ms → ${fmt(g.serviceBound, 1)}/s | **${fmt(g.ofServiceBound, 2)}** — target ≥ ${target}: ${verdict(g.ofServiceBound >= target)} | ${fmt(g.nominalBound, 0)}/s: ${fmt(g.rate / g.nominalBound, 2)} | ${fmt(g.gapMs, 0)} ms | ${fmt(g.busy, 2)} | ${fmt(g.preparedShare * 100, 0)} % |`;
+}
+
 function evm(x: EvmResult): string[] {
-  const one = x.oneChain.runs;
-  const four = x.fourChains.runs;
-  const slow = x.oneChainRealistic;
-  const oneRate = med(one, (r) => r.perSecond);
-  const fourRate = med(four, (r) => r.perSecond);
-  const frac = oneRate / x.oneChain.bound;
-  const perTransferMs = 1000 / oneRate;
-  const overheadMs = perTransferMs - x.latencyMs;
-  const slowRate = slow ? med(slow.runs, (r) => r.perSecond) : Number.NaN;
-  const slowFrac = slow ? slowRate / slow.bound : Number.NaN;
-  const slowOverheadMs = slow ? 1000 / slowRate - slow.latencyMs : Number.NaN;
+  const f = evmFigures(x);
+  const { one, slow, four } = f;
+  const cpu = (runs: readonly FlowRun[]) => med(runs, cpuTotal);
   return [
     '## 3. Throughput, EVM flow',
     '',
     `Command: \`BENCH_ONLY=evm npm run bench\`. One \`usdc-batch worker\` (WORKER_CONCURRENCY=${x.concurrency}), sandbox at ${x.latencyMs} ms per`,
     `call. First ${fmt(x.oneChain.rows)} BASE→ARB rows: one (chain, owner), whose permits must reach the service one at a time`,
-    'in nonce order (PRODUCT.md §5 promise 4), so the bound is 1 / transfer-call latency whatever the concurrency',
+    'in nonce order (PRODUCT.md §5 promise 4), so the bound is 1 / transfer-call time whatever the concurrency',
     `(the estimates run in parallel; only the transfer call is serial). Then ${fmt(x.fourChains.rows)} rows spread over four source`,
     'chains (ETH, BASE, ARB, POLYGON): four independent nonce sequences, four times the bound.',
-    ...(slow
+    ...(x.oneChainRealistic
       ? [
-          `Last, ${fmt(slow.rows)} BASE→ARB rows of one (chain, owner) against a second sandbox process answering after`,
-          `${slow.latencyMs} ms — closer to a real service, whose transfer call submits on chain — with the same worker settings.`,
+          `Last, ${fmt(x.oneChainRealistic.rows)} BASE→ARB rows of one (chain, owner) against a second sandbox process answering after`,
+          `${x.oneChainRealistic.latencyMs} ms — closer to a real service, whose transfer call submits on chain — with the same worker settings.`,
         ]
       : []),
     '',
-    '| | transfers/s (runs) | bound | fraction of bound |',
-    '|---|---|---|---|',
-    `| one (chain, owner) | **${fmt(oneRate, 1)}** (${runsOf(
-      one.map((r) => r.perSecond),
-      1,
-    )}) | ${fmt(x.oneChain.bound, 0)} | **${fmt(frac, 2)}** — target ≥ 0.8: ${verdict(frac >= 0.8)} |`,
-    `| four chains at once | ${fmt(fourRate, 1)} (${runsOf(
-      four.map((r) => r.perSecond),
-      1,
-    )}) | ${fmt(x.fourChains.bound, 0)} | ${fmt(fourRate / x.fourChains.bound, 2)} |`,
+    '**Which bound.** Since issue 16 the sandbox executes every EVM transfer on its anvil chain (it simulates the',
+    'permit, then sends `permit` and `transferFrom` and waits for their receipts) before it answers, so a transfer',
+    'call takes the configured latency *plus* that work — there is no in-memory chain mode to bench against',
+    'instead. The serial section can at best keep the service busy back to back, so the fraction that measures the',
+    'worker is against **1 ÷ the service’s own time per transfer call**, taken from the sandbox’s request log and',
+    'ledger in the same run (the median of arrival → accepted over the run’s calls). The fraction of 1 ÷ the',
+    'configured latency is shown beside it; with the chain in the call it cannot come near 1 at 20 ms. “Gap” is the',
+    'median time from the service accepting permit n to permit n + 1 arriving there: the serial section the worker',
+    'adds. “Busy” is Σ call time ÷ (first arrival → last acceptance): the same, without the batch’s start-up and end.',
+    '“Prepared” is the share of transfers whose permit was signed and saved while the one before it was in flight.',
+    '',
+    '| | transfers/s (runs) | service time per call → bound | fraction of it | 1 ÷ latency: fraction | gap | busy | prepared |',
+    '|---|---|---|---|---|---|---|---|',
+    flowRow('one (chain, owner)', one, EVM_TARGET.one),
     ...(slow
-      ? [
-          `| one (chain, owner), sandbox at ${slow.latencyMs} ms | ${fmt(slowRate, 2)} (${runsOf(
-            slow.runs.map((r) => r.perSecond),
-            2,
-          )}) | ${fmt(slow.bound, 0)} | ${fmt(slowFrac, 2)} |`,
-        ]
+      ? [flowRow(`one (chain, owner), sandbox at ${slow.latencyMs} ms`, slow, EVM_TARGET.oneSlow)]
       : []),
+    `| four chains at once | **${fmt(four.rate, 1)}** (${runsOf(
+      x.fourChains.runs.map((r) => r.perSecond),
+      1,
+    )}) | 4 × the one-chain bound → ${fmt(four.serviceBound, 0)}/s | **${fmt(four.ofServiceBound, 2)}** — target ≥ ${EVM_TARGET.four}: ${verdict(four.ofServiceBound >= EVM_TARGET.four)} | ${fmt(four.nominalBound, 0)}/s: ${fmt(four.rate / four.nominalBound, 2)} | | | ${fmt(four.preparedShare * 100, 0)} % |`,
     '',
     ...CPU_HEADER,
-    cpuRow('one chain', one),
-    cpuRow('four chains', four),
+    cpuRow('one chain', one.runs),
+    cpuRow('four chains', x.fourChains.runs),
     ...(slow ? [cpuRow(`one chain at ${slow.latencyMs} ms`, slow.runs)] : []),
     '',
-    `On one chain a transfer occupies the (chain, owner) for ${fmt(perTransferMs, 1)} ms of which ${x.latencyMs} ms is the service’s`,
-    'latency. The rest is the serial section around the call, which the nonce order forces: take the nonce lease',
-    '(a Lua script), load the record, sign the permit (secp256k1), save it together with the `sending` mark (one',
-    'write), the call itself (plus the sandbox recovering the permit’s signer), save the outcome and the state',
-    'transition, commit the nonce and wake the next waiter over pub/sub: a few fsynced Redis writes and two',
-    'signature operations in series, slowed further by the other in-flight jobs (estimates, waiters polling',
-    'for the lease) competing for the same two cores. Four chains overlap their serial sections; there the',
-    'total CPU per transfer, as in section 2, is what limits.',
+    '**What was built (issue 17, part 1): the next permit is prepared while one is in flight.** While the holder’s',
+    'permit n is in flight, one waiting transfer is offered nonce n + 1 by the pool (its *prepare slot*,',
+    '`src/signing/evm/nonce-pool-scripts.ts`): it signs that permit and saves it in its record as prepared and unsent',
+    '(`prepared=1`; never `send_state=sending`), then waits. The commit of n, right after the service accepted it,',
+    'hands the lease straight to that preparer and wakes it by name; the preparer marks its send begun — confirming',
+    'the handed-over lease in the same Redis round trip — and sends. Between “n accepted” and “n + 1 sent” there is',
+    'no record load, no signature, no RPC read: one commit script, one pub/sub message, one write. A release of n',
+    '(never sent, or refused), a move to the chain’s nonce, a hold, a refusal being settled, a presumed-used permit',
+    'settled unused, an expired lease taken over all void the slot; a voided preparer’s permit is discarded (it never',
+    'left) and signed again with the nonce the pool gives it. The safety argument is at the top of',
+    '`src/signing/evm/nonce-manager.ts`.',
     '',
-    '**Done since the first full report** (0.54 of the bound, 17 ms of overhead per transfer, 262 Redis',
-    'commands and 29 scripts per transfer): the new permit is saved in the same `HSET` as its first',
-    '`sending` mark (two fewer round trips in the serial section), the 60 s nonce lease is extended only',
-    'when a send comes more than 10 s after the last extension instead of at every send, scripts run by',
-    `\`EVALSHA\` and the client auto-pipelines (section 2). Measured above: ${fmt(overheadMs, 1)} ms of overhead, ${fmt(frac, 2)} of the bound.`,
+    '**What the 39 ms at 200 ms were.** The first full report measured 239 ms per transfer at 200 ms (0.84),',
+    'against 10 ms of overhead at 20 ms: an overhead that grew with the latency. Timestamps per hand-off in a worker',
+    'run against the sandbox at 200 ms (before this work, on the real-chain sandbox) showed why: about one hand-off in',
+    'five waited 30–220 ms, the rest a few ms. The lease hand-off reads `nonces(owner)` through a cache that serves an',
+    'older reading while a fresh one is read — but it served the old reading only to the *first* caller after it went',
+    'stale. Some waiter refreshes the reading about once a second, and for the RPC’s round trip after that every other',
+    'acquire — the woken next holder’s included — waited for the fresh reading; the sandbox answers RPC after the same',
+    'latency as the service. At 200 ms that is a fifth of every second, so about one hand-off in five waited up to',
+    '200 ms (the cache and the sandbox’s RPC latency were the same when the first report was measured, on the',
+    'in-memory chains); at 20 ms it is one in fifty, for 20 ms at most, hence the smaller overhead there.',
+    'Fixed (`src/signing/evm/chain-nonce-cache.ts`: every caller gets the last reading while a refresh is under way),',
+    'the mean hand-off (commit → next lease) went from 16–26 ms to 4 ms in the same setup, none over 50 ms. The rest',
+    'was the serial work itself — the record read, the signature (~2 ms), the sending mark, the commit and the wake-up —',
+    'which the prepared permit moves off the critical path. Also done: the worker reads `nonces(owner)` and USDC’s',
+    '`name()`/`version()` when it starts rather than after the first estimate; lease waits give up after a jittered',
+    '5 s, so waiters that came in together do not hand their slots back together; and waiters look again every 1 s',
+    'instead of 250 ms while another is preparing (fewer Redis scripts per transfer).',
+    '',
+    `**Where the time goes now.** Per transfer at ${x.latencyMs} ms the service itself takes ${fmt(one.callMs, 0)} ms (of which ~${fmt(
+      Math.max(0, one.callMs - x.latencyMs),
+      0,
+    )} ms its chain) and the worker adds a gap of ${fmt(one.gapMs, 0)} ms${
+      slow ? `; at ${slow.latencyMs} ms, ${fmt(slow.callMs, 0)} ms and ${fmt(slow.gapMs, 0)} ms` : ''
+    }. Timestamped on a quiet`,
+    'machine (a worker run at 200 ms and one at 20 ms), the gap is: the answer reaching the worker ~1.5 ms, the commit (an fsynced Redis script) ~2 ms, the',
+    'named wake-up ~1 ms, the sending mark with the lease’s confirmation (one fsynced round trip) ~2 ms, the request',
+    'reaching the service ~2 ms; the record read and the signature are no longer in it (~0 ms). What is left is two',
+    'durable Redis writes that the money rules require in that order (n committed before n + 1 is handed over;',
+    '`sending` written before the send) and two HTTP hops.',
+    `At ${x.latencyMs} ms, where the service answers in ~${fmt(one.callMs, 0)} ms, that serial section is ~${fmt(
+      (100 * one.gapMs) / (one.callMs + one.gapMs),
+      0,
+    )} % of each cycle: the service is kept busy ${fmt(one.busy, 2)} of the time and the batch reaches ${fmt(one.ofServiceBound, 2)} of its bound — the ${EVM_TARGET.one} target is ${verdict(one.ofServiceBound >= EVM_TARGET.one)}.`,
     ...(slow
       ? [
-          '',
-          `**At a realistic latency the fraction is higher, but not as high as the overhead at ${x.latencyMs} ms predicts.**`,
-          `Measured at ${slow.latencyMs} ms: ${fmt(slowFrac, 2)} of the bound (${fmt(1000 / slowRate, 0)} ms per transfer, ${fmt(slowOverheadMs, 0)} ms beyond the call), against`,
-          `${fmt(frac, 2)} at ${x.latencyMs} ms; ${fmt(overheadMs, 0)} ms of overhead alone would give ${fmt(slow.latencyMs / (slow.latencyMs + overheadMs), 2)}. The`,
-          'lease hand-off no longer waits for a reading of `nonces(owner)` over RPC: `acquire` uses the last',
-          'reading, however old, and lets a fresh one land for the next acquire (`src/signing/evm/chain-nonce-cache.ts`',
-          '`read`; `nonces(owner)` only grows, so an older reading is a safe lower bound, and a refused first',
-          'send re-reads it). Before that change a run of this setup measured 0.74 at 200 ms, and the sandbox’s',
-          'ledger showed a quarter of the hand-offs taking one RPC call longer. The gap that remains between the',
-          'two latencies was not broken down for this report. The CPU per transfer is higher at',
-          `${slow.latencyMs} ms (${fmt(
-            med(slow.runs, (r) => r.scriptsPerTransfer),
-            0,
-          )} scripts per transfer: the waiting jobs retry the lease every 250 ms besides the pub/sub`,
-          `wake-up, and give their worker slot back after 5 s), but at ${fmt(slowRate, 1)} transfers/s that is ${fmt((slowRate * med(slow.runs, cpuTotal)) / 1000, 2)} of a core: not a limit.`,
+          `At ${slow.latencyMs} ms it is ~${fmt((100 * slow.gapMs) / (slow.callMs + slow.gapMs), 0)} %: the service is kept busy ${fmt(slow.busy, 2)} of the time, and the ${fmt(slow.rows)}-row batch reaches ${fmt(slow.ofServiceBound, 2)} (target ${EVM_TARGET.oneSlow}: ${verdict(slow.ofServiceBound >= EVM_TARGET.oneSlow)}) because`,
+          'the batch rate also carries the start-up — a fresh worker process warming up and the first estimates, ~0.5 s',
+          'before the first transfer call — and the last outcome written at the end.',
         ]
       : []),
-    ...(frac >= 0.8
-      ? []
-      : [
-          '',
-          '**What would close it.**',
-          `- At ${x.latencyMs} ms the serial section must shrink to ≤ ${fmt(1000 / (0.8 * x.oneChain.bound) - x.latencyMs, 0)} ms for 0.8: sign and save the *next* permit`,
-          '  (nonce n+1) while permit n is in flight, so the hand-off is commit → send (`src/pipeline/evm-flow.ts`',
-          '  `sendWithLease` with a lease that hands the next nonce to a prepared waiter; the ordering promise',
-          '  is kept because n+1 is still *sent* only after n is accepted).',
-        ]),
+    'On a loaded machine each hop takes a few ms more: the same runs, done for this report while other test suites',
+    'ran here, measured gaps of 11–20 ms.',
+    `Four chains overlap their serial sections and are limited by the machine instead (${fmt(cpu(x.fourChains.runs), 1)} ms of CPU per transfer`,
+    'in the worker, the sandbox and Redis, with the four anvil processes on top). In an 800-row four-chain run on a quiet',
+    'machine, measured for this report from `/proc`, the worker used 0.58 of a core, the sandbox 0.62, its anvils 0.32,',
+    'and the 2 cores were 87 % busy; each chain’s cycle was 67 ms against ~52 ms for one chain alone. The bench’s',
+    '2,000-row runs also carry the intent follower’s first status polls (15 s after each submit). More cores is what',
+    'four chains need here, not a shorter serial section.',
   ];
 }
 

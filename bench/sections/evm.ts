@@ -1,4 +1,9 @@
+import type { Redis } from 'ioredis';
+import { keys } from '../../src/store/keys.ts';
+import { TEST_EVM_ADDRESS } from '../../test/helpers/fixtures.ts';
+import type { SandboxProcess } from '../../test/helpers/sandbox.ts';
 import { evmRows } from '../lib/rows.ts';
+import { median } from '../lib/stats.ts';
 import { startBenchSandbox } from '../lib/stack.ts';
 import { runProductBatch, type Context, type FlowRun } from './throughput.ts';
 
@@ -8,27 +13,98 @@ const SOURCES = ['ETH', 'BASE', 'ARB', 'POLYGON'] as const;
 export const REALISTIC_LATENCY_MS = 200;
 const REALISTIC_ROWS = 100;
 
+/**
+ * The serial section of one (chain, owner), from the sandbox's own log: when each transfer request
+ * arrived and when the service accepted it (its ledger entry). One owner's calls are serial, so the
+ * i-th request is the i-th acceptance (no refusals in these runs; otherwise this is left out).
+ */
+export type SerialSection = {
+  /** Median time the service spent on one transfer call, arrival → accepted (latency + the chain). */
+  readonly callMs: number;
+  /** Median time from one acceptance to the next request's arrival: the worker's serial section. */
+  readonly gapMs: number;
+  /** Median arrival → next arrival. */
+  readonly cycleMs: number;
+  /** Σ call time / (first arrival → last acceptance): how busy the serial section kept the service. */
+  readonly busy: number;
+};
+
+/** How the run's transfers reached the service: through a prepared permit handed over, or not. */
+export type PreparedCount = {
+  /** Transfers whose permit was prepared while the one before it was in flight. */
+  readonly prepared: number;
+  /** Leases handed straight from a committing holder to its preparer (the pools' counters). */
+  readonly handoffs: number;
+};
+
+export type EvmRun = FlowRun & {
+  readonly serial?: SerialSection | undefined;
+  readonly prepared?: PreparedCount | undefined;
+};
+
 export type EvmResult = {
   readonly latencyMs: number;
   readonly concurrency: number;
-  readonly oneChain: { readonly rows: number; readonly bound: number; readonly runs: readonly FlowRun[] };
-  readonly fourChains: { readonly rows: number; readonly bound: number; readonly runs: readonly FlowRun[] };
+  readonly oneChain: { readonly rows: number; readonly bound: number; readonly runs: readonly EvmRun[] };
+  readonly fourChains: { readonly rows: number; readonly bound: number; readonly runs: readonly EvmRun[] };
   /** One (chain, owner) against a second sandbox at a service-like latency; absent in older results. */
   readonly oneChainRealistic?:
     | {
         readonly latencyMs: number;
         readonly rows: number;
         readonly bound: number;
-        readonly runs: readonly FlowRun[];
+        readonly runs: readonly EvmRun[];
       }
     | undefined;
 };
+
+async function serialSection(sandbox: SandboxProcess, rows: number): Promise<SerialSection | undefined> {
+  const arrivals = (await sandbox.admin.requests()).filter((r) => r.op === 'transfer').map((r) => r.at);
+  const accepted = (await sandbox.admin.ledger()).filter((e) => e.kind === 'evm').map((e) => e.at);
+  if (arrivals.length !== rows || accepted.length !== rows) return undefined;
+  const calls = arrivals.map((a, i) => (accepted[i] as number) - a);
+  const gaps = arrivals.slice(1).map((a, i) => a - (accepted[i] as number));
+  const cycles = arrivals.slice(1).map((a, i) => a - (arrivals[i] as number));
+  const span = (accepted.at(-1) as number) - (arrivals[0] as number);
+  return {
+    callMs: median(calls),
+    gapMs: median(gaps),
+    cycleMs: median(cycles),
+    busy: calls.reduce((a, b) => a + b, 0) / span,
+  };
+}
+
+function evmRun(
+  r: FlowRun & { readonly inspected: PreparedCount | undefined },
+  serial: SerialSection | undefined,
+): EvmRun {
+  const { inspected, ...run } = r;
+  return { ...run, serial, prepared: inspected };
+}
+
+/** Counts the batch's prepared transfers and the hand-offs of the owner's pools on `chains`. */
+function countPrepared(chains: readonly string[]) {
+  return async (client: Redis, prefix: string, batchId: string): Promise<PreparedCount> => {
+    const k = keys(prefix);
+    const ids = await client.zrange(k.batchRows(batchId), 0, -1);
+    const pipe = client.pipeline();
+    for (const id of ids) pipe.hget(k.transfer(batchId, id), 'prepared_at');
+    for (const c of chains) pipe.hget(`${prefix}:nonce:${c}:${TEST_EVM_ADDRESS}`, 'handoffs');
+    const res = ((await pipe.exec()) ?? []).map(([, v]) => v as string | null);
+    return {
+      prepared: res.slice(0, ids.length).filter((v) => Boolean(v)).length,
+      handoffs: res.slice(ids.length).reduce((a, v) => a + Number(v ?? 0), 0),
+    };
+  };
+}
 
 /**
  * 3. EVM-source rows. Permits of one (chain, owner) are sent one at a time in nonce order (PRODUCT.md
  * §5 promise 4), so one chain can do at most 1 / (transfer-call latency) per second whatever the
  * concurrency; four source chains have four independent nonce sequences. The one-owner flow is also
- * run against a sandbox at REALISTIC_LATENCY_MS, where the serial overhead around each call weighs less.
+ * run against a sandbox at REALISTIC_LATENCY_MS. The sandbox's own log gives the time each transfer
+ * call took at the service (the latency plus its chain's execution) and the gap the worker left
+ * between one acceptance and the next request.
  */
 export async function benchEvm(
   ctx: Context,
@@ -38,20 +114,32 @@ export async function benchEvm(
   const four = evmRows(p.rowsPerChain * SOURCES.length, SOURCES, 'evm4');
   const concurrency = p.concurrency ?? EVM_CONCURRENCY;
   const env = { WORKER_CONCURRENCY: String(concurrency) };
-  const oneRuns: FlowRun[] = [];
-  const fourRuns: FlowRun[] = [];
+  const oneRuns: EvmRun[] = [];
+  const fourRuns: EvmRun[] = [];
   for (let i = 0; i < p.runs; i++) {
-    const a = await runProductBatch(ctx, { rows: one, workers: 1, env, name: `evm-one-${i}` });
-    oneRuns.push(a);
-    const b = await runProductBatch(ctx, { rows: four, workers: 1, env, name: `evm-four-${i}` });
-    fourRuns.push(b);
+    const a = await runProductBatch(ctx, {
+      rows: one,
+      workers: 1,
+      env,
+      name: `evm-one-${i}`,
+      inspect: countPrepared(['BASE']),
+    });
+    oneRuns.push(evmRun(a, await serialSection(ctx.sandbox, one.length)));
+    const b = await runProductBatch(ctx, {
+      rows: four,
+      workers: 1,
+      env,
+      name: `evm-four-${i}`,
+      inspect: countPrepared(SOURCES),
+    });
+    fourRuns.push(evmRun(b, undefined));
     ctx.log(
-      `evm run ${i + 1}: one chain ${a.perSecond.toFixed(1)}/s, four chains ${b.perSecond.toFixed(1)}/s`,
+      `evm run ${i + 1}: one chain ${a.perSecond.toFixed(1)}/s (service ${oneRuns.at(-1)?.serial?.callMs} ms per call, gap ${oneRuns.at(-1)?.serial?.gapMs} ms), four chains ${b.perSecond.toFixed(1)}/s`,
     );
   }
 
   const slowRows = evmRows(Math.min(REALISTIC_ROWS, p.rowsOneChain), ['BASE'], 'evm1slow', 'ARB');
-  const slowRuns: FlowRun[] = [];
+  const slowRuns: EvmRun[] = [];
   const slow = await startBenchSandbox(REALISTIC_LATENCY_MS);
   try {
     const slowCtx: Context = { ...ctx, sandbox: slow };
@@ -61,9 +149,13 @@ export async function benchEvm(
         workers: 1,
         env,
         name: `evm-one-slow-${i}`,
+        inspect: countPrepared(['BASE']),
       });
-      slowRuns.push(r);
-      ctx.log(`evm run ${i + 1} at ${REALISTIC_LATENCY_MS} ms: one chain ${r.perSecond.toFixed(2)}/s`);
+      const serial = await serialSection(slow, slowRows.length);
+      slowRuns.push(evmRun(r, serial));
+      ctx.log(
+        `evm run ${i + 1} at ${REALISTIC_LATENCY_MS} ms: one chain ${r.perSecond.toFixed(2)}/s (service ${serial?.callMs} ms per call, gap ${serial?.gapMs} ms)`,
+      );
     }
   } finally {
     await slow.close();

@@ -79,7 +79,7 @@ function scriptCalls(calls: Map<string, number>): number {
  * the CLI, then `workers` processes started; throughput over the records' own window (first
  * transfer taken → batch complete). Checks that every row was submitted and paid exactly once.
  */
-export async function runProductBatch(
+export async function runProductBatch<T = undefined>(
   ctx: Context,
   p: {
     rows: readonly Row[];
@@ -87,8 +87,10 @@ export async function runProductBatch(
     env?: Record<string, string>;
     name: string;
     timeoutMs?: number;
+    /** Reads what the section needs from the run's Redis once the batch is complete (before it stops). */
+    inspect?: (client: BenchRedis['client'], prefix: string, batchId: string) => Promise<T>;
   },
-): Promise<FlowRun & { commands: Map<string, number> }> {
+): Promise<FlowRun & { commands: Map<string, number>; inspected: T | undefined }> {
   const redis = await startBenchRedis();
   const workers: { stop(): Promise<void> }[] = [];
   try {
@@ -124,6 +126,7 @@ export async function runProductBatch(
     };
     const calls = await commandCalls(redis.client);
     const outcome = await batchOutcome(redis.client, prefix, batchId);
+    const inspected = p.inspect ? await p.inspect(redis.client, prefix, batchId) : undefined;
     await group.stop();
     if (outcome.notSubmitted > 0) {
       throw new Error(`${p.name}: ${outcome.notSubmitted} of ${outcome.rows} transfers were not submitted`);
@@ -140,6 +143,7 @@ export async function runProductBatch(
         redis: (cpu1.redis - cpu0.redis) / p.rows.length,
       },
       commands: calls,
+      inspected,
     };
   } finally {
     for (const w of workers) await w.stop();

@@ -45,6 +45,8 @@ const PAYLOAD_FIELDS = [
   'permit',
   'permit_nonce',
   'permit_deadline',
+  'prepared',
+  'prepared_at',
   'solana_intent',
   'solana_tx',
   'solana_expires_at',

@@ -1,13 +1,13 @@
 import type { EvmChain } from '../domain/chains.ts';
-import { formatUsdc } from '../domain/money.ts';
 import type { PermitPayload } from '../service/types.ts';
-import { NonceLeaseLostError } from '../signing/errors.ts';
+import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../signing/errors.ts';
 import type { EvmSigner, NonceLease } from '../signing/types.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { Later, loadRecord, type Ctx } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { afterRefusedPermit, type Refusal } from './evm-refused-permit.ts';
 import { holderOf, leaseAnOwner } from './evm-owner.ts';
+import { NO_REFUSAL, PERMIT_MIN_LIFE_MS, permitFields, preparePermit, signPermit } from './evm-permit.ts';
 import { addEvidence } from './evidence.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
 import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from './outcomes.ts';
@@ -18,24 +18,29 @@ import { afterFailedSend, beginSend } from './send-attempt.ts';
 /*
  * EVM: the (chain, owner) nonce lease → a permit signed with its nonce → transfer. The lease is
  * held by the transfer (not the process), so permits of one owner reach the service one at a time
- * in nonce order; a crashed transfer re-enters its own lease. What happens after a refused permit
- * is decided in evm-refused-permit.ts.
+ * in nonce order; a crashed transfer re-enters its own lease. While another transfer's permit is
+ * in flight, a waiting transfer may prepare the next one (evm-permit.ts preparePermit): when the
+ * lease is handed to it, its saved permit is sent at once. What happens after a refused permit is
+ * decided in evm-refused-permit.ts.
  */
 
 /** The nonce lease lives 60 s; it is extended when a send comes this long after the last. */
 const LEASE_EXTEND_AFTER_MS = 10_000;
-/** A signed, unsent permit this close to its deadline is replaced rather than sent. */
-const PERMIT_MIN_LIFE_MS = 60_000;
-
-const isoOfSeconds = (s: string) => new Date(Number(s) * 1000).toISOString();
 
 export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
   if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
   const rec = await loadRecord(ctx);
-  const { signer, lease } = await leaseAnOwner(ctx, chain, rec);
+  // The record as this run last saved it while preparing: read again only if the lease came with
+  // another nonce. Nothing else writes an in_progress transfer's record while its run holds it.
+  let prepared: TransferRecord | undefined;
+  const { signer, lease } = await leaseAnOwner(ctx, chain, rec, (owner) => async (nonce) => {
+    prepared = await preparePermit(ctx, chain, owner, nonce);
+    return prepared !== undefined;
+  });
+  const ready = prepared?.raw['permit_nonce'] === lease.nonce.toString() ? prepared : undefined;
   try {
-    if (!rec.raw['permit']) await reserveDailyOrStepBack(ctx, chain, rec, signer, lease);
-    return await sendWithLease(ctx, chain, signer, lease);
+    await reserveDailyOrStepBack(ctx, chain, rec, signer, lease);
+    return await sendWithLease(ctx, chain, signer, lease, ready);
   } catch (err) {
     // The lease lapsed and another transfer may now be sending this owner's permits: step back and
     // come again, in order. Leaving without a verdict otherwise (shutdown, a wait, a crash), the
@@ -48,7 +53,8 @@ export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
 
 /**
  * The daily cap is taken after the owner's balance (a row no owner can cover does not hold room
- * under the cap); over the cap, the lease and the balance go back before the transfer waits.
+ * under the cap); over the cap, the lease and the balance go back before the transfer waits. Taken
+ * once per transfer (`spend_reserved`), before its first send, prepared permit or not.
  */
 async function reserveDailyOrStepBack(
   ctx: Ctx,
@@ -66,9 +72,6 @@ async function reserveDailyOrStepBack(
   }
 }
 
-/** Fields of a permit refused on its first send, saved so that a run after a crash goes on settling it. */
-const NO_REFUSAL = { refused_nonce: '', refused_at: '', refusal: '' } as const;
-
 function savedRefusal(rec: TransferRecord, permit: PermitPayload): Refusal | undefined {
   if (rec.raw['refused_nonce'] !== permit.nonce || !rec.raw['refused_at']) return undefined;
   return {
@@ -83,12 +86,15 @@ async function sendWithLease(
   chain: EvmChain,
   signer: EvmSigner,
   lease: NonceLease,
+  ready: TransferRecord | undefined,
 ): Promise<StepOutcome> {
   const { store, service } = ctx.deps;
   let refusals = 0;
   let extendedAt = Date.now();
+  let first = ready;
   for (;;) {
-    const rec = await loadRecord(ctx);
+    const rec = first ?? (await loadRecord(ctx));
+    first = undefined;
     let permit = await keptPermit(ctx, rec, lease);
     const refusal = permit && savedRefusal(rec, permit);
     if (refusal) {
@@ -97,33 +103,17 @@ async function sendWithLease(
       continue;
     }
     permit = await unlessNearDeadline(ctx, rec, permit);
+    const prepared = Boolean(permit) && rec.raw['prepared'] === '1';
     let gen = Number(rec.raw['payload_gen'] ?? 1);
     let fresh: Record<string, string | number> | undefined;
     if (!permit) {
-      const deadline = BigInt(Math.floor(ctx.now() / 1000) + ctx.deps.config.permitDeadlineSeconds);
-      permit = await signer.signPermit({
-        chain,
-        amount: rec.amount,
-        nonce: lease.nonce,
-        deadline,
-      });
+      permit = await signPermit(ctx, chain, signer, rec, lease.nonce, 'signed');
       gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
-      ctx.report(
-        'sign',
-        `permit signed: ${chain}, owner ${permit.owner}, spender ${permit.spender}, value ${formatUsdc(rec.amount)} USDC, nonce ${permit.nonce}, deadline ${isoOfSeconds(permit.deadline)}`,
-      );
       // Saved in the same write that marks its first send begun (beginSend).
-      fresh = {
-        owner: permit.owner,
-        permit: JSON.stringify(permit),
-        permit_nonce: permit.nonce,
-        permit_deadline: permit.deadline,
-        payload_gen: gen,
-        uncertain: 0,
-        ambiguous: 0,
-        unavailable: 0,
-        ...NO_REFUSAL,
-      };
+      fresh = permitFields(permit, gen);
+    } else if (prepared) {
+      // Prepared while the permit before it was in flight, and never sent: this is its first send.
+      fresh = { prepared: '' };
     }
     // Keep the (chain, owner) lease through slow sends and waits.
     if (Date.now() - extendedAt > LEASE_EXTEND_AFTER_MS) {
@@ -131,12 +121,33 @@ async function sendWithLease(
       extendedAt = Date.now();
     }
     const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
+    // A lease handed over on a commit is confirmed (and renewed) in the round trip of the sending
+    // mark; nothing is sent unless it is still ours at this nonce (a failed confirmation is a no).
+    const held = lease.confirm().catch(() => false);
     await beginSend(
       ctx,
       rec,
-      { call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`, idempotencyKey },
+      {
+        call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
+        idempotencyKey,
+        ...(prepared ? { payload: 'the prepared payload' } : {}),
+      },
       fresh,
     );
+    if (!(await held)) {
+      // It never left: take the mark back (a crash before this write leaves it marked as possibly
+      // sent, the careful side).
+      await store.save(ctx.batchId, ctx.transferId, {
+        send_state: '',
+        sends: rec.raw['sends'] ?? 0,
+        attempts: rec.attempts,
+        ...(prepared ? { prepared: 1 } : {}),
+      });
+      throw new NonceLeaseLostError(
+        SIGNING_ERROR_CODES.nonceLeaseLost,
+        `The ${chain} nonce lease handed to ${holderOf(ctx)} lapsed before it was confirmed`,
+      );
+    }
     try {
       const res = await service.transfer(
         { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
@@ -184,7 +195,9 @@ async function sendWithLease(
 
 /**
  * The saved permit, unless it was never processed and uses another nonce than the lease (its first
- * lease lapsed): then it is dead weight, discarded (nobody else holds it) for one with the lease's.
+ * lease lapsed, or it was prepared for a nonce the pool did not hand over: the permit before it was
+ * released, or the pool moved): then it is dead weight, discarded (nobody else holds it) for one
+ * with the lease's.
  */
 async function keptPermit(
   ctx: Ctx,
@@ -193,10 +206,12 @@ async function keptPermit(
 ): Promise<PermitPayload | undefined> {
   if (!rec.raw['permit']) return undefined;
   const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
+  // A transfer's permits are all its one owner's (evm-owner.ts), the lease's owner.
   if (rec.raw['uncertain'] === '1' || BigInt(permit.nonce) === lease.nonce) return permit;
+  const what = rec.raw['prepared'] === '1' ? 'prepared' : 'unsent';
   await addEvidence(
     ctx,
-    `discarded unsent permit with nonce ${permit.nonce} (lease nonce is ${lease.nonce})`,
+    `discarded ${what} permit with nonce ${permit.nonce} (lease nonce is ${lease.nonce})`,
   );
   return undefined;
 }

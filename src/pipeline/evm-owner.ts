@@ -1,7 +1,12 @@
 import { checksumEvmAddress } from '../domain/addresses.ts';
 import type { EvmChain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
-import { NonceLeaseBusyError, NoncePoolHeldError } from '../signing/errors.ts';
+import {
+  NonceLeaseBusyError,
+  NoncePoolHeldError,
+  SigningError,
+  SIGNING_ERROR_CODES,
+} from '../signing/errors.ts';
 import type { EvmSigner, NonceLease } from '../signing/types.ts';
 import type { BalanceReading, OwnerBalances } from '../store/owner-balance.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
@@ -27,17 +32,20 @@ const BALANCE_READ_MAX_AGE_MS = 1_000;
 /** A row that no owner can cover looks again after this long (±25 %). */
 const SHORT_RECHECK_MS = 30_000;
 
-/** Transfers of this process whose last cover() reserved (and so named the owner in the record). */
-const reservedOn = new Set<string>();
-
 export type OwnedLease = { readonly signer: EvmSigner; readonly lease: NonceLease };
 
 /**
  * The owner whose permit pays this transfer, with its nonce lease held. Throws Later (or waits
  * `queued`) while no owner can take it.
  */
-export async function leaseAnOwner(ctx: Ctx, chain: EvmChain, rec: TransferRecord): Promise<OwnedLease> {
+export async function leaseAnOwner(
+  ctx: Ctx,
+  chain: EvmChain,
+  rec: TransferRecord,
+  prepareWith?: PrepareWith,
+): Promise<OwnedLease> {
   const evm = ctx.deps.evm!;
+  const run: Run = { ctx, chain, rec, prepareWith, coveredOn: undefined };
   const fixed = fixedOwner(rec);
   if (fixed !== null) {
     const signer = evm.signers.find((s) => s.address === fixed);
@@ -48,19 +56,33 @@ export async function leaseAnOwner(ctx: Ctx, chain: EvmChain, rec: TransferRecor
         'no_key',
       );
     }
-    const lease = await waitForLease(ctx, chain, signer.address);
-    if (!rec.raw['permit']) await coverOrWait(ctx, chain, signer, lease, rec);
+    const lease = await waitForLease(run, signer);
+    // A permit that may have left keeps the reservation it was sent with; any other (none yet, one
+    // prepared, one never sent) needs the amount reserved before it goes.
+    if (rec.raw['uncertain'] !== '1') await coverOrWait(run, signer, lease);
     return { signer, lease };
   }
   const order = preferSaved(evm.signers, rec.raw['owner']);
   if (order.length === 1) {
     const signer = order[0] as EvmSigner;
-    const lease = await waitForLease(ctx, chain, signer.address);
-    await coverOrWait(ctx, chain, signer, lease, rec);
-    return await chosen(ctx, chain, rec, signer, lease);
+    const lease = await waitForLease(run, signer);
+    await coverOrWait(run, signer, lease);
+    return await chosen(run, signer, lease);
   }
-  return await chooseAmong(ctx, chain, rec, order);
+  return await chooseAmong(run, order);
 }
+
+/** Given the owner a waiting transfer may prepare for, what prepares its next permit (nonce-manager.ts). */
+export type PrepareWith = (signer: EvmSigner) => (nonce: bigint) => Promise<boolean>;
+
+/** One run's choice: its transfer as loaded, and the owner its balance was last reserved on. */
+type Run = {
+  readonly ctx: Ctx;
+  readonly chain: EvmChain;
+  readonly rec: TransferRecord;
+  readonly prepareWith: PrepareWith | undefined;
+  coveredOn: string | undefined;
+};
 
 /** The owner a permit of this transfer was ever signed by: the only one that may sign it again. */
 export function fixedOwner(rec: TransferRecord): string | null {
@@ -80,12 +102,8 @@ function preferSaved(signers: readonly EvmSigner[], saved: string | undefined): 
  * One pass over the owners in order (a free lease whose balance covers the amount wins); when every
  * lease is taken, waits for one of them, spread over the owners by transfer id.
  */
-async function chooseAmong(
-  ctx: Ctx,
-  chain: EvmChain,
-  rec: TransferRecord,
-  order: readonly EvmSigner[],
-): Promise<OwnedLease> {
+async function chooseAmong(run: Run, order: readonly EvmSigner[]): Promise<OwnedLease> {
+  const { ctx, chain, rec } = run;
   const nonces = ctx.deps.evm!.nonces;
   const short: string[] = [];
   const busy: EvmSigner[] = [];
@@ -97,7 +115,6 @@ async function chooseAmong(
     } catch (err) {
       if (err instanceof NonceLeaseBusyError) {
         busy.push(signer);
-        ctx.deps.metrics?.ownerLeaseWait?.(chain, signer.address);
         continue;
       }
       if (err instanceof NoncePoolHeldError) {
@@ -106,26 +123,20 @@ async function chooseAmong(
       }
       throw err;
     }
-    const why = await cover(ctx, chain, signer.address, rec);
-    if (why === null) return await chosen(ctx, chain, rec, signer, lease);
+    const why = await cover(run, signer.address);
+    if (why === null) return await chosen(run, signer, lease);
     await lease.release();
     short.push(why);
   }
   if (busy.length === 0) {
-    if (short.length === 0 && held) {
-      return await waitQueued(
-        ctx,
-        held.reason,
-        jittered(ctx, Math.min(Math.max(held.retryAfterMs, 250), HELD_RECHECK_MS)),
-        'nonce_pool',
-      );
-    }
-    return await waitShort(ctx, chain, rec, short);
+    if (short.length === 0 && held) return await waitHeld(ctx, held);
+    return await waitShort(run, short);
   }
   const pick = busy[spreadIndex(ctx.transferId, busy.length)] as EvmSigner;
-  const lease = await waitForLease(ctx, chain, pick.address);
-  const why = await cover(ctx, chain, pick.address, rec);
-  if (why === null) return await chosen(ctx, chain, rec, pick, lease);
+  ctx.deps.metrics?.ownerLeaseWait?.(chain, pick.address);
+  const lease = await waitForLease(run, pick);
+  const why = await cover(run, pick.address);
+  if (why === null) return await chosen(run, pick, lease);
   await lease.release();
   throw new Later(
     jittered(ctx, 1_000),
@@ -141,44 +152,45 @@ function spreadIndex(id: string, n: number): number {
 }
 
 /** The owner is this transfer's from now on (until a permit is signed, another may still be chosen). */
-async function chosen(
-  ctx: Ctx,
-  chain: EvmChain,
-  rec: TransferRecord,
-  signer: EvmSigner,
-  lease: NonceLease,
-): Promise<OwnedLease> {
+async function chosen(run: Run, signer: EvmSigner, lease: NonceLease): Promise<OwnedLease> {
+  const { ctx, chain, rec } = run;
   const saved = rec.raw['owner'] ? checksumEvmAddress(rec.raw['owner']) : undefined;
   if (saved !== signer.address) {
     // A reservation names the owner in the record itself (owner-balance.ts); without one, here.
-    if (!reservedOn.delete(holderOf(ctx)))
+    if (run.coveredOn !== signer.address)
       await ctx.deps.store.save(ctx.batchId, ctx.transferId, { owner: signer.address });
     ctx.report(null, `owner ${signer.address} chosen on ${chain}`);
   }
-  reservedOn.delete(holderOf(ctx));
   return { signer, lease };
 }
 
-/** The lease of `owner`, waiting for it as long as the policy allows (then the job comes back). */
-export async function waitForLease(ctx: Ctx, chain: EvmChain, owner: string): Promise<NonceLease> {
-  const waitSignal = AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.policy.leaseWaitMs)]);
+/**
+ * The lease of `signer`'s owner, waiting for it as long as the policy allows (then the job comes
+ * back). While another transfer's permit is in flight, this one may prepare its next permit — once
+ * its amount is reserved on that owner (a permit is only ever signed for money set aside).
+ */
+async function waitForLease(run: Run, signer: EvmSigner): Promise<NonceLease> {
+  const { ctx, chain } = run;
+  const prepareNext = run.prepareWith?.(signer);
+  const prepare = prepareNext
+    ? async (nonce: bigint) => (await cover(run, signer.address)) === null && (await prepareNext(nonce))
+    : undefined;
   try {
-    return await ctx.deps.evm!.nonces.acquire(chain, owner, holderOf(ctx), { signal: waitSignal });
+    return await ctx.deps.evm!.nonces.acquire(chain, signer.address, holderOf(ctx), {
+      signal: ctx.signal,
+      // Jittered, so that transfers that came in together do not all hand their slots back at once
+      // (a hand-off then finds nobody waiting and waits for one to come back from the queue).
+      giveUpAfterMs: jittered(ctx, ctx.policy.leaseWaitMs),
+      ...(prepare ? { prepare } : {}),
+    });
   } catch (err) {
-    if (err instanceof NoncePoolHeldError) {
-      return await waitQueued(
-        ctx,
-        err.reason,
-        jittered(ctx, Math.min(Math.max(err.retryAfterMs, 250), HELD_RECHECK_MS)),
-        'nonce_pool',
-      );
-    }
-    if (waitSignal.aborted || isAbort(err)) {
-      ctx.deps.metrics?.ownerLeaseWait?.(chain, owner);
+    if (err instanceof NoncePoolHeldError) return await waitHeld(ctx, err);
+    if (err instanceof SigningError && err.code === SIGNING_ERROR_CODES.nonceWaitAborted) {
+      ctx.deps.metrics?.ownerLeaseWait?.(chain, signer.address);
       // Another transfer of this (chain, owner) holds the nonce lease: yield the worker slot.
       throw new Later(
         50 + Math.round((ctx.deps.random ?? Math.random)() * 200),
-        `waiting for the ${chain} nonce lease of ${owner} (another transfer is sending its permit)`,
+        `waiting for the ${chain} nonce lease of ${signer.address} (another transfer is sending its permit)`,
         'nonce_lease',
       );
     }
@@ -186,25 +198,27 @@ export async function waitForLease(ctx: Ctx, chain: EvmChain, owner: string): Pr
   }
 }
 
-function isAbort(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
+/** The owner's pool is held (a permit below may still execute): wait `queued` with its reason. */
+async function waitHeld(ctx: Ctx, err: NoncePoolHeldError): Promise<never> {
+  return await waitQueued(
+    ctx,
+    err.reason,
+    jittered(ctx, Math.min(Math.max(err.retryAfterMs, 250), HELD_RECHECK_MS)),
+    'nonce_pool',
+  );
 }
 
 /** Reserves the amount on the owner holding `lease`, or frees the lease and waits `queued`. */
-async function coverOrWait(
-  ctx: Ctx,
-  chain: EvmChain,
-  signer: EvmSigner,
-  lease: NonceLease,
-  rec: TransferRecord,
-): Promise<void> {
-  const why = await cover(ctx, chain, signer.address, rec);
+async function coverOrWait(run: Run, signer: EvmSigner, lease: NonceLease): Promise<void> {
+  if (run.coveredOn === signer.address) return;
+  const why = await cover(run, signer.address);
   if (why === null) return;
   await lease.release();
-  await waitShort(ctx, chain, rec, [why]);
+  await waitShort(run, [why]);
 }
 
-async function waitShort(ctx: Ctx, chain: EvmChain, rec: TransferRecord, short: string[]): Promise<never> {
+async function waitShort(run: Run, short: string[]): Promise<never> {
+  const { ctx, chain, rec } = run;
   const reason = `no owner's USDC balance on ${chain} covers ${formatUsdc(rec.amount)} USDC (${short.join('; ')}); waiting for a deposit or for payments in flight to land`;
   ctx.report('wait', reason);
   return await waitQueued(ctx, reason, jittered(ctx, SHORT_RECHECK_MS), 'balance');
@@ -214,15 +228,14 @@ async function waitShort(ctx: Ctx, chain: EvmChain, rec: TransferRecord, short: 
  * Reserves the transfer's amount on `owner`'s balance (which names the owner in its record): null
  * when reserved (or when there is no balance to read), else why not, for the reason shown.
  */
-async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferRecord): Promise<string | null> {
-  const evm = ctx.deps.evm!;
-  const balances = evm.balances;
-  if (!balances) return null;
+async function cover(run: Run, owner: string): Promise<string | null> {
+  const { ctx, chain, rec } = run;
+  const balances = ctx.deps.evm!.balances;
+  if (!balances || run.coveredOn === owner) return null;
   let reading: BalanceReading | undefined;
   try {
     reading = await readBalance(ctx, chain, owner, false);
     if (reading === undefined) return null;
-    reservedOn.add(holderOf(ctx));
     const named = rec.raw['owner'] || null;
     let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     if (!r.ok) {
@@ -231,8 +244,10 @@ async function cover(ctx: Ctx, chain: EvmChain, owner: string, rec: TransferReco
       r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     }
     void learnMined(ctx, chain, owner, balances);
-    if (r.ok) return null;
-    reservedOn.delete(holderOf(ctx));
+    if (r.ok) {
+      run.coveredOn = owner;
+      return null;
+    }
     if (r.stale)
       return `${owner}: the RPC answered from block ${reading.block}, older than block ${r.floor} already used`;
     return `${owner}: ${formatUsdc(r.free > 0n ? r.free : 0n)} USDC free`;

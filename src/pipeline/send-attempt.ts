@@ -17,7 +17,7 @@ import { backoffMs } from './policy.ts';
 export async function beginSend(
   ctx: Ctx,
   rec: TransferRecord,
-  send: { readonly call: string; readonly idempotencyKey: string },
+  send: { readonly call: string; readonly idempotencyKey: string; readonly payload?: string },
   freshPayload?: Record<string, string | number>,
 ): Promise<void> {
   const sends = freshPayload ? 1 : Number(rec.raw['sends'] ?? 0) + 1;
@@ -29,7 +29,7 @@ export async function beginSend(
   });
   ctx.report(
     'send',
-    `${send.call}: send ${sends} of ${freshPayload ? 'a new payload' : 'the same payload'}, Idempotency-Key ${send.idempotencyKey}`,
+    `${send.call}: send ${sends} of ${send.payload ?? (freshPayload ? 'a new payload' : 'the same payload')}, Idempotency-Key ${send.idempotencyKey}`,
   );
 }
 

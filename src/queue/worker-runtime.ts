@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import { workerSourceChains } from '../config/source-chains.ts';
-import type { Logger } from '../log/logger.ts';
 import { isEvmChain } from '../domain/chains.ts';
+import type { Logger } from '../log/logger.ts';
 import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
 import { createWorkerMetrics, registerOwners } from '../metrics/worker-metrics.ts';
 import { DEFAULT_POLICY } from '../pipeline/policy.ts';
@@ -142,6 +142,14 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     ).catch((err: unknown) =>
       logger.warn({ err: { message: (err as Error).message } }, 'could not register the owners for /metrics'),
     );
+  }
+  if (evm && nonces) {
+    // The first permit of each chain would otherwise wait, after its estimate, for nonces(owner)
+    // and then for USDC's name()/version(): read them now, while the first estimates run.
+    for (const chain of sources.filter(isEvmChain)) {
+      for (const signer of evm.signers) nonces.prefetch(chain, signer.address);
+      evm.signers[0]?.domainFor(chain).catch(() => {});
+    }
   }
   const workers = createTransferWorkers({
     redisUrl: config.redisUrl,

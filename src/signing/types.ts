@@ -63,15 +63,10 @@ export type BalanceReadingAt = { readonly balance: bigint; readonly block: Block
 export type NonceManager = {
   /**
    * The lease of (chain, owner) for `holder`, once free. Rejects with NoncePoolHeldError while the
-   * pool is held (no permit of this owner can go through for now: the error says why and how long).
-   * With `once`, one try only: a lease taken by another holder rejects with NonceLeaseBusyError.
+   * pool is held (no permit of this owner can go through for now: the error says why and how long),
+   * and with a SigningError `USDC_NONCE_WAIT_ABORTED` when `signal` aborts or `giveUpAfterMs` passed.
    */
-  acquire(
-    chain: EvmChain,
-    owner: string,
-    holder: string,
-    options?: { signal?: AbortSignal; once?: boolean },
-  ): Promise<NonceLease>;
+  acquire(chain: EvmChain, owner: string, holder: string, options?: AcquireOptions): Promise<NonceLease>;
   /**
    * Records a permit presumed used (its answer was lost) that may still execute until its
    * deadline: its nonce counts as used, and no permit is signed at or below it until it is settled.
@@ -89,6 +84,27 @@ export type NonceManager = {
   settleDoubt(chain: EvmChain, owner: string, doubt: NonceDoubt, verdict: DoubtVerdict): Promise<boolean>;
 };
 
+export type AcquireOptions = {
+  /** Stops the wait at once (shutdown), preparer or not. */
+  readonly signal?: AbortSignal;
+  /**
+   * A waiter that is not preparing gives up after this long (its worker slot goes back to the
+   * queue). A preparer waits on: it is next, and its permit is ready.
+   */
+  readonly giveUpAfterMs?: number;
+  /**
+   * Offered while another holder's permit with nonce n is in flight: sign the permit with `nonce`
+   * (n + 1) and save it as prepared and unsent, then resolve true; false when this transfer may not
+   * make a new permit now (its saved payload may have been processed). The permit may be sent only
+   * once `acquire` has returned a lease whose `nonce` is its nonce and `confirm()` said true: that
+   * is the hand-off, "n accepted → n + 1 sent". Called at most once per nonce offered; it may be
+   * offered again later.
+   */
+  readonly prepare?: (nonce: bigint) => Promise<boolean>;
+  /** One try only: a lease another holder has rejects with NonceLeaseBusyError (no wait, no prepare). */
+  readonly once?: boolean;
+};
+
 /** A permit presumed used: its nonce, its deadline (unix seconds) and its transfer. */
 export type NonceDoubt = { readonly nonce: bigint; readonly deadline: bigint; readonly holder: string };
 
@@ -97,6 +113,13 @@ export type DoubtVerdict = { readonly used: true } | { readonly used: false; rea
 export type NonceLease = {
   /** The nonce this holder must sign with: its in-flight nonce if it had one, else the next free one. */
   readonly nonce: bigint;
+  /**
+   * Whether this holder holds the lease at `nonce` now; to be awaited before a permit is sent under
+   * it. Free (no round trip) for a lease acquire looked at; a lease handed to a preparer that was
+   * woken by name is renewed here — start it together with the write that precedes the send, so the
+   * two share one round trip, and send only on true.
+   */
+  confirm(): Promise<boolean>;
   /** The permit with `nonce` was accepted by the service: the next holder gets nonce + 1. */
   commit(): Promise<void>;
   /** The permit with `nonce` may have executed (its answer was lost): committed and recorded as presumed used. */

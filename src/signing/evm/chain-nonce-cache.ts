@@ -43,28 +43,52 @@ async function readLowerBound(
   }
 }
 
+/** One (chain, owner)'s readings: the newest that answered, and the read under way, if any. */
+type Entry = {
+  /** When the newest read was started (ms). */
+  at: number;
+  /** The newest reading that answered with a nonce. */
+  last: bigint | undefined;
+  /** The read under way (resolves to the newest answer, or the older reading if it failed). */
+  pending: Promise<bigint | undefined> | undefined;
+};
+
+function startRead(entry: Entry, read: () => Promise<bigint | undefined>): Promise<bigint | undefined> {
+  entry.at = Date.now();
+  const pending = read().then((n) => {
+    if (n !== undefined && (entry.last === undefined || n > entry.last)) entry.last = n;
+    if (entry.pending === pending) entry.pending = undefined;
+    return n ?? entry.last;
+  });
+  entry.pending = pending;
+  return pending;
+}
+
 export function createChainNonceCache(deps: {
   reader: ChainReader;
   maxAgeMs: number;
   logger?: Logger | undefined;
 }): ChainNonceCache {
-  const entries = new Map<string, { at: number; value: Promise<bigint | undefined> }>();
+  const entries = new Map<string, Entry>();
   return {
     read(key, chain, owner) {
-      const hit = entries.get(key);
-      // Strictly younger: a max age of 0 never serves a reading again, even within its millisecond.
-      if (hit && Date.now() - hit.at < deps.maxAgeMs) return hit.value;
-      const entry = { at: Date.now(), value: readLowerBound(deps.reader, deps.logger, chain, owner) };
-      entries.set(key, entry);
-      // A stale reading that answered is still a safe lower bound: use it now and let the fresh one
-      // land for the next acquire, so a lease hand-off never waits for an RPC round trip.
-      if (hit) {
-        return hit.value.then(
-          (old) => (old === undefined ? entry.value : old),
-          () => entry.value,
-        );
+      const read = () => readLowerBound(deps.reader, deps.logger, chain, owner);
+      let entry = entries.get(key);
+      if (!entry) {
+        entry = { at: 0, last: undefined, pending: undefined };
+        entries.set(key, entry);
       }
-      return entry.value;
+      // A max age of 0 never serves a reading again, even within its millisecond: every caller
+      // waits for its own.
+      if (deps.maxAgeMs <= 0) return startRead(entry, read);
+      // Strictly younger than the max age: no new read.
+      const stale = Date.now() - entry.at >= deps.maxAgeMs;
+      const fresh = stale && !entry.pending ? startRead(entry, read) : entry.pending;
+      // Any reading that answered is still a safe lower bound: serve it while a newer one is under
+      // way — to every caller, not only the first — so a lease hand-off never waits for an RPC
+      // round trip. Only with no reading yet does a caller wait for the one under way.
+      if (entry.last !== undefined) return Promise.resolve(entry.last);
+      return fresh ?? Promise.resolve(undefined);
     },
     forget(key) {
       entries.delete(key);

@@ -172,7 +172,9 @@ export function createEvmSigner(deps: EvmSignerDeps): EvmSigner & {
 }
 
 /** One signer per treasury owner, in the configured order, sharing one domain cache. */
-export function createEvmSigners(deps: Omit<EvmSignerDeps, 'key' | 'domains'>): readonly EvmSigner[] {
+export function createEvmSigners(
+  deps: Omit<EvmSignerDeps, 'key' | 'domains'>,
+): readonly ReturnType<typeof createEvmSigner>[] {
   const domains = createPermitDomains(deps);
   return deps.config.evmPrivateKeys.map((key) => createEvmSigner({ ...deps, key, domains }));
 }

@@ -10,6 +10,8 @@ export type LeaseContext = {
   readonly redis: Redis;
   readonly keys: PoolKeys;
   readonly leaseMs: number;
+  /** How long a lease handed to a preparer lasts until its acquire renews it. */
+  readonly handoffMs: number;
   readonly logger?: Logger | undefined;
 };
 
@@ -23,7 +25,8 @@ function leaseLost(ctx: LeaseContext, holder: string, nonce: bigint, what: strin
 
 /**
  * Commits `nonce` (accepted, or presumed used when `deadline` is given), whoever holds the lease
- * now: the permit may have executed, so its nonce is used either way.
+ * now: the permit may have executed, so its nonce is used either way. An accepted nonce committed
+ * by its holder hands the lease to a live preparer of nonce + 1 (nonce-manager.ts).
  */
 async function commitNonce(
   ctx: LeaseContext,
@@ -37,8 +40,14 @@ async function commitNonce(
     nonce.toString(),
     ctx.keys.channel,
     member,
+    ctx.handoffMs,
   ]);
-  if (held !== 1)
+  if (held === 2)
+    ctx.logger?.debug(
+      { chain: ctx.keys.chain, owner: ctx.keys.owner, holder, nonce: nonce.toString() },
+      'nonce committed; the lease went to the preparer of the next',
+    );
+  else if (held !== 1)
     ctx.logger?.warn(
       { chain: ctx.keys.chain, owner: ctx.keys.owner, holder, nonce: nonce.toString() },
       'nonce committed after its lease was lost',
@@ -47,11 +56,18 @@ async function commitNonce(
 
 /**
  * One holder's use of a (chain, owner)'s nonces, from `acquire` until it commits, releases or
- * holds the pool. Every change goes through a pool script that checks the holder first.
+ * holds the pool. Every change goes through a pool script that checks the holder first. A lease
+ * `handedOver` (its preparer was woken by name, acquire did not look) is confirmed by `confirm()`.
  */
-export function createLease(ctx: LeaseContext, holder: string, initial: bigint): NonceLease {
+export function createLease(
+  ctx: LeaseContext,
+  holder: string,
+  initial: bigint,
+  options: { handedOver?: boolean } = {},
+): NonceLease {
   let nonce = initial;
   let done = false;
+  let unconfirmed = options.handedOver === true;
   const lost = (what: string) => leaseLost(ctx, holder, nonce, what);
   const once = () => {
     const first = !done;
@@ -61,6 +77,18 @@ export function createLease(ctx: LeaseContext, holder: string, initial: bigint):
   return {
     get nonce() {
       return nonce;
+    },
+    async confirm() {
+      if (!unconfirmed) return !done;
+      const args = [holder, nonce.toString(), ctx.leaseMs];
+      const held = (await runPoolScript(ctx.redis, POOL_SCRIPTS.confirm, ctx.keys, args)) === 1;
+      if (held) unconfirmed = false;
+      else
+        ctx.logger?.warn(
+          { chain: ctx.keys.chain, owner: ctx.keys.owner, holder, nonce: nonce.toString() },
+          'a lease handed over lapsed before its preparer came: its permit is not sent',
+        );
+      return held;
     },
     async commit() {
       if (once()) await commitNonce(ctx, holder, nonce, undefined);

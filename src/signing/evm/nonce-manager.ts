@@ -2,7 +2,14 @@ import type { Redis } from 'ioredis';
 import type { EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
 import { NonceLeaseBusyError, NoncePoolHeldError, SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
-import type { ChainReader, DoubtVerdict, NonceDoubt, NonceLease, NonceManager } from '../types.ts';
+import type {
+  AcquireOptions,
+  ChainReader,
+  DoubtVerdict,
+  NonceDoubt,
+  NonceLease,
+  NonceManager,
+} from '../types.ts';
 import {
   checkNonce,
   createChainNonceCache,
@@ -34,6 +41,54 @@ import { createWakeups, waitForWakeup, type Wakeups } from './nonce-wakeups.ts';
  * permits reach the service one by one in nonce order, and never a nonce lower than one the
  * service already took (the chain's `nonces(owner)` lags the service: its transaction mines later).
  * The Redis layout is described in nonce-pool-scripts.ts.
+ *
+ * The serial section near zero: preparing the next permit while one is in flight.
+ *
+ * Only one permit of a (chain, owner) is in flight at a time, so the owner pays at most one row per
+ * transfer call; whatever a transfer does between "permit n accepted" and "permit n + 1 sent" is
+ * lost throughput. So while the holder's permit n is in flight, one waiter may become its
+ * *preparer* (the pool's prepare slot): acquire offers it nonce n + 1, and it signs that permit and
+ * saves it in its own record as prepared and unsent (never `send_state=sending`: it has not left),
+ * then waits. When n is accepted, the holder's commit hands the lease straight to the preparer
+ * (holder := preparer, held_nonce := n + 1, for a short hand-off lease) and wakes it by name; its
+ * acquire returns the lease at once, and it sends what it saved. The hand-off is then "commit →
+ * wake → the `sending` mark (with `confirm()`, which renews the lease, in the same round trip) →
+ * send", with no record load, no signature and no RPC read between.
+ *
+ * Why this stays money-safe:
+ * - A permit is sent only under a lease `acquire` returned whose nonce is the permit's nonce (the
+ *   pipeline's rule for any saved permit), confirmed held (`confirm()`: free for a lease acquire
+ *   looked at; for one handed over, the script checks holder and nonce in Redis and renews it,
+ *   before the send), and the lease is exclusive. So a prepared permit n + 1 is
+ *   sendable only by the one transfer that holds the lease at n + 1; two transfers may have signed
+ *   n + 1 (the preparer, and later another holder if the slot was voided), but at most one of them
+ *   can ever hold the lease at n + 1, and the chain executes at most one permit per nonce anyway.
+ * - The hand-off happens only on a commit of an *accepted* permit n by its holder, to a live
+ *   preparer of exactly n + 1, with `next` then exactly n + 1: the nonce a fresh acquire would have
+ *   handed out. Order is kept: n + 1 reaches the service after n was accepted.
+ * - Every other decision about the next nonce voids the slot: a release (n goes back to the pool:
+ *   n + 1 would skip it), a move to the chain's nonce, a hold, the holder settling a refusal, a
+ *   presumed-used permit settled as unused (the pool moves back), a presumed-used commit (no
+ *   hand-off on a lost answer: the normal path decides), and a take-over of an expired lease. The
+ *   slot is offered only for held_nonce + 1 with held_nonce + 1 at `next` or one above it, so
+ *   never at or below a nonce known or presumed used (those are all below `next`). A voided
+ *   preparer later gets whatever nonce the pool gives it, and its prepared permit, whose nonce
+ *   differs, is discarded (it provably never left) and a new one signed.
+ * - A preparer that dies stops renewing `prep_until` (it renews it each time it looks again, every
+ *   few hundred ms): its slot is then free for another waiter and never handed the lease. A lease
+ *   handed to a preparer that died just before lasts only the slot's life (prepareSlotMs) instead of
+ *   a full lease, and its transfer, run again, re-enters that lease if it is still its own.
+ * - A preparer that leaves the wait without the lease (shutdown, gave up) frees its slot, and a
+ *   lease handed to it after it last looked goes back to the pool: it never sent under it.
+ * - A hand-off lease that lapsed before its preparer confirmed it (a preparer stalled longer than
+ *   prepareSlotMs) is not used: `confirm()` says false, the pipeline clears the `sending` mark it
+ *   wrote in the same round trip and sends nothing. Only a crash in the instant between that answer
+ *   and the clearing write leaves a `sending` mark on a permit that never left: it is then treated
+ *   as possibly sent (re-sent identically, or `needs_review`) — the careful side, never a payment
+ *   lost or made twice.
+ * - The prepared permit is one saved payload of its transfer like any other: never sent, so a
+ *   crash, an abandon or a cancel finds nothing that could have moved money, and a transfer whose
+ *   saved payload may have been processed (`uncertain`) never prepares a new one.
  */
 
 export type NonceManagerDeps = {
@@ -48,6 +103,11 @@ export type NonceManagerDeps = {
   readonly maxWaitMs?: number;
   /** How long one reading of nonces(owner) serves later acquires; default 1 s. */
   readonly chainReadMaxAgeMs?: number;
+  /**
+   * How long a preparer counts as alive after it last looked (it looks again at least every
+   * quarter of this), and how long a lease handed to it lasts until its acquire renews it; default 2 s.
+   */
+  readonly prepareSlotMs?: number;
   readonly logger?: Logger;
 };
 
@@ -63,16 +123,30 @@ export type NonceState = {
   readonly holdReason: string | null;
   /** Permits presumed used, not yet settled from the chain. */
   readonly doubts: readonly NonceDoubt[];
+  /** The transfer preparing the next permit, the nonce it prepares, and until when it counts as alive. */
+  readonly prepHolder: string | null;
+  readonly prepNonce: bigint | null;
+  readonly prepUntil: number | null;
+  /** Leases handed straight from a committing holder to its preparer, ever. */
+  readonly handoffs: number;
 };
 
 export type RedisNonceManager = NonceManager & {
   /** The pool of one (chain, owner) as stored (for `wallets`, dashboards and tests). */
   state(chain: EvmChain, owner: string): Promise<NonceState>;
+  /**
+   * Starts reading nonces(owner) now (a worker starting up), so that the first acquire does not wait
+   * for the RPC: it only ever waits for a reading when it has none.
+   */
+  prefetch(chain: EvmChain, owner: string): void;
   /** Closes the wake-up subscription (the caller's connection stays open). */
   close(): Promise<void>;
 };
 
 export const DEFAULT_NONCE_LEASE_MS = 60_000;
+export const DEFAULT_PREPARE_SLOT_MS = 2_000;
+/** How many times maxWaitMs a waiter sleeps between two looks while another waiter is preparing. */
+const IDLE_WAIT_FACTOR = 4;
 
 /** Everything the top-level functions below share. */
 type Manager = {
@@ -80,6 +154,7 @@ type Manager = {
   readonly prefix: string;
   readonly leaseMs: number;
   readonly maxWaitMs: number;
+  readonly prepMs: number;
   readonly chain: ChainNonceCache;
   readonly wakeups: Wakeups;
   readonly logger: Logger | undefined;
@@ -100,18 +175,26 @@ function abortError(chain: EvmChain, holder: string, signal: AbortSignal): Signi
 
 type AcquireReply = [number, string, string?];
 
-/**
- * One try at the lease: a lease, a hold (thrown), or how long the current holder's lease has left.
- */
-async function tryAcquire(m: Manager, keys: PoolKeys, holder: string): Promise<NonceLease | number> {
+/** One try at the lease: the lease, a wait, or (another holder in flight) the nonce to prepare. */
+type Try =
+  | { readonly kind: 'lease'; readonly lease: NonceLease }
+  | { readonly kind: 'wait'; readonly ms: number; readonly preparing: boolean }
+  | { readonly kind: 'prepare'; readonly nonce: bigint; readonly ms: number };
+
+/** One try at the lease; a hold is thrown. */
+async function tryAcquire(m: Manager, keys: PoolKeys, holder: string, mayPrepare: boolean): Promise<Try> {
   const onChain = await m.chain.read(keys.pool, keys.chain, keys.owner);
   const r = (await runPoolScript(m.redis, POOL_SCRIPTS.acquire, keys, [
     holder,
     m.leaseMs,
     onChain?.toString() ?? '',
+    mayPrepare ? '1' : '',
+    m.prepMs,
   ])) as AcquireReply;
-  if (r[0] === 0) return Number(r[1]);
+  if (r[0] === 0) return { kind: 'wait', ms: Number(r[1]), preparing: r[2] === '1' };
   if (r[0] === 3) throw new NoncePoolHeldError(Number(r[1]), r[2] ?? 'the nonce pool is held');
+  if (r[0] === 4)
+    return { kind: 'prepare', nonce: checkNonce(BigInt(r[1]), 'prepared nonce'), ms: Number(r[2]) };
   const { chain, owner } = keys;
   if (r[2]) m.logger?.warn({ chain, owner, holder, expired: r[2] }, 'took over an expired nonce lease');
   const nonce = BigInt(r[1]);
@@ -123,44 +206,150 @@ async function tryAcquire(m: Manager, keys: PoolKeys, holder: string): Promise<N
     { chain, owner, holder, nonce: nonce.toString(), reentered: r[0] === 1 },
     'nonce lease acquired',
   );
-  return createLease({ redis: m.redis, keys, leaseMs: m.leaseMs, logger: m.logger }, holder, nonce);
+  const lease = createLease(
+    { redis: m.redis, keys, leaseMs: m.leaseMs, handoffMs: m.prepMs, logger: m.logger },
+    holder,
+    nonce,
+  );
+  return { kind: 'lease', lease };
 }
 
-/** Waits for the lease of `keys` (woken by releases, polling at most every maxWaitMs). */
+function handedOver(m: Manager, keys: PoolKeys, holder: string, nonce: bigint): NonceLease {
+  m.logger?.debug(
+    { chain: keys.chain, owner: keys.owner, holder, nonce: nonce.toString() },
+    'nonce lease handed over',
+  );
+  const ctx = { redis: m.redis, keys, leaseMs: m.leaseMs, handoffMs: m.prepMs, logger: m.logger };
+  return createLease(ctx, holder, nonce, { handedOver: true });
+}
+
+function gaveUp(chain: EvmChain, holder: string, ms: number): SigningError {
+  return new SigningError(
+    SIGNING_ERROR_CODES.nonceWaitAborted,
+    `Gave up waiting for the ${chain} nonce lease of ${holder} after ${ms} ms`,
+  );
+}
+
+/** Frees this holder's prepare slot, or a lease handed to it after it last looked (best effort). */
+async function unprepare(m: Manager, keys: PoolKeys, holder: string): Promise<void> {
+  try {
+    const r = await runPoolScript(m.redis, POOL_SCRIPTS.unprepare, keys, [holder, keys.channel]);
+    if (r === 2)
+      m.logger?.info(
+        { chain: keys.chain, owner: keys.owner, holder },
+        'a preparer left the wait just as the lease was handed to it: the nonce went back to the pool',
+      );
+  } catch (err) {
+    // The slot lapses by itself (prepareSlotMs), and so does a lease handed to it.
+    m.logger?.warn({ err: { message: (err as Error).message } }, 'could not free a prepare slot');
+  }
+}
+
+/** What one acquire knows about its own preparing. */
+type Preparing = {
+  /** It may still be offered the slot (it has a `prepare` and did not decline). */
+  may: boolean;
+  /** The nonce it prepared and saved, while the slot is its own. */
+  nonce: bigint | undefined;
+  /** When it was first offered the slot (it must free it on leaving without the lease). */
+  since: number | undefined;
+};
+
+/** How long to wait before the next try, after `got` (not a lease); throws once it is time to give up. */
+async function afterTry(
+  m: Manager,
+  keys: PoolKeys,
+  holder: string,
+  got: Exclude<Try, { kind: 'lease' }>,
+  p: Preparing,
+  options: AcquireOptions,
+  giveUpAt: number,
+): Promise<number> {
+  if (got.kind === 'prepare') {
+    p.since ??= Date.now();
+    if (p.nonce !== got.nonce) {
+      if (!(await options.prepare!(got.nonce))) {
+        // This transfer may not make a new permit now: let another waiter prepare.
+        p.may = false;
+        p.nonce = undefined;
+        await unprepare(m, keys, holder);
+        return 0;
+      }
+      p.nonce = got.nonce;
+      m.logger?.debug(
+        { chain: keys.chain, owner: keys.owner, holder, nonce: got.nonce.toString() },
+        'next permit prepared',
+      );
+    }
+    // A preparer waits for the hand-off whatever giveUpAfterMs says (it is next, its permit is
+    // ready), but not for ever; it looks again well within its slot's life.
+    if (Date.now() - p.since > m.leaseMs) throw gaveUp(keys.chain, holder, Date.now() - p.since);
+    return Math.min(got.ms, m.maxWaitMs, m.prepMs / 4);
+  }
+  p.nonce = undefined; // the slot is gone (voided, or never ours)
+  const left = giveUpAt - Date.now();
+  if (left <= 0) throw gaveUp(keys.chain, holder, Math.round(options.giveUpAfterMs ?? 0));
+  // While another waiter has the next permit ready, the hand-off does not depend on this one: the
+  // commit wakes the preparer by name and one other waiter (to prepare the one after). Looking
+  // again less often keeps a crowd of waiters from costing more than the payments they wait for.
+  const every = got.preparing ? m.maxWaitMs * IDLE_WAIT_FACTOR : m.maxWaitMs;
+  return Math.min(got.ms, every, left);
+}
+
+/**
+ * Waits for the lease of `keys` (woken by releases and hand-offs, polling at most every maxWaitMs),
+ * preparing the next permit when offered (see the top of this file).
+ */
 async function acquireLease(
   m: Manager,
   keys: PoolKeys,
   holder: string,
-  signal: AbortSignal | undefined,
-  once = false,
+  options: AcquireOptions,
 ): Promise<NonceLease> {
+  const { signal } = options;
   if (m.closed) throw closedError();
-  if (once) {
-    const got = await tryAcquire(m, keys, holder);
-    if (typeof got === 'number') throw new NonceLeaseBusyError(keys.chain, keys.owner, got);
-    return got;
+  if (options.once) {
+    // One try, never preparing: an owner whose lease is taken is skipped, not waited for.
+    const got = await tryAcquire(m, keys, holder, false);
+    if (got.kind === 'lease') return got.lease;
+    throw new NonceLeaseBusyError(keys.chain, keys.owner, got.ms);
   }
   // nonces(owner) only grows, so a value read before the lease is still a safe lower bound:
   // reading it while we wait keeps the read off the critical path of back-to-back permits.
   void m.chain.read(keys.pool, keys.chain, keys.owner);
   await m.wakeups.ready();
-  for (;;) {
-    if (signal?.aborted) throw abortError(keys.chain, holder, signal);
-    if (m.closed) throw closedError();
-    const waiter = m.wakeups.arm(keys.pool);
-    let usedWakeup = false;
-    try {
-      const got = await tryAcquire(m, keys, holder);
-      if (typeof got !== 'number') {
-        usedWakeup = true;
-        return got;
+  const giveUpAt = options.giveUpAfterMs === undefined ? Infinity : Date.now() + options.giveUpAfterMs;
+  const p: Preparing = { may: options.prepare !== undefined, nonce: undefined, since: undefined };
+  let leased = false;
+  try {
+    for (;;) {
+      if (signal?.aborted) throw abortError(keys.chain, holder, signal);
+      if (m.closed) throw closedError();
+      const waiter = m.wakeups.arm(keys.pool, holder);
+      let usedWakeup = false;
+      try {
+        const got = await tryAcquire(m, keys, holder, p.may);
+        if (got.kind === 'lease') {
+          usedWakeup = true;
+          leased = true;
+          return got.lease;
+        }
+        const ms = await afterTry(m, keys, holder, got, p, options, giveUpAt);
+        if (ms > 0) await waitForWakeup(waiter.woken, Math.max(1, ms), signal);
+        // Going round again uses the wake-up; leaving (aborted, closed) hands it on.
+        usedWakeup = !signal?.aborted && !m.closed;
+        if (usedWakeup && waiter.named() && p.nonce !== undefined) {
+          // The commit handed the lease to this preparer at the nonce it prepared: no need to look.
+          // Its confirm() renews the short hand-off lease in the round trip of the sending mark.
+          leased = true;
+          return handedOver(m, keys, holder, p.nonce);
+        }
+      } finally {
+        waiter.disarm(!usedWakeup);
       }
-      await waitForWakeup(waiter.woken, Math.max(1, Math.min(got, m.maxWaitMs)), signal);
-      // Going round again uses the wake-up; leaving (aborted, closed) hands it on.
-      usedWakeup = !signal?.aborted && !m.closed;
-    } finally {
-      waiter.disarm(!usedWakeup);
     }
+  } finally {
+    if (!leased && p.since !== undefined) await unprepare(m, keys, holder);
   }
 }
 
@@ -183,6 +372,7 @@ async function presumeUsed(m: Manager, keys: PoolKeys, doubt: NonceDoubt): Promi
     nonce,
     keys.channel,
     doubtMember(doubt.deadline, doubt.holder),
+    m.prepMs,
   ]);
 }
 
@@ -220,6 +410,10 @@ async function readState(m: Manager, keys: PoolKeys): Promise<NonceState> {
     holdUntil: num(h['hold_until']),
     holdReason: h['hold_reason'] ?? null,
     doubts,
+    prepHolder: h['prep_holder'] ?? null,
+    prepNonce: h['prep_nonce'] !== undefined ? BigInt(h['prep_nonce']) : null,
+    prepUntil: num(h['prep_until']),
+    handoffs: Number(h['handoffs'] ?? 0),
   };
 }
 
@@ -233,6 +427,7 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
     prefix: deps.prefix,
     leaseMs: deps.leaseMs ?? DEFAULT_NONCE_LEASE_MS,
     maxWaitMs: deps.maxWaitMs ?? 250,
+    prepMs: deps.prepareSlotMs ?? DEFAULT_PREPARE_SLOT_MS,
     chain: createChainNonceCache({
       reader: deps.chainReader,
       maxAgeMs: deps.chainReadMaxAgeMs ?? 1_000,
@@ -248,12 +443,15 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
   };
   const keysOf = (chain: EvmChain, owner: string) => poolKeys(m.prefix, chain, owner);
   return {
-    acquire: (chain, owner, holder, options = {}) =>
-      acquireLease(m, keysOf(chain, owner), holder, options.signal, options.once),
+    acquire: (chain, owner, holder, options = {}) => acquireLease(m, keysOf(chain, owner), holder, options),
     presumeUsed: (chain, owner, doubt) => presumeUsed(m, keysOf(chain, owner), doubt),
     doubts: (chain, owner, from) => readDoubts(m, keysOf(chain, owner), from),
     settleDoubt: (chain, owner, doubt, verdict) => settleDoubt(m, keysOf(chain, owner), doubt, verdict),
     state: (chain, owner) => readState(m, keysOf(chain, owner)),
+    prefetch(chain, owner) {
+      const keys = keysOf(chain, owner);
+      void m.chain.read(keys.pool, chain, owner);
+    },
     async close() {
       m.closed = true;
       await m.wakeups.close();

@@ -5,39 +5,59 @@ import type { Logger } from '../../log/logger.ts';
  * Wake-ups for transfers waiting on a nonce lease: a release or commit publishes the pool's key and
  * one local waiter on that key (the longest waiting one not yet woken) tries again at once, so the
  * next holder starts within a round trip instead of a polling interval, without every waiter of
- * every process hitting Redis at once. Without the subscription waiters still poll: slower, never
- * stuck.
+ * every process hitting Redis at once. A commit that hands the lease to a preparer publishes
+ * "<key>\n<preparer>": the preparer's waiter (in whichever process it is) is woken, and one other
+ * waiter too, to take the prepare slot the hand-off left free. Without the subscription waiters
+ * still poll: slower, never stuck.
  */
 export type Wakeups = {
   /** Subscribes once (on first use); later calls return the same promise. */
   ready(): Promise<void>;
-  /** Queues a waiter on `key`. */
-  arm(key: string): Waiter;
+  /** Queues a waiter on `key` for `holder`. */
+  arm(key: string, holder: string): Waiter;
   /** Wakes every waiter (closing) and drops the subscription. */
   close(): Promise<void>;
 };
 
 export type Waiter = {
   readonly woken: Promise<void>;
+  /** Whether it was woken by a commit that handed the lease to it by name. */
+  named(): boolean;
   /** Leaves the queue; a wake-up this waiter will not use goes to the next one when `handOn`. */
   disarm(handOn: boolean): void;
 };
 
-type Entry = { wake(): void; woken: boolean };
+type Entry = { readonly holder: string; wake(): void; woken: boolean; named: boolean };
 
-function wakeOne(waiters: Map<string, Set<Entry>>, key: string): void {
+function wakeOne(waiters: Map<string, Set<Entry>>, key: string, except?: string): void {
   for (const w of waiters.get(key) ?? []) {
-    if (w.woken) continue;
+    if (w.woken || w.holder === except) continue;
     w.wake();
     return;
   }
 }
 
-function armWaiter(waiters: Map<string, Set<Entry>>, key: string): Waiter {
+/** A published message: the pool's key, and the holder the lease was handed to, if any. */
+function onMessage(waiters: Map<string, Set<Entry>>, message: string): void {
+  const cut = message.indexOf('\n');
+  if (cut < 0) return wakeOne(waiters, message);
+  const key = message.slice(0, cut);
+  const handedTo = message.slice(cut + 1);
+  for (const w of waiters.get(key) ?? []) {
+    if (w.holder !== handedTo || w.woken) continue;
+    w.named = true;
+    w.wake();
+  }
+  wakeOne(waiters, key, handedTo);
+}
+
+function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string): Waiter {
   let resolve!: () => void;
   const woken = new Promise<void>((r) => (resolve = r));
   const entry: Entry = {
+    holder,
     woken: false,
+    named: false,
     wake() {
       entry.woken = true;
       resolve();
@@ -49,6 +69,7 @@ function armWaiter(waiters: Map<string, Set<Entry>>, key: string): Waiter {
   mine.add(entry);
   return {
     woken,
+    named: () => entry.named,
     disarm(handOn) {
       mine.delete(entry);
       if (mine.size === 0) waiters.delete(key);
@@ -69,7 +90,7 @@ export function createWakeups(deps: { redis: Redis; channel: string; logger?: Lo
       sub.on('error', (err: Error) =>
         deps.logger?.warn({ err: { message: err.message } }, 'nonce wake-up connection error'),
       );
-      sub.on('message', (_channel: string, key: string) => wakeOne(waiters, key));
+      sub.on('message', (_channel: string, message: string) => onMessage(waiters, message));
       subscribed = sub.subscribe(deps.channel).then(
         () => undefined,
         (err: unknown) =>
@@ -77,7 +98,7 @@ export function createWakeups(deps: { redis: Redis; channel: string; logger?: Lo
       );
       return subscribed;
     },
-    arm: (key) => armWaiter(waiters, key),
+    arm: (key, holder) => armWaiter(waiters, key, holder),
     async close() {
       for (const set of waiters.values()) for (const w of set) w.wake();
       const s = subscriber;

@@ -1,0 +1,104 @@
+import type { EvmChain } from '../domain/chains.ts';
+import { formatUsdc } from '../domain/money.ts';
+import type { PermitPayload } from '../service/types.ts';
+import type { EvmSigner } from '../signing/types.ts';
+import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
+import { loadRecord, type Ctx } from './context.ts';
+import { addEvidence } from './evidence.ts';
+
+/*
+ * A new permit for a transfer: signed with the nonce its lease (or the pool's prepare slot) gives,
+ * and the fields it is saved with. A permit signed while the transfer holds the lease is saved in
+ * the same write that marks its first send begun (send-attempt.ts beginSend). A permit *prepared*
+ * while another transfer's permit is in flight (nonce-manager.ts) is saved on its own, marked
+ * `prepared=1` and unsent — `send_state` is never `sending` for it, `sends` and `attempts` are not
+ * touched — and is sent only once the lease is this transfer's at that very nonce.
+ */
+
+/** A signed, unsent permit this close to its deadline is replaced rather than sent. */
+export const PERMIT_MIN_LIFE_MS = 60_000;
+
+/** Fields of a permit refused on its first send, saved so that a run after a crash goes on settling it. */
+export const NO_REFUSAL = { refused_nonce: '', refused_at: '', refusal: '' } as const;
+
+const isoOfSeconds = (s: string) => new Date(Number(s) * 1000).toISOString();
+
+/** Signs a permit for `rec`'s amount with `nonce`, deadline PERMIT_DEADLINE_SECONDS from now. */
+export async function signPermit(
+  ctx: Ctx,
+  chain: EvmChain,
+  signer: EvmSigner,
+  rec: TransferRecord,
+  nonce: bigint,
+  what: 'signed' | 'prepared',
+): Promise<PermitPayload> {
+  const deadline = BigInt(Math.floor(ctx.now() / 1000) + ctx.deps.config.permitDeadlineSeconds);
+  const permit = await signer.signPermit({ chain, amount: rec.amount, nonce, deadline });
+  const when = what === 'prepared' ? ` (sent once nonce ${nonce - 1n} is accepted)` : '';
+  ctx.report(
+    'sign',
+    `permit ${what}: ${chain}, owner ${permit.owner}, spender ${permit.spender}, value ${formatUsdc(rec.amount)} USDC, nonce ${permit.nonce}, deadline ${isoOfSeconds(permit.deadline)}${when}`,
+  );
+  return permit;
+}
+
+/**
+ * The saved fields of a new permit, the transfer's payload number `gen` (its Idempotency-Key).
+ * `preparedAt` (ms) marks it prepared and unsent; otherwise any earlier mark is cleared.
+ */
+export function permitFields(
+  permit: PermitPayload,
+  gen: number,
+  preparedAt?: number,
+): Record<string, string | number> {
+  return {
+    owner: permit.owner,
+    permit: JSON.stringify(permit),
+    permit_nonce: permit.nonce,
+    permit_deadline: permit.deadline,
+    payload_gen: gen,
+    uncertain: 0,
+    ambiguous: 0,
+    unavailable: 0,
+    ...NO_REFUSAL,
+    prepared: preparedAt === undefined ? '' : 1,
+    prepared_at: preparedAt ?? '',
+  };
+}
+
+/**
+ * The pool offers this transfer nonce `nonce` to prepare while another transfer's permit is in
+ * flight: sign it and save it unsent, and return the record as saved. Undefined when this transfer
+ * may not make a new permit now: its saved permit may have been processed (uncertain, or cut off
+ * mid-send), or a refusal is being settled. A saved permit that provably never moved money (never
+ * processed, as keptPermit judges it in evm-flow.ts) is replaced; one with this very nonce and time
+ * enough left is kept as it is.
+ */
+export async function preparePermit(
+  ctx: Ctx,
+  chain: EvmChain,
+  signer: EvmSigner,
+  nonce: bigint,
+): Promise<TransferRecord | undefined> {
+  const rec = await loadRecord(ctx);
+  if (rec.state !== 'in_progress') return undefined;
+  if (rec.raw['uncertain'] === '1' || rec.raw['send_state'] === 'sending' || rec.raw['refused_at'])
+    return undefined;
+  const saved = rec.raw['permit'] ? (JSON.parse(rec.raw['permit']) as PermitPayload) : undefined;
+  if (saved && BigInt(saved.nonce) === nonce && saved.owner === signer.address) {
+    if (Number(saved.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return rec;
+  }
+  if (saved) {
+    await addEvidence(
+      ctx,
+      `discarded unsent permit with nonce ${saved.nonce} (preparing one with nonce ${nonce})`,
+    );
+  }
+  const permit = await signPermit(ctx, chain, signer, rec, nonce, 'prepared');
+  const gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
+  const fields = permitFields(permit, gen, ctx.now());
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, fields);
+  const raw: Record<string, string> = { ...rec.raw };
+  for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
+  return parseTransferRecord(ctx.batchId, raw);
+}

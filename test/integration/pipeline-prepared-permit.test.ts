@@ -1,0 +1,226 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config/config.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import type { TransferRequest } from '../../src/domain/transfer.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { DEFAULT_POLICY } from '../../src/pipeline/policy.ts';
+import { runTransfer, type PipelineDeps, type StepOutcome } from '../../src/pipeline/run-transfer.ts';
+import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
+import { createServiceClient } from '../../src/service/service-client.ts';
+import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
+import { createEvmSigner } from '../../src/signing/evm/evm-signer.ts';
+import { createNonceManager, type RedisNonceManager } from '../../src/signing/evm/nonce-manager.ts';
+import type { NonceLease, NonceManager } from '../../src/signing/types.ts';
+import { createBatchWriter } from '../../src/store/batch-writer.ts';
+import { createTransferStore } from '../../src/store/transfer-store.ts';
+import { waitFor } from '../helpers/cli.ts';
+import { randomEvmAddress } from '../helpers/fixtures.ts';
+import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
+import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
+
+/**
+ * A permit prepared while another holder's permit is in flight, through the real pipeline, against
+ * the real sandbox (in process, on its anvil chains) and a real Redis. The in-flight holder is played
+ * by the test through the nonce manager, so each case decides what happens to nonce n.
+ */
+describe('pipeline: the prepared next permit', () => {
+  let redis: TestRedis;
+  let client: Redis;
+  let sandbox: Sandbox;
+  let config: Config;
+  let prefix: string;
+  let n = 0;
+  const nonces: RedisNonceManager[] = [];
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    client = new Redis(redis.url);
+    sandbox = await createSandbox({ port: 0 });
+    config = loadConfig({
+      TRANSFER_API_URL: sandbox.url,
+      TRANSFER_API_KEY: sandbox.apiKey,
+      PERMIT_SPENDER: sandbox.spender,
+      EVM_PRIVATE_KEY: TEST_EVM_KEY,
+      EVM_RPC_URL_BASE: sandbox.rpcUrl('BASE'),
+    });
+  });
+  afterAll(async () => {
+    for (const m of nonces) await m.close();
+    client?.disconnect();
+    await sandbox?.close();
+    await redis?.stop();
+  });
+  beforeEach(async () => {
+    await sandbox.admin.reset();
+    prefix = `pp${++n}`;
+  });
+
+  /** The pipeline's deps, one transfer row written, and the test's own hand on the nonce pool. */
+  async function setup(batchId: string) {
+    const store = createTransferStore({ redis: client, prefix });
+    const chain = createChainReader({ config });
+    const manager = createNonceManager({ redis: client, prefix, chainReader: chain });
+    nonces.push(manager);
+    // The nonces the pool offered the transfer to prepare, whatever it made of the offer.
+    const offers: bigint[] = [];
+    const watched: NonceManager = {
+      ...manager,
+      acquire: (c, owner, holder, options = {}) => {
+        const { prepare } = options;
+        return manager.acquire(c, owner, holder, {
+          ...options,
+          ...(prepare ? { prepare: (nonce: bigint) => (offers.push(nonce), prepare(nonce)) } : {}),
+        });
+      },
+    };
+    const deps: PipelineDeps = {
+      config,
+      store,
+      service: createServiceClient({ baseUrl: sandbox.url, apiKey: config.transferApiKey! }),
+      evm: { signers: [createEvmSigner({ config, chainReader: chain })], nonces: watched, chain },
+      logger: createLogger('silent'),
+      policy: { ...DEFAULT_POLICY, leaseWaitMs: 60_000 },
+    };
+    const writer = createBatchWriter({
+      redis: client,
+      prefix,
+      jobs: { addTransfers: async () => {} },
+      fingerprint: (t) => `${t.recipient}${t.amount}`,
+    });
+    const row: TransferRequest = {
+      id: 'p',
+      from: 'BASE',
+      to: 'ARB',
+      amount: 4_000_000n,
+      recipient: randomEvmAddress(),
+      line: 2,
+      hasPayoutId: true,
+      memo: null,
+    };
+    await writer.write(
+      {
+        batchId,
+        digest: batchId,
+        source: 'csv',
+        createdAt: Date.now(),
+        held: false,
+        callbackUrl: null,
+        transfers: [row],
+        dropped: [],
+      },
+      { onOwnedPayout: 'strict' },
+    );
+    return { deps, store, manager, offers };
+  }
+
+  /** The test's holder takes nonce 0; the transfer then runs, and prepares nonce 1 while it waits. */
+  async function preparedBehind(t: Awaited<ReturnType<typeof setup>>, batchId: string) {
+    const holder: NonceLease = await t.manager.acquire('BASE', TEST_EVM_ADDRESS, 'other/holder');
+    expect(holder.nonce).toBe(0n);
+    const run: Promise<StepOutcome> = runTransfer(t.deps, batchId, 'p');
+    const rec = await waitFor(
+      'the transfer to prepare nonce 1',
+      async () => {
+        const r = await t.store.load(batchId, 'p');
+        return r?.raw['prepared'] === '1' ? r : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 20 },
+    );
+    return { holder, run, rec };
+  }
+
+  async function transferRequests(): Promise<number> {
+    return sandbox.admin.requests().filter((r) => r.op === 'transfer').length;
+  }
+
+  it('saves the prepared permit unsent, and sends it on the hand-off once nonce 0 is accepted', async () => {
+    const t = await setup('hand');
+    const { holder, run, rec } = await preparedBehind(t, 'hand');
+    // Prepared, saved, and provably not sent: no `sending` mark, no send counted, nothing at the service.
+    expect(rec.raw['permit_nonce']).toBe('1');
+    expect(rec.raw['send_state'] ?? '').toBe('');
+    expect(rec.raw['sends'] ?? '0').toBe('0');
+    expect(rec.attempts).toBe(0);
+    expect(rec.raw['payload_gen']).toBe('1');
+    expect(await transferRequests()).toBe(0);
+    expect(await t.manager.state('BASE', TEST_EVM_ADDRESS)).toMatchObject({
+      holder: 'other/holder',
+      prepHolder: 'hand/p',
+      prepNonce: 1n,
+    });
+
+    // Nonce 0 is used at the service (by the "other" holder) and accepted: commit hands over.
+    await sandbox.admin.outsidePermit('BASE', TEST_EVM_ADDRESS);
+    await holder.commit();
+    const out = await run;
+    expect(out).toMatchObject({ kind: 'done', state: 'submitted' });
+    const done = await t.store.load('hand', 'p');
+    expect(done?.raw).toMatchObject({ sends: '1', payload_gen: '1', prepared: '', permit_nonce: '1' });
+    expect(done?.raw['prepared_at']).toMatch(/^\d+$/);
+    expect(done?.attempts).toBe(1);
+    const ledger = sandbox.ledger().filter((e) => e.kind === 'evm');
+    expect(ledger.map((e) => [e.nonce, e.intent_id])).toEqual([['1', done?.intentId]]);
+    expect(ledger[0]?.idempotency_key).toBe('hand/p/1');
+    expect(await transferRequests()).toBe(1);
+    expect(t.offers).toEqual([1n]);
+    expect((await t.manager.state('BASE', TEST_EVM_ADDRESS)).handoffs).toBe(1);
+  });
+
+  it('discards the prepared permit and signs again when nonce 0 is released instead of committed', async () => {
+    const t = await setup('rel');
+    const { holder, run } = await preparedBehind(t, 'rel');
+    // The other holder's permit 0 was refused (or never sent): 0 goes back to the pool.
+    await holder.release();
+    const out = await run;
+    expect(out).toMatchObject({ kind: 'done', state: 'submitted' });
+    const done = await t.store.load('rel', 'p');
+    // The prepared permit (nonce 1) never reached the service; a new one with nonce 0 paid.
+    expect(done?.raw).toMatchObject({ permit_nonce: '0', payload_gen: '2', sends: '1', prepared: '' });
+    expect(done?.raw['prepared_at']).toBe('');
+    expect(done?.raw['evidence']).toContain('discarded prepared permit with nonce 1 (lease nonce is 0)');
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
+    expect(await transferRequests()).toBe(1);
+    expect((await t.manager.state('BASE', TEST_EVM_ADDRESS)).handoffs).toBe(0);
+  });
+
+  it('never prepares over a payload that may have been processed: it waits and re-sends that one', async () => {
+    const t = await setup('unc');
+    // An earlier run sent a permit with nonce 7 and lost the answer: it may have moved money.
+    const before = await t.deps.evm!.signers[0]!.signPermit({
+      chain: 'BASE',
+      amount: 4_000_000n,
+      nonce: 7n,
+      deadline: BigInt(Math.floor(Date.now() / 1000) + 1800),
+    });
+    await t.store.save('unc', 'p', {
+      permit: JSON.stringify(before),
+      permit_nonce: '7',
+      permit_deadline: before.deadline,
+      payload_gen: 1,
+      sends: 1,
+      uncertain: 1,
+    });
+    const holder = await t.manager.acquire('BASE', TEST_EVM_ADDRESS, 'other/holder');
+    const run = runTransfer(t.deps, 'unc', 'p');
+    // It is offered the slot and declines: the slot is free again for another waiter, its record
+    // stays as it was.
+    await waitFor('the offer', async () => t.offers.length > 0, { intervalMs: 20 });
+    expect(t.offers).toEqual([1n]);
+    await waitFor(
+      'the slot freed',
+      async () => (await t.manager.state('BASE', TEST_EVM_ADDRESS)).prepHolder === null,
+      { intervalMs: 20 },
+    );
+    const rec = await t.store.load('unc', 'p');
+    expect(rec?.raw).toMatchObject({ permit_nonce: '7', payload_gen: '1', uncertain: '1' });
+    expect(rec?.raw['prepared'] ?? '').toBe('');
+    await holder.release();
+    // It re-sends nonce 7 identically (the chain refuses it: nonce 0 is next) and, its earlier send
+    // possibly processed, ends needs_review — never a new permit.
+    const out = await run;
+    expect(out).toMatchObject({ kind: 'done', state: 'needs_review' });
+    expect((await t.store.load('unc', 'p'))?.raw).toMatchObject({ permit_nonce: '7', payload_gen: '1' });
+    expect(sandbox.ledger()).toHaveLength(0);
+  });
+});
