@@ -343,6 +343,8 @@ function solana(x: SolanaResult): string[] {
 }
 
 function owners(x: OwnersResult): string[] {
+  const one = x.counts.find((c) => c.owners === 1);
+  const callMs = one ? median(one.runs.map((r) => r.callMs ?? Number.NaN)) : Number.NaN;
   const lines = [
     '## 7. Several owners per chain',
     '',
@@ -351,20 +353,25 @@ function owners(x: OwnersResult): string[] {
     'keys (issue 17). Each owner’s permits reach the service one at a time in nonce order; the owners’ do not wait',
     `for each other, so the bound is owners × 1 / latency (${fmt(x.boundPerOwner, 0)}/s per owner). Each owner is funded by the sandbox`,
     'the first time the worker reads its balance (that first reading shows it empty and is read again), and every',
-    'row reserves its amount on its owner’s balance before it is signed (src/store/owner-balance.ts). Every run',
-    'checks the sandbox’s ledger: each row paid exactly once, by one owner.',
+    'row reserves its amount on its owner’s balance before its permit is signed or prepared (src/store/owner-balance.ts).',
+    'Every run checks the sandbox’s ledger: each row paid exactly once. “Owner cycle” is the median time between two',
+    'acceptances of one owner’s transfers (the ledger), the best an owner can do being the service’s own time per call:',
+    `${fmt(callMs, 0)} ms measured with one owner (the latency plus the permit and transferFrom the sandbox mines on anvil).`,
     '',
-    '| owners | rows | transfers/s (runs) | bound | fraction of bound (target ≥ 0.9) |',
-    '|---|---|---|---|---|',
+    '| owners | rows | transfers/s (runs) | bound | fraction of bound (target ≥ 0.9) | owners paying | owner cycle | sandbox cores busy |',
+    '|---|---|---|---|---|---|---|---|',
   ];
   for (const c of x.counts) {
     const rate = med(c.runs, (r) => r.perSecond);
     const bound = c.owners * x.boundPerOwner;
+    const cycle = median(c.runs.map((r) => r.ownerCycleMs));
+    const paying = median(c.runs.map((r) => r.ownersPaying));
+    const sandboxCores = (rate * med(c.runs, (r) => r.cpuMsPerTransfer.sandbox)) / 1000;
     lines.push(
       `| ${c.owners} | ${fmt(c.rows)} | **${fmt(rate, 2)}** (${runsOf(
         c.runs.map((r) => r.perSecond),
         2,
-      )}) | ${fmt(bound, 0)} | **${fmt(rate / bound, 2)}** — ${verdict(rate / bound >= 0.9)} |`,
+      )}) | ${fmt(bound, 0)} | **${fmt(rate / bound, 2)}** — ${verdict(rate / bound >= 0.9)} | ${fmt(paying, 0)} | ${fmt(cycle, 0)} ms | ${fmt(sandboxCores, 2)} |`,
     );
   }
   lines.push('', ...CPU_HEADER);

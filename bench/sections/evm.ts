@@ -58,7 +58,10 @@ export type EvmResult = {
     | undefined;
 };
 
-async function serialSection(sandbox: SandboxProcess, rows: number): Promise<SerialSection | undefined> {
+export async function serialSection(
+  sandbox: SandboxProcess,
+  rows: number,
+): Promise<SerialSection | undefined> {
   const arrivals = (await sandbox.admin.requests()).filter((r) => r.op === 'transfer').map((r) => r.at);
   const accepted = (await sandbox.admin.ledger()).filter((e) => e.kind === 'evm').map((e) => e.at);
   if (arrivals.length !== rows || accepted.length !== rows) return undefined;

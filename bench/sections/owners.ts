@@ -1,15 +1,26 @@
 import { keccak256, toHex } from 'viem';
 import { evmRows } from '../lib/rows.ts';
 import { startBenchSandbox } from '../lib/stack.ts';
-import { EVM_CONCURRENCY, REALISTIC_LATENCY_MS } from './evm.ts';
+import type { SandboxProcess } from '../../test/helpers/sandbox.ts';
+import { median } from '../lib/stats.ts';
+import { EVM_CONCURRENCY, REALISTIC_LATENCY_MS, serialSection } from './evm.ts';
 import { runProductBatch, type Context, type FlowRun } from './throughput.ts';
 
 /** Owner counts measured (BENCH_OWNER_COUNTS, default 1,2,4,8): one chain, the service at REALISTIC_LATENCY_MS. */
 export const OWNER_COUNTS: readonly number[] = (process.env['BENCH_OWNER_COUNTS'] ?? '1,2,4,8')
   .split(',')
   .map(Number);
-/** Rows per owner in one run: enough for ~12 s of the bound at 200 ms. */
-const ROWS_PER_OWNER = 60;
+/** Rows per owner in one run: ~20 s at the bound at 200 ms, so start-up weighs little. */
+const ROWS_PER_OWNER = 100;
+
+export type OwnersRun = FlowRun & {
+  /** Median time between two acceptances of one owner's transfers (the sandbox's ledger), over owners. */
+  readonly ownerCycleMs: number;
+  /** With one owner: the service's own median time per transfer call (latency + its chain). */
+  readonly callMs?: number | undefined;
+  /** How many owners the ledger shows paying. */
+  readonly ownersPaying: number;
+};
 
 export type OwnersResult = {
   readonly latencyMs: number;
@@ -19,9 +30,23 @@ export type OwnersResult = {
   readonly counts: readonly {
     readonly owners: number;
     readonly rows: number;
-    readonly runs: readonly FlowRun[];
+    readonly runs: readonly OwnersRun[];
   }[];
 };
+
+/** Per owner, the median gap between its consecutive acceptances; the median of those. */
+async function ownerCycles(sandbox: SandboxProcess): Promise<{ cycleMs: number; owners: number }> {
+  const byOwner = new Map<string, number[]>();
+  for (const e of await sandbox.admin.ledger()) {
+    if (e.kind !== 'evm') continue;
+    byOwner.set(e.owner, [...(byOwner.get(e.owner) ?? []), e.at]);
+  }
+  const cycles = [...byOwner.values()].map((ats) => {
+    const sorted = [...ats].sort((a, b) => a - b);
+    return median(sorted.slice(1).map((t, i) => t - (sorted[i] as number)));
+  });
+  return { cycleMs: median(cycles), owners: byOwner.size };
+}
 
 /** Throwaway keys, the same every run (keccak of a label): never funded anywhere but the sandbox. */
 export function benchOwnerKeys(n: number): string[] {
@@ -39,7 +64,7 @@ export async function benchOwners(
 ): Promise<OwnersResult> {
   const concurrency = p.concurrency ?? EVM_CONCURRENCY;
   const sandbox = await startBenchSandbox(REALISTIC_LATENCY_MS);
-  const counts: { owners: number; rows: number; runs: FlowRun[] }[] = [];
+  const counts: { owners: number; rows: number; runs: OwnersRun[] }[] = [];
   try {
     const slowCtx: Context = { ...ctx, sandbox };
     for (const owners of OWNER_COUNTS) {
@@ -48,9 +73,18 @@ export async function benchOwners(
         WORKER_CONCURRENCY: String(concurrency),
         EVM_PRIVATE_KEY: benchOwnerKeys(owners).join(','),
       };
-      const runs: FlowRun[] = [];
+      const runs: OwnersRun[] = [];
       for (let i = 0; i < p.runs; i++) {
-        const r = await runProductBatch(slowCtx, { rows, workers: 1, env, name: `owners-${owners}-${i}` });
+        const flow = await runProductBatch(slowCtx, { rows, workers: 1, env, name: `owners-${owners}-${i}` });
+        const { commands: _commands, inspected: _inspected, ...r0 } = flow;
+        const cycles = await ownerCycles(sandbox);
+        const serial = owners === 1 ? await serialSection(sandbox, rows.length) : undefined;
+        const r: OwnersRun = {
+          ...r0,
+          ownerCycleMs: cycles.cycleMs,
+          ownersPaying: cycles.owners,
+          callMs: serial?.callMs,
+        };
         runs.push(r);
         ctx.log(
           `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s)`,
