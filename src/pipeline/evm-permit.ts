@@ -34,10 +34,11 @@ export async function signPermit(
 ): Promise<PermitPayload> {
   const deadline = BigInt(Math.floor(ctx.now() / 1000) + ctx.deps.config.permitDeadlineSeconds);
   const permit = await signer.signPermit({ chain, amount: rec.amount, nonce, deadline });
-  const when = what === 'prepared' ? ` (sent once nonce ${nonce - 1n} is accepted)` : '';
+  // The line reads the same either way (ops tools match it); a prepared permit says when it goes.
+  const when = what === 'prepared' ? ` (prepared: sent once nonce ${nonce - 1n} is accepted)` : '';
   ctx.report(
     'sign',
-    `permit ${what}: ${chain}, owner ${permit.owner}, spender ${permit.spender}, value ${formatUsdc(rec.amount)} USDC, nonce ${permit.nonce}, deadline ${isoOfSeconds(permit.deadline)}${when}`,
+    `permit signed: ${chain}, owner ${permit.owner}, spender ${permit.spender}, value ${formatUsdc(rec.amount)} USDC, nonce ${permit.nonce}, deadline ${isoOfSeconds(permit.deadline)}${when}`,
   );
   return permit;
 }
