@@ -50,9 +50,11 @@ export async function leaseAnOwner(
   if (fixed !== null) {
     const signer = evm.signers.find((s) => s.address === fixed);
     if (!signer) {
-      throw new Later(
-        30_000,
+      // Queued again, with the reason shown, for a worker that has that owner's key.
+      return await waitQueued(
+        ctx,
         `owner ${fixed} signed this transfer's permit and only it may sign again; this worker has no key for it`,
+        jittered(ctx, 30_000),
         'no_key',
       );
     }

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/config.ts';
+import { Secret, type Config } from '../../src/config/config.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { TransferRequest } from '../../src/domain/transfer.ts';
 import { createLogger } from '../../src/log/logger.ts';
@@ -188,6 +188,30 @@ describe('pipeline decisions', () => {
     await t3.write('b3b');
     expect(await t3.drive('b3b', 'b')).toBe('submitted');
     expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
+  });
+
+  it('keeps a transfer’s owner through retry: a worker without that owner’s key leaves it queued, one with it pays', async () => {
+    const wrong = { ...config, permitSpender: randomEvmAddress(), permitSpenderByChain: {} } as Config;
+    const t = await setup({ config: wrong });
+    t.add({ id: 'a', from: 'BASE', to: 'ARB', amount: 5_000_000n, recipient: randomEvmAddress() });
+    await t.write('b7');
+    expect(await t.drive('b7', 'a')).toBe('failed');
+    expect((await t.store.load('b7', 'a'))?.raw['owner']).toBe(TEST_EVM_ADDRESS);
+    await retryBatch({ redis: client, prefix, jobs: t.jobs, actor: 'test', config }, 'b7');
+    // retry keeps the owner: only its key may sign this transfer again.
+    expect((await t.store.load('b7', 'a'))?.raw['owner']).toBe(TEST_EVM_ADDRESS);
+    const other = await setup({
+      config: { evmPrivateKeys: [new Secret(`0x${'11'.repeat(32)}`)] },
+    });
+    const out = await runTransfer(other.deps, 'b7', 'a');
+    expect(out).toMatchObject({ kind: 'later', wait: 'no_key' });
+    const waiting = await t.store.load('b7', 'a');
+    expect(waiting?.state).toBe('queued');
+    expect(waiting?.raw['wait_reason']).toMatch(/only it may sign again; this worker has no key for it/);
+    expect(sandbox.ledger()).toHaveLength(0);
+    const mine = await setup();
+    expect(await mine.drive('b7', 'a')).toBe('submitted');
+    expect(sandbox.ledger().map((e) => e.owner)).toEqual([TEST_EVM_ADDRESS]);
   });
 
   it('fails a transfer within the deadline when the service keeps answering 503, paying nothing', async () => {
