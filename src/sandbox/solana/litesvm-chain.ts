@@ -66,7 +66,7 @@ export async function startLiteSvmChain(deps: LiteSvmChainDeps): Promise<Sandbox
     mint,
     tokenProgram: TOKEN_PROGRAM_ADDRESS,
   });
-  const s: LiteSvmState = { deps, feePayer, mint, deposit, svm: new LiteSVM(), met: new Set(), counter: 0 };
+  const s: LiteSvmState = { deps, feePayer, mint, deposit, svm: new LiteSVM(), met: new Map(), counter: 0 };
   await genesis(s);
   return liteSvmApi(s);
 }
@@ -80,7 +80,7 @@ function liteSvmApi(s: LiteSvmState): SandboxSolanaChain {
     signAsFeePayer: async (message) => await signBytes(s.feePayer.keyPair.privateKey, message),
     execute: async (wire) => execute(s, wire),
     pay: async (owner, amount) => {
-      s.met.add(owner);
+      if (!s.met.has(owner)) s.met.set(owner, Promise.resolve());
       return await mintTo(s, address(owner), amount);
     },
     balanceOf: async (owner) => tokenBalance(s, await usdcAccountOf(s, address(owner))),
@@ -90,7 +90,7 @@ function liteSvmApi(s: LiteSvmState): SandboxSolanaChain {
     rpc: async (body) => handleSolanaRpc(s, body),
     reset: async () => {
       s.svm = new LiteSVM();
-      s.met = new Set();
+      s.met = new Map();
       await genesis(s);
     },
     close: async () => {},
@@ -152,10 +152,17 @@ async function mintTo(s: LiteSvmState, owner: Address, amount: bigint): Promise<
   return outcome.signature;
 }
 
+/**
+ * Funds `owner` the first time the sandbox meets it. A second meet while that funding is under way
+ * waits for it: a transaction built for the owner must never reach the runtime before the owner's
+ * USDC account exists (it would fail InvalidAccountData, as three rows of a batch once did).
+ */
 async function meet(s: LiteSvmState, owner: Address): Promise<void> {
-  if (s.met.has(owner)) return;
-  s.met.add(owner);
-  await mintTo(s, owner, fundingAmount(s.deps.config()));
+  const met = s.met.get(owner);
+  if (met) return await met;
+  const funding = mintTo(s, owner, fundingAmount(s.deps.config())).then(() => undefined);
+  s.met.set(owner, funding);
+  await funding;
 }
 
 function tokenBalance(s: LiteSvmState, token: Address): bigint {
@@ -165,7 +172,8 @@ function tokenBalance(s: LiteSvmState, token: Address): bigint {
 }
 
 async function setBalance(s: LiteSvmState, owner: Address, amount: bigint): Promise<void> {
-  s.met.add(owner);
+  await s.met.get(owner);
+  s.met.set(owner, Promise.resolve());
   const token = await usdcAccountOf(s, owner);
   const current = tokenBalance(s, token);
   if (amount >= current) {

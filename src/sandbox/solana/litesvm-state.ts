@@ -16,7 +16,8 @@ export type LiteSvmState = {
   readonly mint: Address;
   readonly deposit: Address;
   svm: LiteSVM;
-  met: Set<string>;
+  /** Owners met (funded, or being funded): a later meet waits for that funding to land. */
+  met: Map<string, Promise<void>>;
   /** Makes each of the sandbox's own transactions unique (LiteSVM refuses an identical one). */
   counter: number;
 };
