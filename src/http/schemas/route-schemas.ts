@@ -128,19 +128,24 @@ export const batchesListSchema: FastifySchema = {
   },
 };
 
+/** A page of one batch's rows: a state filter, a page size, and the cursor the previous page gave. */
+function batchPageQuery(pageDefault: number, pageMax: number) {
+  return {
+    type: 'object',
+    properties: {
+      state: { type: 'string', enum: [...TRANSFER_STATES] },
+      limit: { type: 'integer', minimum: 1, maximum: pageMax, default: pageDefault },
+      cursor: { type: 'string', pattern: '^[0-9]{1,12}$', description: "the previous page's next_cursor" },
+    },
+  } as const;
+}
+
 export function batchStatusSchema(pageDefault: number, pageMax: number): FastifySchema {
   return {
     tags: ['batches'],
     summary: 'The status document of one batch, paged',
     params: batchIdParams,
-    querystring: {
-      type: 'object',
-      properties: {
-        state: { type: 'string', enum: [...TRANSFER_STATES] },
-        limit: { type: 'integer', minimum: 1, maximum: pageMax, default: pageDefault },
-        cursor: { type: 'string', pattern: '^[0-9]{1,12}$', description: "the previous page's next_cursor" },
-      },
-    },
+    querystring: batchPageQuery(pageDefault, pageMax),
     response: {
       200: jsonAnswer('counts and totals cover the whole batch; transfers are one page', {
         $ref: 'StatusDocument#',
@@ -340,14 +345,7 @@ export const uiBatchSchema = (pageDefault: number, pageMax: number): FastifySche
   summary: 'One batch and a page of its rows, for people',
   security: pageSecurity,
   params: batchIdParams,
-  querystring: {
-    type: 'object',
-    properties: {
-      state: { type: 'string', enum: [...TRANSFER_STATES] },
-      limit: { type: 'integer', minimum: 1, maximum: pageMax, default: pageDefault },
-      cursor: { type: 'string', pattern: '^[0-9]{1,12}$' },
-    },
-  },
+  querystring: batchPageQuery(pageDefault, pageMax),
   response: { 200: html('the batch page'), 400: html('a bad filter or cursor'), 404: html('no such batch') },
 });
 
