@@ -62,8 +62,7 @@ export async function abandonTransfer(
     'finalized an abandoned transfer',
   );
   if (mayHaveMoved) await presumeUsed(deps, rec);
-  else if (deps.evm?.balances && isEvmChain(rec.from) && rec.raw['owner'])
-    await deps.evm.balances.release(rec.from, rec.raw['owner'], `${batchId}/${transferId}`);
+  else await deps.evm?.balances?.releaseOf(rec);
   if (res.completedGeneration !== null)
     await deps.hooks?.onBatchCompleted?.(batchId, res.completedGeneration);
   if (mayHaveMoved) await deps.hooks?.onNeedsReview?.(batchId, transferId, settleAt);

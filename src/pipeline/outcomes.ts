@@ -1,4 +1,3 @@
-import { isEvmChain } from '../domain/chains.ts';
 import type { TransferState } from '../domain/transfer.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
 import { Later, type Ctx } from './context.ts';
@@ -88,9 +87,7 @@ async function releaseOwnerBalance(ctx: Ctx): Promise<void> {
   const balances = ctx.deps.evm?.balances;
   if (!balances) return;
   const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
-  const owner = rec?.raw['owner'];
-  if (!rec || !owner || !isEvmChain(rec.from)) return;
-  await balances.release(rec.from, owner, `${ctx.batchId}/${ctx.transferId}`);
+  if (rec) await balances.releaseOf(rec);
 }
 
 /** A final transition out of `needs_review`, settled from the chain or the status route. */

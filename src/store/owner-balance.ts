@@ -156,6 +156,10 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
     async release(chain: EvmChain, owner: string, holder: string): Promise<void> {
       await redis.hdel(key(chain, owner), holder);
     },
+    /** Drops the reservation of a transfer that ends without paying, on the owner its record names. */
+    async releaseOf(rec: ReservingTransfer): Promise<void> {
+      await releaseOwnerReservation(redis, prefix, rec);
+    },
   };
 }
 
