@@ -5,7 +5,7 @@ import type { Config } from '../config/config.ts';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
-import { createChainReader, redactUrl } from '../signing/evm/chain-reader.ts';
+import { createChainReader, minedBlocks, redactUrl } from '../signing/evm/chain-reader.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { postJsonRpc } from '../signing/json-rpc.ts';
@@ -222,17 +222,7 @@ async function notYetMined(
   entries: readonly Reserved[],
   reader: ReturnType<typeof createChainReader>,
 ): Promise<Reserved[]> {
-  const withTx = entries.filter((e) => e.txHash !== null).slice(0, RECEIPTS_READ);
-  const mined = new Set<string>();
-  await Promise.all(
-    withTx.map(async (e) => {
-      try {
-        if (typeof (await reader.txBlock(chain, e.txHash as string)) === 'bigint') mined.add(e.holder);
-      } catch {
-        // unreadable: it stays counted
-      }
-    }),
-  );
+  const mined = await minedBlocks(reader, chain, entries, RECEIPTS_READ);
   return entries.filter((e) => !mined.has(e.holder));
 }
 

@@ -7,6 +7,7 @@ import {
   SigningError,
   SIGNING_ERROR_CODES,
 } from '../signing/errors.ts';
+import { minedBlocks } from '../signing/evm/chain-reader.ts';
 import type { EvmSigner, NonceLease } from '../signing/types.ts';
 import type { BalanceReading, OwnerBalances } from '../store/owner-balance.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
@@ -308,6 +309,8 @@ async function readBalance(
 
 /** Receipts are looked up at most this often per (chain, owner) in one process. */
 const LEARN_EVERY_MS = 1_000;
+/** Receipts read per look at most. */
+const RECEIPTS_PER_LOOK = 50;
 const lastLearned = new Map<string, number>();
 
 /**
@@ -321,13 +324,13 @@ async function learnMined(ctx: Ctx, chain: EvmChain, owner: string, balances: Ow
   if (Date.now() - last < LEARN_EVERY_MS) return;
   lastLearned.set(key, Date.now());
   try {
-    const pending = (await balances.pending(chain, owner)).filter((e) => e.txHash !== null).slice(0, 50);
+    const pending = await balances.pending(chain, owner);
+    const mined = await minedBlocks(ctx.deps.evm!.chain, chain, pending, RECEIPTS_PER_LOOK);
+    const hashOf = new Map(pending.map((e) => [e.holder, e.txHash as string]));
     await Promise.all(
-      pending.map(async (e) => {
-        const block = await ctx.deps.evm!.chain.txBlock(chain, e.txHash as string);
-        if (typeof block === 'bigint')
-          await balances.noteMined(chain, owner, e.holder, e.txHash as string, block);
-      }),
+      [...mined].map(([holder, block]) =>
+        balances.noteMined(chain, owner, holder, hashOf.get(holder) as string, block),
+      ),
     );
   } catch (err) {
     ctx.log.debug(

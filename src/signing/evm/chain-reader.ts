@@ -190,6 +190,31 @@ async function readTxBlock(ep: Endpoint, hash: string): Promise<bigint | null> {
   return typeof n === 'string' && QUANTITY.test(n) ? BigInt(n) : null;
 }
 
+/**
+ * The blocks the first `max` of these transactions were mined in, by key: one receipt read each; a
+ * transaction without a hash, not mined yet, or whose receipt cannot be read is left out.
+ */
+export async function minedBlocks(
+  reader: Pick<ChainReader, 'txBlock'>,
+  chain: EvmChain,
+  txs: readonly { readonly holder: string; readonly txHash: string | null }[],
+  max: number,
+): Promise<Map<string, bigint>> {
+  const mined = new Map<string, bigint>();
+  const withTx = txs.filter((t) => t.txHash !== null).slice(0, max);
+  await Promise.all(
+    withTx.map(async (t) => {
+      try {
+        const block = await reader.txBlock(chain, t.txHash as string);
+        if (typeof block === 'bigint') mined.set(t.holder, block);
+      } catch {
+        // unreadable now: left out
+      }
+    }),
+  );
+  return mined;
+}
+
 /** eth_call of USDC's views over `EVM_RPC_URL_<CHAIN>` (plain JSON-RPC over fetch, short timeouts). */
 export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
   let id = 0;
