@@ -261,6 +261,20 @@ function readPerChain(r: EnvReader): {
   return { permitSpenderByChain, evmRpcUrl };
 }
 
+/** The shortest token or secret accepted (README, HTTP API): a guessable one is refused at start. */
+export const MIN_SECRET_LENGTH = 16;
+
+/** A token or secret shorter than MIN_SECRET_LENGTH is a problem saying how to make a good one. */
+function checkSecretLength(r: EnvReader, problem: Problem, name: string): void {
+  const v = r.str(name);
+  if (v !== undefined && v.length < MIN_SECRET_LENGTH) {
+    problem(
+      name,
+      `is shorter than ${MIN_SECRET_LENGTH} characters: use a random one, e.g. \`openssl rand -hex 32\``,
+    );
+  }
+}
+
 /** The HTTP API's bearer tokens: the approver's must differ from the hook's. */
 function readTokens(
   r: EnvReader,
@@ -269,13 +283,14 @@ function readTokens(
   const approver = r.str('APPROVER_TOKEN');
   const hook = r.str('HOOK_TOKEN');
   if (approver !== undefined && approver === hook) problem('APPROVER_TOKEN', 'must differ from HOOK_TOKEN');
-  // No minimum length is imposed (PRODUCT.md sets none); `serve` warns about short tokens.
   for (const [name, v] of [
     ['APPROVER_TOKEN', approver],
     ['HOOK_TOKEN', hook],
   ] as const) {
     if (v !== undefined && /\s/.test(v)) problem(name, 'must not contain spaces');
   }
+  for (const name of ['APPROVER_TOKEN', 'HOOK_TOKEN', 'HOOK_HMAC_SECRET'])
+    checkSecretLength(r, problem, name);
   return {
     hookToken: hook !== undefined ? new Secret(hook) : undefined,
     approverToken: approver !== undefined ? new Secret(approver) : undefined,
