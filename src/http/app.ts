@@ -21,6 +21,7 @@ import { parseJsonBody } from './json-body.ts';
 import {
   clientOf,
   drainRefusedBody,
+  escapeJsonAnswer,
   loggedUrl,
   repeatedQueryParam,
   securityHeaders,
@@ -62,6 +63,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   capConnections(app.server, deps.config, deps.logger);
   app.addHook('onSend', closeAfterRefusal);
   app.addHook('onSend', securityHeaders);
+  app.addHook('onSend', escapeJsonAnswer);
   app.addHook('onSend', async (request, reply, payload) => {
     if (reply.statusCode === 413) {
       // Fastify closes the connection after any body it could not parse; a 413's is drained

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { escapeJsonControls } from '../domain/text.ts';
 
 /*
  * Guards every answer of the HTTP API shares, whatever its route: headers that keep browsers and
@@ -16,6 +17,19 @@ export async function securityHeaders<T>(_request: unknown, reply: FastifyReply,
   reply.header('x-content-type-options', 'nosniff');
   reply.header('cache-control', 'no-store');
   return payload;
+}
+
+/**
+ * An `onSend` hook: a JSON answer carries DEL, C1, bidirectional and zero-width characters as
+ * `\uXXXX` escapes (JSON.stringify leaves them raw): the same value for a JSON reader, but text
+ * stored before such characters were refused (a recipient's label, a memo) cannot drive a terminal
+ * or turn text around where the answer is printed.
+ */
+export async function escapeJsonAnswer<T>(_request: unknown, reply: FastifyReply, payload: T): Promise<T> {
+  if (typeof payload !== 'string') return payload;
+  const type = reply.getHeader('content-type');
+  if (typeof type !== 'string' || !type.startsWith('application/json')) return payload;
+  return escapeJsonControls(payload) as T;
 }
 
 /** The first query parameter given more than once (`?batch_id=x&batch_id=y`), or undefined. */

@@ -222,6 +222,77 @@ describe('usdc-batch serve under hostile input', () => {
     }
   });
 
+  it('refuses bidi, zero-width and C1 characters in memos and labels, at their line and column', async () => {
+    const csv = await api.call('/v1/batches', {
+      method: 'POST',
+      token: TOKEN,
+      headers: { 'content-type': 'text/csv' },
+      body: `from,to,amount,recipient,memo\nBASE,BASE,1.00,${EVM[0]},ok\nBASE,BASE,2.00,${EVM[1]},Invoice \u202efdp.exe\n`,
+    });
+    expect(csv.status).toBe(422);
+    expect(((await csv.json()) as { errors: unknown[] }).errors).toEqual([
+      {
+        line: 3,
+        column: 'memo',
+        message:
+          'memo contains a bidirectional text control (U+202E at character 9); a memo is plain text on one line',
+      },
+    ]);
+    const approver = { authorization: `Bearer ${APPROVER}`, 'content-type': 'application/json' };
+    const one = await api.call('/v1/recipients', {
+      method: 'POST',
+      headers: approver,
+      body: JSON.stringify({ address: EVM[0], label: 'Acme\u0085payroll' }),
+    });
+    expect(one.status).toBe(422);
+    expect(((await one.json()) as { message: string }).message).toBe(
+      'label contains a control character (U+0085 at character 5); a label is plain text on one line',
+    );
+    const list = await api.call('/v1/recipients', {
+      method: 'POST',
+      headers: { ...approver, 'content-type': 'text/csv' },
+      body: `address,label\n${EVM[0]},Acme\n${EVM[1]},Pay\u200broll\n`,
+    });
+    expect(list.status).toBe(422);
+    expect(((await list.json()) as { errors: unknown[] }).errors).toEqual([
+      {
+        line: 3,
+        column: 'label',
+        message:
+          'label contains an invisible (zero-width) character (U+200B at character 4); a label is plain text on one line',
+      },
+    ]);
+    const cliAdd = await runCli(['recipients', 'add', EVM[2], '--label', 'Acme\u2066x'], cli.env(prefix));
+    expect(cliAdd.code).toBe(1);
+    expect(cliAdd.stderr + cliAdd.stdout).toContain('label contains a bidirectional text control (U+2066');
+    expect(await cli.redis.hlen(`${prefix}:recipients`)).toBe(0);
+  });
+
+  it('never returns a stored label’s control or invisible characters raw: GET /v1/recipients, recipients list --json and the table', async () => {
+    // A label stored before such characters were refused.
+    const label = 'Acme\u202eyllorap\u0085\u200b';
+    await cli.redis.hset(
+      `${prefix}:recipients`,
+      `evm:${EVM[3].toLowerCase()}`,
+      JSON.stringify({ address: EVM[3], family: 'evm', label, added_by: 'cli:old', added_at: 1, via: 'add' }),
+    );
+    const raw = /[\u0080-\u009f\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/;
+    const res = await api.call('/v1/recipients', { token: TOKEN });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(text).not.toMatch(raw);
+    expect(text).toContain('Acme\\u202eyllorap\\u0085\\u200b');
+    expect((JSON.parse(text) as { recipients: { label: string }[] }).recipients[0]?.label).toBe(label);
+    const json = await runCli(['recipients', 'list', '--json'], cli.env(prefix));
+    expect(json.code).toBe(0);
+    expect(json.stdout).not.toMatch(raw);
+    expect((JSON.parse(json.stdout) as { recipients: { label: string }[] }).recipients[0]?.label).toBe(label);
+    const table = await runCli(['recipients', 'list'], cli.env(prefix));
+    expect(table.stdout).not.toMatch(raw);
+    expect(table.stdout).toContain('Acme\\u202eyllorap\\x85\\u200b');
+    await cli.redis.del(`${prefix}:recipients`);
+  });
+
   it('never writes a secret sent in a query string to its log', async () => {
     const secret = 'querysecret-0123456789abcdef';
     const a = await rawRequest(port, `/v1/batches?token=${secret}&access_token=${secret}&state=failed`);
