@@ -351,6 +351,7 @@ function readHttpServer(
   | 'httpRequestTimeoutMs'
   | 'httpIdleTimeoutMs'
   | 'httpMaxConnections'
+  | 'httpAuthFailureLimit'
 > {
   const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
   if (isIP(host) === 0 && !isHostName(host)) {
@@ -369,6 +370,7 @@ function readHttpServer(
     httpRequestTimeoutMs: request,
     httpIdleTimeoutMs: r.int('HTTP_IDLE_TIMEOUT_MS', DEFAULTS.HTTP_IDLE_TIMEOUT_MS, 100, 600_000),
     httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', DEFAULTS.HTTP_MAX_CONNECTIONS, 1, 1_000_000),
+    httpAuthFailureLimit: r.int('HTTP_AUTH_FAILURE_LIMIT', DEFAULTS.HTTP_AUTH_FAILURE_LIMIT, 0, 1_000_000),
   };
 }
 

@@ -16,7 +16,13 @@ import type { AppDeps, RouteAuth, RouteDeps, RoutePlugin } from './route-deps.ts
 import { registerOpenApi } from './openapi.ts';
 import { ROUTES } from './routes/index.ts';
 import { capConnections, closeAfterRefusal, serverTimeouts } from './server-limits.ts';
-import { blockedFor, createAuthFailures, noteAuthFailure, type AuthFailures } from './auth-failures.ts';
+import {
+  AUTH_FAILURE_LIMITS,
+  blockedFor,
+  createAuthFailures,
+  noteAuthFailure,
+  type AuthFailures,
+} from './auth-failures.ts';
 import { parseJsonBody } from './json-body.ts';
 import {
   clientOf,
@@ -32,8 +38,6 @@ export type AppOptions = {
   readonly bodyLimit?: number;
   /** Routes added after the built-in ones of `routes/index.ts`. */
   readonly extraRoutes?: readonly RoutePlugin[];
-  /** The count of failed authentications per client (a fresh one by default). */
-  readonly authFailures?: AuthFailures;
 };
 
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
@@ -45,7 +49,7 @@ export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
  */
 export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
-  const failures = options.authFailures ?? createAuthFailures();
+  const failures = createAuthFailures({ ...AUTH_FAILURE_LIMITS, limit: deps.config.httpAuthFailureLimit });
   const now = deps.now ?? Date.now;
   const gate = (request: FastifyRequest, reply: FastifyReply, auth: RouteAuth) =>
     gateRequest({ config: deps.config, failures, now }, request, reply, auth);

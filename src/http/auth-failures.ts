@@ -8,7 +8,7 @@
  */
 
 export type AuthFailureLimits = {
-  /** Failures within the window that block a client. */
+  /** Failures within the window that block a client (HTTP_AUTH_FAILURE_LIMIT); 0 never blocks. */
   readonly limit: number;
   readonly windowMs: number;
   /** How long a blocked client is answered 429. */
@@ -50,6 +50,7 @@ export function blockedFor(failures: AuthFailures, client: string, now: number):
 /** Counts a failed authentication of `client`; the `limit`-th within the window blocks it. */
 export function noteAuthFailure(failures: AuthFailures, client: string, now: number): void {
   const { limits, clients } = failures;
+  if (limits.limit === 0) return;
   let entry = clients.get(client);
   if (!entry) {
     if (clients.size >= limits.maxClients) forgetOldest(failures, now);
