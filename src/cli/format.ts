@@ -53,8 +53,9 @@ export function plainText(message: string): string {
 }
 
 /**
- * A JSON document for stdout: indented (or one line with `compact`), with DEL and C1 characters
- * escaped as `\u00XX` too (JSON.stringify escapes only C0): the same value, safe on a terminal.
+ * A JSON document for stdout: indented (or one line with `compact`), with DEL, C1, bidirectional
+ * and zero-width characters escaped as `\uXXXX` too (JSON.stringify escapes only C0): the same
+ * value, safe on a terminal.
  */
 export function jsonText(doc: unknown, options: { compact?: boolean } = {}): string {
   return escapeJsonControls(JSON.stringify(doc, null, options.compact ? undefined : 2));

@@ -281,6 +281,20 @@ function readPerChain(r: EnvReader): {
   return { permitSpenderByChain, evmRpcUrl };
 }
 
+/** The shortest token or secret accepted (README, HTTP API): a guessable one is refused at start. */
+export const MIN_SECRET_LENGTH = 16;
+
+/** A token or secret shorter than MIN_SECRET_LENGTH is a problem saying how to make a good one. */
+function checkSecretLength(r: EnvReader, problem: Problem, name: string): void {
+  const v = r.str(name);
+  if (v !== undefined && v.length < MIN_SECRET_LENGTH) {
+    problem(
+      name,
+      `is shorter than ${MIN_SECRET_LENGTH} characters: use a random one, e.g. \`openssl rand -hex 32\``,
+    );
+  }
+}
+
 /** The HTTP API's bearer tokens: the approver's must differ from the hook's. */
 function readTokens(
   r: EnvReader,
@@ -289,13 +303,14 @@ function readTokens(
   const approver = r.str('APPROVER_TOKEN');
   const hook = r.str('HOOK_TOKEN');
   if (approver !== undefined && approver === hook) problem('APPROVER_TOKEN', 'must differ from HOOK_TOKEN');
-  // No minimum length is imposed (PRODUCT.md sets none); `serve` warns about short tokens.
   for (const [name, v] of [
     ['APPROVER_TOKEN', approver],
     ['HOOK_TOKEN', hook],
   ] as const) {
     if (v !== undefined && /\s/.test(v)) problem(name, 'must not contain spaces');
   }
+  for (const name of ['APPROVER_TOKEN', 'HOOK_TOKEN', 'HOOK_HMAC_SECRET'])
+    checkSecretLength(r, problem, name);
   return {
     hookToken: hook !== undefined ? new Secret(hook) : undefined,
     approverToken: approver !== undefined ? new Secret(approver) : undefined,
@@ -356,6 +371,7 @@ function readHttpServer(
   | 'httpRequestTimeoutMs'
   | 'httpIdleTimeoutMs'
   | 'httpMaxConnections'
+  | 'httpAuthFailureLimit'
 > {
   const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
   if (isIP(host) === 0 && !isHostName(host)) {
@@ -374,6 +390,7 @@ function readHttpServer(
     httpRequestTimeoutMs: request,
     httpIdleTimeoutMs: r.int('HTTP_IDLE_TIMEOUT_MS', DEFAULTS.HTTP_IDLE_TIMEOUT_MS, 100, 600_000),
     httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', DEFAULTS.HTTP_MAX_CONNECTIONS, 1, 1_000_000),
+    httpAuthFailureLimit: r.int('HTTP_AUTH_FAILURE_LIMIT', DEFAULTS.HTTP_AUTH_FAILURE_LIMIT, 0, 1_000_000),
   };
 }
 

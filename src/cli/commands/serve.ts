@@ -14,13 +14,6 @@ import { EXIT } from '../exit-codes.ts';
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { hook: true });
   const logger = createLogger(config.logLevel);
-  for (const [name, token] of [
-    ['HOOK_TOKEN', config.hookToken],
-    ['APPROVER_TOKEN', config.approverToken],
-  ] as const) {
-    if (token && token.reveal().length < 16)
-      logger.warn({ variable: name }, `${name} is short: use 16+ random characters`);
-  }
   const redis = createRedis(config.redisUrl, { role: 'client', logger, quiet: true });
   try {
     await waitForRedis(redis, config.redisUrl);
