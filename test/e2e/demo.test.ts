@@ -73,7 +73,9 @@ describe('usdc-batch demo', () => {
     const dir = mkdtempSync(join(tmpdir(), 'usdc-demo-cwd-'));
     try {
       const before = processesMentioning('usdc-batch-demo-');
-      const res = await runCli(['demo'], { REDIS_URL: undefined }, { cwd: dir, timeoutMs: 120_000 });
+      // Under a minute on a quiet machine; the bound is generous for a busy one (the demo starts
+      // Redis, four anvils, LiteSVM and a worker).
+      const res = await runCli(['demo'], { REDIS_URL: undefined }, { cwd: dir, timeoutMs: 280_000 });
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout).toMatch(/started a private, durable Redis/);
       expect(res.stdout.match(/submitted\s+int_/g)?.length).toBe(8);
@@ -111,5 +113,5 @@ describe('usdc-batch demo', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 300_000);
 });

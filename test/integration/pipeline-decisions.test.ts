@@ -75,7 +75,14 @@ describe('pipeline decisions', () => {
     prefix = `pd${++n}`;
   });
 
-  async function setup(options: { policy?: PipelinePolicy; config?: Partial<Config>; redis?: Redis } = {}) {
+  /**
+   * `lostAnswers`: the test makes the service hang, and each lost answer costs the client's response
+   * timeout, so it is short (500 ms); otherwise it is generous, so that a real transfer on a busy
+   * machine is not taken for a lost answer.
+   */
+  async function setup(
+    options: { policy?: PipelinePolicy; config?: Partial<Config>; redis?: Redis; lostAnswers?: boolean } = {},
+  ) {
     const cfg = { ...config, ...options.config } as Config;
     const store = createTransferStore({ redis: options.redis ?? client, prefix });
     const chain = createChainReader({ config: cfg });
@@ -85,7 +92,7 @@ describe('pipeline decisions', () => {
       service: createServiceClient({
         baseUrl: sandbox.url,
         apiKey: cfg.transferApiKey!,
-        responseTimeoutMs: 500,
+        responseTimeoutMs: options.lostAnswers ? 500 : 15_000,
       }),
       evm: {
         signers: [createEvmSigner({ config: cfg, chainReader: chain })],
@@ -227,7 +234,7 @@ describe('pipeline decisions', () => {
   });
 
   it('gives up after bounded identical re-sends when answers keep getting lost: needs_review, never a new permit', async () => {
-    const t = await setup();
+    const t = await setup({ lostAnswers: true });
     t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 7_000_000n, recipient: randomEvmAddress() });
     await t.write('b5');
     sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
@@ -241,7 +248,7 @@ describe('pipeline decisions', () => {
   it('settles a needs_review permit as failed only from a block past its deadline showing the nonce unused; retry then pays it once', async () => {
     // A 2 s deadline (below PERMIT_DEADLINE_SECONDS' minimum, set directly) so the test waits
     // seconds, not minutes, for the deadline to pass.
-    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config> });
+    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config>, lostAnswers: true });
     t.add({ id: 'a', from: 'BASE', to: 'POLYGON', amount: 3_000_000n, recipient: randomEvmAddress() });
     await t.write('b6');
     sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
@@ -330,6 +337,7 @@ describe('pipeline decisions', () => {
     const t = await setup({
       config: { permitDeadlineSeconds: 12 } as Partial<Config>,
       policy: { ...fast, maxAmbiguousResends: 1 },
+      lostAnswers: true,
     });
     for (const id of ['a', 'b', 'c'])
       t.add({ id, from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
@@ -366,6 +374,7 @@ describe('pipeline decisions', () => {
     const t = await setup({
       config: { permitDeadlineSeconds: 2 } as Partial<Config>,
       policy: { ...fast, maxAmbiguousResends: 1 },
+      lostAnswers: true,
     });
     t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
     await t.write('b13');
@@ -470,8 +479,12 @@ describe('pipeline decisions', () => {
           },
         },
       };
-      void runTransfer(dying, `b9${id}`, id);
-      await dead;
+      // If the run ends without reaching the record (a busy machine timing the call out, say), the
+      // test says so at once instead of waiting for ever.
+      const ended = runTransfer(dying, `b9${id}`, id).then((out) => {
+        throw new Error(`the dying worker ended (${JSON.stringify(out)}) before recording an answer`);
+      });
+      await Promise.race([dead, ended]);
       expect(sandbox.ledger()).toHaveLength(1);
       // Its locks die with it: the transfer lock and the nonce lease expire.
       await client.del(`${prefix}:t:b9${id}:${id}:lock`);
