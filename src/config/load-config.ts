@@ -7,7 +7,7 @@ import { checkEvmAddress, checkSolanaAddress } from '../domain/addresses.ts';
 import { decodeBase58 } from '../domain/base58.ts';
 import { parseAllowedHost } from '../domain/callback-url.ts';
 import { isHostName } from '../domain/host-name.ts';
-import { ConfigError } from '../domain/errors.ts';
+import { ConfigError, type ConfigProblem } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
 import {
   NEW_RECIPIENT_POLICIES,
@@ -72,7 +72,8 @@ function isConsistentSolanaKeypair(bytes: Uint8Array): boolean {
   }
 }
 
-type Problem = (variable: string, message: string) => void;
+/** Records a problem with a variable; `missing` when a required one is not set at all. */
+type Problem = (variable: string, message: string, missing?: boolean) => void;
 
 /** Typed reads of the environment; each malformed value is reported (as a problem) and ignored. */
 export type EnvReader = ReturnType<typeof createEnvReader>;
@@ -405,8 +406,9 @@ function readLogLevel(r: EnvReader, problem: Problem): string {
  * together as a ConfigError naming its variable. Secret values never appear in a message.
  */
 export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
-  const problems: { variable: string; message: string }[] = [];
-  const problem: Problem = (variable, message) => problems.push({ variable, message });
+  const problems: ConfigProblem[] = [];
+  const problem: Problem = (variable, message, missing) =>
+    problems.push(missing ? { variable, message, missing } : { variable, message });
   const r = createEnvReader(env, problem);
 
   const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:']) ?? DEFAULTS.REDIS_URL;
@@ -498,7 +500,7 @@ function reportMissing(
   reported: ReadonlySet<string>,
 ): void {
   const need = (name: string, present: unknown, why: string) => {
-    if (present === undefined && !reported.has(name)) problem(name, `is required ${why}`);
+    if (present === undefined && !reported.has(name)) problem(name, `is required ${why}`, true);
   };
   const anySpender =
     config.permitSpender !== undefined || Object.keys(config.permitSpenderByChain).length > 0;
@@ -537,6 +539,7 @@ function reportMissing(
         'EVM_PRIVATE_KEY / SOLANA_KEYPAIR_FILE',
         'a worker needs at least one signing key: EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE) for ' +
           'EVM-source rows, SOLANA_KEYPAIR_FILE (or SOLANA_PRIVATE_KEY) for SOLANA-source rows',
+        true,
       );
     }
     // Checked once the key itself is valid: a malformed key is the problem to fix first, and the
