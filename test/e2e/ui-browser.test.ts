@@ -75,6 +75,10 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
     expect(await row.locator('td[data-label="amount"]').textContent()).toBe(doc.totals.amount);
     expect(await row.locator('td[data-label="paid"]').textContent()).toBe(doc.totals.paid.amount);
     expect(await row.locator('[data-flag="complete"]').textContent()).toBe('complete');
+    // Complete is not good news: the failed row is what the outcome badge says, in the failed tone.
+    const outcome = row.locator('[data-flag="outcome"]');
+    expect((await outcome.textContent())?.trim()).toBe(`${doc.counts.failed} failed`);
+    expect(await outcome.getAttribute('data-tone')).toBe('failed');
     await page.screenshot({ path: join(shots, 'batches-desktop.png'), fullPage: true });
     await page.close();
   });
@@ -215,7 +219,9 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
       intervalMs: 500,
     });
     const page = await open(desktop, `/ui/batches/${batchId}`);
-    expect(await page.locator('[data-flag="settled"]').textContent()).toBe('settled');
+    expect((await page.locator('[data-flag="settled"]').textContent())?.trim()).toBe('intents settled');
+    // Settled speaks of the intents only: the batch still reads as having a failed row.
+    expect((await page.locator('[data-flag="outcome"]').textContent())?.trim()).toBe('1 failed');
     expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
     const first = doc.transfers.find((t) => t.state === 'submitted')!;
     expect(await page.locator(`tr[data-transfer="${first.id}"] [data-intent-status]`).textContent()).toBe(
