@@ -329,6 +329,13 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     expect((await stack.status(batchId)).transfers.find((t) => t.id === victim.id)?.intent_status).toBe(
       'failed',
     );
+    // The transfer job's own result says it too: dashboards reading job results are not left at pending.
+    const transferJob = await jobOf(victim);
+    expect(JSON.parse(transferJob.hash['returnvalue'] ?? '{}')).toMatchObject({
+      state: 'submitted',
+      intent_id: victim.intent_id,
+      intent_status: 'failed',
+    });
     const metrics = await scrape((text) => /^usdc_batch_intents_failed_total\{chain="BASE"\} 1$/m.test(text));
     expect(metrics).toMatch(/^usdc_batch_intents_failed_total\{chain="BASE"\} 1$/m);
   }, 120_000);
