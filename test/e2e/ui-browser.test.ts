@@ -68,7 +68,8 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
   it('lists the batch on /ui with its progress, totals and status', async () => {
     const page = await open(desktop, '/ui');
     const row = page.locator(`tr[data-batch="${batchId}"]`);
-    await expect.poll(() => row.count()).toBe(1);
+    // A fresh page's first query can take over a second on a busy machine.
+    await expect.poll(() => row.count(), { timeout: 15_000 }).toBe(1);
     expect(await row.locator('td[data-label="transfers"]').textContent()).toMatch(
       new RegExp(`^${doc.counts.submitted} submitted, ${doc.counts.failed} failed`),
     );
@@ -109,6 +110,14 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
     expect(
       await page.locator('tr[data-transfer="ui-tiny"] td[data-label="error / waiting for"]').textContent(),
     ).toMatch(/\S/);
+    // …and keeps its evidence folded under the error (the decision), as the status document has it;
+    // a plain submitted row has none.
+    const tiny = doc.transfers.find((t) => t.id === 'ui-tiny')!;
+    expect(tiny.evidence).toEqual([expect.stringMatching(/ failed: estimate_refused: /)]);
+    expect(await page.locator('tr[data-transfer="ui-tiny"] [data-evidence] li').allTextContents()).toEqual(
+      tiny.evidence,
+    );
+    expect(await page.locator(`tr[data-transfer="${first.id}"] [data-evidence]`).count()).toBe(0);
     expect(await page.locator('a[data-link="export"]').getAttribute('href')).toBe(
       `/ui/batches/${batchId}/export.csv`,
     );
