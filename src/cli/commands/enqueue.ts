@@ -33,7 +33,7 @@ import { createBatchReader, type BatchSummary } from '../../store/batch-reader.t
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { createRedis } from '../../store/redis.ts';
 import { withCli, type CliContext } from '../context.ts';
-import { intentsText, settledText, totalsLines } from '../batch-text.ts';
+import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
 
@@ -224,7 +224,7 @@ function waitedDocument(o: EnqueueOutcome, done: BatchSummary) {
 function printWaited(batchId: string, done: BatchSummary): void {
   const lines = [
     '',
-    `batch ${batchId} complete; settled: ${settledText(done.settled)}`,
+    `batch ${batchId} complete: ${outcomeText(done)}; intents settled: ${settledText(done.settled)}`,
     table(
       ['state', 'transfers'],
       FINAL_STATES.map((s) => [s, done.counts[s]]),
