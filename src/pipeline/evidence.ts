@@ -1,4 +1,5 @@
 import type { Ctx } from './context.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /**
  * Appends a line (with its time) to the transfer's evidence: what was seen, for needs_review. The
@@ -7,12 +8,7 @@ import type { Ctx } from './context.ts';
 export async function addEvidence(ctx: Ctx, line: string): Promise<void> {
   ctx.report(null, line);
   const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
-  let list: string[] = [];
-  try {
-    list = JSON.parse(rec?.raw['evidence'] ?? '[]') as string[];
-  } catch {
-    list = [];
-  }
+  const list = rec ? [...savedSteps(rec).evidence] : [];
   list.push(`${new Date(ctx.now()).toISOString()} ${line}`);
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { evidence: JSON.stringify(list.slice(-50)) });
 }

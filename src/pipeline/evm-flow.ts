@@ -2,12 +2,20 @@ import type { EvmChain } from '../domain/chains.ts';
 import type { PermitPayload } from '../service/types.ts';
 import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../signing/errors.ts';
 import type { EvmSigner, NonceLease } from '../signing/types.ts';
+import {
+  NO_REFUSAL,
+  permitPatch,
+  refusalPatch,
+  savedSteps,
+  type SavedSteps,
+  type TransferPatch,
+} from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { Later, loadRecord, type Ctx } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { afterRefusedPermit, type Refusal } from './evm-refused-permit.ts';
 import { holderOf, leaseAnOwner } from './evm-owner.ts';
-import { NO_REFUSAL, PERMIT_MIN_LIFE_MS, permitFields, preparePermit, signPermit } from './evm-permit.ts';
+import { PERMIT_MIN_LIFE_MS, preparePermit, signPermit } from './evm-permit.ts';
 import { addEvidence } from './evidence.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
 import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from './outcomes.ts';
@@ -37,7 +45,7 @@ export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
     prepared = await preparePermit(ctx, chain, owner, nonce);
     return prepared !== undefined;
   });
-  const ready = prepared?.raw['permit_nonce'] === lease.nonce.toString() ? prepared : undefined;
+  const ready = prepared && savedSteps(prepared).permitNonce === lease.nonce ? prepared : undefined;
   try {
     await reserveDailyOrStepBack(ctx, chain, rec, signer, lease);
     return await sendWithLease(ctx, chain, signer, lease, ready);
@@ -72,13 +80,10 @@ async function reserveDailyOrStepBack(
   }
 }
 
-function savedRefusal(rec: TransferRecord, permit: PermitPayload): Refusal | undefined {
-  if (rec.raw['refused_nonce'] !== permit.nonce || !rec.raw['refused_at']) return undefined;
-  return {
-    nonce: BigInt(permit.nonce),
-    at: Number(rec.raw['refused_at']),
-    reason: rec.raw['refusal'] ?? 'refused',
-  };
+function savedRefusal(steps: SavedSteps, permit: PermitPayload): Refusal | undefined {
+  const { refusal } = steps;
+  if (!refusal || refusal.nonce !== BigInt(permit.nonce)) return undefined;
+  return { nonce: refusal.nonce, at: refusal.at, reason: refusal.reason };
 }
 
 async function sendWithLease(
@@ -95,22 +100,23 @@ async function sendWithLease(
   for (;;) {
     const rec = first ?? (await loadRecord(ctx));
     first = undefined;
-    let permit = await keptPermit(ctx, rec, lease);
-    const refusal = permit && savedRefusal(rec, permit);
+    const steps = savedSteps(rec);
+    let permit = await keptPermit(ctx, steps, lease);
+    const refusal = permit && savedRefusal(steps, permit);
     if (refusal) {
       const out = await settleRefusal(ctx, chain, signer, lease, rec, refusal, ++refusals);
       if (out) return out;
       continue;
     }
-    permit = await unlessNearDeadline(ctx, rec, permit);
-    const prepared = Boolean(permit) && rec.raw['prepared'] === '1';
-    let gen = Number(rec.raw['payload_gen'] ?? 1);
-    let fresh: Record<string, string | number> | undefined;
+    permit = await unlessNearDeadline(ctx, steps, permit);
+    const prepared = Boolean(permit) && steps.prepared;
+    let gen = steps.payloadGen ?? 1;
+    let fresh: TransferPatch | undefined;
     if (!permit) {
       permit = await signPermit(ctx, chain, signer, rec, lease.nonce, 'signed');
-      gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
+      gen = (steps.payloadGen ?? 0) + 1;
       // Saved in the same write that marks its first send begun (beginSend).
-      fresh = permitFields(permit, gen);
+      fresh = permitPatch(permit, gen);
     } else if (prepared) {
       // Prepared while the permit before it was in flight, and never sent: this is its first send.
       fresh = { prepared: '' };
@@ -139,7 +145,7 @@ async function sendWithLease(
       // sent, the careful side).
       await store.save(ctx.batchId, ctx.transferId, {
         send_state: '',
-        sends: rec.raw['sends'] ?? 0,
+        sends: steps.sends ?? 0,
         attempts: rec.attempts,
         ...(prepared ? { prepared: 1 } : {}),
       });
@@ -174,11 +180,7 @@ async function sendWithLease(
       if (after === 'resend') continue;
       if (after === 'refused_first') {
         // Saved before anything else: a run after a crash goes on settling, never re-sends it.
-        await store.save(ctx.batchId, ctx.transferId, {
-          refused_nonce: permit.nonce,
-          refused_at: ctx.now(),
-          refusal: describeFailure(f).slice(0, 300),
-        });
+        await store.save(ctx.batchId, ctx.transferId, refusalPatch(permit, ctx.now(), describeFailure(f)));
         continue;
       }
       if (after === 'give_up_unprocessed') {
@@ -201,14 +203,14 @@ async function sendWithLease(
  */
 async function keptPermit(
   ctx: Ctx,
-  rec: TransferRecord,
+  steps: SavedSteps,
   lease: NonceLease,
 ): Promise<PermitPayload | undefined> {
-  if (!rec.raw['permit']) return undefined;
-  const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
+  const { permit } = steps;
+  if (!permit) return undefined;
   // A transfer's permits are all its one owner's (evm-owner.ts), the lease's owner.
-  if (rec.raw['uncertain'] === '1' || BigInt(permit.nonce) === lease.nonce) return permit;
-  const what = rec.raw['prepared'] === '1' ? 'prepared' : 'unsent';
+  if (steps.uncertain || BigInt(permit.nonce) === lease.nonce) return permit;
+  const what = steps.prepared ? 'prepared' : 'unsent';
   await addEvidence(
     ctx,
     `discarded ${what} permit with nonce ${permit.nonce} (lease nonce is ${lease.nonce})`,
@@ -219,10 +221,10 @@ async function keptPermit(
 /** A never-processed permit too close to its deadline to be worth sending is replaced. */
 async function unlessNearDeadline(
   ctx: Ctx,
-  rec: TransferRecord,
+  steps: SavedSteps,
   permit: PermitPayload | undefined,
 ): Promise<PermitPayload | undefined> {
-  if (!permit || rec.raw['uncertain'] === '1') return permit;
+  if (!permit || steps.uncertain) return permit;
   if (Number(permit.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return permit;
   await addEvidence(ctx, `replaced unsent permit (nonce ${permit.nonce}) near its deadline`);
   return undefined;
@@ -244,7 +246,7 @@ async function settleRefusal(
   const { store } = ctx.deps;
   const verdict = await afterRefusedPermit(ctx, chain, signer.address, lease, rec, refusal);
   // Whatever the verdict, the refused permit is dead: the next permit is a new one.
-  const dead = { permit: '', uncertain: 0, ...NO_REFUSAL };
+  const dead: TransferPatch = { permit: '', uncertain: 0, ...NO_REFUSAL };
   switch (verdict.kind) {
     case 'resign':
       await store.save(ctx.batchId, ctx.transferId, dead);

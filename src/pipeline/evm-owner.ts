@@ -14,6 +14,7 @@ import type { TransferRecord } from '../store/transfer-record.ts';
 import { jittered, Later, type Ctx } from './context.ts';
 import { HELD_RECHECK_MS } from './evm-refused-permit.ts';
 import { waitQueued } from './outcomes.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /*
  * Which treasury owner pays an EVM transfer (issue 17). `EVM_PRIVATE_KEY` may hold several keys;
@@ -62,10 +63,10 @@ export async function leaseAnOwner(
     const lease = await waitForLease(run, signer);
     // A permit that may have left keeps the reservation it was sent with; any other (none yet, one
     // prepared, one never sent) needs the amount reserved before it goes.
-    if (rec.raw['uncertain'] !== '1') await coverOrWait(run, signer, lease);
+    if (!savedSteps(rec).uncertain) await coverOrWait(run, signer, lease);
     return { signer, lease };
   }
-  const order = preferSaved(evm.signers, rec.raw['owner']);
+  const order = preferSaved(evm.signers, savedSteps(rec).owner);
   if (order.length === 1) {
     const signer = order[0] as EvmSigner;
     const lease = await waitForLease(run, signer);
@@ -89,12 +90,12 @@ type Run = {
 
 /** The owner a permit of this transfer was ever signed by: the only one that may sign it again. */
 export function fixedOwner(rec: TransferRecord): string | null {
-  const owner = rec.raw['owner'];
-  if (owner && Number(rec.raw['payload_gen'] ?? 0) >= 1) return checksumEvmAddress(owner);
+  const { owner, payloadGen } = savedSteps(rec);
+  if (owner && (payloadGen ?? 0) >= 1) return checksumEvmAddress(owner);
   return null;
 }
 
-function preferSaved(signers: readonly EvmSigner[], saved: string | undefined): readonly EvmSigner[] {
+function preferSaved(signers: readonly EvmSigner[], saved: string | null): readonly EvmSigner[] {
   if (!saved) return signers;
   const s = checksumEvmAddress(saved);
   const first = signers.find((x) => x.address === s);
@@ -157,7 +158,8 @@ function spreadIndex(id: string, n: number): number {
 /** The owner is this transfer's from now on (until a permit is signed, another may still be chosen). */
 async function chosen(run: Run, signer: EvmSigner, lease: NonceLease): Promise<OwnedLease> {
   const { ctx, chain, rec } = run;
-  const saved = rec.raw['owner'] ? checksumEvmAddress(rec.raw['owner']) : undefined;
+  const savedOwner = savedSteps(rec).owner;
+  const saved = savedOwner ? checksumEvmAddress(savedOwner) : undefined;
   if (saved !== signer.address) {
     // A reservation names the owner in the record itself (owner-balance.ts); without one, here.
     if (run.coveredOn !== signer.address)
@@ -239,7 +241,7 @@ async function cover(run: Run, owner: string): Promise<string | null> {
   try {
     reading = await readBalance(ctx, chain, owner, false);
     if (reading === undefined) return null;
-    const named = rec.raw['owner'] || null;
+    const named = savedSteps(rec).owner;
     let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     if (!r.ok) {
       // Short or stale on a shared reading: a fresh one decides (a deposit may have landed since).

@@ -2,6 +2,7 @@ import { isEvmChain, type EvmChain } from '../domain/chains.ts';
 import { errorMessage } from '../domain/errors.ts';
 import type { PermitPayload } from '../service/types.ts';
 import type { NonceDoubt, NonceReading } from '../signing/types.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { jittered, Later, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
@@ -92,8 +93,8 @@ export async function settleEvmReview(
  * its permit leaves the pool's review set once a block past its deadline says whether it was used.
  */
 export async function forgetResolvedPermit(ctx: Ctx, rec: TransferRecord): Promise<void> {
-  if (!rec.raw['permit'] || !isEvmChain(rec.from) || !ctx.deps.evm) return;
-  const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
+  const { permit } = savedSteps(rec);
+  if (!permit || !isEvmChain(rec.from) || !ctx.deps.evm) return;
   const doubt = doubtOf(ctx.batchId, ctx.transferId, permit);
   const listed = await ctx.deps.evm.nonces.doubts(rec.from, permit.owner, doubt.nonce);
   if (!listed.some((d) => d.holder === doubt.holder && d.deadline === doubt.deadline)) return;

@@ -3,18 +3,15 @@ import { describeFailure, type ServiceFailure } from './failure.ts';
 import { Later, type Ctx } from './context.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
-import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
+import { savedSteps, type TransferField, type TransferPatch } from '../store/saved-steps.ts';
+import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
 
 /*
  * How a run ends: a final state (finish, submitted, needsReview), or back to `queued` to run again
  * later (moveBackToQueued, waitQueued, transientOrFinal).
  */
 
-export async function finish(
-  ctx: Ctx,
-  to: TransferState,
-  fields: Record<string, string | number>,
-): Promise<StepOutcome> {
+export async function finish(ctx: Ctx, to: TransferState, fields: TransferPatch): Promise<StepOutcome> {
   if ((to === 'failed' || to === 'rejected') && ctx.deps.spendLimit) {
     // Nothing was sent: give the reserved room back to the daily cap.
     await ctx.deps.spendLimit.release(`${ctx.batchId}/${ctx.transferId}`);
@@ -44,19 +41,15 @@ export async function finish(
 async function leftAs(
   ctx: Ctx,
   to: TransferState,
-  fields: Record<string, string | number>,
-  clear: readonly string[],
+  fields: TransferPatch,
+  clear: readonly TransferField[],
 ): Promise<TransferRecord | undefined> {
   const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
   if (!rec) return undefined;
-  const raw: Record<string, string> = { ...rec.raw };
-  for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
-  for (const f of clear) delete raw[f];
-  raw['state'] = to;
-  return parseTransferRecord(ctx.batchId, raw);
+  return recordAfter(rec, { state: to, patch: fields, clear });
 }
 
-export async function submitted(ctx: Ctx, fields: Record<string, string>): Promise<StepOutcome> {
+export async function submitted(ctx: Ctx, fields: TransferPatch): Promise<StepOutcome> {
   if (ctx.deps.spendLimit) {
     // Re-stamp the daily-cap reservation at the moment the payment was accepted.
     const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
@@ -94,7 +87,7 @@ async function releaseOwnerBalance(ctx: Ctx): Promise<void> {
 export async function settleReview(
   ctx: Ctx,
   to: 'failed' | 'submitted',
-  fields: Record<string, string | number>,
+  fields: TransferPatch,
 ): Promise<StepOutcome> {
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
   if (to === 'failed') await releaseOwnerBalance(ctx);
@@ -117,7 +110,7 @@ export async function settleReview(
 }
 
 export function pastDeadline(ctx: Ctx, rec: TransferRecord): boolean {
-  const first = Number(rec.raw['first_seen_at'] ?? ctx.now());
+  const first = savedSteps(rec).firstSeenAt ?? ctx.now();
   return ctx.now() - first >= ctx.policy.transientDeadlineMs;
 }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
-import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
+import { hasPayload, savedSteps } from '../store/saved-steps.ts';
+import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
 import { Later, NO_REPORT, type Ctx, type StepReporter } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
@@ -101,8 +102,7 @@ async function withRecord(ctx: Ctx, out: StepOutcome): Promise<StepOutcome> {
   if (out.kind !== 'done' || out.record) return out;
   const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
   if (!rec) return out;
-  const record =
-    rec.state === out.state ? rec : parseTransferRecord(ctx.batchId, { ...rec.raw, state: out.state });
+  const record = rec.state === out.state ? rec : recordAfter(rec, { state: out.state });
   return { ...out, record };
 }
 
@@ -122,7 +122,7 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     const moved = await store.transition(ctx.batchId, ctx.transferId, {
       expected: ['queued'],
       to: 'in_progress',
-      fields: rec.raw['first_seen_at'] ? {} : { first_seen_at: ctx.now() },
+      fields: savedSteps(rec).firstSeenAt !== null ? {} : { first_seen_at: ctx.now() },
       clear: ['wait_reason'],
     });
     // Already `in_progress`: this run holds the transfer's lock, so no other run is on it; it goes
@@ -134,7 +134,7 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
   }
 
   // A crash between "sending" and the answer: that send may have been processed.
-  if (rec.raw['send_state'] === 'sending') {
+  if (savedSteps(rec).sendState === 'sending') {
     ctx.report('send', 'resuming after a send that was cut off (worker stopped before the answer)');
     await addEvidence(
       ctx,
@@ -144,8 +144,7 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     rec = (await store.load(ctx.batchId, ctx.transferId)) as TransferRecord;
   }
 
-  const hasPayload = Boolean(rec.raw['permit'] || rec.raw['solana_signed']);
-  if (!hasPayload) {
+  if (!hasPayload(savedSteps(rec))) {
     const guarded = await estimateAndGuard(ctx, rec);
     if (guarded) return guarded;
     const held = await holdUnlessCleared(ctx.deps, rec);

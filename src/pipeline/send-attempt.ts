@@ -1,3 +1,4 @@
+import { savedSteps, type TransferPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { loadRecord, wait, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
@@ -18,9 +19,9 @@ export async function beginSend(
   ctx: Ctx,
   rec: TransferRecord,
   send: { readonly call: string; readonly idempotencyKey: string; readonly payload?: string },
-  freshPayload?: Record<string, string | number>,
+  freshPayload?: TransferPatch,
 ): Promise<void> {
-  const sends = freshPayload ? 1 : Number(rec.raw['sends'] ?? 0) + 1;
+  const sends = freshPayload ? 1 : (savedSteps(rec).sends ?? 0) + 1;
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, {
     ...freshPayload,
     send_state: 'sending',
@@ -74,8 +75,9 @@ async function decideAfterFailedSend(ctx: Ctx, f: ServiceFailure): Promise<After
 async function decide(ctx: Ctx, f: ServiceFailure): Promise<Decision> {
   const { store } = ctx.deps;
   const rec = await loadRecord(ctx);
-  const uncertainBefore = rec.raw['uncertain'] === '1';
-  await addEvidence(ctx, `send ${rec.raw['sends'] ?? '?'} failed: ${describeFailure(f)}`);
+  const steps = savedSteps(rec);
+  const uncertainBefore = steps.uncertain;
+  await addEvidence(ctx, `send ${steps.sends ?? '?'} failed: ${describeFailure(f)}`);
   switch (f.kind) {
     case 'rejected':
       await store.save(ctx.batchId, ctx.transferId, { send_state: '' });

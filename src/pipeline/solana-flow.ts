@@ -1,5 +1,6 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
+import { savedSteps, type TransferPatch } from '../store/saved-steps.ts';
 import { Later, loadRecord, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
 import { asServiceFailure, describeFailure } from './failure.ts';
@@ -15,17 +16,18 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
   let rebuilds = 0;
   for (;;) {
     const rec = await loadRecord(ctx);
-    const uncertain = rec.raw['uncertain'] === '1';
-    let signed = rec.raw['solana_signed'] || undefined;
-    let gen = Number(rec.raw['payload_gen'] ?? 1);
-    let intentId = rec.raw['solana_intent'] ?? '';
-    let fresh: Record<string, string | number> | undefined;
-    let expiresAt = rec.raw['solana_expires_at'] ? Date.parse(rec.raw['solana_expires_at']) : NaN;
+    const steps = savedSteps(rec);
+    const uncertain = steps.uncertain;
+    let signed = steps.solanaSigned ?? undefined;
+    let gen = steps.payloadGen ?? 1;
+    let intentId = steps.solanaIntent ?? '';
+    let fresh: TransferPatch | undefined;
+    let expiresAt = steps.solanaExpiresAt ?? NaN;
     if (signed && !uncertain && Number.isFinite(expiresAt) && expiresAt - ctx.now() < 5_000) {
       // Never processed and about to expire: it can be replaced.
       await addEvidence(
         ctx,
-        `replaced unsent Solana transaction of intent ${rec.raw['solana_intent']} near its expiry`,
+        `replaced unsent Solana transaction of intent ${steps.solanaIntent ?? undefined} near its expiry`,
       );
       signed = undefined;
     }
@@ -78,7 +80,7 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
         'sign',
         `checked (it does only the requested payment) and signed by ${signer.address}, not the fee payer`,
       );
-      gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
+      gen = (steps.payloadGen ?? 0) + 1;
       intentId = built.intentId;
       expiresAt = built.expiresAt ? Date.parse(built.expiresAt) : NaN;
       // Saved in the same write that marks its first send begun (beginSend).

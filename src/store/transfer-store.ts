@@ -4,6 +4,7 @@ import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
 import { keys, type Keys } from './keys.ts';
 import { luaScript, runScript } from './lua-script.ts';
 import { SETTLEMENT_LUA } from './settlement.ts';
+import { patchFields, type TransferCounter, type TransferField, type TransferPatch } from './saved-steps.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
 /**
@@ -157,11 +158,11 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
     },
 
     /** Writes saved-step fields (no state change). Each call is one atomic HSET. */
-    async save(batchId: string, transferId: string, fields: Record<string, string | number>): Promise<void> {
-      const flat: (string | number)[] = [];
-      for (const [f, v] of Object.entries(fields)) flat.push(f, v);
-      flat.push('updated_at', now());
-      await redis.hset(k.transfer(batchId, transferId), ...flat.map(String));
+    async save(batchId: string, transferId: string, patch: TransferPatch): Promise<void> {
+      const flat: string[] = [];
+      for (const [f, v] of Object.entries(patchFields(patch))) flat.push(f, v);
+      flat.push('updated_at', String(now()));
+      await redis.hset(k.transfer(batchId, transferId), ...flat);
     },
 
     /**
@@ -180,7 +181,7 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
       await runScript(redis, UNLOCK, [lockKey(batchId, transferId)], [token]);
     },
 
-    async incr(batchId: string, transferId: string, field: string, by = 1): Promise<number> {
+    async incr(batchId: string, transferId: string, field: TransferCounter, by = 1): Promise<number> {
       return await redis.hincrby(k.transfer(batchId, transferId), field, by);
     },
 
@@ -230,12 +231,12 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
       change: {
         expected: readonly TransferState[];
         to: TransferState;
-        fields?: Record<string, string | number>;
-        clear?: readonly string[];
+        fields?: TransferPatch;
+        clear?: readonly TransferField[];
       },
     ): Promise<TransitionResult> {
       const pairs: string[] = [];
-      for (const [f, v] of Object.entries(change.fields ?? {})) pairs.push(f, String(v));
+      for (const [f, v] of Object.entries(patchFields(change.fields ?? {}))) pairs.push(f, v);
       const result = (await runScript(
         redis,
         TRANSITION,

@@ -194,7 +194,7 @@ describe('pipeline: the prepared next permit', () => {
       deadline: BigInt(Math.floor(Date.now() / 1000) + 1800),
     });
     await t.store.save('unc', 'p', {
-      permit: JSON.stringify(before),
+      permit: before,
       permit_nonce: '7',
       permit_deadline: before.deadline,
       payload_gen: 1,
