@@ -13,10 +13,11 @@ import {
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { Later, loadRecord, type Ctx } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
-import { afterRefusedPermit, type Refusal } from './evm-refused-permit.ts';
+import { afterRefusedPermit, type Refusal, type RefusalVerdict } from './evm-refused-permit.ts';
 import { holderOf, leaseAnOwner } from './evm-owner.ts';
 import { PERMIT_MIN_LIFE_MS, preparePermit, signPermit } from './evm-permit.ts';
 import { addEvidence } from './evidence.ts';
+import { decideAfterRefusedPermit, type ChainVerdict } from './failure-decision.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
 import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from './outcomes.ts';
 import { backoffMs } from './policy.ts';
@@ -230,9 +231,15 @@ async function unlessNearDeadline(
   return undefined;
 }
 
+/** The chain's verdict on a refused permit, as the decision table names it. */
+function chainVerdict(verdict: RefusalVerdict): ChainVerdict {
+  if (verdict.kind === 'wait') return verdict.transient ? 'wait_transient' : 'wait_held';
+  return verdict.kind;
+}
+
 /**
- * Acts on the verdict of afterRefusedPermit: undefined to sign again (the lease has the nonce to
- * use), or how this run ends.
+ * Asks the chain about the refusal (afterRefusedPermit), decides (decideAfterRefusedPermit) and
+ * acts: undefined to sign again (the lease has the nonce to use), or how this run ends.
  */
 async function settleRefusal(
   ctx: Ctx,
@@ -245,39 +252,44 @@ async function settleRefusal(
 ): Promise<StepOutcome | undefined> {
   const { store } = ctx.deps;
   const verdict = await afterRefusedPermit(ctx, chain, signer.address, lease, rec, refusal);
+  const decision = decideAfterRefusedPermit(
+    { verdict: chainVerdict(verdict), refusals: attempt, pastDeadline: pastDeadline(ctx, rec) },
+    ctx.policy,
+  );
   // Whatever the verdict, the refused permit is dead: the next permit is a new one.
   const dead: TransferPatch = { permit: '', uncertain: 0, ...NO_REFUSAL };
-  switch (verdict.kind) {
-    case 'resign':
-      await store.save(ctx.batchId, ctx.transferId, dead);
-      if (attempt <= ctx.policy.maxResigns) return undefined;
+  if (decision !== 'fail_refused') await store.save(ctx.batchId, ctx.transferId, dead);
+  const note = verdict.kind === 'final' ? verdict.note : '';
+  const { reason, delayMs } = verdict.kind === 'wait' ? verdict : { reason: '', delayMs: 0 };
+  switch (decision) {
+    case 'sign_again':
+      return undefined;
+    case 'fail_kept_moving':
+      await lease.release();
+      return await finish(ctx, 'failed', {
+        error_code: 'refused',
+        error_message: `the service refused the transfer: ${refusal.reason} (the permit nonce kept moving under the worker)`,
+      });
+    case 'step_back':
       // The owner's nonce keeps moving under us: let the others go first, and come again.
       await lease.release();
-      if (pastDeadline(ctx, rec)) {
-        return await finish(ctx, 'failed', {
-          error_code: 'refused',
-          error_message: `the service refused the transfer: ${refusal.reason} (the permit nonce kept moving under the worker)`,
-        });
-      }
       await moveBackToQueued(ctx, `${chain} permit nonce kept moving under the worker; trying again`);
       throw new Later(
         backoffMs(ctx.policy, attempt, ctx.deps.random),
         `the ${chain} permit nonce kept moving under the worker; trying again`,
         'nonce_chain',
       );
-    case 'final':
+    case 'fail_refused':
       return await finish(ctx, 'failed', {
         ...NO_REFUSAL,
         error_code: 'refused',
-        error_message: `the service refused the transfer: ${refusal.reason}${verdict.note}`,
+        error_message: `the service refused the transfer: ${refusal.reason}${note}`,
       });
-    case 'wait':
-      await store.save(ctx.batchId, ctx.transferId, dead);
-      if (verdict.transient) {
-        await moveBackToQueued(ctx, verdict.reason);
-        throw new Later(verdict.delayMs, verdict.reason, 'nonce_chain');
-      }
-      return await waitQueued(ctx, verdict.reason, verdict.delayMs, 'nonce_pool');
+    case 'wait_transient':
+      await moveBackToQueued(ctx, reason);
+      throw new Later(delayMs, reason, 'nonce_chain');
+    case 'wait_held':
+      return await waitQueued(ctx, reason, delayMs, 'nonce_pool');
   }
 }
 

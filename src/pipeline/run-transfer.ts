@@ -152,7 +152,10 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     // EVM rows take the cap once their owner's balance is reserved (evm-flow.ts).
     if (!isEvmChain(rec.from)) await reserveDailySpend(ctx, rec);
   }
-  if (rec.from === 'SOLANA') return await solanaFlow(ctx);
+  if (rec.from === 'SOLANA') {
+    if (!ctx.deps.solana) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
+    return await solanaFlow(ctx, ctx.deps.solana);
+  }
   if (isEvmChain(rec.from)) return await evmFlow(ctx, rec.from);
   return await finish(ctx, 'failed', {
     error_code: 'unsupported_route',
