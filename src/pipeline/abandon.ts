@@ -2,7 +2,7 @@ import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
 import { savedSteps, type SavedSteps, type TransferPatch } from '../store/saved-steps.ts';
 import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
-import { doubtOf } from './evm-settle-review.ts';
+import { doubtOf } from './evm/evm-settle-review.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 

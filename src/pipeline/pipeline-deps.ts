@@ -18,7 +18,7 @@ export type PipelineDeps = {
   readonly service: ServiceClient;
   /**
    * The treasury owners (one signer per key, in the configured order), their nonce pools, the chain
-   * reads and, where balances can be read, their reservations (evm-owner.ts).
+   * reads and, where balances can be read, their reservations (evm/evm-owner.ts).
    */
   readonly evm?:
     | {
@@ -56,7 +56,7 @@ export type PipelineHooks = {
 };
 
 /**
- * How a refused first send of a permit was settled from the chain (evm-refused-permit.ts):
+ * How a refused first send of a permit was settled from the chain (evm/evm-refused-permit.ts):
  * `moved` the owner's nonce moved under the worker (signed elsewhere); `rewound` presumed-used
  * permits below were proven dead and the pool moved back; `held` a presumed-used permit below may
  * still execute, so the owner's transfers wait; `final` the chain stayed at our nonce, the refusal

@@ -7,8 +7,8 @@ import { Later, NO_REPORT, type Ctx, type StepReporter } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
-import { evmFlow } from './evm-flow.ts';
-import { forgetResolvedPermit } from './evm-settle-review.ts';
+import { evmFlow } from './evm/evm-flow.ts';
+import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
 import { addEvidence } from './evidence.ts';
 import { finish } from './outcomes.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
@@ -20,7 +20,7 @@ export type { PipelineDeps, PipelineHooks, PipelineMetrics, StepOutcome, WaitKin
 export type { StepName, StepReporter } from './context.ts';
 
 /**
- * One transfer's steps: estimate → fee guard → daily cap → (EVM, evm-flow.ts) permit from the
+ * One transfer's steps: estimate → fee guard → daily cap → (EVM, evm/evm-flow.ts) permit from the
  * nonce manager → transfer, or (SOLANA, solana-flow.ts) build-tx → policy check → sign → submit.
  * Every step's result is saved in the transfer record before the next step runs, so a crashed or
  * stalled job, run again, resumes from the saved steps: the queue delivers at least once; these
@@ -149,7 +149,7 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     if (guarded) return guarded;
     const held = await holdUnlessCleared(ctx.deps, rec);
     if (held) return held;
-    // EVM rows take the cap once their owner's balance is reserved (evm-flow.ts).
+    // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
     if (!isEvmChain(rec.from)) await reserveDailySpend(ctx, rec);
   }
   if (rec.from === 'SOLANA') {

@@ -1,7 +1,7 @@
 import { isEvmChain } from '../domain/chains.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { Later, type Ctx } from './context.ts';
-import { settleEvmReview } from './evm-settle-review.ts';
+import { settleEvmReview } from './evm/evm-settle-review.ts';
 import { addEvidence } from './evidence.ts';
 import { settleReview } from './outcomes.ts';
 import type { StepOutcome } from './pipeline-deps.ts';

@@ -1,12 +1,12 @@
-import type { EvmChain } from '../domain/chains.ts';
-import { errorMessage } from '../domain/errors.ts';
-import type { NonceDoubt, NonceLease, NonceReading } from '../signing/types.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { jittered, otherTransfer, wait, type Ctx } from './context.ts';
+import type { EvmChain } from '../../domain/chains.ts';
+import { errorMessage } from '../../domain/errors.ts';
+import type { NonceDoubt, NonceLease, NonceReading } from '../../signing/types.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
+import { jittered, otherTransfer, wait, type Ctx } from '../context.ts';
 import { settleUnusedPermit } from './evm-settle-review.ts';
-import { addEvidence } from './evidence.ts';
-import { pastDeadline } from './outcomes.ts';
-import type { NonceSettleOutcome } from './pipeline-deps.ts';
+import { addEvidence } from '../evidence.ts';
+import { pastDeadline } from '../outcomes.ts';
+import type { NonceSettleOutcome } from '../pipeline-deps.ts';
 
 /*
  * What happens after the service refused the FIRST send of a permit: the one place that decides.

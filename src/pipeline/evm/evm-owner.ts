@@ -1,20 +1,20 @@
-import { checksumEvmAddress } from '../domain/addresses.ts';
-import type { EvmChain } from '../domain/chains.ts';
-import { formatUsdc } from '../domain/money.ts';
+import { checksumEvmAddress } from '../../domain/addresses.ts';
+import type { EvmChain } from '../../domain/chains.ts';
+import { formatUsdc } from '../../domain/money.ts';
 import {
   NonceLeaseBusyError,
   NoncePoolHeldError,
   SigningError,
   SIGNING_ERROR_CODES,
-} from '../signing/errors.ts';
-import { minedBlocks } from '../signing/evm/chain-reader.ts';
-import type { EvmSigner, NonceLease } from '../signing/types.ts';
-import type { BalanceReading, OwnerBalances } from '../store/owner-balance.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { jittered, Later, type Ctx } from './context.ts';
+} from '../../signing/errors.ts';
+import { minedBlocks } from '../../signing/evm/chain-reader.ts';
+import type { EvmSigner, NonceLease } from '../../signing/types.ts';
+import type { BalanceReading, OwnerBalances } from '../../store/owner-balance.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
+import { jittered, Later, type Ctx } from '../context.ts';
 import { HELD_RECHECK_MS } from './evm-refused-permit.ts';
-import { waitQueued } from './outcomes.ts';
-import { savedSteps } from '../store/saved-steps.ts';
+import { waitQueued } from '../outcomes.ts';
+import { savedSteps } from '../../store/saved-steps.ts';
 
 /*
  * Which treasury owner pays an EVM transfer (issue 17). `EVM_PRIVATE_KEY` may hold several keys;

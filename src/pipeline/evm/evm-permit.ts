@@ -1,11 +1,11 @@
-import type { EvmChain } from '../domain/chains.ts';
-import { formatUsdc } from '../domain/money.ts';
-import type { PermitPayload } from '../service/types.ts';
-import { permitPatch, savedSteps } from '../store/saved-steps.ts';
-import type { EvmSigner } from '../signing/types.ts';
-import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
-import { loadRecord, type Ctx } from './context.ts';
-import { addEvidence } from './evidence.ts';
+import type { EvmChain } from '../../domain/chains.ts';
+import { formatUsdc } from '../../domain/money.ts';
+import type { PermitPayload } from '../../service/types.ts';
+import { permitPatch, savedSteps } from '../../store/saved-steps.ts';
+import type { EvmSigner } from '../../signing/types.ts';
+import { recordAfter, type TransferRecord } from '../../store/transfer-record.ts';
+import { loadRecord, type Ctx } from '../context.ts';
+import { addEvidence } from '../evidence.ts';
 
 /*
  * A new permit for a transfer: signed with the nonce its lease (or the pool's prepare slot) gives,

@@ -1,13 +1,13 @@
-import { isEvmChain, type EvmChain } from '../domain/chains.ts';
-import { errorMessage } from '../domain/errors.ts';
-import type { PermitPayload } from '../service/types.ts';
-import type { NonceDoubt, NonceReading } from '../signing/types.ts';
-import { savedSteps } from '../store/saved-steps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { jittered, Later, type Ctx } from './context.ts';
-import { addEvidence } from './evidence.ts';
-import { settleReview } from './outcomes.ts';
-import type { StepOutcome } from './pipeline-deps.ts';
+import { isEvmChain, type EvmChain } from '../../domain/chains.ts';
+import { errorMessage } from '../../domain/errors.ts';
+import type { PermitPayload } from '../../service/types.ts';
+import type { NonceDoubt, NonceReading } from '../../signing/types.ts';
+import { savedSteps } from '../../store/saved-steps.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
+import { jittered, Later, type Ctx } from '../context.ts';
+import { addEvidence } from '../evidence.ts';
+import { settleReview } from '../outcomes.ts';
+import type { StepOutcome } from '../pipeline-deps.ts';
 
 /*
  * EVM `needs_review` settled from the chain. A permit executes only in a block whose timestamp is

@@ -1,7 +1,7 @@
-import type { EvmChain } from '../domain/chains.ts';
-import type { PermitPayload } from '../service/types.ts';
-import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../signing/errors.ts';
-import type { EvmSigner, NonceLease } from '../signing/types.ts';
+import type { EvmChain } from '../../domain/chains.ts';
+import type { PermitPayload } from '../../service/types.ts';
+import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
+import type { EvmSigner, NonceLease } from '../../signing/types.ts';
 import {
   NO_REFUSAL,
   permitPatch,
@@ -9,20 +9,20 @@ import {
   savedSteps,
   type SavedSteps,
   type TransferPatch,
-} from '../store/saved-steps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { Later, loadRecord, type Ctx } from './context.ts';
-import { reserveDailySpend } from './daily-cap.ts';
+} from '../../store/saved-steps.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
+import { Later, loadRecord, type Ctx } from '../context.ts';
+import { reserveDailySpend } from '../daily-cap.ts';
 import { afterRefusedPermit, type Refusal, type RefusalVerdict } from './evm-refused-permit.ts';
 import { holderOf, leaseAnOwner } from './evm-owner.ts';
 import { PERMIT_MIN_LIFE_MS, preparePermit, signPermit } from './evm-permit.ts';
-import { addEvidence } from './evidence.ts';
-import { decideAfterRefusedPermit, type ChainVerdict } from './failure-decision.ts';
-import { describeFailure, type ServiceFailure } from './failure.ts';
-import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from './outcomes.ts';
-import { backoffMs } from './policy.ts';
-import type { StepOutcome } from './pipeline-deps.ts';
-import { afterFailedSend, beginSend } from './send-attempt.ts';
+import { addEvidence } from '../evidence.ts';
+import { decideAfterRefusedPermit, type ChainVerdict } from '../failure-decision.ts';
+import { describeFailure, type ServiceFailure } from '../failure.ts';
+import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from '../outcomes.ts';
+import { backoffMs } from '../policy.ts';
+import type { StepOutcome } from '../pipeline-deps.ts';
+import { afterFailedSend, beginSend } from '../send-attempt.ts';
 
 /*
  * EVM: the (chain, owner) nonce lease → a permit signed with its nonce → transfer. The lease is
