@@ -156,7 +156,10 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     if (!ctx.deps.solana) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
     return await solanaFlow(ctx, ctx.deps.solana);
   }
-  if (isEvmChain(rec.from)) return await evmFlow(ctx, rec.from);
+  if (isEvmChain(rec.from)) {
+    if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
+    return await evmFlow(ctx, ctx.deps.evm, rec.from);
+  }
   return await finish(ctx, 'failed', {
     error_code: 'unsupported_route',
     error_message: `cannot send from ${rec.from}`,

@@ -24,7 +24,7 @@ export async function settleNeedsReview(ctx: Ctx, rec: TransferRecord): Promise<
       'settle',
     );
   if (steps.permit && isEvmChain(rec.from) && ctx.deps.evm) {
-    return await settleEvmReview(ctx, rec.from, steps.permit);
+    return await settleEvmReview(ctx, ctx.deps.evm, rec.from, steps.permit);
   }
   if (steps.solanaIntent) return await settleSolanaReview(ctx, steps.solanaIntent);
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });

@@ -25,6 +25,7 @@ import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 import { startReplyCutter, type ReplyCutter } from '../helpers/reply-cutter.ts';
 import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
+import { createOwnerCaches } from '../../src/pipeline/evm/owner-caches.ts';
 
 /**
  * The money rules of one transfer, each driven through the real pipeline against the real sandbox
@@ -91,6 +92,7 @@ describe('pipeline decisions', () => {
         signers: [createEvmSigner({ config: cfg, chainReader: chain })],
         nonces: createNonceManager({ redis: options.redis ?? client, prefix, chainReader: chain }),
         chain,
+        ownerCaches: createOwnerCaches(),
       },
       solana: await createSolanaSigner({ config: cfg }),
       logger,
@@ -450,16 +452,24 @@ describe('pipeline decisions', () => {
       await t.write(`b9${id}`);
       // The "dying" worker: the service executes its permit and answers, then the process is gone
       // just before the outcome is recorded (its promise is simply abandoned).
+      let cutOff = false;
       const dying = {
         ...t.deps,
         store: {
           ...t.store,
-          transition: async (...a: Parameters<typeof t.store.transition>) =>
-            a[2].to === 'submitted' ? await new Promise<never>(() => {}) : await t.store.transition(...a),
+          transition: async (...a: Parameters<typeof t.store.transition>) => {
+            if (a[2].to !== 'submitted') return await t.store.transition(...a);
+            cutOff = true;
+            return await new Promise<never>(() => {});
+          },
         },
       };
       void runTransfer(dying, `b9${id}`, id);
-      await new Promise((r) => setTimeout(r, 300));
+      // Observed, not timed: the dying run got its answer and stopped just before recording it.
+      await waitFor('the dying run cut off before recording its answer', async () => cutOff, {
+        timeoutMs: 30_000,
+        intervalMs: 20,
+      });
       expect(sandbox.ledger()).toHaveLength(1);
       // Its locks die with it: the transfer lock and the nonce lease expire.
       await client.del(`${prefix}:t:b9${id}:${id}:lock`);

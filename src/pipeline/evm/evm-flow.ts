@@ -21,7 +21,7 @@ import { decideAfterRefusedPermit, type ChainVerdict } from '../failure-decision
 import { describeFailure, type ServiceFailure } from '../failure.ts';
 import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from '../outcomes.ts';
 import { backoffMs } from '../policy.ts';
-import type { StepOutcome } from '../pipeline-deps.ts';
+import type { EvmDeps, StepOutcome } from '../pipeline-deps.ts';
 import { afterFailedSend, beginSend } from '../send-attempt.ts';
 
 /*
@@ -36,20 +36,19 @@ import { afterFailedSend, beginSend } from '../send-attempt.ts';
 /** The nonce lease lives 60 s; it is extended when a send comes this long after the last. */
 const LEASE_EXTEND_AFTER_MS = 10_000;
 
-export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
-  if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
+export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
   const rec = await loadRecord(ctx);
   // The record as this run last saved it while preparing: read again only if the lease came with
   // another nonce. Nothing else writes an in_progress transfer's record while its run holds it.
   let prepared: TransferRecord | undefined;
-  const { signer, lease } = await leaseAnOwner(ctx, chain, rec, (owner) => async (nonce) => {
+  const { signer, lease } = await leaseAnOwner(ctx, evm, chain, rec, (owner) => async (nonce) => {
     prepared = await preparePermit(ctx, chain, owner, nonce);
     return prepared !== undefined;
   });
   const ready = prepared && savedSteps(prepared).permitNonce === lease.nonce ? prepared : undefined;
   try {
-    await reserveDailyOrStepBack(ctx, chain, rec, signer, lease);
-    return await sendWithLease(ctx, chain, signer, lease, ready);
+    await reserveDailyOrStepBack(ctx, evm, chain, rec, signer, lease);
+    return await sendWithLease(ctx, evm, chain, signer, lease, ready);
   } catch (err) {
     // The lease lapsed and another transfer may now be sending this owner's permits: step back and
     // come again, in order. Leaving without a verdict otherwise (shutdown, a wait, a crash), the
@@ -67,6 +66,7 @@ export async function evmFlow(ctx: Ctx, chain: EvmChain): Promise<StepOutcome> {
  */
 async function reserveDailyOrStepBack(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   rec: TransferRecord,
   signer: EvmSigner,
@@ -76,7 +76,7 @@ async function reserveDailyOrStepBack(
     await reserveDailySpend(ctx, rec);
   } catch (err) {
     await lease.release();
-    await ctx.deps.evm!.balances?.release(chain, signer.address, holderOf(ctx));
+    await evm.balances?.release(chain, signer.address, holderOf(ctx));
     throw err;
   }
 }
@@ -89,6 +89,7 @@ function savedRefusal(steps: SavedSteps, permit: PermitPayload): Refusal | undef
 
 async function sendWithLease(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   signer: EvmSigner,
   lease: NonceLease,
@@ -105,7 +106,7 @@ async function sendWithLease(
     let permit = await keptPermit(ctx, steps, lease);
     const refusal = permit && savedRefusal(steps, permit);
     if (refusal) {
-      const out = await settleRefusal(ctx, chain, signer, lease, rec, refusal, ++refusals);
+      const out = await settleRefusal(ctx, evm, chain, signer, lease, rec, refusal, ++refusals);
       if (out) return out;
       continue;
     }
@@ -168,7 +169,7 @@ async function sendWithLease(
       // crash in between must leave the payload uncertain, never look like an unsent permit.
       if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
       else await lease.release();
-      await ctx.deps.evm!.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
+      await evm.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
       ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
       return await submitted(ctx, {
         intent_id: res.intentId,
@@ -191,7 +192,7 @@ async function sendWithLease(
           error_message: `the service did not process the transfer: ${describeFailure(f)}`,
         });
       }
-      return await presumedUsed(ctx, chain, lease, permit, f);
+      return await presumedUsed(ctx, evm, chain, lease, permit, f);
     }
   }
 }
@@ -243,6 +244,7 @@ function chainVerdict(verdict: RefusalVerdict): ChainVerdict {
  */
 async function settleRefusal(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   signer: EvmSigner,
   lease: NonceLease,
@@ -251,7 +253,7 @@ async function settleRefusal(
   attempt: number,
 ): Promise<StepOutcome | undefined> {
   const { store } = ctx.deps;
-  const verdict = await afterRefusedPermit(ctx, chain, signer.address, lease, rec, refusal);
+  const verdict = await afterRefusedPermit(ctx, evm, chain, signer.address, lease, rec, refusal);
   const decision = decideAfterRefusedPermit(
     { verdict: chainVerdict(verdict), refusals: attempt, pastDeadline: pastDeadline(ctx, rec) },
     ctx.policy,
@@ -299,6 +301,7 @@ async function settleRefusal(
  */
 async function presumedUsed(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   lease: NonceLease,
   permit: PermitPayload,
@@ -310,7 +313,7 @@ async function presumedUsed(
   } else {
     // A kept (uncertain) permit whose first lease lapsed: the lease's nonce was not used by it.
     await lease.release();
-    await ctx.deps.evm!.nonces.presumeUsed(chain, permit.owner, {
+    await evm.nonces.presumeUsed(chain, permit.owner, {
       nonce: BigInt(permit.nonce),
       deadline,
       holder: holderOf(ctx),

@@ -14,6 +14,7 @@ import type { TransferRecord } from '../../store/transfer-record.ts';
 import { jittered, Later, type Ctx } from '../context.ts';
 import { HELD_RECHECK_MS } from './evm-refused-permit.ts';
 import { waitQueued } from '../outcomes.ts';
+import type { EvmDeps } from '../pipeline-deps.ts';
 import { savedSteps } from '../../store/saved-steps.ts';
 
 /*
@@ -42,12 +43,12 @@ export type OwnedLease = { readonly signer: EvmSigner; readonly lease: NonceLeas
  */
 export async function leaseAnOwner(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   rec: TransferRecord,
   prepareWith?: PrepareWith,
 ): Promise<OwnedLease> {
-  const evm = ctx.deps.evm!;
-  const run: Run = { ctx, chain, rec, prepareWith, coveredOn: undefined };
+  const run: Run = { ctx, evm, chain, rec, prepareWith, coveredOn: undefined };
   const fixed = fixedOwner(rec);
   if (fixed !== null) {
     const signer = evm.signers.find((s) => s.address === fixed);
@@ -82,6 +83,7 @@ export type PrepareWith = (signer: EvmSigner) => (nonce: bigint) => Promise<bool
 /** One run's choice: its transfer as loaded, and the owner its balance was last reserved on. */
 type Run = {
   readonly ctx: Ctx;
+  readonly evm: EvmDeps;
   readonly chain: EvmChain;
   readonly rec: TransferRecord;
   readonly prepareWith: PrepareWith | undefined;
@@ -108,7 +110,7 @@ function preferSaved(signers: readonly EvmSigner[], saved: string | null): reado
  */
 async function chooseAmong(run: Run, order: readonly EvmSigner[]): Promise<OwnedLease> {
   const { ctx, chain, rec } = run;
-  const nonces = ctx.deps.evm!.nonces;
+  const { nonces } = run.evm;
   const short: string[] = [];
   const busy: EvmSigner[] = [];
   let held: NoncePoolHeldError | undefined;
@@ -181,7 +183,7 @@ async function waitForLease(run: Run, signer: EvmSigner): Promise<NonceLease> {
     ? async (nonce: bigint) => (await cover(run, signer.address)) === null && (await prepareNext(nonce))
     : undefined;
   try {
-    return await ctx.deps.evm!.nonces.acquire(chain, signer.address, holderOf(ctx), {
+    return await run.evm.nonces.acquire(chain, signer.address, holderOf(ctx), {
       signal: ctx.signal,
       // Jittered, so that transfers that came in together do not all hand their slots back at once
       // (a hand-off then finds nobody waiting and waits for one to come back from the queue).
@@ -234,21 +236,21 @@ async function waitShort(run: Run, short: string[]): Promise<never> {
  * when reserved (or when there is no balance to read), else why not, for the reason shown.
  */
 async function cover(run: Run, owner: string): Promise<string | null> {
-  const { ctx, chain, rec } = run;
-  const balances = ctx.deps.evm!.balances;
+  const { ctx, evm, chain, rec } = run;
+  const { balances } = evm;
   if (!balances || run.coveredOn === owner) return null;
   let reading: BalanceReading | undefined;
   try {
-    reading = await readBalance(ctx, chain, owner, false);
+    reading = await readBalance(ctx, evm, chain, owner, false);
     if (reading === undefined) return null;
     const named = savedSteps(rec).owner;
     let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     if (!r.ok) {
       // Short or stale on a shared reading: a fresh one decides (a deposit may have landed since).
-      reading = (await readBalance(ctx, chain, owner, true)) as BalanceReading;
+      reading = (await readBalance(ctx, evm, chain, owner, true)) as BalanceReading;
       r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     }
-    void learnMined(ctx, chain, owner, balances);
+    void learnMined(ctx, evm, chain, owner, balances);
     if (r.ok) {
       run.coveredOn = owner;
       return null;
@@ -261,13 +263,6 @@ async function cover(run: Run, owner: string): Promise<string | null> {
   }
 }
 
-type CachedReading = {
-  at: number;
-  reading: BalanceReading | undefined;
-  refresh?: Promise<unknown> | undefined;
-};
-const readings = new WeakMap<object, Map<string, CachedReading>>();
-
 /**
  * `balanceOf(owner)` at a known block, shared by this process's choices. Off the critical path: a
  * reading older than a second is refreshed in the background while the last one serves (a reading
@@ -277,13 +272,12 @@ const readings = new WeakMap<object, Map<string, CachedReading>>();
  */
 async function readBalance(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   owner: string,
   fresh: boolean,
 ): Promise<BalanceReading | undefined> {
-  const evm = ctx.deps.evm!;
-  let cache = readings.get(evm);
-  if (!cache) readings.set(evm, (cache = new Map()));
+  const cache = evm.ownerCaches.readings;
   const key = `${chain}|${owner}`;
   const hit = cache.get(key);
   const read = async (): Promise<BalanceReading | undefined> => {
@@ -313,21 +307,27 @@ async function readBalance(
 const LEARN_EVERY_MS = 1_000;
 /** Receipts read per look at most. */
 const RECEIPTS_PER_LOOK = 50;
-const lastLearned = new Map<string, number>();
 
 /**
  * Looks up the receipts of this owner's accepted transfers, so the next reservation at a block
  * past them drops them (their payment is in the balance then). In the background: until then they
  * only count as reserved.
  */
-async function learnMined(ctx: Ctx, chain: EvmChain, owner: string, balances: OwnerBalances): Promise<void> {
+async function learnMined(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  owner: string,
+  balances: OwnerBalances,
+): Promise<void> {
+  const { lastLearned } = evm.ownerCaches;
   const key = `${chain}|${owner}`;
   const last = lastLearned.get(key) ?? 0;
   if (Date.now() - last < LEARN_EVERY_MS) return;
   lastLearned.set(key, Date.now());
   try {
     const pending = await balances.pending(chain, owner);
-    const mined = await minedBlocks(ctx.deps.evm!.chain, chain, pending, RECEIPTS_PER_LOOK);
+    const mined = await minedBlocks(evm.chain, chain, pending, RECEIPTS_PER_LOOK);
     const hashOf = new Map(pending.map((e) => [e.holder, e.txHash as string]));
     await Promise.all(
       [...mined].map(([holder, block]) =>
