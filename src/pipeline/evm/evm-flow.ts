@@ -87,6 +87,16 @@ function savedRefusal(steps: SavedSteps, permit: PermitPayload): Refusal | undef
   return { nonce: refusal.nonce, at: refusal.at, reason: refusal.reason };
 }
 
+/** The permit a send carries, its payload number, and the fields to save with its first send. */
+type PermitToSend = {
+  readonly permit: PermitPayload;
+  readonly gen: number;
+  /** Prepared while the permit before it was in flight, never sent: this is its first send. */
+  readonly prepared: boolean;
+  readonly fresh: TransferPatch | undefined;
+};
+
+/** Sends this transfer's permit (the kept one, or a new one at the lease's nonce) until a run ends. */
 async function sendWithLease(
   ctx: Ctx,
   evm: EvmDeps,
@@ -95,106 +105,153 @@ async function sendWithLease(
   lease: NonceLease,
   ready: TransferRecord | undefined,
 ): Promise<StepOutcome> {
-  const { store, service } = ctx.deps;
   let refusals = 0;
-  let extendedAt = Date.now();
+  const extended = { at: Date.now() };
   let first = ready;
   for (;;) {
     const rec = first ?? (await loadRecord(ctx));
     first = undefined;
     const steps = savedSteps(rec);
-    let permit = await keptPermit(ctx, steps, lease);
-    const refusal = permit && savedRefusal(steps, permit);
+    const kept = await keptPermit(ctx, steps, lease);
+    const refusal = kept && savedRefusal(steps, kept);
     if (refusal) {
       const out = await settleRefusal(ctx, evm, chain, signer, lease, rec, refusal, ++refusals);
       if (out) return out;
       continue;
     }
-    permit = await unlessNearDeadline(ctx, steps, permit);
-    const prepared = Boolean(permit) && steps.prepared;
-    let gen = steps.payloadGen ?? 1;
-    let fresh: TransferPatch | undefined;
-    if (!permit) {
-      permit = await signPermit(ctx, chain, signer, rec, lease.nonce, 'signed');
-      gen = (steps.payloadGen ?? 0) + 1;
-      // Saved in the same write that marks its first send begun (beginSend).
-      fresh = permitPatch(permit, gen);
-    } else if (prepared) {
-      // Prepared while the permit before it was in flight, and never sent: this is its first send.
-      fresh = { prepared: '' };
-    }
+    const live = await unlessNearDeadline(ctx, steps, kept);
+    const toSend = await permitToSend(ctx, chain, signer, lease, rec, steps, live);
     // Keep the (chain, owner) lease through slow sends and waits.
-    if (Date.now() - extendedAt > LEASE_EXTEND_AFTER_MS) {
+    if (Date.now() - extended.at > LEASE_EXTEND_AFTER_MS) {
       await lease.extend();
-      extendedAt = Date.now();
+      extended.at = Date.now();
     }
-    const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
-    // A lease handed over on a commit is confirmed (and renewed) in the round trip of the sending
-    // mark; nothing is sent unless it is still ours at this nonce (a failed confirmation is a no).
-    const held = lease.confirm().catch(() => false);
-    await beginSend(
-      ctx,
-      rec,
-      {
-        call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
-        idempotencyKey,
-        ...(prepared ? { payload: 'the prepared payload' } : {}),
-      },
-      fresh,
-    );
-    if (!(await held)) {
-      // It never left: take the mark back (a crash before this write leaves it marked as possibly
-      // sent, the careful side).
-      await store.save(ctx.batchId, ctx.transferId, {
-        send_state: '',
-        sends: steps.sends ?? 0,
-        attempts: rec.attempts,
-        ...(prepared ? { prepared: 1 } : {}),
-      });
-      throw new NonceLeaseLostError(
-        SIGNING_ERROR_CODES.nonceLeaseLost,
-        `The ${chain} nonce lease handed to ${holderOf(ctx)} lapsed before it was confirmed`,
-      );
-    }
-    try {
-      const res = await service.transfer(
-        { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
-        { idempotencyKey },
-      );
-      ctx.report(
-        'answer',
-        `accepted: intent ${res.intentId} (${res.status}), tx ${res.txHash ?? 'not given'}`,
-      );
-      // `send_state` stays `sending` until the outcome itself is recorded (in the same write): a
-      // crash in between must leave the payload uncertain, never look like an unsent permit.
-      if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
-      else await lease.release();
-      await evm.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
-      ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
-      return await submitted(ctx, {
-        intent_id: res.intentId,
-        intent_status: res.status,
-        tx_hash: res.txHash ?? '',
-        send_state: '',
-      });
-    } catch (err) {
-      const { after, f } = await afterFailedSend(ctx, err);
-      if (after === 'resend') continue;
-      if (after === 'refused_first') {
-        // Saved before anything else: a run after a crash goes on settling, never re-sends it.
-        await store.save(ctx.batchId, ctx.transferId, refusalPatch(permit, ctx.now(), describeFailure(f)));
-        continue;
-      }
-      if (after === 'give_up_unprocessed') {
-        await lease.release();
-        return await finish(ctx, 'failed', {
-          error_code: 'service_unavailable',
-          error_message: `the service did not process the transfer: ${describeFailure(f)}`,
-        });
-      }
-      return await presumedUsed(ctx, evm, chain, lease, permit, f);
-    }
+    const out = await sendPermit(ctx, evm, chain, lease, rec, steps, toSend);
+    if (out !== 'again') return out;
   }
+}
+
+/** The kept permit, or a new one signed with the lease's nonce (saved with its first send). */
+async function permitToSend(
+  ctx: Ctx,
+  chain: EvmChain,
+  signer: EvmSigner,
+  lease: NonceLease,
+  rec: TransferRecord,
+  steps: SavedSteps,
+  kept: PermitPayload | undefined,
+): Promise<PermitToSend> {
+  if (kept) {
+    const prepared = steps.prepared;
+    return {
+      permit: kept,
+      gen: steps.payloadGen ?? 1,
+      prepared,
+      fresh: prepared ? { prepared: '' } : undefined,
+    };
+  }
+  const permit = await signPermit(ctx, chain, signer, rec, lease.nonce, 'signed');
+  const gen = (steps.payloadGen ?? 0) + 1;
+  // Saved in the same write that marks its first send begun (beginSend).
+  return { permit, gen, prepared: false, fresh: permitPatch(permit, gen) };
+}
+
+/**
+ * One send of the permit: the durable mark (with the lease confirmed in its round trip), the call,
+ * and what its answer leads to; `again` to go round (a re-send, or a refusal to settle).
+ */
+async function sendPermit(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  lease: NonceLease,
+  rec: TransferRecord,
+  steps: SavedSteps,
+  toSend: PermitToSend,
+): Promise<StepOutcome | 'again'> {
+  const { permit, gen } = toSend;
+  const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
+  await markSendingOrStepBack(ctx, chain, lease, rec, steps, toSend, idempotencyKey);
+  try {
+    const res = await ctx.deps.service.transfer(
+      { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
+      { idempotencyKey },
+    );
+    ctx.report('answer', `accepted: intent ${res.intentId} (${res.status}), tx ${res.txHash ?? 'not given'}`);
+    // `send_state` stays `sending` until the outcome itself is recorded (in the same write): a
+    // crash in between must leave the payload uncertain, never look like an unsent permit.
+    if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
+    else await lease.release();
+    await evm.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
+    ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
+    return await submitted(ctx, {
+      intent_id: res.intentId,
+      intent_status: res.status,
+      tx_hash: res.txHash ?? '',
+      send_state: '',
+    });
+  } catch (err) {
+    const { after, f } = await afterFailedSend(ctx, err);
+    if (after === 'resend') return 'again';
+    if (after === 'refused_first') {
+      // Saved before anything else: a run after a crash goes on settling, never re-sends it.
+      await ctx.deps.store.save(
+        ctx.batchId,
+        ctx.transferId,
+        refusalPatch(permit, ctx.now(), describeFailure(f)),
+      );
+      return 'again';
+    }
+    if (after === 'give_up_unprocessed') {
+      await lease.release();
+      return await finish(ctx, 'failed', {
+        error_code: 'service_unavailable',
+        error_message: `the service did not process the transfer: ${describeFailure(f)}`,
+      });
+    }
+    return await presumedUsed(ctx, evm, chain, lease, permit, f);
+  }
+}
+
+/**
+ * Marks the send begun. A lease handed over on a commit is confirmed (and renewed) in the round
+ * trip of the sending mark; nothing is sent unless it is still ours at this nonce (a failed
+ * confirmation is a no): then the mark is taken back and the run steps back (NonceLeaseLostError).
+ */
+async function markSendingOrStepBack(
+  ctx: Ctx,
+  chain: EvmChain,
+  lease: NonceLease,
+  rec: TransferRecord,
+  steps: SavedSteps,
+  toSend: PermitToSend,
+  idempotencyKey: string,
+): Promise<void> {
+  const { permit, prepared, fresh } = toSend;
+  const held = lease.confirm().catch(() => false);
+  await beginSend(
+    ctx,
+    rec,
+    {
+      call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
+      idempotencyKey,
+      ...(prepared ? { payload: 'the prepared payload' } : {}),
+    },
+    fresh,
+  );
+  if (await held) return;
+  // It never left: take the mark back (a crash before this write leaves it marked as possibly
+  // sent, the careful side).
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, {
+    send_state: '',
+    sends: steps.sends ?? 0,
+    attempts: rec.attempts,
+    ...(prepared ? { prepared: 1 } : {}),
+  });
+  throw new NonceLeaseLostError(
+    SIGNING_ERROR_CODES.nonceLeaseLost,
+    `The ${chain} nonce lease handed to ${holderOf(ctx)} lapsed before it was confirmed`,
+  );
 }
 
 /**
