@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { keys } from '../../src/store/keys.ts';
-import { TEST_EVM_ADDRESS } from '../../test/helpers/fixtures.ts';
-import type { SandboxProcess } from '../../test/helpers/sandbox.ts';
+import { TEST_EVM_ADDRESS } from '../../support/fixtures.ts';
+import type { SandboxProcess } from '../../support/sandbox.ts';
 import { evmRows } from '../lib/rows.ts';
 import { median } from '../lib/stats.ts';
 import { startBenchSandbox } from '../lib/stack.ts';

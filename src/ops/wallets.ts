@@ -1,12 +1,11 @@
 import type { Redis } from 'ioredis';
-import { privateKeyToAccount } from 'viem/accounts';
-import type { Hex } from 'viem';
 import type { Config } from '../config/config.ts';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
 import { createChainReader, minedBlocks, redactUrl } from '../signing/evm/chain-reader.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
+import { evmAddressOfKey } from '../signing/evm/owner-address.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { postJsonRpc } from '../signing/json-rpc.ts';
 import { createOwnerBalances, type OwnerBalances, type Reserved } from '../store/owner-balance.ts';
@@ -264,7 +263,7 @@ export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
   let evm: WalletsReport['evm'] = null;
   if (config.evmPrivateKeys.length > 0) {
     // Public addresses only: each key leaves its Secret just long enough to derive its address.
-    const owners = config.evmPrivateKeys.map((key) => privateKeyToAccount(key.reveal() as Hex).address);
+    const owners = config.evmPrivateKeys.map((key) => evmAddressOfKey(key.reveal()));
     const reader = createChainReader({
       config,
       timeoutMs,
