@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance } from 
 import type { Config } from '../config/config.ts';
 import type { UsdcBatchError } from '../domain/errors.ts';
 import { ConflictError, ValidationError } from '../domain/errors.ts';
-import { NotFoundError } from '../ops/operations.ts';
+import { NotFoundError } from '../ops/ops-error.ts';
 import { createQueueMonitor } from '../queue/queue-monitor.ts';
 import { basicPassword, bearerToken, secretMatches } from './auth.ts';
 import { errorDocument, forbidden, HttpError, unauthorized } from './http-errors.ts';
