@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 /*
- * Layer boundaries (STYLE.md habit 6, README "Layout"): each heavy dependency is imported in one
+ * Layer boundaries (README "Layout"): each heavy dependency is imported in one
  * place only, so the rest of the code reaches it through that layer's own functions.
  */
 const BOUNDARIES = {
