@@ -217,7 +217,7 @@ export const OTHER_EVM_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a84
 
 /**
  * Signs a real ERC-2612 permit for USDC on `chain` with viem (the way the signing layer will), for
- * tests that talk to the sandbox. Returns the permit object of PRODUCT.md §5.
+ * tests that talk to the sandbox. Returns the permit object of docs/transfer-service.md §2.4.
  */
 export async function signTestPermit(p: {
   key?: `0x${string}`;

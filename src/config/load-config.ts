@@ -289,7 +289,7 @@ function readTokens(
   const approver = r.str('APPROVER_TOKEN');
   const hook = r.str('HOOK_TOKEN');
   if (approver !== undefined && approver === hook) problem('APPROVER_TOKEN', 'must differ from HOOK_TOKEN');
-  // No minimum length is imposed (PRODUCT.md sets none); `serve` warns about short tokens.
+  // No minimum length is imposed (the README sets none); `serve` warns about short tokens.
   for (const [name, v] of [
     ['APPROVER_TOKEN', approver],
     ['HOOK_TOKEN', hook],

@@ -21,7 +21,7 @@ export type AppOptions = {
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
 
 /**
- * Builds the HTTP API (PRODUCT.md §6) without starting it: `serve` listens, tests use `inject()`.
+ * Builds the HTTP API (README "HTTP API") without starting it: `serve` listens, tests use `inject()`.
  * Every route but those marked `auth: 'none'` needs `Authorization: Bearer $HOOK_TOKEN` (or the
  * approver's token where the route says so); an app without the token configured refuses all.
  */

@@ -39,7 +39,7 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
     cancelled += moved;
     if (moved === 0) break;
   }
-  // A held batch stays held: only `approve` releases a hold (PRODUCT.md §5 promise 5). Setting
+  // A held batch stays held: only `approve` releases a hold (README "States and promises", promise 5). Setting
   // `held` to 0 here once let `retry` re-queue the cancelled rows with jobs, paying them unapproved.
   await recordAudit(deps.redis, deps.prefix, {
     actor: deps.actor,

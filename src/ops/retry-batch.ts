@@ -39,7 +39,7 @@ const PAYLOAD_FIELDS = [
 /**
  * Re-queues the batch's `failed` transfers only (never submitted, never needs_review). The batch
  * is re-opened (complete = false) before this returns. The re-queued rows pass the same holds as
- * new ones (PRODUCT.md §5 promise 5: the approval threshold over 24 hours, the address book); a
+ * new ones (README "States and promises", promise 5: the approval threshold over 24 hours, the address book); a
  * held batch — held before, or by this retry — gets no jobs until approved.
  */
 export async function retryBatch(

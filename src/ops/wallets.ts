@@ -11,7 +11,7 @@ import { postJsonRpc } from '../signing/json-rpc.ts';
 import { createOwnerBalances, type OwnerBalances, type Reserved } from '../store/owner-balance.ts';
 
 /**
- * What `usdc-batch wallets` reports (PRODUCT.md §2): public addresses, and what the chains and
+ * What `usdc-batch wallets` reports (README "Using it"): public addresses, and what the chains and
  * Redis say about them. Built only from public facts: no key, seed or RPC credential goes in.
  */
 export type EvmChainReport = {

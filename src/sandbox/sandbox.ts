@@ -96,7 +96,7 @@ export class SandboxNetworkError extends Error {
 }
 
 /**
- * A strict HTTP implementation of the transfer service (spec §4, PRODUCT.md §5) on real local
+ * A strict HTTP implementation of the transfer service (docs/transfer-service.md §4, README "States and promises") on real local
  * chains: an anvil per EVM chain (its testnet chain id, the USDC token at USDC's address) and
  * LiteSVM for Solana, with a lagging JSON-RPC per chain, fault injection and a ledger. Started at
  * once; `close()` stops every anvil it started. Admin routes (`/__admin/*`) answer loopback only.

@@ -69,7 +69,7 @@ export function networkFactsOf(err: unknown): FailureFacts {
 }
 
 /**
- * The transfer-service client (spec §4): one HTTP request per call, no retries inside got; only
+ * The transfer-service client (docs/transfer-service.md §4): one HTTP request per call, no retries inside got; only
  * estimate and status (safe to repeat) are wrapped in p-retry. Every failure is a ServiceError
  * classified by `classifyFailure`.
  */

@@ -14,7 +14,7 @@ export type FeeEstimate = {
   readonly netReceive: bigint;
 };
 
-/** The permit object of PRODUCT.md §5, exactly as sent. */
+/** The permit object of docs/transfer-service.md §2.4, exactly as sent. */
 export type PermitPayload = {
   readonly owner: string;
   readonly spender: string;

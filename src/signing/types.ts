@@ -156,7 +156,7 @@ export type PolicyVerdict =
 export type SolanaSigner = {
   /** Our public key (base58). */
   readonly address: string;
-  /** Decodes and checks a built transaction against the policy of PRODUCT.md §5 promise 3. */
+  /** Decodes and checks a built transaction against the policy of README "States and promises", promise 3. */
   check(transactionBase64: string, expected: SolanaExpectation): PolicyVerdict;
   /** Partially signs as our key only (keeps every existing signature); returns base64 wire bytes. */
   sign(transactionBase64: string): Promise<string>;

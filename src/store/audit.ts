@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 
-/** Operator actions (PRODUCT.md §2 `audit`): an append-only Redis stream. */
+/** Operator actions (README "Using it" `audit`): an append-only Redis stream. */
 export const AUDIT_ACTIONS = [
   'enqueue',
   'approve',

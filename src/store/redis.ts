@@ -129,7 +129,7 @@ export type Durability =
   { durable: true } | { durable: false; reason: string } | { durable: 'unknown'; reason: string };
 
 /**
- * PRODUCT.md §3: the worker refuses a Redis that can lose acknowledged writes (`appendonly` off,
+ * README "Configuration": the worker refuses a Redis that can lose acknowledged writes (`appendonly` off,
  * or `appendfsync` other than `always`), and warns where it cannot ask (`CONFIG` disabled).
  */
 export async function checkDurability(redis: Redis): Promise<Durability> {
