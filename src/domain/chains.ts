@@ -34,7 +34,7 @@ export function isValidRoute(from: Chain, to: Chain): boolean {
   return from !== 'SOLANA' || isEvmChain(to);
 }
 
-export type UsdcDeployment = {
+type UsdcDeployment = {
   readonly chainId: number;
   readonly usdc: `0x${string}`;
   /** EIP-712 domain name fallback, used only when `name()` cannot be read over RPC. */

@@ -14,7 +14,7 @@ import { createOwnerBalances, type OwnerBalances, type Reserved } from '../store
  * What `usdc-batch wallets` reports (README "Using it"): public addresses, and what the chains and
  * Redis say about them. Built only from public facts: no key, seed or RPC credential goes in.
  */
-export type EvmChainReport = {
+type EvmChainReport = {
   readonly chain: EvmChain;
   /** Whether `EVM_RPC_URL_<CHAIN>` is configured. */
   readonly rpc: boolean;
@@ -42,7 +42,7 @@ export type EvmChainReport = {
 };
 
 /** One treasury owner (one key of EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE). */
-export type EvmOwnerReport = {
+type EvmOwnerReport = {
   /** 1-based position of its key in the configuration (the order owners are preferred in). */
   readonly position: number;
   readonly address: string;
@@ -50,7 +50,7 @@ export type EvmOwnerReport = {
 };
 
 /** One chain across every owner. */
-export type EvmChainTotal = {
+type EvmChainTotal = {
   readonly chain: EvmChain;
   readonly rpc: boolean;
   /** The owners' balances summed; null when any of them is unknown (no RPC, or a read failed). */
@@ -82,18 +82,18 @@ export type WalletsReport = {
   readonly redis: 'ok' | 'unavailable';
 };
 
-export class SolanaRpcError extends UsdcBatchError {
+class SolanaRpcError extends UsdcBatchError {
   override name = 'SolanaRpcError';
 }
 
-export const DEFAULT_WALLET_RPC_TIMEOUT_MS = 3_000;
+const DEFAULT_WALLET_RPC_TIMEOUT_MS = 3_000;
 
 /**
  * The USDC balance (base units) of one SPL token account over Solana JSON-RPC
  * (`getTokenAccountBalance`). An account that does not exist holds nothing: 0. Messages carry the
  * URL only redacted (RPC providers put API keys in the path or query).
  */
-export async function readSolanaTokenBalance(
+async function readSolanaTokenBalance(
   url: string,
   tokenAccount: string,
   options: { fetch?: typeof fetch; timeoutMs?: number } = {},
@@ -124,7 +124,7 @@ export async function readSolanaTokenBalance(
   return BigInt(amount);
 }
 
-export type WalletsDeps = {
+type WalletsDeps = {
   readonly config: Pick<
     Config,
     | 'evmPrivateKeys'

@@ -21,7 +21,7 @@ type Route = {
 };
 
 /** The running HTTP side of the sandbox; `close()` ends hanging answers and open sockets. */
-export type SandboxHttp = { readonly server: Server; readonly port: number; close(): Promise<void> };
+type SandboxHttp = { readonly server: Server; readonly port: number; close(): Promise<void> };
 
 type HttpContext = {
   readonly state: ServiceState;

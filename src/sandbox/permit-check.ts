@@ -35,7 +35,7 @@ export type ParsedPermit = {
   signature: Hex;
 };
 
-export type PermitProblem = { code: string; message: string };
+type PermitProblem = { code: string; message: string };
 
 const UINT = /^[0-9]{1,78}$/;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;

@@ -41,7 +41,7 @@ end
 return {reached and 1 or 0, string.format('%d', sum), counted}
 `);
 
-export type WindowVerdict = { readonly reached: boolean; readonly before: bigint; readonly counted: boolean };
+type WindowVerdict = { readonly reached: boolean; readonly before: bigint; readonly counted: boolean };
 
 /**
  * `count`: judges the entry and, when it stays under the threshold, counts it. `peek` only judges
