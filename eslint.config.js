@@ -1,5 +1,33 @@
 import tseslint from 'typescript-eslint';
 
+/*
+ * Layer boundaries (README "Layout"): each heavy dependency is imported in one
+ * place only, so the rest of the code reaches it through that layer's own functions.
+ */
+const BOUNDARIES = {
+  chains: {
+    group: ['viem', 'viem/*', 'ox', 'ox/*', '@solana/*', '@solana-program/*'],
+    message:
+      'Only src/signing (and src/sandbox) import viem, ox, @solana/* and @solana-program/*: call a function of src/signing instead (e.g. src/signing/evm/owner-address.ts).',
+  },
+  http: {
+    group: ['got', 'got/*'],
+    message: 'Only src/service imports got: call the service client (src/service/) instead.',
+  },
+  queue: {
+    group: ['bullmq', 'bullmq/*'],
+    message: 'Only src/queue and src/worker import bullmq.',
+  },
+};
+
+/** The `no-restricted-imports` rule forbidding every boundary but the `allowed` ones. */
+function boundaries(...allowed) {
+  const patterns = Object.entries(BOUNDARIES)
+    .filter(([name]) => !allowed.includes(name))
+    .map(([, pattern]) => pattern);
+  return { 'no-restricted-imports': ['error', { patterns }] };
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'coverage/**', 'dist/**'] },
   ...tseslint.configs.recommended,
@@ -13,15 +41,26 @@ export default tseslint.config(
       ],
     },
   },
+  // Later entries replace the rule for the files they name.
+  { files: ['src/**/*.ts'], rules: boundaries() },
+  { files: ['src/signing/**/*.ts', 'src/sandbox/**/*.ts'], rules: boundaries('chains') },
+  { files: ['src/service/**/*.ts'], rules: boundaries('http') },
+  { files: ['src/queue/**/*.ts', 'src/worker/**/*.ts'], rules: boundaries('queue') },
   {
-    // Layer boundaries (STYLE.md habit 6): only these folders may import the heavy dependencies.
-    files: ['src/**/*.ts'],
-    ignores: ['src/queue/**', 'src/http/dashboard*.ts'],
+    // The benchmarks share their harness with the tests through support/, never test/ itself.
+    files: ['bench/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { paths: [{ name: 'bullmq', message: 'Only src/queue imports bullmq.' }] },
+        { patterns: [{ group: ['**/test/**'], message: 'bench/ imports support/, not test/.' }] },
       ],
     },
+  },
+  {
+    // The V3 keystore is opened while the configuration is read (ox's Keystore, viem for the
+    // address). It stays in config rather than src/signing because signing imports config
+    // (Config, spenderFor): config importing signing would be an arrow running back up.
+    files: ['src/config/evm-keystore.ts'],
+    rules: boundaries('chains'),
   },
 );

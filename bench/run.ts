@@ -6,8 +6,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../test/helpers/cli.ts';
-import { solanaKeypairFile } from '../test/helpers/fixtures.ts';
+import { REPO_ROOT } from '../support/cli.ts';
+import { solanaKeypairFile } from '../support/fixtures.ts';
 import { cleanupAll } from './lib/cleanup.ts';
 import { describeMachine } from './lib/machine.ts';
 import { readOptions, type Section } from './lib/options.ts';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../test/helpers/cli.ts';
+import { REPO_ROOT } from '../../support/cli.ts';
 import { trackChild } from './cleanup.ts';
 
 const GNU_TIME = '/usr/bin/time';

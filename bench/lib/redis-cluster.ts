@@ -3,7 +3,7 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
-import { findRedisServer, freePort } from '../../test/helpers/redis.ts';
+import { findRedisServer, freePort } from '../../support/redis.ts';
 
 /**
  * A real Redis Cluster of `masters` durable masters on loopback ports, each in its own temp dir

@@ -1,4 +1,4 @@
-import { randomEvmAddress, randomSolanaAddress, type Row } from '../../test/helpers/fixtures.ts';
+import { randomEvmAddress, randomSolanaAddress, type Row } from '../../support/fixtures.ts';
 
 const EVM = ['ETH', 'BASE', 'ARB', 'POLYGON'] as const;
 

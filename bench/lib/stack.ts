@@ -2,10 +2,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { keys } from '../../src/store/keys.ts';
-import { BIN, spawnCli, type SpawnedProcess } from '../../test/helpers/cli.ts';
-import { csvOf, type Row } from '../../test/helpers/fixtures.ts';
-import { startPrivateRedis, type TestRedis } from '../../test/helpers/redis.ts';
-import { startSandboxProcess, type SandboxProcess } from '../../test/helpers/sandbox.ts';
+import { BIN, spawnCli, type SpawnedProcess } from '../../support/cli.ts';
+import { csvOf, type Row } from '../../support/fixtures.ts';
+import { startPrivateRedis, type TestRedis } from '../../support/redis.ts';
+import { startSandboxProcess, type SandboxProcess } from '../../support/sandbox.ts';
 import { onCleanup, trackChild } from './cleanup.ts';
 import { runNodeTimed, type TimedResult } from './processes.ts';
 
@@ -43,8 +43,8 @@ export async function startBenchSandbox(
   return Object.assign(sandbox, { close });
 }
 
-// The environment `enqueue` and `worker` get is the tests' own (test/helpers/e2e.ts).
-export { productEnv } from '../../test/helpers/e2e.ts';
+// The environment `enqueue` and `worker` get is the tests' own (support/product-env.ts).
+export { productEnv } from '../../support/product-env.ts';
 
 export function writeCsv(dir: string, name: string, rows: readonly Row[]): string {
   const file = join(dir, name);

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { keys } from '../../src/store/keys.ts';
-import { TEST_EVM_ADDRESS } from '../../test/helpers/fixtures.ts';
-import type { SandboxProcess } from '../../test/helpers/sandbox.ts';
+import { TEST_EVM_ADDRESS } from '../../support/fixtures.ts';
+import type { SandboxProcess } from '../../support/sandbox.ts';
 import { evmRows } from '../lib/rows.ts';
 import { median } from '../lib/stats.ts';
 import { startBenchSandbox } from '../lib/stack.ts';
@@ -102,8 +102,7 @@ function countPrepared(chains: readonly string[]) {
 }
 
 /**
- * 3. EVM-source rows. Permits of one (chain, owner) are sent one at a time in nonce order (PRODUCT.md
- * §5 promise 4), so one chain can do at most 1 / (transfer-call latency) per second whatever the
+ * 3. EVM-source rows. Permits of one (chain, owner) are sent one at a time in nonce order (README "States and promises", promise 4), so one chain can do at most 1 / (transfer-call latency) per second whatever the
  * concurrency; four source chains have four independent nonce sequences. The one-owner flow is also
  * run against a sandbox at REALISTIC_LATENCY_MS. The sandbox's own log gives the time each transfer
  * call took at the service (the latency plus its chain's execution) and the gap the worker left

@@ -1,7 +1,7 @@
 import { keccak256, toHex } from 'viem';
 import { evmRows } from '../lib/rows.ts';
 import { startBenchSandbox } from '../lib/stack.ts';
-import type { SandboxProcess } from '../../test/helpers/sandbox.ts';
+import type { SandboxProcess } from '../../support/sandbox.ts';
 import { median } from '../lib/stats.ts';
 import { EVM_CONCURRENCY, REALISTIC_LATENCY_MS, serialSection } from './evm.ts';
 import { runProductBatch, type Context, type FlowRun } from './throughput.ts';

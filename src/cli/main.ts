@@ -9,7 +9,7 @@ import { plainText } from './format.ts';
 type CommandModule = { run: (args: string[], options: Record<string, unknown>) => Promise<number> };
 
 /**
- * Every command of PRODUCT.md §2 lives in `./commands/<name>.ts`. Each action loads its module
+ * Every command of README "Using it" lives in `./commands/<name>.ts`. Each action loads its module
  * lazily (so `--help` and light commands start fast); a command whose module does not exist yet
  * says so and exits 2.
  */

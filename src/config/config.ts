@@ -23,7 +23,7 @@ export class Secret {
 export const NEW_RECIPIENT_POLICIES = ['allow', 'hold', 'reject'] as const;
 export type NewRecipientPolicy = (typeof NEW_RECIPIENT_POLICIES)[number];
 
-/** Everything the product reads from the environment, parsed once and frozen (PRODUCT.md §3). */
+/** Everything the product reads from the environment, parsed once and frozen (README "Configuration"). */
 export type Config = {
   readonly redisUrl: string;
   /** Whether REDIS_URL was set explicitly (the demo starts its own Redis otherwise). */
@@ -66,7 +66,7 @@ export type Config = {
   /** The address `serve` listens on (default loopback only). */
   readonly httpHost: string;
   readonly httpPort: number;
-  /** Slow and idle clients (PRODUCT.md §6): time limits, milliseconds, and the connection cap. */
+  /** Slow and idle clients (README "HTTP API"): time limits, milliseconds, and the connection cap. */
   readonly httpHeadersTimeoutMs: number;
   readonly httpRequestTimeoutMs: number;
   readonly httpIdleTimeoutMs: number;

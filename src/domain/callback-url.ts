@@ -5,7 +5,7 @@ import { isHostName } from './host-name.ts';
  * One CALLBACK_ALLOWED_HOSTS entry: `host` or `host:port` (an IPv6 address in brackets when it has a
  * port: `[::1]:8080`). `port` undefined means the default port of the callback's scheme only.
  */
-export type AllowedHost = { readonly host: string; readonly port: number | undefined };
+type AllowedHost = { readonly host: string; readonly port: number | undefined };
 
 /** Parses an allow-list entry (case-insensitive); undefined when it is not `host` or `host:port`. */
 export function parseAllowedHost(entry: string): AllowedHost | undefined {

@@ -1,11 +1,11 @@
-/** Chain codes of the transfer service and their roles (spec §2.1). */
+/** Chain codes of the transfer service and their roles (docs/transfer-service.md §2.1). */
 export const CHAINS = ['ETH', 'BASE', 'ARB', 'POLYGON', 'SOLANA'] as const;
 export type Chain = (typeof CHAINS)[number];
 export const EVM_CHAINS = ['ETH', 'BASE', 'ARB', 'POLYGON'] as const;
 export type EvmChain = (typeof EVM_CHAINS)[number];
 
 /**
- * What each operation of the service accepts (spec §2.1). A SOLANA source has no chain-code
+ * What each operation of the service accepts (docs/transfer-service.md §2.1). A SOLANA source has no chain-code
  * parameter: it is implied by the build-tx flow, whose destination must be EVM.
  */
 export const CHAIN_ROLES = {
@@ -34,7 +34,7 @@ export function isValidRoute(from: Chain, to: Chain): boolean {
   return from !== 'SOLANA' || isEvmChain(to);
 }
 
-export type UsdcDeployment = {
+type UsdcDeployment = {
   readonly chainId: number;
   readonly usdc: `0x${string}`;
   /** EIP-712 domain name fallback, used only when `name()` cannot be read over RPC. */

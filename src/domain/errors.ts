@@ -3,7 +3,7 @@
  * short message a person can act on, optional details, and the chained `cause`.
  * Messages never contain secrets: callers pass only public facts into them.
  */
-export type ErrorOptions = {
+type ErrorOptions = {
   readonly details?: string;
   readonly cause?: unknown;
   readonly meta?: Readonly<Record<string, unknown>>;

@@ -2,7 +2,7 @@ import { ValidationError } from './errors.ts';
 
 /** USDC has 6 decimals: amounts are `bigint` micro-USDC inside, decimal strings at the edges. */
 export const USDC_DECIMALS = 6;
-export const MICRO_PER_USDC = 1_000_000n;
+const MICRO_PER_USDC = 1_000_000n;
 
 // Digits, an optional fraction of 1-6 digits. No sign, exponent, separators, spaces, leading '.',
 // trailing '.', or leading zeros. `.5` and `01` are refused on purpose: both are what a spreadsheet
@@ -11,7 +11,7 @@ export const MICRO_PER_USDC = 1_000_000n;
 const AMOUNT_RE = /^(0|[1-9][0-9]*)(?:\.([0-9]{1,6}))?$/;
 const MAX_DIGITS = 30;
 
-export type ParseResult = { ok: true; value: bigint } | { ok: false; reason: string };
+type ParseResult = { ok: true; value: bigint } | { ok: false; reason: string };
 
 /**
  * Parses a decimal USDC amount into micro-USDC. Accepts `12`, `12.5`, `12.500000`, `0.000001`.

@@ -17,7 +17,7 @@ export type BookAddress = {
   readonly key: string;
 };
 
-export function familyOfChain(to: Chain): AddressFamily {
+function familyOfChain(to: Chain): AddressFamily {
   return to === 'SOLANA' ? 'solana' : 'evm';
 }
 
@@ -58,7 +58,7 @@ export function parseBookAddress(
 }
 
 // A label is for people reading the book; it is not free text of any length.
-export const LABEL_MAX_LENGTH = 100;
+const LABEL_MAX_LENGTH = 100;
 
 /** A problem with a label, or undefined when it is fine (empty is fine: no label). */
 export function labelProblem(label: string): string | undefined {

@@ -8,7 +8,7 @@ import Fastify, {
 import type { Config } from '../config/config.ts';
 import type { UsdcBatchError } from '../domain/errors.ts';
 import { ConflictError, ValidationError } from '../domain/errors.ts';
-import { NotFoundError } from '../ops/operations.ts';
+import { NotFoundError } from '../ops/ops-error.ts';
 import { createQueueMonitor } from '../queue/queue-monitor.ts';
 import { basicPassword, bearerToken, secretMatches } from './auth.ts';
 import { errorDocument, forbidden, HttpError, unauthorized } from './http-errors.ts';
@@ -43,7 +43,7 @@ export type AppOptions = {
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
 
 /**
- * Builds the HTTP API (PRODUCT.md §6) without starting it: `serve` listens, tests use `inject()`.
+ * Builds the HTTP API (README "HTTP API") without starting it: `serve` listens, tests use `inject()`.
  * Every route but those marked `auth: 'none'` needs `Authorization: Bearer $HOOK_TOKEN` (or the
  * approver's token where the route says so); an app without the token configured refuses all.
  */

@@ -15,7 +15,7 @@ import type { DroppedRow } from '../store/batch-writer.ts';
 
 /**
  * The holds every row entering the queue passes — a new batch, a schedule's firing, or the rows
- * `retry` re-queues (PRODUCT.md §5 promise 5) — and what `NEW_RECIPIENT_POLICY=reject` refuses:
+ * `retry` re-queues (README "States and promises", promise 5) — and what `NEW_RECIPIENT_POLICY=reject` refuses:
  * - a row paying an address removed from the address book holds its batch, under every policy
  *   (removal is how ops answer a reported fraud);
  * - under `hold`, a row paying an address not in the book holds its batch;

@@ -9,7 +9,7 @@ const CENSOR = '[redacted]';
  * Paths pino itself replaces (fast-redact). They are kept as a first layer; `redactDeep` below
  * catches the same names at any depth and in any letter case, which fixed paths cannot.
  */
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'privateKey',
   '*.privateKey',
   'secretKey',
@@ -84,7 +84,7 @@ function isSecretKey(name: string): boolean {
  * `sk_` keys, bearer credentials and 65-byte hex signatures. A 32-byte hex string is left alone:
  * it is as likely a transaction hash as a key, and keys never reach a message in the first place.
  */
-export function scrubText(text: string): string {
+function scrubText(text: string): string {
   return text
     .replace(/\bsk_[A-Za-z0-9_-]{4,}/g, `sk_${CENSOR}`)
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${CENSOR}`)
@@ -94,7 +94,7 @@ export function scrubText(text: string): string {
 const MAX_DEPTH = 8;
 
 /** A copy of `value` with secret-named fields censored at any depth; the input is not modified. */
-export function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
+function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
   if (typeof value === 'string') return scrubText(value);
   if (typeof value !== 'object' || value === null) return value;
   if (depth >= MAX_DEPTH || seen.has(value)) return value;

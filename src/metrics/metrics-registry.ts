@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { collectDefaultMetrics, Gauge, Registry, type Metric } from 'prom-client';
 import { TRANSFER_STATES } from '../domain/transfer.ts';
-import type { QueueCounts } from '../queue/queue-monitor.ts';
+import type { QueueCounts } from './queue-counts.ts';
 import { keys } from '../store/keys.ts';
 import { CHAINS, EVM_CHAINS, type EvmChain } from '../domain/chains.ts';
 import { createOwnerBalances } from '../store/owner-balance.ts';

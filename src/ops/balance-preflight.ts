@@ -14,7 +14,7 @@ import type { WalletsReport } from './wallets.ts';
  * batches have in flight is not subtracted.
  */
 
-export type OwnerAvailable = { readonly address: string; readonly available: bigint | null };
+type OwnerAvailable = { readonly address: string; readonly available: bigint | null };
 
 export type ChainPreflight = {
   readonly chain: string;

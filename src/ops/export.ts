@@ -38,7 +38,7 @@ function csvCell(v: string | number | null, forTerminal: boolean): string {
  * memos were plain text, a message from the service) are shown escaped instead of acting on the
  * terminal; a file keeps the values as they are.
  */
-export function csvRow(t: TransferView, forTerminal = false): string {
+function csvRow(t: TransferView, forTerminal = false): string {
   const values: (string | number | null)[] = [
     t.id,
     t.line,

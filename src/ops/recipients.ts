@@ -10,7 +10,7 @@ import { createRecipientBook, type BookEntry } from '../store/recipient-book.ts'
  * The address book's operations, shared by `usdc-batch recipients` and `/v1/recipients`; every
  * change is in the audit with its actor.
  */
-export type RecipientOpsDeps = {
+type RecipientOpsDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   /** `cli:<user>`, `http:approver` (or `http:hook` where no approver token is configured). */
@@ -19,7 +19,7 @@ export type RecipientOpsDeps = {
 };
 
 /** An entry as `recipients list --json` and `GET /v1/recipients` show it. */
-export type RecipientView = {
+type RecipientView = {
   readonly address: string;
   readonly family: string;
   readonly label: string | null;
@@ -98,7 +98,7 @@ export async function removeRecipient(
   return { address, existed };
 }
 
-export type ImportOutcome =
+type ImportOutcome =
   | { readonly status: 'imported'; readonly rows: number; readonly added: number; readonly updated: number }
   | { readonly status: 'rejected'; readonly errors: IngestIssue[] };
 

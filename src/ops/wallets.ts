@@ -1,21 +1,20 @@
 import type { Redis } from 'ioredis';
-import { privateKeyToAccount } from 'viem/accounts';
-import type { Hex } from 'viem';
 import type { Config } from '../config/config.ts';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
 import { createChainReader, minedBlocks, redactUrl } from '../signing/evm/chain-reader.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
+import { evmAddressOfKey } from '../signing/evm/owner-address.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { postJsonRpc } from '../signing/json-rpc.ts';
 import { createOwnerBalances, type OwnerBalances, type Reserved } from '../store/owner-balance.ts';
 
 /**
- * What `usdc-batch wallets` reports (PRODUCT.md §2): public addresses, and what the chains and
+ * What `usdc-batch wallets` reports (README "Using it"): public addresses, and what the chains and
  * Redis say about them. Built only from public facts: no key, seed or RPC credential goes in.
  */
-export type EvmChainReport = {
+type EvmChainReport = {
   readonly chain: EvmChain;
   /** Whether `EVM_RPC_URL_<CHAIN>` is configured. */
   readonly rpc: boolean;
@@ -43,7 +42,7 @@ export type EvmChainReport = {
 };
 
 /** One treasury owner (one key of EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE). */
-export type EvmOwnerReport = {
+type EvmOwnerReport = {
   /** 1-based position of its key in the configuration (the order owners are preferred in). */
   readonly position: number;
   readonly address: string;
@@ -51,7 +50,7 @@ export type EvmOwnerReport = {
 };
 
 /** One chain across every owner. */
-export type EvmChainTotal = {
+type EvmChainTotal = {
   readonly chain: EvmChain;
   readonly rpc: boolean;
   /** The owners' balances summed; null when any of them is unknown (no RPC, or a read failed). */
@@ -83,18 +82,18 @@ export type WalletsReport = {
   readonly redis: 'ok' | 'unavailable';
 };
 
-export class SolanaRpcError extends UsdcBatchError {
+class SolanaRpcError extends UsdcBatchError {
   override name = 'SolanaRpcError';
 }
 
-export const DEFAULT_WALLET_RPC_TIMEOUT_MS = 3_000;
+const DEFAULT_WALLET_RPC_TIMEOUT_MS = 3_000;
 
 /**
  * The USDC balance (base units) of one SPL token account over Solana JSON-RPC
  * (`getTokenAccountBalance`). An account that does not exist holds nothing: 0. Messages carry the
  * URL only redacted (RPC providers put API keys in the path or query).
  */
-export async function readSolanaTokenBalance(
+async function readSolanaTokenBalance(
   url: string,
   tokenAccount: string,
   options: { fetch?: typeof fetch; timeoutMs?: number } = {},
@@ -125,7 +124,7 @@ export async function readSolanaTokenBalance(
   return BigInt(amount);
 }
 
-export type WalletsDeps = {
+type WalletsDeps = {
   readonly config: Pick<
     Config,
     | 'evmPrivateKeys'
@@ -264,7 +263,7 @@ export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
   let evm: WalletsReport['evm'] = null;
   if (config.evmPrivateKeys.length > 0) {
     // Public addresses only: each key leaves its Secret just long enough to derive its address.
-    const owners = config.evmPrivateKeys.map((key) => privateKeyToAccount(key.reveal() as Hex).address);
+    const owners = config.evmPrivateKeys.map((key) => evmAddressOfKey(key.reveal()));
     const reader = createChainReader({
       config,
       timeoutMs,

@@ -6,7 +6,7 @@ import { luaScript, runScript } from '../store/lua-script.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 
 /**
- * A transfer job's result (PRODUCT.md §5, "Job results"): the transfer as the job left it, in the
+ * A transfer job's result (docs/data-model.md "BullMQ jobs"): the transfer as the job left it, in the
  * status document's names and forms (built from `transferView`, never spelled twice). It is the
  * job hash's `returnvalue` — of a completed job, and of a failed one too (written just before the
  * job fails), so an ops tool reads one field whatever the job's fate.

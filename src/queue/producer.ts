@@ -8,7 +8,7 @@ import { queueNameFor, transferJobId, transferJobName, type TransferJobData } fr
 
 /**
  * Job options of every transfer job. The queue is only the transport: the worker's saved steps in
- * the transfer record decide when a transfer is final (PRODUCT.md §5), so BullMQ must never give up
+ * the transfer record decide when a transfer is final (README "States and promises"), so BullMQ must never give up
  * on a job before the worker does —
  * - `attempts` is far above what the worker's own time budget (final within 3 minutes of transient
  *   failures) can use at this backoff, so "attempts exhausted" is a safety net, not a policy;

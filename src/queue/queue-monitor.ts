@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { CHAINS } from '../domain/chains.ts';
+import { COUNTED_JOB_STATES, type CountedJobState, type QueueCounts } from '../metrics/queue-counts.ts';
 import { INTENT_QUEUE, INTENT_QUEUE_DESCRIPTION } from './intent-follower.ts';
 import { queueNameFor } from './jobs.ts';
 import { SCHEDULE_QUEUE } from './schedules.ts';
@@ -25,19 +26,6 @@ export function queueDescription(name: string): string {
     return "Schedule firings: each makes one batch from the schedule's stored CSV.";
   return '';
 }
-
-/** The job states counted per queue. `depth` is what still waits to run: waiting + prioritized + delayed. */
-export const COUNTED_JOB_STATES = [
-  'waiting',
-  'prioritized',
-  'delayed',
-  'active',
-  'completed',
-  'failed',
-] as const;
-export type CountedJobState = (typeof COUNTED_JOB_STATES)[number];
-
-export type QueueCounts = { readonly queue: string; readonly counts: Record<CountedJobState, number> };
 
 export type QueueMonitor = {
   /** Queue handles on the caller's connection (bull-board takes them as they are). */

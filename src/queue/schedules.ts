@@ -17,7 +17,7 @@ import { heldFirings, noteHeldFiring } from '../store/schedule-holds.ts';
 import { createProducer, type Producer } from './producer.ts';
 
 /**
- * Recurring batches (PRODUCT.md §2 `schedule`). A schedule is a record in Redis holding the CSV
+ * Recurring batches (README "Using it" `schedule`). A schedule is a record in Redis holding the CSV
  * itself (`P:schedule:<name>`: cron, tz, csv, created_at, created_by, …; names in `P:schedules`),
  * so a firing never depends on the file still existing, plus a BullMQ job scheduler of the same
  * name on the `schedules` queue. BullMQ makes one job per firing (its id carries the firing time),

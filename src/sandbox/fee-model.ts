@@ -2,7 +2,7 @@ import type { Chain } from '../domain/chains.ts';
 import { parseUsdc } from '../domain/money.ts';
 import type { SandboxConfig } from './sandbox-config.ts';
 
-export type SandboxFee = { platform: bigint; gas: bigint; total: bigint; netReceive: bigint };
+type SandboxFee = { platform: bigint; gas: bigint; total: bigint; netReceive: bigint };
 
 /**
  * The sandbox's deterministic fee: `feeBps` of the amount (rounded up, never in the payer's

@@ -21,7 +21,7 @@ type Route = {
 };
 
 /** The running HTTP side of the sandbox; `close()` ends hanging answers and open sockets. */
-export type SandboxHttp = { readonly server: Server; readonly port: number; close(): Promise<void> };
+type SandboxHttp = { readonly server: Server; readonly port: number; close(): Promise<void> };
 
 type HttpContext = {
   readonly state: ServiceState;
@@ -31,7 +31,7 @@ type HttpContext = {
 };
 
 /**
- * The HTTP transfer service (spec §4) in front of the chains: routing, API-key and bearer auth, the
+ * The HTTP transfer service (docs/transfer-service.md §4) in front of the chains: routing, API-key and bearer auth, the
  * request log a rate limiter sees, faults, `Idempotency-Key` replay, `/rpc/<CHAIN>` and the
  * loopback-only admin routes.
  */

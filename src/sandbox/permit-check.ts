@@ -35,7 +35,7 @@ export type ParsedPermit = {
   signature: Hex;
 };
 
-export type PermitProblem = { code: string; message: string };
+type PermitProblem = { code: string; message: string };
 
 const UINT = /^[0-9]{1,78}$/;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -48,7 +48,7 @@ function uint(v: unknown): bigint | undefined {
 }
 
 /**
- * Reads the permit object of PRODUCT.md §5. `signature` (65-byte r‖s‖v) and/or `v, r, s` are
+ * Reads the permit object of docs/transfer-service.md §2.4. `signature` (65-byte r‖s‖v) and/or `v, r, s` are
  * accepted; when both are given they must agree.
  */
 export function readPermit(v: unknown): ParsedPermit | PermitProblem {

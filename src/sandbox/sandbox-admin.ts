@@ -6,7 +6,7 @@ import { applyConfigPatch, type SandboxConfig, type SandboxConfigPatch } from '.
 import { clearServiceState, type ServiceState } from './service-state.ts';
 
 /** A chain's view of an owner's permit nonces: what the service takes next, and what `/rpc` shows now. */
-export type NonceView = { readonly expected: bigint; readonly chain: bigint };
+type NonceView = { readonly expected: bigint; readonly chain: bigint };
 
 /** One on-chain USDC balance (the chain's own, never the sandbox's counters). */
 export type BalanceRow = {

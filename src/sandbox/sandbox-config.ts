@@ -23,7 +23,7 @@ export const FAULT_KINDS = [
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** The operations faults target (`rpc` is every JSON-RPC call, `plants` the sample route). */
-export const FAULT_OPS = ['estimate', 'transfer', 'build_tx', 'submit', 'status', 'rpc', 'plants'] as const;
+const FAULT_OPS = ['estimate', 'transfer', 'build_tx', 'submit', 'status', 'rpc', 'plants'] as const;
 export type FaultOp = (typeof FAULT_OPS)[number];
 
 /** The sandbox's knobs: constructor options, or `POST /__admin/config` at run time (JSON as below). */
@@ -96,7 +96,7 @@ const faultKind = z.enum(FAULT_KINDS);
 const probability = z.number().min(0).max(1);
 
 /** A patch of the config: every field optional, unknown fields refused. */
-export const sandboxConfigPatch = z
+const sandboxConfigPatch = z
   .object({
     latencyMs: z.number().int().min(0).max(600_000),
     seed: z.number().int(),

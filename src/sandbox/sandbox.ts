@@ -15,10 +15,10 @@ import { startLiteSvmChain } from './solana/litesvm-chain.ts';
 export type { LedgerEntry } from './service-state.ts';
 export type { SandboxAdmin } from './sandbox-admin.ts';
 
-export const SANDBOX_DEFAULT_API_KEY = 'sk_sandbox_local';
+const SANDBOX_DEFAULT_API_KEY = 'sk_sandbox_local';
 const DEFAULT_FEE_PAYER_SEED = 'usdc-batch sandbox: solana fee payer';
 /** Where transferFrom moves an owner's USDC: an address derived from a label, whose key nobody has. */
-export const SANDBOX_DEPOSIT_ADDRESS = checksumEvmAddress(
+const SANDBOX_DEPOSIT_ADDRESS = checksumEvmAddress(
   `0x${keccak256(toHex('usdc-batch sandbox: deposit')).slice(-40)}`,
 ) as `0x${string}`;
 
@@ -37,7 +37,7 @@ export type SandboxOptions = Partial<SandboxConfig> & {
 };
 
 /** The processes and in-process runtimes behind the sandbox (for `/__admin/info` and the README's costs). */
-export type SandboxNodes = {
+type SandboxNodes = {
   readonly evm: Readonly<
     Record<EvmChain, { readonly kind: string; readonly url: string | null; readonly pid: number | null }>
   >;
@@ -96,7 +96,7 @@ export class SandboxNetworkError extends Error {
 }
 
 /**
- * A strict HTTP implementation of the transfer service (spec §4, PRODUCT.md §5) on real local
+ * A strict HTTP implementation of the transfer service (docs/transfer-service.md §4, README "States and promises") on real local
  * chains: an anvil per EVM chain (its testnet chain id, the USDC token at USDC's address) and
  * LiteSVM for Solana, with a lagging JSON-RPC per chain, fault injection and a ledger. Started at
  * once; `close()` stops every anvil it started. Admin routes (`/__admin/*`) answer loopback only.

@@ -46,7 +46,7 @@ import {
 import { USDC_DECIMALS } from '../domain/money.ts';
 
 /**
- * Every kind of transaction the signing policy (PRODUCT.md §5 promise 3) must refuse. Each one is
+ * Every kind of transaction the signing policy (README "States and promises", promise 3) must refuse. Each one is
  * the legitimate payment with exactly one thing wrong.
  */
 export const MALICIOUS_SOLANA_KINDS = [
@@ -77,16 +77,11 @@ export const MALICIOUS_SOLANA_KINDS = [
   /** a CCTP deposit_for_burn to another destination domain than the row's chain */
   'cctp_other_domain',
 ] as const;
-export type MaliciousSolanaKind = (typeof MALICIOUS_SOLANA_KINDS)[number];
 
 /** `legit`: compute budget + USDC TransferChecked + memo. `cctp_v1`/`cctp_v2`: compute budget + CCTP deposit_for_burn + memo. */
 export const LEGIT_SOLANA_KINDS = ['legit', 'cctp_v1', 'cctp_v2'] as const;
 export const SOLANA_TX_KINDS = [...LEGIT_SOLANA_KINDS, ...MALICIOUS_SOLANA_KINDS] as const;
 export type SolanaTxKind = (typeof SOLANA_TX_KINDS)[number];
-
-export function isSolanaTxKind(value: unknown): value is SolanaTxKind {
-  return typeof value === 'string' && (SOLANA_TX_KINDS as readonly string[]).includes(value);
-}
 
 export const TOKEN_2022_PROGRAM = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb';
 /** Anchor discriminator of `deposit_for_burn` (sha256("global:deposit_for_burn")[0..8]), V1 and V2. */
@@ -99,12 +94,12 @@ function fixedAddress(label: string): Address {
 }
 
 /** Fixed stand-ins for an attacker, a program nobody allowed, a foreign mint and a lookup table. */
-export const SANDBOX_THIRD_PARTY = fixedAddress('usdc-batch sandbox: third party');
+const SANDBOX_THIRD_PARTY = fixedAddress('usdc-batch sandbox: third party');
 export const SANDBOX_UNKNOWN_PROGRAM = fixedAddress('usdc-batch sandbox: unknown program');
-export const SANDBOX_OTHER_MINT = fixedAddress('usdc-batch sandbox: other mint');
-export const SANDBOX_LOOKUP_TABLE = fixedAddress('usdc-batch sandbox: lookup table');
+const SANDBOX_OTHER_MINT = fixedAddress('usdc-batch sandbox: other mint');
+const SANDBOX_LOOKUP_TABLE = fixedAddress('usdc-batch sandbox: lookup table');
 
-export type SandboxTransferInput = {
+type SandboxTransferInput = {
   /** Default `legit`. */
   readonly kind?: SolanaTxKind;
   readonly network: Network;
@@ -132,7 +127,7 @@ export type SandboxTransferInput = {
   readonly lastValidBlockHeight?: bigint;
 };
 
-export type SandboxTransfer = {
+type SandboxTransfer = {
   /** base64 wire transaction; no signature of feePayer or wallet yet (CCTP kinds: the event-data key has signed). */
   readonly transaction: string;
   /** The compiled message, for comparing what comes back signed. */
@@ -158,7 +153,7 @@ export function evmRecipientBytes32(recipient: string): Uint8Array {
  * u32 LE, mint_recipient (32). V2 appends destination_caller (32, zero: anyone), max_fee u64 LE and
  * min_finality_threshold u32 LE.
  */
-export function encodeDepositForBurn(p: {
+function encodeDepositForBurn(p: {
   version: 1 | 2;
   amount: bigint;
   destinationDomain: number;
@@ -447,6 +442,3 @@ function messageOf(a: Accounts, input: SandboxTransferInput, instructions: reado
     [SANDBOX_LOOKUP_TABLE]: [a.destination],
   }) as typeof message;
 }
-
-/** The name the issue uses for the same builder. */
-export const buildSolanaTransaction = buildSandboxTransfer;

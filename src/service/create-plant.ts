@@ -5,7 +5,7 @@ import { classifyFailure } from './classify-failure.ts';
 import { networkFactsOf } from './service-client.ts';
 import { ServiceError, scrub } from './service-error.ts';
 
-/** spec §2.6: a NewPlant is a Plant plus its int64 `id`. */
+/** docs/transfer-service.md §2.6: a NewPlant is a Plant plus its int64 `id`. */
 export type NewPlant = { readonly id: bigint | number; readonly name: string; readonly tag?: string };
 export type Plant = { readonly name: string; readonly tag?: string; readonly id?: bigint };
 
@@ -13,7 +13,7 @@ const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
 /**
- * The sample plant-store operation (spec §4.5): `POST {sandbox_url}/plants` with
+ * The sample plant-store operation (docs/transfer-service.md §4.5): `POST {sandbox_url}/plants` with
  * `Authorization: Bearer`. 200 → the Plant; 400 → a `rejected` ServiceError whose serviceCode is
  * the Error record's int32 `error` and serviceMessage its `message`.
  */

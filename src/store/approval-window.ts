@@ -5,7 +5,7 @@ import { luaScript, runScript } from './lua-script.ts';
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * `APPROVAL_THRESHOLD_USDC` over the rolling 24 hours (PRODUCT.md §3): what was enqueued without
+ * `APPROVAL_THRESHOLD_USDC` over the rolling 24 hours (README "Configuration"): what was enqueued without
  * approval — whole batches, and the rows `retry` re-queued — is summed, and the enqueue that takes
  * the sum to the threshold (itself included) is held. Judging each batch alone let two batches of
  * 999.99 under a 1,000 threshold both run unheld.
@@ -41,7 +41,7 @@ end
 return {reached and 1 or 0, string.format('%d', sum), counted}
 `);
 
-export type WindowVerdict = { readonly reached: boolean; readonly before: bigint; readonly counted: boolean };
+type WindowVerdict = { readonly reached: boolean; readonly before: bigint; readonly counted: boolean };
 
 /**
  * `count`: judges the entry and, when it stays under the threshold, counts it. `peek` only judges

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 
-/** Operator actions (PRODUCT.md §2 `audit`): an append-only Redis stream. */
+/** Operator actions (README "Using it" `audit`): an append-only Redis stream. */
 export const AUDIT_ACTIONS = [
   'enqueue',
   'approve',
@@ -16,7 +16,7 @@ export const AUDIT_ACTIONS = [
   'recipient_remove',
   'recipient_import',
 ] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export type AuditEntry = {
   readonly id: string;
@@ -29,7 +29,7 @@ export type AuditEntry = {
   readonly detail: AuditDetail;
 };
 
-export type AuditDetail = Readonly<Record<string, unknown>>;
+type AuditDetail = Readonly<Record<string, unknown>>;
 
 // A year of a busy operator's actions is far below this; the stream is trimmed only beyond it.
 const MAX_ENTRIES = 1_000_000;

@@ -32,7 +32,7 @@ export async function holdBatch(
 }
 
 /** What a worker reads before it lets a transfer make its first payload. */
-export type ClearanceFacts = {
+type ClearanceFacts = {
   readonly held: boolean;
   /** When the batch was enqueued and last approved (ms; 0 when never approved). */
   readonly createdAt: number;
@@ -42,7 +42,7 @@ export type ClearanceFacts = {
 };
 
 /** One round trip: the batch's hold and approval, and the recipient's tombstone. */
-export async function readClearanceFacts(
+async function readClearanceFacts(
   redis: Redis,
   prefix: string,
   batchId: string,

@@ -5,7 +5,7 @@ import { keys } from './keys.ts';
 import { intentCounts, isSettled, paidTotals, type IntentCounts, type PaidTotals } from './settlement.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
-/** The status document of PRODUCT.md §5 (`status --json`, `GET /v1/batches/:id`, callbacks). */
+/** The status document of README "HTTP API" (`status --json`, `GET /v1/batches/:id`, callbacks). */
 export type TransferView = {
   id: string;
   line: number;

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { TransferState } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 
-export type QueuedTransfer = { readonly id: string; readonly values: readonly (string | null)[] };
+type QueuedTransfer = { readonly id: string; readonly values: readonly (string | null)[] };
 
 /**
  * The batch's `queued` transfers, a page at a time in line order, each with the record fields asked

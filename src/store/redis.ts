@@ -59,7 +59,7 @@ export function redactUrl(url: string): string {
 }
 
 /** `host:port` of a Redis URL: what a message may show of it (never a user name or password). */
-export function redisTarget(url: string): string {
+function redisTarget(url: string): string {
   try {
     const u = new URL(url);
     return `${u.hostname}:${u.port || '6379'}`;
@@ -68,7 +68,7 @@ export function redisTarget(url: string): string {
   }
 }
 
-export class RedisUnreachableError extends UsdcBatchError {
+class RedisUnreachableError extends UsdcBatchError {
   override name = 'RedisUnreachableError';
 }
 
@@ -125,11 +125,11 @@ export async function waitForRedis(redis: Redis, url: string, timeoutMs = 10_000
   }
 }
 
-export type Durability =
+type Durability =
   { durable: true } | { durable: false; reason: string } | { durable: 'unknown'; reason: string };
 
 /**
- * PRODUCT.md §3: the worker refuses a Redis that can lose acknowledged writes (`appendonly` off,
+ * README "Configuration": the worker refuses a Redis that can lose acknowledged writes (`appendonly` off,
  * or `appendfsync` other than `always`), and warns where it cannot ask (`CONFIG` disabled).
  */
 export async function checkDurability(redis: Redis): Promise<Durability> {

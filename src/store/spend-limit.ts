@@ -56,7 +56,7 @@ redis.call('SET', KEYS[3], string.format('%d', total))
 return 1
 `);
 
-export type Reservation =
+type Reservation =
   | { readonly ok: true; readonly used: bigint }
   | { readonly ok: false; readonly used: bigint; readonly retryAt: number };
 

@@ -11,16 +11,13 @@ import type { SandboxConfigPatch } from '../../src/sandbox/sandbox-config.ts';
 import { runCli, spawnCli, waitFor, type CliResult, type SpawnedProcess } from './cli.ts';
 import { csvOf, solanaKeypairFile, type Row } from './fixtures.ts';
 import { startPrivateRedis, type TestRedis } from './redis.ts';
-import {
-  startSandboxProcess,
-  TEST_EVM_ADDRESS,
-  TEST_EVM_KEY,
-  type SandboxInfo,
-  type SandboxProcess,
-} from './sandbox.ts';
+import { startSandboxProcess, TEST_EVM_ADDRESS, type SandboxProcess } from './sandbox.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { EVM_CHAINS } from '../../src/domain/chains.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
+import { productEnv } from '../../support/product-env.ts';
+
+export { productEnv };
 
 /**
  * The whole product as a user runs it: a private durable redis-server, the sandbox in its own
@@ -39,32 +36,6 @@ export type Stack = {
   ledger(): Promise<LedgerEntry[]>;
   stop(): Promise<void>;
 };
-
-/** The environment `enqueue` and `worker` get: everything pointed at one Redis and one sandbox. */
-export function productEnv(p: {
-  redisUrl: string;
-  prefix: string;
-  sandbox: SandboxInfo;
-  solanaKeyFile: string;
-  extra?: Record<string, string> | undefined;
-}): Record<string, string> {
-  const { sandbox } = p;
-  return {
-    REDIS_URL: p.redisUrl,
-    QUEUE_PREFIX: p.prefix,
-    TRANSFER_API_URL: sandbox.url,
-    TRANSFER_API_KEY: sandbox.api_key,
-    PERMIT_SPENDER: sandbox.spender,
-    EVM_PRIVATE_KEY: TEST_EVM_KEY,
-    SOLANA_KEYPAIR_FILE: p.solanaKeyFile,
-    EVM_RPC_URL_ETH: sandbox.rpc.ETH,
-    EVM_RPC_URL_BASE: sandbox.rpc.BASE,
-    EVM_RPC_URL_ARB: sandbox.rpc.ARB,
-    EVM_RPC_URL_POLYGON: sandbox.rpc.POLYGON,
-    LOG_LEVEL: 'warn',
-    ...p.extra,
-  };
-}
 
 /**
  * The sandbox funds an owner the first time it meets it (in a new block); the worker reserves what

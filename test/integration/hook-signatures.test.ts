@@ -13,7 +13,7 @@ const HOOK = 'hook-token-signatures-0123456789';
 const SECRET = 'whsec-signatures-0123456789abcdef';
 
 /**
- * The signature schemes of PRODUCT.md §6, computed here independently of the product's code:
+ * The signature schemes of README "HTTP API", computed here independently of the product's code:
  * `v1` = HMAC-SHA256 of "t.body", `v2` = HMAC-SHA256 of "t.METHOD.PATH?QUERY.body".
  */
 const now = () => Math.floor(Date.now() / 1000);

@@ -14,7 +14,7 @@ import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
 
 const HOOK = 'hook-token-jobs-0123456789';
-/** The outcome object's fields, PRODUCT.md §5 "Job results". */
+/** The outcome object's fields, docs/data-model.md "BullMQ jobs". */
 const OUTCOME_KEYS = [
   'amount',
   'attempts',

@@ -28,7 +28,7 @@ function listedCommands(help: string): Map<string, string> {
 }
 
 describe('usdc-batch --help', () => {
-  // Every command of PRODUCT.md §2.
+  // Every command of README "Using it".
   const PRODUCT_COMMANDS = [
     'worker',
     'serve',

@@ -354,7 +354,7 @@ describe('Dockerfile', () => {
 });
 
 describe('.env.example', () => {
-  // Every variable of PRODUCT.md §3.
+  // Every variable of README "Configuration".
   const PRODUCT_VARIABLES = [
     'REDIS_URL',
     'ALLOW_VOLATILE_REDIS',

@@ -1,4 +1,4 @@
-import { approveBatch } from '../../ops/operations.ts';
+import { approveBatch } from '../../ops/approve-batch.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 

@@ -1,4 +1,4 @@
-import { cancelBatch, cancelTransfers } from '../../ops/operations.ts';
+import { cancelBatch, cancelTransfers } from '../../ops/cancel.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 

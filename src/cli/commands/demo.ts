@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { privateKeyToAccount } from 'viem/accounts';
 import { loadConfig, readEnv } from '../../config/load-config.ts';
 import { EVM_CHAINS } from '../../domain/chains.ts';
 import { enqueueValidated } from '../../ingest/enqueue-batch.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
+import { evmAddressOfKey } from '../../signing/evm/owner-address.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { startWorker, type RunningWorker } from '../../queue/worker-runtime.ts';
@@ -138,7 +138,7 @@ export async function run(): Promise<number> {
     const input = await validateCsv(createReadStream(SAMPLE), {});
     // The throwaway treasury starts with DEMO_TREASURY_USDC on every chain it pays from.
     const treasury = {
-      evm: privateKeyToAccount(throwaway.evmPrivateKey).address,
+      evm: evmAddressOfKey(throwaway.evmPrivateKey),
       solana: throwaway.solanaAddress,
     };
     const accounts = demoAccounts(input.transfers, treasury);

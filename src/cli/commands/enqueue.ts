@@ -56,8 +56,7 @@ const WAIT_POLL_MS = 500;
 const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE_${code}`, message);
 
 /**
- * `usdc-batch enqueue FILE.csv`: validates the whole file, then enqueues it as one batch (PRODUCT.md
- * §2). Exit 0 enqueued (or already enqueued), 1 rejected (or, with --wait, some transfer did not
+ * `usdc-batch enqueue FILE.csv`: validates the whole file, then enqueues it as one batch (README "Using it"). Exit 0 enqueued (or already enqueued), 1 rejected (or, with --wait, some transfer did not
  * succeed), 2 usage/configuration, 3 conflict. `--json` prints exactly one document on stdout.
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {

@@ -1,4 +1,4 @@
-import { setPaused } from '../../ops/operations.ts';
+import { setPaused } from '../../ops/pause.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 

@@ -1,5 +1,5 @@
 import { ValidationError } from '../../domain/errors.ts';
-import { resolveTransfer } from '../../ops/operations.ts';
+import { resolveTransfer } from '../../ops/resolve-transfer.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 

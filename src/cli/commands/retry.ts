@@ -1,4 +1,4 @@
-import { retryBatch } from '../../ops/operations.ts';
+import { retryBatch } from '../../ops/retry-batch.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 

@@ -9,7 +9,7 @@ import { jsonText, plainText, table } from '../format.ts';
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
 /**
- * `usdc-batch wallets` (PRODUCT.md §2): the server wallets' public addresses — every EVM owner, in
+ * `usdc-batch wallets` (README "Using it"): the server wallets' public addresses — every EVM owner, in
  * configured order — and, where RPC is configured, each chain's permit nonce and USDC balance per
  * owner, plus the nonce pool and the balance reserved in flight that Redis holds. Needs
  * no service configuration; a source that does not answer is shown as unavailable. Never a secret.

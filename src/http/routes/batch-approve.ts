@@ -1,4 +1,4 @@
-import { approveBatch } from '../../ops/operations.ts';
+import { approveBatch } from '../../ops/approve-batch.ts';
 import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
 import { batchIdParam } from '../params.ts';
 import { ignoreBody } from './ignore-body.ts';

@@ -1,4 +1,4 @@
-import { retryBatch } from '../../ops/operations.ts';
+import { retryBatch } from '../../ops/retry-batch.ts';
 import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
 import { batchIdParam } from '../params.ts';
 import { ignoreBody } from './ignore-body.ts';

@@ -14,7 +14,7 @@ import { recipientsRoute } from './recipients.ts';
 import { uiRoute } from './ui.ts';
 import { openapiRoute } from '../openapi.ts';
 
-/** The API's routes (PRODUCT.md §6); each file registers one concern. */
+/** The API's routes (README "HTTP API"); each file registers one concern. */
 export const ROUTES: readonly RoutePlugin[] = [
   healthzRoute,
   readyzRoute,

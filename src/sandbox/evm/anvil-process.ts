@@ -24,7 +24,7 @@ const PLATFORM_PACKAGES: Readonly<Record<string, string>> = {
  * (no install script, no download): spawning it directly makes the PID we stop anvil's own, where
  * the package's `bin.mjs` would put a node wrapper in between.
  */
-export function anvilBinary(): string {
+function anvilBinary(): string {
   const pkg = PLATFORM_PACKAGES[`${process.platform}-${process.arch}`];
   if (!pkg) throw new Error(`anvil is not packaged for ${process.platform}-${process.arch}`);
   const require = createRequire(import.meta.url);

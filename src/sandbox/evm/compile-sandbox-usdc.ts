@@ -11,10 +11,10 @@ import { fileURLToPath } from 'node:url';
  */
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-export const SANDBOX_USDC_SOURCE = join(HERE, 'SandboxUsdc.sol');
+const SANDBOX_USDC_SOURCE = join(HERE, 'SandboxUsdc.sol');
 export const SANDBOX_USDC_ARTIFACT = join(HERE, 'SandboxUsdc.json');
 
-export type SandboxUsdcArtifact = {
+type SandboxUsdcArtifact = {
   readonly contractName: 'SandboxUsdc';
   readonly compiler: string;
   readonly abi: readonly unknown[];
@@ -77,7 +77,7 @@ export function compileSandboxUsdc(): SandboxUsdcArtifact {
   };
 }
 
-export function artifactText(artifact: SandboxUsdcArtifact): string {
+function artifactText(artifact: SandboxUsdcArtifact): string {
   return `${JSON.stringify(artifact, null, 2)}\n`;
 }
 

@@ -120,7 +120,7 @@ async function genesis(s: LiteSvmState): Promise<void> {
   await mintTo(s, s.feePayer.address, 0n);
 }
 
-export const usdcAccountOf = async (s: Pick<LiteSvmState, 'mint'>, owner: Address) =>
+const usdcAccountOf = async (s: Pick<LiteSvmState, 'mint'>, owner: Address) =>
   (await findAssociatedTokenPda({ owner, mint: s.mint, tokenProgram: TOKEN_PROGRAM_ADDRESS }))[0];
 
 /** Creates `owner`'s USDC account when missing (the fee payer pays the rent) and mints `amount` into it. */

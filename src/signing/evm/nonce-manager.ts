@@ -20,76 +20,7 @@ import { createLease } from './nonce-lease.ts';
 import { doubtMember, POOL_SCRIPTS, poolKeys, runPoolScript, type PoolKeys } from './nonce-pool-scripts.ts';
 import { createWakeups, waitForWakeup, type Wakeups } from './nonce-wakeups.ts';
 
-/*
- * Why this is money-safe, and what it is not responsible for.
- *
- * An ERC-2612 permit executes only when its nonce equals `nonces(owner)`, and executing it bumps
- * the nonce: so of all permits ever signed with one nonce, at most one can execute. Handing the same
- * nonce to two DIFFERENT transfers (after a refusal, after a dead holder's lease expired) can
- * therefore never pay twice: at worst one of them is refused, and that transfer signs again later.
- * What could pay twice is two live permits for the SAME transfer with different nonces; avoiding
- * that is the worker's job: it saves the signed permit before sending, re-sends it identically,
- * and asks for a new nonce only once the old permit is provably dead (never sent, first send
- * refused, or past its deadline with the chain nonce still at or below it).
- *
- * One more rule keeps the record of who paid honest: a permit presumed used (its answer was lost)
- * stays in the pool's review set until the chain settles it, and no permit is signed at or below
- * its nonce meanwhile. Otherwise another transfer's permit could take that nonce, and the chain's
- * "this nonce was used" would later be read as "the transfer in review was paid".
- *
- * What this module promises is order and liveness: one holder at a time per (chain, owner), so
- * permits reach the service one by one in nonce order, and never a nonce lower than one the
- * service already took (the chain's `nonces(owner)` lags the service: its transaction mines later).
- * The Redis layout is described in nonce-pool-scripts.ts.
- *
- * The serial section near zero: preparing the next permit while one is in flight.
- *
- * Only one permit of a (chain, owner) is in flight at a time, so the owner pays at most one row per
- * transfer call; whatever a transfer does between "permit n accepted" and "permit n + 1 sent" is
- * lost throughput. So while the holder's permit n is in flight, one waiter may become its
- * *preparer* (the pool's prepare slot): acquire offers it nonce n + 1, and it signs that permit and
- * saves it in its own record as prepared and unsent (never `send_state=sending`: it has not left),
- * then waits. When n is accepted, the holder's commit hands the lease straight to the preparer
- * (holder := preparer, held_nonce := n + 1, for a short hand-off lease) and wakes it by name; its
- * acquire returns the lease at once, and it sends what it saved. The hand-off is then "commit →
- * wake → the `sending` mark (with `confirm()`, which renews the lease, in the same round trip) →
- * send", with no record load, no signature and no RPC read between.
- *
- * Why this stays money-safe:
- * - A permit is sent only under a lease `acquire` returned whose nonce is the permit's nonce (the
- *   pipeline's rule for any saved permit), confirmed held (`confirm()`: free for a lease acquire
- *   looked at; for one handed over, the script checks holder and nonce in Redis and renews it,
- *   before the send), and the lease is exclusive. So a prepared permit n + 1 is
- *   sendable only by the one transfer that holds the lease at n + 1; two transfers may have signed
- *   n + 1 (the preparer, and later another holder if the slot was voided), but at most one of them
- *   can ever hold the lease at n + 1, and the chain executes at most one permit per nonce anyway.
- * - The hand-off happens only on a commit of an *accepted* permit n by its holder, to a live
- *   preparer of exactly n + 1, with `next` then exactly n + 1: the nonce a fresh acquire would have
- *   handed out. Order is kept: n + 1 reaches the service after n was accepted.
- * - Every other decision about the next nonce voids the slot: a release (n goes back to the pool:
- *   n + 1 would skip it), a move to the chain's nonce, a hold, the holder settling a refusal, a
- *   presumed-used permit settled as unused (the pool moves back), a presumed-used commit (no
- *   hand-off on a lost answer: the normal path decides), and a take-over of an expired lease. The
- *   slot is offered only for held_nonce + 1 with held_nonce + 1 at `next` or one above it, so
- *   never at or below a nonce known or presumed used (those are all below `next`). A voided
- *   preparer later gets whatever nonce the pool gives it, and its prepared permit, whose nonce
- *   differs, is discarded (it provably never left) and a new one signed.
- * - A preparer that dies stops renewing `prep_until` (it renews it each time it looks again, every
- *   few hundred ms): its slot is then free for another waiter and never handed the lease. A lease
- *   handed to a preparer that died just before lasts only the slot's life (prepareSlotMs) instead of
- *   a full lease, and its transfer, run again, re-enters that lease if it is still its own.
- * - A preparer that leaves the wait without the lease (shutdown, gave up) frees its slot, and a
- *   lease handed to it after it last looked goes back to the pool: it never sent under it.
- * - A hand-off lease that lapsed before its preparer confirmed it (a preparer stalled longer than
- *   prepareSlotMs) is not used: `confirm()` says false, the pipeline clears the `sending` mark it
- *   wrote in the same round trip and sends nothing. Only a crash in the instant between that answer
- *   and the clearing write leaves a `sending` mark on a permit that never left: it is then treated
- *   as possibly sent (re-sent identically, or `needs_review`) — the careful side, never a payment
- *   lost or made twice.
- * - The prepared permit is one saved payload of its transfer like any other: never sent, so a
- *   crash, an abandon or a cancel finds nothing that could have moved money, and a transfer whose
- *   saved payload may have been processed (`uncertain`) never prepares a new one.
- */
+// Why this is money-safe, and the prepared next permit (the serial section near zero): docs/nonces.md.
 
 export type NonceManagerDeps = {
   /** A normal (non-subscriber) connection; the manager duplicates it once for wake-ups. */

@@ -1,0 +1,29 @@
+import type { Redis } from 'ioredis';
+import type { TransferJobSink } from '../store/batch-writer.ts';
+import { keys } from '../store/keys.ts';
+import { NotFoundError } from './ops-error.ts';
+
+/**
+ * Operator actions shared by the CLI and the HTTP API. Each one is recorded in the audit stream
+ * with its actor.
+ */
+export type OpsDeps = {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly jobs: TransferJobSink;
+  /** Who acts: `cli:<user>` or `http:<token name>`. */
+  readonly actor: string;
+  readonly now?: () => number;
+};
+
+/** Where an intent an operator recorded is handed to be followed (the producer implements it). */
+export type IntentFollowSink = {
+  followIntent(batchId: string, transferId: string, intentId: string): Promise<void>;
+};
+
+/** The batch's hash, or NotFoundError when there is no such batch. */
+export async function requireBatch(deps: OpsDeps, batchId: string): Promise<Record<string, string>> {
+  const b = await deps.redis.hgetall(keys(deps.prefix).batch(batchId));
+  if (!b['id']) throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
+  return b;
+}

@@ -1,0 +1,81 @@
+import { ValidationError } from '../domain/errors.ts';
+import { recordAudit } from '../store/audit.ts';
+import { releaseOwnerReservation } from '../store/owner-balance.ts';
+import { savedSteps, type TransferPatch } from '../store/saved-steps.ts';
+import { createTransferStore } from '../store/transfer-store.ts';
+import { requireBatch, type IntentFollowSink, type OpsDeps } from './ops-deps.ts';
+import { NotFoundError } from './ops-error.ts';
+
+/**
+ * Settles a `needs_review` transfer after the operator checked the chain. `--not-sent` is refused
+ * while the signed permit or transaction could still execute.
+ */
+export async function resolveTransfer(
+  deps: OpsDeps & { readonly intents?: IntentFollowSink },
+  batchId: string,
+  transferId: string,
+  decision: { submitted: string } | { notSent: true },
+): Promise<{ state: 'submitted' | 'failed' }> {
+  await requireBatch(deps, batchId);
+  const now = (deps.now ?? Date.now)();
+  const store = createTransferStore({ redis: deps.redis, prefix: deps.prefix });
+  const rec = await store.load(batchId, transferId);
+  if (!rec)
+    throw new NotFoundError('USDC_TRANSFER_NOT_FOUND', `transfer ${transferId} is not in batch ${batchId}`);
+  if (rec.state !== 'needs_review') {
+    throw new ValidationError(
+      'USDC_RESOLVE_STATE',
+      `transfer ${transferId} is ${rec.state}, not needs_review`,
+    );
+  }
+  let to: 'submitted' | 'failed';
+  let fields: TransferPatch;
+  if ('submitted' in decision) {
+    if (!/^[A-Za-z0-9_.:-]{1,200}$/.test(decision.submitted)) {
+      throw new ValidationError('USDC_USAGE_INTENT', 'the intent id has characters an intent id never has');
+    }
+    to = 'submitted';
+    fields = { intent_id: decision.submitted, error_code: '', error_message: '', resolved_by: deps.actor };
+  } else {
+    const steps = savedSteps(rec);
+    const deadline = steps.permitDeadline ? steps.permitDeadline * 1000 : 0;
+    const expires = steps.solanaExpiresAt ?? 0;
+    const live = Math.max(deadline, Number.isFinite(expires) ? expires : 0);
+    const hasUnboundedTx = steps.solanaSigned !== null && steps.solanaExpiresAt === null;
+    if (hasUnboundedTx) {
+      throw new ValidationError(
+        'USDC_RESOLVE_TOO_EARLY',
+        'the signed Solana transaction has no known expiry; confirm on chain and resolve with --submitted, or wait for the service status',
+      );
+    }
+    if (live > now) {
+      throw new ValidationError(
+        'USDC_RESOLVE_TOO_EARLY',
+        `its signed ${deadline >= live ? 'permit' : 'transaction'} could still execute until ${new Date(live).toISOString()}; --not-sent is accepted from then on`,
+      );
+    }
+    to = 'failed';
+    fields = {
+      error_code: 'resolved_not_sent',
+      error_message: `an operator found it not sent (${deps.actor})`,
+      resolved_by: deps.actor,
+    };
+  }
+  const res = await store.transition(batchId, transferId, { expected: ['needs_review'], to, fields });
+  if (!res.ok)
+    throw new ValidationError('USDC_RESOLVE_STATE', `transfer ${transferId} changed state meanwhile`);
+  if (to === 'failed') await releaseOwnerReservation(deps.redis, deps.prefix, rec);
+  // A resolved payment is followed like any submitted one, so that its batch can settle.
+  if ('submitted' in decision) await deps.intents?.followIntent(batchId, transferId, decision.submitted);
+  await recordAudit(deps.redis, deps.prefix, {
+    actor: deps.actor,
+    action: 'resolve',
+    batch: batchId,
+    detail: {
+      transfer: transferId,
+      to,
+      ...('submitted' in decision ? { intent_id: decision.submitted } : {}),
+    },
+  });
+  return { state: to };
+}

@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { decideHolds, screenRecipients, type HoldConfig } from '../ingest/hold-rules.ts';
+import type { TransferJobSpec } from '../store/batch-writer.ts';
+import { recordAudit } from '../store/audit.ts';
+import { holdBatch } from '../store/batch-hold.ts';
+import { keys } from '../store/keys.ts';
+import { RETRY_CLEARED_FIELDS, savedSteps } from '../store/saved-steps.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import { createTransferStore } from '../store/transfer-store.ts';
+import { requireBatch, type OpsDeps } from './ops-deps.ts';
+
+/**
+ * Re-queues the batch's `failed` transfers only (never submitted, never needs_review). The batch
+ * is re-opened (complete = false) before this returns. The re-queued rows pass the same holds as
+ * new ones (README "States and promises", promise 5: the approval threshold over 24 hours, the address book); a
+ * held batch — held before, or by this retry — gets no jobs until approved.
+ */
+export async function retryBatch(
+  deps: OpsDeps & { readonly config: HoldConfig },
+  batchId: string,
+): Promise<{ requeued: number; heldReason: string | null }> {
+  const batch = await requireBatch(deps, batchId);
+  const k = keys(deps.prefix);
+  const store = createTransferStore({ redis: deps.redis, prefix: deps.prefix });
+  const ids = await deps.redis.zrange(k.batchState(batchId, 'failed'), 0, -1);
+  const failed: TransferRecord[] = [];
+  for (const id of ids) {
+    const rec = await store.load(batchId, id);
+    if (rec?.state === 'failed') failed.push(rec);
+  }
+  // Decided before any row is re-queued: a row must never get a job the hold would have denied.
+  const heldNow = batch['held'] === '1' ? null : await holdRetried(deps, batchId, failed);
+  const held = batch['held'] === '1' || heldNow !== null;
+  const byRound = new Map<number, TransferJobSpec[]>();
+  let requeued = 0;
+  for (const rec of failed) {
+    const id = rec.id;
+    const round = savedSteps(rec).round + 1;
+    const res = await store.transition(batchId, id, {
+      expected: ['failed'],
+      to: 'queued',
+      fields: { round, reestimate: 1 },
+      clear: RETRY_CLEARED_FIELDS,
+    });
+    if (!res.ok) continue;
+    requeued++;
+    const list = byRound.get(round) ?? [];
+    list.push({ transferId: id, from: rec.from, to: rec.to, amount: rec.amount });
+    byRound.set(round, list);
+  }
+  if (!held) {
+    for (const [round, transfers] of byRound) await deps.jobs.addTransfers(batchId, transfers, round);
+  }
+  await recordAudit(deps.redis, deps.prefix, {
+    actor: deps.actor,
+    action: 'retry',
+    batch: batchId,
+    detail: { requeued, ...(heldNow ? { held_reason: heldNow } : {}) },
+  });
+  return {
+    requeued,
+    heldReason: held ? ((await deps.redis.hget(k.batch(batchId), 'held_reason')) ?? '') : null,
+  };
+}
+
+/**
+ * The holds of new rows, applied to the rows `retry` re-queues (each retry is its own entry in the
+ * rolling approval window). Holds the batch and returns the reason, or null when none applies.
+ */
+async function holdRetried(
+  deps: OpsDeps & { readonly config: HoldConfig },
+  batchId: string,
+  rows: readonly TransferRecord[],
+): Promise<string | null> {
+  if (rows.length === 0) return null;
+  const now = (deps.now ?? Date.now)();
+  const screen = await screenRecipients(deps.redis, deps.prefix, rows);
+  const decision = await decideHolds(
+    { redis: deps.redis, prefix: deps.prefix, config: deps.config, now },
+    rows,
+    screen,
+    { batchId, member: `${batchId}#retry-${now}-${randomUUID().slice(0, 8)}` },
+  );
+  if (decision.reasons.length === 0) return null;
+  const reason = `retry: ${decision.reasons.join('; ')}`;
+  await holdBatch(deps.redis, deps.prefix, batchId, reason);
+  return reason;
+}
