@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
+import { inLanes } from '../domain/pool.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 import { queuedTransfers } from './queued-transfers.ts';
@@ -456,28 +457,6 @@ function withoutLines(
   lines: ReadonlySet<number>,
 ): readonly TransferRequest[] {
   return lines.size === 0 ? transfers : transfers.filter((t) => !lines.has(t.line));
-}
-
-/** Runs `fn` over the items with at most `lanes` at a time; the first failure is thrown after all lanes stop. */
-async function inLanes<T>(items: readonly T[], lanes: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  const lane = async () => {
-    while (next < items.length && !failed) {
-      const item = items[next++] as T;
-      try {
-        await fn(item);
-      } catch (err) {
-        failed = true;
-        throw err;
-      }
-    }
-  };
-  const settled = await Promise.allSettled(
-    Array.from({ length: Math.min(lanes, Math.max(1, items.length)) }, lane),
-  );
-  const rejected = settled.find((s) => s.status === 'rejected');
-  if (rejected) throw rejected.reason;
 }
 
 function droppedRows(raw: Record<string, string>): DroppedRow[] {

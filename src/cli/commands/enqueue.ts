@@ -3,7 +3,9 @@ import { setFlagsFromString } from 'node:v8';
 import type { Config } from '../../config/config.ts';
 import { loadConfig, readEnv } from '../../config/load-config.ts';
 import { ValidationError, errorMessage } from '../../domain/errors.ts';
+import { feeCapBreach } from '../../domain/fee-cap.ts';
 import { formatUsdc, tryParseUsdc } from '../../domain/money.ts';
+import { inLanes } from '../../domain/pool.ts';
 import { FINAL_STATES, TRANSFER_STATES, type TransferRequest } from '../../domain/transfer.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import {
@@ -320,26 +322,21 @@ async function dryRun(
   const estimates = new Map<number, FeeEstimate>();
   const estimateIssues: IngestIssue[] = [];
   try {
-    let next = 0;
     let done = 0;
-    const lane = async () => {
-      while (next < transfers.length) {
-        const t = transfers[next++] as TransferRequest;
-        try {
-          estimates.set(t.line, await client.estimate({ from: t.from, to: t.to, amount: t.amount }));
-        } catch (err) {
-          estimateIssues.push({
-            line: t.line,
-            column: null,
-            message: `estimate failed: ${errorMessage(err)}`,
-          });
-        }
-        done++;
-        if (process.stderr.isTTY && done % 100 === 0)
-          process.stderr.write(`\restimated ${done}/${transfers.length}`);
+    await inLanes(transfers, DRY_RUN_CONCURRENCY, async (t) => {
+      try {
+        estimates.set(t.line, await client.estimate({ from: t.from, to: t.to, amount: t.amount }));
+      } catch (err) {
+        estimateIssues.push({
+          line: t.line,
+          column: null,
+          message: `estimate failed: ${errorMessage(err)}`,
+        });
       }
-    };
-    await Promise.all(Array.from({ length: DRY_RUN_CONCURRENCY }, lane));
+      done++;
+      if (process.stderr.isTTY && done % 100 === 0)
+        process.stderr.write(`\restimated ${done}/${transfers.length}`);
+    });
     if (process.stderr.isTTY && transfers.length >= 100) process.stderr.write('\n');
   } finally {
     client.close();
@@ -355,8 +352,7 @@ async function dryRun(
     amount += t.amount;
     fee += e.fee.total;
     net += e.netReceive;
-    const overBps = e.fee.total * 10_000n > t.amount * config.maxFeeBps;
-    if (overBps || (config.maxFeeUsdc !== undefined && e.fee.total > config.maxFeeUsdc)) overCap++;
+    if (feeCapBreach(e.fee.total, t.amount, config)) overCap++;
   }
   const problems = [...issues, ...input.duplicates, ...estimateIssues];
   const errors = firstIssues(problems);
