@@ -23,6 +23,7 @@ import {
   type HoldDecision,
 } from './hold-rules.ts';
 import type { IngestIssue } from './ingest-issue.ts';
+import { handOffToJobs } from './job-hand-off.ts';
 import { firstIssues } from './issue-list.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
 import type { ValidatedInput } from './validate-input.ts';
@@ -143,7 +144,11 @@ export async function enqueueValidated(
 
   const digest = batchDigest(input.transfers);
   const batchId = options.batchId ?? derivedBatchId(digest);
-  const writer = createBatchWriter({ ...deps, fingerprint: paymentFingerprint });
+  const writer = createBatchWriter({
+    ...deps,
+    fingerprint: paymentFingerprint,
+    onQueued: handOffToJobs(deps.jobs),
+  });
 
   const existing = await writer.readBatchState(batchId);
   if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
