@@ -11,7 +11,7 @@ import type { SpendLimit } from '../store/spend-limit.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import type { PipelinePolicy } from './policy.ts';
 
-/** What one transfer's pipeline runs on; wired by the queue layer (worker-runtime.ts). */
+/** What one transfer's pipeline runs on; wired by the worker (src/worker/pipeline-wiring.ts). */
 export type PipelineDeps = {
   readonly config: Config;
   readonly store: TransferStore;

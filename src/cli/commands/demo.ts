@@ -11,7 +11,7 @@ import { enqueueValidated } from '../../ingest/enqueue-batch.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
-import { startWorker, type RunningWorker } from '../../queue/worker-runtime.ts';
+import { startWorker, type RunningWorker } from '../../worker/start-worker.ts';
 import { createSandbox, type Sandbox } from '../../sandbox/sandbox.ts';
 import { balancesTable, demoAccounts, readChainBalances } from '../demo-balances.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';
