@@ -7,7 +7,7 @@ import { checkEvmAddress, checkSolanaAddress } from '../domain/addresses.ts';
 import { decodeBase58 } from '../domain/base58.ts';
 import { parseAllowedHost } from '../domain/callback-url.ts';
 import { isHostName } from '../domain/host-name.ts';
-import { ConfigError } from '../domain/errors.ts';
+import { ConfigError, type ConfigProblem } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
 import {
   NEW_RECIPIENT_POLICIES,
@@ -16,6 +16,8 @@ import {
   type ConfigNeeds,
   type NewRecipientPolicy,
 } from './config.ts';
+import { readEvmKeystores } from './evm-keystore.ts';
+import { warnIfKeyFileExposed } from './key-file-mode.ts';
 import { DEFAULTS } from './defaults.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -70,7 +72,8 @@ function isConsistentSolanaKeypair(bytes: Uint8Array): boolean {
   }
 }
 
-type Problem = (variable: string, message: string) => void;
+/** Records a problem with a variable; `missing` when a required one is not set at all. */
+type Problem = (variable: string, message: string, missing?: boolean) => void;
 
 /** Typed reads of the environment; each malformed value is reported (as a problem) and ignored. */
 export type EnvReader = ReturnType<typeof createEnvReader>;
@@ -169,9 +172,26 @@ function readNetwork(r: EnvReader, problem: Problem): Network {
  * A problem names the key by its position, never by its text.
  */
 function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
+  const keystores = r.list('EVM_KEYSTORE_FILE');
+  if (keystores !== undefined && keystores.length > 0) {
+    if (r.str('EVM_PRIVATE_KEY') !== undefined || r.str('EVM_PRIVATE_KEY_FILE') !== undefined) {
+      problem(
+        'EVM_KEYSTORE_FILE',
+        'set exactly one of EVM_PRIVATE_KEY, EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE',
+      );
+      return [];
+    }
+    const keys = readEvmKeystores(keystores, r.str('EVM_KEYSTORE_PASSWORD_FILE'), problem);
+    return Object.freeze(keys.map((k) => new Secret(k)));
+  }
+  if (r.str('EVM_KEYSTORE_PASSWORD_FILE') !== undefined) {
+    problem('EVM_KEYSTORE_PASSWORD_FILE', 'is set without EVM_KEYSTORE_FILE (the keystores it opens)');
+  }
+  const keyFile = r.str('EVM_PRIVATE_KEY_FILE');
+  if (keyFile !== undefined) warnIfKeyFileExposed('EVM_PRIVATE_KEY_FILE', keyFile);
   const text = r.secretText('EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE');
   if (text === undefined) return [];
-  const name = r.str('EVM_PRIVATE_KEY_FILE') ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY';
+  const name = keyFile ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY';
   const parts = text
     .split(/[,\r\n]+/)
     .map((s) => s.trim())
@@ -224,6 +244,7 @@ function readSolanaKey(r: EnvReader, problem: Problem): Uint8Array | undefined {
 }
 
 function readSolanaKeypairFile(file: string, problem: Problem): Uint8Array | undefined {
+  warnIfKeyFileExposed('SOLANA_KEYPAIR_FILE', file);
   try {
     const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
     if (
@@ -261,6 +282,20 @@ function readPerChain(r: EnvReader): {
   return { permitSpenderByChain, evmRpcUrl };
 }
 
+/** The shortest token or secret accepted (README, HTTP API): a guessable one is refused at start. */
+export const MIN_SECRET_LENGTH = 16;
+
+/** A token or secret shorter than MIN_SECRET_LENGTH is a problem saying how to make a good one. */
+function checkSecretLength(r: EnvReader, problem: Problem, name: string): void {
+  const v = r.str(name);
+  if (v !== undefined && v.length < MIN_SECRET_LENGTH) {
+    problem(
+      name,
+      `is shorter than ${MIN_SECRET_LENGTH} characters: use a random one, e.g. \`openssl rand -hex 32\``,
+    );
+  }
+}
+
 /** The HTTP API's bearer tokens: the approver's must differ from the hook's. */
 function readTokens(
   r: EnvReader,
@@ -269,13 +304,14 @@ function readTokens(
   const approver = r.str('APPROVER_TOKEN');
   const hook = r.str('HOOK_TOKEN');
   if (approver !== undefined && approver === hook) problem('APPROVER_TOKEN', 'must differ from HOOK_TOKEN');
-  // No minimum length is imposed (PRODUCT.md sets none); `serve` warns about short tokens.
   for (const [name, v] of [
     ['APPROVER_TOKEN', approver],
     ['HOOK_TOKEN', hook],
   ] as const) {
     if (v !== undefined && /\s/.test(v)) problem(name, 'must not contain spaces');
   }
+  for (const name of ['APPROVER_TOKEN', 'HOOK_TOKEN', 'HOOK_HMAC_SECRET'])
+    checkSecretLength(r, problem, name);
   return {
     hookToken: hook !== undefined ? new Secret(hook) : undefined,
     approverToken: approver !== undefined ? new Secret(approver) : undefined,
@@ -336,6 +372,7 @@ function readHttpServer(
   | 'httpRequestTimeoutMs'
   | 'httpIdleTimeoutMs'
   | 'httpMaxConnections'
+  | 'httpAuthFailureLimit'
 > {
   const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
   if (isIP(host) === 0 && !isHostName(host)) {
@@ -354,6 +391,7 @@ function readHttpServer(
     httpRequestTimeoutMs: request,
     httpIdleTimeoutMs: r.int('HTTP_IDLE_TIMEOUT_MS', DEFAULTS.HTTP_IDLE_TIMEOUT_MS, 100, 600_000),
     httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', DEFAULTS.HTTP_MAX_CONNECTIONS, 1, 1_000_000),
+    httpAuthFailureLimit: r.int('HTTP_AUTH_FAILURE_LIMIT', DEFAULTS.HTTP_AUTH_FAILURE_LIMIT, 0, 1_000_000),
   };
 }
 
@@ -368,8 +406,9 @@ function readLogLevel(r: EnvReader, problem: Problem): string {
  * together as a ConfigError naming its variable. Secret values never appear in a message.
  */
 export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
-  const problems: { variable: string; message: string }[] = [];
-  const problem: Problem = (variable, message) => problems.push({ variable, message });
+  const problems: ConfigProblem[] = [];
+  const problem: Problem = (variable, message, missing) =>
+    problems.push(missing ? { variable, message, missing } : { variable, message });
   const r = createEnvReader(env, problem);
 
   const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:']) ?? DEFAULTS.REDIS_URL;
@@ -461,7 +500,7 @@ function reportMissing(
   reported: ReadonlySet<string>,
 ): void {
   const need = (name: string, present: unknown, why: string) => {
-    if (present === undefined && !reported.has(name)) problem(name, `is required ${why}`);
+    if (present === undefined && !reported.has(name)) problem(name, `is required ${why}`, true);
   };
   const anySpender =
     config.permitSpender !== undefined || Object.keys(config.permitSpenderByChain).length > 0;
@@ -469,11 +508,14 @@ function reportMissing(
     need('TRANSFER_API_URL', config.transferApiUrl, 'to reach the transfer service');
     need('TRANSFER_API_KEY', config.transferApiKey, 'to reach the transfer service');
   }
-  if (needs.evmKey && !reported.has('EVM_PRIVATE_KEY_FILE')) {
+  const evmKeyReported = ['EVM_PRIVATE_KEY_FILE', 'EVM_KEYSTORE_FILE', 'EVM_KEYSTORE_PASSWORD_FILE'].some(
+    (v) => reported.has(v),
+  );
+  if (needs.evmKey && !evmKeyReported) {
     need(
       'EVM_PRIVATE_KEY',
       config.evmPrivateKeys[0],
-      'to sign permits for EVM-source transfers (or set EVM_PRIVATE_KEY_FILE)',
+      'to sign permits for EVM-source transfers (or set EVM_PRIVATE_KEY_FILE or EVM_KEYSTORE_FILE)',
     );
   }
   if (needs.evmKey && !anySpender) {
@@ -487,14 +529,17 @@ function reportMissing(
     );
   }
   if (needs.signingKey) {
-    const evmGiven = r.str('EVM_PRIVATE_KEY') !== undefined || r.str('EVM_PRIVATE_KEY_FILE') !== undefined;
+    const evmGiven = ['EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE', 'EVM_KEYSTORE_FILE'].some(
+      (v) => r.str(v) !== undefined,
+    );
     const solanaGiven =
       r.str('SOLANA_KEYPAIR_FILE') !== undefined || r.str('SOLANA_PRIVATE_KEY') !== undefined;
     if (!evmGiven && !solanaGiven) {
       problem(
         'EVM_PRIVATE_KEY / SOLANA_KEYPAIR_FILE',
-        'a worker needs at least one signing key: EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE) for ' +
+        'a worker needs at least one signing key: EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE) for ' +
           'EVM-source rows, SOLANA_KEYPAIR_FILE (or SOLANA_PRIVATE_KEY) for SOLANA-source rows',
+        true,
       );
     }
     // Checked once the key itself is valid: a malformed key is the problem to fix first, and the

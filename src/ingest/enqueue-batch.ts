@@ -25,7 +25,7 @@ import {
   type HoldDecision,
   type RecipientScreen,
 } from './hold-rules.ts';
-import type { IngestIssue } from './ingest-issue.ts';
+import type { IngestIssue, WholeInputRefusal } from './ingest-issue.ts';
 import { handOffToJobs } from './job-hand-off.ts';
 import { firstIssues } from './issue-list.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
@@ -75,6 +75,13 @@ export type EnqueueOutcome = {
   readonly errorCount: number;
   readonly totalAmount: bigint;
   readonly routes: RouteTotal[];
+  /** Rejected as a whole (its header, a control total, …): why; null when rows were judged on their own. */
+  readonly wholeInput: WholeInputRefusal | null;
+  /**
+   * Valid rows that are not likely duplicates: what `--skip-invalid` would enqueue of a rejected
+   * input (the Redis-side refusals aside).
+   */
+  readonly validRows: number;
 };
 
 /** A batch id reused with other content (CLI exit 3, HTTP 409). */
@@ -105,10 +112,13 @@ export async function enqueueValidated(
     issues: [...input.issues, ...checked.issues],
     duplicates: input.duplicates,
     rejectedRows: input.invalidRows,
+    wholeInput: input.refusal ?? checked.refusal,
   };
-  const fatal = input.fatal || checked.issues.length > 0;
-  if (fatal || (strict && hasProblems(problems))) return rejectedOutcome(input, problems);
-  if (input.transfers.length === 0) return rejectedOutcome(input, withIssues(problems, [NO_VALID_ROWS]));
+  if (problems.wholeInput !== null || (strict && hasProblems(problems)))
+    return rejectedOutcome(input, problems);
+  if (input.transfers.length === 0) {
+    return rejectedOutcome(input, { ...withIssues(problems, [NO_VALID_ROWS]), wholeInput: 'no_valid_rows' });
+  }
 
   const digest = batchDigest(input.transfers);
   const batchId = options.batchId ?? derivedBatchId(digest);
@@ -147,6 +157,8 @@ type Problems = {
   readonly issues: readonly IngestIssue[];
   readonly duplicates: readonly IngestIssue[];
   readonly rejectedRows: number;
+  /** Why the input is rejected as a whole, once it is. */
+  readonly wholeInput: WholeInputRefusal | null;
 };
 
 /** What a new batch's Redis-side rules decided: the rows left out, and its holds. */
@@ -177,18 +189,27 @@ function withIssues(p: Problems, issues: readonly IngestIssue[], rejectedRows = 
 function checkOptions(
   config: EnqueueDeps['config'],
   options: EnqueueOptions,
-): { readonly issues: IngestIssue[]; readonly callbackUrl: string | null } {
+): {
+  readonly issues: IngestIssue[];
+  readonly callbackUrl: string | null;
+  readonly refusal: WholeInputRefusal | null;
+} {
   const issues: IngestIssue[] = [];
+  let refusal: WholeInputRefusal | null = null;
   if (options.batchId !== undefined && !BATCH_ID_PATTERN.test(options.batchId)) {
+    refusal ??= 'batch_id';
     issues.push({ line: null, column: 'batch_id', message: `batch id must be ${BATCH_ID_RULE}` });
   }
   let callbackUrl: string | null = null;
   if (options.callbackUrl !== undefined) {
     const problem = callbackUrlProblem(options.callbackUrl, config.callbackAllowedHosts);
     if (problem === undefined) callbackUrl = options.callbackUrl;
-    else issues.push({ line: null, column: 'callback_url', message: `callback_url ${problem}` });
+    else {
+      refusal ??= 'callback_url';
+      issues.push({ line: null, column: 'callback_url', message: `callback_url ${problem}` });
+    }
   }
-  return { issues, callbackUrl };
+  return { issues, callbackUrl, refusal };
 }
 
 /**
@@ -224,8 +245,9 @@ async function decideNewBatch(
   const droppedLines = new Set(dropped.map((d) => d.line));
   const kept = input.transfers.filter((t) => !droppedLines.has(t.line));
   const overCap = batchCapIssue(deps.config.maxBatchUsdc, kept);
-  if (overCap) return { rejected: withIssues(problems, [overCap]) };
-  if (kept.length === 0) return { rejected: withIssues(problems, [NO_VALID_ROWS]) };
+  if (overCap) return { rejected: { ...withIssues(problems, [overCap]), wholeInput: 'batch_total' } };
+  if (kept.length === 0)
+    return { rejected: { ...withIssues(problems, [NO_VALID_ROWS]), wholeInput: 'no_valid_rows' } };
   const holds = await decideHolds(
     { redis: deps.redis, prefix: deps.prefix, config: deps.config, now: now() },
     kept,
@@ -383,7 +405,15 @@ function rejectedOutcome(input: ValidatedInput, p: Problems): EnqueueOutcome {
     errorCount: p.issues.length + input.omittedIssues + p.duplicates.length + input.omittedDuplicates,
     totalAmount: 0n,
     routes: [],
+    wholeInput: p.wholeInput,
+    validRows: rowsWithoutIssues(input.transfers, [...p.issues, ...p.duplicates]),
   };
+}
+
+/** How many of the rows have no problem listed at their line (refused by Redis-side rules or not). */
+function rowsWithoutIssues(transfers: readonly TransferRequest[], issues: readonly IngestIssue[]): number {
+  const lines = new Set(issues.map((i) => i.line));
+  return transfers.filter((t) => !lines.has(t.line)).length;
 }
 
 function enqueuedOutcome(
@@ -415,6 +445,8 @@ function enqueuedOutcome(
       input.omittedDuplicates,
     totalAmount: state.amount,
     routes: routeTotals(acceptedRows(input, state.dropped)),
+    wholeInput: null,
+    validRows: input.transfers.length,
   };
 }
 

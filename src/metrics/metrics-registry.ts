@@ -1,4 +1,4 @@
-import { Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Registry, type Metric } from 'prom-client';
 import { createBatchGauges, fillBatchGauges } from './batch-gauges.ts';
 import { createControlGauges, fillControlGauges } from './control-gauges.ts';
 import { createOwnerSeries, fillOwnerSeries } from './owner-series.ts';
@@ -21,10 +21,13 @@ export type MetricsDeps = SnapshotDeps & {
  * - the service-call latency histogram and the retries counter written by the workers
  *   (worker-metrics.ts);
  * - per treasury owner: transfers and lease waits (counted by the workers) and the balance
- *   reserved in flight (`P:reserve:<CHAIN>:<owner>`, for the owners the workers registered).
+ *   reserved in flight (`P:reserve:<CHAIN>:<owner>`, for the owners the workers registered);
+ * - prom-client's process and Node.js defaults (`process_*`, `nodejs_*`) of this `serve` process,
+ *   registered on this registry only (so several apps in one process each have their own).
  */
 export function createMetricsRegistry(deps: MetricsDeps) {
   const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
   const batch = createBatchGauges();
   const worker = createWorkerSeries();
   const owner = createOwnerSeries();

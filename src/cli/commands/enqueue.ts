@@ -8,6 +8,7 @@ import { FINAL_STATES, TRANSFER_STATES, type TransferRequest } from '../../domai
 import { dryRunBatch, type DryRunReport } from '../../ingest/dry-run.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import type { NewRecipientTotal } from '../../ingest/hold-rules.ts';
+import type { WholeInputRefusal } from '../../ingest/ingest-issue.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
@@ -247,10 +248,27 @@ function printWaited(batchId: string, done: BatchSummary): void {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
+/** Why a file was refused as a whole, for the first line of the summary. */
+const WHOLE_INPUT_TEXT: Record<WholeInputRefusal, string> = {
+  header: 'the file was rejected for its header',
+  syntax: 'the file was rejected: it is not valid CSV',
+  empty: 'the file was rejected: it is empty',
+  document: 'the input was rejected as a whole',
+  control_total: 'the file was rejected: a control total does not match (--expect-rows, --expect-total)',
+  no_rows: 'the file was rejected: it has no rows',
+  batch_id: 'the file was rejected for its batch id',
+  callback_url: 'the file was rejected for its callback_url',
+  batch_total: "the file was rejected: the batch's total is above MAX_BATCH_USDC",
+  no_valid_rows: 'the file was rejected: no row is valid',
+};
+
 function printOutcome(o: EnqueueOutcome): void {
   const out = (s: string) => process.stdout.write(`${s}\n`);
-  if (o.status === 'rejected') out('rejected: nothing was enqueued');
-  else if (!o.created) out(`batch ${o.batchId}: already enqueued with the same rows; nothing added`);
+  if (o.status === 'rejected') {
+    printRejected(o);
+    return;
+  }
+  if (!o.created) out(`batch ${o.batchId}: already enqueued with the same rows; nothing added`);
   else
     out(
       `batch ${o.batchId}: ${o.resumed ? 'completed an interrupted enqueue' : 'enqueued'}${o.held ? ' (held for approval)' : ''}`,
@@ -268,6 +286,32 @@ function printOutcome(o: EnqueueOutcome): void {
         o.routes.map((r) => [r.from, r.to, r.rows, formatUsdc(r.amount)]),
       ),
     );
+  }
+  process.stdout.write(issueReport(o.errors, o.errorCount));
+}
+
+/**
+ * A rejected file: why, in words (a file refused for its header or a control total says so, not
+ * "rejected 0"), the rows' counts when rows were judged, what a flag would change, then the problems.
+ */
+function printRejected(o: EnqueueOutcome): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  out(`rejected: nothing was enqueued${o.wholeInput ? ` (${WHOLE_INPUT_TEXT[o.wholeInput]})` : ''}`);
+  if (o.wholeInput === null || o.rejected > 0 || o.duplicates > 0) {
+    out(`  rejected    ${o.rejected} invalid row${o.rejected === 1 ? '' : 's'}`);
+    out(`  duplicates  ${o.duplicates} likely duplicate${o.duplicates === 1 ? '' : 's'}`);
+    if (o.wholeInput === null) out(`  valid       ${o.validRows}`);
+  }
+  // A flag helps only when the file itself was usable.
+  if (o.wholeInput === null) {
+    if (o.rejected > 0 && o.validRows > 0)
+      out(
+        `  --skip-invalid would enqueue the ${o.validRows} valid row${o.validRows === 1 ? '' : 's'} and report the rest`,
+      );
+    if (o.duplicates > 0)
+      out(
+        '  --allow-duplicates would accept the likely duplicates (rows without an id that repeat another payment): only if they are meant to be paid again',
+      );
   }
   process.stdout.write(issueReport(o.errors, o.errorCount));
 }
