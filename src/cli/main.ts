@@ -36,6 +36,13 @@ function batchIdArgument(value: string): string {
   return value;
 }
 
+/** Declares commands on the program; a command's action hands its name, arguments and options to `onRun`. */
+type Registrar = {
+  readonly program: Command;
+  def(name: string, description: string): Command;
+  bind(cmd: Command, name: string): void;
+};
+
 export function buildProgram(
   onRun: (name: string, args: string[], options: Record<string, unknown>) => void,
 ): Command {
@@ -48,21 +55,39 @@ export function buildProgram(
       writeOut: (s) => process.stdout.write(s),
     })
     .showHelpAfterError('(run usdc-batch --help for usage)');
-
-  const def = (name: string, description: string) => {
-    const cmd = program.command(name).description(description).exitOverride();
-    return cmd;
+  const r: Registrar = {
+    program,
+    def: (name, description) => program.command(name).description(description).exitOverride(),
+    bind: (cmd, name) => {
+      cmd.action((...all: unknown[]) => {
+        const command = all[all.length - 1] as Command;
+        onRun(name, command.args, command.opts());
+      });
+    },
   };
-  const bind = (cmd: Command, name: string) =>
-    cmd.action((...all: unknown[]) => {
-      const command = all[all.length - 1] as Command;
-      onRun(name, command.args, command.opts());
-    });
+  // In the order `--help` lists them.
+  registerProcesses(r);
+  registerEnqueue(r);
+  registerBatchReads(r);
+  registerOperations(r);
+  registerSchedule(r);
+  registerRecipients(r);
+  registerInspection(r);
+  registerSandbox(r);
+  return program;
+}
 
-  bind(def('worker', 'run the transfer workers until SIGINT/SIGTERM (graceful)'), 'worker');
-  bind(def('serve', 'run the HTTP API (hook, status, export, metrics, dashboard)'), 'serve');
-  bind(
-    def('enqueue', 'validate a CSV file and enqueue it as one batch')
+/** The long-running processes: `worker` and `serve`. */
+function registerProcesses(r: Registrar): void {
+  r.bind(r.def('worker', 'run the transfer workers until SIGINT/SIGTERM (graceful)'), 'worker');
+  r.bind(r.def('serve', 'run the HTTP API (hook, status, export, metrics, dashboard)'), 'serve');
+}
+
+/** `enqueue FILE`. */
+function registerEnqueue(r: Registrar): void {
+  r.bind(
+    r
+      .def('enqueue', 'validate a CSV file and enqueue it as one batch')
       .argument('<file>', 'CSV file')
       .option('--batch-id <id>', 'batch id (default: derived from the rows)', batchIdArgument)
       .option('--skip-invalid', 'enqueue the valid rows and report the rest')
@@ -74,40 +99,52 @@ export function buildProgram(
       .option('--json', 'print one JSON document'),
     'enqueue',
   );
-  bind(
-    def('status', 'show a batch and its transfers')
+}
+
+/** Reading batches back: `status`, `batches`, `export`. */
+function registerBatchReads(r: Registrar): void {
+  r.bind(
+    r
+      .def('status', 'show a batch and its transfers')
       .argument('<batch-id>', 'batch id', batchIdArgument)
       .option('--json', 'print the status document')
       .option('--watch', 'refresh until the batch is complete')
       .option('--state <state>', 'only transfers in this state'),
     'status',
   );
-  bind(def('batches', 'list recent batches with their counts').option('--json', 'print JSON'), 'batches');
-  bind(
-    def('export', 'one row per transfer, with intent ids and outcomes')
+  r.bind(r.def('batches', 'list recent batches with their counts').option('--json', 'print JSON'), 'batches');
+  r.bind(
+    r
+      .def('export', 'one row per transfer, with intent ids and outcomes')
       .argument('<batch-id>', 'batch id', batchIdArgument)
       .addOption(new Option('--format <format>', 'csv or json').choices(['csv', 'json']).default('csv'))
       .option('-o, --output <file>', 'write to a file instead of stdout'),
     'export',
   );
-  bind(
-    def('retry', "re-queue a batch's failed transfers").argument('<batch-id>', 'batch id', batchIdArgument),
+}
+
+/** The operator's actions on batches and on processing. */
+function registerOperations(r: Registrar): void {
+  r.bind(
+    r.def('retry', "re-queue a batch's failed transfers").argument('<batch-id>', 'batch id', batchIdArgument),
     'retry',
   );
-  bind(
-    def('resolve', 'settle a needs_review transfer after checking the chain')
+  r.bind(
+    r
+      .def('resolve', 'settle a needs_review transfer after checking the chain')
       .argument('<batch-id>', 'batch id', batchIdArgument)
       .argument('<transfer-id>')
       .option('--submitted <intent-id>', 'it was paid: record this intent id')
       .option('--not-sent', 'it was not paid: mark it failed (then retry may send it)'),
     'resolve',
   );
-  bind(
-    def('approve', 'release a batch held for approval').argument('<batch-id>', 'batch id', batchIdArgument),
+  r.bind(
+    r.def('approve', 'release a batch held for approval').argument('<batch-id>', 'batch id', batchIdArgument),
     'approve',
   );
-  bind(
-    def('cancel', "cancel a batch's transfers that have not been sent")
+  r.bind(
+    r
+      .def('cancel', "cancel a batch's transfers that have not been sent")
       .argument('<batch-id>', 'batch id', batchIdArgument)
       .option(
         '--transfer <id>',
@@ -116,10 +153,14 @@ export function buildProgram(
       ),
     'cancel',
   );
-  bind(def('pause', 'stop all processing'), 'pause');
-  bind(def('resume', 'restart all processing'), 'resume');
-  const schedule = program.command('schedule').description('recurring batches (add, list, remove)');
-  bind(
+  r.bind(r.def('pause', 'stop all processing'), 'pause');
+  r.bind(r.def('resume', 'restart all processing'), 'resume');
+}
+
+/** `schedule add|list|remove`. */
+function registerSchedule(r: Registrar): void {
+  const schedule = r.program.command('schedule').description('recurring batches (add, list, remove)');
+  r.bind(
     schedule
       .command('add')
       .description('add or replace a recurring batch')
@@ -129,16 +170,20 @@ export function buildProgram(
       .option('--tz <zone>', 'IANA time zone', 'UTC'),
     'schedule',
   );
-  bind(schedule.command('list').description('list schedules').option('--json', 'print JSON'), 'schedule');
-  bind(schedule.command('remove').description('remove a schedule').argument('<name>'), 'schedule');
-  const recipients = program
+  r.bind(schedule.command('list').description('list schedules').option('--json', 'print JSON'), 'schedule');
+  r.bind(schedule.command('remove').description('remove a schedule').argument('<name>'), 'schedule');
+}
+
+/** `recipients list|add|remove|import`: the address book. */
+function registerRecipients(r: Registrar): void {
+  const recipients = r.program
     .command('recipients')
     .description('the address book of known recipients (list, add, remove, import)');
-  bind(
+  r.bind(
     recipients.command('list').description('list the address book').option('--json', 'print JSON'),
     'recipients',
   );
-  bind(
+  r.bind(
     recipients
       .command('add')
       .description('add an address (or change its label); a removed address is trusted again')
@@ -146,38 +191,47 @@ export function buildProgram(
       .option('--label <label>', 'a name for people reading the book'),
     'recipients',
   );
-  bind(
+  r.bind(
     recipients
       .command('remove')
       .description('remove an address: payments to it are held until it is added again')
       .argument('<address>'),
     'recipients',
   );
-  bind(
+  r.bind(
     recipients
       .command('import')
       .description('add the addresses of a CSV file (columns address, label), all or none')
       .argument('<file>', 'CSV file'),
     'recipients',
   );
-  bind(
-    def('audit', 'operator actions: who, when, what')
+}
+
+/** `audit` and `wallets`. */
+function registerInspection(r: Registrar): void {
+  r.bind(
+    r
+      .def('audit', 'operator actions: who, when, what')
       .option('--batch <id>', 'only this batch', batchIdArgument)
       .option('--json', 'print JSON'),
     'audit',
   );
-  bind(
-    def(
-      'wallets',
-      "the server wallets' public addresses (every EVM owner), balances and permit nonces",
-    ).option('--json', 'print JSON'),
+  r.bind(
+    r
+      .def('wallets', "the server wallets' public addresses (every EVM owner), balances and permit nonces")
+      .option('--json', 'print JSON'),
     'wallets',
   );
-  bind(
-    def(
-      'sandbox',
-      "run the project's strict sandbox of the transfer service on local chains (anvil, LiteSVM)",
-    )
+}
+
+/** `sandbox` and `demo`: the service's simulator and the whole thing on defaults. */
+function registerSandbox(r: Registrar): void {
+  r.bind(
+    r
+      .def(
+        'sandbox',
+        "run the project's strict sandbox of the transfer service on local chains (anvil, LiteSVM)",
+      )
       .option('--port <n>', 'port', '8787')
       .option('--host <host>', 'address to listen on', '127.0.0.1')
       .option('--api-key <key>', 'the API key it accepts')
@@ -197,8 +251,10 @@ export function buildProgram(
       ),
     'sandbox',
   );
-  bind(def('demo', 'the whole thing on embedded defaults: Redis, sandbox, worker, a sample batch'), 'demo');
-  return program;
+  r.bind(
+    r.def('demo', 'the whole thing on embedded defaults: Redis, sandbox, worker, a sample batch'),
+    'demo',
+  );
 }
 
 /** Runs the CLI; returns the exit code (never calls process.exit, so it can be tested in-process). */

@@ -6,11 +6,13 @@ import { formatUsdc } from '../domain/money.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
 import {
-  createBatchWriter,
+  readBatchState,
+  writeBatch,
   type BatchState,
   type DroppedRow,
   type TransferJobSink,
   type WriteOptions,
+  type WriteResult,
 } from '../store/batch-writer.ts';
 import { findPayoutOwners, findRecentPayments } from '../store/ingest-lookups.ts';
 import { recordAudit } from '../store/audit.ts';
@@ -21,8 +23,10 @@ import {
   screenRecipients,
   type HoldConfig,
   type HoldDecision,
+  type RecipientScreen,
 } from './hold-rules.ts';
 import type { IngestIssue, WholeInputRefusal } from './ingest-issue.ts';
+import { handOffToJobs } from './job-hand-off.ts';
 import { firstIssues } from './issue-list.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
 import type { ValidatedInput } from './validate-input.ts';
@@ -102,31 +106,292 @@ export async function enqueueValidated(
   input: ValidatedInput,
   options: EnqueueOptions,
 ): Promise<EnqueueOutcome> {
-  const now = deps.now ?? Date.now;
-  const issues: IngestIssue[] = [...input.issues];
-  const duplicates: IngestIssue[] = [...input.duplicates];
-  let rejectedRows = input.invalidRows;
-  let wholeInput: WholeInputRefusal | null = input.refusal;
+  const strict = !options.skipInvalid;
+  const checked = checkOptions(deps.config, options);
+  let problems: Problems = {
+    issues: [...input.issues, ...checked.issues],
+    duplicates: input.duplicates,
+    rejectedRows: input.invalidRows,
+    wholeInput: input.refusal ?? checked.refusal,
+  };
+  if (problems.wholeInput !== null || (strict && hasProblems(problems)))
+    return rejectedOutcome(input, problems);
+  if (input.transfers.length === 0) {
+    return rejectedOutcome(input, { ...withIssues(problems, [NO_VALID_ROWS]), wholeInput: 'no_valid_rows' });
+  }
 
+  const digest = batchDigest(input.transfers);
+  const batchId = options.batchId ?? derivedBatchId(digest);
+  const existing = await readBatchState(deps.redis, deps.prefix, batchId);
+  if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
+
+  // Read by every run (a resumed one too: the rows it has still to write carry the flag).
+  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers);
+  let decision: NewBatchDecision = { dropped: [], holds: undefined };
+  if (!existing) {
+    // Decisions that depend on what else is in Redis are made once, by the run that creates the batch.
+    const decided = await decideNewBatch(deps, input, options, { batchId, screen, problems });
+    if ('rejected' in decided) return rejectedOutcome(input, decided.rejected);
+    decision = decided;
+    problems = decided.problems;
+  }
+
+  const batch: BatchFacts = { batchId, digest, screen, callbackUrl: checked.callbackUrl };
+  const result = await writeBatchOf(deps, input, options, batch, decision);
+  switch (result.status) {
+    case 'conflict':
+      await decision.holds?.undo();
+      throw new BatchConflictError(batchId);
+    case 'exists':
+      return enqueuedOutcome(input, batchId, result.state, { created: false, resumed: false });
+    case 'refused':
+      await decision.holds?.undo();
+      return rejectedOutcome(input, withRefusedRows(problems, result.dropped));
+    case 'written':
+      return await writtenOutcome(deps, input, options, batch, result);
+  }
+}
+
+/** The problems found so far: they reject the input (strict), or are reported with it. */
+type Problems = {
+  readonly issues: readonly IngestIssue[];
+  readonly duplicates: readonly IngestIssue[];
+  readonly rejectedRows: number;
+  /** Why the input is rejected as a whole, once it is. */
+  readonly wholeInput: WholeInputRefusal | null;
+};
+
+/** What a new batch's Redis-side rules decided: the rows left out, and its holds. */
+type NewBatchDecision = {
+  readonly dropped: readonly DroppedRow[];
+  readonly holds: HoldDecision | undefined;
+};
+
+/** What the run knows of the batch it writes. */
+type BatchFacts = {
+  readonly batchId: string;
+  readonly digest: string;
+  readonly screen: RecipientScreen;
+  readonly callbackUrl: string | null;
+};
+
+const NO_VALID_ROWS: IngestIssue = { line: null, column: null, message: 'no valid rows to enqueue' };
+
+function hasProblems(p: Problems): boolean {
+  return p.issues.length > 0 || p.duplicates.length > 0;
+}
+
+function withIssues(p: Problems, issues: readonly IngestIssue[], rejectedRows = 0): Problems {
+  return { ...p, issues: [...p.issues, ...issues], rejectedRows: p.rejectedRows + rejectedRows };
+}
+
+/** The options' own problems (a batch id or callback URL out of its rule: fatal), and the URL kept. */
+function checkOptions(
+  config: EnqueueDeps['config'],
+  options: EnqueueOptions,
+): {
+  readonly issues: IngestIssue[];
+  readonly callbackUrl: string | null;
+  readonly refusal: WholeInputRefusal | null;
+} {
+  const issues: IngestIssue[] = [];
+  let refusal: WholeInputRefusal | null = null;
   if (options.batchId !== undefined && !BATCH_ID_PATTERN.test(options.batchId)) {
-    wholeInput ??= 'batch_id';
-    issues.push({
-      line: null,
-      column: 'batch_id',
-      message: `batch id must be ${BATCH_ID_RULE}`,
-    });
+    refusal ??= 'batch_id';
+    issues.push({ line: null, column: 'batch_id', message: `batch id must be ${BATCH_ID_RULE}` });
   }
   let callbackUrl: string | null = null;
   if (options.callbackUrl !== undefined) {
-    const problem = callbackUrlProblem(options.callbackUrl, deps.config.callbackAllowedHosts);
+    const problem = callbackUrlProblem(options.callbackUrl, config.callbackAllowedHosts);
     if (problem === undefined) callbackUrl = options.callbackUrl;
     else {
-      wholeInput ??= 'callback_url';
+      refusal ??= 'callback_url';
       issues.push({ line: null, column: 'callback_url', message: `callback_url ${problem}` });
     }
   }
+  return { issues, callbackUrl, refusal };
+}
 
-  const rejectedOutcome = (): EnqueueOutcome => ({
+/**
+ * The rules of a batch this run creates, which read what else is in Redis: likely duplicates of
+ * recent transfers, the address book under `reject`, payout ids other batches own (strict), the
+ * batch cap; then its holds. Returns the rows left out and the holds, or the problems that reject it.
+ */
+async function decideNewBatch(
+  deps: EnqueueDeps,
+  input: ValidatedInput,
+  options: EnqueueOptions,
+  facts: { readonly batchId: string; readonly screen: RecipientScreen; readonly problems: Problems },
+): Promise<(NewBatchDecision & { readonly problems: Problems }) | { readonly rejected: Problems }> {
+  const now = deps.now ?? Date.now;
+  const strict = !options.skipInvalid;
+  let problems = facts.problems;
+  const dropped: DroppedRow[] = [];
+  if (!options.allowDuplicates) {
+    const likely = await likelyDuplicates(deps, input.transfers, facts.batchId, options.sameFamily);
+    problems = { ...problems, duplicates: [...problems.duplicates, ...likely] };
+    dropped.push(...likely);
+  }
+  if (deps.config.newRecipientPolicy === 'reject') {
+    const refused = refusedByBook(input.transfers, facts.screen);
+    if (strict) problems = withIssues(problems, refused, refused.length);
+    else dropped.push(...refused.filter((r) => !dropped.some((d) => d.line === r.line)));
+  }
+  if (strict) {
+    const owned = await ownedPayoutIds(deps, input.transfers, facts.batchId);
+    problems = withIssues(problems, owned, owned.length);
+    if (hasProblems(problems)) return { rejected: problems };
+  }
+  const droppedLines = new Set(dropped.map((d) => d.line));
+  const kept = input.transfers.filter((t) => !droppedLines.has(t.line));
+  const overCap = batchCapIssue(deps.config.maxBatchUsdc, kept);
+  if (overCap) return { rejected: { ...withIssues(problems, [overCap]), wholeInput: 'batch_total' } };
+  if (kept.length === 0)
+    return { rejected: { ...withIssues(problems, [NO_VALID_ROWS]), wholeInput: 'no_valid_rows' } };
+  const holds = await decideHolds(
+    { redis: deps.redis, prefix: deps.prefix, config: deps.config, now: now() },
+    kept,
+    facts.screen,
+    { batchId: facts.batchId, member: facts.batchId, outside: options.holdReasons },
+  );
+  return { dropped, holds, problems };
+}
+
+/** Rows without a payout id that pay what a recent transfer of another batch paid (24 h). */
+async function likelyDuplicates(
+  deps: EnqueueDeps,
+  transfers: readonly TransferRequest[],
+  batchId: string,
+  sameFamily: EnqueueOptions['sameFamily'],
+): Promise<DroppedRow[]> {
+  const idless = transfers.filter((t) => !t.hasPayoutId);
+  const fps = idless.map(paymentFingerprint);
+  const recent = await findRecentPayments(deps.redis, deps.prefix, fps, {
+    batchId,
+    now: (deps.now ?? Date.now)(),
+    ...(sameFamily ? { sameFamily } : {}),
+  });
+  return idless.flatMap((t, i) => {
+    const match = recent.get(fps[i] as string);
+    if (!match) return [];
+    return [
+      {
+        line: t.line,
+        column: null,
+        message: `likely duplicate of transfer ${match.transferId} of batch ${match.batchId} (${match.state.replace('_', ' ')}, same from, to, amount and recipient within 24 h), and no id`,
+      },
+    ];
+  });
+}
+
+/** Rows whose payout id another batch already enqueued. */
+async function ownedPayoutIds(
+  deps: EnqueueDeps,
+  transfers: readonly TransferRequest[],
+  batchId: string,
+): Promise<IngestIssue[]> {
+  const owners = await findPayoutOwners(
+    deps.redis,
+    deps.prefix,
+    transfers.filter((t) => t.hasPayoutId).map((t) => t.id),
+    batchId,
+  );
+  return transfers.flatMap((t) => {
+    const owner = owners.get(t.id);
+    if (!t.hasPayoutId || owner === undefined) return [];
+    return [
+      { line: t.line, column: 'id', message: `payout id "${t.id}" was already enqueued in batch ${owner}` },
+    ];
+  });
+}
+
+/** `MAX_BATCH_USDC`: the batch's total over the cap, as an issue. */
+function batchCapIssue(cap: bigint | undefined, kept: readonly TransferRequest[]): IngestIssue | undefined {
+  const amount = kept.reduce((s, t) => s + t.amount, 0n);
+  if (cap === undefined || amount <= cap) return undefined;
+  return {
+    line: null,
+    column: 'amount',
+    message: `batch total ${formatUsdc(amount)} is above MAX_BATCH_USDC (${formatUsdc(cap)})`,
+  };
+}
+
+/** Hands the batch to the writer, its rows becoming jobs as they are written (unless held). */
+async function writeBatchOf(
+  deps: EnqueueDeps,
+  input: ValidatedInput,
+  options: EnqueueOptions,
+  batch: BatchFacts,
+  decision: NewBatchDecision,
+): Promise<WriteResult> {
+  const { holds } = decision;
+  return await writeBatch(
+    { ...deps, fingerprint: paymentFingerprint, onQueued: handOffToJobs(deps.jobs) },
+    {
+      batchId: batch.batchId,
+      digest: batch.digest,
+      source: options.source,
+      createdAt: (deps.now ?? Date.now)(),
+      // An existing batch keeps the hold it was written with (the writer reads it back).
+      held: (holds?.reasons.length ?? 0) > 0,
+      heldReason: holds?.reasons.join('; '),
+      newRecipients: batch.screen.notInBook,
+      callbackUrl: batch.callbackUrl,
+      transfers: input.transfers,
+      dropped: decision.dropped,
+    },
+    { ...options.write, onOwnedPayout: options.skipInvalid ? 'skip' : 'strict' },
+  );
+}
+
+/** A strict refusal by the writer: its refused rows are rejected, its likely duplicates reported. */
+function withRefusedRows(p: Problems, dropped: readonly DroppedRow[]): Problems {
+  const refused = dropped.filter(isRefusal);
+  const duplicates = [...p.duplicates];
+  for (const d of dropped) {
+    if (!isRefusal(d) && !duplicates.some((x) => x.line === d.line)) duplicates.push(d);
+  }
+  return { ...withIssues(p, refused, refused.length), duplicates };
+}
+
+/** The batch was written (created, or an interrupted run completed): its outcome, audited once. */
+async function writtenOutcome(
+  deps: EnqueueDeps,
+  input: ValidatedInput,
+  options: EnqueueOptions,
+  batch: BatchFacts,
+  result: Extract<WriteResult, { status: 'written' }>,
+): Promise<EnqueueOutcome> {
+  const { batchId } = batch;
+  const state = (await readBatchState(deps.redis, deps.prefix, batchId)) ?? {
+    rows: result.rows,
+    amount: result.amount,
+    dropped: result.dropped,
+    held: false,
+    heldReason: null,
+  };
+  const outcome = enqueuedOutcome(input, batchId, state, { created: true, resumed: !result.created });
+  if (result.created) {
+    await recordAudit(deps.redis, deps.prefix, {
+      actor: options.actor,
+      action: 'enqueue',
+      batch: batchId,
+      detail: {
+        source: options.source,
+        rows: outcome.accepted,
+        amount: formatUsdc(outcome.totalAmount),
+        held: outcome.held,
+        ...(outcome.heldReason ? { held_reason: outcome.heldReason } : {}),
+        new_recipients: acceptedRows(input, state.dropped).filter((t) => batch.screen.notInBook.has(t.id))
+          .length,
+      },
+    });
+  }
+  return outcome;
+}
+
+function rejectedOutcome(input: ValidatedInput, p: Problems): EnqueueOutcome {
+  return {
     status: 'rejected',
     batchId: null,
     created: false,
@@ -134,217 +399,61 @@ export async function enqueueValidated(
     held: false,
     heldReason: null,
     accepted: 0,
-    rejected: rejectedRows,
-    duplicates: duplicates.length + input.omittedDuplicates,
-    errors: firstIssues([...issues, ...duplicates]),
-    errorCount: issues.length + input.omittedIssues + duplicates.length + input.omittedDuplicates,
+    rejected: p.rejectedRows,
+    duplicates: p.duplicates.length + input.omittedDuplicates,
+    errors: firstIssues([...p.issues, ...p.duplicates]),
+    errorCount: p.issues.length + input.omittedIssues + p.duplicates.length + input.omittedDuplicates,
     totalAmount: 0n,
     routes: [],
-    wholeInput,
-    validRows: rowsWithoutIssues(input.transfers, [...issues, ...duplicates]),
-  });
-  const strict = !options.skipInvalid;
-  if (wholeInput !== null || (strict && (issues.length > 0 || duplicates.length > 0)))
-    return rejectedOutcome();
-  if (input.transfers.length === 0) {
-    wholeInput = 'no_valid_rows';
-    issues.push({ line: null, column: null, message: 'no valid rows to enqueue' });
-    return rejectedOutcome();
-  }
-
-  const digest = batchDigest(input.transfers);
-  const batchId = options.batchId ?? derivedBatchId(digest);
-  const writer = createBatchWriter({ ...deps, fingerprint: paymentFingerprint });
-
-  const existing = await writer.readBatchState(batchId);
-  if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
-
-  // Read by every run (a resumed one too: the rows it has still to write carry the flag).
-  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers);
-  const dropped: DroppedRow[] = [];
-  let holds: HoldDecision | undefined;
-  if (!existing) {
-    // Decisions that depend on what else is in Redis are made once, by the run that creates the batch.
-    if (!options.allowDuplicates) {
-      const idless = input.transfers.filter((t) => !t.hasPayoutId);
-      const fps = idless.map(paymentFingerprint);
-      const recent = await findRecentPayments(deps.redis, deps.prefix, fps, {
-        batchId,
-        now: now(),
-        ...(options.sameFamily ? { sameFamily: options.sameFamily } : {}),
-      });
-      idless.forEach((t, i) => {
-        const match = recent.get(fps[i] as string);
-        if (!match) return;
-        const issue = {
-          line: t.line,
-          column: null,
-          message: `likely duplicate of transfer ${match.transferId} of batch ${match.batchId} (${match.state.replace('_', ' ')}, same from, to, amount and recipient within 24 h), and no id`,
-        };
-        duplicates.push(issue);
-        dropped.push(issue);
-      });
-    }
-    if (deps.config.newRecipientPolicy === 'reject') {
-      const refused = refusedByBook(input.transfers, screen);
-      if (strict) {
-        rejectedRows += refused.length;
-        issues.push(...refused);
-      } else dropped.push(...refused.filter((r) => !dropped.some((d) => d.line === r.line)));
-    }
-    if (strict) {
-      const owners = await findPayoutOwners(
-        deps.redis,
-        deps.prefix,
-        input.transfers.filter((t) => t.hasPayoutId).map((t) => t.id),
-        batchId,
-      );
-      for (const t of input.transfers) {
-        const owner = owners.get(t.id);
-        if (t.hasPayoutId && owner !== undefined) {
-          rejectedRows++;
-          issues.push({
-            line: t.line,
-            column: 'id',
-            message: `payout id "${t.id}" was already enqueued in batch ${owner}`,
-          });
-        }
-      }
-      if (issues.length > 0 || duplicates.length > 0) return rejectedOutcome();
-    }
-    const droppedLines = new Set(dropped.map((d) => d.line));
-    const amount = input.transfers.reduce((s, t) => (droppedLines.has(t.line) ? s : s + t.amount), 0n);
-    if (deps.config.maxBatchUsdc !== undefined && amount > deps.config.maxBatchUsdc) {
-      issues.push({
-        line: null,
-        column: 'amount',
-        message: `batch total ${formatUsdc(amount)} is above MAX_BATCH_USDC (${formatUsdc(deps.config.maxBatchUsdc)})`,
-      });
-      wholeInput = 'batch_total';
-      return rejectedOutcome();
-    }
-    if (droppedLines.size === input.transfers.length) {
-      wholeInput = 'no_valid_rows';
-      issues.push({ line: null, column: null, message: 'no valid rows to enqueue' });
-      return rejectedOutcome();
-    }
-    holds = await decideHolds(
-      { redis: deps.redis, prefix: deps.prefix, config: deps.config, now: now() },
-      input.transfers.filter((t) => !droppedLines.has(t.line)),
-      screen,
-      { batchId, member: batchId, outside: options.holdReasons },
-    );
-  }
-
-  const createdAt = now();
-  const result = await writer.write(
-    {
-      batchId,
-      digest,
-      source: options.source,
-      createdAt,
-      // An existing batch keeps the hold it was written with (the writer reads it back).
-      held: (holds?.reasons.length ?? 0) > 0,
-      heldReason: holds?.reasons.join('; '),
-      newRecipients: screen.notInBook,
-      callbackUrl,
-      transfers: input.transfers,
-      dropped,
-    },
-    { ...options.write, onOwnedPayout: strict ? 'strict' : 'skip' },
-  );
-
-  const accepted = (state: { dropped: readonly DroppedRow[] }): TransferRequest[] => {
-    const lines = new Set(state.dropped.map((d) => d.line));
-    return input.transfers.filter((t) => !lines.has(t.line));
+    wholeInput: p.wholeInput,
+    validRows: rowsWithoutIssues(input.transfers, [...p.issues, ...p.duplicates]),
   };
-  const enqueuedOutcome = (
-    state: Pick<BatchState, 'rows' | 'amount' | 'dropped' | 'held' | 'heldReason'>,
-    created: boolean,
-    resumed: boolean,
-  ): EnqueueOutcome => {
-    // Rows refused by Redis-side rules: a payout id owned elsewhere, a recipient the book refuses.
-    const owned = state.dropped.filter((d) => isRefusal(d));
-    const redisDuplicates = state.dropped.filter((d) => !isRefusal(d));
-    const allDuplicates = [...input.duplicates, ...redisDuplicates];
-    return {
-      status: 'enqueued',
-      batchId,
-      created,
-      resumed,
-      held: state.held,
-      heldReason: state.held ? state.heldReason : null,
-      accepted: state.rows,
-      rejected: input.invalidRows + owned.length,
-      duplicates: allDuplicates.length + input.omittedDuplicates,
-      errors: firstIssues([...input.issues, ...owned, ...allDuplicates]),
-      errorCount:
-        input.issues.length +
-        input.omittedIssues +
-        owned.length +
-        allDuplicates.length +
-        input.omittedDuplicates,
-      totalAmount: state.amount,
-      routes: routeTotals(accepted(state)),
-      wholeInput: null,
-      validRows: input.transfers.length,
-    };
-  };
-
-  switch (result.status) {
-    case 'conflict':
-      await holds?.undo();
-      throw new BatchConflictError(batchId);
-    case 'exists':
-      return enqueuedOutcome(result.state, false, false);
-    case 'refused':
-      await holds?.undo();
-      for (const d of result.dropped) {
-        if (isRefusal(d)) {
-          rejectedRows++;
-          issues.push(d);
-        } else if (!duplicates.some((x) => x.line === d.line)) duplicates.push(d);
-      }
-      return rejectedOutcome();
-    case 'written': {
-      const state = await writer.readBatchState(batchId);
-      const outcome = enqueuedOutcome(
-        state ?? {
-          rows: result.rows,
-          amount: result.amount,
-          dropped: result.dropped,
-          held: false,
-          heldReason: null,
-        },
-        true,
-        !result.created,
-      );
-      if (result.created) {
-        await recordAudit(deps.redis, deps.prefix, {
-          actor: options.actor,
-          action: 'enqueue',
-          batch: batchId,
-          detail: {
-            source: options.source,
-            rows: outcome.accepted,
-            amount: formatUsdc(outcome.totalAmount),
-            held: outcome.held,
-            ...(outcome.heldReason ? { held_reason: outcome.heldReason } : {}),
-            new_recipients: accepted(state ?? { dropped: result.dropped }).filter((t) =>
-              screen.notInBook.has(t.id),
-            ).length,
-          },
-        });
-      }
-      return outcome;
-    }
-  }
 }
 
 /** How many of the rows have no problem listed at their line (refused by Redis-side rules or not). */
 function rowsWithoutIssues(transfers: readonly TransferRequest[], issues: readonly IngestIssue[]): number {
   const lines = new Set(issues.map((i) => i.line));
   return transfers.filter((t) => !lines.has(t.line)).length;
+}
+
+function enqueuedOutcome(
+  input: ValidatedInput,
+  batchId: string,
+  state: Pick<BatchState, 'rows' | 'amount' | 'dropped' | 'held' | 'heldReason'>,
+  run: { readonly created: boolean; readonly resumed: boolean },
+): EnqueueOutcome {
+  // Rows refused by Redis-side rules: a payout id owned elsewhere, a recipient the book refuses.
+  const owned = state.dropped.filter((d) => isRefusal(d));
+  const redisDuplicates = state.dropped.filter((d) => !isRefusal(d));
+  const allDuplicates = [...input.duplicates, ...redisDuplicates];
+  return {
+    status: 'enqueued',
+    batchId,
+    created: run.created,
+    resumed: run.resumed,
+    held: state.held,
+    heldReason: state.held ? state.heldReason : null,
+    accepted: state.rows,
+    rejected: input.invalidRows + owned.length,
+    duplicates: allDuplicates.length + input.omittedDuplicates,
+    errors: firstIssues([...input.issues, ...owned, ...allDuplicates]),
+    errorCount:
+      input.issues.length +
+      input.omittedIssues +
+      owned.length +
+      allDuplicates.length +
+      input.omittedDuplicates,
+    totalAmount: state.amount,
+    routes: routeTotals(acceptedRows(input, state.dropped)),
+    wholeInput: null,
+    validRows: input.transfers.length,
+  };
+}
+
+/** The rows of the input the batch kept. */
+function acceptedRows(input: ValidatedInput, dropped: readonly DroppedRow[]): TransferRequest[] {
+  const lines = new Set(dropped.map((d) => d.line));
+  return input.transfers.filter((t) => !lines.has(t.line));
 }
 
 /** A dropped row that was refused (counted as rejected), not a likely duplicate. */

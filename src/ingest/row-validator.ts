@@ -38,177 +38,219 @@ export function derivedTransferId(line: number): string {
   return `line-${line}`;
 }
 
+/** What the validator has seen so far; changed only by `addRow` and `rejectRow`. */
+type RowValidatorState = {
+  readonly options: RowValidatorOptions;
+  readonly transfers: TransferRequest[];
+  readonly issues: IssueList;
+  /** The line each explicit id was first seen on. */
+  readonly idLines: Map<string, number>;
+  invalidRows: number;
+  inputRows: number;
+  inputTotal: bigint;
+  // Payroll files repeat recipients; the EIP-55 check (a keccak per address) is the costliest step
+  // of a row, so a recently seen address is not checked again. The cache is bounded (emptied when
+  // full): a file of distinct addresses would otherwise keep a second copy of every one of them.
+  readonly evmChecks: Map<string, AddressCheck>;
+  readonly solanaChecks: Map<string, AddressCheck>;
+};
+
+/** One row being checked: its fields, and where its problems go (at its line). */
+type RowCheck = {
+  readonly line: number;
+  readonly fields: RawRow['fields'];
+  readonly problem: (column: Column, message: string) => void;
+};
+
 /**
  * Validates rows one at a time (so a CSV can stream through it), collecting every problem with its
  * line and column instead of stopping at the first. The same code serves CSV and JSON input.
  */
 export function createRowValidator(options: RowValidatorOptions = {}) {
-  const transfers: TransferRequest[] = [];
-  const issues = new IssueList();
-  const idLines = new Map<string, number>();
-  let invalidRows = 0;
-  let inputRows = 0;
-  let inputTotal = 0n;
-  // Payroll files repeat recipients; the EIP-55 check (a keccak per address) is the costliest step
-  // of a row, so a recently seen address is not checked again. The cache is bounded (emptied when
-  // full): a file of distinct addresses would otherwise keep a second copy of every one of them.
-  const evmChecks = new Map<string, AddressCheck>();
-  const solanaChecks = new Map<string, AddressCheck>();
-  const checkAddress = (evm: boolean, text: string): AddressCheck => {
-    const cache = evm ? evmChecks : solanaChecks;
-    let r = cache.get(text);
-    if (!r) {
-      r = evm ? checkEvmAddress(text) : checkSolanaAddress(text);
-      if (cache.size >= ADDRESS_CACHE_SIZE) cache.clear();
-      cache.set(text, r);
-    }
-    return r;
+  const state: RowValidatorState = {
+    options,
+    transfers: [],
+    issues: new IssueList(),
+    idLines: new Map(),
+    invalidRows: 0,
+    inputRows: 0,
+    inputTotal: 0n,
+    evmChecks: new Map(),
+    solanaChecks: new Map(),
   };
-
-  function add(row: RawRow, known?: KnownAddress): void {
-    inputRows++;
-    const { line, fields } = row;
-    const before = issues.count;
-    if (row.issues) issues.push(...row.issues);
-    const problem = (column: Column, message: string) => issues.push({ line, column, message });
-
-    const text = (column: Column, required: boolean): string | undefined => {
-      const v = fields[column];
-      if (v === undefined || v === null || v === '') {
-        if (required) problem(column, `${column} is required`);
-        return undefined;
-      }
-      if (typeof v !== 'string') {
-        problem(
-          column,
-          `${column} must be a string${column === 'amount' ? ' (e.g. "12.50"), not a number' : ''}`,
-        );
-        return undefined;
-      }
-      if (v.length > FIELD_MAX_LENGTH[column]) {
-        problem(
-          column,
-          `${column} is ${v.length} characters long; at most ${FIELD_MAX_LENGTH[column]} are allowed`,
-        );
-        return undefined;
-      }
-      return v;
-    };
-
-    let id: string | undefined = text('id', false);
-    if (id !== undefined) {
-      if (!ID_PATTERN.test(id)) {
-        problem(
-          'id',
-          `id "${inputExcerpt(id, 70)}" must be 1-64 characters of A-Z, a-z, 0-9, "_", "." or "-"`,
-        );
-        id = undefined;
-      } else if (DERIVED_ID.test(id)) {
-        problem('id', `id "${id}" has the form reserved for rows without id (line-N)`);
-        id = undefined;
-      } else {
-        const first = idLines.get(id);
-        if (first !== undefined) problem('id', `duplicate id "${id}" (first on line ${first})`);
-        else idLines.set(id, line);
-      }
-    }
-
-    const chain = (column: 'from' | 'to'): Chain | undefined => {
-      const v = text(column, true);
-      if (v === undefined) return undefined;
-      const c = parseChain(v);
-      if (c === undefined) {
-        problem(
-          column,
-          `unknown chain "${inputExcerpt(v, 20)}" (expected ETH, BASE, ARB, POLYGON or SOLANA)`,
-        );
-      }
-      return c;
-    };
-    const from = chain('from');
-    const to = chain('to');
-    if (from !== undefined && to !== undefined && !isValidRoute(from, to)) {
-      problem('to', `${from} → ${to} is not supported: from SOLANA the destination must be an EVM chain`);
-    }
-
-    let amount: bigint | undefined;
-    const amountText = text('amount', true);
-    if (amountText !== undefined) {
-      const r = tryParseUsdc(amountText);
-      if (!r.ok) problem('amount', `amount ${r.reason}: "${inputExcerpt(amountText, 40)}"`);
-      else {
-        inputTotal += r.value;
-        if (options.maxTransferUsdc !== undefined && r.value > options.maxTransferUsdc) {
-          problem(
-            'amount',
-            `amount ${formatUsdc(r.value)} is above MAX_TRANSFER_USDC (${formatUsdc(options.maxTransferUsdc)})`,
-          );
-        } else amount = r.value;
-      }
-    }
-
-    let recipient: string | undefined;
-    const recipientText = text('recipient', true);
-    if (recipientText !== undefined && to !== undefined) {
-      const evm = isEvmChain(to);
-      const r =
-        known !== undefined && known.evm === evm && known.text === recipientText
-          ? known.check
-          : checkAddress(evm, recipientText);
-      if (r.ok) recipient = r.value;
-      else {
-        problem(
-          'recipient',
-          `recipient "${inputExcerpt(recipientText, 50)}" ${r.reason} (destination ${to} needs ${
-            evm ? 'an EVM' : 'a Solana'
-          } address)`,
-        );
-      }
-    }
-
-    const memo = text('memo', false);
-    if (memo !== undefined) {
-      const memoProblem = memoProblemOf(memo);
-      if (memoProblem !== undefined) problem('memo', memoProblem);
-    }
-
-    if (issues.count > before) {
-      invalidRows++;
-      return;
-    }
-    transfers.push({
-      id: id ?? derivedTransferId(line),
-      hasPayoutId: id !== undefined,
-      line,
-      from: from as Chain,
-      to: to as Chain,
-      amount: amount as bigint,
-      recipient: recipient as string,
-      memo: memo ?? null,
-    });
-  }
-
-  /** A row that could not even be read into fields (a CSV row with the wrong field count). */
-  function reject(issue: IngestIssue): void {
-    inputRows++;
-    invalidRows++;
-    issues.push(issue);
-  }
-
-  function finish(): ValidatedRows {
-    return {
-      transfers,
-      issues: issues.listed,
-      omittedIssues: issues.omitted,
-      invalidRows,
-      inputRows,
-      inputTotal,
-    };
-  }
-
-  return { add, reject, finish };
+  return {
+    add: (row: RawRow, known?: KnownAddress): void => addRow(state, row, known),
+    /** A row that could not even be read into fields (a CSV row with the wrong field count). */
+    reject: (issue: IngestIssue): void => rejectRow(state, issue),
+    finish: (): ValidatedRows => finishRows(state),
+  };
 }
 export type RowValidator = ReturnType<typeof createRowValidator>;
+
+/** Checks one row's fields: a valid row becomes a transfer, an invalid one adds its problems. */
+function addRow(v: RowValidatorState, row: RawRow, known?: KnownAddress): void {
+  v.inputRows++;
+  const { line, fields } = row;
+  const before = v.issues.count;
+  if (row.issues) v.issues.push(...row.issues);
+  const r: RowCheck = {
+    line,
+    fields,
+    problem: (column, message) => v.issues.push({ line, column, message }),
+  };
+
+  const id = rowId(v, r);
+  const from = rowChain(r, 'from');
+  const to = rowChain(r, 'to');
+  if (from !== undefined && to !== undefined && !isValidRoute(from, to)) {
+    r.problem('to', `${from} → ${to} is not supported: from SOLANA the destination must be an EVM chain`);
+  }
+  const amount = rowAmount(v, r);
+  const recipient = rowRecipient(v, r, to, known);
+  const memo = fieldText(r, 'memo', false);
+  if (memo !== undefined) {
+    const memoProblem = memoProblemOf(memo);
+    if (memoProblem !== undefined) r.problem('memo', memoProblem);
+  }
+
+  if (v.issues.count > before) {
+    v.invalidRows++;
+    return;
+  }
+  v.transfers.push({
+    id: id ?? derivedTransferId(line),
+    hasPayoutId: id !== undefined,
+    line,
+    from: from as Chain,
+    to: to as Chain,
+    amount: amount as bigint,
+    recipient: recipient as string,
+    memo: memo ?? null,
+  });
+}
+
+function rejectRow(v: RowValidatorState, issue: IngestIssue): void {
+  v.inputRows++;
+  v.invalidRows++;
+  v.issues.push(issue);
+}
+
+function finishRows(v: RowValidatorState): ValidatedRows {
+  return {
+    transfers: v.transfers,
+    issues: v.issues.listed,
+    omittedIssues: v.issues.omitted,
+    invalidRows: v.invalidRows,
+    inputRows: v.inputRows,
+    inputTotal: v.inputTotal,
+  };
+}
+
+/** A field's text; undefined (and a problem when required) when empty, or not a string. */
+function fieldText(r: RowCheck, column: Column, required: boolean): string | undefined {
+  const v = r.fields[column];
+  if (v === undefined || v === null || v === '') {
+    if (required) r.problem(column, `${column} is required`);
+    return undefined;
+  }
+  if (typeof v !== 'string') {
+    r.problem(
+      column,
+      `${column} must be a string${column === 'amount' ? ' (e.g. "12.50"), not a number' : ''}`,
+    );
+    return undefined;
+  }
+  if (v.length > FIELD_MAX_LENGTH[column]) {
+    r.problem(
+      column,
+      `${column} is ${v.length} characters long; at most ${FIELD_MAX_LENGTH[column]} are allowed`,
+    );
+    return undefined;
+  }
+  return v;
+}
+
+/** The row's explicit payout id, unique in the input; undefined when absent or invalid. */
+function rowId(v: RowValidatorState, r: RowCheck): string | undefined {
+  const id = fieldText(r, 'id', false);
+  if (id === undefined) return undefined;
+  if (!ID_PATTERN.test(id)) {
+    r.problem('id', `id "${inputExcerpt(id, 70)}" must be 1-64 characters of A-Z, a-z, 0-9, "_", "." or "-"`);
+    return undefined;
+  }
+  if (DERIVED_ID.test(id)) {
+    r.problem('id', `id "${id}" has the form reserved for rows without id (line-N)`);
+    return undefined;
+  }
+  const first = v.idLines.get(id);
+  if (first !== undefined) r.problem('id', `duplicate id "${id}" (first on line ${first})`);
+  else v.idLines.set(id, r.line);
+  return id;
+}
+
+function rowChain(r: RowCheck, column: 'from' | 'to'): Chain | undefined {
+  const text = fieldText(r, column, true);
+  if (text === undefined) return undefined;
+  const c = parseChain(text);
+  if (c === undefined) {
+    r.problem(
+      column,
+      `unknown chain "${inputExcerpt(text, 20)}" (expected ETH, BASE, ARB, POLYGON or SOLANA)`,
+    );
+  }
+  return c;
+}
+
+/** The amount, within MAX_TRANSFER_USDC; every amount that parses counts in the input's total. */
+function rowAmount(v: RowValidatorState, r: RowCheck): bigint | undefined {
+  const text = fieldText(r, 'amount', true);
+  if (text === undefined) return undefined;
+  const parsed = tryParseUsdc(text);
+  if (!parsed.ok) {
+    r.problem('amount', `amount ${parsed.reason}: "${inputExcerpt(text, 40)}"`);
+    return undefined;
+  }
+  v.inputTotal += parsed.value;
+  const max = v.options.maxTransferUsdc;
+  if (max !== undefined && parsed.value > max) {
+    r.problem('amount', `amount ${formatUsdc(parsed.value)} is above MAX_TRANSFER_USDC (${formatUsdc(max)})`);
+    return undefined;
+  }
+  return parsed.value;
+}
+
+/** The recipient, checked as an address of the destination's kind (a check done ahead is reused). */
+function rowRecipient(
+  v: RowValidatorState,
+  r: RowCheck,
+  to: Chain | undefined,
+  known: KnownAddress | undefined,
+): string | undefined {
+  const text = fieldText(r, 'recipient', true);
+  if (text === undefined || to === undefined) return undefined;
+  const evm = isEvmChain(to);
+  const check =
+    known !== undefined && known.evm === evm && known.text === text ? known.check : cachedCheck(v, evm, text);
+  if (check.ok) return check.value;
+  r.problem(
+    'recipient',
+    `recipient "${inputExcerpt(text, 50)}" ${check.reason} (destination ${to} needs ${
+      evm ? 'an EVM' : 'a Solana'
+    } address)`,
+  );
+  return undefined;
+}
+
+function cachedCheck(v: RowValidatorState, evm: boolean, text: string): AddressCheck {
+  const cache = evm ? v.evmChecks : v.solanaChecks;
+  let r = cache.get(text);
+  if (!r) {
+    r = evm ? checkEvmAddress(text) : checkSolanaAddress(text);
+    if (cache.size >= ADDRESS_CACHE_SIZE) cache.clear();
+    cache.set(text, r);
+  }
+  return r;
+}
 
 /**
  * Why a memo is invalid, or undefined: at most MEMO_MAX_LENGTH characters of plain text. A control

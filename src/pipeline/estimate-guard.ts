@@ -1,3 +1,4 @@
+import { feeCapBreach } from '../domain/fee-cap.ts';
 import { bpsOf, formatUsdc } from '../domain/money.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { Ctx } from './context.ts';
@@ -35,18 +36,17 @@ export async function estimateAndGuard(ctx: Ctx, rec: TransferRecord): Promise<S
       return await transientOrFinal(ctx, rec, f, 'estimate');
     }
   }
-  const capBps = config.maxFeeBps;
-  const bps = bpsOf(fee, rec.amount);
-  if (bps > capBps) {
+  const breach = feeCapBreach(fee, rec.amount, config);
+  if (breach?.cap === 'bps') {
     return await finish(ctx, 'rejected', {
       error_code: 'fee_too_high',
-      error_message: `estimated fee ${formatUsdc(fee)} USDC is ${bps} bps of ${formatUsdc(rec.amount)}, over MAX_FEE_BPS ${capBps}`,
+      error_message: `estimated fee ${formatUsdc(fee)} USDC is ${breach.bps} bps of ${formatUsdc(rec.amount)}, over MAX_FEE_BPS ${breach.maxFeeBps}`,
     });
   }
-  if (config.maxFeeUsdc !== undefined && fee > config.maxFeeUsdc) {
+  if (breach?.cap === 'usdc') {
     return await finish(ctx, 'rejected', {
       error_code: 'fee_too_high',
-      error_message: `estimated fee ${formatUsdc(fee)} USDC is over MAX_FEE_USDC ${formatUsdc(config.maxFeeUsdc)}`,
+      error_message: `estimated fee ${formatUsdc(fee)} USDC is over MAX_FEE_USDC ${formatUsdc(breach.maxFeeUsdc)}`,
     });
   }
   return undefined;

@@ -12,7 +12,7 @@ import type { TransferStore } from '../store/transfer-store.ts';
 import type { OwnerCaches } from './evm/owner-caches.ts';
 import type { PipelinePolicy } from './policy.ts';
 
-/** What one transfer's pipeline runs on; wired by the queue layer (worker-runtime.ts). */
+/** What one transfer's pipeline runs on; wired by the worker (src/worker/pipeline-wiring.ts). */
 export type PipelineDeps = {
   readonly config: Config;
   readonly store: TransferStore;

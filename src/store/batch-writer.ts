@@ -1,8 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
+import { inLanes } from '../domain/pool.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
+import { luaScriptFile, runScript } from './lua-script.ts';
 import { queuedTransfers } from './queued-transfers.ts';
 
 /** What ingest asks the writer to store: one batch and its accepted rows. */
@@ -86,361 +88,341 @@ export class SimulatedCrashError extends UsdcBatchError {
 
 /** How long a payment fingerprint counts for the likely-duplicate rule. */
 export const DUPLICATE_WINDOW_MS = 24 * 60 * 60 * 1000;
+// The field prefix of a dropped row in the batch record (also written by payout-claim.lua).
 const DROP_FIELD = 'drop:';
-// Values passed to one MGET/MSET/ZADD inside a script: Lua's `unpack` fails past ~8,000 values.
-const LUA_SLICE = 1000;
+
+const CREATE_BATCH = luaScriptFile('batch-create.lua');
+const CLAIM_PAYOUTS = luaScriptFile('payout-claim.lua');
+const RELEASE_PAYOUTS = luaScriptFile('payout-release.lua');
+const WRITE_TRANSFERS = luaScriptFile('transfers-write.lua');
 
 /**
- * Creates the batch record unless it exists. Counters start as if every row were queued, so the
- * worker cannot see the batch complete while ingest is still writing it.
- * KEYS: 1 batch, 2 batches. ARGV: 1 batch id, 2 created_at, then field/value pairs.
- * Returns {} when created, else {digest, enqueued}.
+ * Receives the rows of a batch that a write left `queued`, a chunk at a time as they are written:
+ * the row → job hand-off, which ingest makes (src/ingest/job-hand-off.ts). Not called for a held
+ * batch: its jobs are added on approval (`addJobsForQueuedTransfers`).
  */
-const CREATE_BATCH = `
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local v = redis.call('HMGET', KEYS[1], 'digest', 'enqueued')
-  return {v[1] or '', v[2] or '0'}
-end
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
-return {}
-`;
-
-/**
- * Claims the payout ids of one chunk for this batch. An id owned by another batch is reported as
- * {index, owner}. In 'check' mode nothing is claimed: the owned ids are only reported. In 'strict'
- * mode nothing of the chunk is claimed when any id is owned; in 'skip'
- * mode the free ids are claimed and each owned row is recorded once as a dropped row (`drop:<line>`),
- * taking it out of the batch's counters in the same step — so re-runs and concurrent runs agree.
- * The ids are read with MGET and claimed with MSET a slice at a time (one Redis call per slice, not
- * two per row; slices stay under Lua's unpack limit); an id this batch already owns is not rewritten.
- * KEYS: 1 batch, then one payout key per id. ARGV: 1 batch id, 2 mode, then per id: line, the
- * negated amount (a string: Lua numbers would print large amounts in exponent form), id.
- */
-const CLAIM_PAYOUTS = `
-local n = #KEYS - 1
-local cur = {}
-for s = 2, #KEYS, ${LUA_SLICE} do
-  local vals = redis.call('MGET', unpack(KEYS, s, math.min(s + ${LUA_SLICE - 1}, #KEYS)))
-  for j = 1, #vals do cur[s - 2 + j] = vals[j] end
-end
-local owned = {}
-local isOwned = {}
-for j = 1, n do
-  local c = cur[j]
-  if c and c ~= ARGV[1] then
-    owned[#owned + 1] = {j, c}
-    isOwned[j] = c
-  end
-end
-if ARGV[2] == 'check' or (ARGV[2] == 'strict' and #owned > 0) then return owned end
-local pairs_ = {}
-for j = 1, n do
-  local a = 3 + (j - 1) * 3
-  if isOwned[j] then
-    local msg = 'payout id "' .. ARGV[a + 2] .. '" was already enqueued in batch ' .. isOwned[j]
-    if redis.call('HSETNX', KEYS[1], '${DROP_FIELD}' .. ARGV[a], 'id|' .. msg) == 1 then
-      redis.call('HINCRBY', KEYS[1], 'rows', -1)
-      redis.call('HINCRBY', KEYS[1], 'n_queued', -1)
-      redis.call('HINCRBY', KEYS[1], 'amount', ARGV[a + 1])
-    end
-  elseif not cur[j] then
-    pairs_[#pairs_ + 1] = KEYS[j + 1]
-    pairs_[#pairs_ + 1] = ARGV[1]
-    if #pairs_ >= ${2 * LUA_SLICE} then
-      redis.call('MSET', unpack(pairs_))
-      pairs_ = {}
-    end
-  end
-end
-if #pairs_ > 0 then redis.call('MSET', unpack(pairs_)) end
-return owned
-`;
-
-/** Gives back this batch's claims (strict refusal): only keys that still name this batch. */
-const RELEASE_PAYOUTS = `
-for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
-end
-return 1
-`;
-
-/**
- * Writes the transfer records of one chunk, each only if absent (a re-run never resets a transfer a
- * worker has moved on), with its place in the batch's row and queued sets and its payment
- * fingerprint. Returns each transfer's current state, so jobs are added only for `queued` ones.
- * The row and queued sets get one ZADD per slice of new transfers rather than two per row: per row
- * Redis runs only the record's check and write and the fingerprint's three commands.
- * KEYS: 1 rows set, 2 queued set, then transfer key and fingerprint key per transfer.
- * ARGV: 1 batch id, 2 now, 3 fingerprint window start, 4 fingerprint ttl (ms), then 9 per transfer.
- */
-const WRITE_TRANSFERS = `
-local out = {}
-local members = {}
-local n = (#KEYS - 2) / 2
-for i = 1, n do
-  local tk = KEYS[1 + 2 * i]
-  local fk = KEYS[2 + 2 * i]
-  local a = 4 + (i - 1) * 9
-  local id = ARGV[a + 1]
-  local state = redis.call('HGET', tk, 'state')
-  if not state then
-    redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 2], 'from', ARGV[a + 3],
-      'to', ARGV[a + 4], 'amount', ARGV[a + 5], 'recipient', ARGV[a + 6], 'memo', ARGV[a + 7],
-      'payout', ARGV[a + 8], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2])
-    -- Written only when set: most rows pay known recipients, and a retained record stays small.
-    if ARGV[a + 9] == '1' then redis.call('HSET', tk, 'new_recipient', '1') end
-    members[#members + 1] = ARGV[a + 2]
-    members[#members + 1] = id
-    redis.call('ZREMRANGEBYSCORE', fk, '-inf', '(' .. ARGV[3])
-    redis.call('ZADD', fk, ARGV[2], ARGV[1] .. '/' .. id)
-    redis.call('PEXPIRE', fk, ARGV[4])
-    state = 'queued'
-  end
-  out[i] = state
-end
-for s = 1, #members, ${2 * LUA_SLICE} do
-  local e = math.min(s + ${2 * LUA_SLICE - 1}, #members)
-  redis.call('ZADD', KEYS[1], unpack(members, s, e))
-  redis.call('ZADD', KEYS[2], unpack(members, s, e))
-end
-return out
-`;
+export type QueuedRowsSink = (batchId: string, rows: readonly TransferRequest[]) => Promise<void>;
 
 export type BatchWriterDeps = {
   readonly redis: Redis;
   readonly prefix: string;
-  readonly jobs: TransferJobSink;
+  readonly onQueued: QueuedRowsSink;
   readonly fingerprint: (t: TransferRequest) => string;
   readonly now?: () => number;
 };
 
+/** The batch record as ingest reads it back; `undefined` when there is none. */
+export async function readBatchState(
+  redis: Redis,
+  prefix: string,
+  batchId: string,
+): Promise<BatchState | undefined> {
+  const raw = await redis.hgetall(keys(prefix).batch(batchId));
+  if (!raw['digest']) return undefined;
+  return {
+    digest: raw['digest'],
+    enqueued: raw['enqueued'] === '1',
+    held: raw['held'] === '1',
+    heldReason: raw['held_reason'] || null,
+    rows: Number(raw['rows'] ?? 0),
+    amount: BigInt(raw['amount'] ?? '0'),
+    dropped: droppedRows(raw),
+  };
+}
+
 /**
- * Writes batches so that nothing accepted is lost and nothing is registered twice: the batch record
- * first (`enqueued=0`), then the payout-id claims, then transfer records and jobs in chunks, then
- * `enqueued=1`. A run that dies anywhere leaves `enqueued=0`; running the same input again finds the
- * record with the same digest and completes it — claims, records and job ids are all idempotent.
+ * Writes a batch so that nothing accepted is lost and nothing is registered twice: the batch record
+ * first (`enqueued=0`), then the payout-id claims, then transfer records and their hand-off to jobs
+ * in chunks, then `enqueued=1`. A run that dies anywhere leaves `enqueued=0`; running the same input
+ * again finds the record with the same digest and completes it — claims, records and job ids are all
+ * idempotent.
  */
-export function createBatchWriter(deps: BatchWriterDeps) {
-  const { redis } = deps;
-  const k = keys(deps.prefix);
+export async function writeBatch(
+  deps: BatchWriterDeps,
+  plan: BatchPlan,
+  options: WriteOptions,
+): Promise<WriteResult> {
+  const { redis, prefix } = deps;
   const now = deps.now ?? Date.now;
+  const creation = await createBatchRecord(deps, plan);
+  let created = true;
+  let held = plan.held;
+  if (!creation.created) {
+    if (creation.digest !== plan.digest) return { status: 'conflict', existingDigest: creation.digest };
+    const state = await readBatchState(redis, prefix, plan.batchId);
+    if (!state) return { status: 'conflict', existingDigest: creation.digest };
+    if (creation.enqueued) return { status: 'exists', state };
+    // An interrupted run: finish it with the decisions it recorded, not new ones.
+    created = false;
+    held = state.held;
+  }
 
-  async function readBatchState(batchId: string): Promise<BatchState | undefined> {
-    const raw = await redis.hgetall(k.batch(batchId));
-    if (!raw['digest']) return undefined;
+  let dropped = created
+    ? [...plan.dropped]
+    : ((await readBatchState(redis, prefix, plan.batchId))?.dropped ?? []);
+  const excluded = new Set(dropped.map((d) => d.line));
+  let transfers = withoutLines(plan.transfers, excluded);
+
+  const claims = await claimPayouts(deps, plan.batchId, transfers, options);
+  if (claims.refused) {
+    await undoBatch(deps, plan.batchId, claims.claimedKeys);
+    return { status: 'refused', dropped: claims.owned.sort((a, b) => a.line - b.line) };
+  }
+  if (claims.owned.length > 0) {
+    const ownedLines = new Set(claims.owned.map((d) => d.line));
+    transfers = withoutLines(transfers, ownedLines);
+    dropped = [...dropped, ...claims.owned.filter((d) => !excluded.has(d.line))];
+  }
+  if (transfers.length === 0) {
+    // Nothing left to pay: a batch without transfers would never complete.
+    await undoBatch(deps, plan.batchId, claims.claimedKeys);
+    return { status: 'refused', dropped };
+  }
+
+  const jobsAdded = await writeTransfers(deps, plan, transfers, { ...options, held });
+
+  await redis.hset(keys(prefix).batch(plan.batchId), 'enqueued', '1', 'updated_at', String(now()));
+  const final = await readBatchState(redis, prefix, plan.batchId);
+  return {
+    status: 'written',
+    created,
+    rows: final?.rows ?? transfers.length,
+    amount: final?.amount ?? transfers.reduce((s, t) => s + t.amount, 0n),
+    dropped,
+    jobsAdded,
+  };
+}
+
+/** What creating the record found: nothing (it is created), or an earlier run's record. */
+type Creation =
+  | { readonly created: true }
+  | { readonly created: false; readonly digest: string; readonly enqueued: boolean };
+
+/** Creates the batch record unless it exists (batch-create.lua). */
+export async function createBatchRecord(deps: BatchWriterDeps, plan: BatchPlan): Promise<Creation> {
+  const k = keys(deps.prefix);
+  const existing = (await runScript(
+    deps.redis,
+    CREATE_BATCH,
+    [k.batch(plan.batchId), k.batches],
+    [plan.batchId, String(plan.createdAt), ...batchRecordFields(plan)],
+  )) as string[];
+  if (existing.length === 0) return { created: true };
+  const [digest, enqueued] = existing as [string, string];
+  return { created: false, digest, enqueued: enqueued === '1' };
+}
+
+/** The new batch record's fields: counters as if every row were queued, the dropped rows. */
+function batchRecordFields(plan: BatchPlan): string[] {
+  const planned = withoutLines(plan.transfers, new Set(plan.dropped.map((d) => d.line)));
+  const amount = planned.reduce((sum, t) => sum + t.amount, 0n);
+  const fields: string[] = [
+    'id', plan.batchId,
+    'created_at', String(plan.createdAt),
+    'updated_at', String(plan.createdAt),
+    'source', plan.source,
+    'digest', plan.digest,
+    'rows', String(planned.length),
+    'amount', amount.toString(),
+    'enqueued', '0',
+    'held', plan.held ? '1' : '0',
+    'held_reason', plan.held ? (plan.heldReason ?? '') : '',
+    'new_recipients', String(planned.filter((t) => plan.newRecipients?.has(t.id)).length),
+    'callback_url', plan.callbackUrl ?? '',
+    'n_queued', String(planned.length),
+    'n_in_progress', '0',
+    'n_submitted', '0',
+    'n_failed', '0',
+    'n_rejected', '0',
+    'n_needs_review', '0',
+    'fee', '0',
+    'net_receive', '0',
+    'paid_amount', '0',
+    'paid_fee', '0',
+    'paid_net_receive', '0',
+    'intents_complete', '0',
+    'intents_failed', '0',
+    'intents_untracked', '0',
+    'complete', '0',
+    'generation', '0',
+  ]; // prettier-ignore
+  for (const d of plan.dropped) fields.push(`${DROP_FIELD}${d.line}`, `${d.column ?? ''}|${d.message}`);
+  return fields;
+}
+
+/** What the claims did: the rows whose id another batch owns, the keys claimed, a strict refusal. */
+export type ClaimResult = {
+  readonly owned: DroppedRow[];
+  readonly claimedKeys: string[];
+  /** Strict mode met an owned id: the batch is refused (its claims are to be given back). */
+  readonly refused: boolean;
+};
+
+/**
+ * Claims the payout ids of the transfers that carry one, all of them before any transfer is
+ * written: a strict refusal then has nothing to undo but the claims and the record, and no worker
+ * can have started on the batch.
+ */
+export async function claimPayouts(
+  deps: BatchWriterDeps,
+  batchId: string,
+  transfers: readonly TransferRequest[],
+  options: WriteOptions,
+): Promise<ClaimResult> {
+  const chunkSize = options.chunkSize ?? 1000;
+  const inFlight = Math.max(1, options.inFlight ?? 4);
+  const withId = transfers.filter((t) => t.hasPayoutId);
+  const strict = options.onOwnedPayout === 'strict';
+  // Strict claims go one chunk at a time in payout-id order and stop at the first owned id, like
+  // locks taken in one global order: of two enqueues racing over overlapping ids, the one that
+  // takes the smallest shared id first cannot meet a claim of the other, so one of them always
+  // wins. (Claimed in file order and in parallel, each could hold ids the other needs, and both be
+  // refused.) After a refusal the remaining chunks are only checked, so every owned id is reported.
+  if (strict) withId.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const chunks = chunksOf(withId, chunkSize);
+  const result: ClaimResult = { owned: [], claimedKeys: [], refused: false };
+  const collect = (r: ClaimResult): void => {
+    result.owned.push(...r.owned);
+    result.claimedKeys.push(...r.claimedKeys);
+  };
+  if (strict) {
+    let c = 0;
+    for (; c < chunks.length; c++) {
+      const r = await claimChunk(deps, batchId, sliceOf(withId, chunks[c] as Chunk), 'strict');
+      collect(r);
+      if (r.refused) break;
+    }
+    const refused = c < chunks.length;
+    await inLanes(chunks.slice(c + 1), inFlight, async (range) =>
+      collect(await claimChunk(deps, batchId, sliceOf(withId, range), 'check')),
+    );
+    return { ...result, refused };
+  }
+  // Several chunks in flight: Redis then fsyncs once for all the scripts it ran in one go.
+  await inLanes(chunks, inFlight, async (range) =>
+    collect(await claimChunk(deps, batchId, sliceOf(withId, range), 'skip')),
+  );
+  return result;
+}
+
+/**
+ * One chunk's claims (payout-claim.lua). A strict chunk with an owned id claims nothing and refuses
+ * the batch; any other chunk claims all its free ids; a `check` only reports the owned ones.
+ */
+async function claimChunk(
+  deps: BatchWriterDeps,
+  batchId: string,
+  chunk: readonly TransferRequest[],
+  mode: 'strict' | 'skip' | 'check',
+): Promise<ClaimResult> {
+  const k = keys(deps.prefix);
+  const args: string[] = [batchId, mode];
+  for (const t of chunk) args.push(String(t.line), (-t.amount).toString(), t.id);
+  const payoutKeys = chunk.map((t) => k.payout(t.id));
+  const found = (await runScript(deps.redis, CLAIM_PAYOUTS, [k.batch(batchId), ...payoutKeys], args)) as [
+    number,
+    string,
+  ][];
+  const owned = found.map(([index, owner]): DroppedRow => {
+    const t = chunk[index - 1] as TransferRequest;
     return {
-      digest: raw['digest'],
-      enqueued: raw['enqueued'] === '1',
-      held: raw['held'] === '1',
-      heldReason: raw['held_reason'] || null,
-      rows: Number(raw['rows'] ?? 0),
-      amount: BigInt(raw['amount'] ?? '0'),
-      dropped: droppedRows(raw),
+      line: t.line,
+      column: 'id',
+      message: `payout id "${t.id}" was already enqueued in batch ${owner}`,
     };
+  });
+  const refused = mode === 'strict' && owned.length > 0;
+  return { owned, claimedKeys: mode === 'check' || refused ? [] : payoutKeys, refused };
+}
+
+/**
+ * Writes the transfer records in chunks, several in flight, and hands each chunk's rows still
+ * `queued` to `onQueued` (unless the batch is held). Each chunk's Redis arguments are built just
+ * before it is sent, so only the chunks in flight hold them. Returns how many rows were handed off.
+ */
+export async function writeTransfers(
+  deps: BatchWriterDeps,
+  plan: BatchPlan,
+  transfers: readonly TransferRequest[],
+  options: WriteOptions & { readonly held: boolean },
+): Promise<number> {
+  const chunkSize = options.chunkSize ?? 1000;
+  const inFlight = Math.max(1, options.inFlight ?? 4);
+  let started = 0;
+  let handedOff = 0;
+  await inLanes(chunksOf(transfers, chunkSize), inFlight, async (range) => {
+    if (options.stopAfterChunks !== undefined && started >= options.stopAfterChunks) {
+      throw new SimulatedCrashError('USDC_TEST_SIMULATED_CRASH', 'simulated crash mid-enqueue');
+    }
+    started++;
+    const queued = await writeTransferChunk(deps, plan, sliceOf(transfers, range));
+    if (options.held || queued.length === 0) return;
+    await deps.onQueued(plan.batchId, queued);
+    handedOff += queued.length;
+  });
+  return handedOff;
+}
+
+/** One chunk's records (transfers-write.lua); returns the transfers of the chunk still `queued`. */
+async function writeTransferChunk(
+  deps: BatchWriterDeps,
+  plan: BatchPlan,
+  chunk: readonly TransferRequest[],
+): Promise<TransferRequest[]> {
+  const k = keys(deps.prefix);
+  const t0 = (deps.now ?? Date.now)();
+  const keyArgs: string[] = [k.batchRows(plan.batchId), k.batchState(plan.batchId, 'queued')];
+  const argv: string[] = [
+    plan.batchId,
+    String(t0),
+    String(t0 - DUPLICATE_WINDOW_MS),
+    String(DUPLICATE_WINDOW_MS),
+  ];
+  for (const t of chunk) {
+    keyArgs.push(k.transfer(plan.batchId, t.id), k.fingerprint(deps.fingerprint(t)));
+    argv.push(
+      t.id,
+      String(t.line),
+      t.from,
+      t.to,
+      t.amount.toString(),
+      t.recipient,
+      t.memo ?? '',
+      t.hasPayoutId ? '1' : '0',
+      plan.newRecipients?.has(t.id) ? '1' : '0',
+    );
   }
+  const states = (await runScript(deps.redis, WRITE_TRANSFERS, keyArgs, argv)) as string[];
+  return chunk.filter((_, i) => states[i] === 'queued');
+}
 
-  async function write(plan: BatchPlan, options: WriteOptions): Promise<WriteResult> {
-    const chunkSize = options.chunkSize ?? 1000;
-    const inFlight = Math.max(1, options.inFlight ?? 4);
-    const droppedLines = new Set(plan.dropped.map((d) => d.line));
-    const planned = withoutLines(plan.transfers, droppedLines);
-    const amount = planned.reduce((sum, t) => sum + t.amount, 0n);
-    const fields: string[] = [
-      'id', plan.batchId,
-      'created_at', String(plan.createdAt),
-      'updated_at', String(plan.createdAt),
-      'source', plan.source,
-      'digest', plan.digest,
-      'rows', String(planned.length),
-      'amount', amount.toString(),
-      'enqueued', '0',
-      'held', plan.held ? '1' : '0',
-      'held_reason', plan.held ? (plan.heldReason ?? '') : '',
-      'new_recipients', String(planned.filter((t) => plan.newRecipients?.has(t.id)).length),
-      'callback_url', plan.callbackUrl ?? '',
-      'n_queued', String(planned.length),
-      'n_in_progress', '0',
-      'n_submitted', '0',
-      'n_failed', '0',
-      'n_rejected', '0',
-      'n_needs_review', '0',
-      'fee', '0',
-      'net_receive', '0',
-      'paid_amount', '0',
-      'paid_fee', '0',
-      'paid_net_receive', '0',
-      'intents_complete', '0',
-      'intents_failed', '0',
-      'intents_untracked', '0',
-      'complete', '0',
-      'generation', '0',
-    ]; // prettier-ignore
-    for (const d of plan.dropped) fields.push(`${DROP_FIELD}${d.line}`, `${d.column ?? ''}|${d.message}`);
-
-    const existing = (await redis.eval(
-      CREATE_BATCH,
-      2,
-      k.batch(plan.batchId),
-      k.batches,
-      plan.batchId,
-      String(plan.createdAt),
-      ...fields,
-    )) as string[];
-    let created = true;
-    let held = plan.held;
-    if (existing.length > 0) {
-      const [digest, enqueued] = existing as [string, string];
-      if (digest !== plan.digest) return { status: 'conflict', existingDigest: digest };
-      const state = await readBatchState(plan.batchId);
-      if (!state) return { status: 'conflict', existingDigest: digest };
-      if (enqueued === '1') return { status: 'exists', state };
-      // An interrupted run: finish it with the decisions it recorded, not new ones.
-      created = false;
-      held = state.held;
-    }
-
-    let dropped = created ? [...plan.dropped] : ((await readBatchState(plan.batchId))?.dropped ?? []);
-    const excluded = new Set(dropped.map((d) => d.line));
-    let transfers = withoutLines(plan.transfers, excluded);
-
-    // Claims, all of them before any transfer is written: a strict refusal then has nothing to undo
-    // but the claims and the record, and no worker can have started on the batch.
-    const withId = transfers.filter((t) => t.hasPayoutId);
-    const strict = options.onOwnedPayout === 'strict';
-    // Strict claims go one chunk at a time in payout-id order and stop at the first owned id, like
-    // locks taken in one global order: of two enqueues racing over overlapping ids, the one that
-    // takes the smallest shared id first cannot meet a claim of the other, so one of them always
-    // wins. (Claimed in file order and in parallel, each could hold ids the other needs, and both be
-    // refused.) After a refusal the remaining chunks are only checked, so every owned id is reported.
-    if (strict) withId.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const claimChunks = chunksOf(withId, chunkSize);
-    const owned: DroppedRow[] = [];
-    const claimedKeys: string[] = [];
-    let ownedInStrict = false;
-    const claimChunk = async (range: Chunk, mode: 'strict' | 'skip' | 'check') => {
-      const chunk = withId.slice(range.start, range.end);
-      const args: string[] = [];
-      for (const t of chunk) args.push(String(t.line), (-t.amount).toString(), t.id);
-      const result = (await redis.eval(
-        CLAIM_PAYOUTS,
-        1 + chunk.length,
-        k.batch(plan.batchId),
-        ...chunk.map((t) => k.payout(t.id)),
-        plan.batchId,
-        mode,
-        ...args,
-      )) as [number, string][];
-      for (const [index, owner] of result) {
-        const t = chunk[index - 1] as TransferRequest;
-        owned.push({
-          line: t.line,
-          column: 'id',
-          message: `payout id "${t.id}" was already enqueued in batch ${owner}`,
-        });
-      }
-      // A strict chunk with an owned id claimed nothing; any other chunk claimed all its free ids.
-      if (mode === 'check') return;
-      if (mode === 'strict' && result.length > 0) ownedInStrict = true;
-      else claimedKeys.push(...chunk.map((t) => k.payout(t.id)));
-    };
-    if (strict) {
-      let c = 0;
-      for (; c < claimChunks.length && !ownedInStrict; c++)
-        await claimChunk(claimChunks[c] as Chunk, 'strict');
-      await inLanes(claimChunks.slice(c), inFlight, (range) => claimChunk(range, 'check'));
-    } else {
-      // Several chunks in flight: Redis then fsyncs once for all the scripts it ran in one go.
-      await inLanes(claimChunks, inFlight, (range) => claimChunk(range, 'skip'));
-    }
-    if (ownedInStrict) {
-      await undo(plan.batchId, claimedKeys);
-      return { status: 'refused', dropped: owned.sort((a, b) => a.line - b.line) };
-    }
-    if (owned.length > 0) {
-      const ownedLines = new Set(owned.map((d) => d.line));
-      transfers = withoutLines(transfers, ownedLines);
-      dropped = [...dropped, ...owned.filter((d) => !excluded.has(d.line))];
-    }
-    if (transfers.length === 0) {
-      // Nothing left to pay: a batch without transfers would never complete.
-      await undo(plan.batchId, claimedKeys);
-      return { status: 'refused', dropped };
-    }
-
-    let jobsAdded = 0;
-    // Each chunk's Redis arguments are built just before it is sent, so only the chunks in flight
-    // hold them.
-    const chunks = chunksOf(transfers, chunkSize);
-    let started = 0;
-    const writeChunk = async (range: Chunk) => {
-      const chunk = transfers.slice(range.start, range.end);
-      const t0 = now();
-      const keyArgs: string[] = [k.batchRows(plan.batchId), k.batchState(plan.batchId, 'queued')];
-      const argv: string[] = [
-        plan.batchId,
-        String(t0),
-        String(t0 - DUPLICATE_WINDOW_MS),
-        String(DUPLICATE_WINDOW_MS),
-      ];
-      for (const t of chunk) {
-        keyArgs.push(k.transfer(plan.batchId, t.id), k.fingerprint(deps.fingerprint(t)));
-        argv.push(
-          t.id,
-          String(t.line),
-          t.from,
-          t.to,
-          t.amount.toString(),
-          t.recipient,
-          t.memo ?? '',
-          t.hasPayoutId ? '1' : '0',
-          plan.newRecipients?.has(t.id) ? '1' : '0',
-        );
-      }
-      const states = (await redis.eval(WRITE_TRANSFERS, keyArgs.length, ...keyArgs, ...argv)) as string[];
-      if (held) return;
-      const queued = chunk.filter((_, i) => states[i] === 'queued');
-      if (queued.length === 0) return;
-      await deps.jobs.addTransfers(
-        plan.batchId,
-        queued.map((t) => ({ transferId: t.id, from: t.from, to: t.to, amount: t.amount })),
-      );
-      jobsAdded += queued.length;
-    };
-    await inLanes(chunks, inFlight, async (chunk) => {
-      if (options.stopAfterChunks !== undefined && started >= options.stopAfterChunks) {
-        throw new SimulatedCrashError('USDC_TEST_SIMULATED_CRASH', 'simulated crash mid-enqueue');
-      }
-      started++;
-      await writeChunk(chunk);
-    });
-
-    await redis.hset(k.batch(plan.batchId), 'enqueued', '1', 'updated_at', String(now()));
-    const final = await readBatchState(plan.batchId);
-    return {
-      status: 'written',
-      created,
-      rows: final?.rows ?? transfers.length,
-      amount: final?.amount ?? transfers.reduce((s, t) => s + t.amount, 0n),
-      dropped,
-      jobsAdded,
-    };
+/** Undoes a refused batch: nothing of it was written but the record and the claims. */
+async function undoBatch(
+  deps: BatchWriterDeps,
+  batchId: string,
+  claimedKeys: readonly string[],
+): Promise<void> {
+  const k = keys(deps.prefix);
+  for (let i = 0; i < claimedKeys.length; i += 1000) {
+    await runScript(deps.redis, RELEASE_PAYOUTS, claimedKeys.slice(i, i + 1000), [batchId]);
   }
+  await deps.redis.multi().del(k.batch(batchId)).zrem(k.batches, batchId).exec();
+}
 
-  /** Undoes a refused batch: nothing of it was written but the record and the claims. */
-  async function undo(batchId: string, claimedKeys: string[]): Promise<void> {
-    for (let i = 0; i < claimedKeys.length; i += 1000) {
-      const chunk = claimedKeys.slice(i, i + 1000);
-      await redis.eval(RELEASE_PAYOUTS, chunk.length, ...chunk, batchId);
-    }
-    await redis.multi().del(k.batch(batchId)).zrem(k.batches, batchId).exec();
-  }
-
-  return { write, readBatchState };
+/** The writer's functions bound to their dependencies. */
+export function createBatchWriter(deps: BatchWriterDeps) {
+  return {
+    write: (plan: BatchPlan, options: WriteOptions) => writeBatch(deps, plan, options),
+    readBatchState: (batchId: string) => readBatchState(deps.redis, deps.prefix, batchId),
+  };
 }
 export type BatchWriter = ReturnType<typeof createBatchWriter>;
 
 type Chunk = { readonly start: number; readonly end: number };
+
+function sliceOf<T>(items: readonly T[], range: Chunk): T[] {
+  return items.slice(range.start, range.end);
+}
 
 function chunksOf(items: readonly unknown[], size: number): Chunk[] {
   const out: Chunk[] = [];
@@ -456,28 +438,6 @@ function withoutLines(
   lines: ReadonlySet<number>,
 ): readonly TransferRequest[] {
   return lines.size === 0 ? transfers : transfers.filter((t) => !lines.has(t.line));
-}
-
-/** Runs `fn` over the items with at most `lanes` at a time; the first failure is thrown after all lanes stop. */
-async function inLanes<T>(items: readonly T[], lanes: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  const lane = async () => {
-    while (next < items.length && !failed) {
-      const item = items[next++] as T;
-      try {
-        await fn(item);
-      } catch (err) {
-        failed = true;
-        throw err;
-      }
-    }
-  };
-  const settled = await Promise.allSettled(
-    Array.from({ length: Math.min(lanes, Math.max(1, items.length)) }, lane),
-  );
-  const rejected = settled.find((s) => s.status === 'rejected');
-  if (rejected) throw rejected.reason;
 }
 
 function droppedRows(raw: Record<string, string>): DroppedRow[] {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 /** A Lua script sent by its SHA (EVALSHA), with its text as the fallback when Redis lacks it. */
@@ -23,4 +24,12 @@ export async function runScript(
     }
     throw err;
   }
+}
+
+/**
+ * A script of `src/store/scripts/` (one file per script, headed by its KEYS, ARGV and output), read
+ * once when the module that runs it is loaded.
+ */
+export function luaScriptFile(name: string): LuaScript {
+  return luaScript(readFileSync(new URL(`./scripts/${name}`, import.meta.url), 'utf8'));
 }

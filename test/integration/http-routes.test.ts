@@ -378,7 +378,7 @@ describe('/metrics and /readyz (inject)', () => {
     await postBatch(app, 5, 'm-a');
     await postBatch(app, 3, 'm-b');
     await settle(prefix, 'm-b', (line) => (line === 2 ? 'failed' : 'submitted'));
-    // What a worker records, through the same functions worker-runtime.ts wires in.
+    // What a worker records, through the same functions src/worker/start-worker.ts wires in.
     const worker = createWorkerMetrics({ redis, prefix });
     worker.onCall('estimate', 'ok', 40);
     worker.onCall('estimate', 'ok', 300);

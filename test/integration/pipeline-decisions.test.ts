@@ -111,7 +111,7 @@ describe('pipeline decisions', () => {
     const writer = createBatchWriter({
       redis: client,
       prefix,
-      jobs,
+      onQueued: async () => {},
       fingerprint: (t) => `${t.recipient}${t.amount}`,
     });
     const rows: TransferRequest[] = [];

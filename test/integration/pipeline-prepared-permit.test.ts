@@ -91,7 +91,7 @@ describe('pipeline: the prepared next permit', () => {
     const writer = createBatchWriter({
       redis: client,
       prefix,
-      jobs: { addTransfers: async () => {} },
+      onQueued: async () => {},
       fingerprint: (t) => `${t.recipient}${t.amount}`,
     });
     const row: TransferRequest = {

@@ -184,7 +184,7 @@ describe('production code imports no optional or dev package', () => {
 
   it('reaches the worker, the API and the commands through static imports', () => {
     expect(commands.length).toBeGreaterThan(10);
-    expect([...reached.keys()].some((f) => f.endsWith('src/queue/worker-runtime.ts'))).toBe(true);
+    expect([...reached.keys()].some((f) => f.endsWith('src/worker/start-worker.ts'))).toBe(true);
     for (const f of reached.keys()) expect(existsSync(f), f).toBe(true);
   });
 

@@ -11,7 +11,7 @@ import { validateCsv } from '../../ingest/validate-input.ts';
 import { evmAddressOfKey } from '../../signing/evm/owner-address.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
-import { startWorker, type RunningWorker } from '../../queue/worker-runtime.ts';
+import { startWorker, type RunningWorker } from '../../worker/start-worker.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
 import { balancesTable, demoAccounts, readChainBalances } from '../demo-balances.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';

@@ -2,24 +2,16 @@ import { createReadStream, statSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import type { Config } from '../../config/config.ts';
 import { loadConfig, readEnv } from '../../config/load-config.ts';
-import { ValidationError, errorMessage } from '../../domain/errors.ts';
+import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../../domain/money.ts';
 import { FINAL_STATES, TRANSFER_STATES, type TransferRequest } from '../../domain/transfer.ts';
+import { dryRunBatch, type DryRunReport } from '../../ingest/dry-run.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
-import {
-  newRecipientTotals,
-  refusedByBook,
-  screenRecipients,
-  type NewRecipientTotal,
-  type RecipientScreen,
-} from '../../ingest/hold-rules.ts';
-import type { IngestIssue, WholeInputRefusal } from '../../ingest/ingest-issue.ts';
-import { firstIssues } from '../../ingest/issue-list.ts';
-import { routeTotals } from '../../ingest/route-totals.ts';
+import type { NewRecipientTotal } from '../../ingest/hold-rules.ts';
+import type { WholeInputRefusal } from '../../ingest/ingest-issue.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
-import type { FeeEstimate } from '../../service/types.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import {
   availableText,
@@ -30,8 +22,6 @@ import {
   type ChainPreflight,
 } from '../../ops/balance-preflight.ts';
 import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
-import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
-import { createRedis } from '../../store/redis.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -50,7 +40,6 @@ type EnqueueFlags = {
 
 // Files above this size report validation progress on stderr even when it is not a terminal.
 const LARGE_FILE_BYTES = 4 * 1024 * 1024;
-const DRY_RUN_CONCURRENCY = 8;
 const WAIT_POLL_MS = 500;
 
 const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE_${code}`, message);
@@ -62,6 +51,28 @@ const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
   const flags = options as EnqueueFlags;
   boundHeapGrowth();
+  const file = parseFileArgs(args, flags);
+  if (flags.dryRun) {
+    const config = loadConfig(readEnv(), { service: true });
+    const logger = createLogger(config.logLevel);
+    return await dryRun(config, logger, await validateFile(config, file), flags);
+  }
+  return await withCli(
+    {},
+    async (ctx) => await enqueueFile(ctx, await validateFile(ctx.config, file), flags),
+  );
+}
+
+/** The file and the flags that bound its validation, checked before anything is read. */
+type FileArgs = {
+  readonly path: string;
+  readonly size: number;
+  readonly expectRows: number | undefined;
+  readonly expectTotal: bigint | undefined;
+  readonly allowDuplicates: boolean;
+};
+
+function parseFileArgs(args: string[], flags: EnqueueFlags): FileArgs {
   const file = args[0];
   if (!file) throw usage('FILE_MISSING', 'enqueue needs a CSV file');
   if (flags.batchId !== undefined && !BATCH_ID_PATTERN.test(flags.batchId)) {
@@ -88,87 +99,88 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     if (err instanceof ValidationError) throw err;
     throw usage('FILE', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+  return { path: file, size, expectRows, expectTotal, allowDuplicates: flags.allowDuplicates === true };
+}
 
-  const validate = async (config: Config): Promise<ValidatedInput> => {
-    const showProgress = process.stderr.isTTY || size > LARGE_FILE_BYTES;
-    const input = await validateCsv(createReadStream(file), {
-      maxTransferUsdc: config.maxTransferUsdc,
-      expect: { rows: expectRows, total: expectTotal },
-      allowDuplicates: flags.allowDuplicates === true,
-      parallel: size > LARGE_FILE_BYTES,
-      onProgress: showProgress
-        ? (rows) =>
-            process.stderr.write(
-              process.stderr.isTTY ? `\rvalidated ${rows} rows…` : `validated ${rows} rows\n`,
-            )
-        : undefined,
-    });
-    if (showProgress && process.stderr.isTTY && input.inputRows >= 10_000) process.stderr.write('\n');
-    return input;
-  };
-
-  if (flags.dryRun) {
-    const config = loadConfig(readEnv(), { service: true });
-    const logger = createLogger(config.logLevel);
-    return await dryRun(config, logger, await validate(config), flags);
-  }
-
-  return await withCli({}, async (ctx) => {
-    const input = await validate(ctx.config);
-    let outcome: EnqueueOutcome;
-    try {
-      outcome = await enqueueValidated(
-        { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), config: ctx.config },
-        input,
-        {
-          source: 'csv',
-          actor: ctx.actor,
-          batchId: flags.batchId,
-          skipInvalid: flags.skipInvalid === true,
-          allowDuplicates: flags.allowDuplicates === true,
-        },
-      );
-    } catch (err) {
-      if (err instanceof BatchConflictError && flags.json) {
-        printJson({
-          batch_id: flags.batchId ?? null,
-          created: false,
-          accepted: 0,
-          rejected: 0,
-          duplicates: 0,
-          errors: [{ line: null, column: null, message: err.shortMessage }],
-          error_count: 1,
-          totals: { amount: '0.00' },
-          error: { code: err.code, message: err.shortMessage },
-        });
-        process.stderr.write(`error: ${err.shortMessage}\n`);
-        return EXIT.conflict;
-      }
-      throw err;
-    }
-    ctx.logger.debug(
-      {
-        batchId: outcome.batchId,
-        status: outcome.status,
-        accepted: outcome.accepted,
-        created: outcome.created,
-      },
-      'enqueue finished',
-    );
-    if (flags.json && !flags.wait) printJson(outcomeDocument(outcome));
-    else if (!flags.json) printOutcome(outcome);
-    if (outcome.status === 'rejected' || outcome.batchId === null) {
-      if (flags.json && flags.wait) printJson(outcomeDocument(outcome));
-      return EXIT.rejected;
-    }
-    if (!flags.wait) return EXIT.ok;
-    const done = await waitForBatch(ctx, outcome.batchId, flags.json !== true);
-    const { counts } = done;
-    const unsuccessful = counts.failed + counts.rejected + counts.needs_review;
-    if (flags.json) printJson(waitedDocument(outcome, done));
-    else printWaited(outcome.batchId, done);
-    return unsuccessful > 0 ? EXIT.rejected : EXIT.ok;
+/** Validates the whole file, with progress on stderr on a terminal or for a large file. */
+async function validateFile(config: Config, file: FileArgs): Promise<ValidatedInput> {
+  const showProgress = process.stderr.isTTY || file.size > LARGE_FILE_BYTES;
+  const input = await validateCsv(createReadStream(file.path), {
+    maxTransferUsdc: config.maxTransferUsdc,
+    expect: { rows: file.expectRows, total: file.expectTotal },
+    allowDuplicates: file.allowDuplicates,
+    parallel: file.size > LARGE_FILE_BYTES,
+    onProgress: showProgress
+      ? (rows) =>
+          process.stderr.write(
+            process.stderr.isTTY ? `\rvalidated ${rows} rows…` : `validated ${rows} rows\n`,
+          )
+      : undefined,
   });
+  if (showProgress && process.stderr.isTTY && input.inputRows >= 10_000) process.stderr.write('\n');
+  return input;
+}
+
+/** Enqueues the validated file and prints the outcome (and, with --wait, the finished batch). */
+async function enqueueFile(ctx: CliContext, input: ValidatedInput, flags: EnqueueFlags): Promise<number> {
+  let outcome: EnqueueOutcome;
+  try {
+    outcome = await enqueueValidated(
+      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), config: ctx.config },
+      input,
+      {
+        source: 'csv',
+        actor: ctx.actor,
+        batchId: flags.batchId,
+        skipInvalid: flags.skipInvalid === true,
+        allowDuplicates: flags.allowDuplicates === true,
+      },
+    );
+  } catch (err) {
+    if (err instanceof BatchConflictError && flags.json) {
+      printJson(conflictDocument(err, flags.batchId));
+      process.stderr.write(`error: ${err.shortMessage}\n`);
+      return EXIT.conflict;
+    }
+    throw err;
+  }
+  ctx.logger.debug(
+    {
+      batchId: outcome.batchId,
+      status: outcome.status,
+      accepted: outcome.accepted,
+      created: outcome.created,
+    },
+    'enqueue finished',
+  );
+  if (flags.json && !flags.wait) printJson(outcomeDocument(outcome));
+  else if (!flags.json) printOutcome(outcome);
+  if (outcome.status === 'rejected' || outcome.batchId === null) {
+    if (flags.json && flags.wait) printJson(outcomeDocument(outcome));
+    return EXIT.rejected;
+  }
+  if (!flags.wait) return EXIT.ok;
+  const done = await waitForBatch(ctx, outcome.batchId, flags.json !== true);
+  const { counts } = done;
+  const unsuccessful = counts.failed + counts.rejected + counts.needs_review;
+  if (flags.json) printJson(waitedDocument(outcome, done));
+  else printWaited(outcome.batchId, done);
+  return unsuccessful > 0 ? EXIT.rejected : EXIT.ok;
+}
+
+/** `--json` when the batch id is taken by other content: the one document, with the error. */
+function conflictDocument(err: BatchConflictError, batchId: string | undefined) {
+  return {
+    batch_id: batchId ?? null,
+    created: false,
+    accepted: 0,
+    rejected: 0,
+    duplicates: 0,
+    errors: [{ line: null, column: null, message: err.shortMessage }],
+    error_count: 1,
+    totals: { amount: '0.00' },
+    error: { code: err.code, message: err.shortMessage },
+  };
 }
 
 /**
@@ -328,154 +340,105 @@ async function waitForBatch(ctx: CliContext, batchId: string, showBar: boolean):
   }
 }
 
-/** Validates and estimates every row through the service; nothing is written, signed or sent. */
+/** Validates and estimates every row through the service (ingest/dry-run.ts), and prints what it found. */
 async function dryRun(
   config: Config,
   logger: Logger,
   input: ValidatedInput,
   flags: EnqueueFlags,
 ): Promise<number> {
-  const issues: IngestIssue[] = [...input.issues];
-  const strict = !flags.skipInvalid;
-  const rejectedInput = input.fatal || (strict && (input.issues.length > 0 || input.duplicates.length > 0));
-  const candidates = rejectedInput ? [] : input.transfers;
-  // The address book, where Redis answers: which recipients are new, and what `reject` would refuse.
-  const screen = await readAddressBook(config, candidates);
-  const fresh = screen ? newRecipientTotals(candidates, screen) : null;
-  const refused = screen && config.newRecipientPolicy === 'reject' ? refusedByBook(candidates, screen) : [];
-  issues.push(...refused);
-  const refusedLines = new Set(refused.map((r) => r.line));
-  const transfers = refused.length > 0 ? candidates.filter((t) => !refusedLines.has(t.line)) : candidates;
-  // Loaded here, not at the top: the HTTP client and the wallet readers (viem, @solana/kit) cost
-  // about half a second and 40 MB to load, which a plain enqueue of a large file does not need.
-  const { createServiceClient } = await import('../../service/service-client.ts');
-  // A dry run needs no Redis, so it keeps its own requests under API_RATE_LIMIT by itself.
-  const limiter = config.apiRateLimit ? createLocalRateLimiter(config.apiRateLimit) : undefined;
-  const client = createServiceClient({
-    baseUrl: config.transferApiUrl as string,
-    apiKey: config.transferApiKey as NonNullable<Config['transferApiKey']>,
-    connectTimeoutMs: config.serviceConnectTimeoutMs,
-    responseTimeoutMs: config.serviceResponseTimeoutMs,
-    logger,
-    beforeRequest: limiter ? () => limiter.take() : undefined,
+  const tty = process.stderr.isTTY;
+  const report = await dryRunBatch(config, logger, input, {
+    skipInvalid: flags.skipInvalid === true,
+    onEstimated: (done, total) => {
+      if (tty && done % 100 === 0) process.stderr.write(`\restimated ${done}/${total}`);
+    },
   });
-  const estimates = new Map<number, FeeEstimate>();
-  const estimateIssues: IngestIssue[] = [];
-  try {
-    let next = 0;
-    let done = 0;
-    const lane = async () => {
-      while (next < transfers.length) {
-        const t = transfers[next++] as TransferRequest;
-        try {
-          estimates.set(t.line, await client.estimate({ from: t.from, to: t.to, amount: t.amount }));
-        } catch (err) {
-          estimateIssues.push({
-            line: t.line,
-            column: null,
-            message: `estimate failed: ${errorMessage(err)}`,
-          });
-        }
-        done++;
-        if (process.stderr.isTTY && done % 100 === 0)
-          process.stderr.write(`\restimated ${done}/${transfers.length}`);
-      }
-    };
-    await Promise.all(Array.from({ length: DRY_RUN_CONCURRENCY }, lane));
-    if (process.stderr.isTTY && transfers.length >= 100) process.stderr.write('\n');
-  } finally {
-    client.close();
-  }
+  if (tty && report.transfers.length >= 100) process.stderr.write('\n');
+  const balances = await balancePreflight(config, report.transfers);
+  if (flags.json) printJson(dryRunDocument(report, balances));
+  else printDryRun(report, balances, config);
+  return report.succeeded ? EXIT.ok : EXIT.rejected;
+}
 
-  let amount = 0n;
-  let fee = 0n;
-  let net = 0n;
-  let overCap = 0;
-  for (const t of transfers) {
-    const e = estimates.get(t.line);
-    if (!e) continue;
-    amount += t.amount;
-    fee += e.fee.total;
-    net += e.netReceive;
-    const overBps = e.fee.total * 10_000n > t.amount * config.maxFeeBps;
-    if (overBps || (config.maxFeeUsdc !== undefined && e.fee.total > config.maxFeeUsdc)) overCap++;
-  }
-  const problems = [...issues, ...input.duplicates, ...estimateIssues];
-  const errors = firstIssues(problems);
-  const errorCount = problems.length + input.omittedIssues + input.omittedDuplicates;
-  const ok = !rejectedInput && estimateIssues.length === 0 && refused.length === 0 && transfers.length > 0;
-  const balances = await balancePreflight(config, transfers);
-  if (flags.json) {
-    printJson({
-      batch_id: null,
-      created: false,
-      dry_run: true,
-      accepted: ok || flags.skipInvalid ? estimates.size : 0,
-      rejected: input.invalidRows + refused.length,
-      duplicates: input.duplicates.length + input.omittedDuplicates,
-      errors,
-      error_count: errorCount,
-      totals: { amount: formatUsdc(amount), fee: formatUsdc(fee), net_receive: formatUsdc(net) },
-      over_fee_cap: overCap,
-      new_recipients:
-        fresh?.map((r) => ({
-          address: r.address,
-          rows: r.rows,
-          amount: formatUsdc(r.amount),
-          removed: r.removed,
-        })) ?? null,
-      balances: balances.map(preflightJson),
-    });
-  } else {
-    const out = (s: string) => process.stdout.write(`${s}\n`);
+function dryRunDocument(r: DryRunReport, balances: readonly ChainPreflight[]) {
+  return {
+    batch_id: null,
+    created: false,
+    dry_run: true,
+    accepted: r.accepted,
+    rejected: r.rejected,
+    duplicates: r.duplicates,
+    errors: r.errors,
+    error_count: r.errorCount,
+    totals: {
+      amount: formatUsdc(r.totals.amount),
+      fee: formatUsdc(r.totals.fee),
+      net_receive: formatUsdc(r.totals.netReceive),
+    },
+    over_fee_cap: r.overFeeCap,
+    new_recipients:
+      r.newRecipients?.map((n) => ({
+        address: n.address,
+        rows: n.rows,
+        amount: formatUsdc(n.amount),
+        removed: n.removed,
+      })) ?? null,
+    balances: balances.map(preflightJson),
+  };
+}
+
+function printDryRun(r: DryRunReport, balances: readonly ChainPreflight[], config: Config): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  out(
+    r.rejectedInput
+      ? 'dry run: the file would be rejected; nothing was estimated'
+      : 'dry run: nothing was written, signed or sent',
+  );
+  out(`  rows        ${r.estimated} estimated of ${r.inputRows}`);
+  out(`  rejected    ${r.rejected}`);
+  out(`  duplicates  ${r.duplicates}`);
+  out(`  total       ${formatUsdc(r.totals.amount)} USDC`);
+  out(`  fee         ${formatUsdc(r.totals.fee)} USDC`);
+  out(`  net         ${formatUsdc(r.totals.netReceive)} USDC`);
+  if (r.overFeeCap > 0)
+    out(`  ${r.overFeeCap} row(s) over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
+  printNewRecipients(r.newRecipients, config);
+  if (r.routes.length > 0) {
+    out('');
     out(
-      rejectedInput
-        ? 'dry run: the file would be rejected; nothing was estimated'
-        : 'dry run: nothing was written, signed or sent',
+      table(
+        ['from', 'to', 'rows', 'amount'],
+        r.routes.map((route) => [route.from, route.to, route.rows, formatUsdc(route.amount)]),
+      ),
     );
-    out(`  rows        ${estimates.size} estimated of ${input.inputRows}`);
-    out(`  rejected    ${input.invalidRows + refused.length}`);
-    out(`  duplicates  ${input.duplicates.length + input.omittedDuplicates}`);
-    out(`  total       ${formatUsdc(amount)} USDC`);
-    out(`  fee         ${formatUsdc(fee)} USDC`);
-    out(`  net         ${formatUsdc(net)} USDC`);
-    if (overCap > 0)
-      out(`  ${overCap} row(s) over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
-    printNewRecipients(fresh, config);
-    const routes = routeTotals(transfers.filter((t) => estimates.has(t.line)));
-    if (routes.length > 0) {
-      out('');
-      out(
-        table(
-          ['from', 'to', 'rows', 'amount'],
-          routes.map((r) => [r.from, r.to, r.rows, formatUsdc(r.amount)]),
-        ),
-      );
-    }
-    if (balances.length > 0) {
-      out('');
-      // The owners column only when some chain has several owners: one key prints as before.
-      const several = balances.some((b) => b.owners.length > 1);
-      out(
-        table(
-          ['source', 'needed', 'available', '', ...(several ? ['owners'] : [])],
-          balances.map((b) => [
-            b.chain,
-            formatUsdc(b.needed),
-            availableText(b),
-            { ok: 'ok', short: 'NOT COVERED', rebalance: 'REBALANCE', unknown: '' }[b.verdict],
-            ...(several ? [ownersText(b)] : []),
-          ]),
-        ),
-      );
-      for (const b of balances) {
-        const warning = preflightWarning(b);
-        if (warning) out(warning);
-      }
-    }
-    process.stdout.write(issueReport(errors, errorCount));
   }
-  return ok || (flags.skipInvalid && !input.fatal && estimates.size > 0) ? EXIT.ok : EXIT.rejected;
+  printBalances(balances);
+  process.stdout.write(issueReport(r.errors, r.errorCount));
+}
+
+function printBalances(balances: readonly ChainPreflight[]): void {
+  if (balances.length === 0) return;
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  out('');
+  // The owners column only when some chain has several owners: one key prints as before.
+  const several = balances.some((b) => b.owners.length > 1);
+  out(
+    table(
+      ['source', 'needed', 'available', '', ...(several ? ['owners'] : [])],
+      balances.map((b) => [
+        b.chain,
+        formatUsdc(b.needed),
+        availableText(b),
+        { ok: 'ok', short: 'NOT COVERED', rebalance: 'REBALANCE', unknown: '' }[b.verdict],
+        ...(several ? [ownersText(b)] : []),
+      ]),
+    ),
+  );
+  for (const b of balances) {
+    const warning = preflightWarning(b);
+    if (warning) out(warning);
+  }
 }
 
 /**
@@ -498,27 +461,6 @@ async function balancePreflight(
     }
   }
   return balancePreflightOf(transfers, report);
-}
-
-/** `null` when Redis does not answer: a dry run needs no Redis, and says the book was not read. */
-async function readAddressBook(
-  config: Config,
-  transfers: readonly TransferRequest[],
-): Promise<RecipientScreen | null> {
-  if (transfers.length === 0) return null;
-  // One attempt, soon given up: a dry run must not wait for a Redis that is not there.
-  const redis = createRedis(config.redisUrl, {
-    role: 'client',
-    extra: { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000 },
-  });
-  try {
-    await redis.connect();
-    return await screenRecipients(redis, config.queuePrefix, transfers);
-  } catch {
-    return null;
-  } finally {
-    redis.disconnect();
-  }
 }
 
 function printNewRecipients(fresh: readonly NewRecipientTotal[] | null, config: Config): void {

@@ -1,6 +1,6 @@
 import { loadConfig, readEnv } from '../../config/load-config.ts';
 import { createLogger } from '../../log/logger.ts';
-import { startWorker } from '../../queue/worker-runtime.ts';
+import { startWorker } from '../../worker/start-worker.ts';
 import { EXIT } from '../exit-codes.ts';
 
 /**

@@ -1,0 +1,193 @@
+import type { Config } from '../config/config.ts';
+import { errorMessage } from '../domain/errors.ts';
+import { feeCapBreach } from '../domain/fee-cap.ts';
+import { inLanes } from '../domain/pool.ts';
+import type { TransferRequest } from '../domain/transfer.ts';
+import type { Logger } from '../log/logger.ts';
+import type { FeeEstimate } from '../service/types.ts';
+import { createLocalRateLimiter } from '../store/rate-limiter.ts';
+import { createRedis } from '../store/redis.ts';
+import {
+  newRecipientTotals,
+  refusedByBook,
+  screenRecipients,
+  type NewRecipientTotal,
+  type RecipientScreen,
+} from './hold-rules.ts';
+import type { IngestIssue } from './ingest-issue.ts';
+import { firstIssues } from './issue-list.ts';
+import { routeTotals, type RouteTotal } from './route-totals.ts';
+import type { ValidatedInput } from './validate-input.ts';
+
+/** Estimates in flight at once: enough to keep the service busy without flooding it. */
+const DRY_RUN_CONCURRENCY = 8;
+
+export type DryRunOptions = {
+  readonly skipInvalid?: boolean | undefined;
+  /** Called after each row's estimate (progress on a terminal). */
+  readonly onEstimated?: ((done: number, total: number) => void) | undefined;
+};
+
+/** What `enqueue --dry-run` found: nothing was written, signed or sent. */
+export type DryRunReport = {
+  /** The file would be rejected whole (strict, or a fatal problem): nothing was estimated. */
+  readonly rejectedInput: boolean;
+  readonly inputRows: number;
+  /** Rows estimated. */
+  readonly estimated: number;
+  /** Rows an enqueue would accept (0 when it would reject the file). */
+  readonly accepted: number;
+  readonly rejected: number;
+  readonly duplicates: number;
+  /** The first problems in file order; `errorCount` counts every one. */
+  readonly errors: IngestIssue[];
+  readonly errorCount: number;
+  /** Over the estimated rows. */
+  readonly totals: { readonly amount: bigint; readonly fee: bigint; readonly netReceive: bigint };
+  /** Estimated rows whose fee is over a cap (MAX_FEE_BPS / MAX_FEE_USDC): the worker would reject them. */
+  readonly overFeeCap: number;
+  /** Recipients not in the address book; `null` when Redis, where the book is, did not answer. */
+  readonly newRecipients: NewRecipientTotal[] | null;
+  /** Per route, over the estimated rows. */
+  readonly routes: RouteTotal[];
+  /** The rows that would be paid (after the book's refusals): what the balances must cover. */
+  readonly transfers: readonly TransferRequest[];
+  /** The enqueue would go ahead (exit 0). */
+  readonly succeeded: boolean;
+};
+
+export type DryRunConfig = Pick<
+  Config,
+  | 'redisUrl'
+  | 'queuePrefix'
+  | 'newRecipientPolicy'
+  | 'maxFeeBps'
+  | 'maxFeeUsdc'
+  | 'apiRateLimit'
+  | 'transferApiUrl'
+  | 'transferApiKey'
+  | 'serviceConnectTimeoutMs'
+  | 'serviceResponseTimeoutMs'
+>;
+
+/**
+ * Validated input → what an enqueue would do, estimating every row through the service; nothing is
+ * written, signed or sent. The address book is read where Redis answers (a dry run needs no Redis).
+ */
+export async function dryRunBatch(
+  config: DryRunConfig,
+  logger: Logger,
+  input: ValidatedInput,
+  options: DryRunOptions = {},
+): Promise<DryRunReport> {
+  const strict = !options.skipInvalid;
+  const rejectedInput = input.fatal || (strict && (input.issues.length > 0 || input.duplicates.length > 0));
+  const candidates = rejectedInput ? [] : input.transfers;
+  // The address book, where Redis answers: which recipients are new, and what `reject` would refuse.
+  const screen = await readAddressBook(config, candidates);
+  const refused = screen && config.newRecipientPolicy === 'reject' ? refusedByBook(candidates, screen) : [];
+  const refusedLines = new Set(refused.map((r) => r.line));
+  const transfers = refused.length > 0 ? candidates.filter((t) => !refusedLines.has(t.line)) : candidates;
+  const estimated = await estimateRows(config, logger, transfers, options.onEstimated);
+  const problems = [...input.issues, ...refused, ...input.duplicates, ...estimated.issues];
+  const ok = !rejectedInput && estimated.issues.length === 0 && refused.length === 0 && transfers.length > 0;
+  const count = estimated.estimates.size;
+  return {
+    rejectedInput,
+    inputRows: input.inputRows,
+    estimated: count,
+    accepted: ok || options.skipInvalid ? count : 0,
+    rejected: input.invalidRows + refused.length,
+    duplicates: input.duplicates.length + input.omittedDuplicates,
+    errors: firstIssues(problems),
+    errorCount: problems.length + input.omittedIssues + input.omittedDuplicates,
+    ...estimateTotals(config, transfers, estimated.estimates),
+    newRecipients: screen ? newRecipientTotals(candidates, screen) : null,
+    routes: routeTotals(transfers.filter((t) => estimated.estimates.has(t.line))),
+    transfers,
+    succeeded: ok || (options.skipInvalid === true && !input.fatal && count > 0),
+  };
+}
+
+/**
+ * Each row's fee estimate, by line, DRY_RUN_CONCURRENCY at a time; a row whose estimate failed is
+ * an issue at its line.
+ */
+async function estimateRows(
+  config: DryRunConfig,
+  logger: Logger,
+  transfers: readonly TransferRequest[],
+  onEstimated: DryRunOptions['onEstimated'],
+): Promise<{ readonly estimates: Map<number, FeeEstimate>; readonly issues: IngestIssue[] }> {
+  // Loaded here, not at the top: the HTTP client costs time and memory to load, which a plain
+  // enqueue of a large file does not need.
+  const { createServiceClient } = await import('../service/service-client.ts');
+  // A dry run needs no Redis, so it keeps its own requests under API_RATE_LIMIT by itself.
+  const limiter = config.apiRateLimit ? createLocalRateLimiter(config.apiRateLimit) : undefined;
+  const client = createServiceClient({
+    baseUrl: config.transferApiUrl as string,
+    apiKey: config.transferApiKey as NonNullable<Config['transferApiKey']>,
+    connectTimeoutMs: config.serviceConnectTimeoutMs,
+    responseTimeoutMs: config.serviceResponseTimeoutMs,
+    logger,
+    beforeRequest: limiter ? () => limiter.take() : undefined,
+  });
+  const estimates = new Map<number, FeeEstimate>();
+  const issues: IngestIssue[] = [];
+  try {
+    let done = 0;
+    await inLanes(transfers, DRY_RUN_CONCURRENCY, async (t) => {
+      try {
+        estimates.set(t.line, await client.estimate({ from: t.from, to: t.to, amount: t.amount }));
+      } catch (err) {
+        issues.push({ line: t.line, column: null, message: `estimate failed: ${errorMessage(err)}` });
+      }
+      onEstimated?.(++done, transfers.length);
+    });
+  } finally {
+    client.close();
+  }
+  return { estimates, issues };
+}
+
+/** Totals over the estimated rows, and how many of them the fee cap would reject. */
+function estimateTotals(
+  config: DryRunConfig,
+  transfers: readonly TransferRequest[],
+  estimates: ReadonlyMap<number, FeeEstimate>,
+): Pick<DryRunReport, 'totals' | 'overFeeCap'> {
+  let amount = 0n;
+  let fee = 0n;
+  let netReceive = 0n;
+  let overFeeCap = 0;
+  for (const t of transfers) {
+    const e = estimates.get(t.line);
+    if (!e) continue;
+    amount += t.amount;
+    fee += e.fee.total;
+    netReceive += e.netReceive;
+    if (feeCapBreach(e.fee.total, t.amount, config)) overFeeCap++;
+  }
+  return { totals: { amount, fee, netReceive }, overFeeCap };
+}
+
+/** `null` when Redis does not answer: a dry run needs no Redis, and says the book was not read. */
+async function readAddressBook(
+  config: DryRunConfig,
+  transfers: readonly TransferRequest[],
+): Promise<RecipientScreen | null> {
+  if (transfers.length === 0) return null;
+  // One attempt, soon given up: a dry run must not wait for a Redis that is not there.
+  const redis = createRedis(config.redisUrl, {
+    role: 'client',
+    extra: { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000 },
+  });
+  try {
+    await redis.connect();
+    return await screenRecipients(redis, config.queuePrefix, transfers);
+  } catch {
+    return null;
+  } finally {
+    redis.disconnect();
+  }
+}

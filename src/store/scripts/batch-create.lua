@@ -1,0 +1,21 @@
+--[[
+  Creates the batch record unless it exists. Counters start as if every row were queued, so the
+  worker cannot see the batch complete while ingest is still writing it.
+
+  Input:
+    KEYS[1] the batch record
+    KEYS[2] the batches set
+    ARGV[1] batch id
+    ARGV[2] created_at (ms)
+    ARGV[3..] the record's field/value pairs
+
+  Output:
+    {} when the record was created, else {digest, enqueued} of the existing one
+]]
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local v = redis.call('HMGET', KEYS[1], 'digest', 'enqueued')
+  return {v[1] or '', v[2] or '0'}
+end
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
+return {}

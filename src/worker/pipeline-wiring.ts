@@ -1,0 +1,153 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config.ts';
+import { isEvmChain, type Chain } from '../domain/chains.ts';
+import type { Logger } from '../log/logger.ts';
+import { registerOwners, type WorkerMetrics } from '../metrics/worker-metrics.ts';
+import type { PipelineDeps, PipelineHooks } from '../pipeline/pipeline-deps.ts';
+import { DEFAULT_POLICY, type PipelinePolicy } from '../pipeline/policy.ts';
+import { createServiceClient } from '../service/service-client.ts';
+import type { ServiceClient } from '../service/types.ts';
+import { createChainReader } from '../signing/evm/chain-reader.ts';
+import { createEvmSigners } from '../signing/evm/evm-signer.ts';
+import { createNonceManager } from '../signing/evm/nonce-manager.ts';
+import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
+import { createApprovalGate } from '../store/batch-hold.ts';
+import { keys } from '../store/keys.ts';
+import { createOwnerBalances } from '../store/owner-balance.ts';
+import { createRateLimiter } from '../store/rate-limiter.ts';
+import { createSpendLimit } from '../store/spend-limit.ts';
+import type { TransferStore } from '../store/transfer-store.ts';
+import { createOwnerCaches } from '../pipeline/evm/owner-caches.ts';
+
+/** The service client of a worker: its calls timed into the metrics, under `API_RATE_LIMIT`. */
+export function wireServiceClient(deps: {
+  readonly config: Config;
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly logger: Logger;
+  readonly metrics?: Pick<WorkerMetrics, 'onCall'> | undefined;
+}): ReturnType<typeof createServiceClient> {
+  const { config, redis, prefix, logger } = deps;
+  // `API_RATE_LIMIT` is taken before every HTTP request, the client's own retries included.
+  const limiter = config.apiRateLimit
+    ? createRateLimiter({ redis, prefix, perSecond: config.apiRateLimit })
+    : undefined;
+  return createServiceClient({
+    baseUrl: config.transferApiUrl as string,
+    apiKey: config.transferApiKey!,
+    connectTimeoutMs: config.serviceConnectTimeoutMs,
+    responseTimeoutMs: config.serviceResponseTimeoutMs,
+    logger,
+    onCall: deps.metrics?.onCall,
+    beforeRequest: limiter ? () => limiter.take() : undefined,
+  });
+}
+
+export type EvmParts = {
+  readonly signers: ReturnType<typeof createEvmSigners>;
+  readonly nonces: ReturnType<typeof createNonceManager>;
+  readonly chain: ReturnType<typeof createChainReader>;
+  readonly balances: ReturnType<typeof createOwnerBalances>;
+  /** The owners' balance readings and receipt lookups, one set per worker process. */
+  readonly ownerCaches: ReturnType<typeof createOwnerCaches>;
+};
+
+/**
+ * The EVM side of a worker holding keys: one signer per key, the shared nonce pools, the chain
+ * reads and the owners' balance reservations. `undefined` without `EVM_PRIVATE_KEYS`.
+ */
+export function wireEvm(deps: {
+  readonly config: Config;
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly logger: Logger;
+}): EvmParts | undefined {
+  const { config, redis, prefix, logger } = deps;
+  if (config.evmPrivateKeys.length === 0) return undefined;
+  const chain = createChainReader({ config, logger });
+  return {
+    signers: createEvmSigners({ config, chainReader: chain, logger }),
+    nonces: createNonceManager({ redis, prefix, chainReader: chain, logger }),
+    chain,
+    // Only where a balance can be read: without EVM_RPC_URL_<CHAIN> owners go by free lease.
+    balances: createOwnerBalances({ redis, prefix }),
+    ownerCaches: createOwnerCaches(),
+  };
+}
+
+/** The Solana signer when a Solana key is configured (the key is checked again here: it may throw). */
+export async function wireSolana(deps: {
+  readonly config: Config;
+  readonly logger: Logger;
+}): Promise<PipelineDeps['solana']> {
+  return deps.config.solanaSecretKey ? await createSolanaSigner(deps) : undefined;
+}
+
+/**
+ * What one transfer's pipeline runs on, as a worker process wires it: the operator's pause, the
+ * daily cap, the approval gate, the policy with the configured nonce-settle window.
+ */
+export function wirePipeline(deps: {
+  readonly config: Config;
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly store: TransferStore;
+  readonly service: ServiceClient;
+  readonly evm: EvmParts | undefined;
+  readonly solana: PipelineDeps['solana'];
+  readonly logger: Logger;
+  readonly metrics?: PipelineDeps['metrics'];
+  readonly hooks?: PipelineHooks | undefined;
+  readonly policy?: PipelinePolicy | undefined;
+}): PipelineDeps {
+  const { config, redis, prefix } = deps;
+  const k = keys(prefix);
+  return {
+    config,
+    store: deps.store,
+    service: deps.service,
+    evm: deps.evm,
+    solana: deps.solana,
+    logger: deps.logger,
+    policy: deps.policy ?? { ...DEFAULT_POLICY, nonceSettleWindowMs: config.nonceSettleWindowMs },
+    metrics: deps.metrics,
+    isPaused: async () => (await redis.exists(k.paused)) === 1,
+    spendLimit:
+      config.maxDailyUsdc === undefined
+        ? undefined
+        : createSpendLimit({ redis, prefix, cap: config.maxDailyUsdc }),
+    approvals: createApprovalGate({ redis, prefix }),
+    ...(deps.hooks ? { hooks: deps.hooks } : {}),
+  };
+}
+
+/**
+ * Reads ahead what the first transfers would wait for, and registers the owners for `/metrics`:
+ * neither can fail a start.
+ */
+export async function warmUpEvm(deps: {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly evm: EvmParts;
+  readonly sources: readonly Chain[];
+  readonly logger: Logger;
+}): Promise<void> {
+  const { redis, prefix, evm, logger } = deps;
+  const chains = deps.sources.filter(isEvmChain);
+  // `/metrics` (serve, which may hold no key) reads the reservations of the owners registered here
+  // (usdc_batch_owner_in_flight_micro_usdc). A failure costs a metric, never a payment.
+  await registerOwners(
+    redis,
+    prefix,
+    chains,
+    evm.signers.map((s) => s.address),
+  ).catch((err: unknown) =>
+    logger.warn({ err: { message: (err as Error).message } }, 'could not register the owners for /metrics'),
+  );
+  // The first permit of each chain would otherwise wait, after its estimate, for nonces(owner)
+  // and then for USDC's name()/version(): read them now, while the first estimates run.
+  for (const chain of chains) {
+    for (const signer of evm.signers) evm.nonces.prefetch(chain, signer.address);
+    evm.signers[0]?.domainFor(chain).catch(() => {});
+  }
+}

@@ -1,0 +1,129 @@
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config.ts';
+import { workerSourceChains } from '../config/source-chains.ts';
+import type { Logger } from '../log/logger.ts';
+import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
+import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
+import type { PipelineHooks } from '../pipeline/pipeline-deps.ts';
+import { createTransferStore } from '../store/transfer-store.ts';
+import { createCallbackSender } from '../queue/callbacks.ts';
+import { createIntentFollower } from '../queue/intent-follower.ts';
+import { createScheduleRunner } from '../queue/schedules.ts';
+import { createTransferWorkers, type TransferWorkers } from '../queue/transfer-workers.ts';
+import { warmUpEvm, wireEvm, wirePipeline, wireServiceClient, wireSolana } from './pipeline-wiring.ts';
+import { openWorkerRedis } from './worker-redis.ts';
+
+export type RunningWorker = { readonly workers: TransferWorkers; close(): Promise<void> };
+
+/**
+ * What a start has opened so far, each closed by `closeStarted` in the order a running worker
+ * stops: first what takes new work, last the connections everything else uses.
+ */
+type Started = {
+  readonly redis: Redis;
+  metrics?: { close(): Promise<void> };
+  service?: { close(): void };
+  nonces?: { close(): Promise<void> } | undefined;
+  follower?: { close(): Promise<void> };
+  callbacks?: { close(): Promise<void> };
+  schedules?: { close(): Promise<void> };
+  workers?: TransferWorkers;
+  heartbeat?: { stop(): Promise<void> };
+};
+
+/**
+ * Starts everything `usdc-batch worker` runs: the per-source-chain transfer workers, the intent
+ * follower and the callback sender, after refusing a Redis that can lose acknowledged writes. A
+ * start that fails half-way closes what it had opened, so nothing is left running or connected.
+ */
+export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
+  const started: Started = { redis: await openWorkerRedis(config, logger) };
+  try {
+    const workers = await startOn(started, config, logger);
+    return { workers, close: () => closeStarted(started) };
+  } catch (err) {
+    await closeStarted(started).catch((closeErr: unknown) =>
+      logger.warn({ err: closeErr }, 'could not close everything a failed start had opened'),
+    );
+    throw err;
+  }
+}
+
+/** Opens the worker's parts on its Redis, noting each in `started` as soon as it is open. */
+async function startOn(started: Started, config: Config, logger: Logger): Promise<TransferWorkers> {
+  const { redis } = started;
+  const prefix = config.queuePrefix;
+  // Latency and retries go to Redis, where `serve`'s /metrics reads them for every worker.
+  const metrics = (started.metrics = createWorkerMetrics({ redis, prefix, logger }));
+  const service = (started.service = wireServiceClient({ config, redis, prefix, logger, metrics }));
+  const store = metrics.countRetries(createTransferStore({ redis, prefix }));
+  const evm = wireEvm({ config, redis, prefix, logger });
+  started.nonces = evm?.nonces;
+  const solana = await wireSolana({ config, logger });
+
+  const connection = { redisUrl: config.redisUrl, prefix, redis, logger };
+  const follower = (started.follower = createIntentFollower({ ...connection, service, store, metrics }));
+  const callbacks = (started.callbacks = createCallbackSender({ ...connection, config }));
+  // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
+  started.schedules = createScheduleRunner({ ...connection, config });
+
+  // The hooks need the workers, which need the hooks: the reference is filled in below.
+  const ref: { workers?: TransferWorkers } = {};
+  const hooks: PipelineHooks = {
+    onBatchCompleted: (batchId, generation) => callbacks.completed(batchId, generation),
+    onSubmitted: (batchId, transferId, intentId) => follower.follow(batchId, transferId, intentId),
+    onNeedsReview: async (batchId, transferId, settleAt) => {
+      if (settleAt !== null) await ref.workers?.scheduleSettle(batchId, transferId, settleAt);
+    },
+    onRateLimited: (ms) => ref.workers?.rateLimit(ms),
+  };
+  const pipeline = wirePipeline({
+    config,
+    redis,
+    prefix,
+    store,
+    service,
+    evm,
+    solana,
+    logger,
+    metrics,
+    hooks,
+  });
+  const sources = workerSourceChains(config);
+  if (evm) await warmUpEvm({ redis, prefix, evm, sources, logger });
+  const workers =
+    (ref.workers =
+    started.workers =
+      createTransferWorkers({
+        ...connection,
+        sources,
+        concurrency: config.workerConcurrency,
+        pipeline,
+        metrics,
+      }));
+  // `/metrics` counts the worker processes alive from these beats (usdc_batch_workers).
+  started.heartbeat = startHeartbeat({ redis, prefix, sources, logger });
+  logger.info(
+    {
+      sources,
+      concurrency: config.workerConcurrency,
+      evm: evm?.signers.map((s) => s.address),
+      solana: solana?.address,
+    },
+    'worker started',
+  );
+  return workers;
+}
+
+/** Closes what was started, in the order a running worker stops. */
+async function closeStarted(s: Started): Promise<void> {
+  await s.heartbeat?.stop();
+  await s.schedules?.close();
+  await s.workers?.close();
+  await s.follower?.close();
+  await s.callbacks?.close();
+  await s.nonces?.close();
+  await s.metrics?.close();
+  s.service?.close();
+  await s.redis.quit().catch(() => s.redis.disconnect());
+}
