@@ -116,6 +116,18 @@ export function buildProgram(
       ),
     'cancel',
   );
+  bind(
+    def(
+      'rebalance',
+      "plan and enqueue the moves that bring each chain's treasury back to its policy's target",
+    )
+      .argument('<policy>', 'policy file (YAML or JSON)')
+      .option('--dry-run', 'plan and print; enqueue nothing')
+      .option('--check', 'report the chains only; exit 1 when one is below its min')
+      .option('--wait', 'wait until the batch is complete')
+      .option('--json', 'print one JSON document'),
+    'rebalance',
+  );
   bind(def('pause', 'stop all processing'), 'pause');
   bind(def('resume', 'restart all processing'), 'resume');
   const schedule = program.command('schedule').description('recurring batches (add, list, remove)');

@@ -47,6 +47,8 @@ export type EnqueueOptions = {
   readonly sameFamily?: ((batchId: string) => boolean) | undefined;
   /** Reasons to hold the batch that the caller knows of (a schedule's earlier firing still held). */
   readonly holdReasons?: readonly string[] | undefined;
+  /** Book keys of the treasury's own addresses: always known recipients (rebalancing). */
+  readonly ownAddresses?: ReadonlySet<string> | undefined;
   /** Passed to the writer (chunking; fault injection in tests). */
   readonly write?: Omit<WriteOptions, 'onOwnedPayout'> | undefined;
 };
@@ -149,7 +151,7 @@ export async function enqueueValidated(
   if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
 
   // Read by every run (a resumed one too: the rows it has still to write carry the flag).
-  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers);
+  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers, options.ownAddresses);
   const dropped: DroppedRow[] = [];
   let holds: HoldDecision | undefined;
   if (!existing) {

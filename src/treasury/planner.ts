@@ -181,22 +181,42 @@ export async function planRebalance(input: PlanInput): Promise<Plan> {
     }
   }
 
-  const chains = positions.map((p): ChainPlan => {
-    const t = targets.get(p.chain) as ChainTarget;
-    const out = moves.filter((m) => m.from === p.chain).reduce((s, m) => s + m.amount, 0n);
-    const inn = moves.filter((m) => m.to === p.chain).reduce((s, m) => s + m.netReceive, 0n);
-    return {
-      ...p,
-      min: t.min,
-      target: t.target,
-      after: p.position - out + inn,
-      state: chainState(t, p.position),
-    };
-  });
+  return { ...chainsAfter(input.policy.chains, positions, moves), moves, skipped };
+}
+
+/**
+ * Each chain of the policy with its state and its position once `moves` have landed (none: the
+ * positions as they are, what `--check` shows), and the chains that stay short of their target.
+ */
+export function chainsAfter(
+  targets: readonly ChainTarget[],
+  positions: readonly ChainPosition[],
+  moves: readonly PlannedMove[] = [],
+): Pick<Plan, 'chains' | 'short'> {
+  const byChain = new Map(targets.map((c) => [c.chain, c]));
+  const chains = positions
+    .filter((p) => byChain.has(p.chain))
+    .sort((a, b) => chainOrder(a.chain) - chainOrder(b.chain))
+    .map((p): ChainPlan => {
+      const t = byChain.get(p.chain) as ChainTarget;
+      const out = moves.filter((m) => m.from === p.chain).reduce((s, m) => s + m.amount, 0n);
+      const inn = moves.filter((m) => m.to === p.chain).reduce((s, m) => s + m.netReceive, 0n);
+      return {
+        chain: p.chain,
+        balance: p.balance,
+        incoming: p.incoming,
+        outgoing: p.outgoing,
+        position: p.position,
+        min: t.min,
+        target: t.target,
+        after: p.position - out + inn,
+        state: chainState(t, p.position),
+      };
+    });
   const short = chains
     .filter((c) => c.min !== null && c.after < c.target)
     .map((c) => ({ chain: c.chain, missing: c.target - c.after }));
-  return { chains, moves, skipped, short };
+  return { chains, short };
 }
 
 /** The donor with the most left to give (first in chain order on a tie), not yet tried for this need. */
@@ -228,4 +248,17 @@ function skipReason(input: PlanInput, amount: bigint, est: MoveEstimate, total: 
   if (cap !== null && total + amount > cap)
     return `would take the run's total to ${formatUsdc(total + amount)}, past max_total (${formatUsdc(cap)})`;
   return undefined;
+}
+
+/** The planner's estimator on the service client's `estimate` (the fee's total and the net). */
+export function serviceEstimator(client: {
+  estimate(req: { from: Chain; to: Chain; amount: bigint }): Promise<{
+    readonly fee: { readonly total: bigint };
+    readonly netReceive: bigint;
+  }>;
+}): FeeEstimator {
+  return async (from, to, amount) => {
+    const e = await client.estimate({ from, to, amount });
+    return { fee: e.fee.total, netReceive: e.netReceive };
+  };
 }

@@ -163,7 +163,8 @@ describe('rebalance planner: properties', () => {
     flat: fc.bigInt({ min: 0n, max: 5n * U }),
     bps: fc.bigInt({ min: 0n, max: 40n }),
   });
-  const build = (s: fc.RecordValue<typeof scenario extends fc.Arbitrary<infer T> ? T : never>) => {
+  type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
+  const build = (s: Scenario) => {
     const targets: ChainTarget[] = s.chains.map((chain, i) => {
       const spec = s.specs[i]!;
       return {
