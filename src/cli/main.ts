@@ -137,7 +137,8 @@ export function buildProgram(
       .description('add or replace a recurring batch')
       .argument('<name>')
       .requiredOption('--cron <expr>', 'cron expression')
-      .requiredOption('--file <file>', 'CSV file')
+      .option('--file <file>', 'CSV file')
+      .option('--rebalance <policy>', 'a rebalancing policy (YAML or JSON), planned afresh at each firing')
       .option('--tz <zone>', 'IANA time zone', 'UTC'),
     'schedule',
   );

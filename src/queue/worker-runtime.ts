@@ -22,6 +22,7 @@ import { createTransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from './callbacks.ts';
 import { createIntentFollower } from './intent-follower.ts';
 import { createScheduleRunner } from './schedules.ts';
+import { serviceEstimator } from '../treasury/planner.ts';
 import { createTransferWorkers, type TransferWorkers } from './transfer-workers.ts';
 
 export type RunningWorker = { readonly workers: TransferWorkers; close(): Promise<void> };
@@ -101,7 +102,14 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   });
   const callbacks = createCallbackSender({ redisUrl: config.redisUrl, prefix, redis, config, logger });
   // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
-  const schedules = createScheduleRunner({ redisUrl: config.redisUrl, prefix, redis, config, logger });
+  const schedules = createScheduleRunner({
+    redisUrl: config.redisUrl,
+    prefix,
+    redis,
+    config,
+    logger,
+    rebalance: { config, estimate: serviceEstimator(service) },
+  });
   const k = keys(prefix);
 
   // The hooks need the workers, which need the hooks: the reference is filled in just below.

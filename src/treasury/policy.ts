@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { CHAINS, type Chain } from '../domain/chains.ts';
+import { ValidationError } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
 
 /**
@@ -152,4 +154,30 @@ export function parsePolicy(text: string, file: string): PolicyParse {
       maxTotal: p.max_total ?? null,
     },
   };
+}
+
+/** A policy file read from disk: its text and the parsed policy. Any problem is a usage error (exit 2) listing them all. */
+export function readPolicyFile(file: string | undefined): { text: string; policy: RebalancePolicy } {
+  if (!file)
+    throw new ValidationError(
+      'USDC_USAGE_POLICY_MISSING',
+      'a rebalancing policy file is needed (POLICY.yaml)',
+    );
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ValidationError(
+      'USDC_USAGE_POLICY_FILE',
+      `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+  const parsed = parsePolicy(text, file);
+  if (!parsed.ok) {
+    throw new ValidationError(
+      'USDC_USAGE_POLICY_INVALID',
+      `policy ${file} has ${parsed.problems.length} problem(s):\n${parsed.problems.map((p) => `  ${p}`).join('\n')}`,
+    );
+  }
+  return { text, policy: parsed.policy };
 }

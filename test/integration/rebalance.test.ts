@@ -5,7 +5,11 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { EvmChain } from '../../src/domain/chains.ts';
 import { formatUsdc } from '../../src/domain/money.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
+import { createProducer } from '../../src/queue/producer.ts';
+import { fireSchedule } from '../../src/queue/schedules.ts';
+import { createServiceClient } from '../../src/service/service-client.ts';
 import { createBatchReader } from '../../src/store/batch-reader.ts';
+import { serviceEstimator } from '../../src/treasury/planner.ts';
 import { runCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress, TEST_EVM_ADDRESS } from '../helpers/fixtures.ts';
@@ -35,7 +39,15 @@ type RebalanceDoc = {
     after: string;
     state: string;
   }[];
-  moves: { id: string; from: string; to: string; amount: string; fee: string; net_receive: string; recipient: string }[];
+  moves: {
+    id: string;
+    from: string;
+    to: string;
+    amount: string;
+    fee: string;
+    net_receive: string;
+    recipient: string;
+  }[];
   skipped: { from: string; to: string; amount: string; reason: string }[];
   short: { chain: string; missing: string }[];
   held?: boolean;
@@ -158,7 +170,13 @@ describe('rebalance against the sandbox', () => {
       return r.doc.chains.find((c) => c.chain === 'BASE')?.state === 'ok' ? r : undefined;
     });
     expect(after.code).toBe(0);
-    expect(after.doc).toMatchObject({ batch_id: null, created: false, waiting_for: null, moves: [], short: [] });
+    expect(after.doc).toMatchObject({
+      batch_id: null,
+      created: false,
+      waiting_for: null,
+      moves: [],
+      short: [],
+    });
     expect(await stack.client.zcard(`${stack.env['QUEUE_PREFIX']}:batches`)).toBe(1);
 
     const check = await runCli(['rebalance', file, '--check'], stack.env);
@@ -212,7 +230,10 @@ describe('rebalance against the sandbox', () => {
     expect(res.stderr).toContain('min_mvoe: unknown key');
 
     const file = policyFile('unreachable', 'chains:\n  BASE: { min: 1, target: 2 }\n  ARB: { target: 1 }\n');
-    const down = await runCli(['rebalance', file, '--json'], { ...stack.env, EVM_RPC_URL_ARB: 'http://127.0.0.1:9/' });
+    const down = await runCli(['rebalance', file, '--json'], {
+      ...stack.env,
+      EVM_RPC_URL_ARB: 'http://127.0.0.1:9/',
+    });
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/cannot read the treasury's balance on ARB/);
     const ids = await stack.client.zrange(`${stack.env['QUEUE_PREFIX']}:batches`, 0, -1);
@@ -232,7 +253,10 @@ describe('rebalance against the sandbox', () => {
     expect(ownStatus.transfers.every((t) => !t.new_recipient)).toBe(true);
 
     await setBalance('ETH', 1_000n * USDC);
-    const big = policyFile('approval', 'chains:\n  ETH: { min: 600, target: 900 }\n  POLYGON: { target: 100 }\n');
+    const big = policyFile(
+      'approval',
+      'chains:\n  ETH: { min: 600, target: 900 }\n  POLYGON: { target: 100 }\n',
+    );
     await setBalance('ETH', 100n * USDC);
     const held = await rebalance(big, [], { APPROVAL_THRESHOLD_USDC: '100' });
     expect(held.doc.created).toBe(true);
@@ -248,5 +272,62 @@ describe('rebalance against the sandbox', () => {
     expect(approve.code).toBe(0);
     const done = await stack.waitComplete(batchId);
     expect(done.counts.submitted).toBe(1);
+  }, 120_000);
+
+  it('a schedule stores the policy and each firing plans afresh from the balances of that moment', async () => {
+    await setBalance('BASE', 10n * USDC);
+    await setBalance('ARB', 1_000n * USDC);
+    const file = policyFile(
+      'treasury',
+      'name: sched\nchains:\n  BASE: { min: 50, target: 100 }\n  ARB: { target: 200 }\n',
+    );
+    const added = await runCli(
+      ['schedule', 'add', 'nightly', '--cron', '0 2 * * *', '--rebalance', file],
+      stack.env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    // Stored: the file may change or go away.
+    writeFileSync(file, 'not a policy');
+    const listed = JSON.parse((await runCli(['schedule', 'list', '--json'], stack.env)).stdout) as {
+      schedules: { name: string; kind: string; policy: string | null }[];
+    };
+    expect(listed.schedules.find((x) => x.name === 'nightly')).toMatchObject({
+      kind: 'rebalance',
+      policy: 'sched',
+    });
+    const text = await runCli(['schedule', 'list'], stack.env);
+    expect(text.stdout).toMatch(/nightly .*rebalance sched/);
+
+    const config = loadConfig(stack.env, { service: true });
+    const client = createServiceClient({
+      baseUrl: config.transferApiUrl as string,
+      apiKey: config.transferApiKey!,
+      connectTimeoutMs: 2_000,
+      responseTimeoutMs: 5_000,
+    });
+    const producer = createProducer({ connection: stack.client, prefix: config.queuePrefix });
+    try {
+      const deps = {
+        redis: stack.client,
+        prefix: config.queuePrefix,
+        jobs: producer,
+        config,
+        rebalance: { config, estimate: serviceEstimator(client) },
+      };
+      const at = Date.UTC(2031, 0, 1, 2, 0, 0);
+      const fired = await fireSchedule(deps, 'nightly', at);
+      expect(fired).toEqual({ status: 'rebalance', batchId: 'nightly-20310101T020000Z', result: 'enqueued' });
+      const doc = await stack.status('nightly-20310101T020000Z');
+      expect(doc.source).toBe('rebalance');
+      expect(doc.transfers.map((t) => [t.id, t.from, t.to])).toEqual([['rb-ARB-BASE', 'ARB', 'BASE']]);
+      // The same firing again (a retried job) adds nothing; the next one waits while it is unsettled.
+      const next = await fireSchedule(deps, 'nightly', Date.UTC(2031, 0, 2, 2, 0, 0));
+      expect(next).toMatchObject({ status: 'rebalance', result: 'waiting' });
+      worker ??= stack.startWorker();
+      await stack.waitComplete('nightly-20310101T020000Z');
+    } finally {
+      await producer.close();
+      client.close();
+    }
   }, 120_000);
 });

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import { FINAL_STATES, TRANSFER_STATES } from '../../domain/transfer.ts';
@@ -9,7 +8,7 @@ import { createBatchReader, type BatchSummary } from '../../store/batch-reader.t
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { BalanceReadError } from '../../treasury/balances.ts';
 import { serviceEstimator, type FeeEstimator } from '../../treasury/planner.ts';
-import { parsePolicy } from '../../treasury/policy.ts';
+import { readPolicyFile } from '../../treasury/policy.ts';
 import {
   rebalanceDocument,
   rebalanceExit,
@@ -26,29 +25,6 @@ type RebalanceFlags = { dryRun?: boolean; check?: boolean; wait?: boolean; json?
 const out = (s: string) => process.stdout.write(`${s}\n`);
 const WAIT_POLL_MS = 500;
 
-/** Reads and parses the policy file; its problems go to stderr (exit 2 through ValidationError). */
-export function loadPolicyFile(file: string | undefined) {
-  if (!file)
-    throw new ValidationError('USDC_USAGE_POLICY_MISSING', 'rebalance needs a policy file (POLICY.yaml)');
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ValidationError(
-      'USDC_USAGE_POLICY_FILE',
-      `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
-  }
-  const parsed = parsePolicy(text, file);
-  if (!parsed.ok) {
-    throw new ValidationError(
-      'USDC_USAGE_POLICY_INVALID',
-      `policy ${file} has ${parsed.problems.length} problem(s):\n${parsed.problems.map((p) => `  ${p}`).join('\n')}`,
-    );
-  }
-  return parsed.policy;
-}
-
 /**
  * `usdc-batch rebalance POLICY.yaml [--dry-run] [--check] [--wait] [--json]` (README "Treasury
  * rebalancing"): exit 0 a plan was made (or nothing to do, or an earlier run is in flight), 1 a
@@ -57,7 +33,7 @@ export function loadPolicyFile(file: string | undefined) {
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
   const flags = options as RebalanceFlags;
-  const policy = loadPolicyFile(args[0]);
+  const { policy } = readPolicyFile(args[0]);
   const mode: RebalanceMode = flags.check ? 'check' : flags.dryRun ? 'dry-run' : 'run';
   return await withCli({ service: mode !== 'check' }, async (ctx) => {
     const client =
