@@ -150,3 +150,54 @@ export async function takeRebalanceLock(
     await new Promise((r) => setTimeout(r, options.pollMs ?? 100));
   }
 }
+
+const balanceKey = (prefix: string) => `${prefix}:treasury:balance`;
+
+/**
+ * The treasury's balance per chain as the workers last read it (`P:treasury:balance`: field
+ * `<CHAIN>` → micro-USDC, `<CHAIN>:at` → when), for `/metrics`.
+ */
+export async function saveTreasuryBalances(
+  redis: Redis,
+  prefix: string,
+  balances: readonly { readonly chain: Chain; readonly balance: bigint }[],
+  at: number,
+): Promise<void> {
+  if (balances.length === 0) return;
+  const fields: Record<string, string> = {};
+  for (const b of balances) {
+    fields[b.chain] = b.balance.toString();
+    fields[`${b.chain}:at`] = String(at);
+  }
+  await redis.hset(balanceKey(prefix), fields);
+}
+
+export async function storedTreasuryBalances(
+  redis: Redis,
+  prefix: string,
+): Promise<{ chain: Chain; balance: bigint; at: number }[]> {
+  const h = await redis.hgetall(balanceKey(prefix));
+  const out: { chain: Chain; balance: bigint; at: number }[] = [];
+  for (const [field, value] of Object.entries(h)) {
+    if (!isChain(field) || !/^[0-9]+$/.test(value)) continue;
+    out.push({ chain: field, balance: BigInt(value), at: Number(h[`${field}:at`] ?? 0) });
+  }
+  return out;
+}
+
+/** The schedules that rebalance: their name, stored policy text and file name. */
+export async function rebalanceSchedules(
+  redis: Redis,
+  prefix: string,
+): Promise<{ schedule: string; policyText: string; policyFile: string }[]> {
+  const k = keys(prefix);
+  const names = (await redis.smembers(k.schedules)).sort();
+  if (names.length === 0) return [];
+  const pipe = redis.pipeline();
+  for (const n of names) pipe.hmget(k.schedule(n), 'policy', 'policy_file');
+  const res = (await pipe.exec()) ?? [];
+  return names.flatMap((schedule, i) => {
+    const [policy, file] = (res[i]?.[1] ?? []) as (string | null)[];
+    return policy ? [{ schedule, policyText: policy, policyFile: file ?? schedule }] : [];
+  });
+}

@@ -226,7 +226,10 @@ export async function runRebalance(
         actor: options.actor,
         batchId,
         ownAddresses: ownBookKeys(addresses),
-        sameFamily: (b) => b.startsWith(`rebalance-${policy.name}-`),
+        // A move that repeats an earlier one (same route, amount and treasury address) is a new
+        // need read from the balances, not a duplicate row: what keeps a deficit from being served
+        // twice is the one-run-in-flight rule above.
+        allowDuplicates: true,
       },
     );
     if (outcome.status === 'enqueued')
