@@ -6,6 +6,7 @@ import { keys } from '../store/keys.ts';
 import { CHAINS, EVM_CHAINS, type EvmChain } from '../domain/chains.ts';
 import { createOwnerBalances } from '../store/owner-balance.ts';
 import { readDailySpend } from '../store/spend-limit.ts';
+import { registerTreasuryGauges } from './treasury-gauges.ts';
 import { ALIVE_WINDOW_MS, HEARTBEAT_MS, workersAlive } from './worker-heartbeat.ts';
 import {
   FAILURE_CODES,
@@ -296,6 +297,8 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     help: 'MAX_DAILY_USDC in micro-USDC; -1 when no cap is set.',
     registers: [registry],
   });
+
+  registerTreasuryGauges(registry, deps);
 
   async function snapshot(): Promise<Snapshot> {
     const ids = await deps.redis.zrevrange(k.batches, 0, SCRAPED_BATCHES - 1);

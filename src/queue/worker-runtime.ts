@@ -22,6 +22,7 @@ import { createTransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from './callbacks.ts';
 import { createIntentFollower } from './intent-follower.ts';
 import { createScheduleRunner } from './schedules.ts';
+import { startTreasurySampler } from '../treasury/balance-sampler.ts';
 import { serviceEstimator } from '../treasury/planner.ts';
 import { createTransferWorkers, type TransferWorkers } from './transfer-workers.ts';
 
@@ -110,6 +111,8 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     logger,
     rebalance: { config, estimate: serviceEstimator(service) },
   });
+  // The treasury's balances for /metrics, every TREASURY_BALANCE_INTERVAL_MS.
+  const treasury = startTreasurySampler({ redis, prefix, config, logger });
   const k = keys(prefix);
 
   // The hooks need the workers, which need the hooks: the reference is filled in just below.
@@ -186,6 +189,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     workers,
     async close() {
       await heartbeat.stop();
+      treasury.stop();
       await schedules.close();
       await workers.close();
       await follower.close();
