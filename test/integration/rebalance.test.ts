@@ -12,6 +12,7 @@ import { createBatchReader } from '../../src/store/batch-reader.ts';
 import { serviceEstimator } from '../../src/treasury/planner.ts';
 import { runCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';
+import { startServe } from '../helpers/serve.ts';
 import { randomEvmAddress, TEST_EVM_ADDRESS } from '../helpers/fixtures.ts';
 
 /*
@@ -328,6 +329,67 @@ describe('rebalance against the sandbox', () => {
     } finally {
       await producer.close();
       client.close();
+    }
+  }, 120_000);
+
+  it("GET /v1/treasury and /metrics show the balances, positions and the scheduled policy's min and target", async () => {
+    // A worker sampling the balances often (TREASURY_BALANCE_INTERVAL_MS) for /metrics.
+    await worker?.stop();
+    worker = stack.startWorker({ TREASURY_BALANCE_INTERVAL_MS: '300' });
+    const token = 'hook-token-long-enough-for-treasury';
+    const api = await startServe({ ...stack.env, HOOK_TOKEN: token });
+    try {
+      const base = await stack.sandbox.admin.balance('BASE', TEST_EVM_ADDRESS);
+      const res = await api.call('/v1/treasury', { token });
+      expect(res.status).toBe(200);
+      const view = (await res.json()) as {
+        chains: {
+          chain: string;
+          balance: string | null;
+          owners: { address: string; balance: string }[];
+          position: string | null;
+          error: string | null;
+        }[];
+        policies: {
+          schedule: string;
+          policy: string;
+          chains: { chain: string; min: string | null; target: string; state: string | null }[];
+        }[];
+      };
+      expect(view.chains.map((c) => c.chain)).toEqual(['ETH', 'BASE', 'ARB', 'POLYGON', 'SOLANA']);
+      const baseView = view.chains.find((c) => c.chain === 'BASE');
+      expect(baseView).toMatchObject({
+        balance: formatUsdc(base),
+        owners: [{ address: TEST_EVM_ADDRESS, balance: formatUsdc(base) }],
+        error: null,
+      });
+      expect(view.policies).toEqual([
+        {
+          schedule: 'nightly',
+          policy: 'sched',
+          chains: [
+            {
+              chain: 'BASE',
+              min: '50.00',
+              target: '100.00',
+              state: expect.stringMatching(/^(ok|spare|below_min)$/),
+            },
+            { chain: 'ARB', min: null, target: '200.00', state: expect.stringMatching(/^(ok|spare)$/) },
+          ],
+        },
+      ]);
+      expect((await api.call('/v1/treasury')).status).toBe(401);
+
+      const metrics = await waitFor('the sampled BASE balance on /metrics', async () => {
+        const text = await (await api.call('/metrics', { token })).text();
+        const m = /^usdc_batch_treasury_balance_usdc\{chain="BASE"\} (\S+)$/m.exec(text);
+        return m && Number(m[1]) === Number(base) / 1e6 ? text : undefined;
+      });
+      expect(metrics).toMatch(/^usdc_batch_treasury_min_usdc\{chain="BASE",policy="sched"\} 50$/m);
+      expect(metrics).toMatch(/^usdc_batch_treasury_target_usdc\{chain="ARB",policy="sched"\} 200$/m);
+      expect(metrics).not.toMatch(/usdc_batch_treasury_min_usdc\{chain="ARB"/);
+    } finally {
+      await api.stop();
     }
   }, 120_000);
 });

@@ -12,6 +12,7 @@ import { metricsRoute } from './metrics.ts';
 import { readyzRoute } from './readyz.ts';
 import { recipientsRoute } from './recipients.ts';
 import { treasuryRoute } from './treasury.ts';
+import { uiTreasuryRoute } from './ui-treasury.ts';
 import { uiRoute } from './ui.ts';
 import { openapiRoute } from '../openapi.ts';
 
@@ -31,5 +32,6 @@ export const ROUTES: readonly RoutePlugin[] = [
   metricsRoute,
   dashboardRoute,
   uiRoute,
+  uiTreasuryRoute,
   openapiRoute,
 ];

@@ -68,3 +68,12 @@ export const treasurySchema: FastifySchema = {
     ...errorAnswers(401),
   },
 };
+
+export const uiTreasurySchema: FastifySchema = {
+  tags: ['pages'],
+  summary: 'The treasury per chain and the scheduled rebalancing policies, for people',
+  security: [{ hookToken: [] }, { browserLogin: [] }],
+  response: {
+    200: { description: 'the treasury page', content: { 'text/html': { schema: { type: 'string' } } } },
+  },
+};
