@@ -128,6 +128,8 @@ export async function planRebalance(input: PlanInput): Promise<Plan> {
     a.need === b.need ? chainOrder(a.chain) - chainOrder(b.chain) : a.need > b.need ? -1 : 1,
   );
 
+  prefetch(needs, give, estimate);
+
   const moves: PlannedMove[] = [];
   const skipped: SkippedMove[] = [];
   let total = 0n;
@@ -217,6 +219,24 @@ export function chainsAfter(
     .filter((c) => c.min !== null && c.after < c.target)
     .map((c) => ({ chain: c.chain, missing: c.target - c.after }));
   return { chains, short };
+}
+
+/**
+ * Asks, all at once, the first estimate each (donor, need) pair will want (the amount a solve starts
+ * from), so that a plan costs about one round trip per move rather than one per call. The answers
+ * land in the planner's cache; a failure is seen when the planner reads it.
+ */
+function prefetch(
+  needs: readonly { chain: Chain; need: bigint }[],
+  give: ReadonlyMap<Chain, bigint>,
+  estimate: (from: Chain, to: Chain) => (amount: bigint) => Promise<MoveEstimate>,
+): void {
+  for (const { chain: to, need } of needs) {
+    for (const [from, g] of give) {
+      if (from === to || g <= 0n || !isValidRoute(from, to)) continue;
+      estimate(from, to)(need < g ? need : g).catch(() => {});
+    }
+  }
 }
 
 /** The donor with the most left to give (first in chain order on a tie), not yet tried for this need. */
