@@ -4,6 +4,7 @@ import { errorMessage } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { rebalanceSchedules } from '../store/treasury-flows.ts';
 import {
+  BalanceReadError,
   readTreasuryBalances,
   treasuryAddresses,
   type BalanceOptions,
@@ -76,7 +77,9 @@ export async function readEachChain(
     else
       errors.set(
         chains[i] as Chain,
-        errorMessage(r.reason).replace(/^cannot read the treasury's balance on /, ''),
+        r.reason instanceof BalanceReadError
+          ? (r.reason.failures[0]?.message ?? r.reason.shortMessage)
+          : errorMessage(r.reason),
       );
   });
   return { read, errors };
