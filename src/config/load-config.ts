@@ -16,6 +16,8 @@ import {
   type ConfigNeeds,
   type NewRecipientPolicy,
 } from './config.ts';
+import { readEvmKeystores } from './evm-keystore.ts';
+import { warnIfKeyFileExposed } from './key-file-mode.ts';
 import { DEFAULTS } from './defaults.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -169,9 +171,26 @@ function readNetwork(r: EnvReader, problem: Problem): Network {
  * A problem names the key by its position, never by its text.
  */
 function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
+  const keystores = r.list('EVM_KEYSTORE_FILE');
+  if (keystores !== undefined && keystores.length > 0) {
+    if (r.str('EVM_PRIVATE_KEY') !== undefined || r.str('EVM_PRIVATE_KEY_FILE') !== undefined) {
+      problem(
+        'EVM_KEYSTORE_FILE',
+        'set exactly one of EVM_PRIVATE_KEY, EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE',
+      );
+      return [];
+    }
+    const keys = readEvmKeystores(keystores, r.str('EVM_KEYSTORE_PASSWORD_FILE'), problem);
+    return Object.freeze(keys.map((k) => new Secret(k)));
+  }
+  if (r.str('EVM_KEYSTORE_PASSWORD_FILE') !== undefined) {
+    problem('EVM_KEYSTORE_PASSWORD_FILE', 'is set without EVM_KEYSTORE_FILE (the keystores it opens)');
+  }
+  const keyFile = r.str('EVM_PRIVATE_KEY_FILE');
+  if (keyFile !== undefined) warnIfKeyFileExposed('EVM_PRIVATE_KEY_FILE', keyFile);
   const text = r.secretText('EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE');
   if (text === undefined) return [];
-  const name = r.str('EVM_PRIVATE_KEY_FILE') ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY';
+  const name = keyFile ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY';
   const parts = text
     .split(/[,\r\n]+/)
     .map((s) => s.trim())
@@ -224,6 +243,7 @@ function readSolanaKey(r: EnvReader, problem: Problem): Uint8Array | undefined {
 }
 
 function readSolanaKeypairFile(file: string, problem: Problem): Uint8Array | undefined {
+  warnIfKeyFileExposed('SOLANA_KEYPAIR_FILE', file);
   try {
     const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
     if (
@@ -470,11 +490,14 @@ function reportMissing(
     need('TRANSFER_API_URL', config.transferApiUrl, 'to reach the transfer service');
     need('TRANSFER_API_KEY', config.transferApiKey, 'to reach the transfer service');
   }
-  if (needs.evmKey && !reported.has('EVM_PRIVATE_KEY_FILE')) {
+  const evmKeyReported = ['EVM_PRIVATE_KEY_FILE', 'EVM_KEYSTORE_FILE', 'EVM_KEYSTORE_PASSWORD_FILE'].some(
+    (v) => reported.has(v),
+  );
+  if (needs.evmKey && !evmKeyReported) {
     need(
       'EVM_PRIVATE_KEY',
       config.evmPrivateKeys[0],
-      'to sign permits for EVM-source transfers (or set EVM_PRIVATE_KEY_FILE)',
+      'to sign permits for EVM-source transfers (or set EVM_PRIVATE_KEY_FILE or EVM_KEYSTORE_FILE)',
     );
   }
   if (needs.evmKey && !anySpender) {
@@ -488,13 +511,15 @@ function reportMissing(
     );
   }
   if (needs.signingKey) {
-    const evmGiven = r.str('EVM_PRIVATE_KEY') !== undefined || r.str('EVM_PRIVATE_KEY_FILE') !== undefined;
+    const evmGiven = ['EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE', 'EVM_KEYSTORE_FILE'].some(
+      (v) => r.str(v) !== undefined,
+    );
     const solanaGiven =
       r.str('SOLANA_KEYPAIR_FILE') !== undefined || r.str('SOLANA_PRIVATE_KEY') !== undefined;
     if (!evmGiven && !solanaGiven) {
       problem(
         'EVM_PRIVATE_KEY / SOLANA_KEYPAIR_FILE',
-        'a worker needs at least one signing key: EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE) for ' +
+        'a worker needs at least one signing key: EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE) for ' +
           'EVM-source rows, SOLANA_KEYPAIR_FILE (or SOLANA_PRIVATE_KEY) for SOLANA-source rows',
       );
     }

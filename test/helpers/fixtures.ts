@@ -25,7 +25,7 @@ export function solanaKeypairFile(dir: string = mkdtempSync(join(tmpdir(), 'usdc
   const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
   const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
   const file = join(dir, 'solana-keypair.json');
-  writeFileSync(file, JSON.stringify([...seed, ...pub]));
+  writeFileSync(file, JSON.stringify([...seed, ...pub]), { mode: 0o600 });
   return { file, address: encodeBase58(Uint8Array.from(pub)) };
 }
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,17 +13,26 @@ const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
 
 type Service = {
   image?: string;
-  build?: string | { context?: string; dockerfile?: string };
+  build?: string | { context?: string; dockerfile?: string; target?: string };
   command?: string | string[];
-  env_file?: string | (string | { path: string })[];
+  env_file?: string | (string | { path: string; required?: boolean })[];
   environment?: Record<string, string> | string[];
-  depends_on?: string[] | Record<string, { condition?: string }>;
+  depends_on?: string[] | Record<string, { condition?: string; restart?: boolean }>;
   healthcheck?: { test?: string | string[] };
   volumes?: string[];
   ports?: string[];
+  profiles?: string[];
+  network_mode?: string;
+  working_dir?: string;
+  secrets?: (string | { source: string; target?: string })[];
 };
 
-const compose = parseYaml(read('docker-compose.yml')) as { services: Record<string, Service> };
+const composeText = read('docker-compose.yml');
+const compose = parseYaml(composeText) as {
+  services: Record<string, Service>;
+  secrets?: Record<string, { file?: string }>;
+  volumes?: Record<string, unknown>;
+};
 const service = (name: string): Service => {
   const s = compose.services[name];
   if (!s) throw new Error(`docker-compose.yml has no service ${name}`);
@@ -32,9 +41,9 @@ const service = (name: string): Service => {
 const words = (command: string | string[] | undefined): string[] =>
   Array.isArray(command) ? command.map(String) : (command ?? '').split(/\s+/).filter(Boolean);
 const flag = (command: string[], name: string) => command[command.indexOf(name) + 1];
-const envFiles = (s: Service): string[] =>
-  (Array.isArray(s.env_file) ? s.env_file : [s.env_file ?? '']).map((f) =>
-    typeof f === 'string' ? f : f.path,
+const envFiles = (s: Service) =>
+  (Array.isArray(s.env_file) ? s.env_file : s.env_file ? [s.env_file] : []).map((f) =>
+    typeof f === 'string' ? { path: f, required: true } : { path: f.path, required: f.required ?? true },
   );
 const environment = (s: Service): Record<string, string> =>
   Array.isArray(s.environment)
@@ -42,6 +51,25 @@ const environment = (s: Service): Record<string, string> =>
         s.environment.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
       )
     : (s.environment ?? {});
+/** `source:target[:mode]` of a short-syntax volume. */
+const mounts = (s: Service) =>
+  (s.volumes ?? []).map((v) => {
+    const [source = '', target = '', mode = 'rw'] = v.split(':');
+    return { source, target, mode };
+  });
+const profiled = (profile: string) =>
+  Object.entries(compose.services)
+    .filter(([, s]) => s.profiles?.includes(profile))
+    .map(([name]) => name)
+    .sort();
+const ourImage = (s: Service) => s.image?.startsWith('usdc-batch:') ?? false;
+/** The host address a published port binds (`ip:host:container`), '' for every interface. */
+const hostIp = (port: string) => {
+  const parts = String(port)
+    .replace(/\$\{[^}]+\}/g, 'VAR')
+    .split(':');
+  return parts.length === 3 ? parts[0] : '';
+};
 
 // `docker compose` validates the file where the plugin answers; here the client exists but the
 // plugin does not, so the checks below, on the parsed YAML, are what guards the settings.
@@ -66,7 +94,7 @@ describe('docker-compose.yml', () => {
     expect(r.status, r.stderr).toBe(0);
   });
 
-  it('runs redis with AOF fsynced on every write, no eviction, and a ping healthcheck', () => {
+  it('runs redis with AOF fsynced on every write, no eviction, a ping healthcheck, published on loopback only', () => {
     const redis = service('redis');
     expect(redis.image).toMatch(/^redis:\d/);
     const command = words(redis.command);
@@ -76,50 +104,252 @@ describe('docker-compose.yml', () => {
     expect(flag(command, '--maxmemory-policy')).toBe('noeviction');
     expect(words(redis.healthcheck?.test).join(' ')).toMatch(/redis-cli ping$/);
     expect(redis.volumes?.some((v) => v.endsWith(':/data'))).toBe(true);
+    expect(redis.ports).toEqual(['127.0.0.1:${REDIS_PORT:-6379}:6379']);
+    // In every profile: the only service without one, so `up redis` and each profile start it.
+    expect(redis.profiles).toBeUndefined();
   });
 
-  it('runs the worker and the api from one image, configured from .env, on the compose redis', () => {
+  it('starts on a fresh clone: every env_file is optional, and only redis runs without a profile', () => {
+    for (const [name, s] of Object.entries(compose.services)) {
+      for (const f of envFiles(s)) expect(f.required, `${name}: env_file ${f.path}`).toBe(false);
+    }
+    const unprofiled = Object.entries(compose.services)
+      .filter(([, s]) => !s.profiles)
+      .map(([name]) => name);
+    expect(unprofiled).toEqual(['redis']);
+  });
+
+  it('publishes every port but the production API on loopback only', () => {
+    for (const [name, s] of Object.entries(compose.services)) {
+      for (const port of s.ports ?? []) {
+        if (name === 'api') continue;
+        expect(hostIp(port), `${name}: ${port}`).toBe('127.0.0.1');
+      }
+    }
+  });
+
+  it('production: the worker and the api from one image, on the compose redis, key files read-only', () => {
+    expect(profiled('production')).toEqual(['api', 'worker']);
     const worker = service('worker');
     const api = service('api');
-    expect(worker.image).toBeDefined();
+    expect(worker.image).toBe('usdc-batch:local');
     expect(api.image).toBe(worker.image);
     expect(api.build).toEqual(worker.build);
+    expect(worker.build).toMatchObject({ context: '.', target: 'production' });
     expect(words(worker.command)).toEqual(['worker']);
     expect(words(api.command)).toEqual(['serve']);
     for (const s of [worker, api]) {
-      expect(envFiles(s)).toContain('.env');
+      expect(envFiles(s)).toEqual([{ path: '.env', required: false }]);
       expect(environment(s)['REDIS_URL']).toBe('redis://redis:6379');
       const dependsOn = s.depends_on as Record<string, { condition?: string }>;
       expect(dependsOn['redis']?.condition).toBe('service_healthy');
+      expect(mounts(s)).toContainEqual({ source: './secrets', target: '/secrets', mode: 'ro' });
+      for (const m of mounts(s)) expect(m.mode, `${m.source}`).toBe('ro');
     }
     expect(api.ports?.some((p) => String(p).endsWith(':8080'))).toBe(true);
     // serve listens on loopback by default: in the container it must listen on every interface,
     // on the port that is published.
     expect(environment(api)).toMatchObject({ HTTP_HOST: '0.0.0.0', HTTP_PORT: '8080' });
   });
+
+  it('sandbox: the sandbox hands its settings to a worker and an api through a shared volume, nothing to configure', () => {
+    expect(profiled('sandbox')).toEqual(['sandbox', 'sandbox-api', 'sandbox-worker']);
+    const sandbox = service('sandbox');
+    expect(sandbox.build).toMatchObject({ context: '.', target: 'sandbox' });
+    const command = words(sandbox.command);
+    expect(command[0]).toBe('sandbox');
+    const envFile = flag(command, '--write-env') as string;
+    // The worker and the API read it as the .env of their working directory (readEnv).
+    expect(basename(envFile)).toBe('.env');
+    const dir = dirname(envFile);
+    const shared = mounts(sandbox).find((m) => m.target === dir);
+    expect(shared, 'the env file is on a volume').toBeDefined();
+    expect(compose.volumes).toHaveProperty(shared?.source as string);
+    // Its throwaway key files go to the same volume (mkdtemp in TMPDIR).
+    expect(environment(sandbox)['TMPDIR']).toBe(dir);
+    expect(words(sandbox.healthcheck?.test)).toEqual(['CMD', 'test', '-s', envFile]);
+    expect(sandbox.ports).toEqual(['127.0.0.1:${SANDBOX_HTTP_PORT:-8081}:8080']);
+
+    for (const [name, command] of [
+      ['sandbox-worker', 'worker'],
+      ['sandbox-api', 'serve'],
+    ] as const) {
+      const s = service(name);
+      expect(words(s.command), name).toEqual([command]);
+      expect(envFiles(s), name).toEqual([]);
+      // The sandbox's URLs are loopback ones (and its admin is loopback only): share its network.
+      expect(s.network_mode, name).toBe('service:sandbox');
+      expect(s.working_dir, name).toBe(dir);
+      expect(mounts(s), name).toContainEqual({ source: shared?.source, target: dir, mode: 'ro' });
+      expect(environment(s)['REDIS_URL'], name).toBe('redis://redis:6379');
+      // Never the production queues, should both run on one Redis.
+      expect(environment(s)['QUEUE_PREFIX'], name).toBe('sandbox');
+      const dependsOn = s.depends_on as Record<string, { condition?: string; restart?: boolean }>;
+      expect(dependsOn['sandbox'], name).toEqual({ condition: 'service_healthy', restart: true });
+      expect(dependsOn['redis']?.condition, name).toBe('service_healthy');
+      // The production image: the worker runs without the sandbox's packages.
+      expect(s.image, name).toBe('usdc-batch:local');
+    }
+    expect(environment(service('sandbox-api'))).toMatchObject({ HTTP_HOST: '0.0.0.0', HTTP_PORT: '8080' });
+    // The sandbox writes the volume as the image's user: the directory is made and owned in the image.
+    expect(dockerfileStage('sandbox')).toContain(`RUN mkdir ${dir} && chown node:node ${dir}`);
+  });
+
+  it('monitoring: Prometheus scrapes the API with the token from a file and loads the shipped alert rules', () => {
+    expect(profiled('monitoring')).toEqual(['grafana', 'prometheus']);
+    const prometheus = service('prometheus');
+    expect(words(prometheus.command)).toContain('--config.file=/etc/prometheus/prometheus.yml');
+    const mounted = (target: string) => mounts(prometheus).find((m) => m.target === target);
+    const config = mounted('/etc/prometheus/prometheus.yml');
+    expect(config?.source).toBe('./deploy/prometheus/prometheus-compose.yml');
+    const scrape = parseYaml(read(config?.source as string)) as {
+      rule_files: string[];
+      scrape_configs: {
+        job_name: string;
+        metrics_path: string;
+        authorization: { type: string; credentials_file: string };
+        static_configs: { targets: string[] }[];
+      }[];
+    };
+    for (const rules of scrape.rule_files) {
+      expect(mounted(rules)?.source, rules).toBe('./deploy/prometheus/alerts.yml');
+    }
+    expect(scrape.rule_files.length).toBe(1);
+    const [job] = scrape.scrape_configs;
+    expect(job?.metrics_path).toBe('/metrics');
+    expect(job?.authorization.type).toBe('Bearer');
+    const secret = prometheus.secrets?.[0] as { source: string; target: string };
+    expect(job?.authorization.credentials_file).toBe(`/run/secrets/${secret.target}`);
+    expect(compose.secrets?.[secret.source]?.file).toBe('${METRICS_TOKEN_FILE:-./secrets/metrics-token}');
+    // The API listens on 8080 in its container, as the production api's environment says.
+    expect(job?.static_configs[0]?.targets).toEqual([`api:${environment(service('api'))['HTTP_PORT']}`]);
+  });
+
+  it('monitoring: Grafana has the compose Prometheus and the shipped dashboard provisioned', () => {
+    const grafana = service('grafana');
+    const mounted = (source: string) => mounts(grafana).find((m) => m.source === source);
+    const provisioning = mounted('./deploy/grafana/provisioning');
+    expect(provisioning?.target).toBe('/etc/grafana/provisioning');
+    const dashboardMount = mounted('./deploy/grafana/usdc-batch.json');
+    const datasources = parseYaml(read('deploy/grafana/provisioning/datasources/prometheus.yml')) as {
+      datasources: { type: string; url: string; isDefault: boolean }[];
+    };
+    expect(datasources.datasources).toEqual([
+      expect.objectContaining({ type: 'prometheus', url: 'http://prometheus:9090', isDefault: true }),
+    ]);
+    const providers = parseYaml(read('deploy/grafana/provisioning/dashboards/usdc-batch.yml')) as {
+      providers: { type: string; options: { path: string } }[];
+    };
+    expect(providers.providers[0]?.type).toBe('file');
+    expect(dirname(dashboardMount?.target as string)).toBe(providers.providers[0]?.options.path);
+    // Every panel's data source is the dashboard's data source variable, which a provisioned
+    // dashboard resolves to the default Prometheus (an imported one asks for it).
+    const dashboard = JSON.parse(read('deploy/grafana/usdc-batch.json')) as {
+      templating: { list: { name: string; type: string; query: string }[] };
+    };
+    const uids = new Set(
+      [...read('deploy/grafana/usdc-batch.json').matchAll(/"uid": "(\$\{[^}]+\})"/g)].map((m) => m[1]),
+    );
+    expect([...uids]).toEqual(['${DS_PROMETHEUS}']);
+    expect(dashboard.templating.list).toContainEqual(
+      expect.objectContaining({ name: 'DS_PROMETHEUS', type: 'datasource', query: 'prometheus' }),
+    );
+  });
+
+  it('mounts only paths that exist in the repository, or that the operator provides as documented', () => {
+    const operatorProvided = ['./secrets/metrics-token'];
+    for (const [name, s] of Object.entries(compose.services)) {
+      for (const m of mounts(s).filter((x) => x.source.startsWith('.'))) {
+        expect(existsSync(join(ROOT, m.source)), `${name}: ${m.source}`).toBe(true);
+      }
+    }
+    for (const [name, secret] of Object.entries(compose.secrets ?? {})) {
+      const file = (secret.file ?? '').replace(/^\$\{[A-Z_]+:-(.*)\}$/, '$1');
+      expect(operatorProvided, name).toContain(file);
+      expect(existsSync(join(ROOT, dirname(file))), file).toBe(true);
+      expect(read('secrets/README.md')).toContain(basename(file));
+      expect(read('README.md')).toContain(file.replace(/^\.\//, ''));
+    }
+    // The key directory is there on a fresh clone, and its content never committed nor built in.
+    expect(read('.gitignore').split('\n')).toEqual(
+      expect.arrayContaining(['secrets/*', '!secrets/README.md']),
+    );
+    expect(read('.dockerignore').split('\n')).toContain('secrets');
+  });
+
+  it('documents every variable it reads, in README.md and .env.example', () => {
+    const referenced = new Set(
+      [...composeText.matchAll(/\$\{([A-Z_][A-Z0-9_]*)/g)].map((m) => m[1] as string),
+    );
+    // TMPDIR is the operating system's (where mkdtemp puts the sandbox's throwaway keys).
+    for (const s of Object.values(compose.services).filter(ourImage)) {
+      for (const name of Object.keys(environment(s)).filter((n) => n !== 'TMPDIR')) referenced.add(name);
+    }
+    expect([...referenced].sort()).toEqual(
+      expect.arrayContaining([
+        'GRAFANA_PORT',
+        'HTTP_PORT',
+        'METRICS_TOKEN_FILE',
+        'PROMETHEUS_PORT',
+        'REDIS_PORT',
+        'REDIS_URL',
+      ]),
+    );
+    const readme = read('README.md');
+    const example = Object.keys(parseDotenv(read('.env.example')));
+    for (const name of referenced) {
+      expect(readme, name).toContain(`\`${name}\``);
+      expect(example, name).toContain(name);
+    }
+  });
+
+  it('builds every image it names from a stage of the Dockerfile', () => {
+    for (const [name, s] of Object.entries(compose.services).filter(([, x]) => ourImage(x))) {
+      const target = typeof s.build === 'object' ? s.build.target : undefined;
+      expect(target, name).toBeDefined();
+      expect(dockerfileStage(target as string), name).not.toBe('');
+    }
+  });
 });
+
+/** The lines of one stage of the Dockerfile (`FROM … AS name` up to the next FROM). */
+function dockerfileStage(name: string): string {
+  const stages = read('Dockerfile').split(/^(?=FROM )/m);
+  return stages.find((s) => new RegExp(`^FROM \\S+ AS ${name}$`, 'm').test(s)) ?? '';
+}
 
 describe('Dockerfile', () => {
   const dockerfile = read('Dockerfile');
 
-  it('builds on node:24-slim with production dependencies only', () => {
-    expect(dockerfile).toMatch(/^FROM node:24-slim$/m);
-    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev\b/m);
-    expect(dockerfile).toMatch(/^USER node$/m);
+  it('installs the production image without dev or optional packages (the sandbox, the tests)', () => {
+    expect(dockerfile).toMatch(/^FROM node:24-slim AS base$/m);
+    expect(dockerfileStage('production-deps')).toMatch(/^RUN npm ci --omit=dev --omit=optional\b/m);
+    expect(dockerfileStage('production')).toMatch(
+      /^COPY --from=production-deps \/app\/node_modules \.\/node_modules$/m,
+    );
+    expect(dockerfileStage('sandbox-deps')).toMatch(/^RUN npm ci --omit=dev --include=optional\b/m);
+    expect(dockerfileStage('sandbox')).toMatch(
+      /^COPY --from=sandbox-deps \/app\/node_modules \.\/node_modules$/m,
+    );
+    // The default target (the last stage) is production.
+    expect(dockerfile.split(/^(?=FROM )/m).at(-1)).toMatch(/^FROM base AS production$/m);
   });
 
-  it('starts the CLI entry that exists in the repository, the worker by default', () => {
-    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "bin\/usdc-batch\.js"\]$/m);
-    expect(dockerfile).toMatch(/^CMD \["worker"\]$/m);
+  it('runs as the non-root user node, the CLI entry that exists in the repository, the worker by default', () => {
+    for (const stage of ['production', 'sandbox']) {
+      expect(dockerfileStage(stage), stage).toMatch(/^USER node$/m);
+      expect(dockerfileStage(stage), stage).toMatch(/^ENTRYPOINT \["node", "\/app\/bin\/usdc-batch\.js"\]$/m);
+    }
+    expect(dockerfileStage('production')).toMatch(/^CMD \["worker"\]$/m);
     expect(existsSync(join(ROOT, 'bin/usdc-batch.js'))).toBe(true);
-    for (const [, source] of dockerfile.matchAll(/^COPY (\S+) /gm)) {
+    for (const [, source] of dockerfile.matchAll(/^COPY (?!--from)(\S+) /gm)) {
       for (const path of (source ?? '').split(' ')) expect(existsSync(join(ROOT, path)), path).toBe(true);
     }
   });
 
-  it('keeps .env, node_modules and git history out of the build context', () => {
+  it('keeps .env, secrets, node_modules and git history out of the build context', () => {
     const ignored = read('.dockerignore').split('\n');
-    for (const entry of ['.env', 'node_modules', '.git']) expect(ignored).toContain(entry);
+    for (const entry of ['.env', 'secrets', 'node_modules', '.git']) expect(ignored).toContain(entry);
   });
 });
 
@@ -134,6 +364,8 @@ describe('.env.example', () => {
     'NETWORK',
     'EVM_PRIVATE_KEY',
     'EVM_PRIVATE_KEY_FILE',
+    'EVM_KEYSTORE_FILE',
+    'EVM_KEYSTORE_PASSWORD_FILE',
     'SOLANA_KEYPAIR_FILE',
     'SOLANA_PRIVATE_KEY',
     'PERMIT_SPENDER',

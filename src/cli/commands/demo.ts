@@ -12,13 +12,14 @@ import { validateCsv } from '../../ingest/validate-input.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { startWorker, type RunningWorker } from '../../queue/worker-runtime.ts';
-import { createSandbox, type Sandbox } from '../../sandbox/sandbox.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
 import { balancesTable, demoAccounts, readChainBalances } from '../demo-balances.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';
 import { EXIT } from '../exit-codes.ts';
 import { progressBar, table } from '../format.ts';
 import { cliActor } from '../context.ts';
 import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
+import { loadSandboxModule } from '../sandbox-packages.ts';
 import { makeThrowawayKeys } from '../throwaway-keys.ts';
 
 /** What the demo's throwaway treasury holds on each chain before the batch. */
@@ -31,6 +32,10 @@ const SAMPLE = fileURLToPath(new URL('../../../samples/payouts.csv', import.meta
  * summary table. Everything it started is stopped on exit or Ctrl-C.
  */
 export async function run(): Promise<number> {
+  // Loaded here, not imported: a production install has no anvil or LiteSVM (exit 2, saying how to add them).
+  const sandboxModule = await loadSandboxModule('demo');
+  if (!sandboxModule) return EXIT.usage;
+  const { createSandbox } = sandboxModule;
   const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-demo-'));
   let privateRedis: PrivateRedis | undefined;
   let sandbox: Sandbox | undefined;

@@ -4,12 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EVM_CHAINS } from '../../domain/chains.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import {
-  createSandbox,
-  SandboxNetworkError,
-  type Sandbox,
-  type SandboxOptions,
-} from '../../sandbox/sandbox.ts';
+import type { Sandbox, SandboxOptions } from '../../sandbox/sandbox.ts';
 import { EXIT } from '../exit-codes.ts';
 import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
 import {
@@ -19,6 +14,7 @@ import {
   throwawayKeyLines,
   writeSandboxEnvFile,
 } from '../sandbox-env.ts';
+import { loadSandboxModule } from '../sandbox-packages.ts';
 import { makeThrowawayKeys } from '../throwaway-keys.ts';
 
 function whole(name: string, value: unknown, min: number, max: number): number | undefined {
@@ -70,6 +66,10 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
   };
   const envFile = typeof options['writeEnv'] === 'string' ? options['writeEnv'] : undefined;
   if (envFile) assertEnvFileFree(envFile);
+  // Loaded here, not imported: a production install has no anvil or LiteSVM (exit 2, saying how to add them).
+  const sandboxModule = await loadSandboxModule('sandbox');
+  if (!sandboxModule) return EXIT.usage;
+  const { createSandbox, SandboxNetworkError } = sandboxModule;
   const started = Date.now();
   let sandbox: Sandbox;
   try {

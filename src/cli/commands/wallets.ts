@@ -20,7 +20,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     throw new ConfigError([
       {
         variable: 'EVM_PRIVATE_KEY',
-        message: 'no wallet configured: set EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE)',
+        message: 'no wallet configured: set EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE)',
       },
       { variable: 'SOLANA_KEYPAIR_FILE', message: 'or SOLANA_KEYPAIR_FILE (or SOLANA_PRIVATE_KEY)' },
     ]);
