@@ -15,7 +15,10 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
           testTimeout: 120_000,
-          hookTimeout: 60_000,
+          // A suite's set-up starts Redis, the sandbox (four anvils), serve and workers: on a
+          // busy machine that alone has taken over a minute. An overall bound, not a wait: a
+          // set-up that is ready sooner goes on at once.
+          hookTimeout: 180_000,
           // Integration suites start their own redis-server and sandbox processes; on 2 cores,
           // two files at a time keeps them from starving each other.
           maxWorkers: 2,

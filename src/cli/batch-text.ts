@@ -1,3 +1,4 @@
+import { batchOutcome } from '../domain/batch-outcome.ts';
 import type { BatchSummary } from '../store/batch-reader.ts';
 
 /* A batch's settlement and totals as the human output of `status`, `batches` and `enqueue --wait` shows them. */
@@ -5,6 +6,14 @@ import type { BatchSummary } from '../store/batch-reader.ts';
 /** `yes`, `no`, or (null: some intent cannot be followed) `unknown (no status route)`. */
 export function settledText(settled: boolean | null): string {
   return settled === null ? 'unknown (no status route)' : settled ? 'yes' : 'no';
+}
+
+/**
+ * How the batch came out, e.g. `all paid`, `1 failed, 2 need review`, `3 of 5 paid so far`:
+ * `complete` and `settled` say nothing of whether the payments went through.
+ */
+export function outcomeText(b: BatchSummary): string {
+  return batchOutcome(b).text;
 }
 
 /** What the submitted intents' statuses say, e.g. `intents: 5 complete, 1 failed, 2 not final`. */

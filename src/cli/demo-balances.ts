@@ -2,7 +2,7 @@ import type { Chain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { TransferRequest } from '../domain/transfer.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
-import { table } from './format.ts';
+import { cutsForScreen, table } from './format.ts';
 
 /** An account the demo shows: who, on which chain, at which address. */
 export type DemoAccount = { readonly who: string; readonly chain: Chain; readonly address: string };
@@ -39,7 +39,9 @@ export function balancesTable(
   before: readonly bigint[],
   after: readonly bigint[],
 ): string {
-  const short = (a: string) => (a.length > 14 ? `${a.slice(0, 6)}…${a.slice(-4)}` : a);
+  // Shortened on a terminal only: a pipe or a file gets each address whole.
+  const cut = cutsForScreen();
+  const short = (a: string) => (cut && a.length > 14 ? `${a.slice(0, 6)}…${a.slice(-4)}` : a);
   return table(
     ['account', 'chain', 'address', 'before', 'after', 'change'],
     accounts.map((a, i) => {

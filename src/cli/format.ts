@@ -7,13 +7,34 @@ import { formatIssue, type IngestIssue } from '../ingest/ingest-issue.ts';
  * has its control characters escaped, so printing it cannot drive the terminal.
  */
 
-/** An aligned table; cells show control characters escaped. */
-export function table(headers: string[], rows: (string | number | null)[][]): string {
+/** The widest a table's column is drawn on a terminal; longer values are cut there with `…`. */
+const TERMINAL_COLUMN_WIDTH = 60;
+
+/**
+ * Whether values may be cut to fit a screen: only when stdout is a terminal. A pipe or a file gets
+ * every value whole (README "Using it").
+ */
+export function cutsForScreen(): boolean {
+  return process.stdout.isTTY === true;
+}
+
+/**
+ * An aligned table; cells show control characters escaped. On a terminal (`cut`, by default when
+ * stdout is one) a column is at most TERMINAL_COLUMN_WIDTH wide and a longer value ends in `…`;
+ * otherwise every value is printed whole.
+ */
+export function table(
+  headers: string[],
+  rows: (string | number | null)[][],
+  options: { cut?: boolean } = {},
+): string {
+  const cut = options.cut ?? cutsForScreen();
   const cells = [
     headers,
     ...rows.map((r) => r.map((c) => (c === null ? '-' : escapeControlCharacters(String(c))))),
   ];
-  const widths = headers.map((_, i) => Math.min(60, Math.max(...cells.map((r) => (r[i] ?? '').length))));
+  const widest = (i: number) => Math.max(...cells.map((r) => (r[i] ?? '').length));
+  const widths = headers.map((_, i) => (cut ? Math.min(TERMINAL_COLUMN_WIDTH, widest(i)) : widest(i)));
   return cells
     .map((r) =>
       r
@@ -53,8 +74,9 @@ export function plainText(message: string): string {
 }
 
 /**
- * A JSON document for stdout: indented (or one line with `compact`), with DEL and C1 characters
- * escaped as `\u00XX` too (JSON.stringify escapes only C0): the same value, safe on a terminal.
+ * A JSON document for stdout: indented (or one line with `compact`), with DEL, C1, bidirectional
+ * and zero-width characters escaped as `\uXXXX` too (JSON.stringify escapes only C0): the same
+ * value, safe on a terminal.
  */
 export function jsonText(doc: unknown, options: { compact?: boolean } = {}): string {
   return escapeJsonControls(JSON.stringify(doc, null, options.compact ? undefined : 2));

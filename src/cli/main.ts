@@ -251,11 +251,19 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** After a configuration that lacks required settings: where they are described, and a quick way to a working set. */
+const MISSING_CONFIG_HINT = [
+  'Settings are read from the environment and from a .env file in the working directory;',
+  '.env.example (in the checkout) describes each one. To try it locally, `usdc-batch sandbox --redis',
+  '--write-env sandbox.env` writes a working set to source (README "First run").',
+].join('\n');
+
 /** Prints an error for people (its message may quote input: control characters are escaped). */
 export function reportError(err: unknown): number {
   const print = (message: string) => process.stderr.write(`${plainText(message)}\n`);
   if (err instanceof ConfigError) {
     print(err.message);
+    if (err.problems.some((p) => p.missing)) print(MISSING_CONFIG_HINT);
     return EXIT.usage;
   }
   if (err instanceof ConflictError) {

@@ -73,6 +73,8 @@ export type Config = {
   readonly httpRequestTimeoutMs: number;
   readonly httpIdleTimeoutMs: number;
   readonly httpMaxConnections: number;
+  /** Failed authentications of one address within a minute that get it 429 for a minute; 0: never. */
+  readonly httpAuthFailureLimit: number;
   readonly hookToken: Secret | undefined;
   readonly hookHmacSecret: Secret | undefined;
   readonly logLevel: string;

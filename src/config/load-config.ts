@@ -7,7 +7,7 @@ import { checkEvmAddress, checkSolanaAddress } from '../domain/addresses.ts';
 import { decodeBase58 } from '../domain/base58.ts';
 import { parseAllowedHost } from '../domain/callback-url.ts';
 import { isHostName } from '../domain/host-name.ts';
-import { ConfigError } from '../domain/errors.ts';
+import { ConfigError, type ConfigProblem } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
 import {
   NEW_RECIPIENT_POLICIES,
@@ -72,7 +72,8 @@ function isConsistentSolanaKeypair(bytes: Uint8Array): boolean {
   }
 }
 
-type Problem = (variable: string, message: string) => void;
+/** Records a problem with a variable; `missing` when a required one is not set at all. */
+type Problem = (variable: string, message: string, missing?: boolean) => void;
 
 /** Typed reads of the environment; each malformed value is reported (as a problem) and ignored. */
 export type EnvReader = ReturnType<typeof createEnvReader>;
@@ -281,6 +282,20 @@ function readPerChain(r: EnvReader): {
   return { permitSpenderByChain, evmRpcUrl };
 }
 
+/** The shortest token or secret accepted (README, HTTP API): a guessable one is refused at start. */
+export const MIN_SECRET_LENGTH = 16;
+
+/** A token or secret shorter than MIN_SECRET_LENGTH is a problem saying how to make a good one. */
+function checkSecretLength(r: EnvReader, problem: Problem, name: string): void {
+  const v = r.str(name);
+  if (v !== undefined && v.length < MIN_SECRET_LENGTH) {
+    problem(
+      name,
+      `is shorter than ${MIN_SECRET_LENGTH} characters: use a random one, e.g. \`openssl rand -hex 32\``,
+    );
+  }
+}
+
 /** The HTTP API's bearer tokens: the approver's must differ from the hook's. */
 function readTokens(
   r: EnvReader,
@@ -289,13 +304,14 @@ function readTokens(
   const approver = r.str('APPROVER_TOKEN');
   const hook = r.str('HOOK_TOKEN');
   if (approver !== undefined && approver === hook) problem('APPROVER_TOKEN', 'must differ from HOOK_TOKEN');
-  // No minimum length is imposed (PRODUCT.md sets none); `serve` warns about short tokens.
   for (const [name, v] of [
     ['APPROVER_TOKEN', approver],
     ['HOOK_TOKEN', hook],
   ] as const) {
     if (v !== undefined && /\s/.test(v)) problem(name, 'must not contain spaces');
   }
+  for (const name of ['APPROVER_TOKEN', 'HOOK_TOKEN', 'HOOK_HMAC_SECRET'])
+    checkSecretLength(r, problem, name);
   return {
     hookToken: hook !== undefined ? new Secret(hook) : undefined,
     approverToken: approver !== undefined ? new Secret(approver) : undefined,
@@ -356,6 +372,7 @@ function readHttpServer(
   | 'httpRequestTimeoutMs'
   | 'httpIdleTimeoutMs'
   | 'httpMaxConnections'
+  | 'httpAuthFailureLimit'
 > {
   const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
   if (isIP(host) === 0 && !isHostName(host)) {
@@ -374,6 +391,7 @@ function readHttpServer(
     httpRequestTimeoutMs: request,
     httpIdleTimeoutMs: r.int('HTTP_IDLE_TIMEOUT_MS', DEFAULTS.HTTP_IDLE_TIMEOUT_MS, 100, 600_000),
     httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', DEFAULTS.HTTP_MAX_CONNECTIONS, 1, 1_000_000),
+    httpAuthFailureLimit: r.int('HTTP_AUTH_FAILURE_LIMIT', DEFAULTS.HTTP_AUTH_FAILURE_LIMIT, 0, 1_000_000),
   };
 }
 
@@ -388,8 +406,9 @@ function readLogLevel(r: EnvReader, problem: Problem): string {
  * together as a ConfigError naming its variable. Secret values never appear in a message.
  */
 export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
-  const problems: { variable: string; message: string }[] = [];
-  const problem: Problem = (variable, message) => problems.push({ variable, message });
+  const problems: ConfigProblem[] = [];
+  const problem: Problem = (variable, message, missing) =>
+    problems.push(missing ? { variable, message, missing } : { variable, message });
   const r = createEnvReader(env, problem);
 
   const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:']) ?? DEFAULTS.REDIS_URL;
@@ -482,7 +501,7 @@ function reportMissing(
   reported: ReadonlySet<string>,
 ): void {
   const need = (name: string, present: unknown, why: string) => {
-    if (present === undefined && !reported.has(name)) problem(name, `is required ${why}`);
+    if (present === undefined && !reported.has(name)) problem(name, `is required ${why}`, true);
   };
   const anySpender =
     config.permitSpender !== undefined || Object.keys(config.permitSpenderByChain).length > 0;
@@ -521,6 +540,7 @@ function reportMissing(
         'EVM_PRIVATE_KEY / SOLANA_KEYPAIR_FILE',
         'a worker needs at least one signing key: EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE) for ' +
           'EVM-source rows, SOLANA_KEYPAIR_FILE (or SOLANA_PRIVATE_KEY) for SOLANA-source rows',
+        true,
       );
     }
     // Checked once the key itself is valid: a malformed key is the problem to fix first, and the

@@ -29,7 +29,8 @@ export function checksumEvmAddress(address: string): string {
  */
 export function checkEvmAddress(text: string): AddressCheck {
   if (!/^0x[0-9a-fA-F]{40}$/.test(text)) {
-    if (decodeBase58(text)?.length === 32)
+    // Only text of a Solana address's length is worth decoding, to say what it is.
+    if (isSolanaLength(text) && decodeBase58(text)?.length === 32)
       return { ok: false, reason: 'is a Solana address, not an EVM address' };
     return { ok: false, reason: 'is not an EVM address (0x followed by 40 hex digits)' };
   }
@@ -40,12 +41,16 @@ export function checkEvmAddress(text: string): AddressCheck {
   return { ok: true, value: checksummed };
 }
 
+/** Base58 of 32 bytes is 32 to 44 characters: the length is checked before any decoding. */
+function isSolanaLength(text: string): boolean {
+  return text.length >= 32 && text.length <= 44;
+}
+
 /** A Solana address: base58 of exactly 32 bytes. */
 export function checkSolanaAddress(text: string): AddressCheck {
   if (/^0x[0-9a-fA-F]{40}$/.test(text))
     return { ok: false, reason: 'is an EVM address, not a Solana address' };
-  if (text.length < 32 || text.length > 44)
-    return { ok: false, reason: 'is not a Solana address (base58, 32 bytes)' };
+  if (!isSolanaLength(text)) return { ok: false, reason: 'is not a Solana address (base58, 32 bytes)' };
   const bytes = decodeBase58(text);
   if (!bytes) return { ok: false, reason: 'is not a Solana address (contains a non-base58 character)' };
   if (bytes.length !== 32) return { ok: false, reason: 'is not a Solana address (must decode to 32 bytes)' };

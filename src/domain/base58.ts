@@ -2,10 +2,18 @@ const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 const INDEX = new Map([...ALPHABET].map((c, i) => [c, i]));
 
 /**
- * Decodes base58 (Bitcoin alphabet, as Solana uses); undefined when a character is not base58.
- * Byte-array arithmetic, not BigInt: a large CSV decodes one address per row.
+ * The longest text decoded: a 64-byte Solana secret key is at most 88 characters, an address 44.
+ * Decoding takes time in the square of the length, so longer text is refused before it starts.
+ */
+export const MAX_BASE58_LENGTH = 128;
+
+/**
+ * Decodes base58 (Bitcoin alphabet, as Solana uses); undefined when a character is not base58 or
+ * the text is longer than MAX_BASE58_LENGTH. Byte-array arithmetic, not BigInt: a large CSV decodes
+ * one address per row.
  */
 export function decodeBase58(text: string): Uint8Array | undefined {
+  if (text.length > MAX_BASE58_LENGTH) return undefined;
   let zeros = 0;
   while (zeros < text.length && text[zeros] === '1') zeros++;
   // log(58) / log(256) ≈ 0.733: enough bytes for the number, little-endian while we build it.

@@ -34,6 +34,9 @@ export function parseAllowedHost(entry: string): AllowedHost | undefined {
   return port >= 1 && port <= 65_535 ? { host, port } : undefined;
 }
 
+/** The longest callback_url accepted, checked before it is parsed. */
+export const CALLBACK_URL_MAX_LENGTH = 2048;
+
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443 };
 
 /**
@@ -44,6 +47,8 @@ const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:':
  * batch is enqueued and again before each send.
  */
 export function callbackUrlProblem(url: string, allowedHosts: readonly string[]): string | undefined {
+  if (url.length > CALLBACK_URL_MAX_LENGTH)
+    return `is ${url.length} characters long; at most ${CALLBACK_URL_MAX_LENGTH} are allowed`;
   let u: URL;
   try {
     u = new URL(url);

@@ -32,11 +32,14 @@ export class ValidationError extends UsdcBatchError {
   override name = 'ValidationError';
 }
 
+export type ConfigProblem = { variable: string; message: string; missing?: boolean };
+
 /** Configuration is wrong or missing: every problem is listed; CLI exit 2. */
 export class ConfigError extends UsdcBatchError {
   override name = 'ConfigError';
-  readonly problems: readonly { variable: string; message: string }[];
-  constructor(problems: readonly { variable: string; message: string }[]) {
+  /** `missing`: a required setting that is not set at all (not one set wrong). */
+  readonly problems: readonly ConfigProblem[];
+  constructor(problems: readonly ConfigProblem[]) {
     super(
       'USDC_CONFIG_INVALID',
       `Configuration is invalid:\n${problems.map((p) => `  - ${p.variable}: ${p.message}`).join('\n')}`,

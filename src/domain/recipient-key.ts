@@ -1,5 +1,6 @@
 import { checkEvmAddress, checkSolanaAddress } from './addresses.ts';
 import type { Chain } from './chains.ts';
+import { plainTextProblem } from './text.ts';
 
 /**
  * The address book's identity of a recipient: its chain family and its address, EVM addresses
@@ -30,6 +31,9 @@ export function bookAddressOf(t: { readonly to: Chain; readonly recipient: strin
   return { family, address: t.recipient, key: recipientKey(family, t.recipient) };
 }
 
+// An address with some spaces around it, as pasted: anything longer is not an address.
+const MAX_TYPED_ADDRESS_LENGTH = 64;
+
 /**
  * An address typed by a person (`recipients add`, an import file, `POST /v1/recipients`): its
  * family is told by its form — `0x` and 40 hex digits is EVM (EIP-55 enforced when mixed case),
@@ -38,6 +42,9 @@ export function bookAddressOf(t: { readonly to: Chain; readonly recipient: strin
 export function parseBookAddress(
   text: string,
 ): { ok: true; value: BookAddress } | { ok: false; reason: string } {
+  // Bounded before any parsing: no address is longer than 44 characters (base58 of 32 bytes).
+  if (text.length > MAX_TYPED_ADDRESS_LENGTH)
+    return { ok: false, reason: `is ${text.length} characters long: not an address (at most 44)` };
   const trimmed = text.trim();
   if (/^0x/i.test(trimmed)) {
     const r = checkEvmAddress(trimmed);
@@ -56,6 +63,5 @@ export const LABEL_MAX_LENGTH = 100;
 /** A problem with a label, or undefined when it is fine (empty is fine: no label). */
 export function labelProblem(label: string): string | undefined {
   if (label.length > LABEL_MAX_LENGTH) return `label is longer than ${LABEL_MAX_LENGTH} characters`;
-  if (/[\u0000-\u001f\u007f]/.test(label)) return 'label contains a control character';
-  return undefined;
+  return plainTextProblem('label', label, 'a label is plain text on one line');
 }

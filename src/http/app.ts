@@ -1,4 +1,10 @@
-import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Config } from '../config/config.ts';
 import type { UsdcBatchError } from '../domain/errors.ts';
 import { ConflictError, ValidationError } from '../domain/errors.ts';
@@ -10,6 +16,22 @@ import type { AppDeps, RouteAuth, RouteDeps, RoutePlugin } from './route-deps.ts
 import { registerOpenApi } from './openapi.ts';
 import { ROUTES } from './routes/index.ts';
 import { capConnections, closeAfterRefusal, serverTimeouts } from './server-limits.ts';
+import {
+  AUTH_FAILURE_LIMITS,
+  blockedFor,
+  createAuthFailures,
+  noteAuthFailure,
+  type AuthFailures,
+} from './auth-failures.ts';
+import { parseJsonBody } from './json-body.ts';
+import {
+  clientOf,
+  drainRefusedBody,
+  escapeJsonAnswer,
+  loggedUrl,
+  repeatedQueryParam,
+  securityHeaders,
+} from './request-guards.ts';
 
 export type AppOptions = {
   /** Largest accepted request body, bytes (413 above). Default 10 MB. */
@@ -27,15 +49,44 @@ export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
  */
 export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const failures = createAuthFailures({ ...AUTH_FAILURE_LIMITS, limit: deps.config.httpAuthFailureLimit });
+  const now = deps.now ?? Date.now;
+  const gate = (request: FastifyRequest, reply: FastifyReply, auth: RouteAuth) =>
+    gateRequest({ config: deps.config, failures, now }, request, reply, auth);
   // Fastify's own per-request lines are off: the onResponse hook below logs one line per request.
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit,
     logController: new LogController({ disableRequestLogging: true }),
     ...serverTimeouts(deps.config),
+    // A path Fastify cannot route (a malformed %-escape, a parameter over 100 characters) is
+    // authenticated like any other request, then answered in the API's format without echoing it.
+    frameworkErrors: (err, request, reply) =>
+      answerFrameworkError(gate, (client) => noteAuthFailure(failures, client, now()), err, request, reply),
   });
   capConnections(app.server, deps.config, deps.logger);
   app.addHook('onSend', closeAfterRefusal);
+  app.addHook('onSend', securityHeaders);
+  app.addHook('onSend', escapeJsonAnswer);
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (reply.statusCode === 413) {
+      // Fastify closes the connection after any body it could not parse; a 413's is drained
+      // instead (request-guards.ts), so the client reads its answer and may keep the connection.
+      reply.removeHeader('connection');
+      drainRefusedBody(request.raw, deps.config.httpRequestTimeoutMs);
+    }
+    return payload;
+  });
+
+  // Every JSON body goes through the bounded parser (no string over MAX_JSON_STRING_LENGTH).
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody((body as string).replace(/^\uFEFF/, '')));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
 
   const queues =
     deps.queues ?? createQueueMonitor({ connection: deps.redis, prefix: deps.config.queuePrefix });
@@ -46,23 +97,17 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   // handler (bull-board's) answer it in this API's format too. Routes Fastify does not know (404)
   // are authenticated as well, so an unauthenticated caller learns nothing about them.
   app.addHook('onRequest', async (request, reply) => {
-    const auth = request.routeOptions.config?.auth ?? 'hook';
-    if (auth === 'none') return;
-    const refused = authRefusal(deps.config, auth, request.headers.authorization);
-    if (!refused) return;
-    if (auth === 'dashboard' && refused.statusCode === 401) {
-      reply.header('www-authenticate', 'Basic realm="usdc-batch dashboard", charset="UTF-8"');
-    }
-    return reply
-      .status(refused.statusCode)
-      .send(errorDocument(refused.statusCode, refused.code, refused.shortMessage));
+    const refused = gate(request, reply, request.routeOptions.config?.auth ?? 'hook');
+    if (refused) return refused;
   });
 
   app.addHook('onResponse', async (request, reply) => {
+    // Every 401 counts, the signature check's included (it answers from its handler).
+    if (reply.statusCode === 401) noteAuthFailure(failures, clientOf(request), now());
     request.log.info(
       {
         method: request.method,
-        url: request.url,
+        url: loggedUrl(request.url),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
       },
@@ -100,6 +145,98 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     await app.register(route, { deps: routeDeps });
   // Typed with the base logger so route plugins need not know it is pino.
   return app as unknown as FastifyInstance;
+}
+
+type GateDeps = { readonly config: Config; readonly failures: AuthFailures; readonly now: () => number };
+
+/**
+ * What every request meets before its route: a client blocked after repeated failures is answered
+ * 429 (README: "429 on repeated failures"), a request without the route's credential 401 (403 for
+ * the hook token on an approver route), and then, authenticated, a query parameter given twice 400.
+ * Returns the reply when it answered, undefined when the request goes on.
+ */
+function gateRequest(
+  deps: GateDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  auth: RouteAuth,
+): FastifyReply | undefined {
+  if (auth === 'none') return undefined;
+  const waitMs = blockedFor(deps.failures, clientOf(request), deps.now());
+  if (waitMs > 0) {
+    const seconds = Math.ceil(waitMs / 1000);
+    return reply
+      .status(429)
+      .header('connection', 'close')
+      .header('retry-after', String(seconds))
+      .send(
+        errorDocument(
+          429,
+          'USDC_HTTP_TOO_MANY_FAILURES',
+          `too many failed authentications from this address: try again in ${seconds} s`,
+        ),
+      );
+  }
+  const refused = authRefusal(deps.config, auth, request.headers.authorization);
+  if (refused) {
+    if (auth === 'dashboard' && refused.statusCode === 401) {
+      reply.header('www-authenticate', 'Basic realm="usdc-batch dashboard", charset="UTF-8"');
+    }
+    // A refused client cannot keep the connection open by trickling a body (server-limits.ts).
+    if (refused.statusCode === 401) reply.header('connection', 'close');
+    return reply
+      .status(refused.statusCode)
+      .send(errorDocument(refused.statusCode, refused.code, refused.shortMessage));
+  }
+  const repeated = repeatedQueryParam(request.query);
+  if (repeated !== undefined) {
+    const name = repeated.slice(0, 40).replace(/[^\x20-\x7e]/g, '?');
+    return reply
+      .status(400)
+      .send(errorDocument(400, 'USDC_HTTP_BAD_QUERY', `query parameter "${name}" is given more than once`));
+  }
+  return undefined;
+}
+
+/**
+ * Fastify's own refusals of a path it cannot route (FST_ERR_BAD_URL: a malformed %-escape;
+ * FST_ERR_MAX_PARAM_LENGTH: a parameter over 100 characters). They come before any hook, so the
+ * gate, the headers and the request's log line are done here; the path is never echoed.
+ */
+function answerFrameworkError(
+  gate: (request: FastifyRequest, reply: FastifyReply, auth: RouteAuth) => FastifyReply | undefined,
+  noteFailure: (client: string) => void,
+  err: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
+  reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
+  reply.raw.once('finish', () => {
+    if (reply.statusCode === 401) noteFailure(clientOf(request));
+    request.log.info(
+      { method: request.method, url: '[unroutable]', status: reply.statusCode, code: err.code },
+      'request',
+    );
+  });
+  const refused = gate(request, reply, 'hook');
+  if (refused) return refused;
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return reply
+      .status(404)
+      .send(
+        errorDocument(
+          404,
+          'USDC_HTTP_NOT_FOUND',
+          'no such resource: a path parameter is over 100 characters',
+        ),
+      );
+  }
+  if (err.code === 'FST_ERR_BAD_URL') {
+    return reply
+      .status(400)
+      .send(errorDocument(400, 'USDC_HTTP_BAD_URL', 'the path has a malformed %-escape'));
+  }
+  return reply.status(500).send(errorDocument(500, 'USDC_HTTP_INTERNAL', 'internal error'));
 }
 
 /** The credential check of a route; undefined when the request may pass. */

@@ -80,6 +80,7 @@ const describeDashboard: SwaggerTransform = ({ schema, url, route }) => {
 
 const DASHBOARD_SCHEMA: FastifySchema = {
   tags: ['pages'],
+  operationId: 'dashboard',
   summary: 'The queues in bull-board, read-only',
   security: [{ hookToken: [] }, { browserLogin: [] }],
   response: { 200: { description: 'bull-board', content: { 'text/html': { schema: { type: 'string' } } } } },

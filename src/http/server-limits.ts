@@ -8,7 +8,7 @@ import type { Logger } from '../log/logger.ts';
  * connections are closed"). A connection is only worth its file descriptor while it makes progress:
  * its headers must arrive within HTTP_HEADERS_TIMEOUT_MS, the whole request within
  * HTTP_REQUEST_TIMEOUT_MS (both answered 408 and closed by Node), a kept-alive connection may idle
- * HTTP_IDLE_TIMEOUT_MS between requests, a refused request (401, 413) closes its connection at
+ * HTTP_IDLE_TIMEOUT_MS between requests, a refused request (401, 429) closes its connection at
  * once, and no more than HTTP_MAX_CONNECTIONS are open at a time.
  */
 
@@ -39,12 +39,13 @@ export function serverTimeouts(limits: ServerLimits) {
 }
 
 /**
- * An `onSend` hook: a 401 or 413 is answered before (or instead of) reading the rest of the body,
+ * An `onSend` hook: a 401 or 429 is answered before (or instead of) reading the rest of the body,
  * and the connection is closed after the answer, so a client without the token cannot keep it open
- * by trickling a body.
+ * by trickling a body. (A 413, sent to an authenticated client, reads and drops the rest of its body
+ * instead, so the client can read why: `drainRefusedBody`.)
  */
 export async function closeAfterRefusal<T>(_request: unknown, reply: FastifyReply, payload: T): Promise<T> {
-  if (reply.statusCode === 401 || reply.statusCode === 413) reply.header('connection', 'close');
+  if (reply.statusCode === 401 || reply.statusCode === 429) reply.header('connection', 'close');
   return payload;
 }
 

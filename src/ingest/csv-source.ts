@@ -3,7 +3,7 @@ import { CsvError, parse } from 'csv-parse';
 import { inputExcerpt } from '../domain/text.ts';
 import { createEventLoopTurn } from './event-loop-turn.ts';
 import { COLUMNS, REQUIRED_COLUMNS, isColumn, type Column, type RawRow } from './columns.ts';
-import type { IngestIssue } from './ingest-issue.ts';
+import type { IngestIssue, WholeInputRefusal } from './ingest-issue.ts';
 
 export type CsvReadResult = {
   /**
@@ -11,6 +11,8 @@ export type CsvReadResult = {
    * the file is rejected even with `--skip-invalid`.
    */
   readonly fatal: boolean;
+  /** What made it fatal (the first such problem), or null. */
+  readonly refusal: Extract<WholeInputRefusal, 'header' | 'syntax' | 'empty'> | null;
 };
 
 // A record larger than this is not a payout row; refusing it bounds memory on hostile input.
@@ -60,6 +62,7 @@ export async function readCsvRows(input: Readable, sink: CsvSink): Promise<CsvRe
 
   let header: (Column | undefined)[] | undefined;
   let fatal = false;
+  let refusal: CsvReadResult['refusal'] = null;
   // A record starts one past the previous record's end plus the blank lines skipped in between, and
   // ends after the line breaks inside its quoted fields. (csv-parse's own `info.lines` counts a CRLF
   // inside quotes as two lines, so the breaks are counted here.)
@@ -85,6 +88,7 @@ export async function readCsvRows(input: Readable, sink: CsvSink): Promise<CsvRe
         sawRecord = true;
         const h = readHeader(record, line, (issue) => {
           fatal = true;
+          refusal = 'header';
           sink.fileIssue(issue);
         });
         // Without the required columns every row would only repeat "is required".
@@ -116,15 +120,15 @@ export async function readCsvRows(input: Readable, sink: CsvSink): Promise<CsvRe
         column: null,
         message: csvErrorMessage(err),
       });
-      return { fatal: true };
+      return { fatal: true, refusal: refusal ?? 'syntax' };
     }
     throw err;
   }
   if (!sawRecord) {
     sink.fileIssue({ line: 1, column: null, message: 'the file is empty: a header row is required' });
-    return { fatal: true };
+    return { fatal: true, refusal: 'empty' };
   }
-  return { fatal };
+  return { fatal, refusal };
 }
 
 function lineBreaksIn(record: readonly string[]): number {

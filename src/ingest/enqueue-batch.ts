@@ -22,7 +22,7 @@ import {
   type HoldConfig,
   type HoldDecision,
 } from './hold-rules.ts';
-import type { IngestIssue } from './ingest-issue.ts';
+import type { IngestIssue, WholeInputRefusal } from './ingest-issue.ts';
 import { firstIssues } from './issue-list.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
 import type { ValidatedInput } from './validate-input.ts';
@@ -73,6 +73,13 @@ export type EnqueueOutcome = {
   readonly errorCount: number;
   readonly totalAmount: bigint;
   readonly routes: RouteTotal[];
+  /** Rejected as a whole (its header, a control total, …): why; null when rows were judged on their own. */
+  readonly wholeInput: WholeInputRefusal | null;
+  /**
+   * Valid rows that are not likely duplicates: what `--skip-invalid` would enqueue of a rejected
+   * input (the Redis-side refusals aside).
+   */
+  readonly validRows: number;
 };
 
 /** A batch id reused with other content (CLI exit 3, HTTP 409). */
@@ -101,10 +108,10 @@ export async function enqueueValidated(
   const issues: IngestIssue[] = [...input.issues];
   const duplicates: IngestIssue[] = [...input.duplicates];
   let rejectedRows = input.invalidRows;
-  let fatal = input.fatal;
+  let wholeInput: WholeInputRefusal | null = input.refusal;
 
   if (options.batchId !== undefined && !BATCH_ID_PATTERN.test(options.batchId)) {
-    fatal = true;
+    wholeInput ??= 'batch_id';
     issues.push({
       line: null,
       column: 'batch_id',
@@ -116,7 +123,7 @@ export async function enqueueValidated(
     const problem = callbackUrlProblem(options.callbackUrl, deps.config.callbackAllowedHosts);
     if (problem === undefined) callbackUrl = options.callbackUrl;
     else {
-      fatal = true;
+      wholeInput ??= 'callback_url';
       issues.push({ line: null, column: 'callback_url', message: `callback_url ${problem}` });
     }
   }
@@ -135,10 +142,14 @@ export async function enqueueValidated(
     errorCount: issues.length + input.omittedIssues + duplicates.length + input.omittedDuplicates,
     totalAmount: 0n,
     routes: [],
+    wholeInput,
+    validRows: rowsWithoutIssues(input.transfers, [...issues, ...duplicates]),
   });
   const strict = !options.skipInvalid;
-  if (fatal || (strict && (issues.length > 0 || duplicates.length > 0))) return rejectedOutcome();
+  if (wholeInput !== null || (strict && (issues.length > 0 || duplicates.length > 0)))
+    return rejectedOutcome();
   if (input.transfers.length === 0) {
+    wholeInput = 'no_valid_rows';
     issues.push({ line: null, column: null, message: 'no valid rows to enqueue' });
     return rejectedOutcome();
   }
@@ -211,9 +222,11 @@ export async function enqueueValidated(
         column: 'amount',
         message: `batch total ${formatUsdc(amount)} is above MAX_BATCH_USDC (${formatUsdc(deps.config.maxBatchUsdc)})`,
       });
+      wholeInput = 'batch_total';
       return rejectedOutcome();
     }
     if (droppedLines.size === input.transfers.length) {
+      wholeInput = 'no_valid_rows';
       issues.push({ line: null, column: null, message: 'no valid rows to enqueue' });
       return rejectedOutcome();
     }
@@ -275,6 +288,8 @@ export async function enqueueValidated(
         input.omittedDuplicates,
       totalAmount: state.amount,
       routes: routeTotals(accepted(state)),
+      wholeInput: null,
+      validRows: input.transfers.length,
     };
   };
 
@@ -326,6 +341,12 @@ export async function enqueueValidated(
       return outcome;
     }
   }
+}
+
+/** How many of the rows have no problem listed at their line (refused by Redis-side rules or not). */
+function rowsWithoutIssues(transfers: readonly TransferRequest[], issues: readonly IngestIssue[]): number {
+  const lines = new Set(issues.map((i) => i.line));
+  return transfers.filter((t) => !lines.has(t.line)).length;
 }
 
 /** A dropped row that was refused (counted as rejected), not a likely duplicate. */

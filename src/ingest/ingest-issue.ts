@@ -10,6 +10,23 @@ export type IngestIssue = {
   readonly message: string;
 };
 
+/**
+ * Why an input was refused as a whole, before or apart from its rows: its header, its CSV syntax,
+ * an empty file, a malformed JSON document, a control total, no rows at all; then, at enqueue, a
+ * malformed batch id or callback_url, the batch's total over MAX_BATCH_USDC, or no valid row left.
+ */
+export type WholeInputRefusal =
+  | 'header'
+  | 'syntax'
+  | 'empty'
+  | 'document'
+  | 'control_total'
+  | 'no_rows'
+  | 'batch_id'
+  | 'callback_url'
+  | 'batch_total'
+  | 'no_valid_rows';
+
 /** Why a row did not make it into the batch: reported in `errors` and counted apart. */
 export type IssueKind = 'invalid' | 'duplicate';
 

@@ -1,10 +1,10 @@
 import { checkEvmAddress, checkSolanaAddress, type AddressCheck } from '../domain/addresses.ts';
 import { isEvmChain, isValidRoute, parseChain, type Chain } from '../domain/chains.ts';
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
-import { codePointName, controlCharacterAt, inputExcerpt } from '../domain/text.ts';
+import { inputExcerpt, plainTextProblem } from '../domain/text.ts';
 import type { TransferRequest } from '../domain/transfer.ts';
 import { ID_PATTERN } from '../domain/ids.ts';
-import { MEMO_MAX_LENGTH, type Column, type RawRow } from './columns.ts';
+import { FIELD_MAX_LENGTH, MEMO_MAX_LENGTH, type Column, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
 import { IssueList } from './issue-list.ts';
 
@@ -82,6 +82,13 @@ export function createRowValidator(options: RowValidatorOptions = {}) {
         problem(
           column,
           `${column} must be a string${column === 'amount' ? ' (e.g. "12.50"), not a number' : ''}`,
+        );
+        return undefined;
+      }
+      if (v.length > FIELD_MAX_LENGTH[column]) {
+        problem(
+          column,
+          `${column} is ${v.length} characters long; at most ${FIELD_MAX_LENGTH[column]} are allowed`,
         );
         return undefined;
       }
@@ -205,16 +212,18 @@ export type RowValidator = ReturnType<typeof createRowValidator>;
 
 /**
  * Why a memo is invalid, or undefined: at most MEMO_MAX_LENGTH characters of plain text. A control
- * character (C0, DEL or C1, line breaks and tabs included) would reach terminals and spreadsheets
- * through `status`, `export` and callbacks, so the row is refused rather than the memo altered.
+ * character (C0, DEL or C1, line breaks and tabs included), a bidirectional text control or an
+ * invisible character would reach terminals, pages and spreadsheets through `status`, `export`, `/ui`
+ * and callbacks (and could make an invoice name read backwards), so the row is refused rather than
+ * the memo altered.
  */
 export function memoProblemOf(memo: string): string | undefined {
+  // Two UTF-16 units at most per character: a longer text is too long whatever it holds.
+  if (memo.length > 2 * MEMO_MAX_LENGTH)
+    return `memo is longer than ${MEMO_MAX_LENGTH} characters; at most ${MEMO_MAX_LENGTH} are allowed`;
   const length = [...memo].length;
   if (length > MEMO_MAX_LENGTH) return `memo is ${length} characters; at most ${MEMO_MAX_LENGTH} are allowed`;
-  const at = controlCharacterAt(memo);
-  if (at === -1) return undefined;
-  const position = [...memo.slice(0, at)].length + 1;
-  return `memo contains a control character (${codePointName(memo.charAt(at))} at character ${position}); a memo is plain text on one line`;
+  return plainTextProblem('memo', memo, 'a memo is plain text on one line');
 }
 
 /** An address of a row and its check, done ahead of `add` (possibly on another thread). */

@@ -4,7 +4,7 @@ import type { TransferRequest } from '../domain/transfer.ts';
 import { readCsvRows } from './csv-source.ts';
 import { findInFileDuplicates } from './in-file-duplicates.ts';
 import { createEventLoopTurn } from './event-loop-turn.ts';
-import type { IngestIssue } from './ingest-issue.ts';
+import type { IngestIssue, WholeInputRefusal } from './ingest-issue.ts';
 import { IssueList } from './issue-list.ts';
 import type { JsonBatchInput } from './json-source.ts';
 import type { AddressCheck } from '../domain/addresses.ts';
@@ -43,6 +43,8 @@ export type ValidatedInput = {
   readonly omittedDuplicates: number;
   /** The input as a whole is unusable (header, syntax, control totals): rejected even with --skip-invalid. */
   readonly fatal: boolean;
+  /** Why the input is unusable as a whole (its first such problem); null when it is not. */
+  readonly refusal: WholeInputRefusal | null;
   readonly inputRows: number;
   readonly inputTotal: bigint;
 };
@@ -58,7 +60,7 @@ export async function validateCsv(input: Readable, options: ValidateOptions = {}
   };
   const pipeline = options.parallel ? createParallelRows(validator, tick) : undefined;
   try {
-    const { fatal } = await readCsvRows(input, {
+    const { refusal } = await readCsvRows(input, {
       row: (row) => {
         if (pipeline) pipeline.row(row);
         else {
@@ -76,7 +78,7 @@ export async function validateCsv(input: Readable, options: ValidateOptions = {}
       fileIssue: (issue) => fileIssues.push(issue),
     });
     await pipeline?.finish();
-    return finish(validator, fileIssues, fatal, options);
+    return finish(validator, fileIssues, refusal, options);
   } finally {
     await pipeline?.close();
   }
@@ -176,7 +178,7 @@ export async function validateJson(
   }
   const fileIssues = new IssueList();
   fileIssues.push(...input.issues);
-  return finish(validator, fileIssues, fileIssues.count + input.omittedIssues > 0, {
+  return finish(validator, fileIssues, fileIssues.count + input.omittedIssues > 0 ? 'document' : null, {
     ...options,
     omittedFileIssues: input.omittedIssues,
     expect: { ...input.expect, ...definedOnly(options.expect ?? {}) },
@@ -190,38 +192,39 @@ function definedOnly(totals: ControlTotals): ControlTotals {
 function finish(
   validator: RowValidator,
   fileIssues: IssueList,
-  fatalSoFar: boolean,
+  refusedSoFar: WholeInputRefusal | null,
   options: ValidateOptions & { omittedFileIssues?: number },
 ): ValidatedInput {
   const v = validator.finish();
-  let fatal = fatalSoFar;
+  let refusal = refusedSoFar;
   const issues = [...fileIssues.listed, ...v.issues];
   const omittedIssues = fileIssues.omitted + (options.omittedFileIssues ?? 0) + v.omittedIssues;
   const expect = options.expect ?? {};
-  if (!fatal && expect.rows !== undefined && expect.rows !== v.inputRows) {
-    fatal = true;
+  if (refusal === null && expect.rows !== undefined && expect.rows !== v.inputRows) {
+    refusal = 'control_total';
     issues.push({
       line: null,
       column: null,
       message: `control total: expected ${expect.rows} rows, the input has ${v.inputRows}`,
     });
   }
-  if (!fatal && expect.total !== undefined && expect.total !== v.inputTotal) {
-    fatal = true;
+  if (refusal === null && expect.total !== undefined && expect.total !== v.inputTotal) {
+    refusal = 'control_total';
     issues.push({
       line: null,
       column: 'amount',
       message: `control total: expected a total of ${formatUsdc(expect.total)}, the amounts add up to ${formatUsdc(v.inputTotal)}`,
     });
   }
-  if (!fatal && v.inputRows === 0) {
-    fatal = true;
+  if (refusal === null && v.inputRows === 0) {
+    refusal = 'no_rows';
     issues.push({ line: null, column: null, message: 'the input has no rows' });
   }
+  const fatal = refusal !== null;
   if (options.allowDuplicates) {
-    return { ...v, issues, omittedIssues, fatal, duplicates: [], omittedDuplicates: 0 };
+    return { ...v, issues, omittedIssues, fatal, refusal, duplicates: [], omittedDuplicates: 0 };
   }
   const { kept, duplicates, count } = findInFileDuplicates(v.transfers);
   const omittedDuplicates = count - duplicates.length;
-  return { ...v, transfers: kept, issues, omittedIssues, fatal, duplicates, omittedDuplicates };
+  return { ...v, transfers: kept, issues, omittedIssues, fatal, refusal, duplicates, omittedDuplicates };
 }

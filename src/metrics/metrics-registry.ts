@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { Gauge, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry, type Metric } from 'prom-client';
 import { TRANSFER_STATES } from '../domain/transfer.ts';
 import type { QueueCounts } from '../queue/queue-monitor.ts';
 import { keys } from '../store/keys.ts';
@@ -175,10 +175,13 @@ const microValue = (v: bigint): number => Number(v);
  * - the service-call latency histogram and the retries counter written by the workers
  *   (worker-metrics.ts);
  * - per treasury owner: transfers and lease waits (counted by the workers) and the balance
- *   reserved in flight (`P:reserve:<CHAIN>:<owner>`, for the owners the workers registered).
+ *   reserved in flight (`P:reserve:<CHAIN>:<owner>`, for the owners the workers registered);
+ * - prom-client's process and Node.js defaults (`process_*`, `nodejs_*`) of this `serve` process,
+ *   registered on this registry only (so several apps in one process each have their own).
  */
 export function createMetricsRegistry(deps: MetricsDeps) {
   const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
   const k = keys(deps.prefix);
   const mk = metricKeys(deps.prefix);
 

@@ -1,6 +1,7 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
 import type { PermitPayload } from '../service/types.ts';
+import { withEvidence } from '../store/transfer-evidence.ts';
 import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
 import { doubtOf } from './evm-settle-review.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
@@ -47,6 +48,11 @@ export async function abandonTransfer(
         ...(settleAt === null ? {} : { settle_at: settleAt }),
       }
     : { error_code: 'abandoned', error_message: `${reason}; nothing was paid` };
+  fields['evidence'] = withEvidence(
+    rec.evidence,
+    (deps.now ?? Date.now)(),
+    `${to}: ${fields['error_code']}: ${fields['error_message']}`,
+  );
   const res = await deps.store.transition(batchId, transferId, {
     expected: ['queued', 'in_progress'],
     to,
@@ -58,8 +64,8 @@ export async function abandonTransfer(
   for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
   delete raw['wait_reason'];
   deps.logger.warn(
-    { batchId, transferId, state: mayHaveMoved ? 'needs_review' : 'failed' },
-    'finalized an abandoned transfer',
+    { batchId, transferId, state: to, code: fields['error_code'], reason: fields['error_message'] },
+    `transfer ${to}: finalized an abandoned transfer`,
   );
   if (mayHaveMoved) await presumeUsed(deps, rec);
   else await deps.evm?.balances?.releaseOf(rec);

@@ -1,3 +1,4 @@
+import { splitRuntimeDump } from '../domain/runtime-dump.ts';
 import type { FailureKind } from '../service/types.ts';
 
 /** The facts the pipeline needs from a failed service call (the client's ServiceError carries them). */
@@ -20,12 +21,21 @@ export function asServiceFailure(err: unknown): ServiceFailure | undefined {
   return undefined;
 }
 
-/** A one-line, secret-free description of a failure, for error messages and evidence. */
+/**
+ * A one-line, secret-free description of a failure, for error messages and evidence. A Solana
+ * runtime's debug dump in the service's message is replaced by the error it names (the dump itself
+ * goes to the evidence: failureDump).
+ */
 export function describeFailure(f: ServiceFailure): string {
   const parts: string[] = [f.kind];
   if (f.httpStatus !== undefined) parts.push(`HTTP ${f.httpStatus}`);
   if (f.serviceCode) parts.push(f.serviceCode);
   const msg = f.serviceMessage ?? f.shortMessage ?? f.message;
-  if (msg) parts.push(msg.slice(0, 200));
+  if (msg) parts.push(splitRuntimeDump(msg).text.slice(0, 200));
   return parts.join(': ');
+}
+
+/** The runtime debug dump the service's message carried (as the client kept it), if any. */
+export function failureDump(f: ServiceFailure): string | undefined {
+  return splitRuntimeDump(f.serviceMessage ?? f.shortMessage ?? f.message).dump;
 }

@@ -3,6 +3,7 @@ import { describeFailure, type ServiceFailure } from './failure.ts';
 import { Later, type Ctx } from './context.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
+import { withEvidence } from '../store/transfer-evidence.ts';
 import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
 
 /*
@@ -21,6 +22,7 @@ export async function finish(
     fields = { ...fields, spend_reserved: '' };
   }
   if (to === 'failed' || to === 'rejected') await releaseOwnerBalance(ctx);
+  if (to !== 'submitted') fields = { ...fields, evidence: await decisionEvidence(ctx, to, fields) };
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['in_progress', 'queued'],
     to,
@@ -29,11 +31,42 @@ export async function finish(
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? to };
   const record = await leftAs(ctx, to, fields, ['wait_reason']);
-  ctx.log.info({ state: to, code: fields['error_code'] || undefined }, 'transfer final');
+  logFinal(ctx, to, fields);
   if (res.completedGeneration !== null) {
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
   }
   return { kind: 'done', state: to, record, ended: true };
+}
+
+/**
+ * The evidence with the decision added (`failed: refused: the service refused …`): written in the
+ * transition that makes it final, so whoever reads the final state reads why.
+ */
+async function decisionEvidence(
+  ctx: Ctx,
+  to: TransferState,
+  fields: Record<string, string | number>,
+): Promise<string> {
+  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
+  const line = [to, fields['error_code'], fields['error_message']].filter((p) => p !== undefined && p !== '');
+  return withEvidence(rec?.evidence ?? [], ctx.now(), line.join(': '));
+}
+
+/**
+ * A transfer made final: `submitted` at info; `failed`, `rejected` and `needs_review` at warn,
+ * with its code and message (the log's context names the batch and transfer).
+ */
+function logFinal(ctx: Ctx, to: TransferState, fields: Record<string, string | number>): void {
+  // ctx.log is the run's child logger: it adds the batchId and transferId to every line.
+  const facts = { state: to };
+  if (to === 'submitted') {
+    ctx.log.info(facts, 'transfer final');
+    return;
+  }
+  ctx.log.warn(
+    { ...facts, code: fields['error_code'] || undefined, reason: fields['error_message'] || undefined },
+    `transfer ${to}`,
+  );
 }
 
 /**
@@ -105,6 +138,7 @@ export async function settleReview(
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? 'needs_review' };
   const record = await leftAs(ctx, to, fields, []);
+  logFinal(ctx, to, fields);
   if (res.completedGeneration !== null) {
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
   }

@@ -1,7 +1,7 @@
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { loadRecord, wait, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
-import { asServiceFailure, describeFailure, type ServiceFailure } from './failure.ts';
+import { asServiceFailure, describeFailure, failureDump, type ServiceFailure } from './failure.ts';
 import { pastDeadline } from './outcomes.ts';
 import { backoffMs } from './policy.ts';
 
@@ -75,7 +75,11 @@ async function decide(ctx: Ctx, f: ServiceFailure): Promise<Decision> {
   const { store } = ctx.deps;
   const rec = await loadRecord(ctx);
   const uncertainBefore = rec.raw['uncertain'] === '1';
-  await addEvidence(ctx, `send ${rec.raw['sends'] ?? '?'} failed: ${describeFailure(f)}`);
+  const dump = failureDump(f);
+  await addEvidence(
+    ctx,
+    `send ${rec.raw['sends'] ?? '?'} failed: ${describeFailure(f)}${dump ? ` (the runtime said: ${dump})` : ''}`,
+  );
   switch (f.kind) {
     case 'rejected':
       await store.save(ctx.batchId, ctx.transferId, { send_state: '' });

@@ -59,11 +59,11 @@ export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
         'build',
         `POST /sdk/v1/solana/build-tx: intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${rec.recipient}, expires ${built.expiresAt ?? 'not given'}`,
       );
-      const verdict = signer.check(built.transaction, {
-        amount: rec.amount,
-        recipient: rec.recipient,
-        to: rec.to,
-      });
+      const verdict = signer.check(
+        built.transaction,
+        { amount: rec.amount, recipient: rec.recipient, to: rec.to },
+        { batchId: ctx.batchId, transferId: ctx.transferId },
+      );
       if (!verdict.ok) {
         return await finish(ctx, 'rejected', {
           error_code: 'policy_refused',

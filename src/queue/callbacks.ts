@@ -38,6 +38,7 @@ export function createCallbackSender(deps: {
     async (job: Job) => {
       const { batchId, generation } = job.data as { batchId: string; generation: number };
       const url = await deps.redis.hget(k.batch(batchId), 'callback_url');
+      // A job added by older code for a batch without a callback.
       if (!url) return 'no_callback';
       if (!isCallbackAllowed(url, deps.config.callbackAllowedHosts)) {
         deps.logger.warn({ batchId }, 'callback host is not allowed; not sending');
@@ -73,7 +74,12 @@ export function createCallbackSender(deps: {
   );
 
   return {
+    /**
+     * The batch completed (its `generation`-th time): a callback job only when the batch has a
+     * `callback_url` (a batch without one would leave a job that does nothing in the queue).
+     */
     async completed(batchId: string, generation: number): Promise<void> {
+      if (!(await deps.redis.hget(k.batch(batchId), 'callback_url'))) return;
       await queue.add(
         'completed',
         { batchId, generation },

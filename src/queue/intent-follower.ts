@@ -6,14 +6,35 @@ import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import { dropUnhashedReservation } from '../store/owner-balance.ts';
-import { finalFailure, jobKeyOf, writeJobResult } from './job-outcome.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import {
+  finalFailure,
+  jobKeyOf,
+  syncIntentStatusInResult,
+  writeJobResult,
+  type ResultSync,
+} from './job-outcome.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
+import { queueNameFor, transferJobId } from './jobs.ts';
 
 export const INTENT_QUEUE = 'intents';
 /** Polls per intent: with the delays below, about 45 minutes of following at most. */
 const MAX_POLLS = 45;
+/**
+ * Times a final status waits (a second each) for the transfer job that submitted the intent to
+ * end, so its result can say the final status too (a follower faster than the job's own end).
+ */
+const MAX_RESULT_WAITS = 20;
+const RESULT_WAIT_MS = 1_000;
 
-type FollowData = { batchId: string; transferId: string; intentId: string; polls: number };
+type FollowData = {
+  batchId: string;
+  transferId: string;
+  intentId: string;
+  polls: number;
+  /** Waits spent for the transfer job to end (MAX_RESULT_WAITS). */
+  resultWaits: number;
+};
 
 /**
  * A follow job's result: the status it saw last (`null` when the status route does not know the
@@ -39,7 +60,13 @@ function parse(data: unknown): FollowData | undefined {
   ) {
     return undefined;
   }
-  return { batchId: d.batchId, transferId: d.transferId, intentId: d.intentId, polls: Number(d.polls ?? 0) };
+  return {
+    batchId: d.batchId,
+    transferId: d.transferId,
+    intentId: d.intentId,
+    polls: Number(d.polls ?? 0),
+    resultWaits: Number(d.resultWaits ?? 0),
+  };
 }
 
 /**
@@ -51,7 +78,7 @@ export async function addFollowJob(
   target: { batchId: string; transferId: string; intentId: string },
   firstDelayMs: number = delayFor(0),
 ): Promise<void> {
-  const data: FollowData = { ...target, polls: 0 };
+  const data: FollowData = { ...target, polls: 0, resultWaits: 0 };
   await queue.add(`intent ${target.intentId}`, data, {
     jobId: `${target.batchId}/${target.transferId}/${target.intentId.replaceAll(':', '_')}`,
     delay: firstDelayMs,
@@ -164,9 +191,17 @@ async function followIntent(
       );
       await job.updateProgress(status);
     }
-    if ((FINAL_INTENT_STATUSES as readonly string[]).includes(status)) await endReservation(deps, data);
-    await recordStatus(deps, job, data, status, seen);
-    if ((FINAL_INTENT_STATUSES as readonly string[]).includes(status)) return result(status, 'final');
+    const final = (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
+    if (final) await endReservation(deps, data);
+    const recorded = await recordStatus(deps, job, data, status, seen);
+    if (final && recorded?.sync === 'unfinished' && data.resultWaits < MAX_RESULT_WAITS) {
+      // The transfer job that submitted it has not ended yet: come back when its result exists.
+      await job.updateData({ ...data, resultWaits: data.resultWaits + 1 });
+      await job.moveToDelayed(Date.now() + RESULT_WAIT_MS, token);
+      throw new DelayedError();
+    }
+    if (status === 'failed' && recorded) throw intentFailure(data, recorded.record);
+    if (final) return result(status, 'final');
   }
   if (data.polls + 1 >= MAX_POLLS) {
     await endReservation(deps, data);
@@ -185,9 +220,9 @@ async function endReservation(deps: FollowerDeps, data: FollowData): Promise<voi
 }
 
 /**
- * Records the status on the transfer (while the intent is still its own). An intent that ended
- * `failed` after its transfer was submitted — the service took the USDC and did not deliver it —
- * is counted once and fails the job, so it shows in bull-board's failed set and never as success.
+ * Records the status on the transfer (while the intent is still its own), and in the result of the
+ * transfer job that submitted it (transferJobKeys). An intent that ended `failed` after its
+ * transfer was submitted — the service took the USDC and did not deliver it — is counted once.
  */
 async function recordStatus(
   deps: FollowerDeps,
@@ -195,22 +230,59 @@ async function recordStatus(
   data: FollowData,
   status: string,
   seen: string | null,
-): Promise<void> {
+): Promise<{ readonly record: TransferRecord; readonly sync: ResultSync } | undefined> {
   const rec = await deps.store.load(data.batchId, data.transferId);
   // Recorded only while the transfer still names this intent (checked again in the same step).
-  if (!rec || rec.intentId !== data.intentId) return;
-  if (!(await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { status }))) return;
-  if (status !== 'failed') return;
-  if (rec.intentStatus !== 'failed' && seen !== 'failed') deps.metrics?.intentFailed(rec.from);
-  const reason = `intent_failed: intent ${data.intentId} of transfer ${data.batchId}/${data.transferId} (${rec.from}→${rec.to}, ${rec.recipient}) ended failed after it was submitted: the service took the USDC and did not deliver it; check the chain and the service`;
-  const outcome: FollowResult = {
-    batch_id: data.batchId,
-    transfer_id: data.transferId,
-    intent_id: data.intentId,
-    intent_status: status,
-    polls: data.polls + 1,
-    ended: 'final',
-  };
-  if (deps.redis) await writeJobResult(deps.redis, jobKeyOf(job), outcome);
-  throw finalFailure(reason);
+  if (!rec || rec.intentId !== data.intentId) return undefined;
+  if (!(await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { status }))) {
+    return undefined;
+  }
+  const sync = await syncTransferJobs(deps, rec, data, status);
+  if (status === 'failed') {
+    if (rec.intentStatus !== 'failed' && seen !== 'failed') deps.metrics?.intentFailed(rec.from);
+    const outcome: FollowResult = {
+      batch_id: data.batchId,
+      transfer_id: data.transferId,
+      intent_id: data.intentId,
+      intent_status: status,
+      polls: data.polls + 1,
+      ended: 'final',
+    };
+    if (deps.redis) await writeJobResult(deps.redis, jobKeyOf(job), outcome);
+  }
+  return { record: rec, sync };
+}
+
+/** It fails the follow job, so it shows in bull-board's failed set and never as success. */
+function intentFailure(data: FollowData, rec: TransferRecord): Error {
+  return finalFailure(
+    `intent_failed: intent ${data.intentId} of transfer ${data.batchId}/${data.transferId} (${rec.from}→${rec.to}, ${rec.recipient}) ended failed after it was submitted: the service took the USDC and did not deliver it; check the chain and the service`,
+  );
+}
+
+/**
+ * The job hashes that may hold the transfer's submitted result: its round's transfer job, and the
+ * settle job of its payload (a needs_review transfer the chain or status route settled as paid).
+ */
+export function transferJobKeys(prefix: string, rec: TransferRecord): string[] {
+  const queue = `${prefix}:${queueNameFor(rec.from)}`;
+  const id = transferJobId(rec.batchId, rec.id, Number(rec.raw['round'] ?? 0));
+  return [`${queue}:${id}`, `${queue}:${id}/settle${rec.raw['payload_gen'] ?? '0'}`];
+}
+
+/** Carries the status into the transfer job's result; `unfinished` when that job has not ended. */
+async function syncTransferJobs(
+  deps: FollowerDeps,
+  rec: TransferRecord,
+  data: FollowData,
+  status: string,
+): Promise<ResultSync> {
+  if (!deps.redis) return 'other';
+  let unfinished = false;
+  for (const key of transferJobKeys(deps.prefix, rec)) {
+    const sync = await syncIntentStatusInResult(deps.redis, key, data, status);
+    if (sync === 'updated') return 'updated';
+    if (sync === 'unfinished') unfinished = true;
+  }
+  return unfinished ? 'unfinished' : 'other';
 }

@@ -102,3 +102,56 @@ export async function writeJobResult(
 export function jobKeyOf(job: Pick<Job, 'queueQualifiedName' | 'id'>): string {
   return `${job.queueQualifiedName}:${job.id ?? ''}`;
 }
+
+/** Sets a job hash's `returnvalue` only while it is still the text read before (compare-and-set). */
+const REPLACE_RESULT = luaScript(`
+if redis.call('HGET', KEYS[1], 'returnvalue') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'returnvalue', ARGV[2])
+return 1
+`);
+
+/**
+ * What became of a transfer job's result when its intent's status moved on: `updated` (it now says
+ * `status`, or already did), `unfinished` (the job has not ended: no result yet), `other` (no such
+ * job, or its result is not about this intent: an earlier round, a needs_review job that `resolve`
+ * settled).
+ */
+export type ResultSync = 'updated' | 'unfinished' | 'other';
+
+/**
+ * Carries an intent's later status into the result of the transfer job that submitted it, so that
+ * what ops dashboards read from job hashes (bull-board's "return value") is not left at `pending`
+ * once the follower learned `complete` (docs/data-model.md, "Transfer job hash"). Only
+ * `intent_status` changes, and only in a result naming the same batch, transfer and intent; the
+ * write is a compare-and-set against the text read, so a result written in between is never lost.
+ */
+export async function syncIntentStatusInResult(
+  redis: Redis,
+  jobKey: string,
+  intent: { readonly batchId: string; readonly transferId: string; readonly intentId: string },
+  status: string,
+): Promise<ResultSync> {
+  for (let tries = 0; tries < 3; tries++) {
+    const text = await redis.hget(jobKey, 'returnvalue');
+    if (text === null) return (await redis.exists(jobKey)) === 1 ? 'unfinished' : 'other';
+    let result: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed !== 'object' || parsed === null) return 'other';
+      result = parsed as Record<string, unknown>;
+    } catch {
+      return 'other';
+    }
+    if (
+      result['batch_id'] !== intent.batchId ||
+      result['transfer_id'] !== intent.transferId ||
+      result['intent_id'] !== intent.intentId
+    ) {
+      return 'other';
+    }
+    if (result['intent_status'] === status) return 'updated';
+    const next = JSON.stringify({ ...result, intent_status: status });
+    if ((await runScript(redis, REPLACE_RESULT, [jobKey], [text, next])) === 1) return 'updated';
+  }
+  return 'other';
+}

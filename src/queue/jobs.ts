@@ -33,12 +33,15 @@ export function transferJobName(t: {
 }
 
 /**
- * A settle job looks again at a needs_review transfer once its payload has expired; it is named
- * `settle <transfer job name>` (older ones: `settle`).
+ * A settle job looks again at a needs_review transfer once its payload has expired; its name says
+ * so — `settle BASE→ARB 125.00 USDC (needs_review: re-check once its permit has expired)` — and
+ * starts with `settle` (older ones: `settle <transfer job name>`, or `settle` alone).
  */
 export const SETTLE_JOB_PREFIX = 'settle';
-export function settleJobName(transferName: string): string {
-  return `${SETTLE_JOB_PREFIX} ${transferName}`;
+export function settleJobName(transferName: string, payload?: 'permit' | 'solana'): string {
+  const what =
+    payload === 'permit' ? 'its permit' : payload === 'solana' ? 'its Solana transaction' : 'its payload';
+  return `${SETTLE_JOB_PREFIX} ${transferName} (needs_review: re-check once ${what} has expired)`;
 }
 export function isSettleJob(name: string): boolean {
   return name === SETTLE_JOB_PREFIX || name.startsWith(`${SETTLE_JOB_PREFIX} `);

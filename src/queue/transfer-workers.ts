@@ -172,8 +172,9 @@ async function scheduleSettle(
   const rec = await deps.pipeline.store.load(batchId, transferId);
   const queue = rec ? queues.get(rec.from) : undefined;
   if (!rec || !queue) return;
-  await queue.add(
-    settleJobName(transferJobName(rec)),
+  const payload = rec.raw['permit'] ? 'permit' : rec.raw['solana_signed'] ? 'solana' : undefined;
+  const job = await queue.add(
+    settleJobName(transferJobName(rec), payload),
     { batchId, transferId },
     {
       // Unique per round and payload: a kept settle job of an earlier round never swallows this one.
@@ -186,4 +187,24 @@ async function scheduleSettle(
       keepLogs: JOB_LOG_LINES,
     },
   );
+  // Said once, when the job is made (a job that already existed has its line).
+  if (job.id && (await queue.getJobLogs(job.id, 0, 0)).count === 0) {
+    await job.log(settleWaitLine(batchId, transferId, payload, at));
+  }
+}
+
+/** The first line of a settle job's log: what it waits for, until when, and what it will decide. */
+export function settleWaitLine(
+  batchId: string,
+  transferId: string,
+  payload: 'permit' | 'solana' | undefined,
+  at: number,
+): string {
+  const what =
+    payload === 'permit'
+      ? "its permit's deadline has passed (the chain's permit nonce then tells whether it was used)"
+      : payload === 'solana'
+        ? "its Solana transaction has expired (the service's status route then tells whether it ran)"
+        : 'its payload has expired';
+  return `${new Date().toISOString()} wait: transfer ${batchId}/${transferId} needs review (its send's answer was lost, so it may have been paid); this job looks again at ${new Date(at).toISOString()}, once ${what}: paid → submitted, provably unused → failed (retry may send it), otherwise it stays needs_review for resolve`;
 }

@@ -149,6 +149,9 @@ export type SolanaExpectation = {
   readonly to: EvmChain;
 };
 
+/** Which transfer a check is for, for the log. */
+export type TransferRef = { readonly batchId: string; readonly transferId: string };
+
 export type PolicyVerdict =
   | { readonly ok: true }
   | { readonly ok: false; readonly instruction: number | null; readonly reason: string };
@@ -156,8 +159,11 @@ export type PolicyVerdict =
 export type SolanaSigner = {
   /** Our public key (base58). */
   readonly address: string;
-  /** Decodes and checks a built transaction against the policy of PRODUCT.md §5 promise 3. */
-  check(transactionBase64: string, expected: SolanaExpectation): PolicyVerdict;
+  /**
+   * Decodes and checks a built transaction against the policy of PRODUCT.md §5 promise 3. A
+   * refusal is logged at warn with `about` (the batch and transfer it was built for).
+   */
+  check(transactionBase64: string, expected: SolanaExpectation, about?: TransferRef): PolicyVerdict;
   /** Partially signs as our key only (keeps every existing signature); returns base64 wire bytes. */
   sign(transactionBase64: string): Promise<string>;
 };

@@ -27,6 +27,12 @@ export type TransferView = {
   net_receive: string | null;
   attempts: number;
   error: { code: string; message: string } | null;
+  /**
+   * What the worker saw that decided its fate when it was not simply accepted (a lost answer, a
+   * refusal, a chain reading, a deadline passed), oldest first, `<ISO time> <what>`; empty for a
+   * plain submitted.
+   */
+  evidence: string[];
   wait_reason: string | null;
   updated_at: string | null;
 };
@@ -77,6 +83,7 @@ export function transferView(t: TransferRecord): TransferView {
     net_receive: amt(t.netReceive),
     attempts: t.attempts,
     error: t.errorCode ? { code: t.errorCode, message: t.errorMessage ?? '' } : null,
+    evidence: [...t.evidence],
     wait_reason: t.waitReason,
     updated_at: iso(t.updatedAt === null ? null : String(t.updatedAt)),
   };

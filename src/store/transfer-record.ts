@@ -1,5 +1,6 @@
 import { isChain, type Chain } from '../domain/chains.ts';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
+import { parseEvidence } from './transfer-evidence.ts';
 
 /** A transfer as stored in `P:t:<batchId>:<transferId>` (docs/data-model.md), parsed at the edge. */
 export type TransferRecord = {
@@ -29,6 +30,8 @@ export type TransferRecord = {
   readonly errorCode: string | null;
   readonly errorMessage: string | null;
   readonly waitReason: string | null;
+  /** What the worker saw that decided its fate, oldest first (transfer-evidence.ts). */
+  readonly evidence: readonly string[];
   readonly updatedAt: number | null;
   /** Raw hash, for the saved steps the pipeline reads by name. */
   readonly raw: Readonly<Record<string, string>>;
@@ -71,6 +74,7 @@ export function parseTransferRecord(
     errorCode: str(raw['error_code']),
     errorMessage: str(raw['error_message']),
     waitReason: str(raw['wait_reason']),
+    evidence: parseEvidence(raw['evidence']),
     updatedAt: raw['updated_at'] ? Number(raw['updated_at']) : null,
     raw,
   };

@@ -73,11 +73,26 @@ describe('usdc-batch demo', () => {
     const dir = mkdtempSync(join(tmpdir(), 'usdc-demo-cwd-'));
     try {
       const before = processesMentioning('usdc-batch-demo-');
-      const res = await runCli(['demo'], { REDIS_URL: undefined }, { cwd: dir, timeoutMs: 120_000 });
+      // Under a minute on a quiet machine; the bound is generous for a busy one (the demo starts
+      // Redis, four anvils, LiteSVM and a worker).
+      const res = await runCli(['demo'], { REDIS_URL: undefined }, { cwd: dir, timeoutMs: 280_000 });
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout).toMatch(/started a private, durable Redis/);
       expect(res.stdout.match(/submitted\s+int_/g)?.length).toBe(8);
       expect(res.stdout).toMatch(/submitted 8, failed 0, rejected 0, needs_review 0/);
+      // Each row shows its intent's status and its source transaction, whole (stdout is a pipe).
+      const rows = [...res.stdout.matchAll(/submitted\s+int_\S+\s+(\w+)\s+(\S+)$/gm)];
+      expect(rows).toHaveLength(8);
+      for (const [, intentStatus, tx] of rows) {
+        expect(['pending', 'detected', 'minted', 'complete']).toContain(intentStatus);
+        expect(tx).toMatch(/^(0x[0-9a-f]{64}|[1-9A-HJ-NP-Za-km-z]{64,88})$/);
+      }
+      expect(res.stdout).not.toContain('…');
+      // Not a terminal: no progress bar redrawn with carriage returns, plain progress lines instead.
+      expect(res.stderr).not.toContain('\r');
+      expect(res.stderr).toMatch(/^progress: 8\/8 transfers finished$/m);
+      // The last line says where to look next.
+      expect(res.stdout.trimEnd().split('\n').at(-1)).toMatch(/^next: .*usdc-batch status/);
       // The private redis-server (its process title is `redis-server 127.0.0.1:<port>`) is gone,
       // and so is anything else that named the demo's temp dir.
       const port = /redis:\/\/127\.0\.0\.1:([0-9]+)/.exec(res.stdout)?.[1];
@@ -90,10 +105,13 @@ describe('usdc-batch demo', () => {
       expect(anvilPids).toHaveLength(4);
       expect(anvilPids.filter(processAlive)).toEqual([]);
       expectChainBalances(res.stdout);
-      // No secret is printed: the throwaway EVM key is 32 random bytes, never shown.
-      expect(res.stdout + res.stderr).not.toMatch(/0x[0-9a-f]{64}/);
+      // No secret is printed: the throwaway EVM key is 32 random bytes, never shown (the only
+      // 32-byte hex values printed are the transactions' hashes of the table).
+      const hashes = new Set(rows.map((r) => r[2]));
+      const shown = [...(res.stdout + res.stderr).matchAll(/0x[0-9a-f]{64}/g)].map((m) => m[0]);
+      expect(shown.filter((h) => !hashes.has(h))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 300_000);
 });

@@ -70,13 +70,18 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
   it('lists the batch on /ui with its progress, totals and status', async () => {
     const page = await open(desktop, '/ui');
     const row = page.locator(`tr[data-batch="${batchId}"]`);
-    await expect.poll(() => row.count()).toBe(1);
+    // A fresh page's first query can take over a second on a busy machine.
+    await expect.poll(() => row.count(), { timeout: 15_000 }).toBe(1);
     expect(await row.locator('td[data-label="transfers"]').textContent()).toMatch(
       new RegExp(`^${doc.counts.submitted} submitted, ${doc.counts.failed} failed`),
     );
     expect(await row.locator('td[data-label="amount"]').textContent()).toBe(doc.totals.amount);
     expect(await row.locator('td[data-label="paid"]').textContent()).toBe(doc.totals.paid.amount);
     expect(await row.locator('[data-flag="complete"]').textContent()).toBe('complete');
+    // Complete is not good news: the failed row is what the outcome badge says, in the failed tone.
+    const outcome = row.locator('[data-flag="outcome"]');
+    expect((await outcome.textContent())?.trim()).toBe(`${doc.counts.failed} failed`);
+    expect(await outcome.getAttribute('data-tone')).toBe('failed');
     await page.screenshot({ path: join(shots, 'batches-desktop.png'), fullPage: true });
     await page.close();
   });
@@ -107,6 +112,14 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
     expect(
       await page.locator('tr[data-transfer="ui-tiny"] td[data-label="error / waiting for"]').textContent(),
     ).toMatch(/\S/);
+    // …and keeps its evidence folded under the error (the decision), as the status document has it;
+    // a plain submitted row has none.
+    const tiny = doc.transfers.find((t) => t.id === 'ui-tiny')!;
+    expect(tiny.evidence).toEqual([expect.stringMatching(/ failed: estimate_refused: /)]);
+    expect(await page.locator('tr[data-transfer="ui-tiny"] [data-evidence] li').allTextContents()).toEqual(
+      tiny.evidence,
+    );
+    expect(await page.locator(`tr[data-transfer="${first.id}"] [data-evidence]`).count()).toBe(0);
     expect(await page.locator('a[data-link="export"]').getAttribute('href')).toBe(
       `/ui/batches/${batchId}/export.csv`,
     );
@@ -217,7 +230,9 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
       intervalMs: 500,
     });
     const page = await open(desktop, `/ui/batches/${batchId}`);
-    expect(await page.locator('[data-flag="settled"]').textContent()).toBe('settled');
+    expect((await page.locator('[data-flag="settled"]').textContent())?.trim()).toBe('intents settled');
+    // Settled speaks of the intents only: the batch still reads as having a failed row.
+    expect((await page.locator('[data-flag="outcome"]').textContent())?.trim()).toBe('1 failed');
     expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
     const first = doc.transfers.find((t) => t.state === 'submitted')!;
     expect(await page.locator(`tr[data-transfer="${first.id}"] [data-intent-status]`).textContent()).toBe(

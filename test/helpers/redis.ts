@@ -161,7 +161,8 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
       liveChildren.delete(c);
       exited ??= `redis-server exited (${signal ?? `code ${code}`}): ${output.trim().slice(-1_000)}`;
     });
-    await waitForPong(port, '127.0.0.1', 15_000, () => exited);
+    // Generous: a busy machine can take seconds to start a process; an exit ends the wait at once.
+    await waitForPong(port, '127.0.0.1', 45_000, () => exited);
   };
   const kill = async () => {
     const c = child;

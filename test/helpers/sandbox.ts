@@ -182,7 +182,8 @@ export async function startSandboxProcess(
     }
     for (const pid of anvilPids) if (processAlive(pid)) process.kill(pid, 'SIGKILL');
   };
-  const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+  // Generous (a busy machine loads the sandbox and starts four anvils slowly); an exit ends it at once.
+  const deadline = Date.now() + (options.timeoutMs ?? 50_000);
   let env: Record<string, string> | undefined;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`sandbox exited with ${child.exitCode}: ${output}`);

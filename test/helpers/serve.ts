@@ -21,7 +21,8 @@ export async function startServe(env: Record<string, string>): Promise<ServeProc
           throw new Error(`serve exited ${proc.child.exitCode}: ${proc.output()}`);
         return proc.output().includes('listening on');
       },
-      { timeoutMs: 30_000, intervalMs: 100 },
+      // Generous: a busy machine can take many seconds to start serve; an exit ends the wait at once.
+      { timeoutMs: 50_000, intervalMs: 100 },
     );
   } catch (err) {
     await proc.stop(5_000);

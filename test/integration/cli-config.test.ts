@@ -59,6 +59,8 @@ describe('usdc-batch worker with a broken configuration', () => {
     expect(all).not.toContain(MALFORMED_KEY);
     expect(all).not.toContain('9c9c9c9c');
     expect(all).not.toContain('wrong');
+    // Every setting is there, only wrong: no pointer to where settings come from.
+    expect(r.stderr).not.toContain('.env.example');
   };
 
   it('prints four named problems, exits 2 and never prints the key', async () => {
@@ -113,6 +115,30 @@ describe('usdc-batch worker with a broken configuration', () => {
     ]);
     expect(r.stderr).not.toContain('sk_test_0123456789');
   });
+});
+
+/**
+ * Issue 23 item 2.9: a first `worker` (or `serve`) with nothing configured listed the missing
+ * variables and stopped there; it also says where settings are described and how to get a working set.
+ */
+describe('a command started with no configuration at all', () => {
+  for (const [command, first] of [
+    ['worker', 'TRANSFER_API_URL'],
+    ['serve', 'HOOK_TOKEN'],
+  ] as const) {
+    it(`${command} names what is missing and points at .env.example and sandbox --write-env`, async () => {
+      const cwd = mkdtempSync(join(work, 'empty-'));
+      const r = await run(process.execPath, [BIN, command], {}, cwd);
+      expect(r.code, r.stderr).toBe(2);
+      expect(problemLines(r.stderr).map((l) => l.slice(4, l.indexOf(':')))).toContain(first);
+      expect(r.stderr).toContain(`${first}: is required`);
+      expect(r.stderr).toContain('.env.example (in the checkout) describes each one');
+      expect(r.stderr).toContain(
+        '`usdc-batch sandbox --redis\n--write-env sandbox.env` writes a working set',
+      );
+      expect(r.stdout).toBe('');
+    });
+  }
 });
 
 describe('logging', () => {

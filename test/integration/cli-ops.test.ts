@@ -56,10 +56,18 @@ describe('operator commands through the CLI', () => {
     });
     for (const key of [
       'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
-      'tx_hash', 'tx_signature', 'fee', 'net_receive', 'attempts', 'error', 'updated_at',
+      'tx_hash', 'tx_signature', 'fee', 'net_receive', 'attempts', 'error', 'evidence', 'updated_at',
     ]) {
       expect(doc.transfers[0]).toHaveProperty(key);
     } // prettier-ignore
+    // A plain submitted transfer has no evidence; a failed one says what decided it.
+    const byState = (s: string) => doc.transfers.filter((t) => t['state'] === s);
+    for (const t of byState('submitted')) expect(t['evidence']).toEqual([]);
+    for (const t of byState('failed')) {
+      expect(t['evidence']).toEqual([
+        expect.stringMatching(/^\d{4}-\d\d-\d\dT\S+Z failed: estimate_refused: /),
+      ]);
+    }
     const failed = await cli(['status', batchId, '--json', '--state', 'failed']);
     const failedDoc = JSON.parse(failed.stdout) as { transfers: { id: string; error: { code: string } }[] };
     expect(failedDoc.transfers.map((t) => t.id).sort()).toEqual(['tiny-1', 'tiny-2']);
@@ -67,12 +75,15 @@ describe('operator commands through the CLI', () => {
 
     const human = await cli(['status', batchId]);
     expect(human.stdout).toMatch(/submitted 6\s+failed 2/);
+    expect(human.stdout).toMatch(/^outcome: 2 failed$/m);
     expect(human.stdout).toMatch(/tiny-1 .* failed .* estimate_refused/);
 
     const batches = JSON.parse((await cli(['batches', '--json'])).stdout) as {
       batches: { batch_id: string }[];
     };
     expect(batches.batches.map((b) => b.batch_id)).toContain(batchId);
+    const batchesText = (await cli(['batches'])).stdout;
+    expect(batchesText.split('\n').find((l) => l.startsWith(batchId))).toMatch(/\s2 failed\s+yes\s/);
 
     const csv = await cli(['export', batchId]);
     const lines = csv.stdout.trim().split(/\r?\n/);
@@ -80,8 +91,15 @@ describe('operator commands through the CLI', () => {
     expect(lines).toHaveLength(9);
     const file = join(stack.dir, 'out.json');
     expect((await cli(['export', batchId, '--format', 'json', '-o', file])).code).toBe(0);
-    const exported = JSON.parse(readFileSync(file, 'utf8')) as { id: string; intent_id: string | null }[];
+    const exported = JSON.parse(readFileSync(file, 'utf8')) as {
+      id: string;
+      intent_id: string | null;
+      evidence: string[];
+    }[];
     expect(exported).toHaveLength(8);
+    expect(exported.find((t) => t.id === 'tiny-1')?.evidence).toEqual(
+      (byState('failed').find((t) => t['id'] === 'tiny-1') as { evidence: string[] }).evidence,
+    );
     expect(exported.filter((t) => t.intent_id !== null)).toHaveLength(6);
 
     // Paused, so that nothing can finish the re-queued transfers before we look: the batch is
@@ -117,6 +135,18 @@ describe('operator commands through the CLI', () => {
     const doc = await stack.waitComplete(batchId, 60_000);
     await stack.sandbox.admin.configure({ idempotencyReplay: true });
     expect(doc.transfers[0]?.state).toBe('needs_review');
+    // status --json says what was seen, oldest first: the lost answer, the refused re-send, the decision.
+    const seen = JSON.parse((await cli(['status', batchId, '--json'])).stdout) as {
+      transfers: { evidence: string[] }[];
+    };
+    const evidence = seen.transfers[0]?.evidence ?? [];
+    expect(evidence.map((l) => l.replace(/^\S+ /, ''))).toEqual([
+      expect.stringMatching(/^send 1 failed: ambiguous: HTTP 5\d\d/),
+      expect.stringMatching(/^send 2 failed: rejected: HTTP 4\d\d/),
+      expect.stringMatching(/^needs_review: outcome_unknown: the service may have executed this payment/),
+    ]);
+    const times = evidence.map((l) => Date.parse(l.split(' ')[0] ?? ''));
+    expect(times.every((t, i) => Number.isFinite(t) && (i === 0 || t >= times[i - 1]!))).toBe(true);
 
     const early = await cli(['resolve', batchId, 'lost-1', '--not-sent']);
     expect(early.code).toBe(1);

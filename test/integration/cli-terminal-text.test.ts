@@ -138,6 +138,63 @@ describe('memos are plain text, and the CLI shows outside text escaped', () => {
   );
 });
 
+/**
+ * Issue 23 item 2.5: `status` and `audit` cut long values with `…` even into a pipe or a file. A
+ * table cuts only on a terminal; anywhere else every value is printed whole.
+ */
+describe('tables print whole values unless stdout is a terminal', () => {
+  const haveScript =
+    spawnSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' }).status === 0 &&
+    process.platform === 'linux';
+
+  it('status and audit into a pipe keep a long batch id and a long failure message whole', async () => {
+    const prefix = newPrefix();
+    // 90 characters: longer than a terminal's column (60).
+    const batchId = `long-${'b'.repeat(80)}-end01`;
+    const message = `the service refused it: ${'a long explanation, '.repeat(5)}and the end of it`;
+    const file = write('long.csv', `id,from,to,amount,recipient\nl1,ETH,BASE,1,${EVM[2]}\n`);
+    const enqueued = await runCli(['enqueue', file, '--batch-id', batchId], env(prefix));
+    expect(enqueued.code, enqueued.stdout + enqueued.stderr).toBe(0);
+    await cli.redis.hset(`${prefix}:t:${batchId}:l1`, {
+      error_code: 'transfer_refused',
+      error_message: message,
+    });
+
+    const status = await runCli(['status', batchId], env(prefix));
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain(`transfer_refused: ${message}`);
+    expect(status.stdout).not.toContain('…');
+    const audit = await runCli(['audit'], env(prefix));
+    expect(audit.code, audit.stderr).toBe(0);
+    expect(audit.stdout).toMatch(new RegExp(`\\senqueue\\s+${batchId}\\s`));
+    expect(audit.stdout).not.toContain('…');
+
+    if (!haveScript) return;
+    // The same commands on a pseudo-terminal cut the long values to fit the screen.
+    for (const [args, whole] of [
+      [['status', batchId], message],
+      [['audit'], batchId],
+    ] as const) {
+      const command = [process.execPath, BIN, ...args].map((a) => `'${a}'`).join(' ');
+      const run = spawnSync('script', ['-qec', command, '/dev/null'], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: {
+          PATH: process.env['PATH'],
+          HOME: process.env['HOME'],
+          SHELL: '/bin/sh',
+          LOG_LEVEL: 'warn',
+          ...env(prefix),
+        },
+      });
+      expect(run.status, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout, args.join(' ')).toContain('…');
+      expect(run.stdout.split('\n').some((l) => l.includes(whole) && !l.startsWith('batch '))).toBe(false);
+    }
+  });
+});
+
 describe('POST /v1/batches through serve', () => {
   let api: ServeProcess;
   beforeAll(async () => {

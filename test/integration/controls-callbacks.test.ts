@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
 import { waitFor } from '../helpers/cli.ts';
-import { checkLedger, startStack, type Stack } from '../helpers/e2e.ts';
+import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
 
@@ -174,6 +174,26 @@ describe('treasury controls: callbacks only to allowed hosts, signed', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     expect(allowed.received).toHaveLength(1);
     expect(unlisted.received).toEqual([]);
+  });
+
+  it('adds no callback job for a batch without a callback_url', async () => {
+    const res = await postBatch({ batch_id: 'cb-none', transfers: transfers('none', 2) });
+    expect(res.status).toBe(202);
+    await stack.waitComplete('cb-none', 60_000);
+    const prefix = stack.env['QUEUE_PREFIX'] as string;
+    // The completion hook runs inside the last transfer job, before that job finishes.
+    await waitFor(
+      'the transfer jobs to finish',
+      async () => {
+        const jobs = await jobsOfBatch(stack.client, prefix, 'cb-none');
+        const done = await Promise.all(jobs.map((k) => stack.client.hget(k, 'finishedOn')));
+        return jobs.length === 2 && done.every((v) => v !== null);
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    expect(await stack.client.keys(`${prefix}:callbacks:cb-none*`)).toEqual([]);
+    // The batch with a callback has its job.
+    expect(await stack.client.exists(`${prefix}:callbacks:cb-ok/cb1`)).toBe(1);
   });
 });
 

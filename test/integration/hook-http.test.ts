@@ -244,8 +244,10 @@ describe('usdc-batch serve on a real port', () => {
       HOOK_HMAC_SECRET: SECRET,
     });
     base = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 20_000;
+    // Generous: a busy machine can take many seconds to start serve; an exit ends the wait at once.
+    const deadline = Date.now() + 50_000;
     for (;;) {
+      if (server.child.exitCode !== null) throw new Error(`serve exited: ${server.output()}`);
       try {
         if ((await fetch(`${base}/healthz`)).ok) break;
       } catch {

@@ -104,6 +104,19 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it('gives every operation its own operationId', () => {
+    const ids = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => {
+        const id = (op as { operationId?: unknown }).operationId;
+        expect(typeof id, `${method.toUpperCase()} ${path}`).toBe('string');
+        expect(id as string, `${method.toUpperCase()} ${path}`).toMatch(/^[A-Za-z][A-Za-z0-9]*$/);
+        return id as string;
+      }),
+    );
+    expect(ids).toHaveLength(ROUTES.length);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   /** The JSON schema the document declares for an answer of `route` with `status`. */
   function declared(route: string, status: number): object {
     const [method, path] = route.split(' ') as [string, string];

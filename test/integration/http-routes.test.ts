@@ -25,7 +25,15 @@ const opened: { app: FastifyInstance; producer: Producer }[] = [];
 
 async function newApp(env: Record<string, string> = {}, redisClient: Redis = redis) {
   const prefix = newPrefix();
-  const config = testConfig({ HOOK_TOKEN: HOOK, APPROVER_TOKEN: APPROVER, QUEUE_PREFIX: prefix, ...env });
+  // These tests send dozens of refused requests from one address: the 429 after repeated failures
+  // has its own test (http-hostile-input.test.ts), so it is turned off here.
+  const config = testConfig({
+    HOOK_TOKEN: HOOK,
+    APPROVER_TOKEN: APPROVER,
+    QUEUE_PREFIX: prefix,
+    HTTP_AUTH_FAILURE_LIMIT: '0',
+    ...env,
+  });
   const producer = createProducer({ connection: suite.url, prefix });
   const app = await buildApp({ config, redis: redisClient, producer, logger });
   opened.push({ app, producer });
@@ -383,9 +391,8 @@ describe('/metrics and /readyz (inject)', () => {
       to: 'queued',
       fields: { wait_reason: 'x' },
     });
-    // Workers buffer their increments for a second; closing flushes them.
+    // Workers buffer their increments for a second; closing flushes them (and waits for Redis).
     await worker.close();
-    await new Promise((r) => setTimeout(r, 100));
 
     const res = await app.inject({ method: 'GET', url: '/metrics', headers: hook });
     expect(res.statusCode).toBe(200);
@@ -425,6 +432,16 @@ describe('/metrics and /readyz (inject)', () => {
     // The ambiguous transfer call is a call-level retry; the in_progress → queued hand-back a requeue.
     expect(text).toMatch(/^usdc_batch_retries_total\{kind="call"\} 1$/m);
     expect(text).toMatch(/^usdc_batch_retries_total\{kind="requeue"\} 1$/m);
+    // prom-client's process and Node.js defaults, of the serve process.
+    expect(text).toContain('# TYPE process_cpu_user_seconds_total counter');
+    expect(text).toMatch(/^process_resident_memory_bytes [0-9]+$/m);
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes [0-9]+$/m);
+    expect(text).toContain('# TYPE nodejs_eventloop_lag_seconds gauge');
+    // Every app has its own registry: a second one in the same process registers the defaults too.
+    const { app: second } = await newApp();
+    const again = await second.inject({ method: 'GET', url: '/metrics', headers: hook });
+    expect(again.statusCode).toBe(200);
+    expect(again.body).toMatch(/^process_resident_memory_bytes [0-9]+$/m);
   });
 
   it('answers /readyz 200 while Redis answers and 503 when it does not', async () => {

@@ -59,6 +59,67 @@ describe('usdc-batch enqueue', () => {
     expect(ok.stdout).toMatch(/ETH\s+BASE\s+1\s+1\.50/);
   });
 
+  /**
+   * Issue 23 item 2.9: a file refused for its header opened with "rejected: nothing was enqueued"
+   * then said "rejected 0"; invalid rows or likely duplicates never named the flag that changes it.
+   */
+  it('says a file was rejected for its header without counting rows, and names --skip-invalid and --allow-duplicates', async () => {
+    const prefix = newPrefix();
+    const header = write('header.csv', `id,from,to,amount,recipent\na,ETH,BASE,1,${EVM[0]}\n`);
+    const human = await runCli(['enqueue', header], env(prefix));
+    expect(human.code).toBe(1);
+    const lines = human.stdout.split('\n');
+    expect(lines[0]).toBe('rejected: nothing was enqueued (the file was rejected for its header)');
+    expect(human.stdout).not.toMatch(/rejected\s+0/);
+    expect(human.stdout).not.toContain('--skip-invalid');
+    expect(human.stdout).toContain('line 1, column recipent: unknown column "recipent"');
+    expect(human.stdout).toContain('line 1, column recipient: missing required column "recipient"');
+    // The JSON document keeps its shape.
+    const json = JSON.parse((await runCli(['enqueue', header, '--json'], env(prefix))).stdout);
+    expect(json).toMatchObject({ batch_id: null, created: false, accepted: 0, rejected: 0, duplicates: 0 });
+    expect(json.error_count).toBe(2);
+
+    // A control total that does not match says so, with no row counted.
+    const two = write(
+      'two.csv',
+      `id,from,to,amount,recipient\na,ETH,BASE,1,${EVM[0]}\nb,ETH,BASE,2,${EVM[1]}\n`,
+    );
+    const control = await runCli(['enqueue', two, '--expect-rows', '3'], env(prefix));
+    expect(control.code).toBe(1);
+    expect(control.stdout.split('\n')[0]).toBe(
+      'rejected: nothing was enqueued (the file was rejected: a control total does not match (--expect-rows, --expect-total))',
+    );
+    expect(control.stdout).not.toMatch(/rejected\s+0/);
+
+    // Rows judged one by one: the counts, then what --skip-invalid would do.
+    const rows = write(
+      'rows.csv',
+      `id,from,to,amount,recipient\na,ETH,BASE,1,${EVM[0]}\nb,ETH,BASE,-2,${EVM[1]}\nc,BASE,ARB,3,${EVM[1]}\n`,
+    );
+    const invalid = await runCli(['enqueue', rows], env(prefix));
+    expect(invalid.code).toBe(1);
+    expect(invalid.stdout.split('\n').slice(0, 5)).toEqual([
+      'rejected: nothing was enqueued',
+      '  rejected    1 invalid row',
+      '  duplicates  0 likely duplicates',
+      '  valid       2',
+      '  --skip-invalid would enqueue the 2 valid rows and report the rest',
+    ]);
+    expect(invalid.stdout).not.toContain('--allow-duplicates');
+
+    // Rows without an id that repeat a payment: --allow-duplicates is named.
+    const twice = write(
+      'twice.csv',
+      `from,to,amount,recipient\nETH,BASE,5,${EVM[0]}\nETH,BASE,5,${EVM[0]}\nETH,BASE,6,${EVM[1]}\n`,
+    );
+    const duplicate = await runCli(['enqueue', twice], env(prefix));
+    expect(duplicate.code).toBe(1);
+    expect(duplicate.stdout).toContain('  duplicates  1 likely duplicate\n');
+    expect(duplicate.stdout).toContain('  --allow-duplicates would accept the likely duplicates');
+    expect(duplicate.stdout).not.toContain('--skip-invalid');
+    expect(await cli.redis.keys(`${prefix}:*`)).toEqual([]);
+  });
+
   it('exits 3 when a --batch-id is reused with other content, and 2 on a usage error', async () => {
     const prefix = newPrefix();
     const a = write('a.csv', `from,to,amount,recipient\nETH,BASE,1,${EVM[0]}\n`);

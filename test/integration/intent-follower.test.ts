@@ -1,3 +1,4 @@
+import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
@@ -32,6 +33,7 @@ describe('intent follower', () => {
       service,
       store: createTransferStore({ redis: client, prefix }),
       logger,
+      redis: client,
       delayFor: () => 100,
     });
   });
@@ -103,5 +105,126 @@ describe('intent follower', () => {
     expect(await client.hget(`${prefix}:t:b:t2`, 'intent_untracked')).toBe('1');
     expect(await client.hget(`${prefix}:batch:b`, 'intents_untracked')).toBe('1');
     expect(await client.zcard(`${queue}:delayed`)).toBe(0);
+  });
+
+  /**
+   * The transfer job that submitted `id` (queue `transfers-BASE`, id `b/<id>`), run by a real
+   * BullMQ worker whose processor returns the job's outcome once `release` is called.
+   */
+  async function transferJob(id: string, intentId: string) {
+    const connection = { url: redis.url, maxRetriesPerRequest: null };
+    const queue = new Queue('transfers-BASE', { connection, prefix });
+    let release: () => void = () => {};
+    const released = new Promise<void>((r) => (release = r));
+    const worker = new Worker(
+      'transfers-BASE',
+      async (job) => {
+        await released;
+        return { batch_id: 'b', transfer_id: job.data.transferId, state: 'submitted', intent_id: intentId, intent_status: 'pending', amount: '2.00' };
+      },
+      { connection, prefix },
+    ); // prettier-ignore
+    await queue.add('BASE→ETH 2.00 USDC', { batchId: 'b', transferId: id }, { jobId: `b/${id}` });
+    const result = async () =>
+      JSON.parse((await client.hget(`${prefix}:transfers-BASE:b/${id}`, 'returnvalue')) ?? 'null') as Record<
+        string,
+        unknown
+      > | null;
+    const close = async () => {
+      release();
+      await worker.close();
+      await queue.close();
+    };
+    return { release, result, close };
+  }
+
+  it('carries the final intent status into the result of the transfer job that submitted it', async () => {
+    sandbox.admin.configure({ statusRoute: true });
+    const intent = await submittedTransfer('t3', 2n);
+    const job = await transferJob('t3', intent);
+    try {
+      job.release();
+      await waitFor('the transfer job to complete', async () => (await job.result()) !== null, {
+        timeoutMs: 15_000,
+      });
+      expect(await job.result()).toMatchObject({ intent_id: intent, intent_status: 'pending' });
+      await follower.follow('b', 't3', intent);
+      const done = await waitFor(
+        'the job result to say complete',
+        async () => {
+          const r = await job.result();
+          return r?.['intent_status'] === 'complete' ? r : undefined;
+        },
+        { timeoutMs: 15_000 },
+      );
+      // Only the intent status changed, the rest of the outcome is as the job left it.
+      expect(done).toEqual({
+        batch_id: 'b',
+        transfer_id: 't3',
+        state: 'submitted',
+        intent_id: intent,
+        intent_status: 'complete',
+        amount: '2.00',
+      });
+      expect(await client.hget(`${prefix}:t:b:t3`, 'intent_status')).toBe('complete');
+    } finally {
+      await job.close();
+    }
+  });
+
+  it('waits for a transfer job that ends after its intent is final, then updates its result', async () => {
+    sandbox.admin.configure({ statusRoute: true });
+    const intent = await submittedTransfer('t4', 3n);
+    const job = await transferJob('t4', intent);
+    try {
+      await follower.follow('b', 't4', intent);
+      // The follower learns `complete` while the transfer job is still running.
+      await waitFor(
+        'intent_status complete',
+        async () => (await client.hget(`${prefix}:t:b:t4`, 'intent_status')) === 'complete',
+        { timeoutMs: 15_000 },
+      );
+      expect(await job.result()).toBeNull();
+      job.release();
+      await waitFor(
+        'the job result to say complete',
+        async () => (await job.result())?.['intent_status'] === 'complete',
+        { timeoutMs: 15_000 },
+      );
+    } finally {
+      await job.close();
+    }
+  });
+
+  it('leaves a job result about another intent alone', async () => {
+    sandbox.admin.configure({ statusRoute: true });
+    const intent = await submittedTransfer('t5', 4n);
+    const job = await transferJob('t5', 'int-of-an-earlier-payload');
+    try {
+      job.release();
+      await waitFor('the transfer job to complete', async () => (await job.result()) !== null, {
+        timeoutMs: 15_000,
+      });
+      await follower.follow('b', 't5', intent);
+      await waitFor(
+        'intent_status complete',
+        async () => (await client.hget(`${prefix}:t:b:t5`, 'intent_status')) === 'complete',
+        { timeoutMs: 15_000 },
+      );
+      const followJob = `${prefix}:intents:b/t5/${intent.replaceAll(':', '_')}`;
+      await waitFor(
+        'the follow job to end',
+        async () => (await client.hget(followJob, 'finishedOn')) !== null,
+        {
+          timeoutMs: 15_000,
+        },
+      );
+      expect(await job.result()).toMatchObject({
+        intent_id: 'int-of-an-earlier-payload',
+        intent_status: 'pending',
+      });
+    } finally {
+      await job.close();
+    }
   });
 });

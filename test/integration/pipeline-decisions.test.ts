@@ -75,7 +75,14 @@ describe('pipeline decisions', () => {
     prefix = `pd${++n}`;
   });
 
-  async function setup(options: { policy?: PipelinePolicy; config?: Partial<Config>; redis?: Redis } = {}) {
+  /**
+   * `lostAnswers`: the test makes the service hang, and each lost answer costs the client's response
+   * timeout, so it is short (500 ms); otherwise it is generous, so that a real transfer on a busy
+   * machine is not taken for a lost answer.
+   */
+  async function setup(
+    options: { policy?: PipelinePolicy; config?: Partial<Config>; redis?: Redis; lostAnswers?: boolean } = {},
+  ) {
     const cfg = { ...config, ...options.config } as Config;
     const store = createTransferStore({ redis: options.redis ?? client, prefix });
     const chain = createChainReader({ config: cfg });
@@ -85,7 +92,7 @@ describe('pipeline decisions', () => {
       service: createServiceClient({
         baseUrl: sandbox.url,
         apiKey: cfg.transferApiKey!,
-        responseTimeoutMs: 500,
+        responseTimeoutMs: options.lostAnswers ? 500 : 15_000,
       }),
       evm: {
         signers: [createEvmSigner({ config: cfg, chainReader: chain })],
@@ -227,7 +234,7 @@ describe('pipeline decisions', () => {
   });
 
   it('gives up after bounded identical re-sends when answers keep getting lost: needs_review, never a new permit', async () => {
-    const t = await setup();
+    const t = await setup({ lostAnswers: true });
     t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 7_000_000n, recipient: randomEvmAddress() });
     await t.write('b5');
     sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
@@ -241,7 +248,7 @@ describe('pipeline decisions', () => {
   it('settles a needs_review permit as failed only from a block past its deadline showing the nonce unused; retry then pays it once', async () => {
     // A 2 s deadline (below PERMIT_DEADLINE_SECONDS' minimum, set directly) so the test waits
     // seconds, not minutes, for the deadline to pass.
-    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config> });
+    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config>, lostAnswers: true });
     t.add({ id: 'a', from: 'BASE', to: 'POLYGON', amount: 3_000_000n, recipient: randomEvmAddress() });
     await t.write('b6');
     sandbox.admin.configure({ faults: { transfer: { hang: 1 } }, hangMs: null });
@@ -325,10 +332,12 @@ describe('pipeline decisions', () => {
   it('holds an owner’s rows queued while a presumed-used permit below could still execute; once it expired unused they pay at its nonce', async () => {
     // a's deadline must outlast a's two lost sends (~1 s), b's wait for a block as new as its
     // refusal (up to ~2.3 s with whole-second timestamps) and c's run, so that b and c are seen
-    // held while a's permit can still execute: 7 s (3–4 s left margins of 0.1 s).
+    // held while a's permit can still execute: 12 s leaves a busy machine ~8 s of margin (7 s
+    // left ~3, and a loaded run of the suite once spent them).
     const t = await setup({
-      config: { permitDeadlineSeconds: 7 } as Partial<Config>,
+      config: { permitDeadlineSeconds: 12 } as Partial<Config>,
       policy: { ...fast, maxAmbiguousResends: 1 },
+      lostAnswers: true,
     });
     for (const id of ['a', 'b', 'c'])
       t.add({ id, from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
@@ -353,7 +362,8 @@ describe('pipeline decisions', () => {
     expect(Date.now()).toBeLessThan(deadline);
     // Past a's deadline, b's next run proves a's permit never executed, a becomes failed (safe to
     // retry), and the pool moves back to 0: b pays with 0, c with 1. Nothing was signed at 0 before.
-    expect(await t.drive('b12', 'b')).toBe('submitted');
+    // (b's runs poll every 100 ms or so until a block past the deadline shows: up to ~12 s.)
+    expect(await t.drive('b12', 'b', 1_000)).toBe('submitted');
     expect(await t.drive('b12', 'c')).toBe('submitted');
     expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0', '1']);
     expect((await t.store.load('b12', 'a'))?.errorCode).toBe('expired_unused');
@@ -364,6 +374,7 @@ describe('pipeline decisions', () => {
     const t = await setup({
       config: { permitDeadlineSeconds: 2 } as Partial<Config>,
       policy: { ...fast, maxAmbiguousResends: 1 },
+      lostAnswers: true,
     });
     t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 10_000_000n, recipient: randomEvmAddress() });
     await t.write('b13');
@@ -373,15 +384,19 @@ describe('pipeline decisions', () => {
     const nonces = t.deps.evm!.nonces;
     expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toHaveLength(1);
     const deadline = Number((await t.store.load('b13', 'a'))?.raw['permit_deadline']) * 1000;
+    // The RPC 45 s behind: its newest block stays from before the deadline for as long as the
+    // checks below take, however busy the machine (the chain's own next block, stamped past the
+    // deadline, would otherwise come within the second).
+    sandbox.admin.configure({ rpcNonceLagMs: 45_000 });
     await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now()) + 50));
     await resolveTransfer({ redis: client, prefix, jobs: t.jobs, actor: 'test' }, 'b13', 'a', {
       notSent: true,
     });
-    // Just past the deadline by the worker's clock, no block is stamped past it yet (the chain's
-    // timestamps are whole seconds: that takes until the next second): the permit could still have
-    // executed for all the chain shows, and stays in the review set.
+    // Past the deadline by the worker's clock, no block it can read is stamped past it yet: the
+    // permit could still have executed for all the chain shows, and stays in the review set.
     expect((await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true })).kind).toBe('later');
     expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toHaveLength(1);
+    sandbox.admin.configure({ rpcNonceLagMs: 0 });
     // The settle job comes later and finds the transfer resolved: the pool forgets its permit.
     for (let i = 0; i < 50; i++) {
       const out = await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true });
@@ -449,17 +464,27 @@ describe('pipeline decisions', () => {
       t.add({ id, from: 'ARB', to: 'BASE', amount: 4_000_000n, recipient: randomEvmAddress() });
       await t.write(`b9${id}`);
       // The "dying" worker: the service executes its permit and answers, then the process is gone
-      // just before the outcome is recorded (its promise is simply abandoned).
+      // just before the outcome is recorded (its promise is simply abandoned). The test goes on
+      // when it has got that far, however long that takes.
+      let died: () => void = () => {};
+      const dead = new Promise<void>((resolve) => (died = resolve));
       const dying = {
         ...t.deps,
         store: {
           ...t.store,
-          transition: async (...a: Parameters<typeof t.store.transition>) =>
-            a[2].to === 'submitted' ? await new Promise<never>(() => {}) : await t.store.transition(...a),
+          transition: async (...a: Parameters<typeof t.store.transition>) => {
+            if (a[2].to !== 'submitted') return await t.store.transition(...a);
+            died();
+            return await new Promise<never>(() => {});
+          },
         },
       };
-      void runTransfer(dying, `b9${id}`, id);
-      await new Promise((r) => setTimeout(r, 300));
+      // If the run ends without reaching the record (a busy machine timing the call out, say), the
+      // test says so at once instead of waiting for ever.
+      const ended = runTransfer(dying, `b9${id}`, id).then((out) => {
+        throw new Error(`the dying worker ended (${JSON.stringify(out)}) before recording an answer`);
+      });
+      await Promise.race([dead, ended]);
       expect(sandbox.ledger()).toHaveLength(1);
       // Its locks die with it: the transfer lock and the nonce lease expire.
       await client.del(`${prefix}:t:b9${id}:${id}:lock`);

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox } from '../../src/sandbox/sandbox.ts';
-import { runCli } from '../helpers/cli.ts';
+import { runCli, waitFor } from '../helpers/cli.ts';
 import { Secret } from '../../src/config/config.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
 import { ServiceError } from '../../src/service/service-error.ts';
@@ -102,9 +102,12 @@ describe('usdc-batch sandbox stopping and refusing', () => {
       try {
         sb.child.kill('SIGKILL');
         await once(sb.child, 'exit');
-        // The kernel signals each anvil when its parent dies (setpriv --pdeathsig): no event to await here.
-        for (let i = 0; i < 100 && sb.anvilPids.some(processAlive); i++)
-          await new Promise((r) => setTimeout(r, 20));
+        // The kernel signals each anvil when its parent dies (setpriv --pdeathsig): no event to
+        // await here, so the processes are watched until they are gone (a busy machine reaps late).
+        await waitFor('every anvil to exit', async () => !sb.anvilPids.some(processAlive), {
+          timeoutMs: 30_000,
+          intervalMs: 20,
+        }).catch(() => undefined);
         expect(sb.anvilPids.filter(processAlive)).toEqual([]);
       } finally {
         await sb.stop();

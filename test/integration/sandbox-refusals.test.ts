@@ -15,6 +15,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { USDC_EVM } from '../../src/domain/chains.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { MALICIOUS_SOLANA_KINDS } from '../../src/sandbox/solana-transaction.ts';
+import { waitFor } from '../helpers/cli.ts';
 import { OTHER_EVM_KEY, signTestPermit, TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
 
 /** The compiled v0 message, typed for the fields these tests read. */
@@ -402,9 +403,13 @@ describe('the sandbox JSON-RPC and status route', () => {
     data: `0x7ecebe00${owner.slice(2).toLowerCase().padStart(64, '0')}`,
   });
 
+  // The lags below are seconds, not a few hundred ms: the reads "within the lag" must all happen
+  // before it ends, even on a busy machine; the end of the lag is then waited for as it is seen.
+  const LAG_MS = 5_000;
+
   it('answers as a node rpcNonceLagMs behind: block number, headers and state of the lagged head', async () => {
     await sandbox.admin.nonce('BASE', TEST_EVM_ADDRESS); // settles nothing: a read
-    sandbox.admin.configure({ rpcNonceLagMs: 400 });
+    sandbox.admin.configure({ rpcNonceLagMs: LAG_MS });
     const before = BigInt((await call('eth_blockNumber', [], true)).result as string);
     expect((await transfer({})).status).toBe(200);
     const head = BigInt((await call('eth_blockNumber', [], true)).result as string);
@@ -431,8 +436,19 @@ describe('the sandbox JSON-RPC and status route', () => {
     );
     // The service itself uses the chain as it is: the used nonce is refused at once.
     expect((await transfer({ nonce: 0n })).body.error.code).toBe('permit_nonce_used');
-    await new Promise((r) => setTimeout(r, 450));
-    expect(BigInt((await call('eth_blockNumber')).result as string)).toBe(head);
+    // Once the lag has passed the transfer's block is the RPC's: its header and its state. (The
+    // block ticker mines an empty block each second, so the head may be past it by then.)
+    await waitFor(
+      'the transfer block to show on the lagged RPC',
+      async () => (await call('eth_getBlockByNumber', [`0x${head.toString(16)}`, false])).result !== null,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    expect(BigInt((await call('eth_blockNumber')).result as string)).toBeGreaterThanOrEqual(head);
+    expect(
+      BigInt(
+        (await call('eth_call', [nonceCall(TEST_EVM_ADDRESS), `0x${head.toString(16)}`])).result as string,
+      ),
+    ).toBe(1n);
     expect(BigInt((await call('eth_call', [nonceCall(TEST_EVM_ADDRESS), 'latest'])).result as string)).toBe(
       1n,
     );
@@ -462,7 +478,7 @@ describe('the sandbox JSON-RPC and status route', () => {
   });
 
   it('takes an outside signer’s nonces at once for the service, and shows them over RPC after the lag', async () => {
-    sandbox.admin.configure({ rpcNonceLagMs: 300 });
+    sandbox.admin.configure({ rpcNonceLagMs: LAG_MS });
     const c = rpc();
     const read = () =>
       c.readContract({ address: usdc, abi, functionName: 'nonces', args: [TEST_EVM_ADDRESS] });
@@ -471,7 +487,11 @@ describe('the sandbox JSON-RPC and status route', () => {
     expect(await read()).toBe(0n);
     expect((await transfer({ nonce: 1n })).body.error.code).toBe('permit_nonce_used');
     expect((await transfer({ nonce: 3n })).body.error.code).toBe('permit_nonce_invalid');
-    await new Promise((r) => setTimeout(r, 350));
+    // After the lag, the RPC shows both used: waited for as it is seen, not for a fixed time.
+    await waitFor('the outside nonces to show on the lagged RPC', async () => (await read()) === 2n, {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
     expect(await read()).toBe(2n);
     expect(await sandbox.admin.bumpNonce('BASE', TEST_EVM_ADDRESS)).toEqual({ expected: 3n, chain: 2n });
     expect((await transfer({ nonce: 3n })).status).toBe(200);
@@ -489,10 +509,14 @@ describe('the sandbox JSON-RPC and status route', () => {
   });
 
   it('moves an intent pending → detected → minted → complete, and 404s when told to', async () => {
+    // Steps of 1.5 s (the suite's 50 ms would let a busy machine's pause between two looks skip
+    // one), looked at every 20 ms until complete.
+    sandbox.admin.configure({ statusStepMs: 1_500 });
     const r = await transfer({});
     const id = r.body.intent_id as string;
     const seen: string[] = [];
-    for (let i = 0; i < 40; i++) {
+    const until = Date.now() + 60_000;
+    while (Date.now() < until) {
       const s = (await (
         await fetch(`${sandbox.url}/sdk/v1/status/${id}`, { headers: { 'x-api-key': API_KEY } })
       ).json()) as {

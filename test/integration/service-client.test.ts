@@ -54,8 +54,10 @@ beforeAll(async () => {
   client = createServiceClient({
     baseUrl: sandbox.url,
     apiKey: new Secret(API_KEY),
-    connectTimeoutMs: 500,
-    responseTimeoutMs: 800,
+    // Generous: a busy machine can take seconds over a real transfer on anvil (the sandbox runs in
+    // this process). The test of a hung service has a client with a short timeout of its own.
+    connectTimeoutMs: 10_000,
+    responseTimeoutMs: 20_000,
     retryMinDelayMs: 10,
     logger: createLogger('debug', { write: (line: string) => void logLines.push(line) }),
     onCall: (op, outcome) => calls.push({ op, outcome }),
@@ -91,6 +93,9 @@ describe('the service client against the sandbox', () => {
   });
 
   it('transfers with a signed permit and follows the intent to complete', async () => {
+    // Steps of 1.5 s: the intent is still pending at the first look even on a busy machine (with
+    // the suite's 100 ms, a pause after the transfer could skip it).
+    sandbox.admin.configure({ statusStepMs: 1_500 });
     const r = await client.transfer(
       { from: 'BASE', to: 'ARB', amount: 2_500_000n, recipient: RECIPIENT, permit: await permit(2_500_000n) },
       { idempotencyKey: 'b1/t1/1' },
@@ -108,7 +113,8 @@ describe('the service client against the sandbox', () => {
       },
     ]);
     const seen = new Set<string>();
-    for (let i = 0; i < 50 && !seen.has('complete'); i++) {
+    const until = Date.now() + 60_000;
+    while (!seen.has('complete') && Date.now() < until) {
       const s = await client.getIntentStatus(r.intentId);
       seen.add(s?.status ?? 'none');
       await new Promise((res) => setTimeout(res, 40));
@@ -257,13 +263,24 @@ describe('the service client against the sandbox', () => {
 
   it('times out a hung service within the response timeout, as ambiguous', async () => {
     sandbox.admin.configure({ faultScript: [{ op: 'submit', fault: 'hang' }] });
+    const short = createServiceClient({
+      baseUrl: sandbox.url,
+      apiKey: new Secret(API_KEY),
+      connectTimeoutMs: 500,
+      responseTimeoutMs: 800,
+      retryMinDelayMs: 10,
+    });
     const started = Date.now();
-    const e = await expectFailure(
-      client.submitSolanaTx({ intentId: 'int_x', signedTransaction: 'AQID' }, {}),
-      'ambiguous',
-    );
-    expect(Date.now() - started).toBeLessThan(3_000);
-    expect(e.details).toContain('ETIMEDOUT');
+    try {
+      const e = await expectFailure(
+        short.submitSolanaTx({ intentId: 'int_x', signedTransaction: 'AQID' }, {}),
+        'ambiguous',
+      );
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(e.details).toContain('ETIMEDOUT');
+    } finally {
+      short.close();
+    }
   });
 
   it('waits for beforeRequest (the rate-limit slot) before every HTTP attempt, retries included', async () => {

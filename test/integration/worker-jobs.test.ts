@@ -152,6 +152,60 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'needs_review outcome_unknown',
       'rejected fee_too_high',
     ]);
+    // Each transfer that did not end submitted is logged at warn (the worker runs at LOG_LEVEL=warn)
+    // with its batch and transfer ids, its code and reason.
+    const warnLineOf = (t: TransferView) =>
+      worker
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find(
+          (l) => l['msg'] === `transfer ${t.state}` && l['batchId'] === batchId && l['transferId'] === t.id,
+        );
+    for (const t of first.transfers.filter((x) => x.state !== 'submitted')) {
+      const line = await waitFor(`the warn line of ${t.id}`, async () => warnLineOf(t), {
+        timeoutMs: 10_000,
+      });
+      expect(line, t.id).toMatchObject({
+        level: 40,
+        state: t.state,
+        code: t.error?.code,
+        reason: t.error?.message,
+      });
+    }
+    // The needs_review transfer's delayed settle job says what it waits for, in its name and log.
+    const prefix = stack.env['QUEUE_PREFIX'] as string;
+    const review = first.transfers.find((t) => t.state === 'needs_review') as TransferView;
+    const settleKeys = await waitFor(
+      'the settle job',
+      async () => {
+        const found = (
+          await stack.client.keys(`${prefix}:transfers-${review.from}:${batchId}/${review.id}/settle*`)
+        ).filter((k) => !k.endsWith(':logs'));
+        return found.length > 0 ? found : undefined;
+      },
+      { timeoutMs: 10_000 },
+    );
+    expect(settleKeys).toHaveLength(1);
+    const settle = await readJob(
+      stack.client,
+      prefix,
+      `transfers-${review.from}`,
+      settleKeys[0]!.slice(`${prefix}:transfers-${review.from}:`.length),
+    );
+    expect(settle.hash['name']).toBe(
+      `settle ${review.from}→${review.to} ${Number(review.amount).toFixed(2)} USDC (needs_review: re-check once its permit has expired)`,
+    );
+    expect(settle.logs[0]).toMatch(
+      new RegExp(
+        `^\\S+Z wait: transfer ${batchId}/${review.id} needs review \\(its send's answer was lost, so it may have been paid\\); this job looks again at \\S+Z, once its permit's deadline has passed`,
+      ),
+    );
+    // A batch without a callback_url leaves nothing in the callbacks queue.
+    expect(await stack.client.keys(`${prefix}:callbacks:${batchId}*`)).toEqual([]);
+    expect(await stack.client.zcard(`${prefix}:callbacks:completed`)).toBe(0);
+
     // The refusal, the doubt and the rejection are explained step by step in the logs.
     const logsOf = async (state: string, code: string) =>
       (
@@ -329,6 +383,13 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     expect((await stack.status(batchId)).transfers.find((t) => t.id === victim.id)?.intent_status).toBe(
       'failed',
     );
+    // The transfer job's own result says it too: dashboards reading job results are not left at pending.
+    const transferJob = await jobOf(victim);
+    expect(JSON.parse(transferJob.hash['returnvalue'] ?? '{}')).toMatchObject({
+      state: 'submitted',
+      intent_id: victim.intent_id,
+      intent_status: 'failed',
+    });
     const metrics = await scrape((text) => /^usdc_batch_intents_failed_total\{chain="BASE"\} 1$/m.test(text));
     expect(metrics).toMatch(/^usdc_batch_intents_failed_total\{chain="BASE"\} 1$/m);
   }, 120_000);

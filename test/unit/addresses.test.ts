@@ -121,3 +121,25 @@ describe('Solana addresses', () => {
     });
   });
 });
+
+describe('hostile lengths (issue 23)', () => {
+  it('never decodes text longer than an address: a million base58 characters are refused as they are', () => {
+    const long = '2'.repeat(1_000_000);
+    expect(checkEvmAddress(long)).toEqual({
+      ok: false,
+      reason: 'is not an EVM address (0x followed by 40 hex digits)',
+    });
+    expect(checkSolanaAddress(long)).toEqual({
+      ok: false,
+      reason: 'is not a Solana address (base58, 32 bytes)',
+    });
+    expect(decodeBase58(long)).toBeUndefined();
+    // An address's length still decodes, and says what it is.
+    expect(checkEvmAddress('ELJtSAttfEnsme9nKNVcwZ68TuB4x9wb89ubKecUULWx')).toEqual({
+      ok: false,
+      reason: 'is a Solana address, not an EVM address',
+    });
+    expect(decodeBase58('2'.repeat(128))).toBeInstanceOf(Uint8Array);
+    expect(decodeBase58('2'.repeat(129))).toBeUndefined();
+  });
+});

@@ -105,7 +105,7 @@ describe('loadConfig', () => {
       HTTP_IDLE_TIMEOUT_MS: '2000',
       HTTP_MAX_CONNECTIONS: '200',
       HOOK_TOKEN: 'hook-token-0123456789',
-      HOOK_HMAC_SECRET: 'hmac-secret',
+      HOOK_HMAC_SECRET: 'hmac-secret-0123456789',
       LOG_LEVEL: 'DEBUG',
     });
     expect(config).toMatchObject({
@@ -147,7 +147,7 @@ describe('loadConfig', () => {
     expect(config.solanaSecretKey).toEqual(solana);
     expect(config.approverToken?.reveal()).toBe('approver-token-0123456789');
     expect(config.hookToken?.reveal()).toBe('hook-token-0123456789');
-    expect(config.hookHmacSecret?.reveal()).toBe('hmac-secret');
+    expect(config.hookHmacSecret?.reveal()).toBe('hmac-secret-0123456789');
     expect(spenderFor(config, 'BASE')).toBe(SPENDER_BASE);
     expect(spenderFor(config, 'ETH')).toBe(SPENDER);
   });
@@ -182,7 +182,7 @@ describe('loadConfig', () => {
       MAX_BATCH_USDC: '1,000',
       MAX_DAILY_USDC: '0',
       APPROVAL_THRESHOLD_USDC: '.5',
-      HOOK_TOKEN: 'has a space',
+      HOOK_TOKEN: 'has a space in this token',
       CALLBACK_ALLOWED_HOSTS: 'ok.example.com',
       SOLANA_ALLOWED_DESTINATIONS: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed',
       WORKER_CONCURRENCY: '-3',
@@ -549,6 +549,27 @@ describe('what each command needs', () => {
 
   it('makes serve ask for the hook token', () => {
     expect(problemsOf({}, { hook: true }).problems.map((p) => p.variable)).toEqual(['HOOK_TOKEN']);
+  });
+
+  it('refuses tokens and secrets under 16 characters, saying how to make one, never echoing them', () => {
+    const err = problemsOf({
+      HOOK_TOKEN: 'ab',
+      APPROVER_TOKEN: '0123456789abcde',
+      HOOK_HMAC_SECRET: 'x',
+    });
+    const hint = 'is shorter than 16 characters: use a random one, e.g. `openssl rand -hex 32`';
+    expect(err.problems).toEqual([
+      { variable: 'APPROVER_TOKEN', message: hint },
+      { variable: 'HOOK_TOKEN', message: hint },
+      { variable: 'HOOK_HMAC_SECRET', message: hint },
+    ]);
+    expect(JSON.stringify(err.problems)).not.toContain('0123456789abcde');
+    expect(
+      loadConfig({
+        HOOK_TOKEN: '0123456789abcdef',
+        HOOK_HMAC_SECRET: 'fedcba9876543210',
+      }).hookToken?.reveal(),
+    ).toBe('0123456789abcdef');
   });
 });
 

@@ -105,6 +105,24 @@ describe('Solana signer', () => {
     await expect(signer.sign(tx)).rejects.toMatchObject({ code: 'USDC_SOLANA_TX_INVALID' });
   });
 
+  it('logs a refusal at warn with the batch and transfer it was built for', async () => {
+    const log = capture();
+    const signer = await createSolanaSigner({
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      logger: log.logger,
+    });
+    const inflated = { ...EXPECTED, amount: EXPECTED.amount - 1n };
+    expect(signer.check(tx, inflated, { batchId: 'payroll-7', transferId: 'inv-3' }).ok).toBe(false);
+    const line = log
+      .text()
+      .split('\n')
+      .filter((l) => l.includes('refused to sign a Solana transaction'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(line).toEqual([
+      expect.objectContaining({ level: 40, batchId: 'payroll-7', transferId: 'inv-3', to: 'ETH' }),
+    ]);
+  });
+
   it('refuses a copy of the checked transaction with one byte of its message changed', async () => {
     const signer = await createSolanaSigner({
       config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),

@@ -28,6 +28,7 @@ function transfer(over: Partial<TransferView> = {}): TransferView {
     net_receive: '9.90',
     attempts: 1,
     error: null,
+    evidence: [],
     wait_reason: null,
     updated_at: null,
     ...over,
@@ -82,6 +83,33 @@ describe('batch pages: HTML from outside values', () => {
     expect(page).not.toContain('<script>alert');
     expect(page).not.toContain('<img');
     expect(page.split(escapeHtml(EVIL)).length - 1).toBe(4);
+  });
+
+  it('shows a row’s evidence, oldest first and escaped, folded under its error; none for a plain submitted', () => {
+    const evidence = [
+      '2025-06-01T12:00:01.000Z send 1 failed: ambiguous',
+      `2025-06-01T12:00:02.000Z ${EVIL}`,
+    ];
+    const page = batchPage(
+      doc({
+        transfers: [
+          transfer(),
+          transfer({
+            id: 'inv-2',
+            line: 3,
+            state: 'needs_review',
+            evidence,
+            error: { code: 'outcome_unknown', message: 'm' },
+          }),
+        ],
+      }),
+      view,
+    ).toString();
+    const rows = page.split('<tr data-transfer=');
+    expect(rows[1]).not.toContain('data-evidence');
+    expect(rows[2]).toMatch(/<details class="evidence" data-evidence>\s*<summary>evidence \(2\)<\/summary>/);
+    const items = [...(rows[2] ?? '').matchAll(/<li>([^<]*)<\/li>/g)].map((m) => m[1]);
+    expect(items).toEqual([evidence[0], escapeHtml(evidence[1]!)]);
   });
 
   it('escapes a batch id in links and text on the list page', () => {

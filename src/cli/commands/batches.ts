@@ -1,4 +1,5 @@
-import { createBatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
+import { outcomeText } from '../batch-text.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
@@ -14,40 +15,45 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
       process.stdout.write('no batches yet\n');
       return EXIT.ok;
     }
-    process.stdout.write(
-      `${table(
-        [
-          'batch',
-          'created',
-          'source',
-          'complete',
-          'settled',
-          'queued',
-          'in_prog',
-          'submitted',
-          'failed',
-          'rejected',
-          'review',
-          'amount',
-          'paid',
-        ],
-        list.map((b) => [
-          b.batch_id,
-          b.created_at,
-          b.source,
-          b.held ? 'held' : b.complete ? 'yes' : 'no',
-          b.settled === null ? 'unknown' : b.settled ? 'yes' : 'no',
-          b.counts.queued,
-          b.counts.in_progress,
-          b.counts.submitted,
-          b.counts.failed,
-          b.counts.rejected,
-          b.counts.needs_review,
-          b.totals.amount,
-          b.totals.paid.amount,
-        ]),
-      )}\n`,
-    );
+    process.stdout.write(renderBatches(list));
     return EXIT.ok;
   });
+}
+
+/** The batches as a table: each one's outcome (`all paid`, `1 failed`) before its counts. */
+export function renderBatches(list: readonly BatchSummary[]): string {
+  return `${table(
+    [
+      'batch',
+      'created',
+      'source',
+      'outcome',
+      'complete',
+      'intents_settled',
+      'queued',
+      'in_prog',
+      'submitted',
+      'failed',
+      'rejected',
+      'review',
+      'amount',
+      'paid',
+    ],
+    list.map((b) => [
+      b.batch_id,
+      b.created_at,
+      b.source,
+      outcomeText(b),
+      b.held ? 'held' : b.complete ? 'yes' : 'no',
+      b.settled === null ? 'unknown' : b.settled ? 'yes' : 'no',
+      b.counts.queued,
+      b.counts.in_progress,
+      b.counts.submitted,
+      b.counts.failed,
+      b.counts.rejected,
+      b.counts.needs_review,
+      b.totals.amount,
+      b.totals.paid.amount,
+    ]),
+  )}\n`;
 }

@@ -26,6 +26,40 @@ import { makeThrowawayKeys } from '../throwaway-keys.ts';
 const DEMO_TREASURY_USDC = 10_000_000_000n;
 const SAMPLE = fileURLToPath(new URL('../../../samples/payouts.csv', import.meta.url));
 
+/** The demo's last line: where to look next (its Redis and chains are gone when it exits). */
+const NEXT_STEPS =
+  'next: run it yourself in three terminals (README "First run"): `npx usdc-batch sandbox --redis --write-env sandbox.env`, ' +
+  'then `usdc-batch worker`, `usdc-batch enqueue FILE.csv --wait` and `usdc-batch status BATCH_ID` (intents settle after the batch completes)';
+
+type Counts = { submitted: number; failed: number; rejected: number; needs_review: number };
+
+/**
+ * The demo's progress on stderr: a bar redrawn in place on a terminal; otherwise (a pipe, a file)
+ * a plain line when the count of finished transfers has changed, at most every 2 s, and at the end.
+ */
+function progressReporter(total: number) {
+  const tty = process.stderr.isTTY === true;
+  let lastDone = -1;
+  let lastAt = 0;
+  const finished = (c: Counts) => c.submitted + c.failed + c.rejected + c.needs_review;
+  return {
+    show(c: Counts): void {
+      const done = finished(c);
+      if (tty) process.stderr.write(`\r${progressBar(done, total)}`);
+      else if (done !== lastDone && Date.now() - lastAt >= 2_000) {
+        process.stderr.write(`progress: ${done}/${total} transfers finished\n`);
+        lastDone = done;
+        lastAt = Date.now();
+      }
+    },
+    end(c: Counts): void {
+      const done = finished(c);
+      if (tty) process.stderr.write(`\r${progressBar(done, total)}\n\n`);
+      else process.stderr.write(`progress: ${done}/${total} transfers finished\n`);
+    },
+  };
+}
+
 /**
  * `usdc-batch demo`: the whole thing on embedded defaults — a private Redis (unless REDIS_URL is
  * set), the sandbox, a worker with throwaway keys, the bundled sample CSV, a progress bar and a
@@ -125,24 +159,31 @@ export async function run(): Promise<number> {
 
     const reader = createBatchReader({ redis: client, prefix: config.queuePrefix });
     const deadline = Date.now() + 120_000;
+    const progress = progressReporter(outcome.accepted);
     let summary = await reader.summary(batchId);
     while (summary && !summary.complete && Date.now() < deadline) {
-      const c = summary.counts;
-      const done = c.submitted + c.failed + c.rejected + c.needs_review;
-      process.stderr.write(`\r${progressBar(done, outcome.accepted)}`);
+      progress.show(summary.counts);
       await new Promise((r) => setTimeout(r, 200));
       summary = await reader.summary(batchId);
     }
     const doc = await reader.status(batchId);
     if (!doc) return EXIT.rejected;
     const c = doc.counts;
-    process.stderr.write(
-      `\r${progressBar(c.submitted + c.failed + c.rejected + c.needs_review, outcome.accepted)}\n\n`,
-    );
+    progress.end(c);
     out(
       `${table(
-        ['id', 'route', 'amount', 'fee', 'state', 'intent_id'],
-        doc.transfers.map((t) => [t.id, `${t.from}→${t.to}`, t.amount, t.fee.total, t.state, t.intent_id]),
+        ['id', 'route', 'amount', 'fee', 'state', 'intent_id', 'intent', 'tx'],
+        doc.transfers.map((t) => [
+          t.id,
+          `${t.from}→${t.to}`,
+          t.amount,
+          t.fee.total,
+          t.state,
+          t.intent_id,
+          t.intent_status,
+          // The source chain's transaction: a hash on EVM, a signature on Solana.
+          t.tx_hash ?? t.tx_signature,
+        ]),
       )}\n\n`,
     );
     out(
@@ -154,7 +195,8 @@ export async function run(): Promise<number> {
       await new Promise((r) => setTimeout(r, 200));
     const after = await readChainBalances(sandbox, accounts);
     out(`USDC balances read from the chains (anvil, LiteSVM), before and after:\n`);
-    out(`${balancesTable(accounts, before, after)}\n`);
+    out(`${balancesTable(accounts, before, after)}\n\n`);
+    out(`${NEXT_STEPS}\n`);
     return doc.complete && c.submitted === outcome.accepted ? EXIT.ok : EXIT.rejected;
   } finally {
     process.off('SIGINT', onSignal);

@@ -13,7 +13,7 @@ import {
   type NewRecipientTotal,
   type RecipientScreen,
 } from '../../ingest/hold-rules.ts';
-import type { IngestIssue } from '../../ingest/ingest-issue.ts';
+import type { IngestIssue, WholeInputRefusal } from '../../ingest/ingest-issue.ts';
 import { firstIssues } from '../../ingest/issue-list.ts';
 import { routeTotals } from '../../ingest/route-totals.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
@@ -33,7 +33,7 @@ import { createBatchReader, type BatchSummary } from '../../store/batch-reader.t
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { createRedis } from '../../store/redis.ts';
 import { withCli, type CliContext } from '../context.ts';
-import { intentsText, settledText, totalsLines } from '../batch-text.ts';
+import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
 
@@ -224,7 +224,7 @@ function waitedDocument(o: EnqueueOutcome, done: BatchSummary) {
 function printWaited(batchId: string, done: BatchSummary): void {
   const lines = [
     '',
-    `batch ${batchId} complete; settled: ${settledText(done.settled)}`,
+    `batch ${batchId} complete: ${outcomeText(done)}; intents settled: ${settledText(done.settled)}`,
     table(
       ['state', 'transfers'],
       FINAL_STATES.map((s) => [s, done.counts[s]]),
@@ -236,10 +236,27 @@ function printWaited(batchId: string, done: BatchSummary): void {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
+/** Why a file was refused as a whole, for the first line of the summary. */
+const WHOLE_INPUT_TEXT: Record<WholeInputRefusal, string> = {
+  header: 'the file was rejected for its header',
+  syntax: 'the file was rejected: it is not valid CSV',
+  empty: 'the file was rejected: it is empty',
+  document: 'the input was rejected as a whole',
+  control_total: 'the file was rejected: a control total does not match (--expect-rows, --expect-total)',
+  no_rows: 'the file was rejected: it has no rows',
+  batch_id: 'the file was rejected for its batch id',
+  callback_url: 'the file was rejected for its callback_url',
+  batch_total: "the file was rejected: the batch's total is above MAX_BATCH_USDC",
+  no_valid_rows: 'the file was rejected: no row is valid',
+};
+
 function printOutcome(o: EnqueueOutcome): void {
   const out = (s: string) => process.stdout.write(`${s}\n`);
-  if (o.status === 'rejected') out('rejected: nothing was enqueued');
-  else if (!o.created) out(`batch ${o.batchId}: already enqueued with the same rows; nothing added`);
+  if (o.status === 'rejected') {
+    printRejected(o);
+    return;
+  }
+  if (!o.created) out(`batch ${o.batchId}: already enqueued with the same rows; nothing added`);
   else
     out(
       `batch ${o.batchId}: ${o.resumed ? 'completed an interrupted enqueue' : 'enqueued'}${o.held ? ' (held for approval)' : ''}`,
@@ -257,6 +274,32 @@ function printOutcome(o: EnqueueOutcome): void {
         o.routes.map((r) => [r.from, r.to, r.rows, formatUsdc(r.amount)]),
       ),
     );
+  }
+  process.stdout.write(issueReport(o.errors, o.errorCount));
+}
+
+/**
+ * A rejected file: why, in words (a file refused for its header or a control total says so, not
+ * "rejected 0"), the rows' counts when rows were judged, what a flag would change, then the problems.
+ */
+function printRejected(o: EnqueueOutcome): void {
+  const out = (s: string) => process.stdout.write(`${s}\n`);
+  out(`rejected: nothing was enqueued${o.wholeInput ? ` (${WHOLE_INPUT_TEXT[o.wholeInput]})` : ''}`);
+  if (o.wholeInput === null || o.rejected > 0 || o.duplicates > 0) {
+    out(`  rejected    ${o.rejected} invalid row${o.rejected === 1 ? '' : 's'}`);
+    out(`  duplicates  ${o.duplicates} likely duplicate${o.duplicates === 1 ? '' : 's'}`);
+    if (o.wholeInput === null) out(`  valid       ${o.validRows}`);
+  }
+  // A flag helps only when the file itself was usable.
+  if (o.wholeInput === null) {
+    if (o.rejected > 0 && o.validRows > 0)
+      out(
+        `  --skip-invalid would enqueue the ${o.validRows} valid row${o.validRows === 1 ? '' : 's'} and report the rest`,
+      );
+    if (o.duplicates > 0)
+      out(
+        '  --allow-duplicates would accept the likely duplicates (rows without an id that repeat another payment): only if they are meant to be paid again',
+      );
   }
   process.stdout.write(issueReport(o.errors, o.errorCount));
 }

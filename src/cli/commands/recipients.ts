@@ -5,7 +5,7 @@ import { readRecipientCsv } from '../../ingest/recipient-file.ts';
 import { addRecipient, importRecipients, listRecipients, removeRecipient } from '../../ops/recipients.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
-import { table } from '../format.ts';
+import { jsonText, table } from '../format.ts';
 
 // An address book file of a million lines is ~60 MB; anything larger is not an address book.
 const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
@@ -42,7 +42,7 @@ function required(arg: string | undefined, what: string): string {
 async function list(ctx: CliContext, json: boolean): Promise<number> {
   const recipients = await listRecipients({ redis: ctx.redis, prefix: ctx.prefix });
   if (json) {
-    out(JSON.stringify({ recipients }, null, 2));
+    out(jsonText({ recipients }));
     return EXIT.ok;
   }
   if (recipients.length === 0) {

@@ -77,7 +77,9 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
-      process.stderr.write(`error: port ${port ?? ''} is already in use\n`);
+      process.stderr.write(
+        `error: port ${port ?? ''} is already in use: choose another with --port N (--port 0 takes a free one)\n`,
+      );
       return EXIT.usage;
     }
     if (err instanceof SandboxNetworkError) {

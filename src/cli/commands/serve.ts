@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { ConfigError } from '../../domain/errors.ts';
 import { buildApp } from '../../http/app.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
@@ -14,13 +15,6 @@ import { EXIT } from '../exit-codes.ts';
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { hook: true });
   const logger = createLogger(config.logLevel);
-  for (const [name, token] of [
-    ['HOOK_TOKEN', config.hookToken],
-    ['APPROVER_TOKEN', config.approverToken],
-  ] as const) {
-    if (token && token.reveal().length < 16)
-      logger.warn({ variable: name }, `${name} is short: use 16+ random characters`);
-  }
   const redis = createRedis(config.redisUrl, { role: 'client', logger, quiet: true });
   try {
     await waitForRedis(redis, config.redisUrl);
@@ -40,7 +34,7 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     process.stdout.write(`listening on ${boundAddress(app.server.address())}\n`);
   } catch (err) {
     await close();
-    throw err;
+    throw listenError(err, config.httpHost, config.httpPort);
   }
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
@@ -54,6 +48,36 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     process.once('SIGTERM', onSignal);
   });
   return EXIT.ok;
+}
+
+/**
+ * A port already taken (or not ours to take) named with the setting that changes it, as a
+ * configuration error (exit 2); any other failure as it came.
+ */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE')
+    return new ConfigError([
+      {
+        variable: 'HTTP_PORT',
+        message: `port ${port} on ${host} is already in use: set HTTP_PORT to another port`,
+      },
+    ]);
+  if (code === 'EADDRNOTAVAIL')
+    return new ConfigError([
+      {
+        variable: 'HTTP_HOST',
+        message: `${host} is not an address of this machine: set HTTP_HOST to one that is`,
+      },
+    ]);
+  if (code === 'EACCES')
+    return new ConfigError([
+      {
+        variable: 'HTTP_PORT',
+        message: `port ${port} on ${host} may not be opened by this user: set HTTP_PORT to another port (above 1023)`,
+      },
+    ]);
+  return err;
 }
 
 /** `http://127.0.0.1:8080`, `http://[::1]:8080`: the address the server is bound to, as a URL. */

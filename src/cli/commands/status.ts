@@ -1,7 +1,7 @@
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { createBatchReader, type BatchStatus } from '../../store/batch-reader.ts';
-import { intentsText, settledText, totalsLines } from '../batch-text.ts';
+import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
@@ -12,7 +12,8 @@ export function renderStatus(doc: BatchStatus): string {
   const c = doc.counts;
   const lines = [
     `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'})`,
-    `complete: ${doc.complete ? 'yes' : 'no'}  settled: ${settledText(doc.settled)}${doc.held ? `  HELD for approval: ${doc.held_reason ?? ''}` : ''}`,
+    `outcome: ${outcomeText(doc)}`,
+    `complete: ${doc.complete ? 'yes' : 'no'}  intents settled: ${settledText(doc.settled)}${doc.held ? `  HELD for approval: ${doc.held_reason ?? ''}` : ''}`,
     `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}`,
     intentsText(doc.intents),
     ...totalsLines(doc.totals),

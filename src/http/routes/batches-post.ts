@@ -7,6 +7,7 @@ import type { RoutePlugin } from '../route-deps.ts';
 import { batchesPostSchema } from '../schemas/route-schemas.ts';
 import { verifySignature } from '../auth.ts';
 import { HttpError, unauthorized } from '../http-errors.ts';
+import { parseJsonBody } from '../json-body.ts';
 
 const CSV_TYPES = ['text/csv', 'application/csv'];
 const JSON_TYPE = 'application/json';
@@ -55,12 +56,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     let batchId = typeof query['batch_id'] === 'string' ? query['batch_id'] : undefined;
     let callbackUrl: string | undefined;
     if (type === JSON_TYPE) {
-      let doc: unknown;
-      try {
-        doc = JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, ''));
-      } catch {
-        throw new HttpError(400, 'USDC_HTTP_MALFORMED_JSON', 'the body is not valid JSON');
-      }
+      const doc = parseJsonBody(raw.toString('utf8').replace(/^\uFEFF/, ''));
       const batch = readJsonBatch(doc);
       if (!batch) {
         throw new HttpError(

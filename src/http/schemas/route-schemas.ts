@@ -37,6 +37,7 @@ const transferInput = {
 
 export const healthzSchema: FastifySchema = {
   tags: ['health'],
+  operationId: 'getHealthz',
   summary: 'Liveness (no credentials)',
   security: [],
   response: { 200: jsonAnswer('the process answers', ok('{ status: "ok" }')) },
@@ -44,12 +45,14 @@ export const healthzSchema: FastifySchema = {
 
 export const readyzSchema: FastifySchema = {
   tags: ['health'],
+  operationId: 'getReadyz',
   summary: 'Readiness: Redis answers',
   response: { 200: jsonAnswer('ready', ok('{ status: "ready", redis: "ok" }')), ...errorAnswers(401, 503) },
 };
 
 export const batchesPostSchema: FastifySchema = {
   tags: ['batches'],
+  operationId: 'createBatch',
   summary: 'Enqueue a batch (CSV or JSON)',
   description:
     'The same validation as `usdc-batch enqueue`. With HOOK_HMAC_SECRET, `X-Signature: t=…,v1=…` (no query string) or `t=…,v2=…` is required.',
@@ -112,6 +115,7 @@ export const batchesPostSchema: FastifySchema = {
 
 export const batchesListSchema: FastifySchema = {
   tags: ['batches'],
+  operationId: 'listBatches',
   summary: 'Recent batches, newest first',
   querystring: {
     type: 'object',
@@ -143,6 +147,7 @@ function batchPageQuery(pageDefault: number, pageMax: number) {
 export function batchStatusSchema(pageDefault: number, pageMax: number): FastifySchema {
   return {
     tags: ['batches'],
+    operationId: 'getBatch',
     summary: 'The status document of one batch, paged',
     params: batchIdParams,
     querystring: batchPageQuery(pageDefault, pageMax),
@@ -157,6 +162,7 @@ export function batchStatusSchema(pageDefault: number, pageMax: number): Fastify
 
 export const batchExportSchema = (format: 'csv' | 'json'): FastifySchema => ({
   tags: ['batches'],
+  operationId: format === 'csv' ? 'exportBatchCsv' : 'exportBatchJson',
   summary: `One row per transfer (${format.toUpperCase()}), streamed`,
   params: batchIdParams,
   response: {
@@ -170,6 +176,7 @@ export const batchExportSchema = (format: 'csv' | 'json'): FastifySchema => ({
 
 export const batchRetrySchema: FastifySchema = {
   tags: ['operations'],
+  operationId: 'retryBatch',
   summary: "Re-queue the batch's failed transfers only",
   params: batchIdParams,
   response: {
@@ -183,6 +190,7 @@ export const batchRetrySchema: FastifySchema = {
 
 export const batchApproveSchema: FastifySchema = {
   tags: ['operations'],
+  operationId: 'approveBatch',
   summary: 'Release a batch held for approval (APPROVER_TOKEN)',
   security: [{ approverToken: [] }],
   params: batchIdParams,
@@ -197,6 +205,7 @@ export const batchApproveSchema: FastifySchema = {
 
 export const auditSchema: FastifySchema = {
   tags: ['operations'],
+  operationId: 'listAudit',
   summary: 'Operator actions, newest first',
   querystring: {
     type: 'object',
@@ -252,6 +261,7 @@ const changeSecurity = [{ approverToken: [] }, { hookToken: [] }];
 
 export const recipientsListSchema: FastifySchema = {
   tags: ['recipients'],
+  operationId: 'listRecipients',
   summary: 'The address book',
   response: {
     200: jsonAnswer('known recipients', {
@@ -266,6 +276,7 @@ export const recipientsListSchema: FastifySchema = {
 
 export const recipientsPostSchema: FastifySchema = {
   tags: ['recipients'],
+  operationId: 'addRecipients',
   summary: 'Add a recipient, or import a list all or none',
   security: changeSecurity,
   body: {
@@ -304,6 +315,7 @@ const removed = jsonAnswer(
 
 export const recipientDeleteSchema: FastifySchema = {
   tags: ['recipients'],
+  operationId: 'removeRecipient',
   summary: 'Remove a recipient: every later payment to it is held',
   security: changeSecurity,
   params: { type: 'object', required: ['address'], properties: { address: { type: 'string' } } },
@@ -312,6 +324,7 @@ export const recipientDeleteSchema: FastifySchema = {
 
 export const recipientsDeleteSchema: FastifySchema = {
   tags: ['recipients'],
+  operationId: 'removeRecipientByQuery',
   summary: 'Remove a recipient named by ?address= or { address }',
   security: changeSecurity,
   querystring: { type: 'object', properties: { address: { type: 'string' } } },
@@ -320,12 +333,14 @@ export const recipientsDeleteSchema: FastifySchema = {
 
 export const metricsSchema: FastifySchema = {
   tags: ['health'],
+  operationId: 'getMetrics',
   summary: 'Prometheus metrics',
   response: { 200: text('text/plain', 'Prometheus text format'), ...errorAnswers(401, 503) },
 };
 
 export const openapiSchema: FastifySchema = {
   tags: ['health'],
+  operationId: 'getOpenApi',
   summary: 'This document (OpenAPI 3.1)',
   response: { 200: jsonAnswer('the API described', ok('OpenAPI 3.1 document')), ...errorAnswers(401) },
 };
@@ -335,6 +350,7 @@ const pageSecurity = [{ hookToken: [] }, { browserLogin: [] }];
 
 export const uiListSchema: FastifySchema = {
   tags: ['pages'],
+  operationId: 'uiListBatches',
   summary: 'Recent batches, for people',
   security: pageSecurity,
   response: { 200: html('the batches page'), 401: html('log in: any user name, HOOK_TOKEN as the password') },
@@ -342,6 +358,7 @@ export const uiListSchema: FastifySchema = {
 
 export const uiBatchSchema = (pageDefault: number, pageMax: number): FastifySchema => ({
   tags: ['pages'],
+  operationId: 'uiGetBatch',
   summary: 'One batch and a page of its rows, for people',
   security: pageSecurity,
   params: batchIdParams,
@@ -351,6 +368,7 @@ export const uiBatchSchema = (pageDefault: number, pageMax: number): FastifySche
 
 export const uiAuditSchema: FastifySchema = {
   tags: ['pages'],
+  operationId: 'uiBatchAudit',
   summary: 'The audit entries of one batch, for people',
   security: pageSecurity,
   params: batchIdParams,
@@ -359,6 +377,7 @@ export const uiAuditSchema: FastifySchema = {
 
 export const uiExportSchema: FastifySchema = {
   tags: ['pages'],
+  operationId: 'uiExportBatchCsv',
   summary: 'The batch export, for a browser logged in to the pages',
   security: pageSecurity,
   params: batchIdParams,

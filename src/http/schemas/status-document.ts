@@ -22,7 +22,7 @@ export const transferView = {
   type: 'object',
   required: [
     'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
-    'tx_hash', 'tx_signature', 'owner', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'updated_at',
+    'tx_hash', 'tx_signature', 'owner', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'evidence', 'updated_at',
   ],
   properties: {
     id: { type: 'string', description: 'the CSV id, or one derived from the line' },
@@ -52,6 +52,11 @@ export const transferView = {
       required: ['code', 'message'],
       properties: { code: { type: 'string' }, message: { type: 'string' } },
       additionalProperties: true,
+    },
+    evidence: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'what the worker saw that decided its fate when it was not simply accepted (a lost answer, a refusal, a chain reading, a deadline passed), oldest first, each "<ISO time> <what>"; empty for a plain submitted',
     },
     wait_reason: nullable({ type: 'string', description: 'why a queued transfer waits' }),
     updated_at: nullable(isoTime),

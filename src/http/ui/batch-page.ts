@@ -134,9 +134,25 @@ function clipped(value: string): Html {
   return html`<span class="clip" title="${value}">${value}</span>`;
 }
 
-function problemText(t: TransferView): Html | string {
-  if (t.error) return html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`;
-  return t.wait_reason ?? '';
+function problemText(t: TransferView): Html {
+  const said = t.error
+    ? html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`
+    : html`${t.wait_reason ?? ''}`;
+  return html`${said}${evidenceList(t.evidence)}`;
+}
+
+/**
+ * What the worker saw that decided the transfer's fate, oldest first, folded (a `details`
+ * element opens without a script): what an operator reads before `resolve`.
+ */
+function evidenceList(evidence: readonly string[]): Html | null {
+  if (evidence.length === 0) return null;
+  return html`<details class="evidence" data-evidence>
+    <summary>evidence (${evidence.length})</summary>
+    <ol>
+      ${evidence.map((line) => html`<li>${line}</li>`)}
+    </ol>
+  </details>`;
 }
 
 /** Which lines this page shows, and links to the next page and back to the first. */

@@ -1,4 +1,5 @@
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
+import { batchOutcome } from '../../domain/batch-outcome.ts';
 import type { BatchSummary } from '../../store/batch-reader.ts';
 import { html, type Html } from './html.ts';
 
@@ -46,13 +47,23 @@ export function stateCount(state: TransferState, n: number): Html {
   return html`<span class="dot ${state}"></span>${state.replace('_', ' ')} <b data-count="${state}">${n}</b>`;
 }
 
-/** held / complete or in progress / settled, as badges. */
+/**
+ * The outcome (`all paid`, `1 failed, 2 need review`) in the colour of its worst part, then held /
+ * complete or in progress / intents settled, as badges. Only the outcome is coloured as good or
+ * bad: `complete` says every transfer is final and `intents settled` that the submitted intents
+ * are, neither that the batch went well.
+ */
 export function statusBadges(b: BatchSummary): Html {
+  const outcome = batchOutcome(b);
   const held = b.held ? html`<span class="badge held" data-flag="held">held for approval</span>` : null;
   const complete = b.complete
-    ? html`<span class="badge done" data-flag="complete">complete</span>`
+    ? html`<span class="badge" data-flag="complete" title="every transfer is final">complete</span>`
     : html`<span class="badge open" data-flag="complete">in progress</span>`;
-  return html`<span class="badges">${held}${complete}${settledBadge(b)}</span>`;
+  return html`<span class="badges"
+    ><span class="badge outcome ${outcome.tone}" data-flag="outcome" data-tone="${outcome.tone}"
+      >${outcome.text}</span
+    >${held}${complete}${settledBadge(b)}</span
+  >`;
 }
 
 function settledBadge(b: BatchSummary): Html {
@@ -61,13 +72,17 @@ function settledBadge(b: BatchSummary): Html {
       class="badge warn"
       data-flag="settled"
       title="the service has no status route for some intents"
-      >settlement unknown</span
+      >intents: settlement unknown</span
     >`;
   }
-  if (b.settled) return html`<span class="badge done" data-flag="settled">settled</span>`;
+  if (b.settled) {
+    return html`<span class="badge" data-flag="settled" title="every submitted intent has a final status"
+      >intents settled</span
+    >`;
+  }
   return b.complete
-    ? html`<span class="badge open" data-flag="settled">settling</span>`
-    : html`<span class="badge" data-flag="settled">not settled</span>`;
+    ? html`<span class="badge open" data-flag="settled">intents settling</span>`
+    : html`<span class="badge" data-flag="settled">intents not settled</span>`;
 }
 
 /** Planned and paid totals and where the intents are. */

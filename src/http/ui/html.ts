@@ -5,6 +5,8 @@
  * `constantMarkup`, for the code's own constants (the stylesheet).
  */
 
+import { escapeControlCharacters } from '../../domain/text.ts';
+
 const HTML_ESCAPES: Readonly<Record<string, string>> = {
   '&': '&amp;',
   '<': '&lt;',
@@ -13,9 +15,16 @@ const HTML_ESCAPES: Readonly<Record<string, string>> = {
   "'": '&#39;',
 };
 
-/** Text as HTML text or attribute value (quoted attributes only, as every template here writes them). */
+/**
+ * Text as HTML text or attribute value (quoted attributes only, as every template here writes them).
+ * Control, bidirectional and zero-width characters (refused in input since, but possibly stored
+ * before) are shown as visible escapes (`\u202e`): they would otherwise reorder or hide text.
+ */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
+  return escapeControlCharacters(text, { keepNewlines: true }).replace(
+    /[&<>"']/g,
+    (c) => HTML_ESCAPES[c] ?? c,
+  );
 }
 
 /** Markup this module made; the only values the `html` tag does not escape. */

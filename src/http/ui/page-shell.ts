@@ -30,10 +30,15 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
   font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
   border: 1px solid var(--line); background: #fff; white-space: nowrap; }
 .badge.held { background: #fff4d6; border-color: #e8c45c; }
-.badge.done { background: #e3f6e8; border-color: #8fd3a2; }
 .badge.open { background: #e8f0fe; border-color: #9dbcf5; }
 .badge.warn { background: #fde8e8; border-color: #f0a3a3; }
 .badge.new { background: #fff4d6; border-color: #e8c45c; }
+.badge.outcome { font-weight: 600; }
+.badge.outcome.needs_review { background: #f3e8ff; border-color: var(--needs_review); color: #6b21a8; }
+.badge.outcome.failed { background: #fde8e8; border-color: var(--failed); color: #9b1c1c; }
+.badge.outcome.rejected { background: #ffedd5; border-color: var(--rejected); color: #9a3412; }
+.badge.outcome.in_progress { background: #e8f0fe; border-color: var(--in_progress); color: #1e40af; }
+.badge.outcome.paid { background: #e3f6e8; border-color: var(--submitted); color: #14532d; }
 .panel { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
 .held-reason { background: #fff8e6; border: 1px solid #e8c45c; border-radius: 6px; padding: .5rem .8rem;
   margin: .5rem 0; overflow-wrap: anywhere; }
@@ -67,6 +72,9 @@ table.rows td.id { overflow-wrap: anywhere; min-width: 7rem; max-width: 14rem; }
 .clip { display: block; max-width: 8.5rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .state { white-space: nowrap; }
 .err { color: #9b1c1c; }
+details.evidence { margin-top: .3rem; font-size: .85em; }
+details.evidence summary { cursor: pointer; color: var(--muted); }
+details.evidence ol { margin: .2rem 0 0; padding-left: 1.2rem; overflow-wrap: anywhere; }
 .pager { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; margin: .8rem 0; }
 .links { display: flex; gap: 1rem; flex-wrap: wrap; margin: .5rem 0; }
 .empty { padding: 1rem; text-align: center; color: var(--muted); }

@@ -31,6 +31,7 @@ import {
 import { LiteSVM } from 'litesvm';
 import { encodeBase58 } from '../../domain/base58.ts';
 import { SOLANA_USDC_MINT } from '../../domain/chains.ts';
+import { splitRuntimeDump } from '../../domain/runtime-dump.ts';
 import { USDC_DECIMALS } from '../../domain/money.ts';
 import type { SandboxSolanaChain, SolanaSubmitOutcome } from '../chain-types.ts';
 import { fundingAmount } from '../sandbox-config.ts';
@@ -233,7 +234,7 @@ function refusalOf(failed: {
   meta(): { logs(): string[] };
 }): SolanaSubmitOutcome {
   const e = failed.err();
-  const detail = failed.toString().slice(0, 300);
+  const detail = runtimeReason(failed);
   const fail = (code: string, message: string): SolanaSubmitOutcome => ({ ok: false, code, message });
   switch (e) {
     case TX_ERROR.AlreadyProcessed:
@@ -268,4 +269,23 @@ function refusalOf(failed: {
       );
   }
   return fail('transaction_failed', `the runtime refused the transaction: ${detail}`);
+}
+
+/**
+ * What the runtime refused, in words: the error's name (`InvalidProgramForExecution`,
+ * `InstructionError(0, Custom(1))`) and the last line the programs logged — never the runtime's
+ * debug dump of the whole transaction, which a message cut to a few hundred characters would end
+ * in the middle of.
+ */
+export function runtimeReason(failed: { toString(): string; meta(): { logs(): string[] } }): string {
+  const split = splitRuntimeDump(failed.toString());
+  const name = split.dump === undefined ? split.text.slice(0, 120) : split.text;
+  let logs: string[] = [];
+  try {
+    logs = failed.meta().logs();
+  } catch {
+    logs = [];
+  }
+  const last = logs[logs.length - 1];
+  return last ? `${name} (last program log: ${last.slice(0, 160)})` : name;
 }

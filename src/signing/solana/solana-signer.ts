@@ -13,7 +13,7 @@ import type { Config } from '../../config/config.ts';
 import { SOLANA_USDC_MINT } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
 import { SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
-import type { PolicyVerdict, SolanaExpectation, SolanaSigner } from '../types.ts';
+import type { PolicyVerdict, SolanaExpectation, SolanaSigner, TransferRef } from '../types.ts';
 import {
   checkDecodedTransaction,
   decodeWireEnvelope,
@@ -103,9 +103,13 @@ export async function createSolanaSigner(deps: SolanaSignerDeps): Promise<
     createHash('sha256')
       .update(new Uint8Array(messageBytes.buffer, messageBytes.byteOffset, messageBytes.byteLength))
       .digest('hex');
-  const refused = (verdict: PolicyRefusal, expected: SolanaExpectation): PolicyRefusal => {
+  const refused = (
+    verdict: PolicyRefusal,
+    expected: SolanaExpectation,
+    about?: TransferRef,
+  ): PolicyRefusal => {
     logger?.warn(
-      { instruction: verdict.instruction, reason: verdict.reason, to: expected.to },
+      { ...about, instruction: verdict.instruction, reason: verdict.reason, to: expected.to },
       'refused to sign a Solana transaction',
     );
     return verdict;
@@ -114,15 +118,15 @@ export async function createSolanaSigner(deps: SolanaSignerDeps): Promise<
   return {
     address: wallet,
     usdcAccount,
-    check(transactionBase64: string, expected: SolanaExpectation): PolicyVerdict {
+    check(transactionBase64: string, expected: SolanaExpectation, about?: TransferRef): PolicyVerdict {
       let decoded: DecodedTransaction;
       try {
         decoded = decodeWireTransaction(transactionBase64);
       } catch {
-        return refused(UNDECODABLE, expected);
+        return refused(UNDECODABLE, expected, about);
       }
       const verdict = checkDecodedTransaction(decoded, expected, ctx);
-      if (!verdict.ok) return refused(verdict, expected);
+      if (!verdict.ok) return refused(verdict, expected, about);
       const hash = digest(decoded.transaction.messageBytes);
       remember(approved, hash, true, MAX_APPROVED);
       remember(recent, transactionBase64, { transaction: decoded.transaction, digest: hash }, MAX_RECENT);

@@ -1,0 +1,43 @@
+import type { TransferState } from './transfer.ts';
+
+/**
+ * How a batch came out, in a few words and one tone, for what people read (`/ui`, `batches`,
+ * `status`). `complete` only says every transfer is final and `settled` only that the submitted
+ * intents are: neither says the payments went through. The outcome does: `all paid`, or what did
+ * not go well, e.g. `1 failed, 2 need review`, in the tone of its worst part.
+ */
+export type BatchOutcome = { readonly text: string; readonly tone: OutcomeTone };
+
+/**
+ * Worst first: `needs_review` (money may have moved, a person must look), `failed` (a transfer, or
+ * a submitted intent that failed afterwards), `rejected` (refused before anything was signed);
+ * then `in_progress` (nothing wrong so far), `paid` (every transfer submitted), `empty`.
+ */
+export type OutcomeTone = 'needs_review' | 'failed' | 'rejected' | 'in_progress' | 'paid' | 'empty';
+
+/** What the outcome is made of: the status document's `complete`, `counts` and `intents.failed`. */
+export type OutcomeFacts = {
+  readonly complete: boolean;
+  readonly counts: Readonly<Record<TransferState, number>>;
+  readonly intents: { readonly failed: number };
+};
+
+export function batchOutcome(b: OutcomeFacts): BatchOutcome {
+  const c = b.counts;
+  const total = c.queued + c.in_progress + c.submitted + c.failed + c.rejected + c.needs_review;
+  const parts: { n: number; text: string; tone: OutcomeTone }[] = [
+    { n: c.needs_review, text: `${c.needs_review} ${c.needs_review === 1 ? 'needs' : 'need'} review`, tone: 'needs_review' },
+    { n: c.failed, text: `${c.failed} failed`, tone: 'failed' },
+    { n: b.intents.failed, text: `${b.intents.failed} ${b.intents.failed === 1 ? 'intent' : 'intents'} failed after submission`, tone: 'failed' },
+    { n: c.rejected, text: `${c.rejected} rejected`, tone: 'rejected' },
+  ]; // prettier-ignore
+  const problems = parts.filter((p) => p.n > 0);
+  const worst = problems[0];
+  if (worst) {
+    const text = problems.map((p) => p.text).join(', ');
+    return { text: b.complete ? text : `${text} so far`, tone: worst.tone };
+  }
+  if (total === 0) return { text: 'no transfers', tone: 'empty' };
+  if (c.submitted === total) return { text: 'all paid', tone: 'paid' };
+  return { text: `${c.submitted} of ${total} paid so far`, tone: 'in_progress' };
+}

@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import { batchOutcome } from '../../src/domain/batch-outcome.ts';
+import type { TransferState } from '../../src/domain/transfer.ts';
+import { renderBatches } from '../../src/cli/commands/batches.ts';
+import { renderStatus } from '../../src/cli/commands/status.ts';
+import { batchPage } from '../../src/http/ui/batch-page.ts';
+import { batchesPage } from '../../src/http/ui/batches-page.ts';
+import type { BatchStatus } from '../../src/store/batch-reader.ts';
+
+const NONE: Record<TransferState, number> = {
+  queued: 0,
+  in_progress: 0,
+  submitted: 0,
+  failed: 0,
+  rejected: 0,
+  needs_review: 0,
+};
+
+function batch(counts: Partial<Record<TransferState, number>>, over: Partial<BatchStatus> = {}): BatchStatus {
+  const c = { ...NONE, ...counts };
+  return {
+    batch_id: 'b-1',
+    created_at: '2025-06-01T12:00:00.000Z',
+    source: 'csv',
+    complete: c.queued + c.in_progress === 0,
+    settled: c.queued + c.in_progress === 0,
+    held: false,
+    held_reason: null,
+    counts: c,
+    intents: { complete: c.submitted, failed: 0, untracked: 0, open: 0 },
+    totals: {
+      amount: '10.00',
+      fee: '0.00',
+      net_receive: '10.00',
+      paid: { amount: '0.00', fee: '0.00', net_receive: '0.00' },
+    },
+    transfers: [],
+    next_cursor: null,
+    ...over,
+  };
+}
+
+const view = { state: undefined, cursor: undefined, limit: 100, defaultLimit: 100 };
+
+/** The outcome badge of a page: its tone and text. */
+function outcomeBadge(page: string): { tone: string; text: string } | undefined {
+  const m = /class="badge outcome ([a-z_]+)"[^>]*>([^<]*)</.exec(page);
+  return m ? { tone: m[1]!, text: m[2]!.trim() } : undefined;
+}
+
+describe('a batch outcome: what people read first', () => {
+  it('names what went wrong, in the tone of its worst part', () => {
+    expect(batchOutcome(batch({ failed: 1 }))).toEqual({ text: '1 failed', tone: 'failed' });
+    expect(batchOutcome(batch({ rejected: 1 }))).toEqual({ text: '1 rejected', tone: 'rejected' });
+    expect(batchOutcome(batch({ needs_review: 2, submitted: 3 }))).toEqual({
+      text: '2 need review',
+      tone: 'needs_review',
+    });
+    expect(batchOutcome(batch({ submitted: 4, failed: 1, rejected: 2, needs_review: 1 }))).toEqual({
+      text: '1 needs review, 1 failed, 2 rejected',
+      tone: 'needs_review',
+    });
+    expect(batchOutcome(batch({ submitted: 2, rejected: 1, failed: 1 })).tone).toBe('failed');
+  });
+
+  it('says all paid only when every transfer was submitted, and what is paid so far while it runs', () => {
+    expect(batchOutcome(batch({ submitted: 3 }))).toEqual({ text: 'all paid', tone: 'paid' });
+    expect(batchOutcome(batch({ submitted: 1, queued: 2 }))).toEqual({
+      text: '1 of 3 paid so far',
+      tone: 'in_progress',
+    });
+    expect(batchOutcome(batch({ failed: 1, queued: 2 }))).toEqual({
+      text: '1 failed so far',
+      tone: 'failed',
+    });
+    expect(batchOutcome(batch({}))).toEqual({ text: 'no transfers', tone: 'empty' });
+  });
+
+  it('counts an intent that failed after submission against the batch', () => {
+    const b = batch({ submitted: 2 }, { intents: { complete: 1, failed: 1, untracked: 0, open: 0 } });
+    expect(batchOutcome(b)).toEqual({ text: '1 intent failed after submission', tone: 'failed' });
+  });
+});
+
+describe('a batch outcome on the pages and in the CLI', () => {
+  it('shows a complete, settled batch whose only row failed as failed, nothing in green', () => {
+    const only = batch({ failed: 1 });
+    for (const page of [batchPage(only, view).toString(), batchesPage([only], 100).toString()]) {
+      expect(outcomeBadge(page)).toEqual({ tone: 'failed', text: '1 failed' });
+      // complete and intents settled are said, but not as good news.
+      expect(page).toMatch(/<span class="badge" data-flag="complete"[^>]*>complete</);
+      expect(page).toMatch(/<span class="badge" data-flag="settled"[^>]*>\s*intents settled\s*</);
+      expect(page).not.toMatch(/class="badge (done|outcome paid)/);
+    }
+  });
+
+  it('colours a needs_review or rejected row and a paid batch by their outcome', () => {
+    expect(outcomeBadge(batchPage(batch({ needs_review: 1 }), view).toString())).toEqual({
+      tone: 'needs_review',
+      text: '1 needs review',
+    });
+    expect(outcomeBadge(batchesPage([batch({ rejected: 1 })], 100).toString())).toEqual({
+      tone: 'rejected',
+      text: '1 rejected',
+    });
+    expect(outcomeBadge(batchPage(batch({ submitted: 2 }), view).toString())).toEqual({
+      tone: 'paid',
+      text: 'all paid',
+    });
+  });
+
+  it('prints the outcome in status and batches text', () => {
+    const text = renderStatus(batch({ needs_review: 2 }));
+    expect(text.split('\n')[1]).toBe('outcome: 2 need review');
+    expect(text).toContain('complete: yes  intents settled: yes');
+    const list = renderBatches([batch({ failed: 1 }, { batch_id: 'b-failed' }), batch({ submitted: 2 })]);
+    const [head, failedRow, paidRow] = list.split('\n');
+    expect(head).toMatch(/^batch\s+created\s+source\s+outcome\s+complete\s+intents_settled/);
+    expect(failedRow).toMatch(/^b-failed\s+\S+\s+csv\s+1 failed\s+yes\s+yes/);
+    expect(paidRow).toMatch(/\scsv\s+all paid\s+yes/);
+  });
+});
