@@ -127,6 +127,7 @@ function movesInput(moves: readonly PlannedMove[]): ValidatedInput {
     duplicates: [],
     omittedDuplicates: 0,
     fatal: false,
+    refusal: null,
     inputRows: moves.length,
     inputTotal: moves.reduce((s, m) => s + m.amount, 0n),
   };
