@@ -7,6 +7,7 @@ const chain = { type: 'string', enum: [...CHAINS] } as const;
 const amountOrNull = nullable(usdc);
 
 export const treasurySchema: FastifySchema = {
+  operationId: 'getTreasury',
   tags: ['operations'],
   summary: "The treasury's USDC per chain, and the scheduled rebalancing policies",
   description:
@@ -70,6 +71,7 @@ export const treasurySchema: FastifySchema = {
 };
 
 export const uiTreasurySchema: FastifySchema = {
+  operationId: 'uiTreasury',
   tags: ['pages'],
   summary: 'The treasury per chain and the scheduled rebalancing policies, for people',
   security: [{ hookToken: [] }, { browserLogin: [] }],
