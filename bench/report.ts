@@ -722,7 +722,7 @@ function redis(footprint: RedisFootprint): string[] {
       : [
           '',
           '**What would meet 2 KB on a default Redis too** (code, `src/store/transfer-store.ts`,',
-          '`src/pipeline/evm-flow.ts`, `solana-flow.ts`): keep the long payload (`permit`, `solana_signed`, `solana_tx`) in a',
+          '`src/pipeline/evm/evm-flow.ts`, `solana-flow.ts`): keep the long payload (`permit`, `solana_signed`, `solana_tx`) in a',
           'companion string key `P:t:<batch>:<id>:payload`, and drop in-flight-only fields (`send_state`, `sends`,',
           '`unavailable`, `ambiguous`, `uncertain`, `permit_nonce`/`permit_deadline` copies) when the transfer',
           'becomes final, so the record itself stays a listpack under the default settings.',

@@ -11,6 +11,7 @@ import { holdBatch } from '../store/batch-hold.ts';
 import { keys } from '../store/keys.ts';
 import { releaseOwnerReservation } from '../store/owner-balance.ts';
 import { queuedTransfers } from '../store/queued-transfers.ts';
+import { RETRY_CLEARED_FIELDS, savedSteps, type TransferPatch } from '../store/saved-steps.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
@@ -36,34 +37,6 @@ export type IntentFollowSink = {
 export class NotFoundError extends UsdcBatchError {
   override name = 'NotFoundError';
 }
-
-/**
- * Saved-step fields that belong to one payload; a `failed` transfer's payload is provably dead.
- * `owner` is not one of them: a transfer keeps its EVM owner for life (only that owner signs it).
- */
-const PAYLOAD_FIELDS = [
-  'permit',
-  'permit_nonce',
-  'permit_deadline',
-  'prepared',
-  'prepared_at',
-  'solana_intent',
-  'solana_tx',
-  'solana_expires_at',
-  'solana_signed',
-  'uncertain',
-  'sends',
-  'ambiguous',
-  'unavailable',
-  'send_state',
-  'settle_at',
-  'settled',
-  'first_seen_at',
-  'last_error',
-  'spend_reserved',
-  'error_code',
-  'error_message',
-];
 
 /** A cancelled row's owner balance, if one was reserved for it, goes back. */
 async function releaseReservation(deps: OpsDeps, batchId: string, id: string): Promise<void> {
@@ -103,12 +76,12 @@ export async function retryBatch(
   let requeued = 0;
   for (const rec of failed) {
     const id = rec.id;
-    const round = Number(rec.raw['round'] ?? 0) + 1;
+    const round = savedSteps(rec).round + 1;
     const res = await store.transition(batchId, id, {
       expected: ['failed'],
       to: 'queued',
       fields: { round, reestimate: 1 },
-      clear: PAYLOAD_FIELDS,
+      clear: RETRY_CLEARED_FIELDS,
     });
     if (!res.ok) continue;
     requeued++;
@@ -181,7 +154,7 @@ export async function resolveTransfer(
     );
   }
   let to: 'submitted' | 'failed';
-  let fields: Record<string, string>;
+  let fields: TransferPatch;
   if ('submitted' in decision) {
     if (!/^[A-Za-z0-9_.:-]{1,200}$/.test(decision.submitted)) {
       throw new ValidationError('USDC_USAGE_INTENT', 'the intent id has characters an intent id never has');
@@ -189,10 +162,11 @@ export async function resolveTransfer(
     to = 'submitted';
     fields = { intent_id: decision.submitted, error_code: '', error_message: '', resolved_by: deps.actor };
   } else {
-    const deadline = rec.raw['permit_deadline'] ? Number(rec.raw['permit_deadline']) * 1000 : 0;
-    const expires = rec.raw['solana_expires_at'] ? Date.parse(rec.raw['solana_expires_at']) : 0;
+    const steps = savedSteps(rec);
+    const deadline = steps.permitDeadline ? steps.permitDeadline * 1000 : 0;
+    const expires = steps.solanaExpiresAt ?? 0;
     const live = Math.max(deadline, Number.isFinite(expires) ? expires : 0);
-    const hasUnboundedTx = Boolean(rec.raw['solana_signed']) && !rec.raw['solana_expires_at'];
+    const hasUnboundedTx = steps.solanaSigned !== null && steps.solanaExpiresAt === null;
     if (hasUnboundedTx) {
       throw new ValidationError(
         'USDC_RESOLVE_TOO_EARLY',

@@ -1,9 +1,9 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
-import type { PermitPayload } from '../service/types.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
-import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
-import { doubtOf } from './evm-settle-review.ts';
+import { savedSteps, type SavedSteps, type TransferPatch } from '../store/saved-steps.ts';
+import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
+import { doubtOf } from './evm/evm-settle-review.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 
@@ -37,22 +37,26 @@ export async function abandonTransfer(
 ): Promise<(StepOutcome & { kind: 'done' }) | undefined> {
   const rec = await deps.store.load(batchId, transferId);
   if (!rec || isFinalState(rec.state)) return undefined;
-  if (jobRound !== undefined && Number(rec.raw['round'] ?? 0) !== jobRound) return undefined;
-  const mayHaveMoved = rec.raw['uncertain'] === '1' || rec.raw['send_state'] === 'sending';
-  const settleAt = mayHaveMoved ? payloadSettleAt(deps, rec) : null;
+  const steps = savedSteps(rec);
+  if (jobRound !== undefined && steps.round !== jobRound) return undefined;
+  const mayHaveMoved = steps.uncertain || steps.sendState === 'sending';
+  const settleAt = mayHaveMoved ? payloadSettleAt(deps, steps) : null;
   const to = mayHaveMoved ? 'needs_review' : 'failed';
-  const fields: Record<string, string | number> = mayHaveMoved
+  const decided: TransferPatch = mayHaveMoved
     ? {
         error_code: 'abandoned_uncertain',
         error_message: `${reason}; a send may have been processed: check the chain, then resolve`,
         ...(settleAt === null ? {} : { settle_at: settleAt }),
       }
     : { error_code: 'abandoned', error_message: `${reason}; nothing was paid` };
-  fields['evidence'] = withEvidence(
-    rec.evidence,
-    (deps.now ?? Date.now)(),
-    `${to}: ${fields['error_code']}: ${fields['error_message']}`,
-  );
+  const fields: TransferPatch = {
+    ...decided,
+    evidence: withEvidence(
+      rec.evidence,
+      (deps.now ?? Date.now)(),
+      `${to}: ${decided.error_code}: ${decided.error_message}`,
+    ),
+  };
   const res = await deps.store.transition(batchId, transferId, {
     expected: ['queued', 'in_progress'],
     to,
@@ -60,28 +64,26 @@ export async function abandonTransfer(
     clear: ['wait_reason'],
   });
   if (!res.ok) return undefined;
-  const raw: Record<string, string> = { ...rec.raw, state: to };
-  for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
-  delete raw['wait_reason'];
   deps.logger.warn(
     { batchId, transferId, state: to, code: fields['error_code'], reason: fields['error_message'] },
     `transfer ${to}: finalized an abandoned transfer`,
   );
-  if (mayHaveMoved) await presumeUsed(deps, rec);
+  if (mayHaveMoved) await presumeUsed(deps, rec, steps);
   else await deps.evm?.balances?.releaseOf(rec);
   if (res.completedGeneration !== null)
     await deps.hooks?.onBatchCompleted?.(batchId, res.completedGeneration);
   if (mayHaveMoved) await deps.hooks?.onNeedsReview?.(batchId, transferId, settleAt);
-  return { kind: 'done', state: to, record: parseTransferRecord(batchId, raw), ended: true };
+  const record = recordAfter(rec, { state: to, patch: fields, clear: ['wait_reason'] });
+  return { kind: 'done', state: to, record, ended: true };
 }
 
 /** When the chain or the status route may settle the payload: after its deadline or expiry. */
-function payloadSettleAt(deps: PipelineDeps, rec: TransferRecord): number | null {
+function payloadSettleAt(deps: PipelineDeps, steps: SavedSteps): number | null {
   const margin = (deps.policy ?? DEFAULT_POLICY).settleMarginMs;
-  const deadline = Number(rec.raw['permit_deadline'] ?? NaN) * 1000;
-  if (rec.raw['permit'] && Number.isFinite(deadline)) return deadline + margin;
-  const expiry = Date.parse(rec.raw['solana_expires_at'] ?? '');
-  if (rec.raw['solana_signed'] && Number.isFinite(expiry)) return expiry + margin;
+  const deadline = (steps.permitDeadline ?? NaN) * 1000;
+  if (steps.permit && Number.isFinite(deadline)) return deadline + margin;
+  const expiry = steps.solanaExpiresAt ?? NaN;
+  if (steps.solanaSigned && Number.isFinite(expiry)) return expiry + margin;
   return null;
 }
 
@@ -89,8 +91,8 @@ function payloadSettleAt(deps: PipelineDeps, rec: TransferRecord): number | null
  * An abandoned permit that may have been processed is presumed used, as any other whose answer was
  * lost: no permit of its owner is signed at or below its nonce until the chain settles it.
  */
-async function presumeUsed(deps: PipelineDeps, rec: TransferRecord): Promise<void> {
-  if (!rec.raw['permit'] || !isEvmChain(rec.from) || !deps.evm) return;
-  const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
+async function presumeUsed(deps: PipelineDeps, rec: TransferRecord, steps: SavedSteps): Promise<void> {
+  const { permit } = steps;
+  if (!permit || !isEvmChain(rec.from) || !deps.evm) return;
   await deps.evm.nonces.presumeUsed(rec.from, permit.owner, doubtOf(rec.batchId, rec.id, permit));
 }

@@ -2,6 +2,7 @@ import { formatUsdc } from '../domain/money.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { Ctx } from './context.ts';
 import { waitQueued } from './outcomes.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /**
  * The rolling 24-hour cap, checked atomically at the moment before a payload is made: over it, the
@@ -9,7 +10,7 @@ import { waitQueued } from './outcomes.ts';
  */
 export async function reserveDailySpend(ctx: Ctx, rec: TransferRecord): Promise<void> {
   const limit = ctx.deps.spendLimit;
-  if (!limit || rec.raw['spend_reserved'] === '1') return;
+  if (!limit || savedSteps(rec).spendReserved) return;
   const res = await limit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
   if (res.ok) {
     await ctx.deps.store.save(ctx.batchId, ctx.transferId, { spend_reserved: 1 });

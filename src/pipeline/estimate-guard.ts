@@ -4,13 +4,15 @@ import type { Ctx } from './context.ts';
 import { asServiceFailure, describeFailure } from './failure.ts';
 import { finish, transientOrFinal } from './outcomes.ts';
 import type { StepOutcome } from './pipeline-deps.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /** Estimates the fee (again after `retry`) and rejects a transfer whose fee is over a cap. */
 export async function estimateAndGuard(ctx: Ctx, rec: TransferRecord): Promise<StepOutcome | undefined> {
   const { config, store, service } = ctx.deps;
+  const { reestimate } = savedSteps(rec);
   let fee = rec.feeTotal;
   // `retry` asks for a fresh estimate: fees move, and the guard must judge today's fee.
-  if (fee === null || rec.raw['reestimate'] === '1') {
+  if (fee === null || reestimate) {
     try {
       const est = await service.estimate({ from: rec.from, to: rec.to, amount: rec.amount });
       ctx.report(
@@ -18,7 +20,7 @@ export async function estimateAndGuard(ctx: Ctx, rec: TransferRecord): Promise<S
         `POST /sdk/v1/estimate: fee ${formatUsdc(est.fee.total)} USDC (platform ${formatUsdc(est.fee.platform)}, gas ${formatUsdc(est.fee.gas)}), net ${formatUsdc(est.netReceive)} USDC, ${bpsOf(est.fee.total, rec.amount)} bps (MAX_FEE_BPS ${config.maxFeeBps})`,
       );
       await store.saveEstimate(ctx.batchId, ctx.transferId, est.fee, est.netReceive);
-      if (rec.raw['reestimate']) await store.save(ctx.batchId, ctx.transferId, { reestimate: '' });
+      if (reestimate) await store.save(ctx.batchId, ctx.transferId, { reestimate: '' });
       fee = est.fee.total;
     } catch (err) {
       const f = asServiceFailure(err);

@@ -4,18 +4,15 @@ import { Later, type Ctx } from './context.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
-import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
+import { savedSteps, type TransferField, type TransferPatch } from '../store/saved-steps.ts';
+import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
 
 /*
  * How a run ends: a final state (finish, submitted, needsReview), or back to `queued` to run again
  * later (moveBackToQueued, waitQueued, transientOrFinal).
  */
 
-export async function finish(
-  ctx: Ctx,
-  to: TransferState,
-  fields: Record<string, string | number>,
-): Promise<StepOutcome> {
+export async function finish(ctx: Ctx, to: TransferState, fields: TransferPatch): Promise<StepOutcome> {
   if ((to === 'failed' || to === 'rejected') && ctx.deps.spendLimit) {
     // Nothing was sent: give the reserved room back to the daily cap.
     await ctx.deps.spendLimit.release(`${ctx.batchId}/${ctx.transferId}`);
@@ -42,11 +39,7 @@ export async function finish(
  * The evidence with the decision added (`failed: refused: the service refused …`): written in the
  * transition that makes it final, so whoever reads the final state reads why.
  */
-async function decisionEvidence(
-  ctx: Ctx,
-  to: TransferState,
-  fields: Record<string, string | number>,
-): Promise<string> {
+async function decisionEvidence(ctx: Ctx, to: TransferState, fields: TransferPatch): Promise<string> {
   const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
   const line = [to, fields['error_code'], fields['error_message']].filter((p) => p !== undefined && p !== '');
   return withEvidence(rec?.evidence ?? [], ctx.now(), line.join(': '));
@@ -56,7 +49,7 @@ async function decisionEvidence(
  * A transfer made final: `submitted` at info; `failed`, `rejected` and `needs_review` at warn,
  * with its code and message (the log's context names the batch and transfer).
  */
-function logFinal(ctx: Ctx, to: TransferState, fields: Record<string, string | number>): void {
+function logFinal(ctx: Ctx, to: TransferState, fields: TransferPatch): void {
   // ctx.log is the run's child logger: it adds the batchId and transferId to every line.
   const facts = { state: to };
   if (to === 'submitted') {
@@ -77,19 +70,15 @@ function logFinal(ctx: Ctx, to: TransferState, fields: Record<string, string | n
 async function leftAs(
   ctx: Ctx,
   to: TransferState,
-  fields: Record<string, string | number>,
-  clear: readonly string[],
+  fields: TransferPatch,
+  clear: readonly TransferField[],
 ): Promise<TransferRecord | undefined> {
   const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
   if (!rec) return undefined;
-  const raw: Record<string, string> = { ...rec.raw };
-  for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
-  for (const f of clear) delete raw[f];
-  raw['state'] = to;
-  return parseTransferRecord(ctx.batchId, raw);
+  return recordAfter(rec, { state: to, patch: fields, clear });
 }
 
-export async function submitted(ctx: Ctx, fields: Record<string, string>): Promise<StepOutcome> {
+export async function submitted(ctx: Ctx, fields: TransferPatch): Promise<StepOutcome> {
   if (ctx.deps.spendLimit) {
     // Re-stamp the daily-cap reservation at the moment the payment was accepted.
     const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
@@ -127,7 +116,7 @@ async function releaseOwnerBalance(ctx: Ctx): Promise<void> {
 export async function settleReview(
   ctx: Ctx,
   to: 'failed' | 'submitted',
-  fields: Record<string, string | number>,
+  fields: TransferPatch,
 ): Promise<StepOutcome> {
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
   if (to === 'failed') await releaseOwnerBalance(ctx);
@@ -151,7 +140,7 @@ export async function settleReview(
 }
 
 export function pastDeadline(ctx: Ctx, rec: TransferRecord): boolean {
-  const first = Number(rec.raw['first_seen_at'] ?? ctx.now());
+  const first = savedSteps(rec).firstSeenAt ?? ctx.now();
   return ctx.now() - first >= ctx.policy.transientDeadlineMs;
 }
 

@@ -9,6 +9,7 @@ import type { TransferRecord } from '../store/transfer-record.ts';
 import type { OwnerBalances } from '../store/owner-balance.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
+import type { OwnerCaches } from './evm/owner-caches.ts';
 import type { PipelinePolicy } from './policy.ts';
 
 /** What one transfer's pipeline runs on; wired by the queue layer (worker-runtime.ts). */
@@ -16,18 +17,8 @@ export type PipelineDeps = {
   readonly config: Config;
   readonly store: TransferStore;
   readonly service: ServiceClient;
-  /**
-   * The treasury owners (one signer per key, in the configured order), their nonce pools, the chain
-   * reads and, where balances can be read, their reservations (evm-owner.ts).
-   */
-  readonly evm?:
-    | {
-        signers: readonly EvmSigner[];
-        nonces: NonceManager;
-        chain: ChainReader;
-        balances?: OwnerBalances | undefined;
-      }
-    | undefined;
+  /** What EVM transfers run on; absent in a worker without an EVM key. */
+  readonly evm?: EvmDeps | undefined;
   readonly solana?: SolanaSigner | undefined;
   readonly logger: Logger;
   readonly policy?: PipelinePolicy;
@@ -44,6 +35,20 @@ export type PipelineDeps = {
   readonly random?: () => number;
 };
 
+/**
+ * The treasury owners (one signer per key, in the configured order), their nonce pools, the chain
+ * reads and, where balances can be read, their reservations and this process's caches of them
+ * (evm/evm-owner.ts). Passed to the EVM flow explicitly (evm/evm-flow.ts evmFlow).
+ */
+export type EvmDeps = {
+  readonly signers: readonly EvmSigner[];
+  readonly nonces: NonceManager;
+  readonly chain: ChainReader;
+  readonly balances?: OwnerBalances | undefined;
+  /** Made by the wiring (createOwnerCaches), one per process. */
+  readonly ownerCaches: OwnerCaches;
+};
+
 export type PipelineHooks = {
   /** The batch became complete (every transfer final); `generation` counts completions. */
   onBatchCompleted?(batchId: string, generation: number): Promise<void> | void;
@@ -56,7 +61,7 @@ export type PipelineHooks = {
 };
 
 /**
- * How a refused first send of a permit was settled from the chain (evm-refused-permit.ts):
+ * How a refused first send of a permit was settled from the chain (evm/evm-refused-permit.ts):
  * `moved` the owner's nonce moved under the worker (signed elsewhere); `rewound` presumed-used
  * permits below were proven dead and the pool moved back; `held` a presumed-used permit below may
  * still execute, so the owner's transfers wait; `final` the chain stayed at our nonce, the refusal

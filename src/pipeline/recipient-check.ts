@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /** What the check needs of the pipeline's dependencies (PipelineDeps has all of it). */
 export type ClearanceDeps = {
@@ -43,7 +44,7 @@ export async function holdUnlessCleared(
       wait_reason: removedSince
         ? 'held for approval: its recipient was removed from the address book'
         : 'held for approval: the batch is held',
-      round: Number(rec.raw['round'] ?? 0) + 1,
+      round: savedSteps(rec).round + 1,
     },
     // Waiting for an approval is not a transient failure: its 3-minute clock starts when it goes.
     clear: ['first_seen_at'],

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
-import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
+import { hasPayload, savedSteps } from '../store/saved-steps.ts';
+import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
 import { Later, NO_REPORT, type Ctx, type StepReporter } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
-import { evmFlow } from './evm-flow.ts';
-import { forgetResolvedPermit } from './evm-settle-review.ts';
+import { evmFlow } from './evm/evm-flow.ts';
+import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
 import { addEvidence } from './evidence.ts';
 import { finish } from './outcomes.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
@@ -19,7 +20,7 @@ export type { PipelineDeps, PipelineHooks, PipelineMetrics, StepOutcome, WaitKin
 export type { StepName, StepReporter } from './context.ts';
 
 /**
- * One transfer's steps: estimate → fee guard → daily cap → (EVM, evm-flow.ts) permit from the
+ * One transfer's steps: estimate → fee guard → daily cap → (EVM, evm/evm-flow.ts) permit from the
  * nonce manager → transfer, or (SOLANA, solana-flow.ts) build-tx → policy check → sign → submit.
  * Every step's result is saved in the transfer record before the next step runs, so a crashed or
  * stalled job, run again, resumes from the saved steps: the queue delivers at least once; these
@@ -101,8 +102,7 @@ async function withRecord(ctx: Ctx, out: StepOutcome): Promise<StepOutcome> {
   if (out.kind !== 'done' || out.record) return out;
   const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
   if (!rec) return out;
-  const record =
-    rec.state === out.state ? rec : parseTransferRecord(ctx.batchId, { ...rec.raw, state: out.state });
+  const record = rec.state === out.state ? rec : recordAfter(rec, { state: out.state });
   return { ...out, record };
 }
 
@@ -122,7 +122,7 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     const moved = await store.transition(ctx.batchId, ctx.transferId, {
       expected: ['queued'],
       to: 'in_progress',
-      fields: rec.raw['first_seen_at'] ? {} : { first_seen_at: ctx.now() },
+      fields: savedSteps(rec).firstSeenAt !== null ? {} : { first_seen_at: ctx.now() },
       clear: ['wait_reason'],
     });
     // Already `in_progress`: this run holds the transfer's lock, so no other run is on it; it goes
@@ -134,7 +134,7 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
   }
 
   // A crash between "sending" and the answer: that send may have been processed.
-  if (rec.raw['send_state'] === 'sending') {
+  if (savedSteps(rec).sendState === 'sending') {
     ctx.report('send', 'resuming after a send that was cut off (worker stopped before the answer)');
     await addEvidence(
       ctx,
@@ -144,17 +144,22 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
     rec = (await store.load(ctx.batchId, ctx.transferId)) as TransferRecord;
   }
 
-  const hasPayload = Boolean(rec.raw['permit'] || rec.raw['solana_signed']);
-  if (!hasPayload) {
+  if (!hasPayload(savedSteps(rec))) {
     const guarded = await estimateAndGuard(ctx, rec);
     if (guarded) return guarded;
     const held = await holdUnlessCleared(ctx.deps, rec);
     if (held) return held;
-    // EVM rows take the cap once their owner's balance is reserved (evm-flow.ts).
+    // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
     if (!isEvmChain(rec.from)) await reserveDailySpend(ctx, rec);
   }
-  if (rec.from === 'SOLANA') return await solanaFlow(ctx);
-  if (isEvmChain(rec.from)) return await evmFlow(ctx, rec.from);
+  if (rec.from === 'SOLANA') {
+    if (!ctx.deps.solana) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
+    return await solanaFlow(ctx, ctx.deps.solana);
+  }
+  if (isEvmChain(rec.from)) {
+    if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
+    return await evmFlow(ctx, ctx.deps.evm, rec.from);
+  }
   return await finish(ctx, 'failed', {
     error_code: 'unsupported_route',
     error_message: `cannot send from ${rec.from}`,

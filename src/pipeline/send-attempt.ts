@@ -1,13 +1,20 @@
+import { savedSteps, type TransferPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { loadRecord, wait, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
 import { asServiceFailure, describeFailure, failureDump, type ServiceFailure } from './failure.ts';
 import { pastDeadline } from './outcomes.ts';
+import {
+  decideAfterFailure,
+  type AfterSend,
+  type ResendPause,
+  type SendFailureFacts,
+} from './failure-decision.ts';
 import { backoffMs } from './policy.ts';
 
 /*
  * One send of a saved payload (a signed permit or Solana transaction), shared by both flows: the
- * durable mark before it, and the one decision after it fails.
+ * durable mark before it, and what is recorded and decided (failure-decision.ts) after it fails.
  */
 
 /**
@@ -18,9 +25,9 @@ export async function beginSend(
   ctx: Ctx,
   rec: TransferRecord,
   send: { readonly call: string; readonly idempotencyKey: string; readonly payload?: string },
-  freshPayload?: Record<string, string | number>,
+  freshPayload?: TransferPatch,
 ): Promise<void> {
-  const sends = freshPayload ? 1 : Number(rec.raw['sends'] ?? 0) + 1;
+  const sends = freshPayload ? 1 : (savedSteps(rec).sends ?? 0) + 1;
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, {
     ...freshPayload,
     send_state: 'sending',
@@ -33,11 +40,10 @@ export async function beginSend(
   );
 }
 
-export type AfterSend = 'resend' | 'refused_first' | 'give_up_unprocessed' | 'needs_review';
-
 /**
  * The one decision after a failed send of a saved payload, from the client's classification and
- * the payload's history. Waits (in the job, holding the payload) before a re-send.
+ * the payload's history (failure-decision.ts). Waits (in the job, holding the payload) before a
+ * re-send.
  */
 export async function afterFailedSend(
   ctx: Ctx,
@@ -49,7 +55,12 @@ export async function afterFailedSend(
     await ctx.deps.store.save(ctx.batchId, ctx.transferId, { send_state: '', uncertain: 1 });
     throw err;
   }
-  return { after: await decideAfterFailedSend(ctx, f), f };
+  const decision = decideAfterFailure(await recordFailedSend(ctx, f), ctx.policy);
+  const pauseMs = decision.after === 'resend' ? pauseOf(ctx, decision.pause) : undefined;
+  const pause = pauseMs === undefined ? '' : ` in ${(pauseMs / 1000).toFixed(1)} s`;
+  ctx.report('answer', `${f.kind}: ${AFTER_SEND_MEANS[decision.after]}${pause}`);
+  if (pauseMs !== undefined) await wait(ctx, pauseMs);
+  return { after: decision.after, f };
 }
 
 /** What each decision means, for the job's log. */
@@ -60,50 +71,41 @@ const AFTER_SEND_MEANS: Record<AfterSend, string> = {
   needs_review: 'its outcome is unknown (a send may have been processed): needs review',
 };
 
-/** The decision, and for a re-send the pause before it. */
-type Decision = { readonly after: AfterSend; readonly pauseMs?: number };
-
-async function decideAfterFailedSend(ctx: Ctx, f: ServiceFailure): Promise<AfterSend> {
-  const { after, pauseMs } = await decide(ctx, f);
-  const pause = pauseMs === undefined ? '' : ` in ${(pauseMs / 1000).toFixed(1)} s`;
-  ctx.report('answer', `${f.kind}: ${AFTER_SEND_MEANS[after]}${pause}`);
-  if (pauseMs !== undefined) await wait(ctx, pauseMs);
-  return after;
+function pauseOf(ctx: Ctx, pause: ResendPause): number {
+  return 'ms' in pause ? pause.ms : backoffMs(ctx.policy, pause.backoffAttempt, ctx.deps.random);
 }
 
-async function decide(ctx: Ctx, f: ServiceFailure): Promise<Decision> {
+/**
+ * Records the failed send's answer in the transfer (evidence, the send no longer in flight, an
+ * ambiguous answer making the payload uncertain, the answer counted) and returns the facts the
+ * decision is made from.
+ */
+async function recordFailedSend(ctx: Ctx, f: ServiceFailure): Promise<SendFailureFacts> {
   const { store } = ctx.deps;
   const rec = await loadRecord(ctx);
-  const uncertainBefore = rec.raw['uncertain'] === '1';
+  const steps = savedSteps(rec);
   const dump = failureDump(f);
   await addEvidence(
     ctx,
-    `send ${rec.raw['sends'] ?? '?'} failed: ${describeFailure(f)}${dump ? ` (the runtime said: ${dump})` : ''}`,
+    `send ${steps.sends ?? '?'} failed: ${describeFailure(f)}${dump ? ` (the runtime said: ${dump})` : ''}`,
   );
-  switch (f.kind) {
-    case 'rejected':
-      await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
-      return { after: uncertainBefore ? 'needs_review' : 'refused_first' };
-    case 'ambiguous': {
-      const n = await store.incr(ctx.batchId, ctx.transferId, 'ambiguous');
-      await store.save(ctx.batchId, ctx.transferId, { send_state: '', uncertain: 1 });
-      if (n > ctx.policy.maxAmbiguousResends || pastDeadline(ctx, rec)) return { after: 'needs_review' };
-      return { after: 'resend', pauseMs: backoffMs(ctx.policy, n, ctx.deps.random) };
-    }
-    case 'rate_limited': {
-      await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
-      const ms = f.retryAfterMs ?? 1_000;
-      await ctx.deps.hooks?.onRateLimited?.(ms);
-      if (pastDeadline(ctx, rec)) return { after: uncertainBefore ? 'needs_review' : 'give_up_unprocessed' };
-      return { after: 'resend', pauseMs: Math.min(ms, ctx.policy.backoffMaxMs) };
-    }
-    case 'unavailable': {
-      const n = await store.incr(ctx.batchId, ctx.transferId, 'unavailable');
-      await store.save(ctx.batchId, ctx.transferId, { send_state: '' });
-      if (n >= ctx.policy.maxUnavailableSends || pastDeadline(ctx, rec)) {
-        return { after: uncertainBefore ? 'needs_review' : 'give_up_unprocessed' };
-      }
-      return { after: 'resend', pauseMs: backoffMs(ctx.policy, n, ctx.deps.random) };
-    }
-  }
+  let ambiguousAnswers = 0;
+  let unavailableAnswers = 0;
+  if (f.kind === 'ambiguous') ambiguousAnswers = await store.incr(ctx.batchId, ctx.transferId, 'ambiguous');
+  if (f.kind === 'unavailable')
+    unavailableAnswers = await store.incr(ctx.batchId, ctx.transferId, 'unavailable');
+  await store.save(
+    ctx.batchId,
+    ctx.transferId,
+    f.kind === 'ambiguous' ? { send_state: '', uncertain: 1 } : { send_state: '' },
+  );
+  if (f.kind === 'rate_limited') await ctx.deps.hooks?.onRateLimited?.(f.retryAfterMs ?? 1_000);
+  return {
+    kind: f.kind,
+    retryAfterMs: f.retryAfterMs,
+    uncertainBefore: steps.uncertain,
+    ambiguousAnswers,
+    unavailableAnswers,
+    pastDeadline: pastDeadline(ctx, rec),
+  };
 }

@@ -1,11 +1,11 @@
 import { isEvmChain } from '../domain/chains.ts';
-import type { PermitPayload } from '../service/types.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { Later, type Ctx } from './context.ts';
-import { settleEvmReview } from './evm-settle-review.ts';
+import { settleEvmReview } from './evm/evm-settle-review.ts';
 import { addEvidence } from './evidence.ts';
 import { settleReview } from './outcomes.ts';
 import type { StepOutcome } from './pipeline-deps.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /**
  * Settling doubt without a human, where the facts allow. A `needs_review` transfer whose payload is
@@ -14,18 +14,19 @@ import type { StepOutcome } from './pipeline-deps.ts';
  * becomes `failed` (and `retry` may send it) — or that it did. Otherwise it stays, evidence added.
  */
 export async function settleNeedsReview(ctx: Ctx, rec: TransferRecord): Promise<StepOutcome> {
-  const settleAt = Number(rec.raw['settle_at'] ?? 0);
-  if (!settleAt || rec.raw['settled'] === '1') return { kind: 'done', state: rec.state };
+  const steps = savedSteps(rec);
+  const settleAt = steps.settleAt ?? 0;
+  if (!settleAt || steps.settled) return { kind: 'done', state: rec.state };
   if (ctx.now() < settleAt)
     throw new Later(
       settleAt - ctx.now(),
       `waiting for the payload's deadline to pass (settles from ${new Date(settleAt).toISOString()})`,
       'settle',
     );
-  if (rec.raw['permit'] && isEvmChain(rec.from) && ctx.deps.evm) {
-    return await settleEvmReview(ctx, rec.from, JSON.parse(rec.raw['permit']) as PermitPayload);
+  if (steps.permit && isEvmChain(rec.from) && ctx.deps.evm) {
+    return await settleEvmReview(ctx, ctx.deps.evm, rec.from, steps.permit);
   }
-  if (rec.raw['solana_intent']) return await settleSolanaReview(ctx, rec.raw['solana_intent']);
+  if (steps.solanaIntent) return await settleSolanaReview(ctx, steps.solanaIntent);
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
   return { kind: 'done', state: 'needs_review' };
 }

@@ -1,144 +1,216 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
-import { Later, loadRecord, type Ctx } from './context.ts';
+import type { SolanaSigner } from '../signing/types.ts';
+import { savedSteps, type SavedSteps, type TransferPatch } from '../store/saved-steps.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
+import { loadRecord, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
-import { asServiceFailure, describeFailure } from './failure.ts';
+import { decideAfterRefusedSolanaTx } from './failure-decision.ts';
+import { asServiceFailure, describeFailure, type ServiceFailure } from './failure.ts';
 import { finish, needsReview, submitted, transientOrFinal } from './outcomes.ts';
 import type { StepOutcome } from './pipeline-deps.ts';
 import { afterFailedSend, beginSend } from './send-attempt.ts';
 
-/** SOLANA: build-tx → policy check → sign → submit. */
-export async function solanaFlow(ctx: Ctx): Promise<StepOutcome> {
-  const { store, service } = ctx.deps;
-  const signer = ctx.deps.solana;
-  if (!signer) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
+/*
+ * SOLANA: build-tx → policy check → sign → submit. A signed transaction is saved in the same write
+ * that marks its first send begun, and re-submitted identically until it is proven dead.
+ */
+
+/** A signed, unsent transaction this close to its expiry is replaced rather than sent. */
+const TX_MIN_LIFE_MS = 5_000;
+
+/**
+ * The transaction a send carries: the signed transaction, its intent, its payload number (the
+ * Idempotency-Key) and expiry (ms, NaN when unknown); `fresh` its fields when it was just built.
+ */
+type SignedTx = {
+  readonly kind: 'tx';
+  readonly signed: string;
+  readonly gen: number;
+  readonly intentId: string;
+  readonly expiresAt: number;
+  readonly fresh?: TransferPatch;
+};
+
+/** Sends the transfer's transaction (the saved one, or a new one) until an answer ends the run. */
+export async function solanaFlow(ctx: Ctx, signer: SolanaSigner): Promise<StepOutcome> {
   let rebuilds = 0;
   for (;;) {
     const rec = await loadRecord(ctx);
-    const uncertain = rec.raw['uncertain'] === '1';
-    let signed = rec.raw['solana_signed'] || undefined;
-    let gen = Number(rec.raw['payload_gen'] ?? 1);
-    let intentId = rec.raw['solana_intent'] ?? '';
-    let fresh: Record<string, string | number> | undefined;
-    let expiresAt = rec.raw['solana_expires_at'] ? Date.parse(rec.raw['solana_expires_at']) : NaN;
-    if (signed && !uncertain && Number.isFinite(expiresAt) && expiresAt - ctx.now() < 5_000) {
-      // Never processed and about to expire: it can be replaced.
-      await addEvidence(
-        ctx,
-        `replaced unsent Solana transaction of intent ${rec.raw['solana_intent']} near its expiry`,
-      );
-      signed = undefined;
+    const tx = await savedOrNewTx(ctx, signer, rec);
+    if (tx.kind !== 'tx') return tx;
+    const out = await submitTx(ctx, rec, tx, rebuilds);
+    if (out === 'resend') continue;
+    if (out === 'rebuild') {
+      rebuilds++;
+      continue;
     }
-    if (!signed) {
-      if (rec.to === 'SOLANA' || !isEvmChain(rec.to)) {
-        return await finish(ctx, 'failed', {
-          error_code: 'unsupported_route',
-          error_message: 'SOLANA → SOLANA',
-        });
-      }
-      let built;
-      try {
-        built = await service.buildSolanaTx({
-          to: rec.to,
-          amount: rec.amount,
-          fromWallet: signer.address,
-          recipient: rec.recipient,
-        });
-      } catch (err) {
-        const f = asServiceFailure(err);
-        if (!f) throw err;
-        if (f.kind === 'rejected') {
-          return await finish(ctx, 'failed', {
-            error_code: 'build_refused',
-            error_message: `the service refused to build the transaction: ${describeFailure(f)}`,
-          });
-        }
-        return await transientOrFinal(ctx, rec, f, 'build-tx');
-      }
-      ctx.report(
-        'build',
-        `POST /sdk/v1/solana/build-tx: intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${rec.recipient}, expires ${built.expiresAt ?? 'not given'}`,
-      );
-      const verdict = signer.check(
-        built.transaction,
-        { amount: rec.amount, recipient: rec.recipient, to: rec.to },
-        { batchId: ctx.batchId, transferId: ctx.transferId },
-      );
-      if (!verdict.ok) {
-        return await finish(ctx, 'rejected', {
-          error_code: 'policy_refused',
-          error_message: `refused to sign the built transaction${
-            verdict.instruction === null ? '' : ` (instruction ${verdict.instruction})`
-          }: ${verdict.reason}`,
-          solana_intent: built.intentId,
-        });
-      }
-      signed = await signer.sign(built.transaction);
-      ctx.report(
-        'sign',
-        `checked (it does only the requested payment) and signed by ${signer.address}, not the fee payer`,
-      );
-      gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
-      intentId = built.intentId;
-      expiresAt = built.expiresAt ? Date.parse(built.expiresAt) : NaN;
-      // Saved in the same write that marks its first send begun (beginSend).
-      fresh = {
-        solana_intent: built.intentId,
-        solana_expires_at: built.expiresAt ?? '',
-        solana_signed: signed,
-        payload_gen: gen,
-        uncertain: 0,
-        ambiguous: 0,
-        unavailable: 0,
-      };
-    }
-    const key = `${ctx.batchId}/${ctx.transferId}/${gen}`;
-    await beginSend(
-      ctx,
-      rec,
-      { call: `POST /sdk/v1/solana/submit (intent ${intentId})`, idempotencyKey: key },
-      fresh,
-    );
-    try {
-      const res = await service.submitSolanaTx(
-        { intentId, signedTransaction: signed },
-        { idempotencyKey: key },
-      );
-      ctx.report(
-        'answer',
-        `accepted: intent ${res.intentId || intentId} (${res.status}), signature ${res.txSignature ?? 'not given'}`,
-      );
-      return await submitted(ctx, {
-        intent_id: res.intentId || intentId,
-        intent_status: res.status,
-        tx_signature: res.txSignature ?? '',
-        send_state: '',
-      });
-    } catch (err) {
-      const { after, f } = await afterFailedSend(ctx, err);
-      if (after === 'resend') continue;
-      if (after === 'refused_first') {
-        // Refused on its first send: it never moved money. If it was refused because it expired,
-        // a fresh one may be built (bounded); otherwise the refusal is the answer.
-        const expired = Number.isFinite(expiresAt) && expiresAt <= ctx.now();
-        if (expired && rebuilds < ctx.policy.maxRebuilds) {
-          rebuilds++;
-          await store.save(ctx.batchId, ctx.transferId, { solana_signed: '', uncertain: 0 });
-          continue;
-        }
-        return await finish(ctx, 'failed', {
-          error_code: 'refused',
-          error_message: `the service refused the transaction: ${describeFailure(f)}`,
-        });
-      }
-      if (after === 'give_up_unprocessed') {
-        return await finish(ctx, 'failed', {
-          error_code: 'service_unavailable',
-          error_message: `the service did not process the transaction: ${describeFailure(f)}`,
-        });
-      }
-      const settleAt = Number.isFinite(expiresAt) ? expiresAt + ctx.policy.settleMarginMs : null;
-      return await needsReview(ctx, f, settleAt);
-    }
+    return out;
   }
+}
+
+/** The saved transaction, unless it was never processed and is about to expire; else a new one. */
+async function savedOrNewTx(
+  ctx: Ctx,
+  signer: SolanaSigner,
+  rec: TransferRecord,
+): Promise<SignedTx | StepOutcome> {
+  const steps = savedSteps(rec);
+  const expiresAt = steps.solanaExpiresAt ?? NaN;
+  const signed = steps.solanaSigned;
+  if (signed && !steps.uncertain && Number.isFinite(expiresAt) && expiresAt - ctx.now() < TX_MIN_LIFE_MS) {
+    // Never processed and about to expire: it can be replaced.
+    await addEvidence(
+      ctx,
+      `replaced unsent Solana transaction of intent ${steps.solanaIntent ?? undefined} near its expiry`,
+    );
+  } else if (signed) {
+    return { kind: 'tx', signed, gen: steps.payloadGen ?? 1, intentId: steps.solanaIntent ?? '', expiresAt };
+  }
+  return await buildCheckedTx(ctx, signer, rec, steps);
+}
+
+/** build-tx, then the policy check (it does only the requested payment), then our signature. */
+async function buildCheckedTx(
+  ctx: Ctx,
+  signer: SolanaSigner,
+  rec: TransferRecord,
+  steps: SavedSteps,
+): Promise<SignedTx | StepOutcome> {
+  if (rec.to === 'SOLANA' || !isEvmChain(rec.to)) {
+    return await finish(ctx, 'failed', { error_code: 'unsupported_route', error_message: 'SOLANA → SOLANA' });
+  }
+  let built;
+  try {
+    built = await ctx.deps.service.buildSolanaTx({
+      to: rec.to,
+      amount: rec.amount,
+      fromWallet: signer.address,
+      recipient: rec.recipient,
+    });
+  } catch (err) {
+    return await buildFailed(ctx, rec, err);
+  }
+  ctx.report(
+    'build',
+    `POST /sdk/v1/solana/build-tx: intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${rec.recipient}, expires ${built.expiresAt ?? 'not given'}`,
+  );
+  const verdict = signer.check(
+    built.transaction,
+    { amount: rec.amount, recipient: rec.recipient, to: rec.to },
+    { batchId: ctx.batchId, transferId: ctx.transferId },
+  );
+  if (!verdict.ok) {
+    return await finish(ctx, 'rejected', {
+      error_code: 'policy_refused',
+      error_message: `refused to sign the built transaction${
+        verdict.instruction === null ? '' : ` (instruction ${verdict.instruction})`
+      }: ${verdict.reason}`,
+      solana_intent: built.intentId,
+    });
+  }
+  const signed = await signer.sign(built.transaction);
+  ctx.report(
+    'sign',
+    `checked (it does only the requested payment) and signed by ${signer.address}, not the fee payer`,
+  );
+  const gen = (steps.payloadGen ?? 0) + 1;
+  return {
+    kind: 'tx',
+    signed,
+    gen,
+    intentId: built.intentId,
+    expiresAt: built.expiresAt ? Date.parse(built.expiresAt) : NaN,
+    // Saved in the same write that marks its first send begun (beginSend).
+    fresh: {
+      solana_intent: built.intentId,
+      solana_expires_at: built.expiresAt ?? '',
+      solana_signed: signed,
+      payload_gen: gen,
+      uncertain: 0,
+      ambiguous: 0,
+      unavailable: 0,
+    },
+  };
+}
+
+/** build-tx failed: a refusal is final; anything else waits, within the transient deadline. */
+async function buildFailed(ctx: Ctx, rec: TransferRecord, err: unknown): Promise<StepOutcome> {
+  const f = asServiceFailure(err);
+  if (!f) throw err;
+  if (f.kind === 'rejected') {
+    return await finish(ctx, 'failed', {
+      error_code: 'build_refused',
+      error_message: `the service refused to build the transaction: ${describeFailure(f)}`,
+    });
+  }
+  return await transientOrFinal(ctx, rec, f, 'build-tx');
+}
+
+/** One send of `tx`: how the run ends, or that it goes on (`resend` the same, `rebuild` a new one). */
+async function submitTx(
+  ctx: Ctx,
+  rec: TransferRecord,
+  tx: SignedTx,
+  rebuilds: number,
+): Promise<StepOutcome | 'resend' | 'rebuild'> {
+  const key = `${ctx.batchId}/${ctx.transferId}/${tx.gen}`;
+  await beginSend(
+    ctx,
+    rec,
+    { call: `POST /sdk/v1/solana/submit (intent ${tx.intentId})`, idempotencyKey: key },
+    tx.fresh,
+  );
+  try {
+    const res = await ctx.deps.service.submitSolanaTx(
+      { intentId: tx.intentId, signedTransaction: tx.signed },
+      { idempotencyKey: key },
+    );
+    ctx.report(
+      'answer',
+      `accepted: intent ${res.intentId || tx.intentId} (${res.status}), signature ${res.txSignature ?? 'not given'}`,
+    );
+    return await submitted(ctx, {
+      intent_id: res.intentId || tx.intentId,
+      intent_status: res.status,
+      tx_signature: res.txSignature ?? '',
+      send_state: '',
+    });
+  } catch (err) {
+    const { after, f } = await afterFailedSend(ctx, err);
+    if (after === 'resend') return 'resend';
+    if (after === 'refused_first') return await afterRefusedTx(ctx, tx, f, rebuilds);
+    if (after === 'give_up_unprocessed') {
+      return await finish(ctx, 'failed', {
+        error_code: 'service_unavailable',
+        error_message: `the service did not process the transaction: ${describeFailure(f)}`,
+      });
+    }
+    const settleAt = Number.isFinite(tx.expiresAt) ? tx.expiresAt + ctx.policy.settleMarginMs : null;
+    return await needsReview(ctx, f, settleAt);
+  }
+}
+
+/**
+ * Refused on its first send: it never moved money. If it was refused because it expired, a fresh
+ * one may be built (bounded); otherwise the refusal is the answer.
+ */
+async function afterRefusedTx(
+  ctx: Ctx,
+  tx: SignedTx,
+  f: ServiceFailure,
+  rebuilds: number,
+): Promise<StepOutcome | 'rebuild'> {
+  const decision = decideAfterRefusedSolanaTx(
+    { expiresAt: tx.expiresAt, now: ctx.now(), rebuilds },
+    ctx.policy,
+  );
+  if (decision === 'rebuild') {
+    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { solana_signed: '', uncertain: 0 });
+    return 'rebuild';
+  }
+  return await finish(ctx, 'failed', {
+    error_code: 'refused',
+    error_message: `the service refused the transaction: ${describeFailure(f)}`,
+  });
 }

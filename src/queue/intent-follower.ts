@@ -6,6 +6,7 @@ import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import { dropUnhashedReservation } from '../store/owner-balance.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import {
   finalFailure,
@@ -266,8 +267,9 @@ function intentFailure(data: FollowData, rec: TransferRecord): Error {
  */
 export function transferJobKeys(prefix: string, rec: TransferRecord): string[] {
   const queue = `${prefix}:${queueNameFor(rec.from)}`;
-  const id = transferJobId(rec.batchId, rec.id, Number(rec.raw['round'] ?? 0));
-  return [`${queue}:${id}`, `${queue}:${id}/settle${rec.raw['payload_gen'] ?? '0'}`];
+  const { round, payloadGen } = savedSteps(rec);
+  const id = transferJobId(rec.batchId, rec.id, round);
+  return [`${queue}:${id}`, `${queue}:${id}/settle${payloadGen ?? 0}`];
 }
 
 /** Carries the status into the transfer job's result; `unfinished` when that job has not ended. */

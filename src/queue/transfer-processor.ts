@@ -17,6 +17,7 @@ import {
 } from './job-outcome.ts';
 import { createJobReporter, type JobReporter } from './job-reporter.ts';
 import { isSettleJob, parseTransferJobData, roundOfJobId, type TransferJobData } from './jobs.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /** What the processor of one source chain's transfer jobs runs on (transfer-workers.ts wires it). */
 export type TransferProcessorDeps = {
@@ -80,7 +81,7 @@ async function afterUnexpectedError(
   err: unknown,
 ): Promise<Done> {
   const rec = await deps.pipeline.store.load(data.batchId, data.transferId).catch(() => undefined);
-  const first = Number(rec?.raw['first_seen_at'] ?? Date.now());
+  const first = (rec ? savedSteps(rec).firstSeenAt : null) ?? Date.now();
   const budget = (deps.pipeline.policy ?? DEFAULT_POLICY).transientDeadlineMs + 30_000;
   if (!rec || Date.now() - first <= budget) throw err;
   const message = (err as Error).message?.slice(0, 200) ?? String(err);

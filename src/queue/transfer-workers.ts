@@ -8,6 +8,7 @@ import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, settleJobName, transferJobId, transferJobName } from './jobs.ts';
 import { sweepUnfinished } from './sweeper.ts';
 import { processTransferJob, settleGivenUpJob, type TransferProcessorDeps } from './transfer-processor.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /**
  * Lock and stall settings, chosen for the slowest call:
@@ -172,13 +173,15 @@ async function scheduleSettle(
   const rec = await deps.pipeline.store.load(batchId, transferId);
   const queue = rec ? queues.get(rec.from) : undefined;
   if (!rec || !queue) return;
-  const payload = rec.raw['permit'] ? 'permit' : rec.raw['solana_signed'] ? 'solana' : undefined;
+  const steps = savedSteps(rec);
+  const { round, payloadGen } = steps;
+  const payload = steps.permit ? 'permit' : steps.solanaSigned ? 'solana' : undefined;
   const job = await queue.add(
     settleJobName(transferJobName(rec), payload),
     { batchId, transferId },
     {
       // Unique per round and payload: a kept settle job of an earlier round never swallows this one.
-      jobId: `${transferJobId(batchId, transferId, Number(rec.raw['round'] ?? 0))}/settle${rec.raw['payload_gen'] ?? '0'}`,
+      jobId: `${transferJobId(batchId, transferId, round)}/settle${payloadGen ?? 0}`,
       delay: Math.max(0, at - Date.now()),
       attempts: 20,
       backoff: { type: 'exponential', delay: 5_000 },

@@ -7,6 +7,7 @@ import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
 import { createWorkerMetrics, registerOwners } from '../metrics/worker-metrics.ts';
 import { DEFAULT_POLICY } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
+import { createOwnerCaches } from '../pipeline/evm/owner-caches.ts';
 import { createServiceClient } from '../service/service-client.ts';
 import { createChainReader } from '../signing/evm/chain-reader.ts';
 import { createEvmSigners } from '../signing/evm/evm-signer.ts';
@@ -88,6 +89,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
         chain,
         // Only where a balance can be read: without EVM_RPC_URL_<CHAIN> owners go by free lease.
         balances: createOwnerBalances({ redis, prefix }),
+        ownerCaches: createOwnerCaches(),
       }
     : undefined;
   const solana = config.solanaSecretKey ? await createSolanaSigner({ config, logger }) : undefined;

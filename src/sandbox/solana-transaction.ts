@@ -232,6 +232,29 @@ async function depositForBurn(p: {
   };
 }
 
+/** The accounts a sandbox transaction is built from. */
+type Accounts = {
+  readonly kind: SolanaTxKind;
+  readonly wallet: Address;
+  readonly walletSigner: ReturnType<typeof createNoopSigner>;
+  readonly servicePayer: Address;
+  readonly third: Address;
+  readonly usdc: Address;
+  /** Our USDC token account, and where the payment goes. */
+  readonly source: Address;
+  readonly destination: Address;
+  readonly feePayer: Address;
+};
+
+type EventKey = Awaited<ReturnType<typeof createKeyPairFromPrivateKeyBytes>>;
+
+const CCTP_KINDS: readonly SolanaTxKind[] = [
+  'cctp_v1',
+  'cctp_v2',
+  'cctp_other_recipient',
+  'cctp_other_domain',
+];
+
 /**
  * Builds the transaction the sandbox hands out from build-tx — the legitimate payment or one of
  * the malicious kinds — so that the signing policy can be tested against each (import it from
@@ -239,153 +262,179 @@ async function depositForBurn(p: {
  * the CCTP kinds' one-off event-data key.
  */
 export async function buildSandboxTransfer(input: SandboxTransferInput): Promise<SandboxTransfer> {
-  const kind = input.kind ?? 'legit';
-  const wallet = address(input.wallet);
-  const servicePayer = address(input.feePayer);
-  const third = address(input.thirdParty ?? SANDBOX_THIRD_PARTY);
-  const usdc = address(SOLANA_USDC_MINT[input.network]);
-  const walletSigner = createNoopSigner(wallet);
-  const ata = async (owner: Address, mint: Address = usdc, tokenProgram: Address = TOKEN_PROGRAM_ADDRESS) =>
-    (await findAssociatedTokenPda({ owner, mint, tokenProgram }))[0];
-
-  const source = await ata(wallet);
-  const destination = input.destination ? address(input.destination) : await ata(servicePayer);
-  const feePayer = kind === 'wallet_fee_payer' ? wallet : servicePayer;
-  const memo = input.memo ?? `usdc-batch ${input.to} ${input.recipient}`;
-
-  const transferOf = (amount: bigint, to: Address = destination) =>
-    getTransferCheckedInstruction({
-      source,
-      mint: usdc,
-      destination: to,
-      authority: walletSigner,
-      amount,
-      decimals: USDC_DECIMALS,
-    });
-
+  const a = await accountsOf(input);
   const instructions: Instruction[] = [
     getSetComputeUnitLimitInstruction({ units: 200_000 }),
     getSetComputeUnitPriceInstruction({ microLamports: 1_000n }),
   ];
-  let eventKey: Awaited<ReturnType<typeof createKeyPairFromPrivateKeyBytes>> | undefined;
-  const cctpVersion = kind === 'cctp_v2' ? 2 : kind === 'cctp_v1' ? 1 : (input.cctpVersion ?? 1);
-  const isCctp =
-    kind === 'cctp_v1' ||
-    kind === 'cctp_v2' ||
-    kind === 'cctp_other_recipient' ||
-    kind === 'cctp_other_domain';
+  const payment = await paymentInstruction(a, input);
+  instructions.push(payment.instruction);
+  const extra = await extraInstruction(a, input);
+  if (extra) instructions.push(extra);
+  // The Memo program deployed and used on mainnet today (the package's default is a newer one).
+  instructions.push(
+    getAddMemoInstruction(
+      { memo: input.memo ?? `usdc-batch ${input.to} ${input.recipient}` },
+      { programAddress: address(input.memoProgram ?? LEGACY_MEMO_PROGRAM_ADDRESS_V3) },
+    ),
+  );
+  let tx = compileTransaction(messageOf(a, input, instructions));
+  if (payment.eventKey) tx = await partiallySignTransaction([payment.eventKey], tx);
+  return {
+    transaction: getBase64EncodedWireTransaction(tx),
+    messageBytes: Uint8Array.from(tx.messageBytes),
+    sourceTokenAccount: a.source,
+    destination: a.destination,
+    kind: a.kind,
+  };
+}
 
-  if (isCctp) {
-    // The real service signs with a one-off key for the message-sent event account.
-    const seed = createHash('sha256')
-      .update(`event:${input.blockhash ?? Math.random()}:${input.wallet}`)
-      .digest();
-    eventKey = await createKeyPairFromPrivateKeyBytes(seed);
-    const eventData = await getAddressFromPublicKey(eventKey.publicKey);
-    let domain = CCTP_DOMAIN[input.to];
-    let recipient = evmRecipientBytes32(input.recipient);
-    if (kind === 'cctp_other_domain')
-      domain = domain === CCTP_DOMAIN.BASE ? CCTP_DOMAIN.ARB : CCTP_DOMAIN.BASE;
-    if (kind === 'cctp_other_recipient') recipient = evmRecipientBytes32(`0x${'ba'.repeat(20)}`);
-    instructions.push(
-      await depositForBurn({
-        version: cctpVersion,
-        wallet,
-        feePayer,
-        eventData,
-        source,
-        mint: usdc,
-        amount: input.amount,
-        domain,
-        mintRecipient: recipient,
-      }),
-    );
-  } else if (kind === 'inflated_amount') {
-    instructions.push(transferOf(input.amount + 1_000_000n));
-  } else if (kind === 'token2022_transfer') {
-    instructions.push(
-      getTransferCheckedInstruction(
-        {
-          source: await ata(wallet, usdc, address(TOKEN_2022_PROGRAM)),
-          mint: usdc,
-          destination,
-          authority: walletSigner,
+async function ataOf(
+  owner: Address,
+  mint: Address,
+  tokenProgram: Address = TOKEN_PROGRAM_ADDRESS,
+): Promise<Address> {
+  return (await findAssociatedTokenPda({ owner, mint, tokenProgram }))[0];
+}
+
+async function accountsOf(input: SandboxTransferInput): Promise<Accounts> {
+  const kind = input.kind ?? 'legit';
+  const wallet = address(input.wallet);
+  const servicePayer = address(input.feePayer);
+  const usdc = address(SOLANA_USDC_MINT[input.network]);
+  return {
+    kind,
+    wallet,
+    walletSigner: createNoopSigner(wallet),
+    servicePayer,
+    third: address(input.thirdParty ?? SANDBOX_THIRD_PARTY),
+    usdc,
+    source: await ataOf(wallet, usdc),
+    destination: input.destination ? address(input.destination) : await ataOf(servicePayer, usdc),
+    feePayer: kind === 'wallet_fee_payer' ? wallet : servicePayer,
+  };
+}
+
+function usdcTransfer(a: Accounts, amount: bigint, to: Address = a.destination): Instruction {
+  return getTransferCheckedInstruction({
+    source: a.source,
+    mint: a.usdc,
+    destination: to,
+    authority: a.walletSigner,
+    amount,
+    decimals: USDC_DECIMALS,
+  });
+}
+
+/** The instruction that pays (or, for the malicious kinds, seems to pay) the requested amount. */
+async function paymentInstruction(
+  a: Accounts,
+  input: SandboxTransferInput,
+): Promise<{ instruction: Instruction; eventKey?: EventKey }> {
+  if (CCTP_KINDS.includes(a.kind)) return await cctpBurn(a, input);
+  switch (a.kind) {
+    case 'inflated_amount':
+      return { instruction: usdcTransfer(a, input.amount + 1_000_000n) };
+    case 'token2022_transfer':
+      return {
+        instruction: getTransferCheckedInstruction(
+          {
+            source: await ataOf(a.wallet, a.usdc, address(TOKEN_2022_PROGRAM)),
+            mint: a.usdc,
+            destination: a.destination,
+            authority: a.walletSigner,
+            amount: input.amount,
+            decimals: USDC_DECIMALS,
+          },
+          { programAddress: address(TOKEN_2022_PROGRAM) },
+        ),
+      };
+    case 'other_mint':
+      return {
+        instruction: getTransferCheckedInstruction({
+          source: await ataOf(a.wallet, SANDBOX_OTHER_MINT),
+          mint: SANDBOX_OTHER_MINT,
+          destination: await ataOf(a.servicePayer, SANDBOX_OTHER_MINT),
+          authority: a.walletSigner,
           amount: input.amount,
           decimals: USDC_DECIMALS,
-        },
-        { programAddress: address(TOKEN_2022_PROGRAM) },
-      ),
-    );
-  } else if (kind === 'other_mint') {
-    instructions.push(
-      getTransferCheckedInstruction({
-        source: await ata(wallet, SANDBOX_OTHER_MINT),
-        mint: SANDBOX_OTHER_MINT,
-        destination: await ata(servicePayer, SANDBOX_OTHER_MINT),
-        authority: walletSigner,
-        amount: input.amount,
-        decimals: USDC_DECIMALS,
-      }),
-    );
-  } else {
-    instructions.push(transferOf(input.amount));
-  }
-
-  switch (kind) {
-    case 'sol_transfer':
-      instructions.push(
-        getTransferSolInstruction({ source: walletSigner, destination: third, amount: 10_000_000n }),
-      );
-      break;
-    case 'extra_transfer':
-      instructions.push(transferOf(input.amount, await ata(third)));
-      break;
-    case 'approve_delegate':
-      instructions.push(
-        getApproveInstruction({ source, delegate: third, owner: walletSigner, amount: 2n ** 64n - 1n }),
-      );
-      break;
-    case 'close_account':
-      instructions.push(
-        getCloseAccountInstruction({ account: source, destination: third, owner: walletSigner }),
-      );
-      break;
-    case 'set_authority':
-      instructions.push(
-        getSetAuthorityInstruction({
-          owned: source,
-          owner: walletSigner,
-          authorityType: AuthorityType.AccountOwner,
-          newAuthority: third,
         }),
-      );
-      break;
+      };
+    default:
+      return { instruction: usdcTransfer(a, input.amount) };
+  }
+}
+
+/** A CCTP deposit_for_burn, signed by the real service with a one-off key for the event account. */
+async function cctpBurn(
+  a: Accounts,
+  input: SandboxTransferInput,
+): Promise<{ instruction: Instruction; eventKey: EventKey }> {
+  const version = a.kind === 'cctp_v2' ? 2 : a.kind === 'cctp_v1' ? 1 : (input.cctpVersion ?? 1);
+  const seed = createHash('sha256')
+    .update(`event:${input.blockhash ?? Math.random()}:${input.wallet}`)
+    .digest();
+  const eventKey = await createKeyPairFromPrivateKeyBytes(seed);
+  const eventData = await getAddressFromPublicKey(eventKey.publicKey);
+  let domain = CCTP_DOMAIN[input.to];
+  let recipient = evmRecipientBytes32(input.recipient);
+  if (a.kind === 'cctp_other_domain')
+    domain = domain === CCTP_DOMAIN.BASE ? CCTP_DOMAIN.ARB : CCTP_DOMAIN.BASE;
+  if (a.kind === 'cctp_other_recipient') recipient = evmRecipientBytes32(`0x${'ba'.repeat(20)}`);
+  const instruction = await depositForBurn({
+    version,
+    wallet: a.wallet,
+    feePayer: a.feePayer,
+    eventData,
+    source: a.source,
+    mint: a.usdc,
+    amount: input.amount,
+    domain,
+    mintRecipient: recipient,
+  });
+  return { instruction, eventKey };
+}
+
+/** What a malicious kind adds after the payment (nothing for the others). */
+async function extraInstruction(a: Accounts, input: SandboxTransferInput): Promise<Instruction | undefined> {
+  const { wallet, walletSigner, source, third } = a;
+  switch (a.kind) {
+    case 'sol_transfer':
+      return getTransferSolInstruction({ source: walletSigner, destination: third, amount: 10_000_000n });
+    case 'extra_transfer':
+      return usdcTransfer(a, input.amount, await ataOf(third, a.usdc));
+    case 'approve_delegate':
+      return getApproveInstruction({ source, delegate: third, owner: walletSigner, amount: 2n ** 64n - 1n });
+    case 'close_account':
+      return getCloseAccountInstruction({ account: source, destination: third, owner: walletSigner });
+    case 'set_authority':
+      return getSetAuthorityInstruction({
+        owned: source,
+        owner: walletSigner,
+        authorityType: AuthorityType.AccountOwner,
+        newAuthority: third,
+      });
     case 'unknown_program':
-      instructions.push({
+      return {
         programAddress: SANDBOX_UNKNOWN_PROGRAM,
         accounts: [
           { address: wallet, role: AccountRole.WRITABLE_SIGNER },
           { address: source, role: AccountRole.WRITABLE },
         ],
         data: Uint8Array.from([1, 2, 3, 4]),
-      });
-      break;
+      };
     default:
-      break;
+      return undefined;
   }
-  // The Memo program deployed and used on mainnet today (the package's default is a newer one).
-  instructions.push(
-    getAddMemoInstruction(
-      { memo },
-      { programAddress: address(input.memoProgram ?? LEGACY_MEMO_PROGRAM_ADDRESS_V3) },
-    ),
-  );
+}
 
+/** The v0 message: fee payer, blockhash lifetime, the instructions (and a lookup table for that kind). */
+function messageOf(a: Accounts, input: SandboxTransferInput, instructions: readonly Instruction[]) {
   const blockhash = (input.blockhash ??
     encodeBase58(createHash('sha256').update(String(Math.random())).digest())) as Blockhash;
-  let message = pipe(
+  const message = pipe(
     createTransactionMessage({ version: 0 }),
-    (m) => setTransactionMessageFeePayer(feePayer, m),
+    (m) => setTransactionMessageFeePayer(a.feePayer, m),
     (m) =>
       setTransactionMessageLifetimeUsingBlockhash(
         { blockhash, lastValidBlockHeight: input.lastValidBlockHeight ?? 1_000n },
@@ -393,20 +442,10 @@ export async function buildSandboxTransfer(input: SandboxTransferInput): Promise
       ),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
-  if (kind === 'address_lookup_table') {
-    message = compressTransactionMessageUsingAddressLookupTables(message, {
-      [SANDBOX_LOOKUP_TABLE]: [destination],
-    }) as typeof message;
-  }
-  let tx = compileTransaction(message);
-  if (eventKey) tx = await partiallySignTransaction([eventKey], tx);
-  return {
-    transaction: getBase64EncodedWireTransaction(tx),
-    messageBytes: Uint8Array.from(tx.messageBytes),
-    sourceTokenAccount: source,
-    destination,
-    kind,
-  };
+  if (a.kind !== 'address_lookup_table') return message;
+  return compressTransactionMessageUsingAddressLookupTables(message, {
+    [SANDBOX_LOOKUP_TABLE]: [a.destination],
+  }) as typeof message;
 }
 
 /** The name the issue uses for the same builder. */

@@ -18,7 +18,18 @@ import {
   type Parsed,
 } from './parse-response.ts';
 import { ServiceError, isServiceError, scrub } from './service-error.ts';
-import type { CallOptions, FailureKind, Operation, ServiceClient } from './types.ts';
+import type {
+  BuildTxResult,
+  CallOptions,
+  FailureKind,
+  FeeEstimate,
+  IntentStatus,
+  Operation,
+  ServiceClient,
+  SubmitResult,
+  TransferRequestBody,
+  TransferResult,
+} from './types.ts';
 
 export type CallOutcome = 'ok' | FailureKind;
 
@@ -68,16 +79,52 @@ export function networkFactsOf(err: unknown): FailureFacts {
   };
 }
 
+type EstimateRequest = Parameters<ServiceClient['estimate']>[0];
+type BuildTxRequest = Parameters<ServiceClient['buildSolanaTx']>[0];
+type SubmitRequest = Parameters<ServiceClient['submitSolanaTx']>[0];
+
+/** A client's state: its deps, the got instance and agents it made, the secrets its errors scrub. */
+type Client = {
+  readonly deps: ServiceClientDeps;
+  readonly base: string;
+  readonly secrets: readonly string[];
+  readonly http: typeof got;
+  readonly agent: { readonly http: HttpAgent; readonly https: HttpsAgent };
+  readonly safeRetries: number;
+  readonly maxRetryAfterMs: number;
+};
+
+/** One HTTP call: what to send, how to read a 2xx body, and what a 404 means (when it means something). */
+type CallSpec<T> = {
+  readonly operation: Operation;
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly json: unknown;
+  readonly options: CallOptions | undefined;
+  readonly parse: (body: unknown) => Parsed<T>;
+  readonly on404?: () => T;
+};
+
 /**
- * The transfer-service client (spec §4): one HTTP request per call, no retries inside got; only
- * estimate and status (safe to repeat) are wrapped in p-retry. Every failure is a ServiceError
- * classified by `classifyFailure`.
+ * The transfer-service client: one HTTP request per call, no retries inside got; only estimate and
+ * status (safe to repeat) are wrapped in p-retry. Every failure is a ServiceError classified by
+ * `classifyFailure`. Wires the top-level calls below to one client state.
  */
 export function createServiceClient(deps: ServiceClientDeps): ClosableServiceClient {
-  const base = deps.baseUrl.replace(/\/+$/, '');
+  const c = clientOf(deps);
+  return {
+    estimate: (req, options) => estimate(c, req, options),
+    transfer: (req, options) => transfer(c, req, options),
+    buildSolanaTx: (req, options) => buildSolanaTx(c, req, options),
+    submitSolanaTx: (req, options) => submitSolanaTx(c, req, options),
+    getIntentStatus: (intentId, options) => getIntentStatus(c, intentId, options),
+    close: () => closeClient(c),
+  };
+}
+
+function clientOf(deps: ServiceClientDeps): Client {
   const connectMs = deps.connectTimeoutMs ?? DEFAULTS.SERVICE_CONNECT_TIMEOUT_MS;
   const responseMs = deps.responseTimeoutMs ?? DEFAULTS.SERVICE_RESPONSE_TIMEOUT_MS;
-  const secrets = [deps.apiKey.reveal()];
   // Idle sockets are dropped after 4 s, before a typical server's 5 s keep-alive timeout, so a
   // request is rarely written into a socket the server is closing (that would read as ambiguous).
   const agentOptions = { keepAlive: true, keepAliveMsecs: 1_000, maxSockets: 64, timeout: 4_000 };
@@ -96,211 +143,247 @@ export function createServiceClient(deps: ServiceClientDeps): ClosableServiceCli
       request: connectMs + responseMs * 2,
     },
   });
+  return {
+    deps,
+    base: deps.baseUrl.replace(/\/+$/, ''),
+    secrets: [deps.apiKey.reveal()],
+    http,
+    agent,
+    safeRetries: deps.safeRetries ?? 2,
+    maxRetryAfterMs: deps.maxRetryAfterMs ?? 5_000,
+  };
+}
 
-  const fail = (
-    operation: Operation,
-    init: Omit<ConstructorParameters<typeof ServiceError>[0], 'operation'>,
-  ) => new ServiceError({ ...init, operation });
+function closeClient(c: Client): void {
+  c.agent.http.destroy();
+  c.agent.https.destroy();
+}
 
-  async function request(
-    operation: Operation,
-    method: 'GET' | 'POST',
-    path: string,
-    json: unknown,
-    options: CallOptions | undefined,
-  ): Promise<RawResult> {
-    const headers: Record<string, string> = {
-      'x-api-key': deps.apiKey.reveal(),
-      accept: 'application/json',
-    };
-    if (json !== undefined) headers['content-type'] = 'application/json';
-    if (options?.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
-    let response: Response<string>;
-    try {
-      response = await http(`${base}${path}`, {
-        method,
-        headers,
-        ...(json !== undefined ? { body: JSON.stringify(json) } : {}),
-        ...(options?.signal ? { signal: options.signal } : {}),
-      });
-    } catch (err) {
-      const facts = networkFactsOf(err);
-      const { kind } = classifyFailure(facts);
-      const code = facts.type === 'network' ? facts.code : undefined;
-      const phase = facts.type === 'network' && facts.timeoutEvent ? ` (${facts.timeoutEvent} timeout)` : '';
-      // got's error holds the request options (and so the API key): only its code and a scrubbed
-      // message travel on.
-      const cause = new Error(scrub(`${code ?? 'error'}${phase}: ${errMessage(err)}`, secrets));
-      throw fail(operation, {
-        kind,
-        reason: `${code ?? 'network error'}${phase}${facts.type === 'network' ? `, request ${facts.sent}` : ''}`,
-        cause,
-      });
-    }
-    let body: unknown;
-    let bodyOk = true;
-    try {
-      body = response.body.length > 0 ? JSON.parse(response.body) : undefined;
-    } catch {
-      bodyOk = false;
-    }
-    return { status: response.statusCode, body, bodyOk, headers: response.headers };
+function estimate(c: Client, req: EstimateRequest, options?: CallOptions): Promise<FeeEstimate> {
+  const json = { from: req.from, to: req.to, amount: formatUsdc(req.amount) };
+  const spec = { operation: 'estimate', method: 'POST', path: '/sdk/v1/estimate', json, options } as const;
+  return repeatable(c, () => call(c, { ...spec, parse: parseEstimate }), options?.signal);
+}
+
+function transfer(c: Client, req: TransferRequestBody, options: CallOptions): Promise<TransferResult> {
+  const json = {
+    from: req.from,
+    to: req.to,
+    amount: formatUsdc(req.amount),
+    recipient: req.recipient,
+    permit: req.permit,
+  };
+  return call(c, {
+    operation: 'transfer',
+    method: 'POST',
+    path: '/sdk/v1/transfer',
+    json,
+    options,
+    parse: parseTransfer,
+  });
+}
+
+function buildSolanaTx(
+  c: Client,
+  req: BuildTxRequest,
+  options: CallOptions | undefined,
+): Promise<BuildTxResult> {
+  const json = {
+    to: req.to,
+    amount: formatUsdc(req.amount),
+    from_wallet: req.fromWallet,
+    recipient: req.recipient,
+  };
+  return call(c, {
+    operation: 'build_tx',
+    method: 'POST',
+    path: '/sdk/v1/solana/build-tx',
+    json,
+    options,
+    parse: parseBuildTx,
+  });
+}
+
+function submitSolanaTx(c: Client, req: SubmitRequest, options: CallOptions): Promise<SubmitResult> {
+  const json = { intent_id: req.intentId, signed_transaction: req.signedTransaction };
+  return call(c, {
+    operation: 'submit',
+    method: 'POST',
+    path: '/sdk/v1/solana/submit',
+    json,
+    options,
+    parse: parseSubmit,
+  });
+}
+
+function getIntentStatus(
+  c: Client,
+  intentId: string,
+  options?: CallOptions,
+): Promise<IntentStatus | undefined> {
+  const spec: CallSpec<IntentStatus | undefined> = {
+    operation: 'status',
+    method: 'GET',
+    path: `/sdk/v1/status/${encodeURIComponent(intentId)}`,
+    json: undefined,
+    options,
+    parse: (b) => parseIntentStatus(b, intentId),
+    on404: () => undefined,
+  };
+  return repeatable(c, () => call(c, spec), options?.signal);
+}
+
+/** One observed call: request, classify, parse; reports the outcome to onCall and the log. */
+async function call<T>(c: Client, spec: CallSpec<T>): Promise<T> {
+  // The rate-limit wait comes before the clock starts: latency is the service's, not ours.
+  if (c.deps.beforeRequest) await c.deps.beforeRequest();
+  const started = performance.now();
+  const done = (outcome: CallOutcome, status: number | null, extra: Record<string, unknown> = {}) =>
+    reportCall(c, spec, performance.now() - started, outcome, status, extra);
+  let raw: RawResult;
+  try {
+    raw = await request(c, spec);
+  } catch (err) {
+    if (isServiceError(err)) done(err.kind, null, { reason: err.details });
+    throw err;
   }
-
-  function errorFor(operation: Operation, raw: RawResult): ServiceError {
-    const retryAfterHeader = raw.headers['retry-after'];
-    const { kind, retryAfterMs } = classifyFailure({
-      type: 'response',
-      status: raw.status,
-      retryAfter: Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader,
-    });
-    const se = raw.bodyOk ? parseServiceError(raw.body) : {};
-    return fail(operation, {
-      kind,
+  if (raw.status === 404 && spec.on404) {
+    done('ok', 404);
+    return spec.on404();
+  }
+  if (raw.status < 200 || raw.status >= 300) {
+    const err = errorFor(c, spec.operation, raw);
+    done(err.kind, raw.status, { serviceCode: err.serviceCode });
+    throw err;
+  }
+  const parsed: Parsed<T> = raw.bodyOk
+    ? spec.parse(raw.body)
+    : { ok: false, problem: 'the body is not valid JSON' };
+  if (!parsed.ok) {
+    const err = new ServiceError({
+      operation: spec.operation,
+      kind: classifyFailure({ type: 'response', status: raw.status }).kind,
       httpStatus: raw.status,
-      serviceCode: se.code !== undefined ? scrub(se.code, secrets) : undefined,
-      serviceMessage: se.message !== undefined ? scrub(se.message, secrets) : undefined,
-      retryAfterMs,
+      reason: parsed.problem,
     });
+    done(err.kind, raw.status, { reason: parsed.problem });
+    throw err;
   }
+  done('ok', raw.status);
+  return parsed.value;
+}
 
-  /** One observed call: request, classify, parse; reports the outcome to onCall and the log. */
-  async function call<T>(
-    operation: Operation,
-    method: 'GET' | 'POST',
-    path: string,
-    json: unknown,
-    options: CallOptions | undefined,
-    parse: (body: unknown) => Parsed<T>,
-    on404?: () => T,
-  ): Promise<T> {
-    // The rate-limit wait comes before the clock starts: latency is the service's, not ours.
-    if (deps.beforeRequest) await deps.beforeRequest();
-    const started = performance.now();
-    const done = (outcome: CallOutcome, status: number | null, extra: Record<string, unknown> = {}) => {
-      const ms = Math.round(performance.now() - started);
-      deps.onCall?.(operation, outcome, ms);
-      const entry = {
-        operation,
-        outcome,
-        httpStatus: status,
-        ms,
-        idempotencyKey: options?.idempotencyKey,
-        ...extra,
-      };
-      if (outcome === 'ok') deps.logger?.debug(entry, 'service call');
-      else deps.logger?.warn(entry, 'service call failed');
-    };
-    let raw: RawResult;
-    try {
-      raw = await request(operation, method, path, json, options);
-    } catch (err) {
-      if (isServiceError(err)) done(err.kind, null, { reason: err.details });
-      throw err;
-    }
-    if (raw.status === 404 && on404) {
-      done('ok', 404);
-      return on404();
-    }
-    if (raw.status < 200 || raw.status >= 300) {
-      const err = errorFor(operation, raw);
-      done(err.kind, raw.status, { serviceCode: err.serviceCode });
-      throw err;
-    }
-    const parsed: Parsed<T> = raw.bodyOk
-      ? parse(raw.body)
-      : { ok: false, problem: 'the body is not valid JSON' };
-    if (!parsed.ok) {
-      const err = fail(operation, {
-        kind: classifyFailure({ type: 'response', status: raw.status }).kind,
-        httpStatus: raw.status,
-        reason: parsed.problem,
-      });
-      done(err.kind, raw.status, { reason: parsed.problem });
-      throw err;
-    }
-    done('ok', raw.status);
-    return parsed.value;
+/** A call's outcome to onCall (metrics) and the log: debug when ok, warn when it failed. */
+function reportCall(
+  c: Client,
+  spec: CallSpec<unknown>,
+  elapsedMs: number,
+  outcome: CallOutcome,
+  status: number | null,
+  extra: Record<string, unknown>,
+): void {
+  const ms = Math.round(elapsedMs);
+  c.deps.onCall?.(spec.operation, outcome, ms);
+  const entry = {
+    operation: spec.operation,
+    outcome,
+    httpStatus: status,
+    ms,
+    idempotencyKey: spec.options?.idempotencyKey,
+    ...extra,
+  };
+  if (outcome === 'ok') c.deps.logger?.debug(entry, 'service call');
+  else c.deps.logger?.warn(entry, 'service call failed');
+}
+
+async function request(c: Client, spec: CallSpec<unknown>): Promise<RawResult> {
+  const { json, options } = spec;
+  const headers: Record<string, string> = {
+    'x-api-key': c.deps.apiKey.reveal(),
+    accept: 'application/json',
+  };
+  if (json !== undefined) headers['content-type'] = 'application/json';
+  if (options?.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
+  let response: Response<string>;
+  try {
+    response = await c.http(`${c.base}${spec.path}`, {
+      method: spec.method,
+      headers,
+      ...(json !== undefined ? { body: JSON.stringify(json) } : {}),
+      ...(options?.signal ? { signal: options.signal } : {}),
+    });
+  } catch (err) {
+    throw networkError(c, spec.operation, err);
   }
+  let body: unknown;
+  let bodyOk = true;
+  try {
+    body = response.body.length > 0 ? JSON.parse(response.body) : undefined;
+  } catch {
+    bodyOk = false;
+  }
+  return { status: response.statusCode, body, bodyOk, headers: response.headers };
+}
 
-  const safeRetries = deps.safeRetries ?? 2;
-  const maxRetryAfterMs = deps.maxRetryAfterMs ?? 5_000;
-  const retryable = (err: unknown): boolean =>
+/** A request that got no response: classified by how far it got. */
+function networkError(c: Client, operation: Operation, err: unknown): ServiceError {
+  const facts = networkFactsOf(err);
+  const { kind } = classifyFailure(facts);
+  const code = facts.type === 'network' ? facts.code : undefined;
+  const phase = facts.type === 'network' && facts.timeoutEvent ? ` (${facts.timeoutEvent} timeout)` : '';
+  // got's error holds the request options (and so the API key): only its code and a scrubbed
+  // message travel on.
+  const cause = new Error(scrub(`${code ?? 'error'}${phase}: ${errMessage(err)}`, c.secrets));
+  return new ServiceError({
+    operation,
+    kind,
+    reason: `${code ?? 'network error'}${phase}${facts.type === 'network' ? `, request ${facts.sent}` : ''}`,
+    cause,
+  });
+}
+
+function errorFor(c: Client, operation: Operation, raw: RawResult): ServiceError {
+  const retryAfterHeader = raw.headers['retry-after'];
+  const { kind, retryAfterMs } = classifyFailure({
+    type: 'response',
+    status: raw.status,
+    retryAfter: Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader,
+  });
+  const se = raw.bodyOk ? parseServiceError(raw.body) : {};
+  return new ServiceError({
+    operation,
+    kind,
+    httpStatus: raw.status,
+    serviceCode: se.code !== undefined ? scrub(se.code, c.secrets) : undefined,
+    serviceMessage: se.message !== undefined ? scrub(se.message, c.secrets) : undefined,
+    retryAfterMs,
+  });
+}
+
+function retryable(c: Client, err: unknown): boolean {
+  return (
     isServiceError(err) &&
     err.kind !== 'rejected' &&
-    !(err.kind === 'rate_limited' && (err.retryAfterMs ?? 0) > maxRetryAfterMs);
+    !(err.kind === 'rate_limited' && (err.retryAfterMs ?? 0) > c.maxRetryAfterMs)
+  );
+}
 
-  /** p-retry only around calls that are safe to repeat (they move no money). */
-  function repeatable<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-    return pRetry(fn, {
-      retries: safeRetries,
-      minTimeout: deps.retryMinDelayMs ?? 250,
-      factor: 2,
-      maxTimeout: 2_000,
-      randomize: true,
-      ...(signal ? { signal } : {}),
-      shouldRetry: ({ error }) => retryable(error),
-      onFailedAttempt: async ({ error, retriesLeft }) => {
-        // Honour the service's Retry-After (bounded) on top of the backoff.
-        if (retriesLeft > 0 && isServiceError(error, 'rate_limited') && retryable(error))
-          await sleep(error.retryAfterMs ?? 0);
-      },
-    });
-  }
-
-  const client: ClosableServiceClient = {
-    estimate(req, options) {
-      const body = { from: req.from, to: req.to, amount: formatUsdc(req.amount) };
-      return repeatable(
-        () => call('estimate', 'POST', '/sdk/v1/estimate', body, options, parseEstimate),
-        options?.signal,
-      );
+/** p-retry only around calls that are safe to repeat (they move no money). */
+function repeatable<T>(c: Client, fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  return pRetry(fn, {
+    retries: c.safeRetries,
+    minTimeout: c.deps.retryMinDelayMs ?? 250,
+    factor: 2,
+    maxTimeout: 2_000,
+    randomize: true,
+    ...(signal ? { signal } : {}),
+    shouldRetry: ({ error }) => retryable(c, error),
+    onFailedAttempt: async ({ error, retriesLeft }) => {
+      // Honour the service's Retry-After (bounded) on top of the backoff.
+      if (retriesLeft > 0 && isServiceError(error, 'rate_limited') && retryable(c, error))
+        await sleep(error.retryAfterMs ?? 0);
     },
-    transfer(req, options) {
-      const body = {
-        from: req.from,
-        to: req.to,
-        amount: formatUsdc(req.amount),
-        recipient: req.recipient,
-        permit: req.permit,
-      };
-      return call('transfer', 'POST', '/sdk/v1/transfer', body, options, parseTransfer);
-    },
-    buildSolanaTx(req, options) {
-      const body = {
-        to: req.to,
-        amount: formatUsdc(req.amount),
-        from_wallet: req.fromWallet,
-        recipient: req.recipient,
-      };
-      return call('build_tx', 'POST', '/sdk/v1/solana/build-tx', body, options, parseBuildTx);
-    },
-    submitSolanaTx(req, options) {
-      const body = { intent_id: req.intentId, signed_transaction: req.signedTransaction };
-      return call('submit', 'POST', '/sdk/v1/solana/submit', body, options, parseSubmit);
-    },
-    getIntentStatus(intentId, options) {
-      const path = `/sdk/v1/status/${encodeURIComponent(intentId)}`;
-      return repeatable(
-        () =>
-          call(
-            'status',
-            'GET',
-            path,
-            undefined,
-            options,
-            (b) => parseIntentStatus(b, intentId),
-            () => undefined,
-          ),
-        options?.signal,
-      );
-    },
-    close() {
-      agent.http.destroy();
-      agent.https.destroy();
-    },
-  };
-  return client;
+  });
 }
 
 function errMessage(err: unknown): string {

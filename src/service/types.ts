@@ -1,4 +1,5 @@
 import type { Chain, EvmChain } from '../domain/chains.ts';
+import type { PermitPayload } from '../domain/permit.ts';
 
 /**
  * The transfer-service client's public contract (implemented in this folder). Amounts are
@@ -14,18 +15,7 @@ export type FeeEstimate = {
   readonly netReceive: bigint;
 };
 
-/** The permit object of PRODUCT.md §5, exactly as sent. */
-export type PermitPayload = {
-  readonly owner: string;
-  readonly spender: string;
-  readonly value: string;
-  readonly nonce: string;
-  readonly deadline: string;
-  readonly signature: string;
-  readonly v: number;
-  readonly r: string;
-  readonly s: string;
-};
+export type { PermitPayload } from '../domain/permit.ts';
 
 export type TransferRequestBody = {
   readonly from: EvmChain;

@@ -1,6 +1,7 @@
 import { isChain, type Chain } from '../domain/chains.ts';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { parseEvidence } from './transfer-evidence.ts';
+import { patchFields, type TransferField, type TransferPatch } from './saved-steps.ts';
 
 /** A transfer as stored in `P:t:<batchId>:<transferId>` (docs/data-model.md), parsed at the edge. */
 export type TransferRecord = {
@@ -33,7 +34,10 @@ export type TransferRecord = {
   /** What the worker saw that decided its fate, oldest first (transfer-evidence.ts). */
   readonly evidence: readonly string[];
   readonly updatedAt: number | null;
-  /** Raw hash, for the saved steps the pipeline reads by name. */
+  /**
+   * The hash as stored. Code reads the saved steps through savedSteps (saved-steps.ts), which owns
+   * their names; this stays for tests and tools that check what was stored.
+   */
   readonly raw: Readonly<Record<string, string>>;
 };
 
@@ -89,4 +93,18 @@ function permitOwner(permit: string | undefined): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The record as a write left it: `patch` laid over it, `clear` deleted and (when given) its new
+ * state, without reading it again.
+ */
+export function recordAfter(
+  rec: TransferRecord,
+  change: { state?: TransferState; patch?: TransferPatch; clear?: readonly TransferField[] },
+): TransferRecord | undefined {
+  const raw: Record<string, string> = { ...rec.raw, ...patchFields(change.patch ?? {}) };
+  for (const f of change.clear ?? []) delete raw[f];
+  if (change.state !== undefined) raw['state'] = change.state;
+  return parseTransferRecord(rec.batchId, raw);
 }

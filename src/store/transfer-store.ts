@@ -4,6 +4,7 @@ import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
 import { keys, type Keys } from './keys.ts';
 import { luaScript, runScript } from './lua-script.ts';
 import { SETTLEMENT_LUA } from './settlement.ts';
+import { patchFields, type TransferCounter, type TransferField, type TransferPatch } from './saved-steps.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
 /**
@@ -142,125 +143,192 @@ export type TransitionResult =
 
 export type TransferStore = ReturnType<typeof createTransferStore>;
 
+/** A store's state: its Redis, its keys and clock. */
+type Store = {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly k: Keys;
+  readonly now: () => number;
+};
+
+/** The transfer records of one prefix (docs/data-model.md); wires the top-level functions below. */
 export function createTransferStore(deps: { redis: Redis; prefix: string; now?: () => number }) {
-  const { redis } = deps;
-  const k: Keys = keys(deps.prefix);
-  const now = deps.now ?? Date.now;
-  const lockKey = (batchId: string, transferId: string) => `${k.transfer(batchId, transferId)}:lock`;
-
+  const s: Store = {
+    redis: deps.redis,
+    prefix: deps.prefix,
+    k: keys(deps.prefix),
+    now: deps.now ?? Date.now,
+  };
   return {
-    keys: k,
-
-    async load(batchId: string, transferId: string): Promise<TransferRecord | undefined> {
-      const raw = await redis.hgetall(k.transfer(batchId, transferId));
-      return parseTransferRecord(batchId, raw);
-    },
-
-    /** Writes saved-step fields (no state change). Each call is one atomic HSET. */
-    async save(batchId: string, transferId: string, fields: Record<string, string | number>): Promise<void> {
-      const flat: (string | number)[] = [];
-      for (const [f, v] of Object.entries(fields)) flat.push(f, v);
-      flat.push('updated_at', now());
-      await redis.hset(k.transfer(batchId, transferId), ...flat.map(String));
-    },
-
-    /**
-     * Exclusive processing of one transfer, whatever job runs it (a stalled job's second run, a
-     * retry round, a settle job): `SET NX PX` with a token (see LOCK). Returns false when another
-     * holds it.
-     */
-    async lock(batchId: string, transferId: string, token: string, ttlMs: number): Promise<boolean> {
-      return (await runScript(redis, LOCK, [lockKey(batchId, transferId)], [token, ttlMs])) === 1;
-    },
-    /** Extends the lock if still ours; false when it was lost. */
-    async relock(batchId: string, transferId: string, token: string, ttlMs: number): Promise<boolean> {
-      return (await runScript(redis, RELOCK, [lockKey(batchId, transferId)], [token, ttlMs])) === 1;
-    },
-    async unlock(batchId: string, transferId: string, token: string): Promise<void> {
-      await runScript(redis, UNLOCK, [lockKey(batchId, transferId)], [token]);
-    },
-
-    async incr(batchId: string, transferId: string, field: string, by = 1): Promise<number> {
-      return await redis.hincrby(k.transfer(batchId, transferId), field, by);
-    },
-
-    async saveEstimate(
+    keys: s.k,
+    load: (batchId: string, transferId: string) => loadTransfer(s, batchId, transferId),
+    save: (batchId: string, transferId: string, patch: TransferPatch) =>
+      saveSteps(s, batchId, transferId, patch),
+    lock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
+      lockTransfer(s, batchId, transferId, token, ttlMs),
+    relock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
+      relockTransfer(s, batchId, transferId, token, ttlMs),
+    unlock: (batchId: string, transferId: string, token: string) =>
+      unlockTransfer(s, batchId, transferId, token),
+    incr: (batchId: string, transferId: string, field: TransferCounter, by = 1) =>
+      incrCounter(s, batchId, transferId, field, by),
+    saveEstimate: (
       batchId: string,
       transferId: string,
       fee: { total: bigint; platform: bigint; gas: bigint },
       netReceive: bigint,
-    ): Promise<void> {
-      await runScript(
-        redis,
-        SAVE_ESTIMATE,
-        [k.transfer(batchId, transferId), k.batch(batchId)],
-        [fee.total.toString(), fee.platform.toString(), fee.gas.toString(), netReceive.toString()],
-      );
-    },
-
-    /**
-     * What the service's status route said of the transfer's intent: its `status`, or that it does
-     * not know the intent (`untracked`: a 404, after which nobody asks again). Ignored (false) when
-     * the transfer no longer records `intentId`.
-     */
-    async saveIntentStatus(
+    ) => saveEstimate(s, batchId, transferId, fee, netReceive),
+    saveIntentStatus: (
       batchId: string,
       transferId: string,
       intentId: string,
       said: { status: string } | { untracked: true },
-    ): Promise<boolean> {
-      const status = 'status' in said ? said.status : '';
-      const untracked = 'untracked' in said ? '1' : '';
-      const res = await runScript(
-        redis,
-        SAVE_INTENT_STATUS,
-        [k.transfer(batchId, transferId), k.batch(batchId)],
-        [intentId, status, untracked, String(now())],
-      );
-      return res === 1;
-    },
-
-    /**
-     * Moves the transfer to `to` if its current state is one of `expected` (any when empty),
-     * writing `fields` and deleting `clear` in the same atomic step.
-     */
-    async transition(
-      batchId: string,
-      transferId: string,
-      change: {
-        expected: readonly TransferState[];
-        to: TransferState;
-        fields?: Record<string, string | number>;
-        clear?: readonly string[];
-      },
-    ): Promise<TransitionResult> {
-      const pairs: string[] = [];
-      for (const [f, v] of Object.entries(change.fields ?? {})) pairs.push(f, String(v));
-      const result = (await runScript(
-        redis,
-        TRANSITION,
-        [k.transfer(batchId, transferId), k.batch(batchId), `${deps.prefix}:batch:${batchId}:state:`],
-        [
-          change.expected.join(','),
-          change.to,
-          transferId,
-          String(now()),
-          FINAL_STATES.join(','),
-          randomBytes(9).toString('base64url'),
-          String(pairs.length / 2),
-          ...pairs,
-          ...(change.clear ?? []),
-        ],
-      )) as [number, string, number?];
-      const [code, cur, completed] = result;
-      if (code === 1) {
-        return {
-          ok: true,
-          previous: cur as TransferState,
-          completedGeneration: completed ? Number(completed) : null,
-        };
-      }
-      return { ok: false, current: code === -1 ? null : (cur as TransferState) };
-    },
+    ) => saveIntentStatus(s, batchId, transferId, intentId, said),
+    transition: (batchId: string, transferId: string, change: TransitionChange) =>
+      transition(s, batchId, transferId, change),
   };
+}
+
+const lockKey = (s: Store, batchId: string, transferId: string) =>
+  `${s.k.transfer(batchId, transferId)}:lock`;
+
+async function loadTransfer(
+  s: Store,
+  batchId: string,
+  transferId: string,
+): Promise<TransferRecord | undefined> {
+  const raw = await s.redis.hgetall(s.k.transfer(batchId, transferId));
+  return parseTransferRecord(batchId, raw);
+}
+
+/** Writes saved-step fields (no state change). Each call is one atomic HSET. */
+async function saveSteps(s: Store, batchId: string, transferId: string, patch: TransferPatch): Promise<void> {
+  const flat: string[] = [];
+  for (const [f, v] of Object.entries(patchFields(patch))) flat.push(f, v);
+  flat.push('updated_at', String(s.now()));
+  await s.redis.hset(s.k.transfer(batchId, transferId), ...flat);
+}
+
+/**
+ * Exclusive processing of one transfer, whatever job runs it (a stalled job's second run, a retry
+ * round, a settle job): `SET NX PX` with a token (see LOCK). Returns false when another holds it.
+ */
+async function lockTransfer(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  token: string,
+  ttlMs: number,
+): Promise<boolean> {
+  return (await runScript(s.redis, LOCK, [lockKey(s, batchId, transferId)], [token, ttlMs])) === 1;
+}
+
+/** Extends the lock if still ours; false when it was lost. */
+async function relockTransfer(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  token: string,
+  ttlMs: number,
+): Promise<boolean> {
+  return (await runScript(s.redis, RELOCK, [lockKey(s, batchId, transferId)], [token, ttlMs])) === 1;
+}
+
+async function unlockTransfer(s: Store, batchId: string, transferId: string, token: string): Promise<void> {
+  await runScript(s.redis, UNLOCK, [lockKey(s, batchId, transferId)], [token]);
+}
+
+async function incrCounter(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  field: TransferCounter,
+  by: number,
+): Promise<number> {
+  return await s.redis.hincrby(s.k.transfer(batchId, transferId), field, by);
+}
+
+async function saveEstimate(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  fee: { total: bigint; platform: bigint; gas: bigint },
+  netReceive: bigint,
+): Promise<void> {
+  await runScript(
+    s.redis,
+    SAVE_ESTIMATE,
+    [s.k.transfer(batchId, transferId), s.k.batch(batchId)],
+    [fee.total.toString(), fee.platform.toString(), fee.gas.toString(), netReceive.toString()],
+  );
+}
+
+/**
+ * What the service's status route said of the transfer's intent: its `status`, or that it does not
+ * know the intent (`untracked`: a 404, after which nobody asks again). Ignored (false) when the
+ * transfer no longer records `intentId`.
+ */
+async function saveIntentStatus(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  intentId: string,
+  said: { status: string } | { untracked: true },
+): Promise<boolean> {
+  const status = 'status' in said ? said.status : '';
+  const untracked = 'untracked' in said ? '1' : '';
+  const res = await runScript(
+    s.redis,
+    SAVE_INTENT_STATUS,
+    [s.k.transfer(batchId, transferId), s.k.batch(batchId)],
+    [intentId, status, untracked, String(s.now())],
+  );
+  return res === 1;
+}
+
+/**
+ * A state change: to `to` if the current state is one of `expected` (any when empty), writing
+ * `fields` and deleting `clear` in the same atomic step.
+ */
+export type TransitionChange = {
+  expected: readonly TransferState[];
+  to: TransferState;
+  fields?: TransferPatch;
+  clear?: readonly TransferField[];
+};
+
+/** Moves the transfer (see TRANSITION): its previous state, or why it did not move. */
+async function transition(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  change: TransitionChange,
+): Promise<TransitionResult> {
+  const pairs: string[] = [];
+  for (const [f, v] of Object.entries(patchFields(change.fields ?? {}))) pairs.push(f, v);
+  const result = (await runScript(
+    s.redis,
+    TRANSITION,
+    [s.k.transfer(batchId, transferId), s.k.batch(batchId), `${s.prefix}:batch:${batchId}:state:`],
+    [
+      change.expected.join(','),
+      change.to,
+      transferId,
+      String(s.now()),
+      FINAL_STATES.join(','),
+      randomBytes(9).toString('base64url'),
+      String(pairs.length / 2),
+      ...pairs,
+      ...(change.clear ?? []),
+    ],
+  )) as [number, string, number?];
+  const [code, cur, completed] = result;
+  if (code === 1) {
+    return {
+      ok: true,
+      previous: cur as TransferState,
+      completedGeneration: completed ? Number(completed) : null,
+    };
+  }
+  return { ok: false, current: code === -1 ? null : (cur as TransferState) };
 }

@@ -25,6 +25,7 @@ import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 import { startReplyCutter, type ReplyCutter } from '../helpers/reply-cutter.ts';
 import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
+import { createOwnerCaches } from '../../src/pipeline/evm/owner-caches.ts';
 
 /**
  * The money rules of one transfer, each driven through the real pipeline against the real sandbox
@@ -98,6 +99,7 @@ describe('pipeline decisions', () => {
         signers: [createEvmSigner({ config: cfg, chainReader: chain })],
         nonces: createNonceManager({ redis: options.redis ?? client, prefix, chainReader: chain }),
         chain,
+        ownerCaches: createOwnerCaches(),
       },
       solana: await createSolanaSigner({ config: cfg }),
       logger,

@@ -18,6 +18,7 @@ import { waitFor } from '../helpers/cli.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
+import { createOwnerCaches } from '../../src/pipeline/evm/owner-caches.ts';
 
 /**
  * A permit prepared while another holder's permit is in flight, through the real pipeline, against
@@ -78,7 +79,12 @@ describe('pipeline: the prepared next permit', () => {
       config,
       store,
       service: createServiceClient({ baseUrl: sandbox.url, apiKey: config.transferApiKey! }),
-      evm: { signers: [createEvmSigner({ config, chainReader: chain })], nonces: watched, chain },
+      evm: {
+        signers: [createEvmSigner({ config, chainReader: chain })],
+        nonces: watched,
+        chain,
+        ownerCaches: createOwnerCaches(),
+      },
       logger: createLogger('silent'),
       policy: { ...DEFAULT_POLICY, leaseWaitMs: 60_000 },
     };
@@ -194,7 +200,7 @@ describe('pipeline: the prepared next permit', () => {
       deadline: BigInt(Math.floor(Date.now() / 1000) + 1800),
     });
     await t.store.save('unc', 'p', {
-      permit: JSON.stringify(before),
+      permit: before,
       permit_nonce: '7',
       permit_deadline: before.deadline,
       payload_gen: 1,

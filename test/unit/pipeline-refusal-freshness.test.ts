@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isAsNewAs } from '../../src/pipeline/evm-refused-permit.ts';
+import { isAsNewAs } from '../../src/pipeline/evm/evm-refused-permit.ts';
 import type { NonceReading } from '../../src/signing/types.ts';
 
 const at = (timestamp: bigint): NonceReading => ({

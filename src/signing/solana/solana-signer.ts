@@ -58,6 +58,20 @@ function remember<V>(map: Map<string, V>, key: string, value: V, max: number): v
   }
 }
 
+type KeyPair = Awaited<ReturnType<typeof createKeyPairFromBytes>>;
+
+/** A signer's state: its key, the policy bound to our wallet, and what `check` approved. */
+type Signer = {
+  readonly keyPair: KeyPair;
+  readonly wallet: string;
+  readonly policy: PolicyContext;
+  readonly logger: Logger | undefined;
+  /** Message hashes `check` passed. */
+  readonly approved: Map<string, true>;
+  /** The transactions `check` passed most recently, decoded, by their exact wire text. */
+  readonly recent: Map<string, { readonly transaction: Transaction; readonly digest: string }>;
+};
+
 /**
  * Our Solana keypair (solana-keygen layout: secret ‖ public), the transaction policy bound to our
  * wallet and USDC account, and partial signing. Async because key import and the associated token
@@ -69,25 +83,45 @@ export async function createSolanaSigner(deps: SolanaSignerDeps): Promise<
     readonly usdcAccount: string;
   }
 > {
-  const { config, logger } = deps;
-  const bytes = config.solanaSecretKey;
+  const keyPair = await importKeyPair(deps.config.solanaSecretKey);
+  const wallet = await getAddressFromPublicKey(keyPair.publicKey);
+  const policy = await policyContext(wallet, deps.config);
+  const signer: Signer = {
+    keyPair,
+    wallet,
+    policy,
+    logger: deps.logger,
+    approved: new Map(),
+    recent: new Map(),
+  };
+  return {
+    address: wallet,
+    usdcAccount: policy.usdcAccount,
+    check: (transactionBase64, expected, about) => checkTx(signer, transactionBase64, expected, about),
+    sign: (transactionBase64) => signTx(signer, transactionBase64),
+  };
+}
+
+async function importKeyPair(bytes: Config['solanaSecretKey']): Promise<KeyPair> {
   if (bytes === undefined) {
     throw new SigningError(
       SIGNING_ERROR_CODES.solanaKeyMissing,
       'No Solana key: set SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY to sign Solana-source transfers',
     );
   }
-  let keyPair: Awaited<ReturnType<typeof createKeyPairFromBytes>>;
   try {
     // createKeyPairFromBytes also checks that the public half matches the secret.
-    keyPair = await createKeyPairFromBytes(bytes);
+    return await createKeyPairFromBytes(bytes);
   } catch {
     throw new SigningError(
       SIGNING_ERROR_CODES.solanaKeyInvalid,
       'The Solana key is not a valid keypair (64 bytes: secret key then its public key)',
     );
   }
-  const wallet = await getAddressFromPublicKey(keyPair.publicKey);
+}
+
+/** The policy bound to our wallet: its USDC account, the mint, the allowed destinations (and theirs). */
+async function policyContext(wallet: string, config: SolanaSignerDeps['config']): Promise<PolicyContext> {
   const usdcMint = SOLANA_USDC_MINT[config.network];
   const usdcAccount = await usdcTokenAccount(wallet, usdcMint);
   let allowedDestinations: Set<string> | undefined;
@@ -96,82 +130,87 @@ export async function createSolanaSigner(deps: SolanaSignerDeps): Promise<
     for (const d of config.solanaAllowedDestinations)
       allowedDestinations.add(await usdcTokenAccount(d, usdcMint));
   }
-  const ctx: PolicyContext = { wallet, usdcAccount, usdcMint, allowedDestinations };
-  const approved = new Map<string, true>();
-  const recent = new Map<string, { readonly transaction: Transaction; readonly digest: string }>();
-  const digest = (messageBytes: ReadonlyUint8Array) =>
-    createHash('sha256')
-      .update(new Uint8Array(messageBytes.buffer, messageBytes.byteOffset, messageBytes.byteLength))
-      .digest('hex');
-  const refused = (
-    verdict: PolicyRefusal,
-    expected: SolanaExpectation,
-    about?: TransferRef,
-  ): PolicyRefusal => {
-    logger?.warn(
-      { ...about, instruction: verdict.instruction, reason: verdict.reason, to: expected.to },
-      'refused to sign a Solana transaction',
-    );
-    return verdict;
-  };
+  return { wallet, usdcAccount, usdcMint, allowedDestinations };
+}
 
-  return {
-    address: wallet,
-    usdcAccount,
-    check(transactionBase64: string, expected: SolanaExpectation, about?: TransferRef): PolicyVerdict {
-      let decoded: DecodedTransaction;
-      try {
-        decoded = decodeWireTransaction(transactionBase64);
-      } catch {
-        return refused(UNDECODABLE, expected, about);
-      }
-      const verdict = checkDecodedTransaction(decoded, expected, ctx);
-      if (!verdict.ok) return refused(verdict, expected, about);
-      const hash = digest(decoded.transaction.messageBytes);
-      remember(approved, hash, true, MAX_APPROVED);
-      remember(recent, transactionBase64, { transaction: decoded.transaction, digest: hash }, MAX_RECENT);
-      return verdict;
-    },
-    async sign(transactionBase64: string): Promise<string> {
-      let transaction: Transaction;
-      let hash: string;
-      const known = recent.get(transactionBase64);
-      if (known) {
-        // The same text decodes to the same bytes, whose message `check` passed.
-        ({ transaction, digest: hash } = known);
-        recent.delete(transactionBase64);
-      } else {
-        try {
-          // Only the envelope: the approval is by message hash, so the message need not be decoded.
-          transaction = decodeWireEnvelope(transactionBase64);
-        } catch (cause) {
-          throw new SigningError(
-            SIGNING_ERROR_CODES.solanaTxInvalid,
-            'The Solana transaction cannot be decoded',
-            {
-              cause,
-            },
-          );
-        }
-        hash = digest(transaction.messageBytes);
-      }
-      // Defence in depth: the policy is the only gate before our signature, so a transaction whose
-      // exact message bytes did not pass `check` in this process is never signed.
-      if (!approved.has(hash)) {
-        throw new SigningError(
-          SIGNING_ERROR_CODES.solanaTxInvalid,
-          'Refusing to sign a Solana transaction that was not checked by the policy first',
-        );
-      }
-      if (!(wallet in transaction.signatures)) {
-        throw new SigningError(
-          SIGNING_ERROR_CODES.solanaNotSigner,
-          'Our key is not a signer of this transaction',
-        );
-      }
-      // partiallySignTransaction fills our slot only and keeps every signature already present.
-      const signed = await partiallySignTransaction([keyPair], transaction);
-      return getBase64EncodedWireTransaction(signed);
-    },
-  };
+function digest(messageBytes: ReadonlyUint8Array): string {
+  return createHash('sha256')
+    .update(new Uint8Array(messageBytes.buffer, messageBytes.byteOffset, messageBytes.byteLength))
+    .digest('hex');
+}
+
+function refused(
+  s: Signer,
+  verdict: PolicyRefusal,
+  expected: SolanaExpectation,
+  about?: TransferRef,
+): PolicyRefusal {
+  s.logger?.warn(
+    { ...about, instruction: verdict.instruction, reason: verdict.reason, to: expected.to },
+    'refused to sign a Solana transaction',
+  );
+  return verdict;
+}
+
+/** The policy check; a transaction it passes is remembered (by message hash) as one `sign` may sign. */
+function checkTx(
+  s: Signer,
+  transactionBase64: string,
+  expected: SolanaExpectation,
+  about?: TransferRef,
+): PolicyVerdict {
+  let decoded: DecodedTransaction;
+  try {
+    decoded = decodeWireTransaction(transactionBase64);
+  } catch {
+    return refused(s, UNDECODABLE, expected, about);
+  }
+  const verdict = checkDecodedTransaction(decoded, expected, s.policy);
+  if (!verdict.ok) return refused(s, verdict, expected, about);
+  const hash = digest(decoded.transaction.messageBytes);
+  remember(s.approved, hash, true, MAX_APPROVED);
+  remember(s.recent, transactionBase64, { transaction: decoded.transaction, digest: hash }, MAX_RECENT);
+  return verdict;
+}
+
+/** The transaction `check` passed with its message hash: the recent one, or decoded again. */
+function checkedEnvelope(s: Signer, transactionBase64: string): { transaction: Transaction; hash: string } {
+  const known = s.recent.get(transactionBase64);
+  if (known) {
+    // The same text decodes to the same bytes, whose message `check` passed.
+    s.recent.delete(transactionBase64);
+    return { transaction: known.transaction, hash: known.digest };
+  }
+  let transaction: Transaction;
+  try {
+    // Only the envelope: the approval is by message hash, so the message need not be decoded.
+    transaction = decodeWireEnvelope(transactionBase64);
+  } catch (cause) {
+    throw new SigningError(SIGNING_ERROR_CODES.solanaTxInvalid, 'The Solana transaction cannot be decoded', {
+      cause,
+    });
+  }
+  return { transaction, hash: digest(transaction.messageBytes) };
+}
+
+/** Our partial signature on a transaction `check` passed in this process; anything else is refused. */
+async function signTx(s: Signer, transactionBase64: string): Promise<string> {
+  const { transaction, hash } = checkedEnvelope(s, transactionBase64);
+  // Defence in depth: the policy is the only gate before our signature, so a transaction whose
+  // exact message bytes did not pass `check` in this process is never signed.
+  if (!s.approved.has(hash)) {
+    throw new SigningError(
+      SIGNING_ERROR_CODES.solanaTxInvalid,
+      'Refusing to sign a Solana transaction that was not checked by the policy first',
+    );
+  }
+  if (!(s.wallet in transaction.signatures)) {
+    throw new SigningError(
+      SIGNING_ERROR_CODES.solanaNotSigner,
+      'Our key is not a signer of this transaction',
+    );
+  }
+  // partiallySignTransaction fills our slot only and keeps every signature already present.
+  const signed = await partiallySignTransaction([s.keyPair], transaction);
+  return getBase64EncodedWireTransaction(signed);
 }

@@ -209,6 +209,49 @@ export function checkDecodedTransaction(
   ctx: PolicyContext,
 ): PolicyVerdict {
   const { message } = decoded;
+  const unsigned = checkOurSignature(message, ctx);
+  if (unsigned) return unsigned;
+  const instructions = instructionsOf(message);
+  if (typeof instructions === 'string') return refuse(null, instructions);
+  if (instructions.length === 0) return refuse(null, 'the transaction has no instructions');
+  const want: Wanted = {
+    expected,
+    recipient: evmMintRecipient(expected.recipient),
+    domain: CCTP_DOMAIN[expected.to],
+  };
+  let total = 0n;
+  for (const [i, ix] of instructions.entries()) {
+    const seen = checkInstruction(ix, i, want, ctx);
+    if ('ok' in seen) return seen;
+    total += seen.pays;
+  }
+  if (total === 0n) return refuse(null, 'no instruction pays the requested amount from our USDC account');
+  if (total > expected.amount) {
+    return refuse(
+      null,
+      `the transaction moves ${total} base units of USDC, more than the requested ${expected.amount}`,
+    );
+  }
+  return { ok: true };
+}
+
+/** The payment asked for, and its CCTP form (the mint recipient and destination domain). */
+type Wanted = {
+  readonly expected: SolanaExpectation;
+  readonly recipient: Uint8Array;
+  readonly domain: number;
+};
+
+/** What one instruction does with our USDC: a refusal, or how much it pays from our account. */
+type Seen = PolicyRefusal | { readonly pays: bigint };
+
+const PAYS_NOTHING: Seen = { pays: 0n };
+
+/** Our key must sign, never as the fee payer; no lookup tables (their accounts are unknown offline). */
+function checkOurSignature(
+  message: CompiledTransactionMessage,
+  ctx: PolicyContext,
+): PolicyRefusal | undefined {
   const signerCount = message.header.numSignerAccounts;
   const signers = message.staticAccounts.slice(0, signerCount);
   const ourIndex = message.staticAccounts.indexOf(ctx.wallet as Address);
@@ -220,119 +263,109 @@ export function checkDecodedTransaction(
     // Accounts loaded from a table cannot be known without RPC: refuse rather than guess.
     return refuse(null, 'the transaction uses address lookup tables');
   }
-  const instructions = instructionsOf(message);
-  if (typeof instructions === 'string') return refuse(null, instructions);
-  if (instructions.length === 0) return refuse(null, 'the transaction has no instructions');
+  return undefined;
+}
 
-  let total = 0n;
-  const recipient = evmMintRecipient(expected.recipient);
-  const domain = CCTP_DOMAIN[expected.to];
-
-  for (const [i, ix] of instructions.entries()) {
-    const ours = ix.accounts.includes(ctx.wallet);
-    if (!ALLOWED_PROGRAMS.has(ix.program)) {
-      if (ix.program === SYSTEM_PROGRAM_ADDRESS && ours)
-        return refuse(i, 'a System instruction signed by our key (it could move SOL)');
-      if (ix.program === TOKEN_2022_PROGRAM_ADDRESS)
-        return refuse(
-          i,
-          'Token-2022 is not allowed (USDC is a classic Token mint; transfer hooks would run other programs)',
-        );
-      return refuse(i, `program ${nameOf(ix.program)} is not allowed`);
-    }
-
-    if (TOKEN_MESSENGER_MINTERS.has(ix.program) && startsWith(ix.data, DEPOSIT_FOR_BURN_DISCRIMINATOR)) {
-      // Every burn is checked, ours or not: a burn in our payment's transaction that sends elsewhere is
-      // the service redirecting the payment.
-      if (ix.data.length < DEPOSIT_FOR_BURN_V1_LEN) return refuse(i, 'deposit_for_burn data is too short');
-      const destinationDomain = u32(ix.data, 16);
-      const mintRecipient = ix.data.subarray(20, 52);
-      if (destinationDomain !== domain)
-        return refuse(i, `CCTP burn to domain ${destinationDomain}, expected ${domain} (${expected.to})`);
-      if (!bytesEqual(mintRecipient, recipient))
-        return refuse(i, `CCTP burn to mint_recipient ${hex(mintRecipient)}, expected ${expected.recipient}`);
-      if (!ours) continue;
-      // Accounts (V1 and V2 alike): 0 owner, 1 event_rent_payer, 2 sender_authority_pda, 3 burn_token_account.
-      if (ix.accounts[0] !== ctx.wallet)
-        return refuse(i, 'our key appears in a CCTP burn without being its owner');
-      if (ix.accounts.indexOf(ctx.wallet, 1) >= 0)
-        return refuse(i, 'our key pays the CCTP event account rent (it would move SOL)');
-      if (ix.accounts[3] !== ctx.usdcAccount)
-        return refuse(i, 'CCTP burn is not from our USDC token account');
-      if (!ix.accounts.includes(ctx.usdcMint)) return refuse(i, 'CCTP burn of another mint than USDC');
-      total += u64(ix.data, 8);
-      continue;
-    }
-    if (!ours) {
-      // Instructions not involving our key cannot use our signature; the service's own business.
-      continue;
-    }
-
-    if (ix.program === TOKEN_PROGRAM_ADDRESS) {
-      const kind = ix.data[0];
-      const name = kind === undefined ? 'empty' : (TokenInstruction[kind] ?? `instruction ${kind}`);
-      let source: string | undefined;
-      let destination: string | undefined;
-      let authority: string | undefined;
-      let amount: bigint;
-      if (kind === TokenInstruction.Transfer && ix.data.length === 9) {
-        [source, destination, authority] = ix.accounts;
-        amount = u64(ix.data, 1);
-      } else if (kind === TokenInstruction.TransferChecked && ix.data.length === 10) {
-        let mint: string | undefined;
-        [source, mint, destination, authority] = ix.accounts;
-        if (mint !== ctx.usdcMint)
-          return refuse(i, `TransferChecked of another mint (${mint ?? 'none'}) than USDC`);
-        amount = u64(ix.data, 1);
-      } else {
-        return refuse(
-          i,
-          `token ${name} involving our key is not allowed (only a USDC Transfer or TransferChecked)`,
-        );
-      }
-      if (
-        authority !== ctx.wallet ||
-        ix.accounts.indexOf(ctx.wallet) !== ix.accounts.lastIndexOf(ctx.wallet)
-      ) {
-        return refuse(i, `token ${name} uses our key other than as the transfer authority`);
-      }
-      if (source !== ctx.usdcAccount) return refuse(i, `token ${name} is not from our USDC token account`);
-      if (destination === undefined) return refuse(i, `token ${name} has no destination`);
-      if (ctx.allowedDestinations && !ctx.allowedDestinations.has(destination))
-        return refuse(i, `token ${name} pays ${destination}, which is not in SOLANA_ALLOWED_DESTINATIONS`);
-      total += amount;
-      continue;
-    }
-
-    if (ix.program === ASSOCIATED_TOKEN_PROGRAM_ADDRESS) {
-      // Creating an associated token account for our wallet is harmless as long as someone else
-      // funds it: accounts are 0 payer, 1 the new account, 2 the wallet, 3 mint, 4 system, 5 token.
-      const kind = ix.data.length === 0 ? 0 : ix.data[0];
-      if (
-        (kind === 0 || kind === 1) &&
-        ix.data.length <= 1 &&
-        ix.accounts[2] === ctx.wallet &&
-        ix.accounts.indexOf(ctx.wallet) === 2
-      )
-        continue;
-      return refuse(i, 'an Associated Token instruction that our key funds or authorises');
-    }
-
-    if (MEMO_PROGRAMS.has(ix.program)) continue; // a memo only records text; signing it moves nothing
-
-    // Compute Budget takes no accounts, and the MessageTransmitter is reached through the
-    // TokenMessengerMinter: either with our key at top level is something we do not understand.
-    return refuse(i, `a ${nameOf(ix.program)} instruction involving our key is not allowed`);
+function checkInstruction(ix: Ix, i: number, want: Wanted, ctx: PolicyContext): Seen {
+  const ours = ix.accounts.includes(ctx.wallet);
+  if (!ALLOWED_PROGRAMS.has(ix.program)) return refuseProgram(ix, i, ours);
+  if (TOKEN_MESSENGER_MINTERS.has(ix.program) && startsWith(ix.data, DEPOSIT_FOR_BURN_DISCRIMINATOR)) {
+    return checkBurn(ix, i, ours, want, ctx);
   }
+  // Instructions not involving our key cannot use our signature; the service's own business.
+  if (!ours) return PAYS_NOTHING;
+  if (ix.program === TOKEN_PROGRAM_ADDRESS) return checkTokenPayment(ix, i, ctx);
+  if (ix.program === ASSOCIATED_TOKEN_PROGRAM_ADDRESS) return checkAssociatedToken(ix, i, ctx);
+  if (MEMO_PROGRAMS.has(ix.program)) return PAYS_NOTHING; // a memo only records text; signing it moves nothing
+  // Compute Budget takes no accounts, and the MessageTransmitter is reached through the
+  // TokenMessengerMinter: either with our key at top level is something we do not understand.
+  return refuse(i, `a ${nameOf(ix.program)} instruction involving our key is not allowed`);
+}
 
-  if (total === 0n) return refuse(null, 'no instruction pays the requested amount from our USDC account');
-  if (total > expected.amount) {
+function refuseProgram(ix: Ix, i: number, ours: boolean): PolicyRefusal {
+  if (ix.program === SYSTEM_PROGRAM_ADDRESS && ours)
+    return refuse(i, 'a System instruction signed by our key (it could move SOL)');
+  if (ix.program === TOKEN_2022_PROGRAM_ADDRESS)
     return refuse(
-      null,
-      `the transaction moves ${total} base units of USDC, more than the requested ${expected.amount}`,
+      i,
+      'Token-2022 is not allowed (USDC is a classic Token mint; transfer hooks would run other programs)',
+    );
+  return refuse(i, `program ${nameOf(ix.program)} is not allowed`);
+}
+
+/**
+ * A CCTP deposit_for_burn. Every burn is checked, ours or not: a burn in our payment's transaction
+ * that sends elsewhere is the service redirecting the payment.
+ */
+function checkBurn(ix: Ix, i: number, ours: boolean, want: Wanted, ctx: PolicyContext): Seen {
+  if (ix.data.length < DEPOSIT_FOR_BURN_V1_LEN) return refuse(i, 'deposit_for_burn data is too short');
+  const destinationDomain = u32(ix.data, 16);
+  const mintRecipient = ix.data.subarray(20, 52);
+  if (destinationDomain !== want.domain)
+    return refuse(
+      i,
+      `CCTP burn to domain ${destinationDomain}, expected ${want.domain} (${want.expected.to})`,
+    );
+  if (!bytesEqual(mintRecipient, want.recipient))
+    return refuse(
+      i,
+      `CCTP burn to mint_recipient ${hex(mintRecipient)}, expected ${want.expected.recipient}`,
+    );
+  if (!ours) return PAYS_NOTHING;
+  // Accounts (V1 and V2 alike): 0 owner, 1 event_rent_payer, 2 sender_authority_pda, 3 burn_token_account.
+  if (ix.accounts[0] !== ctx.wallet)
+    return refuse(i, 'our key appears in a CCTP burn without being its owner');
+  if (ix.accounts.indexOf(ctx.wallet, 1) >= 0)
+    return refuse(i, 'our key pays the CCTP event account rent (it would move SOL)');
+  if (ix.accounts[3] !== ctx.usdcAccount) return refuse(i, 'CCTP burn is not from our USDC token account');
+  if (!ix.accounts.includes(ctx.usdcMint)) return refuse(i, 'CCTP burn of another mint than USDC');
+  return { pays: u64(ix.data, 8) };
+}
+
+/** A Token instruction with our key: only a USDC Transfer or TransferChecked, ours as its authority. */
+function checkTokenPayment(ix: Ix, i: number, ctx: PolicyContext): Seen {
+  const kind = ix.data[0];
+  const name = kind === undefined ? 'empty' : (TokenInstruction[kind] ?? `instruction ${kind}`);
+  let source: string | undefined;
+  let destination: string | undefined;
+  let authority: string | undefined;
+  if (kind === TokenInstruction.Transfer && ix.data.length === 9) {
+    [source, destination, authority] = ix.accounts;
+  } else if (kind === TokenInstruction.TransferChecked && ix.data.length === 10) {
+    let mint: string | undefined;
+    [source, mint, destination, authority] = ix.accounts;
+    if (mint !== ctx.usdcMint)
+      return refuse(i, `TransferChecked of another mint (${mint ?? 'none'}) than USDC`);
+  } else {
+    return refuse(
+      i,
+      `token ${name} involving our key is not allowed (only a USDC Transfer or TransferChecked)`,
     );
   }
-  return { ok: true };
+  if (authority !== ctx.wallet || ix.accounts.indexOf(ctx.wallet) !== ix.accounts.lastIndexOf(ctx.wallet)) {
+    return refuse(i, `token ${name} uses our key other than as the transfer authority`);
+  }
+  if (source !== ctx.usdcAccount) return refuse(i, `token ${name} is not from our USDC token account`);
+  if (destination === undefined) return refuse(i, `token ${name} has no destination`);
+  if (ctx.allowedDestinations && !ctx.allowedDestinations.has(destination))
+    return refuse(i, `token ${name} pays ${destination}, which is not in SOLANA_ALLOWED_DESTINATIONS`);
+  return { pays: u64(ix.data, 1) };
+}
+
+/**
+ * Creating an associated token account for our wallet is harmless as long as someone else funds
+ * it: accounts are 0 payer, 1 the new account, 2 the wallet, 3 mint, 4 system, 5 token.
+ */
+function checkAssociatedToken(ix: Ix, i: number, ctx: PolicyContext): Seen {
+  const kind = ix.data.length === 0 ? 0 : ix.data[0];
+  if (
+    (kind === 0 || kind === 1) &&
+    ix.data.length <= 1 &&
+    ix.accounts[2] === ctx.wallet &&
+    ix.accounts.indexOf(ctx.wallet) === 2
+  )
+    return PAYS_NOTHING;
+  return refuse(i, 'an Associated Token instruction that our key funds or authorises');
 }
 
 function startsWith(data: ReadonlyUint8Array, prefix: Uint8Array): boolean {

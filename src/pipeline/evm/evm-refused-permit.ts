@@ -1,12 +1,12 @@
-import type { EvmChain } from '../domain/chains.ts';
-import { errorMessage } from '../domain/errors.ts';
-import type { NonceDoubt, NonceLease, NonceReading } from '../signing/types.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { jittered, otherTransfer, wait, type Ctx } from './context.ts';
+import type { EvmChain } from '../../domain/chains.ts';
+import { errorMessage } from '../../domain/errors.ts';
+import type { NonceDoubt, NonceLease, NonceReading } from '../../signing/types.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
+import { jittered, otherTransfer, wait, type Ctx } from '../context.ts';
 import { settleUnusedPermit } from './evm-settle-review.ts';
-import { addEvidence } from './evidence.ts';
-import { pastDeadline } from './outcomes.ts';
-import type { NonceSettleOutcome } from './pipeline-deps.ts';
+import { addEvidence } from '../evidence.ts';
+import { pastDeadline } from '../outcomes.ts';
+import type { EvmDeps, NonceSettleOutcome } from '../pipeline-deps.ts';
 
 /*
  * What happens after the service refused the FIRST send of a permit: the one place that decides.
@@ -89,12 +89,12 @@ export function isAsNewAs(reading: NonceReading, atMs: number): boolean {
 /** Re-reads nonces(owner) at the RPC's head block until a reading decides, or the window is over. */
 async function watchChain(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   owner: string,
   lease: NonceLease,
   refusal: Refusal,
 ): Promise<Watch> {
-  const evm = ctx.deps.evm!;
   const end = refusal.at + ctx.policy.nonceSettleWindowMs;
   let pause = FIRST_READ_MS;
   let extendedAt = -Infinity;
@@ -136,13 +136,14 @@ async function watchChain(
 /** The chain settles the refusal of our permit at `refusal.nonce`; see the rules above. */
 export async function afterRefusedPermit(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   owner: string,
   lease: NonceLease,
   rec: TransferRecord,
   refusal: Refusal,
 ): Promise<RefusalVerdict> {
-  const watch = await watchChain(ctx, chain, owner, lease, refusal);
+  const watch = await watchChain(ctx, evm, chain, owner, lease, refusal);
   const waitedMs = Math.max(0, ctx.now() - refusal.at);
   const settled = (outcome: NonceSettleOutcome) => ctx.deps.metrics?.nonceSettled(chain, outcome, waitedMs);
   const facts = { chain, owner, nonce: refusal.nonce.toString(), waitedMs };
@@ -154,7 +155,17 @@ export async function afterRefusedPermit(
     case 'moved':
       return await signedElsewhere(ctx, lease, refusal, watch.reading, facts, settled);
     case 'below':
-      return await belowPresumedUsed(ctx, chain, owner, lease, watch.reading, watch.doubts, facts, settled);
+      return await belowPresumedUsed(
+        ctx,
+        evm,
+        chain,
+        owner,
+        lease,
+        watch.reading,
+        watch.doubts,
+        facts,
+        settled,
+      );
     case 'at_ours':
       await lease.release();
       settled('final');
@@ -218,6 +229,7 @@ async function signedElsewhere(
 /** Rule 2: the chain is below our nonce, behind permits presumed used. */
 async function belowPresumedUsed(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   owner: string,
   lease: NonceLease,
@@ -231,12 +243,12 @@ async function belowPresumedUsed(
   if (live.length === 0) {
     for (const d of doubts) {
       const [batchId = '', transferId = ''] = d.holder.split('/');
-      await settleUnusedPermit(otherTransfer(ctx, batchId, transferId), chain, owner, d, reading);
+      await settleUnusedPermit(otherTransfer(ctx, batchId, transferId), evm, chain, owner, d, reading);
     }
     // Recorded while we looked (a transfer the queue gave up on): judge those too before signing.
-    const left = await ctx.deps.evm!.nonces.doubts(chain, owner, chainNonce);
+    const left = await evm.nonces.doubts(chain, owner, chainNonce);
     if (left.length > 0)
-      return await belowPresumedUsed(ctx, chain, owner, lease, reading, left, facts, settled);
+      return await belowPresumedUsed(ctx, evm, chain, owner, lease, reading, left, facts, settled);
     await lease.moveTo(chainNonce);
     settled('rewound');
     ctx.log.warn(

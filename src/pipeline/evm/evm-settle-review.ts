@@ -1,12 +1,13 @@
-import { isEvmChain, type EvmChain } from '../domain/chains.ts';
-import { errorMessage } from '../domain/errors.ts';
-import type { PermitPayload } from '../service/types.ts';
-import type { NonceDoubt, NonceReading } from '../signing/types.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { jittered, Later, type Ctx } from './context.ts';
-import { addEvidence } from './evidence.ts';
-import { settleReview } from './outcomes.ts';
-import type { StepOutcome } from './pipeline-deps.ts';
+import { isEvmChain, type EvmChain } from '../../domain/chains.ts';
+import { errorMessage } from '../../domain/errors.ts';
+import type { PermitPayload } from '../../service/types.ts';
+import type { NonceDoubt, NonceReading } from '../../signing/types.ts';
+import { savedSteps } from '../../store/saved-steps.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
+import { jittered, Later, type Ctx } from '../context.ts';
+import { addEvidence } from '../evidence.ts';
+import { settleReview } from '../outcomes.ts';
+import type { EvmDeps, StepOutcome } from '../pipeline-deps.ts';
 
 /*
  * EVM `needs_review` settled from the chain. A permit executes only in a block whose timestamp is
@@ -38,12 +39,13 @@ function describeBlock(reading: NonceReading): string {
  */
 async function readPastDeadline(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   permit: PermitPayload,
 ): Promise<NonceReading | undefined> {
   let reading: NonceReading | undefined;
   try {
-    reading = await ctx.deps.evm!.chain.permitNonceAtHead(chain, permit.owner, 'finalized');
+    reading = await evm.chain.permitNonceAtHead(chain, permit.owner, 'finalized');
   } catch (err) {
     ctx.log.warn({ chain, err: { message: errorMessage(err) } }, 'cannot read the chain to settle a permit');
     throw new Later(jittered(ctx, 15_000), 'cannot read the chain to settle the permit', 'settle');
@@ -66,18 +68,19 @@ async function readPastDeadline(
 
 export async function settleEvmReview(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   permit: PermitPayload,
 ): Promise<StepOutcome> {
-  const evm = ctx.deps.evm!;
-  const reading = await readPastDeadline(ctx, chain, permit);
+  const reading = await readPastDeadline(ctx, evm, chain, permit);
   if (reading === undefined) {
     await addEvidence(ctx, 'cannot settle automatically: no RPC for this chain');
     await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
     return { kind: 'done', state: 'needs_review' };
   }
   const doubt = doubtOf(ctx.batchId, ctx.transferId, permit);
-  if (reading.nonce <= doubt.nonce) return await settleUnusedPermit(ctx, chain, permit.owner, doubt, reading);
+  if (reading.nonce <= doubt.nonce)
+    return await settleUnusedPermit(ctx, evm, chain, permit.owner, doubt, reading);
   await addEvidence(
     ctx,
     `at ${describeBlock(reading)}, past the permit deadline, the chain's nonce is ${reading.nonce} > ${permit.nonce}: the nonce was used`,
@@ -92,14 +95,15 @@ export async function settleEvmReview(
  * its permit leaves the pool's review set once a block past its deadline says whether it was used.
  */
 export async function forgetResolvedPermit(ctx: Ctx, rec: TransferRecord): Promise<void> {
-  if (!rec.raw['permit'] || !isEvmChain(rec.from) || !ctx.deps.evm) return;
-  const permit = JSON.parse(rec.raw['permit']) as PermitPayload;
+  const { permit } = savedSteps(rec);
+  const { evm } = ctx.deps;
+  if (!permit || !isEvmChain(rec.from) || !evm) return;
   const doubt = doubtOf(ctx.batchId, ctx.transferId, permit);
-  const listed = await ctx.deps.evm.nonces.doubts(rec.from, permit.owner, doubt.nonce);
+  const listed = await evm.nonces.doubts(rec.from, permit.owner, doubt.nonce);
   if (!listed.some((d) => d.holder === doubt.holder && d.deadline === doubt.deadline)) return;
-  const reading = await readPastDeadline(ctx, rec.from, permit);
+  const reading = await readPastDeadline(ctx, evm, rec.from, permit);
   if (reading === undefined) return;
-  await ctx.deps.evm.nonces.settleDoubt(
+  await evm.nonces.settleDoubt(
     rec.from,
     permit.owner,
     doubt,
@@ -115,6 +119,7 @@ export async function forgetResolvedPermit(ctx: Ctx, rec: TransferRecord): Promi
  */
 export async function settleUnusedPermit(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   owner: string,
   doubt: NonceDoubt,
@@ -128,6 +133,6 @@ export async function settleUnusedPermit(
     error_code: 'expired_unused',
     error_message: `the permit expired unused (chain nonce ${reading.nonce} ≤ ${doubt.nonce} at block ${reading.block.number}); safe to retry`,
   });
-  await ctx.deps.evm!.nonces.settleDoubt(chain, owner, doubt, { used: false, chainNonce: reading.nonce });
+  await evm.nonces.settleDoubt(chain, owner, doubt, { used: false, chainNonce: reading.nonce });
   return out;
 }

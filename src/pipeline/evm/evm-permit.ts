@@ -1,10 +1,11 @@
-import type { EvmChain } from '../domain/chains.ts';
-import { formatUsdc } from '../domain/money.ts';
-import type { PermitPayload } from '../service/types.ts';
-import type { EvmSigner } from '../signing/types.ts';
-import { parseTransferRecord, type TransferRecord } from '../store/transfer-record.ts';
-import { loadRecord, type Ctx } from './context.ts';
-import { addEvidence } from './evidence.ts';
+import type { EvmChain } from '../../domain/chains.ts';
+import { formatUsdc } from '../../domain/money.ts';
+import type { PermitPayload } from '../../service/types.ts';
+import { permitPatch, savedSteps } from '../../store/saved-steps.ts';
+import type { EvmSigner } from '../../signing/types.ts';
+import { recordAfter, type TransferRecord } from '../../store/transfer-record.ts';
+import { loadRecord, type Ctx } from '../context.ts';
+import { addEvidence } from '../evidence.ts';
 
 /*
  * A new permit for a transfer: signed with the nonce its lease (or the pool's prepare slot) gives,
@@ -17,9 +18,6 @@ import { addEvidence } from './evidence.ts';
 
 /** A signed, unsent permit this close to its deadline is replaced rather than sent. */
 export const PERMIT_MIN_LIFE_MS = 60_000;
-
-/** Fields of a permit refused on its first send, saved so that a run after a crash goes on settling it. */
-export const NO_REFUSAL = { refused_nonce: '', refused_at: '', refusal: '' } as const;
 
 const isoOfSeconds = (s: string) => new Date(Number(s) * 1000).toISOString();
 
@@ -44,30 +42,6 @@ export async function signPermit(
 }
 
 /**
- * The saved fields of a new permit, the transfer's payload number `gen` (its Idempotency-Key).
- * `preparedAt` (ms) marks it prepared and unsent; otherwise any earlier mark is cleared.
- */
-export function permitFields(
-  permit: PermitPayload,
-  gen: number,
-  preparedAt?: number,
-): Record<string, string | number> {
-  return {
-    owner: permit.owner,
-    permit: JSON.stringify(permit),
-    permit_nonce: permit.nonce,
-    permit_deadline: permit.deadline,
-    payload_gen: gen,
-    uncertain: 0,
-    ambiguous: 0,
-    unavailable: 0,
-    ...NO_REFUSAL,
-    prepared: preparedAt === undefined ? '' : 1,
-    prepared_at: preparedAt ?? '',
-  };
-}
-
-/**
  * The pool offers this transfer nonce `nonce` to prepare while another transfer's permit is in
  * flight: sign it and save it unsent, and return the record as saved. Undefined when this transfer
  * may not make a new permit now: its saved permit may have been processed (uncertain, or cut off
@@ -83,9 +57,9 @@ export async function preparePermit(
 ): Promise<TransferRecord | undefined> {
   const rec = await loadRecord(ctx);
   if (rec.state !== 'in_progress') return undefined;
-  if (rec.raw['uncertain'] === '1' || rec.raw['send_state'] === 'sending' || rec.raw['refused_at'])
-    return undefined;
-  const saved = rec.raw['permit'] ? (JSON.parse(rec.raw['permit']) as PermitPayload) : undefined;
+  const steps = savedSteps(rec);
+  if (steps.uncertain || steps.sendState === 'sending' || steps.refusal) return undefined;
+  const saved = steps.permit;
   if (saved && BigInt(saved.nonce) === nonce && saved.owner === signer.address) {
     if (Number(saved.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return rec;
   }
@@ -96,10 +70,8 @@ export async function preparePermit(
     );
   }
   const permit = await signPermit(ctx, chain, signer, rec, nonce, 'prepared');
-  const gen = Number(rec.raw['payload_gen'] ?? 0) + 1;
-  const fields = permitFields(permit, gen, ctx.now());
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, fields);
-  const raw: Record<string, string> = { ...rec.raw };
-  for (const [f, v] of Object.entries(fields)) raw[f] = String(v);
-  return parseTransferRecord(ctx.batchId, raw);
+  const gen = (steps.payloadGen ?? 0) + 1;
+  const patch = permitPatch(permit, gen, ctx.now());
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch);
+  return recordAfter(rec, { patch });
 }

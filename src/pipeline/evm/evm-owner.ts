@@ -1,19 +1,21 @@
-import { checksumEvmAddress } from '../domain/addresses.ts';
-import type { EvmChain } from '../domain/chains.ts';
-import { formatUsdc } from '../domain/money.ts';
+import { checksumEvmAddress } from '../../domain/addresses.ts';
+import type { EvmChain } from '../../domain/chains.ts';
+import { formatUsdc } from '../../domain/money.ts';
 import {
   NonceLeaseBusyError,
   NoncePoolHeldError,
   SigningError,
   SIGNING_ERROR_CODES,
-} from '../signing/errors.ts';
-import { minedBlocks } from '../signing/evm/chain-reader.ts';
-import type { EvmSigner, NonceLease } from '../signing/types.ts';
-import type { BalanceReading, OwnerBalances } from '../store/owner-balance.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { jittered, Later, type Ctx } from './context.ts';
+} from '../../signing/errors.ts';
+import { minedBlocks } from '../../signing/evm/chain-reader.ts';
+import type { EvmSigner, NonceLease } from '../../signing/types.ts';
+import type { BalanceReading, OwnerBalances } from '../../store/owner-balance.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
+import { jittered, Later, type Ctx } from '../context.ts';
 import { HELD_RECHECK_MS } from './evm-refused-permit.ts';
-import { waitQueued } from './outcomes.ts';
+import { waitQueued } from '../outcomes.ts';
+import type { EvmDeps } from '../pipeline-deps.ts';
+import { savedSteps } from '../../store/saved-steps.ts';
 
 /*
  * Which treasury owner pays an EVM transfer (issue 17). `EVM_PRIVATE_KEY` may hold several keys;
@@ -41,12 +43,12 @@ export type OwnedLease = { readonly signer: EvmSigner; readonly lease: NonceLeas
  */
 export async function leaseAnOwner(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   rec: TransferRecord,
   prepareWith?: PrepareWith,
 ): Promise<OwnedLease> {
-  const evm = ctx.deps.evm!;
-  const run: Run = { ctx, chain, rec, prepareWith, coveredOn: undefined };
+  const run: Run = { ctx, evm, chain, rec, prepareWith, coveredOn: undefined };
   const fixed = fixedOwner(rec);
   if (fixed !== null) {
     const signer = evm.signers.find((s) => s.address === fixed);
@@ -62,10 +64,10 @@ export async function leaseAnOwner(
     const lease = await waitForLease(run, signer);
     // A permit that may have left keeps the reservation it was sent with; any other (none yet, one
     // prepared, one never sent) needs the amount reserved before it goes.
-    if (rec.raw['uncertain'] !== '1') await coverOrWait(run, signer, lease);
+    if (!savedSteps(rec).uncertain) await coverOrWait(run, signer, lease);
     return { signer, lease };
   }
-  const order = preferSaved(evm.signers, rec.raw['owner']);
+  const order = preferSaved(evm.signers, savedSteps(rec).owner);
   if (order.length === 1) {
     const signer = order[0] as EvmSigner;
     const lease = await waitForLease(run, signer);
@@ -81,6 +83,7 @@ export type PrepareWith = (signer: EvmSigner) => (nonce: bigint) => Promise<bool
 /** One run's choice: its transfer as loaded, and the owner its balance was last reserved on. */
 type Run = {
   readonly ctx: Ctx;
+  readonly evm: EvmDeps;
   readonly chain: EvmChain;
   readonly rec: TransferRecord;
   readonly prepareWith: PrepareWith | undefined;
@@ -89,12 +92,12 @@ type Run = {
 
 /** The owner a permit of this transfer was ever signed by: the only one that may sign it again. */
 export function fixedOwner(rec: TransferRecord): string | null {
-  const owner = rec.raw['owner'];
-  if (owner && Number(rec.raw['payload_gen'] ?? 0) >= 1) return checksumEvmAddress(owner);
+  const { owner, payloadGen } = savedSteps(rec);
+  if (owner && (payloadGen ?? 0) >= 1) return checksumEvmAddress(owner);
   return null;
 }
 
-function preferSaved(signers: readonly EvmSigner[], saved: string | undefined): readonly EvmSigner[] {
+function preferSaved(signers: readonly EvmSigner[], saved: string | null): readonly EvmSigner[] {
   if (!saved) return signers;
   const s = checksumEvmAddress(saved);
   const first = signers.find((x) => x.address === s);
@@ -107,7 +110,7 @@ function preferSaved(signers: readonly EvmSigner[], saved: string | undefined): 
  */
 async function chooseAmong(run: Run, order: readonly EvmSigner[]): Promise<OwnedLease> {
   const { ctx, chain, rec } = run;
-  const nonces = ctx.deps.evm!.nonces;
+  const { nonces } = run.evm;
   const short: string[] = [];
   const busy: EvmSigner[] = [];
   let held: NoncePoolHeldError | undefined;
@@ -157,7 +160,8 @@ function spreadIndex(id: string, n: number): number {
 /** The owner is this transfer's from now on (until a permit is signed, another may still be chosen). */
 async function chosen(run: Run, signer: EvmSigner, lease: NonceLease): Promise<OwnedLease> {
   const { ctx, chain, rec } = run;
-  const saved = rec.raw['owner'] ? checksumEvmAddress(rec.raw['owner']) : undefined;
+  const savedOwner = savedSteps(rec).owner;
+  const saved = savedOwner ? checksumEvmAddress(savedOwner) : undefined;
   if (saved !== signer.address) {
     // A reservation names the owner in the record itself (owner-balance.ts); without one, here.
     if (run.coveredOn !== signer.address)
@@ -179,7 +183,7 @@ async function waitForLease(run: Run, signer: EvmSigner): Promise<NonceLease> {
     ? async (nonce: bigint) => (await cover(run, signer.address)) === null && (await prepareNext(nonce))
     : undefined;
   try {
-    return await ctx.deps.evm!.nonces.acquire(chain, signer.address, holderOf(ctx), {
+    return await run.evm.nonces.acquire(chain, signer.address, holderOf(ctx), {
       signal: ctx.signal,
       // Jittered, so that transfers that came in together do not all hand their slots back at once
       // (a hand-off then finds nobody waiting and waits for one to come back from the queue).
@@ -232,21 +236,21 @@ async function waitShort(run: Run, short: string[]): Promise<never> {
  * when reserved (or when there is no balance to read), else why not, for the reason shown.
  */
 async function cover(run: Run, owner: string): Promise<string | null> {
-  const { ctx, chain, rec } = run;
-  const balances = ctx.deps.evm!.balances;
+  const { ctx, evm, chain, rec } = run;
+  const { balances } = evm;
   if (!balances || run.coveredOn === owner) return null;
   let reading: BalanceReading | undefined;
   try {
-    reading = await readBalance(ctx, chain, owner, false);
+    reading = await readBalance(ctx, evm, chain, owner, false);
     if (reading === undefined) return null;
-    const named = rec.raw['owner'] || null;
+    const named = savedSteps(rec).owner;
     let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     if (!r.ok) {
       // Short or stale on a shared reading: a fresh one decides (a deposit may have landed since).
-      reading = (await readBalance(ctx, chain, owner, true)) as BalanceReading;
+      reading = (await readBalance(ctx, evm, chain, owner, true)) as BalanceReading;
       r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     }
-    void learnMined(ctx, chain, owner, balances);
+    void learnMined(ctx, evm, chain, owner, balances);
     if (r.ok) {
       run.coveredOn = owner;
       return null;
@@ -259,13 +263,6 @@ async function cover(run: Run, owner: string): Promise<string | null> {
   }
 }
 
-type CachedReading = {
-  at: number;
-  reading: BalanceReading | undefined;
-  refresh?: Promise<unknown> | undefined;
-};
-const readings = new WeakMap<object, Map<string, CachedReading>>();
-
 /**
  * `balanceOf(owner)` at a known block, shared by this process's choices. Off the critical path: a
  * reading older than a second is refreshed in the background while the last one serves (a reading
@@ -275,13 +272,12 @@ const readings = new WeakMap<object, Map<string, CachedReading>>();
  */
 async function readBalance(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   owner: string,
   fresh: boolean,
 ): Promise<BalanceReading | undefined> {
-  const evm = ctx.deps.evm!;
-  let cache = readings.get(evm);
-  if (!cache) readings.set(evm, (cache = new Map()));
+  const cache = evm.ownerCaches.readings;
   const key = `${chain}|${owner}`;
   const hit = cache.get(key);
   const read = async (): Promise<BalanceReading | undefined> => {
@@ -311,21 +307,27 @@ async function readBalance(
 const LEARN_EVERY_MS = 1_000;
 /** Receipts read per look at most. */
 const RECEIPTS_PER_LOOK = 50;
-const lastLearned = new Map<string, number>();
 
 /**
  * Looks up the receipts of this owner's accepted transfers, so the next reservation at a block
  * past them drops them (their payment is in the balance then). In the background: until then they
  * only count as reserved.
  */
-async function learnMined(ctx: Ctx, chain: EvmChain, owner: string, balances: OwnerBalances): Promise<void> {
+async function learnMined(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  owner: string,
+  balances: OwnerBalances,
+): Promise<void> {
+  const { lastLearned } = evm.ownerCaches;
   const key = `${chain}|${owner}`;
   const last = lastLearned.get(key) ?? 0;
   if (Date.now() - last < LEARN_EVERY_MS) return;
   lastLearned.set(key, Date.now());
   try {
     const pending = await balances.pending(chain, owner);
-    const mined = await minedBlocks(ctx.deps.evm!.chain, chain, pending, RECEIPTS_PER_LOOK);
+    const mined = await minedBlocks(evm.chain, chain, pending, RECEIPTS_PER_LOOK);
     const hashOf = new Map(pending.map((e) => [e.holder, e.txHash as string]));
     await Promise.all(
       [...mined].map(([holder, block]) =>

@@ -1,0 +1,380 @@
+import type { EvmChain } from '../../domain/chains.ts';
+import type { PermitPayload } from '../../service/types.ts';
+import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
+import type { EvmSigner, NonceLease } from '../../signing/types.ts';
+import {
+  NO_REFUSAL,
+  permitPatch,
+  refusalPatch,
+  savedSteps,
+  type SavedSteps,
+  type TransferPatch,
+} from '../../store/saved-steps.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
+import { Later, loadRecord, type Ctx } from '../context.ts';
+import { reserveDailySpend } from '../daily-cap.ts';
+import { afterRefusedPermit, type Refusal, type RefusalVerdict } from './evm-refused-permit.ts';
+import { holderOf, leaseAnOwner } from './evm-owner.ts';
+import { PERMIT_MIN_LIFE_MS, preparePermit, signPermit } from './evm-permit.ts';
+import { addEvidence } from '../evidence.ts';
+import { decideAfterRefusedPermit, type ChainVerdict } from '../failure-decision.ts';
+import { describeFailure, type ServiceFailure } from '../failure.ts';
+import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from '../outcomes.ts';
+import { backoffMs } from '../policy.ts';
+import type { EvmDeps, StepOutcome } from '../pipeline-deps.ts';
+import { afterFailedSend, beginSend } from '../send-attempt.ts';
+
+/*
+ * EVM: the (chain, owner) nonce lease → a permit signed with its nonce → transfer. The lease is
+ * held by the transfer (not the process), so permits of one owner reach the service one at a time
+ * in nonce order; a crashed transfer re-enters its own lease. While another transfer's permit is
+ * in flight, a waiting transfer may prepare the next one (evm-permit.ts preparePermit): when the
+ * lease is handed to it, its saved permit is sent at once. What happens after a refused permit is
+ * decided in evm-refused-permit.ts.
+ */
+
+/** The nonce lease lives 60 s; it is extended when a send comes this long after the last. */
+const LEASE_EXTEND_AFTER_MS = 10_000;
+
+export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
+  const rec = await loadRecord(ctx);
+  // The record as this run last saved it while preparing: read again only if the lease came with
+  // another nonce. Nothing else writes an in_progress transfer's record while its run holds it.
+  let prepared: TransferRecord | undefined;
+  const { signer, lease } = await leaseAnOwner(ctx, evm, chain, rec, (owner) => async (nonce) => {
+    prepared = await preparePermit(ctx, chain, owner, nonce);
+    return prepared !== undefined;
+  });
+  const ready = prepared && savedSteps(prepared).permitNonce === lease.nonce ? prepared : undefined;
+  try {
+    await reserveDailyOrStepBack(ctx, evm, chain, rec, signer, lease);
+    return await sendWithLease(ctx, evm, chain, signer, lease, ready);
+  } catch (err) {
+    // The lease lapsed and another transfer may now be sending this owner's permits: step back and
+    // come again, in order. Leaving without a verdict otherwise (shutdown, a wait, a crash), the
+    // lease stays with this transfer (re-entered on the next run) until it expires.
+    if (err instanceof NonceLeaseLostError)
+      throw new Later(500, 'the nonce lease lapsed; taking it again, in order', 'nonce_lease');
+    throw err;
+  }
+}
+
+/**
+ * The daily cap is taken after the owner's balance (a row no owner can cover does not hold room
+ * under the cap); over the cap, the lease and the balance go back before the transfer waits. Taken
+ * once per transfer (`spend_reserved`), before its first send, prepared permit or not.
+ */
+async function reserveDailyOrStepBack(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  rec: TransferRecord,
+  signer: EvmSigner,
+  lease: NonceLease,
+): Promise<void> {
+  try {
+    await reserveDailySpend(ctx, rec);
+  } catch (err) {
+    await lease.release();
+    await evm.balances?.release(chain, signer.address, holderOf(ctx));
+    throw err;
+  }
+}
+
+function savedRefusal(steps: SavedSteps, permit: PermitPayload): Refusal | undefined {
+  const { refusal } = steps;
+  if (!refusal || refusal.nonce !== BigInt(permit.nonce)) return undefined;
+  return { nonce: refusal.nonce, at: refusal.at, reason: refusal.reason };
+}
+
+/** The permit a send carries, its payload number, and the fields to save with its first send. */
+type PermitToSend = {
+  readonly permit: PermitPayload;
+  readonly gen: number;
+  /** Prepared while the permit before it was in flight, never sent: this is its first send. */
+  readonly prepared: boolean;
+  readonly fresh: TransferPatch | undefined;
+};
+
+/** Sends this transfer's permit (the kept one, or a new one at the lease's nonce) until a run ends. */
+async function sendWithLease(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  signer: EvmSigner,
+  lease: NonceLease,
+  ready: TransferRecord | undefined,
+): Promise<StepOutcome> {
+  let refusals = 0;
+  const extended = { at: Date.now() };
+  let first = ready;
+  for (;;) {
+    const rec = first ?? (await loadRecord(ctx));
+    first = undefined;
+    const steps = savedSteps(rec);
+    const kept = await keptPermit(ctx, steps, lease);
+    const refusal = kept && savedRefusal(steps, kept);
+    if (refusal) {
+      const out = await settleRefusal(ctx, evm, chain, signer, lease, rec, refusal, ++refusals);
+      if (out) return out;
+      continue;
+    }
+    const live = await unlessNearDeadline(ctx, steps, kept);
+    const toSend = await permitToSend(ctx, chain, signer, lease, rec, steps, live);
+    // Keep the (chain, owner) lease through slow sends and waits.
+    if (Date.now() - extended.at > LEASE_EXTEND_AFTER_MS) {
+      await lease.extend();
+      extended.at = Date.now();
+    }
+    const out = await sendPermit(ctx, evm, chain, lease, rec, steps, toSend);
+    if (out !== 'again') return out;
+  }
+}
+
+/** The kept permit, or a new one signed with the lease's nonce (saved with its first send). */
+async function permitToSend(
+  ctx: Ctx,
+  chain: EvmChain,
+  signer: EvmSigner,
+  lease: NonceLease,
+  rec: TransferRecord,
+  steps: SavedSteps,
+  kept: PermitPayload | undefined,
+): Promise<PermitToSend> {
+  if (kept) {
+    const prepared = steps.prepared;
+    return {
+      permit: kept,
+      gen: steps.payloadGen ?? 1,
+      prepared,
+      fresh: prepared ? { prepared: '' } : undefined,
+    };
+  }
+  const permit = await signPermit(ctx, chain, signer, rec, lease.nonce, 'signed');
+  const gen = (steps.payloadGen ?? 0) + 1;
+  // Saved in the same write that marks its first send begun (beginSend).
+  return { permit, gen, prepared: false, fresh: permitPatch(permit, gen) };
+}
+
+/**
+ * One send of the permit: the durable mark (with the lease confirmed in its round trip), the call,
+ * and what its answer leads to; `again` to go round (a re-send, or a refusal to settle).
+ */
+async function sendPermit(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  lease: NonceLease,
+  rec: TransferRecord,
+  steps: SavedSteps,
+  toSend: PermitToSend,
+): Promise<StepOutcome | 'again'> {
+  const { permit, gen } = toSend;
+  const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
+  await markSendingOrStepBack(ctx, chain, lease, rec, steps, toSend, idempotencyKey);
+  try {
+    const res = await ctx.deps.service.transfer(
+      { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
+      { idempotencyKey },
+    );
+    ctx.report('answer', `accepted: intent ${res.intentId} (${res.status}), tx ${res.txHash ?? 'not given'}`);
+    // `send_state` stays `sending` until the outcome itself is recorded (in the same write): a
+    // crash in between must leave the payload uncertain, never look like an unsent permit.
+    if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
+    else await lease.release();
+    await evm.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
+    ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
+    return await submitted(ctx, {
+      intent_id: res.intentId,
+      intent_status: res.status,
+      tx_hash: res.txHash ?? '',
+      send_state: '',
+    });
+  } catch (err) {
+    const { after, f } = await afterFailedSend(ctx, err);
+    if (after === 'resend') return 'again';
+    if (after === 'refused_first') {
+      // Saved before anything else: a run after a crash goes on settling, never re-sends it.
+      await ctx.deps.store.save(
+        ctx.batchId,
+        ctx.transferId,
+        refusalPatch(permit, ctx.now(), describeFailure(f)),
+      );
+      return 'again';
+    }
+    if (after === 'give_up_unprocessed') {
+      await lease.release();
+      return await finish(ctx, 'failed', {
+        error_code: 'service_unavailable',
+        error_message: `the service did not process the transfer: ${describeFailure(f)}`,
+      });
+    }
+    return await presumedUsed(ctx, evm, chain, lease, permit, f);
+  }
+}
+
+/**
+ * Marks the send begun. A lease handed over on a commit is confirmed (and renewed) in the round
+ * trip of the sending mark; nothing is sent unless it is still ours at this nonce (a failed
+ * confirmation is a no): then the mark is taken back and the run steps back (NonceLeaseLostError).
+ */
+async function markSendingOrStepBack(
+  ctx: Ctx,
+  chain: EvmChain,
+  lease: NonceLease,
+  rec: TransferRecord,
+  steps: SavedSteps,
+  toSend: PermitToSend,
+  idempotencyKey: string,
+): Promise<void> {
+  const { permit, prepared, fresh } = toSend;
+  const held = lease.confirm().catch(() => false);
+  await beginSend(
+    ctx,
+    rec,
+    {
+      call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
+      idempotencyKey,
+      ...(prepared ? { payload: 'the prepared payload' } : {}),
+    },
+    fresh,
+  );
+  if (await held) return;
+  // It never left: take the mark back (a crash before this write leaves it marked as possibly
+  // sent, the careful side).
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, {
+    send_state: '',
+    sends: steps.sends ?? 0,
+    attempts: rec.attempts,
+    ...(prepared ? { prepared: 1 } : {}),
+  });
+  throw new NonceLeaseLostError(
+    SIGNING_ERROR_CODES.nonceLeaseLost,
+    `The ${chain} nonce lease handed to ${holderOf(ctx)} lapsed before it was confirmed`,
+  );
+}
+
+/**
+ * The saved permit, unless it was never processed and uses another nonce than the lease (its first
+ * lease lapsed, or it was prepared for a nonce the pool did not hand over: the permit before it was
+ * released, or the pool moved): then it is dead weight, discarded (nobody else holds it) for one
+ * with the lease's.
+ */
+async function keptPermit(
+  ctx: Ctx,
+  steps: SavedSteps,
+  lease: NonceLease,
+): Promise<PermitPayload | undefined> {
+  const { permit } = steps;
+  if (!permit) return undefined;
+  // A transfer's permits are all its one owner's (evm-owner.ts), the lease's owner.
+  if (steps.uncertain || BigInt(permit.nonce) === lease.nonce) return permit;
+  const what = steps.prepared ? 'prepared' : 'unsent';
+  await addEvidence(
+    ctx,
+    `discarded ${what} permit with nonce ${permit.nonce} (lease nonce is ${lease.nonce})`,
+  );
+  return undefined;
+}
+
+/** A never-processed permit too close to its deadline to be worth sending is replaced. */
+async function unlessNearDeadline(
+  ctx: Ctx,
+  steps: SavedSteps,
+  permit: PermitPayload | undefined,
+): Promise<PermitPayload | undefined> {
+  if (!permit || steps.uncertain) return permit;
+  if (Number(permit.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return permit;
+  await addEvidence(ctx, `replaced unsent permit (nonce ${permit.nonce}) near its deadline`);
+  return undefined;
+}
+
+/** The chain's verdict on a refused permit, as the decision table names it. */
+function chainVerdict(verdict: RefusalVerdict): ChainVerdict {
+  if (verdict.kind === 'wait') return verdict.transient ? 'wait_transient' : 'wait_held';
+  return verdict.kind;
+}
+
+/**
+ * Asks the chain about the refusal (afterRefusedPermit), decides (decideAfterRefusedPermit) and
+ * acts: undefined to sign again (the lease has the nonce to use), or how this run ends.
+ */
+async function settleRefusal(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  signer: EvmSigner,
+  lease: NonceLease,
+  rec: TransferRecord,
+  refusal: Refusal,
+  attempt: number,
+): Promise<StepOutcome | undefined> {
+  const { store } = ctx.deps;
+  const verdict = await afterRefusedPermit(ctx, evm, chain, signer.address, lease, rec, refusal);
+  const decision = decideAfterRefusedPermit(
+    { verdict: chainVerdict(verdict), refusals: attempt, pastDeadline: pastDeadline(ctx, rec) },
+    ctx.policy,
+  );
+  // Whatever the verdict, the refused permit is dead: the next permit is a new one.
+  const dead: TransferPatch = { permit: '', uncertain: 0, ...NO_REFUSAL };
+  if (decision !== 'fail_refused') await store.save(ctx.batchId, ctx.transferId, dead);
+  const note = verdict.kind === 'final' ? verdict.note : '';
+  const { reason, delayMs } = verdict.kind === 'wait' ? verdict : { reason: '', delayMs: 0 };
+  switch (decision) {
+    case 'sign_again':
+      return undefined;
+    case 'fail_kept_moving':
+      await lease.release();
+      return await finish(ctx, 'failed', {
+        error_code: 'refused',
+        error_message: `the service refused the transfer: ${refusal.reason} (the permit nonce kept moving under the worker)`,
+      });
+    case 'step_back':
+      // The owner's nonce keeps moving under us: let the others go first, and come again.
+      await lease.release();
+      await moveBackToQueued(ctx, `${chain} permit nonce kept moving under the worker; trying again`);
+      throw new Later(
+        backoffMs(ctx.policy, attempt, ctx.deps.random),
+        `the ${chain} permit nonce kept moving under the worker; trying again`,
+        'nonce_chain',
+      );
+    case 'fail_refused':
+      return await finish(ctx, 'failed', {
+        ...NO_REFUSAL,
+        error_code: 'refused',
+        error_message: `the service refused the transfer: ${refusal.reason}${note}`,
+      });
+    case 'wait_transient':
+      await moveBackToQueued(ctx, reason);
+      throw new Later(delayMs, reason, 'nonce_chain');
+    case 'wait_held':
+      return await waitQueued(ctx, reason, delayMs, 'nonce_pool');
+  }
+}
+
+/**
+ * The permit may have executed (its answer was lost): its nonce is presumed used, recorded in the
+ * pool until the chain settles it after the permit's deadline.
+ */
+async function presumedUsed(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  lease: NonceLease,
+  permit: PermitPayload,
+  f: ServiceFailure,
+): Promise<StepOutcome> {
+  const deadline = BigInt(permit.deadline);
+  if (BigInt(permit.nonce) === lease.nonce) {
+    await lease.presumeUsed(deadline);
+  } else {
+    // A kept (uncertain) permit whose first lease lapsed: the lease's nonce was not used by it.
+    await lease.release();
+    await evm.nonces.presumeUsed(chain, permit.owner, {
+      nonce: BigInt(permit.nonce),
+      deadline,
+      holder: holderOf(ctx),
+    });
+  }
+  return await needsReview(ctx, f, Number(deadline) * 1000 + ctx.policy.settleMarginMs);
+}

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import {
+  InvalidSavedPermitError,
+  NO_REFUSAL,
+  patchFields,
+  permitPatch,
+  savedSteps,
+} from '../../src/store/saved-steps.ts';
+import { parseTransferRecord, recordAfter, type TransferRecord } from '../../src/store/transfer-record.ts';
+
+const PERMIT = {
+  owner: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+  spender: '0x0101010101010101010101010101010101010be0',
+  value: '11010000',
+  nonce: '7',
+  deadline: '1900000000',
+  signature: '0xabc',
+  v: 27,
+  r: '0x01',
+  s: '0x02',
+};
+
+function record(fields: Record<string, string>): TransferRecord {
+  const rec = parseTransferRecord('b1', {
+    id: 't1',
+    from: 'BASE',
+    to: 'ARB',
+    amount: '11010000',
+    recipient: '0x0000000000000000000000000000000000000001',
+    state: 'in_progress',
+    ...fields,
+  });
+  if (!rec) throw new Error('test record did not parse');
+  return rec;
+}
+
+describe('saved steps', () => {
+  it('reads a fresh record as having no payload, no sends and round 0', () => {
+    const steps = savedSteps(record({}));
+    expect(steps.permit).toBeNull();
+    expect(steps.payloadGen).toBeNull();
+    expect(steps.sends).toBeNull();
+    expect(steps.sendState).toBe('idle');
+    expect(steps.uncertain).toBe(false);
+    expect(steps.round).toBe(0);
+    expect(steps.refusal).toBeNull();
+    expect(steps.evidence).toEqual([]);
+  });
+
+  it('reads numbers as numbers, flags as booleans, the permit validated', () => {
+    const steps = savedSteps(
+      record({
+        permit: JSON.stringify(PERMIT),
+        permit_nonce: '7',
+        permit_deadline: '1900000000',
+        payload_gen: '2',
+        sends: '3',
+        send_state: 'sending',
+        uncertain: '1',
+        round: '4',
+        first_seen_at: '1700000000000',
+        refused_nonce: '7',
+        refused_at: '1700000000500',
+        refusal: 'rejected: HTTP 400',
+        settle_at: '1900000030000',
+        evidence: JSON.stringify(['a', 'b']),
+      }),
+    );
+    expect(steps.permit).toEqual(PERMIT);
+    expect(steps.permitNonce).toBe(7n);
+    expect(steps.permitDeadline).toBe(1_900_000_000);
+    expect(steps.payloadGen).toBe(2);
+    expect(steps.sends).toBe(3);
+    expect(steps.sendState).toBe('sending');
+    expect(steps.uncertain).toBe(true);
+    expect(steps.round).toBe(4);
+    expect(steps.firstSeenAt).toBe(1_700_000_000_000);
+    expect(steps.refusal).toEqual({ nonce: 7n, at: 1_700_000_000_500, reason: 'rejected: HTTP 400' });
+    expect(steps.settleAt).toBe(1_900_000_030_000);
+    expect(steps.evidence).toEqual(['a', 'b']);
+  });
+
+  it('refuses a damaged permit rather than reading it as no permit', () => {
+    expect(() => savedSteps(record({ permit: '{"owner":"0x1"' }))).toThrow(InvalidSavedPermitError);
+    expect(() => savedSteps(record({ permit: JSON.stringify({ ...PERMIT, nonce: '-1' }) }))).toThrow(
+      /not a valid permit/,
+    );
+    expect(() => savedSteps(record({ permit: JSON.stringify({ ...PERMIT, v: '27' }) }))).toThrow(
+      InvalidSavedPermitError,
+    );
+  });
+
+  it('writes a permit patch as the fields a read gives back', () => {
+    const patch = permitPatch(PERMIT, 3, 1_700_000_000_000);
+    const fields = patchFields(patch);
+    expect(fields['permit']).toBe(JSON.stringify(PERMIT));
+    expect(fields['prepared']).toBe('1');
+    expect(fields['refused_at']).toBe('');
+    const after = recordAfter(record({ refused_at: '5', refused_nonce: '6', uncertain: '1' }), { patch });
+    const steps = savedSteps(after!);
+    expect(steps.permit).toEqual(PERMIT);
+    expect(steps.payloadGen).toBe(3);
+    expect(steps.prepared).toBe(true);
+    expect(steps.preparedAt).toBe(1_700_000_000_000);
+    expect(steps.uncertain).toBe(false);
+    expect(steps.refusal).toBeNull();
+    expect(steps.owner).toBe(PERMIT.owner);
+  });
+
+  it('clears fields and moves the state in recordAfter', () => {
+    const rec = record({ wait_reason: 'x', refused_at: '5' });
+    const after = recordAfter(rec, { state: 'failed', patch: NO_REFUSAL, clear: ['wait_reason'] });
+    expect(after?.state).toBe('failed');
+    expect(after?.waitReason).toBeNull();
+    expect(savedSteps(after!).refusal).toBeNull();
+  });
+});
