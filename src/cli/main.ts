@@ -153,6 +153,19 @@ function registerOperations(r: Registrar): void {
       ),
     'cancel',
   );
+  r.bind(
+    r
+      .def(
+        'rebalance',
+        "plan and enqueue the moves that bring each chain's treasury back to its policy's target",
+      )
+      .argument('<policy>', 'policy file (YAML or JSON)')
+      .option('--dry-run', 'plan and print; enqueue nothing')
+      .option('--check', 'report the chains only; exit 1 when one is below its min')
+      .option('--wait', 'wait until the batch is complete')
+      .option('--json', 'print one JSON document'),
+    'rebalance',
+  );
   r.bind(r.def('pause', 'stop all processing'), 'pause');
   r.bind(r.def('resume', 'restart all processing'), 'resume');
 }
@@ -166,7 +179,8 @@ function registerSchedule(r: Registrar): void {
       .description('add or replace a recurring batch')
       .argument('<name>')
       .requiredOption('--cron <expr>', 'cron expression')
-      .requiredOption('--file <file>', 'CSV file')
+      .option('--file <file>', 'CSV file')
+      .option('--rebalance <policy>', 'a rebalancing policy (YAML or JSON), planned afresh at each firing')
       .option('--tz <zone>', 'IANA time zone', 'UTC'),
     'schedule',
   );

@@ -61,6 +61,8 @@ export type Config = {
   readonly callbackAllowedHosts: readonly string[];
   readonly solanaAllowedDestinations: readonly string[] | undefined;
   readonly workerConcurrency: number;
+  /** How often a worker reads the treasury's balances for `/metrics` (ms); 0: never. */
+  readonly treasuryBalanceIntervalMs: number;
   /** Requests per second to the service across all workers; undefined for no limit. */
   readonly apiRateLimit: number | undefined;
   /** The address `serve` listens on (default loopback only). */

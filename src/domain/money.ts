@@ -2,7 +2,7 @@ import { ValidationError } from './errors.ts';
 
 /** USDC has 6 decimals: amounts are `bigint` micro-USDC inside, decimal strings at the edges. */
 export const USDC_DECIMALS = 6;
-const MICRO_PER_USDC = 1_000_000n;
+export const MICRO_PER_USDC = 1_000_000n;
 
 // Digits, an optional fraction of 1-6 digits. No sign, exponent, separators, spaces, leading '.',
 // trailing '.', or leading zeros. `.5` and `01` are refused on purpose: both are what a spreadsheet

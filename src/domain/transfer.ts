@@ -33,4 +33,4 @@ export type TransferRequest = {
   readonly memo: string | null;
 };
 
-export type BatchSource = 'csv' | 'http' | 'schedule';
+export type BatchSource = 'csv' | 'http' | 'schedule' | 'rebalance';

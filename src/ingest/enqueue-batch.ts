@@ -51,6 +51,8 @@ export type EnqueueOptions = {
   readonly sameFamily?: ((batchId: string) => boolean) | undefined;
   /** Reasons to hold the batch that the caller knows of (a schedule's earlier firing still held). */
   readonly holdReasons?: readonly string[] | undefined;
+  /** Book keys of the treasury's own addresses: always known recipients (rebalancing). */
+  readonly ownAddresses?: ReadonlySet<string> | undefined;
   /** Passed to the writer (chunking; fault injection in tests). */
   readonly write?: Omit<WriteOptions, 'onOwnedPayout'> | undefined;
 };
@@ -126,7 +128,7 @@ export async function enqueueValidated(
   if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
 
   // Read by every run (a resumed one too: the rows it has still to write carry the flag).
-  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers);
+  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers, options.ownAddresses);
   let decision: NewBatchDecision = { dropped: [], holds: undefined };
   if (!existing) {
     // Decisions that depend on what else is in Redis are made once, by the run that creates the batch.

@@ -44,10 +44,15 @@ export type RecipientScreen = {
   readonly removed: ReadonlySet<string>;
 };
 
+/**
+ * `own`: book keys of the treasury's own addresses, always known recipients (a rebalancing move
+ * pays the treasury itself: never held or refused as new).
+ */
 export async function screenRecipients(
   redis: Redis,
   prefix: string,
   rows: readonly Payee[],
+  own: ReadonlySet<string> = new Set(),
 ): Promise<RecipientScreen> {
   const book = createRecipientBook({ redis, prefix });
   const keys = rows.map((r) => bookAddressOf(r).key);
@@ -55,6 +60,7 @@ export async function screenRecipients(
   const notInBook = new Set<string>();
   const removed = new Set<string>();
   rows.forEach((r, i) => {
+    if (own.has(keys[i] as string)) return;
     const status = statuses.get(keys[i] as string)?.status ?? 'new';
     if (status === 'known') return;
     notInBook.add(r.id);

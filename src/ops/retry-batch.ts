@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { bookAddressOf } from '../domain/recipient-key.ts';
 import { decideHolds, screenRecipients, type HoldConfig } from '../ingest/hold-rules.ts';
 import type { TransferJobSpec } from '../store/batch-writer.ts';
 import { recordAudit } from '../store/audit.ts';
@@ -74,7 +75,10 @@ async function holdRetried(
 ): Promise<string | null> {
   if (rows.length === 0) return null;
   const now = (deps.now ?? Date.now)();
-  const screen = await screenRecipients(deps.redis, deps.prefix, rows);
+  // A rebalancing batch pays only the treasury's own addresses: always known recipients.
+  const rebalance = (await deps.redis.hget(keys(deps.prefix).batch(batchId), 'source')) === 'rebalance';
+  const own = rebalance ? new Set(rows.map((r) => bookAddressOf(r).key)) : undefined;
+  const screen = await screenRecipients(deps.redis, deps.prefix, rows, own);
   const decision = await decideHolds(
     { redis: deps.redis, prefix: deps.prefix, config: deps.config, now },
     rows,

@@ -86,14 +86,14 @@ class SolanaRpcError extends UsdcBatchError {
   override name = 'SolanaRpcError';
 }
 
-const DEFAULT_WALLET_RPC_TIMEOUT_MS = 3_000;
+export const DEFAULT_WALLET_RPC_TIMEOUT_MS = 3_000;
 
 /**
  * The USDC balance (base units) of one SPL token account over Solana JSON-RPC
  * (`getTokenAccountBalance`). An account that does not exist holds nothing: 0. Messages carry the
  * URL only redacted (RPC providers put API keys in the path or query).
  */
-async function readSolanaTokenBalance(
+export async function readSolanaTokenBalance(
   url: string,
   tokenAccount: string,
   options: { fetch?: typeof fetch; timeoutMs?: number } = {},

@@ -14,6 +14,7 @@ import type { Logger } from '../log/logger.ts';
 import type { TransferJobSink } from '../store/batch-writer.ts';
 import { keys } from '../store/keys.ts';
 import { heldFirings, noteHeldFiring } from '../store/schedule-holds.ts';
+import { fireRebalance, type RebalanceFiringDeps } from '../treasury/rebalance-firing.ts';
 import { createProducer, type Producer } from './producer.ts';
 
 /**
@@ -118,6 +119,12 @@ export type ScheduleRecord = {
   readonly lastBatch: string | null;
   readonly lastStatus: string | null;
   readonly lastError: string | null;
+  /** `rebalance`: each firing plans afresh from a stored rebalancing policy; `csv`: a stored file. */
+  readonly kind: 'csv' | 'rebalance';
+  /** The stored policy's text (a rebalance schedule), else null. */
+  readonly policy: string | null;
+  /** The policy file's name as given to `schedule add` (its default policy name comes from it). */
+  readonly policyFile: string | null;
 };
 
 export type ScheduleInfo = ScheduleRecord & {
@@ -140,6 +147,9 @@ function toRecord(name: string, h: Record<string, string>): ScheduleRecord {
     lastBatch: h['last_batch'] || null,
     lastStatus: h['last_status'] || null,
     lastError: h['last_error'] || null,
+    kind: h['policy'] ? 'rebalance' : 'csv',
+    policy: h['policy'] || null,
+    policyFile: h['policy_file'] || null,
   };
 }
 
@@ -163,7 +173,10 @@ export async function putSchedule(
     name: string;
     cron: string;
     tz: string;
-    csv: string;
+    /** The CSV of a file schedule… */
+    csv?: string;
+    /** …or the text and file name of a rebalancing policy. */
+    policy?: { text: string; file: string };
     createdBy: string;
     rows: number;
     total: bigint;
@@ -180,7 +193,7 @@ export async function putSchedule(
     .hset(k.schedule(s.name), {
       cron: s.cron,
       tz: s.tz,
-      csv: s.csv,
+      ...(s.policy ? { policy: s.policy.text, policy_file: s.policy.file } : { csv: s.csv ?? '' }),
       created_at: String(now),
       created_by: s.createdBy,
       rows: String(s.rows),
@@ -238,7 +251,9 @@ export type FiringOutcome =
       readonly status: 'enqueued' | 'exists' | 'rejected';
       readonly batchId: string;
       readonly outcome: EnqueueOutcome;
-    };
+    }
+  /** A rebalance schedule's firing: what its run did (README "Treasury rebalancing"). */
+  | { readonly status: 'rebalance'; readonly batchId: string; readonly result: string };
 
 /** Sets the `last_*` fields only while the record exists: a firing must not resurrect a removed schedule. */
 const SET_IF_EXISTS = `
@@ -253,6 +268,8 @@ export type FireDeps = {
   readonly jobs: TransferJobSink;
   readonly config: Pick<Config, 'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts'> & HoldConfig;
   readonly logger?: Logger | undefined;
+  /** What a rebalance schedule's firing needs (keys, RPC, the service's estimates); absent: such firings are refused. */
+  readonly rebalance?: RebalanceFiringDeps | undefined;
 };
 
 /**
@@ -271,15 +288,23 @@ export async function fireSchedule(
 ): Promise<FiringOutcome> {
   const k = keys(deps.prefix);
   const batchId = firingBatchId(name, scheduledAt);
-  const csv = await deps.redis.hget(k.schedule(name), 'csv');
-  if (csv === null) return { status: 'no_schedule', batchId };
-  const input = await validateCsv(bufferSource(Buffer.from(csv, 'utf8')), {
-    maxTransferUsdc: deps.config.maxTransferUsdc,
-  });
+  const [csv, policy, policyFile] = await deps.redis.hmget(k.schedule(name), 'csv', 'policy', 'policy_file');
   const note = async (fields: Record<string, string>) => {
     const flat = Object.entries(fields).flat();
     await deps.redis.eval(SET_IF_EXISTS, 1, k.schedule(name), ...flat);
   };
+  if (policy) {
+    const result = await fireRebalance(
+      { ...deps, rebalance: deps.rebalance },
+      { schedule: name, batchId, policyText: policy, policyFile: policyFile ?? name, scheduledAt },
+      note,
+    );
+    return { status: 'rebalance', batchId, result };
+  }
+  if (csv === null || csv === undefined) return { status: 'no_schedule', batchId };
+  const input = await validateCsv(bufferSource(Buffer.from(csv, 'utf8')), {
+    maxTransferUsdc: deps.config.maxTransferUsdc,
+  });
   const earlier = await heldFirings(deps.redis, deps.prefix, name, { except: batchId });
   let outcome: EnqueueOutcome;
   try {
@@ -367,6 +392,7 @@ export type ScheduleRunnerDeps = {
   readonly logger: Logger;
   /** Where firing batches add their transfer jobs; by default a producer on `redis`. */
   readonly producer?: TransferJobSink | undefined;
+  readonly rebalance?: RebalanceFiringDeps | undefined;
 };
 
 export type ScheduleRunner = { close(): Promise<void> };

@@ -10,6 +10,8 @@ import { createCallbackSender } from '../queue/callbacks.ts';
 import { createIntentFollower } from '../queue/intent-follower.ts';
 import { createScheduleRunner } from '../queue/schedules.ts';
 import { createTransferWorkers, type TransferWorkers } from '../queue/transfer-workers.ts';
+import { startTreasurySampler } from '../treasury/balance-sampler.ts';
+import { serviceEstimator } from '../treasury/planner.ts';
 import { warmUpEvm, wireEvm, wirePipeline, wireServiceClient, wireSolana } from './pipeline-wiring.ts';
 import { openWorkerRedis } from './worker-redis.ts';
 
@@ -29,6 +31,7 @@ type Started = {
   schedules?: { close(): Promise<void> };
   workers?: TransferWorkers;
   heartbeat?: { stop(): Promise<void> };
+  treasury?: { stop(): void };
 };
 
 /**
@@ -65,7 +68,13 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   const follower = (started.follower = createIntentFollower({ ...connection, service, store, metrics }));
   const callbacks = (started.callbacks = createCallbackSender({ ...connection, config }));
   // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
-  started.schedules = createScheduleRunner({ ...connection, config });
+  started.schedules = createScheduleRunner({
+    ...connection,
+    config,
+    rebalance: { config, estimate: serviceEstimator(service) },
+  });
+  // The treasury's balances for /metrics, every TREASURY_BALANCE_INTERVAL_MS.
+  started.treasury = startTreasurySampler({ redis, prefix, config, logger });
 
   // The hooks need the workers, which need the hooks: the reference is filled in below.
   const ref: { workers?: TransferWorkers } = {};
@@ -118,6 +127,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
 /** Closes what was started, in the order a running worker stops. */
 async function closeStarted(s: Started): Promise<void> {
   await s.heartbeat?.stop();
+  s.treasury?.stop();
   await s.schedules?.close();
   await s.workers?.close();
   await s.follower?.close();

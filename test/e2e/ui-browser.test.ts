@@ -1,11 +1,13 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatUsdc } from '../../src/domain/money.ts';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
 import { chromiumMissing, launchBrowser, screenshotDir, type Browser } from '../helpers/browser.ts';
-import { waitFor } from '../helpers/cli.ts';
+import { runCli, waitFor } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';
-import { mixedRows, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
+import { mixedRows, randomEvmAddress, TEST_EVM_ADDRESS, type Row } from '../helpers/fixtures.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
 
 const HOOK = 'hook-token-ui-browser-0123456789';
@@ -237,6 +239,32 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
       'complete',
     );
     await page.screenshot({ path: join(shots, 'batch-settled-desktop.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('shows the treasury per chain and a scheduled rebalancing policy on /ui/treasury', async () => {
+    const policy = join(stack.dir, 'treasury.yaml');
+    writeFileSync(
+      policy,
+      'name: nightly\nchains:\n  BASE: { min: 5000000, target: 9000000 }\n  ARB: { target: 100 }\n',
+    );
+    const added = await runCli(
+      ['schedule', 'add', 'treasury', '--cron', '0 2 * * *', '--rebalance', policy],
+      stack.env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    const base = await stack.sandbox.admin.balance('BASE', TEST_EVM_ADDRESS);
+    const page = await open(desktop, '/ui/treasury');
+    const row = page.locator('table[data-table="treasury"] tr[data-chain="BASE"]');
+    expect(await row.locator('td[data-label="balance"]').textContent()).toBe(formatUsdc(base));
+    expect(await row.locator('td[data-label="owners"]').textContent()).toContain(TEST_EVM_ADDRESS);
+    const panel = page.locator('[data-policy="nightly"]');
+    expect(await panel.locator('tr[data-chain="BASE"] td[data-label="state"]').textContent()).toMatch(
+      /below min/,
+    );
+    expect(await panel.locator('tr[data-chain="ARB"] td[data-label="state"]').textContent()).toMatch(/spare/);
+    expect(await page.locator('header nav a[href="/ui/treasury"]').count()).toBe(1);
+    await page.screenshot({ path: join(shots, 'treasury-desktop.png'), fullPage: true });
     await page.close();
   });
 });

@@ -31,12 +31,14 @@ const ROUTES = [
   'DELETE /v1/recipients',
   'DELETE /v1/recipients/{address}',
   'GET /v1/audit',
+  'GET /v1/treasury',
   'GET /metrics',
   'GET /dashboard',
   'GET /ui',
   'GET /ui/batches/{id}',
   'GET /ui/batches/{id}/audit',
   'GET /ui/batches/{id}/export.csv',
+  'GET /ui/treasury',
   'GET /openapi.json',
 ];
 

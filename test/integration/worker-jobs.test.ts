@@ -487,6 +487,7 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'UsdcBatchNoWorkerAlive',
       'UsdcBatchQueueNotDraining',
       'UsdcBatchServiceRateLimiting',
+      'UsdcBatchTreasuryBelowMin',
     ]);
     for (const r of alerts) {
       expect(typeof r.expr, r.alert).toBe('string');

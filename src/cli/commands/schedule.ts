@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { basename } from 'node:path';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import { bufferSource } from '../../ingest/csv-source.ts';
@@ -17,6 +18,7 @@ import {
   type ScheduleInfo,
 } from '../../queue/schedules.ts';
 import { recordAudit } from '../../store/audit.ts';
+import { parsePolicy, readPolicyFile } from '../../treasury/policy.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, table } from '../format.ts';
@@ -72,8 +74,12 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
   const cron = typeof options['cron'] === 'string' ? options['cron'] : '';
   const tz = typeof options['tz'] === 'string' ? options['tz'] : 'UTC';
   const file = typeof options['file'] === 'string' ? options['file'] : '';
+  const rebalance = typeof options['rebalance'] === 'string' ? options['rebalance'] : undefined;
+  if ((file === '') === (rebalance === undefined))
+    throw usage('SCHEDULE_SOURCE', 'schedule add needs either --file FILE.csv or --rebalance POLICY.yaml');
   const spec = checkScheduleSpec(cron, tz);
   if (!spec.ok) throw usage('SCHEDULE_CRON', spec.message);
+  if (rebalance !== undefined) return await addRebalance(name, cron, tz, rebalance);
   let csv: Buffer;
   try {
     const st = statSync(file);
@@ -163,10 +169,42 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
   });
 }
 
+/** `schedule add NAME --cron EXPR --rebalance POLICY.yaml`: stores the policy; each firing plans afresh. */
+async function addRebalance(name: string, cron: string, tz: string, file: string): Promise<number> {
+  const { text, policy } = readPolicyFile(file);
+  return await withSchedules(async (ctx, deps) => {
+    const { replaced, next } = await putSchedule(deps, {
+      name,
+      cron,
+      tz,
+      policy: { text, file: basename(file) },
+      createdBy: ctx.actor,
+      rows: 0,
+      total: 0n,
+    });
+    await recordAudit(ctx.redis, ctx.prefix, {
+      actor: ctx.actor,
+      action: 'schedule_add',
+      batch: null,
+      detail: { name, cron, tz, rebalance: policy.name, chains: policy.chains.map((c) => c.chain).join(',') },
+    });
+    out(`schedule ${name} ${replaced ? 'replaced' : 'added'}: rebalancing policy ${policy.name}`);
+    out(`  cron         ${cron} (${tz})`);
+    out(`  chains       ${policy.chains.map((c) => c.chain).join(', ')}`);
+    out(`  next firing  ${next === null ? '-' : new Date(next).toISOString()}`);
+    out(
+      `  batch ids    ${name}-YYYYMMDDTHHMMSSZ (UTC time of each firing), planned from the balances of that moment`,
+    );
+    return EXIT.ok;
+  });
+}
+
 function scheduleDocument(s: ScheduleInfo) {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
     name: s.name,
+    kind: s.kind,
+    policy: s.policy === null ? null : policyName(s),
     cron: s.cron,
     tz: s.tz,
     rows: s.rows,
@@ -181,6 +219,12 @@ function scheduleDocument(s: ScheduleInfo) {
     held: s.heldFirings.length > 0,
     held_firings: s.heldFirings,
   };
+}
+
+/** The stored policy's name (its `name`, else the file's). */
+function policyName(s: ScheduleInfo): string {
+  const parsed = parsePolicy(s.policy ?? '', s.policyFile ?? s.name);
+  return parsed.ok ? parsed.policy.name : (s.policyFile ?? s.name);
 }
 
 async function list(json: boolean): Promise<number> {
@@ -201,8 +245,8 @@ async function list(json: boolean): Promise<number> {
           s.name,
           s.cron,
           s.tz,
-          s.rows,
-          s.total,
+          s.kind === 'rebalance' ? `rebalance ${s.policy ?? ''}` : s.rows,
+          s.kind === 'rebalance' ? '-' : s.total,
           s.next_run,
           s.last_batch,
           s.last_status,

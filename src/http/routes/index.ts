@@ -11,6 +11,8 @@ import { healthzRoute } from './healthz.ts';
 import { metricsRoute } from './metrics.ts';
 import { readyzRoute } from './readyz.ts';
 import { recipientsRoute } from './recipients.ts';
+import { treasuryRoute } from './treasury.ts';
+import { uiTreasuryRoute } from './ui-treasury.ts';
 import { uiRoute } from './ui.ts';
 import { openapiRoute } from '../openapi.ts';
 
@@ -26,8 +28,10 @@ export const ROUTES: readonly RoutePlugin[] = [
   batchApproveRoute,
   auditRoute,
   recipientsRoute,
+  treasuryRoute,
   metricsRoute,
   dashboardRoute,
   uiRoute,
+  uiTreasuryRoute,
   openapiRoute,
 ];

@@ -71,7 +71,7 @@ export const batchSummary = {
   properties: {
     batch_id: { type: 'string' },
     created_at: nullable(isoTime),
-    source: { type: 'string', enum: ['csv', 'http', 'schedule'] },
+    source: { type: 'string', enum: ['csv', 'http', 'schedule', 'rebalance'] },
     complete: { type: 'boolean', description: 'every transfer is final' },
     settled: {
       type: ['boolean', 'null'],

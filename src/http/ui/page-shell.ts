@@ -134,7 +134,9 @@ export function pageShell(frame: PageFrame): Html {
       <body>
         <header class="top">
           <a href="/ui">usdc-batch</a>
-          <nav><a href="/ui">batches</a><a href="/dashboard">queues</a></nav>
+          <nav>
+            <a href="/ui">batches</a><a href="/ui/treasury">treasury</a><a href="/dashboard">queues</a>
+          </nav>
         </header>
         <main>${frame.body}</main>
       </body>

@@ -1,0 +1,171 @@
+import { ValidationError } from '../../domain/errors.ts';
+import { formatUsdc } from '../../domain/money.ts';
+import { FINAL_STATES, TRANSFER_STATES } from '../../domain/transfer.ts';
+import { BatchConflictError } from '../../ingest/enqueue-batch.ts';
+import { formatIssue } from '../../ingest/ingest-issue.ts';
+import { createServiceClient } from '../../service/service-client.ts';
+import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
+import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
+import { BalanceReadError } from '../../treasury/balances.ts';
+import { serviceEstimator, type FeeEstimator } from '../../treasury/planner.ts';
+import { readPolicyFile } from '../../treasury/policy.ts';
+import {
+  rebalanceDocument,
+  rebalanceExit,
+  runRebalance,
+  type RebalanceMode,
+  type RebalanceReport,
+} from '../../treasury/rebalance-run.ts';
+import { withCli, type CliContext } from '../context.ts';
+import { EXIT } from '../exit-codes.ts';
+import { jsonText, plainText, table } from '../format.ts';
+
+type RebalanceFlags = { dryRun?: boolean; check?: boolean; wait?: boolean; json?: boolean };
+
+const out = (s: string) => process.stdout.write(`${s}\n`);
+const WAIT_POLL_MS = 500;
+
+/**
+ * `usdc-batch rebalance POLICY.yaml [--dry-run] [--check] [--wait] [--json]` (README "Treasury
+ * rebalancing"): exit 0 a plan was made (or nothing to do, or an earlier run is in flight), 1 a
+ * chain stays below its min or a balance could not be read (with --wait: some move did not
+ * succeed), 2 usage, configuration or policy error.
+ */
+export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
+  const flags = options as RebalanceFlags;
+  const { policy } = readPolicyFile(args[0]);
+  const mode: RebalanceMode = flags.check ? 'check' : flags.dryRun ? 'dry-run' : 'run';
+  return await withCli({ service: mode !== 'check' }, async (ctx) => {
+    const client =
+      mode === 'check'
+        ? undefined
+        : createServiceClient({
+            baseUrl: ctx.config.transferApiUrl as string,
+            apiKey: ctx.config.transferApiKey!,
+            connectTimeoutMs: ctx.config.serviceConnectTimeoutMs,
+            responseTimeoutMs: ctx.config.serviceResponseTimeoutMs,
+            logger: ctx.logger,
+            beforeRequest: ctx.config.apiRateLimit
+              ? (
+                  (l) => () =>
+                    l.take()
+                )(createLocalRateLimiter(ctx.config.apiRateLimit))
+              : undefined,
+          });
+    const estimate: FeeEstimator = client
+      ? serviceEstimator(client)
+      : () => Promise.reject(new Error('no estimate in --check'));
+    let report: RebalanceReport;
+    try {
+      report = await runRebalance(
+        {
+          redis: ctx.redis,
+          prefix: ctx.prefix,
+          config: ctx.config,
+          jobs: mode === 'run' ? ctx.producer() : undefined,
+          estimate,
+          logger: ctx.logger,
+        },
+        policy,
+        { mode, actor: ctx.actor },
+      );
+    } catch (err) {
+      if (err instanceof BalanceReadError) {
+        process.stderr.write(`${plainText(`error: ${err.shortMessage}`)}\n`);
+        return EXIT.rejected;
+      }
+      if (err instanceof BatchConflictError) throw err;
+      throw err;
+    } finally {
+      client?.close();
+    }
+    const code = rebalanceExit(report);
+    if (!flags.wait || report.batchId === null || !report.created) {
+      if (flags.json) out(jsonText(rebalanceDocument(report)));
+      else printReport(report);
+      return code;
+    }
+    if (!flags.json) printReport(report);
+    const done = await waitForBatch(ctx, report.batchId);
+    const unsuccessful = done.counts.failed + done.counts.rejected + done.counts.needs_review;
+    if (flags.json) out(jsonText({ ...rebalanceDocument(report), status: done }));
+    else
+      out(
+        `\nbatch ${report.batchId} complete: submitted ${done.counts.submitted}, failed ${done.counts.failed}, rejected ${done.counts.rejected}, needs review ${done.counts.needs_review}`,
+      );
+    return unsuccessful > 0 ? EXIT.rejected : code;
+  });
+}
+
+async function waitForBatch(ctx: CliContext, batchId: string): Promise<BatchSummary> {
+  const reader = createBatchReader({ redis: ctx.redis, prefix: ctx.prefix });
+  for (;;) {
+    const b = await reader.summary(batchId);
+    if (!b) throw new ValidationError('USDC_BATCH_NOT_FOUND', `batch ${batchId} disappeared while waiting`);
+    if (b.complete) return b;
+    if (process.stderr.isTTY) {
+      const rows = TRANSFER_STATES.reduce((n, s) => n + b.counts[s], 0);
+      const final = FINAL_STATES.reduce((n, s) => n + b.counts[s], 0);
+      process.stderr.write(`\r${final}/${rows} final${b.held ? ' (held for approval)' : ''}`);
+    }
+    await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
+  }
+}
+
+/** The text report: the chains, the moves, what was left out, what stays short, what happened. */
+function printReport(r: RebalanceReport): void {
+  const doc = rebalanceDocument(r);
+  out(
+    `policy ${r.policy}${r.mode === 'dry-run' ? ' (dry run: nothing is sent)' : r.mode === 'check' ? ' (check)' : ''}`,
+  );
+  out('');
+  out(
+    table(
+      ['chain', 'balance', 'incoming', 'outgoing', 'position', 'min', 'target', 'after', 'state'],
+      doc.chains.map((c) => [
+        c.chain,
+        c.balance,
+        c.incoming,
+        c.outgoing,
+        c.position,
+        c.min,
+        c.target,
+        c.after,
+        c.state.replace('_', ' '),
+      ]),
+    ),
+  );
+  if (r.mode === 'check') return;
+  out('');
+  if (doc.moves.length > 0) {
+    out(
+      table(
+        ['move', 'from', 'to', 'amount', 'fee', 'net receive', 'recipient'],
+        doc.moves.map((m) => [m.id, m.from, m.to, m.amount, m.fee, m.net_receive, m.recipient]),
+      ),
+    );
+    const total = r.plan.moves.reduce((s, m) => s + m.amount, 0n);
+    out(`${doc.moves.length} move(s), ${formatUsdc(total)} USDC in all`);
+  } else if (r.waitingFor === null) {
+    out(
+      r.plan.chains.some((c) => c.state === 'below_min')
+        ? 'no move can be made: see what was left out and what is short'
+        : 'nothing to do: no chain is below its min',
+    );
+  }
+  for (const s of doc.skipped) out(`left out ${s.from} → ${s.to} ${s.amount}: ${s.reason}`);
+  for (const s of doc.short) out(`short: ${s.chain} stays ${s.missing} below its target`);
+  if (r.waitingFor !== null) {
+    out(
+      `an earlier run of policy ${r.policy} is in flight: batch ${r.waitingFor} is not settled yet${r.mode === 'run' ? '; nothing enqueued' : ''}`,
+    );
+  }
+  if (r.outcome?.status === 'rejected') {
+    out(`the moves were refused; nothing enqueued:`);
+    for (const e of r.outcome.errors) out(`  ${formatIssue(e)}`);
+  } else if (r.batchId !== null) {
+    out(
+      `${r.created ? 'enqueued' : 'already enqueued'} as batch ${r.batchId}${r.outcome?.held ? ` — held for approval: ${r.outcome.heldReason ?? ''} (usdc-batch approve ${r.batchId})` : ''}`,
+    );
+  }
+}

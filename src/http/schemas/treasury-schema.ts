@@ -1,0 +1,81 @@
+import type { FastifySchema } from 'fastify';
+import { CHAINS } from '../../domain/chains.ts';
+import { errorAnswers, jsonAnswer, nullable, usdc } from './common.ts';
+
+/** `GET /v1/treasury` (README "Treasury rebalancing"), for GET /openapi.json. */
+const chain = { type: 'string', enum: [...CHAINS] } as const;
+const amountOrNull = nullable(usdc);
+
+export const treasurySchema: FastifySchema = {
+  operationId: 'getTreasury',
+  tags: ['operations'],
+  summary: "The treasury's USDC per chain, and the scheduled rebalancing policies",
+  description:
+    'Per chain: the balance (and per owner), the incoming and outgoing amounts and the position (balance − outgoing + incoming); a chain whose balance cannot be read has its error and null amounts. Per scheduled policy: each chain’s min, target and state on its position now.',
+  response: {
+    200: jsonAnswer('the treasury now', {
+      type: 'object',
+      required: ['chains', 'policies'],
+      properties: {
+        chains: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['chain', 'balance', 'owners', 'incoming', 'outgoing', 'position', 'error'],
+            properties: {
+              chain,
+              balance: amountOrNull,
+              owners: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['address', 'balance'],
+                  properties: { address: { type: 'string' }, balance: usdc },
+                },
+              },
+              incoming: amountOrNull,
+              outgoing: amountOrNull,
+              position: amountOrNull,
+              error: nullable({ type: 'string' }),
+            },
+          },
+        },
+        policies: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['schedule', 'policy', 'chains'],
+            properties: {
+              schedule: { type: 'string' },
+              policy: { type: 'string' },
+              chains: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  required: ['chain', 'min', 'target', 'state'],
+                  properties: {
+                    chain,
+                    min: amountOrNull,
+                    target: usdc,
+                    state: { type: ['string', 'null'], enum: ['below_min', 'ok', 'spare', null] },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    }),
+    ...errorAnswers(401),
+  },
+};
+
+export const uiTreasurySchema: FastifySchema = {
+  operationId: 'uiTreasury',
+  tags: ['pages'],
+  summary: 'The treasury per chain and the scheduled rebalancing policies, for people',
+  security: [{ hookToken: [] }, { browserLogin: [] }],
+  response: {
+    200: { description: 'the treasury page', content: { 'text/html': { schema: { type: 'string' } } } },
+  },
+};

@@ -1,0 +1,126 @@
+import type { Config } from '../config/config.ts';
+import { isEvmChain, type Chain, type EvmChain } from '../domain/chains.ts';
+import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
+import { DEFAULT_WALLET_RPC_TIMEOUT_MS, readSolanaTokenBalance } from '../ops/wallets.ts';
+import { createChainReader, type EvmChainReader } from '../signing/evm/chain-reader.ts';
+import { evmAddressOfKey } from '../signing/evm/owner-address.ts';
+import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
+
+/**
+ * The treasury's USDC on each chain (README "Treasury rebalancing"): every EVM owner's `balanceOf`
+ * over `EVM_RPC_URL_<CHAIN>` and the Solana keypair's USDC account over `SOLANA_RPC_URL`, all read
+ * in parallel, the same reads `wallets` makes. A chain whose balance cannot be read is an error
+ * naming it: nothing is planned on a guess.
+ */
+
+export type TreasuryConfig = Pick<
+  Config,
+  | 'evmPrivateKeys'
+  | 'solanaSecretKey'
+  | 'network'
+  | 'evmRpcUrl'
+  | 'solanaRpcUrl'
+  | 'solanaAllowedDestinations'
+>;
+
+/** The treasury's own addresses: EVM owners in configured order, the Solana keypair and its USDC account. */
+export type TreasuryAddresses = {
+  readonly evmOwners: readonly string[];
+  readonly solana: { readonly address: string; readonly usdcAccount: string } | null;
+};
+
+export type OwnerBalance = { readonly address: string; readonly balance: bigint };
+
+export type ChainBalance = {
+  readonly chain: Chain;
+  /** micro-USDC, every owner's (Solana: the keypair's USDC account). */
+  readonly balance: bigint;
+  /** Per owner, in configured order (Solana: the keypair's address). */
+  readonly owners: readonly OwnerBalance[];
+};
+
+export class BalanceReadError extends UsdcBatchError {
+  override name = 'BalanceReadError';
+  readonly failures: readonly { readonly chain: Chain; readonly message: string }[];
+  constructor(failures: readonly { chain: Chain; message: string }[]) {
+    super(
+      'USDC_TREASURY_BALANCE_UNREADABLE',
+      `cannot read the treasury's balance on ${failures.map((f) => `${f.chain} (${f.message})`).join('; ')}`,
+    );
+    this.failures = failures;
+  }
+}
+
+/** The public addresses of the configured keys (each key leaves its Secret only to derive its address). */
+export async function treasuryAddresses(config: TreasuryConfig): Promise<TreasuryAddresses> {
+  const evmOwners = config.evmPrivateKeys.map((key) => evmAddressOfKey(key.reveal()));
+  let solana: TreasuryAddresses['solana'] = null;
+  if (config.solanaSecretKey) {
+    const signer = await createSolanaSigner({ config });
+    solana = { address: signer.address, usdcAccount: signer.usdcAccount };
+  }
+  return { evmOwners, solana };
+}
+
+async function readEvmChain(
+  reader: EvmChainReader,
+  chain: EvmChain,
+  owners: readonly string[],
+): Promise<ChainBalance> {
+  if (owners.length === 0) throw new Error('no EVM key is configured (EVM_PRIVATE_KEY)');
+  if (!reader.hasRpc(chain)) throw new Error(`EVM_RPC_URL_${chain} is not set`);
+  const balances = await Promise.all(
+    owners.map(async (address) => {
+      const balance = await reader.usdcBalance(chain, address);
+      if (balance === undefined) throw new Error(`EVM_RPC_URL_${chain} is not set`);
+      return { address, balance };
+    }),
+  );
+  return { chain, balance: balances.reduce((s, o) => s + o.balance, 0n), owners: balances };
+}
+
+async function readSolana(
+  addresses: TreasuryAddresses,
+  config: TreasuryConfig,
+  options: BalanceOptions,
+): Promise<ChainBalance> {
+  if (!addresses.solana)
+    throw new Error('no Solana key is configured (SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY)');
+  if (!config.solanaRpcUrl) throw new Error('SOLANA_RPC_URL is not set');
+  const balance = await readSolanaTokenBalance(config.solanaRpcUrl, addresses.solana.usdcAccount, {
+    timeoutMs: options.timeoutMs ?? DEFAULT_WALLET_RPC_TIMEOUT_MS,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  return { chain: 'SOLANA', balance, owners: [{ address: addresses.solana.address, balance }] };
+}
+
+export type BalanceOptions = { readonly fetch?: typeof fetch; readonly timeoutMs?: number };
+
+/**
+ * Reads every chain of `chains` at once. Throws BalanceReadError naming every chain that could not
+ * be read (no key, no RPC, an RPC error or timeout).
+ */
+export async function readTreasuryBalances(
+  config: TreasuryConfig,
+  addresses: TreasuryAddresses,
+  chains: readonly Chain[],
+  options: BalanceOptions = {},
+): Promise<ChainBalance[]> {
+  const reader = createChainReader({
+    config,
+    timeoutMs: options.timeoutMs ?? DEFAULT_WALLET_RPC_TIMEOUT_MS,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  const results = await Promise.allSettled(
+    chains.map((chain) =>
+      isEvmChain(chain)
+        ? readEvmChain(reader, chain, addresses.evmOwners)
+        : readSolana(addresses, config, options),
+    ),
+  );
+  const failures = results.flatMap((r, i) =>
+    r.status === 'rejected' ? [{ chain: chains[i] as Chain, message: errorMessage(r.reason) }] : [],
+  );
+  if (failures.length > 0) throw new BalanceReadError(failures);
+  return results.map((r) => (r as PromiseFulfilledResult<ChainBalance>).value);
+}
