@@ -1,8 +1,8 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
-import { savedSteps, type SavedSteps, type TransferPatch } from '../store/saved-steps.ts';
-import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
+import { recordAfter, savedSteps, type SavedSteps, type TransferPatch } from '../store/saved-steps.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
 import { doubtOf } from './evm/evm-settle-review.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
 import { DEFAULT_POLICY } from './policy.ts';

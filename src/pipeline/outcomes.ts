@@ -4,8 +4,8 @@ import { Later, type Ctx } from './context.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
-import { savedSteps, type TransferField, type TransferPatch } from '../store/saved-steps.ts';
-import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
+import { recordAfter, savedSteps, type TransferField, type TransferPatch } from '../store/saved-steps.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
 
 /*
  * How a run ends: a final state (finish, submitted, needsReview), or back to `queued` to run again

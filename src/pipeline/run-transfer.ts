@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
-import { hasPayload, savedSteps } from '../store/saved-steps.ts';
-import { recordAfter, type TransferRecord } from '../store/transfer-record.ts';
+import { recordAfter, hasPayload, savedSteps } from '../store/saved-steps.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
 import { Later, NO_REPORT, type Ctx, type StepReporter } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';

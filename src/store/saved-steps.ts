@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { PermitPayload } from '../domain/permit.ts';
+import type { TransferState } from '../domain/transfer.ts';
 import { parseEvidence } from './transfer-evidence.ts';
-import type { TransferRecord } from './transfer-record.ts';
+import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
 /*
  * The transfer record's saved steps (docs/data-model.md, "Transfer record"): the worker's memory
@@ -280,3 +281,17 @@ export const RETRY_CLEARED_FIELDS: readonly TransferField[] = [
   'error_code',
   'error_message',
 ];
+
+/**
+ * The record as a write left it: `patch` laid over it, `clear` deleted and (when given) its new
+ * state, without reading it again.
+ */
+export function recordAfter(
+  rec: TransferRecord,
+  change: { state?: TransferState; patch?: TransferPatch; clear?: readonly TransferField[] },
+): TransferRecord | undefined {
+  const raw: Record<string, string> = { ...rec.raw, ...patchFields(change.patch ?? {}) };
+  for (const f of change.clear ?? []) delete raw[f];
+  if (change.state !== undefined) raw['state'] = change.state;
+  return parseTransferRecord(rec.batchId, raw);
+}

@@ -1,7 +1,6 @@
 import { isChain, type Chain } from '../domain/chains.ts';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { parseEvidence } from './transfer-evidence.ts';
-import { patchFields, type TransferField, type TransferPatch } from './saved-steps.ts';
 
 /** A transfer as stored in `P:t:<batchId>:<transferId>` (docs/data-model.md), parsed at the edge. */
 export type TransferRecord = {
@@ -93,18 +92,4 @@ function permitOwner(permit: string | undefined): string | null {
   } catch {
     return null;
   }
-}
-
-/**
- * The record as a write left it: `patch` laid over it, `clear` deleted and (when given) its new
- * state, without reading it again.
- */
-export function recordAfter(
-  rec: TransferRecord,
-  change: { state?: TransferState; patch?: TransferPatch; clear?: readonly TransferField[] },
-): TransferRecord | undefined {
-  const raw: Record<string, string> = { ...rec.raw, ...patchFields(change.patch ?? {}) };
-  for (const f of change.clear ?? []) delete raw[f];
-  if (change.state !== undefined) raw['state'] = change.state;
-  return parseTransferRecord(rec.batchId, raw);
 }

@@ -4,9 +4,10 @@ import {
   NO_REFUSAL,
   patchFields,
   permitPatch,
+  recordAfter,
   savedSteps,
 } from '../../src/store/saved-steps.ts';
-import { parseTransferRecord, recordAfter, type TransferRecord } from '../../src/store/transfer-record.ts';
+import { parseTransferRecord, type TransferRecord } from '../../src/store/transfer-record.ts';
 
 const PERMIT = {
   owner: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',

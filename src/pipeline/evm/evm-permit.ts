@@ -1,9 +1,9 @@
 import type { EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import type { PermitPayload } from '../../service/types.ts';
-import { permitPatch, savedSteps } from '../../store/saved-steps.ts';
+import { recordAfter, permitPatch, savedSteps } from '../../store/saved-steps.ts';
 import type { EvmSigner } from '../../signing/types.ts';
-import { recordAfter, type TransferRecord } from '../../store/transfer-record.ts';
+import type { TransferRecord } from '../../store/transfer-record.ts';
 import { loadRecord, type Ctx } from '../context.ts';
 import { addEvidence } from '../evidence.ts';
 
