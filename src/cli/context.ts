@@ -1,7 +1,8 @@
 import { userInfo } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Config, ConfigNeeds } from '../config/config.ts';
-import { loadConfig, readEnv } from '../config/load-config.ts';
+import { readEnv } from '../config/env-reader.ts';
+import { loadConfig } from '../config/load-config.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { createProducer, type Producer } from '../queue/producer.ts';
 import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/redis.ts';

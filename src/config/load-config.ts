@@ -1,14 +1,9 @@
-import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { parse as parseDotenv } from 'dotenv';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
-import { checkEvmAddress, checkSolanaAddress } from '../domain/addresses.ts';
-import { decodeBase58 } from '../domain/base58.ts';
+import { checkSolanaAddress } from '../domain/addresses.ts';
 import { parseAllowedHost } from '../domain/callback-url.ts';
 import { isHostName } from '../domain/host-name.ts';
 import { ConfigError, type ConfigProblem } from '../domain/errors.ts';
-import { tryParseUsdc } from '../domain/money.ts';
 import {
   NEW_RECIPIENT_POLICIES,
   Secret,
@@ -16,254 +11,17 @@ import {
   type ConfigNeeds,
   type NewRecipientPolicy,
 } from './config.ts';
-import { readEvmKeystores } from './evm-keystore.ts';
-import { warnIfKeyFileExposed } from './key-file-mode.ts';
 import { DEFAULTS } from './defaults.ts';
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-/**
- * Reads `.env` from `cwd` (when present) under the process environment: variables already set in
- * the environment win, as dotenv does.
- */
-export function readEnv(processEnv: Env = process.env, cwd: string = process.cwd()): Env {
-  let fromFile: Record<string, string> = {};
-  try {
-    fromFile = parseDotenv(readFileSync(`${cwd}/.env`));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  return { ...fromFile, ...processEnv };
-}
+import { createEnvReader, type Env, type EnvReader, type Problem } from './env-reader.ts';
+import { readEvmKeys, readSolanaKey } from './signing-keys.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-// secp256k1's group order: a private key must be in [1, n - 1].
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-// PKCS#8 DER header of an Ed25519 private key, followed by its 32-byte seed.
-const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
-
-/**
- * The Solana secret key stays a Uint8Array (what the signing layer takes), but prints like a
- * Secret: `JSON.stringify`, `util.inspect` and loggers show "[secret]", never the bytes.
- */
-function hiddenBytes(bytes: Uint8Array): Uint8Array {
-  const hide = () => '[secret]';
-  Object.defineProperty(bytes, 'toJSON', { value: hide });
-  Object.defineProperty(bytes, Symbol.for('nodejs.util.inspect.custom'), { value: hide });
-  return bytes;
-}
-
-/**
- * A solana-keygen secret key is seed ‖ public key. A mismatched pair (two keys pasted together, a
- * truncated copy) would sign as another address than the one we report, so it is refused here.
- */
-function isConsistentSolanaKeypair(bytes: Uint8Array): boolean {
-  try {
-    const key = createPrivateKey({
-      key: Buffer.concat([ED25519_PKCS8_PREFIX, bytes.subarray(0, 32)]),
-      format: 'der',
-      type: 'pkcs8',
-    });
-    const spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
-    return Buffer.from(spki.subarray(spki.length - 32)).equals(Buffer.from(bytes.subarray(32, 64)));
-  } catch {
-    return false;
-  }
-}
-
-/** Records a problem with a variable; `missing` when a required one is not set at all. */
-type Problem = (variable: string, message: string, missing?: boolean) => void;
-
-/** Typed reads of the environment; each malformed value is reported (as a problem) and ignored. */
-export type EnvReader = ReturnType<typeof createEnvReader>;
-
-function createEnvReader(env: Env, problem: Problem) {
-  const str = (name: string): string | undefined => {
-    const v = env[name];
-    return v === undefined || v.trim() === '' ? undefined : v.trim();
-  };
-  return {
-    str,
-    url(name: string, protocols: string[]): string | undefined {
-      const v = str(name);
-      if (v === undefined) return undefined;
-      try {
-        const u = new URL(v);
-        if (!protocols.includes(u.protocol)) {
-          problem(name, `must be a ${protocols.join(' or ')} URL`);
-          return undefined;
-        }
-        return v.replace(/\/+$/, '');
-      } catch {
-        problem(name, 'is not a valid URL');
-        return undefined;
-      }
-    },
-    int(name: string, def: number, min: number, max: number): number {
-      const v = str(name);
-      if (v === undefined) return def;
-      if (!/^-?[0-9]+$/.test(v) || Number(v) < min || Number(v) > max) {
-        problem(name, `must be a whole number from ${min} to ${max} (got "${v.slice(0, 20)}")`);
-        return def;
-      }
-      return Number(v);
-    },
-    usdc(name: string, { allowZero = false } = {}): bigint | undefined {
-      const v = str(name);
-      if (v === undefined) return undefined;
-      const r = tryParseUsdc(v, { allowZero });
-      if (!r.ok) problem(name, `must be a USDC amount: it ${r.reason}`);
-      return r.ok ? r.value : undefined;
-    },
-    bool(name: string): boolean {
-      const v = str(name)?.toLowerCase();
-      if (v === undefined) return false;
-      if (['true', '1', 'yes'].includes(v)) return true;
-      if (['false', '0', 'no'].includes(v)) return false;
-      problem(name, 'must be true or false');
-      return false;
-    },
-    /** The value of `name`, or the content of the file `fileName` names (never both). */
-    secretText(name: string, fileName?: string): string | undefined {
-      const direct = str(name);
-      const file = fileName ? str(fileName) : undefined;
-      if (direct !== undefined && file !== undefined) {
-        problem(name, `set either ${name} or ${fileName}, not both`);
-        return undefined;
-      }
-      if (file !== undefined) {
-        try {
-          return readFileSync(file, 'utf8').trim();
-        } catch (err) {
-          problem(fileName as string, `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-          return undefined;
-        }
-      }
-      return direct;
-    },
-    address(name: string): string | undefined {
-      const v = str(name);
-      if (v === undefined) return undefined;
-      const r = checkEvmAddress(v);
-      if (!r.ok) problem(name, `${r.reason}`);
-      return r.ok ? r.value : undefined;
-    },
-    list(name: string): string[] | undefined {
-      return str(name)
-        ?.split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-    },
-  };
-}
 
 function readNetwork(r: EnvReader, problem: Problem): Network {
   const text = (r.str('NETWORK') ?? DEFAULTS.NETWORK).toLowerCase();
   if (text === 'testnet' || text === 'mainnet') return text;
   problem('NETWORK', 'must be testnet or mainnet');
   return 'testnet';
-}
-
-/**
- * The treasury's EVM keys: 32 bytes hex each, with or without 0x; several comma-separated in
- * EVM_PRIVATE_KEY, or one per line (commas allowed too) in EVM_PRIVATE_KEY_FILE. Only commas and
- * line breaks separate keys (a space inside a line is part of a malformed key, not a separator).
- * A problem names the key by its position, never by its text.
- */
-function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
-  const keystores = r.list('EVM_KEYSTORE_FILE');
-  if (keystores !== undefined && keystores.length > 0) {
-    if (r.str('EVM_PRIVATE_KEY') !== undefined || r.str('EVM_PRIVATE_KEY_FILE') !== undefined) {
-      problem(
-        'EVM_KEYSTORE_FILE',
-        'set exactly one of EVM_PRIVATE_KEY, EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE',
-      );
-      return [];
-    }
-    const keys = readEvmKeystores(keystores, r.str('EVM_KEYSTORE_PASSWORD_FILE'), problem);
-    return Object.freeze(keys.map((k) => new Secret(k)));
-  }
-  if (r.str('EVM_KEYSTORE_PASSWORD_FILE') !== undefined) {
-    problem('EVM_KEYSTORE_PASSWORD_FILE', 'is set without EVM_KEYSTORE_FILE (the keystores it opens)');
-  }
-  const keyFile = r.str('EVM_PRIVATE_KEY_FILE');
-  if (keyFile !== undefined) warnIfKeyFileExposed('EVM_PRIVATE_KEY_FILE', keyFile);
-  const text = r.secretText('EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE');
-  if (text === undefined) return [];
-  const name = keyFile ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY';
-  const parts = text
-    .split(/[,\r\n]+/)
-    .map((s) => s.trim())
-    .filter(Boolean);
-  if (parts.length === 0) {
-    problem(name, 'must hold a 32-byte hex private key');
-    return [];
-  }
-  const keys: Secret[] = [];
-  const seen = new Map<string, number>();
-  parts.forEach((part, i) => {
-    const which = parts.length > 1 ? `key ${i + 1} of ${parts.length}` : 'the key';
-    const hex = (part.startsWith('0x') ? part.slice(2) : part).toLowerCase();
-    if (!/^[0-9a-f]{64}$/.test(hex) || BigInt(`0x${hex}`) === 0n || BigInt(`0x${hex}`) >= SECP256K1_N) {
-      problem(
-        name,
-        parts.length > 1
-          ? `${which} is not a 32-byte hex private key`
-          : 'must hold a 32-byte hex private key',
-      );
-      return;
-    }
-    const earlier = seen.get(hex);
-    if (earlier !== undefined) {
-      problem(name, `${which} repeats key ${earlier + 1} (each owner once)`);
-      return;
-    }
-    seen.set(hex, i);
-    keys.push(new Secret(`0x${hex}`));
-  });
-  return keys.length === parts.length ? Object.freeze(keys) : [];
-}
-
-/** The Solana key: a solana-keygen JSON file (64-byte array), or a base58 secret. */
-function readSolanaKey(r: EnvReader, problem: Problem): Uint8Array | undefined {
-  const file = r.str('SOLANA_KEYPAIR_FILE');
-  const b58 = r.str('SOLANA_PRIVATE_KEY');
-  if (file !== undefined && b58 !== undefined) {
-    problem('SOLANA_PRIVATE_KEY', 'set either SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY, not both');
-    return undefined;
-  }
-  if (file !== undefined) return readSolanaKeypairFile(file, problem);
-  if (b58 === undefined) return undefined;
-  const bytes = decodeBase58(b58);
-  if (bytes?.length !== 64) problem('SOLANA_PRIVATE_KEY', 'must be a base58 secret key of 64 bytes');
-  else if (!isConsistentSolanaKeypair(bytes))
-    problem('SOLANA_PRIVATE_KEY', 'is 64 bytes whose public half does not match the secret half');
-  else return hiddenBytes(bytes);
-  return undefined;
-}
-
-function readSolanaKeypairFile(file: string, problem: Problem): Uint8Array | undefined {
-  warnIfKeyFileExposed('SOLANA_KEYPAIR_FILE', file);
-  try {
-    const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
-    if (
-      Array.isArray(parsed) &&
-      parsed.length === 64 &&
-      parsed.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)
-    ) {
-      const bytes = Uint8Array.from(parsed as number[]);
-      if (isConsistentSolanaKeypair(bytes)) return hiddenBytes(bytes);
-      problem('SOLANA_KEYPAIR_FILE', 'holds 64 bytes whose public half does not match the secret half');
-    } else problem('SOLANA_KEYPAIR_FILE', 'must hold a solana-keygen JSON array of 64 bytes');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    problem(
-      'SOLANA_KEYPAIR_FILE',
-      code ? `cannot be read (${code})` : 'must hold a solana-keygen JSON array of 64 bytes',
-    );
-  }
-  return undefined;
 }
 
 /** Per-chain settings: `PERMIT_SPENDER_<CHAIN>` and `EVM_RPC_URL_<CHAIN>`. */

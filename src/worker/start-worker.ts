@@ -8,7 +8,7 @@ import type { PipelineHooks } from '../pipeline/pipeline-deps.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from '../queue/callbacks.ts';
 import { createIntentFollower } from '../queue/intent-follower.ts';
-import { createScheduleRunner } from '../queue/schedules.ts';
+import { createScheduleRunner } from '../queue/schedule-runner.ts';
 import { createTransferWorkers, type TransferWorkers } from '../queue/transfer-workers.ts';
 import { startTreasurySampler } from '../treasury/balance-sampler.ts';
 import { serviceEstimator } from '../treasury/planner.ts';

@@ -6,7 +6,7 @@ import type { EvmChain } from '../../src/domain/chains.ts';
 import { formatUsdc } from '../../src/domain/money.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 import { createProducer } from '../../src/queue/producer.ts';
-import { fireSchedule } from '../../src/queue/schedules.ts';
+import { fireSchedule } from '../../src/queue/schedule-firing.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
 import { createBatchReader } from '../../src/store/batch-reader.ts';
 import { serviceEstimator } from '../../src/treasury/planner.ts';

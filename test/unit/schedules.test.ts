@@ -5,9 +5,9 @@ import {
   firingBatchId,
   isFiringOf,
   SCHEDULE_NAME_PATTERN,
-  scheduledTimeOf,
   scopedPayoutId,
-} from '../../src/queue/schedules.ts';
+} from '../../src/queue/schedule-identity.ts';
+import { scheduledTimeOf } from '../../src/queue/schedule-runner.ts';
 
 describe('schedules: firing identity', () => {
   it('names a firing by the UTC time it was scheduled for', () => {

@@ -1,7 +1,8 @@
 import { createReadStream, statSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import type { Config } from '../../config/config.ts';
-import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { readEnv } from '../../config/env-reader.ts';
+import { loadConfig } from '../../config/load-config.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../../domain/money.ts';
 import { FINAL_STATES, TRANSFER_STATES, type TransferRequest } from '../../domain/transfer.ts';

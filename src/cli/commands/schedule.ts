@@ -7,13 +7,12 @@ import { screenRecipients } from '../../ingest/hold-rules.ts';
 import type { IngestIssue } from '../../ingest/ingest-issue.ts';
 import { firstIssues } from '../../ingest/issue-list.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
+import { checkScheduleSpec, SCHEDULE_NAME_PATTERN } from '../../queue/schedule-identity.ts';
 import {
-  checkScheduleSpec,
   listSchedules,
   openScheduleQueue,
   putSchedule,
   removeSchedule,
-  SCHEDULE_NAME_PATTERN,
   type ScheduleDeps,
   type ScheduleInfo,
 } from '../../queue/schedules.ts';

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { readEnv } from '../../config/env-reader.ts';
+import { loadConfig } from '../../config/load-config.ts';
 import { ConfigError } from '../../domain/errors.ts';
 import { buildApp } from '../../http/app.ts';
 import { createLogger } from '../../log/logger.ts';

@@ -1,4 +1,5 @@
-import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { readEnv } from '../../config/env-reader.ts';
+import { loadConfig } from '../../config/load-config.ts';
 import { ConfigError } from '../../domain/errors.ts';
 import { createLogger } from '../../log/logger.ts';
 import { readWallets, type WalletsReport } from '../../ops/wallets.ts';

@@ -1,4 +1,5 @@
-import { loadConfig, readEnv } from '../../config/load-config.ts';
+import { readEnv } from '../../config/env-reader.ts';
+import { loadConfig } from '../../config/load-config.ts';
 import { createLogger } from '../../log/logger.ts';
 import { startWorker } from '../../worker/start-worker.ts';
 import { EXIT } from '../exit-codes.ts';
