@@ -117,6 +117,19 @@ describe('GET /openapi.json', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it('declares, on every API route that takes credentials, the 429 of repeated failures and the 400 of a malformed query', () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const responses = (op as { responses: Record<string, { content?: object }> }).responses;
+        // The API's routes (JSON answers); the pages for people answer their login in HTML.
+        if (!responses['401']?.content || !('application/json' in responses['401'].content)) continue;
+        expect(Object.keys(responses), `${method.toUpperCase()} ${path}`).toEqual(
+          expect.arrayContaining(['400', '429']),
+        );
+      }
+    }
+  });
+
   /** The JSON schema the document declares for an answer of `route` with `status`. */
   function declared(route: string, status: number): object {
     const [method, path] = route.split(' ') as [string, string];

@@ -64,15 +64,21 @@ export function jsonAnswer(description: string, schema: object) {
   return { description, content: { 'application/json': { schema } } };
 }
 
-/** The error answers of a route, by status. */
+/**
+ * The error answers of a route, by status. A route that takes credentials (401) can also answer
+ * 429 (an address that failed authentication too often, for a while) and 400 (a query parameter
+ * given twice, a malformed URL, a JSON string over the size any field allows): the hook checks
+ * those before the route's own code runs.
+ */
 export function errorAnswers(...statuses: number[]) {
+  const all = statuses.includes(401) ? [...new Set([400, ...statuses, 429])].sort((a, b) => a - b) : statuses;
   return Object.fromEntries(
-    statuses.map((s) => [s, jsonAnswer(ERROR_TEXT[s] ?? 'error', { $ref: 'ErrorDocument#' })]),
+    all.map((s) => [s, jsonAnswer(ERROR_TEXT[s] ?? 'error', { $ref: 'ErrorDocument#' })]),
   );
 }
 
 const ERROR_TEXT: Readonly<Record<number, string>> = {
-  400: 'malformed request (body, query or parameter)',
+  400: 'malformed request (body, query or parameter; a query parameter given twice; a JSON string too long)',
   401: 'missing or wrong credentials',
   403: 'the hook token where the approver token is needed',
   404: 'no such batch (or route)',
@@ -80,5 +86,6 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
   413: 'body too large',
   415: 'unsupported content type',
   422: 'the input was rejected: per-row errors, nothing enqueued',
+  429: 'too many failed authentications from this address: try again after Retry-After seconds',
   503: 'Redis does not answer',
 };
