@@ -93,7 +93,8 @@ export function wirePipeline(deps: {
   readonly prefix: string;
   readonly store: TransferStore;
   readonly service: ServiceClient;
-  readonly evm: EvmParts | undefined;
+  /** `wireEvm`'s parts; the pipeline needs only their interfaces (a test may watch its nonce pool). */
+  readonly evm: PipelineDeps['evm'];
   readonly solana: PipelineDeps['solana'];
   readonly logger: Logger;
   readonly metrics?: PipelineDeps['metrics'];

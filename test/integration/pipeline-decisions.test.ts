@@ -12,22 +12,16 @@ import { resolveTransfer } from '../../src/ops/resolve-transfer.ts';
 import { retryBatch } from '../../src/ops/retry-batch.ts';
 import { addRecipient, listRecipients, removeRecipient } from '../../src/ops/recipients.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
-import { createServiceClient } from '../../src/service/service-client.ts';
-import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
-import { createEvmSigner } from '../../src/signing/evm/evm-signer.ts';
-import { createNonceManager } from '../../src/signing/evm/nonce-manager.ts';
-import { createSolanaSigner } from '../../src/signing/solana/solana-signer.ts';
-import { createApprovalGate } from '../../src/store/batch-hold.ts';
 import { createBatchReader } from '../../src/store/batch-reader.ts';
 import { createBatchWriter } from '../../src/store/batch-writer.ts';
 import { createRedis } from '../../src/store/redis.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
+import { wireEvm, wirePipeline, wireServiceClient, wireSolana } from '../../src/worker/pipeline-wiring.ts';
 import { randomEvmAddress, randomSolanaAddress, solanaKeypairFile } from '../helpers/fixtures.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 import { startReplyCutter, type ReplyCutter } from '../helpers/reply-cutter.ts';
 import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
-import { createOwnerCaches } from '../../src/pipeline/evm/owner-caches.ts';
 
 /**
  * The money rules of one transfer, each driven through the real pipeline against the real sandbox
@@ -78,35 +72,44 @@ describe('pipeline decisions', () => {
     prefix = `pd${++n}`;
   });
 
+  /** The wired EVM parts, without the owners' balance reservations when `drop` (see `setup`). */
+  function withoutBalances(evm: PipelineDeps['evm'], drop: boolean): PipelineDeps['evm'] {
+    return evm && drop ? { ...evm, balances: undefined } : evm;
+  }
+
   /**
    * `lostAnswers`: the test makes the service hang, and each lost answer costs the client's response
    * timeout, so it is short (500 ms); otherwise it is generous, so that a real transfer on a busy
-   * machine is not taken for a lost answer.
+   * machine is not taken for a lost answer. `balances: false` leaves out the owners' balance
+   * reservations, for a test whose RPC lags so far behind that it reads a block from before the
+   * sandbox funded the owner (the transfer would wait for a deposit instead of the path under test).
    */
   async function setup(
-    options: { policy?: PipelinePolicy; config?: Partial<Config>; redis?: Redis; lostAnswers?: boolean } = {},
+    options: {
+      policy?: PipelinePolicy;
+      config?: Partial<Config>;
+      redis?: Redis;
+      lostAnswers?: boolean;
+      balances?: false;
+    } = {},
   ) {
     const cfg = { ...config, ...options.config } as Config;
-    const store = createTransferStore({ redis: options.redis ?? client, prefix });
-    const chain = createChainReader({ config: cfg });
-    const deps: PipelineDeps = {
+    const on = { redis: options.redis ?? client, prefix, logger };
+    const store = createTransferStore({ redis: on.redis, prefix });
+    // The worker's own wiring (src/worker/pipeline-wiring.ts): its pause, approval gate, owner
+    // balance reservations and nonce pool; only the client's response timeout is the test's.
+    const deps: PipelineDeps = wirePipeline({
+      ...on,
       config: cfg,
       store,
-      service: createServiceClient({
-        baseUrl: sandbox.url,
-        apiKey: cfg.transferApiKey!,
-        responseTimeoutMs: options.lostAnswers ? 500 : 15_000,
+      service: wireServiceClient({
+        ...on,
+        config: { ...cfg, serviceResponseTimeoutMs: options.lostAnswers ? 500 : 15_000 },
       }),
-      evm: {
-        signers: [createEvmSigner({ config: cfg, chainReader: chain })],
-        nonces: createNonceManager({ redis: options.redis ?? client, prefix, chainReader: chain }),
-        chain,
-        ownerCaches: createOwnerCaches(),
-      },
-      solana: await createSolanaSigner({ config: cfg }),
-      logger,
+      evm: withoutBalances(wireEvm({ ...on, config: cfg }), options.balances === false),
+      solana: await wireSolana({ config: cfg, logger }),
       policy: options.policy ?? fast,
-    };
+    });
     const jobs = { addTransfers: async () => {} };
     const writer = createBatchWriter({
       redis: client,
@@ -288,7 +291,10 @@ describe('pipeline decisions', () => {
   it('never judges a needs_review permit unused from an RPC 45 s behind: one that executed just before its deadline is not paid again', async () => {
     // A 2 s deadline (below PERMIT_DEADLINE_SECONDS' minimum, set directly) so the test waits
     // seconds, not minutes, for the deadline to pass.
-    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config> });
+    // Without balance reservations: the RPC is 45 s behind from the start, and its newest block,
+    // from before the sandbox funded the owner, shows no USDC: the worker's balance check would
+    // hold the transfer waiting for a deposit, and never reach the lost answer this test is about.
+    const t = await setup({ config: { permitDeadlineSeconds: 2 } as Partial<Config>, balances: false });
     t.add({ id: 'a', from: 'BASE', to: 'POLYGON', amount: 3_000_000n, recipient: randomEvmAddress() });
     await t.write('b10');
     // The service executes the permit and the answer is lost; the identical re-send is refused
@@ -602,7 +608,6 @@ describe('pipeline decisions', () => {
     let removed = false;
     const deps: PipelineDeps = {
       ...t.deps,
-      approvals: createApprovalGate({ redis: client, prefix }),
       service: {
         ...service,
         transfer: async (req, options) => {

@@ -7,18 +7,15 @@ import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY } from '../../src/pipeline/policy.ts';
 import { runTransfer, type PipelineDeps, type StepOutcome } from '../../src/pipeline/run-transfer.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
-import { createServiceClient } from '../../src/service/service-client.ts';
-import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
-import { createEvmSigner } from '../../src/signing/evm/evm-signer.ts';
-import { createNonceManager, type RedisNonceManager } from '../../src/signing/evm/nonce-manager.ts';
+import type { RedisNonceManager } from '../../src/signing/evm/nonce-manager.ts';
 import type { NonceLease, NonceManager } from '../../src/signing/types.ts';
 import { createBatchWriter } from '../../src/store/batch-writer.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
+import { wireEvm, wirePipeline, wireServiceClient, wireSolana } from '../../src/worker/pipeline-wiring.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
-import { createOwnerCaches } from '../../src/pipeline/evm/owner-caches.ts';
 
 /**
  * A permit prepared while another holder's permit is in flight, through the real pipeline, against
@@ -60,8 +57,11 @@ describe('pipeline: the prepared next permit', () => {
   /** The pipeline's deps, one transfer row written, and the test's own hand on the nonce pool. */
   async function setup(batchId: string) {
     const store = createTransferStore({ redis: client, prefix });
-    const chain = createChainReader({ config });
-    const manager = createNonceManager({ redis: client, prefix, chainReader: chain });
+    const logger = createLogger('silent');
+    const on = { config, redis: client, prefix, logger };
+    // The worker's own EVM parts (src/worker/pipeline-wiring.ts); the test watches their nonce pool.
+    const evm = wireEvm(on)!;
+    const manager = evm.nonces;
     nonces.push(manager);
     // The nonces the pool offered the transfer to prepare, whatever it made of the offer.
     const offers: bigint[] = [];
@@ -75,19 +75,14 @@ describe('pipeline: the prepared next permit', () => {
         });
       },
     };
-    const deps: PipelineDeps = {
-      config,
+    const deps: PipelineDeps = wirePipeline({
+      ...on,
       store,
-      service: createServiceClient({ baseUrl: sandbox.url, apiKey: config.transferApiKey! }),
-      evm: {
-        signers: [createEvmSigner({ config, chainReader: chain })],
-        nonces: watched,
-        chain,
-        ownerCaches: createOwnerCaches(),
-      },
-      logger: createLogger('silent'),
+      service: wireServiceClient(on),
+      evm: { ...evm, nonces: watched },
+      solana: await wireSolana(on),
       policy: { ...DEFAULT_POLICY, leaseWaitMs: 60_000 },
-    };
+    });
     const writer = createBatchWriter({
       redis: client,
       prefix,
