@@ -358,7 +358,17 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
 
   it('fails the follower job of an intent that ended failed after submit, and counts it', async () => {
     const doc = await stack.status(batchId);
-    const victim = doc.transfers.find((t) => t.state === 'submitted' && t.from === 'BASE') as TransferView;
+    // A BASE transfer submitted by its first round's job (a row the retry test re-sent was submitted
+    // by its round-1 job, whose result is the one the follower keeps current).
+    let victim: TransferView | undefined;
+    for (const t of doc.transfers.filter((t) => t.state === 'submitted' && t.from === 'BASE')) {
+      const first = await jobOf(t);
+      if ((JSON.parse(first.hash['returnvalue'] ?? '{}') as { state?: string }).state === 'submitted') {
+        victim = t;
+        break;
+      }
+    }
+    if (!victim) throw new Error('no BASE transfer submitted by its first job');
     await stack.sandbox.admin.setIntentStatus(victim.intent_id as string, 'failed');
     const prefix = stack.env['QUEUE_PREFIX'] as string;
     const jobId = `${batchId}/${victim.id}/${victim.intent_id}`;
