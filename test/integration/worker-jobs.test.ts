@@ -280,10 +280,12 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
         await page.evaluate(`for (let el = document.querySelector('[class^="preWrapper"]'); el && el !== document.body; el = el.parentElement) {
           Object.assign(el.style, { maxHeight: 'none', height: 'auto', overflow: 'visible' });
         }`);
+        // bull-board re-fetches the open tab every few seconds and shows it empty while it does:
+        // read the page until the log lines are on it (a re-fetch can fall between two reads).
+        const body = () => page.locator('body').innerText();
+        await expect.poll(body, { timeout: 20_000 }).toMatch(/permit signed: /);
         await page.screenshot({ path: join(dir, 'job-needs-review-logs.png'), fullPage: true });
-        const logs = await page.locator('body').innerText();
-        expect(logs).toMatch(/permit signed: /);
-        expect(logs).toMatch(/needs_review: outcome_unknown: /);
+        expect(await body()).toMatch(/needs_review: outcome_unknown: /);
       } finally {
         await close();
       }
