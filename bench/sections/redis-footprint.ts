@@ -138,7 +138,7 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
 
     // A day later BullMQ has trimmed the finished jobs (removeOnComplete age); do it now.
     for (const name of [...CHAINS.map((c) => queueNameFor(c)), INTENT_QUEUE]) {
-      const q = new Queue(name, { connection: { url: redis.url }, prefix });
+      const q = new Queue(name, { connection: { url: redis.url }, prefix, skipMetasUpdate: true });
       q.on('error', () => {});
       await q.clean(0, 0, 'completed');
       await q.close();
@@ -236,7 +236,7 @@ async function keyBytes(redis: BenchRedis, prefix: string): Promise<KeyBytes> {
 
 /** Until the intent follower has no job left (every intent reached a final status). */
 async function waitIntentsFollowed(redis: BenchRedis, prefix: string, timeoutMs: number): Promise<void> {
-  const q = new Queue(INTENT_QUEUE, { connection: { url: redis.url }, prefix });
+  const q = new Queue(INTENT_QUEUE, { connection: { url: redis.url }, prefix, skipMetasUpdate: true });
   q.on('error', () => {});
   try {
     const deadline = Date.now() + timeoutMs;

@@ -6,6 +6,7 @@ import { createBatchReader } from '../store/batch-reader.ts';
 import { keys } from '../store/keys.ts';
 import { isCallbackAllowed } from '../domain/callback-url.ts';
 import { signRequest } from '../domain/request-signature.ts';
+import { queueOptions } from './queue-options.ts';
 
 const QUEUE = 'callbacks';
 
@@ -27,7 +28,7 @@ export function createCallbackSender(deps: {
   fetch?: typeof fetch;
 }) {
   const connection = { url: deps.redisUrl, maxRetriesPerRequest: null };
-  const queue = new Queue(QUEUE, { connection, prefix: deps.prefix });
+  const queue = new Queue(QUEUE, queueOptions(connection, deps.prefix));
   queue.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'callback queue error'));
   const reader = createBatchReader({ redis: deps.redis, prefix: deps.prefix });
   const k = keys(deps.prefix);

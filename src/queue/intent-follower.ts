@@ -17,6 +17,7 @@ import {
 } from './job-outcome.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, transferJobId } from './jobs.ts';
+import { queueOptions } from './queue-options.ts';
 
 export const INTENT_QUEUE = 'intents';
 /** Polls per intent: with the delays below, about 45 minutes of following at most. */
@@ -35,6 +36,8 @@ type FollowData = {
   polls: number;
   /** Waits spent for the transfer job to end (MAX_RESULT_WAITS). */
   resultWaits: number;
+  /** The status the last poll saw (`null`: none yet, or the route failed). */
+  seen: string | null;
 };
 
 /**
@@ -67,6 +70,7 @@ function parse(data: unknown): FollowData | undefined {
     intentId: d.intentId,
     polls: Number(d.polls ?? 0),
     resultWaits: Number(d.resultWaits ?? 0),
+    seen: typeof d.seen === 'string' ? d.seen : null,
   };
 }
 
@@ -79,11 +83,13 @@ export async function addFollowJob(
   target: { batchId: string; transferId: string; intentId: string },
   firstDelayMs: number = delayFor(0),
 ): Promise<void> {
-  const data: FollowData = { ...target, polls: 0, resultWaits: 0 };
+  const data: FollowData = { ...target, polls: 0, resultWaits: 0, seen: null };
   await queue.add(`intent ${target.intentId}`, data, {
     jobId: `${target.batchId}/${target.transferId}/${target.intentId.replaceAll(':', '_')}`,
     delay: firstDelayMs,
-    removeOnComplete: { age: 24 * 3600, count: 10_000 },
+    // Once the intent's status is in the transfer record (and its transfer job's result) the job
+    // has nothing left to say: it goes. One that fails (the intent failed) stays a week.
+    removeOnComplete: true,
     removeOnFail: { age: 7 * 24 * 3600 },
     keepLogs: JOB_LOG_LINES,
   });
@@ -121,7 +127,7 @@ type FollowerDeps = {
 export function createIntentFollower(deps: FollowerDeps) {
   const delay = deps.delayFor ?? delayFor;
   const connection = { url: deps.redisUrl, maxRetriesPerRequest: null };
-  const queue = new Queue(INTENT_QUEUE, { connection, prefix: deps.prefix });
+  const queue = new Queue(INTENT_QUEUE, queueOptions(connection, deps.prefix));
   queue.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'intent queue error'));
 
   const worker = new Worker(
@@ -147,7 +153,11 @@ export function createIntentFollower(deps: FollowerDeps) {
 }
 export type IntentFollower = ReturnType<typeof createIntentFollower>;
 
-/** One poll of one intent; a status that changed is logged and becomes the job's progress. */
+/**
+ * One poll of one intent. A status that changed is logged when the job goes on (polls again, or
+ * fails because the intent failed): a job that ends `complete` is removed at once, its log with it,
+ * so nothing is written that nobody could read. The status seen last travels in the job's data.
+ */
 async function followIntent(
   deps: FollowerDeps,
   delay: (polls: number) => number,
@@ -164,7 +174,7 @@ async function followIntent(
     polls: data.polls + 1,
     ended,
   });
-  const seen = typeof job.progress === 'string' ? job.progress : null;
+  const { seen } = data;
   let status: string | undefined;
   try {
     const res = await deps.service.getIntentStatus(data.intentId);
@@ -172,10 +182,7 @@ async function followIntent(
       // The service has no status route (or no record) for it: its settlement can never be known
       // here, which the batch's `settled` says as null rather than waiting forever.
       await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { untracked: true });
-      await endReservation(deps, data);
-      await job.log(
-        `${new Date().toISOString()} the status route does not know intent ${data.intentId} (404): not followed`,
-      );
+      await endReservation(deps, data, await deps.store.load(data.batchId, data.transferId));
       return result(seen, 'not_found');
     }
     status = res.status;
@@ -186,18 +193,18 @@ async function followIntent(
     );
   }
   if (status !== undefined) {
-    if (status !== seen) {
+    const final = (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
+    if (status !== seen && (!final || status === 'failed')) {
       await job.log(
         `${new Date().toISOString()} poll ${data.polls + 1}: intent ${data.intentId} is ${status}`,
       );
-      await job.updateProgress(status);
     }
-    const final = (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
-    if (final) await endReservation(deps, data);
-    const recorded = await recordStatus(deps, job, data, status, seen);
+    const rec = await deps.store.load(data.batchId, data.transferId);
+    if (final) await endReservation(deps, data, rec);
+    const recorded = rec ? await recordStatus(deps, job, data, rec, status) : undefined;
     if (final && recorded?.sync === 'unfinished' && data.resultWaits < MAX_RESULT_WAITS) {
       // The transfer job that submitted it has not ended yet: come back when its result exists.
-      await job.updateData({ ...data, resultWaits: data.resultWaits + 1 });
+      await job.updateData({ ...data, resultWaits: data.resultWaits + 1, seen: status });
       await job.moveToDelayed(Date.now() + RESULT_WAIT_MS, token);
       throw new DelayedError();
     }
@@ -205,18 +212,21 @@ async function followIntent(
     if (final) return result(status, 'final');
   }
   if (data.polls + 1 >= MAX_POLLS) {
-    await endReservation(deps, data);
+    await endReservation(deps, data, await deps.store.load(data.batchId, data.transferId));
     return result(status ?? seen, 'gave_up');
   }
-  await job.updateData({ ...data, polls: data.polls + 1 });
+  await job.updateData({ ...data, polls: data.polls + 1, seen: status ?? seen });
   await job.moveToDelayed(Date.now() + delay(data.polls + 1), token);
   throw new DelayedError();
 }
 
 /** The intent is settled (or will not be followed): an owner reservation with no tx hash ends. */
-async function endReservation(deps: FollowerDeps, data: FollowData): Promise<void> {
+async function endReservation(
+  deps: FollowerDeps,
+  data: FollowData,
+  rec: TransferRecord | undefined,
+): Promise<void> {
   if (!deps.redis) return;
-  const rec = await deps.store.load(data.batchId, data.transferId);
   if (rec && rec.intentId === data.intentId) await dropUnhashedReservation(deps.redis, deps.prefix, rec);
 }
 
@@ -229,18 +239,17 @@ async function recordStatus(
   deps: FollowerDeps,
   job: Job,
   data: FollowData,
+  rec: TransferRecord,
   status: string,
-  seen: string | null,
 ): Promise<{ readonly record: TransferRecord; readonly sync: ResultSync } | undefined> {
-  const rec = await deps.store.load(data.batchId, data.transferId);
   // Recorded only while the transfer still names this intent (checked again in the same step).
-  if (!rec || rec.intentId !== data.intentId) return undefined;
+  if (rec.intentId !== data.intentId) return undefined;
   if (!(await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { status }))) {
     return undefined;
   }
   const sync = await syncTransferJobs(deps, rec, data, status);
   if (status === 'failed') {
-    if (rec.intentStatus !== 'failed' && seen !== 'failed') deps.metrics?.intentFailed(rec.from);
+    if (rec.intentStatus !== 'failed' && data.seen !== 'failed') deps.metrics?.intentFailed(rec.from);
     const outcome: FollowResult = {
       batch_id: data.batchId,
       transfer_id: data.transferId,

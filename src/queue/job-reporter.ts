@@ -1,6 +1,8 @@
 import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
 import type { StepName, StepReporter } from '../pipeline/run-transfer.ts';
+import { luaScript, runScript } from '../store/lua-script.ts';
 
 /** Log lines kept per job (BullMQ `keepLogs`): the newest win, so a long wait cannot grow a job's log. */
 export const JOB_LOG_LINES = 20;
@@ -42,15 +44,54 @@ export type JobReporter = {
 };
 
 /**
- * Writes a run's report to its BullMQ job: `job.log()` a line per report (`<ISO time> <step>:
- * <message>`), `job.updateProgress()` once a new step has lasted PROGRESS_AFTER_MS, and at the end.
- * Writes go out in order, one after the other, and never fail or slow the payment: an error is
- * logged and the run goes on. A wait that repeats with the same reason (a transfer behind a nonce
- * lease comes back every few hundred ms) is recognised from the progress the job was fetched with,
- * and costs no write.
+ * Where a report goes: the lines said since the last write, and the newest progress if it changed.
+ * One call is one write (jobReportSink: one script, one round trip).
+ */
+export type JobReportSink = (lines: readonly string[], progress: JobProgress | undefined) => Promise<void>;
+
+/**
+ * Appends lines to a job's log (the newest JOB_LOG_LINES kept, as BullMQ's `keepLogs`) and sets its
+ * progress, in one step and only while the job exists — what `job.log()` per line and
+ * `job.updateProgress()` did in a script each (minus the progress event on the queue's stream,
+ * which nothing reads).
+ * KEYS[1] the job hash, KEYS[2] its `:logs` list; ARGV[1] lines kept, ARGV[2] the progress JSON or
+ * '', ARGV[3..] the lines. Returns 1, or 0 when the job is gone.
+ */
+const WRITE_REPORT = luaScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if #ARGV > 2 then
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
+  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[1]), -1)
+end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'progress', ARGV[2]) end
+return 1
+`);
+
+/** The sink of a transfer job: its hash and log in Redis (docs/data-model.md "Step logs"). */
+export function jobReportSink(redis: Redis, job: Pick<Job, 'queueQualifiedName' | 'id'>): JobReportSink {
+  const key = `${job.queueQualifiedName}:${job.id ?? ''}`;
+  return async (lines, progress) => {
+    await runScript(
+      redis,
+      WRITE_REPORT,
+      [key, `${key}:logs`],
+      [JOB_LOG_LINES, progress ? JSON.stringify(progress) : '', ...lines],
+    );
+  };
+}
+
+/**
+ * Writes a run's report to its BullMQ job: a line per report (`<ISO time> <step>: <message>`), and
+ * the step as progress once it has lasted PROGRESS_AFTER_MS, and at the end. Lines wait in memory
+ * and go out with the next write — a step that lasts (its progress), a wait, the end — so a run over
+ * in a few hundred ms costs one write, not one per line. Writes go out in order and never fail or
+ * slow the payment: an error is logged and the run goes on. A wait that repeats with the same reason
+ * (a transfer behind a nonce lease comes back) is recognised from the progress the job was fetched
+ * with, and costs no write.
  */
 export function createJobReporter(
-  job: Job,
+  job: { readonly id?: string | undefined; readonly progress: unknown },
+  sink: JobReportSink,
   logger: Logger,
   now: () => number = Date.now,
   progressAfterMs = PROGRESS_AFTER_MS,
@@ -63,34 +104,40 @@ export function createJobReporter(
   let lastWait = fetched?.step === 'wait' ? fetched.message : undefined;
   const short = (m: string) => m.slice(0, 200);
 
-  const write = (fn: () => Promise<unknown>) => {
-    chain = chain.then(fn).then(
-      () => {},
-      (err: unknown) => {
-        if (warned) return;
-        warned = true;
-        logger.warn(
-          { jobId: job.id, err: { message: (err as Error).message } },
-          'could not write to the job log',
-        );
-      },
-    );
+  // Lines said and the newest progress (a state, not a history), until the next write takes them.
+  let lines: string[] = [];
+  let pending: JobProgress | undefined;
+  let queued = false;
+  const send = () => {
+    if (queued) return;
+    queued = true;
+    chain = chain
+      .then(async () => {
+        queued = false;
+        const out = lines;
+        const p = pending;
+        lines = [];
+        pending = undefined;
+        if (out.length > 0 || p) await sink(out, p);
+      })
+      .then(
+        () => {},
+        (err: unknown) => {
+          if (warned) return;
+          warned = true;
+          logger.warn(
+            { jobId: job.id, err: { message: (err as Error).message } },
+            'could not write to the job log',
+          );
+        },
+      );
   };
   const line = (label: string, message: string) => {
-    const text = `${new Date(now()).toISOString()} ${label}: ${message}`.slice(0, MAX_LINE);
-    write(() => job.log(text));
+    lines.push(`${new Date(now()).toISOString()} ${label}: ${message}`.slice(0, MAX_LINE));
   };
-  // Progress is a state, not a history: one still waiting to be written is replaced by a newer one.
-  let pending: JobProgress | undefined;
   const progress = (next: JobProgress) => {
-    const queued = pending !== undefined;
     pending = next;
-    if (queued) return;
-    write(async () => {
-      const p = pending;
-      pending = undefined;
-      if (p) await job.updateProgress(p);
-    });
+    send();
   };
   // A step's progress waits PROGRESS_AFTER_MS; a newer step, a wait or the end replaces it.
   let soon: { timer: NodeJS.Timeout; next: JobProgress } | undefined;
@@ -136,6 +183,8 @@ export function createJobReporter(
         const { next } = soon;
         cancelSoon();
         progress(next);
+      } else if (lines.length > 0) {
+        send();
       }
       await chain;
     },

@@ -5,6 +5,7 @@ import type { TransferJobSpec } from '../store/batch-writer.ts';
 import { addFollowJob, INTENT_QUEUE } from './intent-follower.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
+import { queueOptions } from './queue-options.ts';
 
 /**
  * Job options of every transfer job. The queue is only the transport: the worker's saved steps in
@@ -54,7 +55,7 @@ export function createProducer(options: ProducerOptions): Producer {
   const queueFor = (chain: Chain): Queue => {
     let q = queues.get(chain);
     if (!q) {
-      q = new Queue(queueNameFor(chain), { connection, prefix: options.prefix });
+      q = new Queue(queueNameFor(chain), queueOptions(connection, options.prefix));
       // Errors reach the caller of addBulk; this only keeps an 'error' event from crashing the process.
       q.on('error', () => {});
       queues.set(chain, q);
@@ -67,7 +68,7 @@ export function createProducer(options: ProducerOptions): Producer {
   return {
     async followIntent(batchId, transferId, intentId) {
       if (!intents) {
-        intents = new Queue(INTENT_QUEUE, { connection, prefix: options.prefix });
+        intents = new Queue(INTENT_QUEUE, queueOptions(connection, options.prefix));
         intents.on('error', () => {});
       }
       await addFollowJob(intents, { batchId, transferId, intentId });

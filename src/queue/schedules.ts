@@ -8,6 +8,7 @@ import {
   type ScheduleRecord,
 } from '../store/schedule-records.ts';
 import { heldFirings } from '../store/schedule-holds.ts';
+import { queueOptions } from './queue-options.ts';
 
 /**
  * Recurring batches (README "Using it" `schedule`). A schedule is a record in Redis holding the CSV
@@ -41,7 +42,7 @@ export type ScheduleInfo = ScheduleRecord & {
 
 /** A queue handle for the schedulers; shares the caller's connection. */
 export function openScheduleQueue(connection: Redis, prefix: string): Queue {
-  const queue = new Queue(SCHEDULE_QUEUE, { connection, prefix });
+  const queue = new Queue(SCHEDULE_QUEUE, queueOptions(connection, prefix));
   // Errors reach the awaiting caller; this only keeps an 'error' event from crashing the process.
   queue.on('error', () => {});
   return queue;

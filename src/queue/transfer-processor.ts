@@ -15,7 +15,7 @@ import {
   writeJobResult,
   type JobOutcome,
 } from './job-outcome.ts';
-import { createJobReporter, type JobReporter } from './job-reporter.ts';
+import { createJobReporter, jobReportSink, type JobReporter } from './job-reporter.ts';
 import { isSettleJob, parseTransferJobData, roundOfJobId, type TransferJobData } from './jobs.ts';
 import { savedSteps } from '../store/saved-steps.ts';
 
@@ -49,7 +49,7 @@ export async function processTransferJob(
     deps.logger.error({ jobId: job.id, queue: job.queueName }, 'job data is not a transfer pointer');
     throw finalFailure('invalid: job data is not a transfer pointer ({batchId, transferId})');
   }
-  const reporter = createJobReporter(job, deps.logger);
+  const reporter = createJobReporter(job, jobReportSink(deps.redis, job), deps.logger);
   let out: StepOutcome;
   try {
     out = await runTransfer(deps.pipeline, data.batchId, data.transferId, deps.shutdown, {

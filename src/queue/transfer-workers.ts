@@ -9,6 +9,7 @@ import { queueNameFor, settleJobName, transferJobId, transferJobName } from './j
 import { sweepUnfinished } from './sweeper.ts';
 import { processTransferJob, settleGivenUpJob, type TransferProcessorDeps } from './transfer-processor.ts';
 import { savedSteps } from '../store/saved-steps.ts';
+import { queueOptions } from './queue-options.ts';
 
 /**
  * Lock and stall settings, chosen for the slowest call:
@@ -59,7 +60,7 @@ export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorker
   const queues = new Map<Chain, Queue>();
   const workers: Worker[] = [];
   for (const source of deps.sources) {
-    const queue = new Queue(queueNameFor(source), { connection, prefix: deps.prefix });
+    const queue = new Queue(queueNameFor(source), queueOptions(connection, deps.prefix));
     queue.on('error', (err) =>
       deps.logger.warn({ err: { message: err.message }, queue: queue.name }, 'queue error'),
     );

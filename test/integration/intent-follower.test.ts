@@ -96,8 +96,9 @@ describe('intent follower', () => {
     sandbox.admin.configure({ statusRoute: false });
     await follower.follow('b', 't2', intent);
     const queue = `${prefix}:intents`;
-    // The follow job completes (not re-delayed) and the recorded status is left as it was.
-    await waitFor('the follow job to finish', async () => (await client.zcard(`${queue}:completed`)) >= 2, {
+    // The follow job completes (not re-delayed), and goes: the record says what it learned.
+    const jobKey = `${queue}:b/t2/${intent.replaceAll(':', '_')}`;
+    await waitFor('the follow job to finish and go', async () => (await client.exists(jobKey)) === 0, {
       timeoutMs: 15_000,
     });
     expect(await client.hget(`${prefix}:t:b:t2`, 'intent_status')).toBe('pending');
@@ -212,13 +213,10 @@ describe('intent follower', () => {
         { timeoutMs: 15_000 },
       );
       const followJob = `${prefix}:intents:b/t5/${intent.replaceAll(':', '_')}`;
-      await waitFor(
-        'the follow job to end',
-        async () => (await client.hget(followJob, 'finishedOn')) !== null,
-        {
-          timeoutMs: 15_000,
-        },
-      );
+      // Its intent complete, the follow job ends and is removed (removeOnComplete).
+      await waitFor('the follow job to end', async () => (await client.exists(followJob)) === 0, {
+        timeoutMs: 15_000,
+      });
       expect(await job.result()).toMatchObject({
         intent_id: 'int-of-an-earlier-payload',
         intent_status: 'pending',

@@ -1,8 +1,7 @@
-import type { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.ts';
 import { failedReasonOf, failsJob, finalFailure, jobOutcome } from '../../src/queue/job-outcome.ts';
-import { createJobReporter, type JobProgress } from '../../src/queue/job-reporter.ts';
+import { createJobReporter, type JobProgress, type JobReportSink } from '../../src/queue/job-reporter.ts';
 import { isSettleJob, roundOfJobId, settleJobName, transferJobName } from '../../src/queue/jobs.ts';
 import { transferView } from '../../src/store/batch-reader.ts';
 import { parseTransferRecord } from '../../src/store/transfer-record.ts';
@@ -82,19 +81,18 @@ describe('job results', () => {
   });
 });
 
-/** A job that records what is written to it, as BullMQ's Job would send it to Redis. */
+/** A job and a sink that records what is written to it, as the reporter's script would store it. */
 function fakeJob(progress: unknown = 0) {
   const lines: string[] = [];
   const progresses: JobProgress[] = [];
-  const job = {
-    id: 'b/t',
-    progress,
-    log: async (line: string) => lines.push(line),
-    updateProgress: async (p: JobProgress) => {
-      progresses.push(p);
-    },
+  const writes: number[] = [];
+  const job = { id: 'b/t', progress };
+  const sink: JobReportSink = async (l, p) => {
+    writes.push(l.length);
+    lines.push(...l);
+    if (p) progresses.push(p);
   };
-  return { job: job as unknown as Job, lines, progresses };
+  return { job, sink, lines, progresses, writes };
 }
 
 describe('job reporter', () => {
@@ -102,8 +100,8 @@ describe('job reporter', () => {
   const at = () => Date.parse('2026-01-02T03:04:05.678Z');
 
   it('logs a dated line per report, and the step as progress only when it changes', async () => {
-    const { job, lines, progresses } = fakeJob();
-    const r = createJobReporter(job, logger, at);
+    const { job, sink, lines, progresses } = fakeJob();
+    const r = createJobReporter(job, sink, logger, at);
     r.report('estimate', 'POST /sdk/v1/estimate: fee 0.01 USDC');
     await r.flush();
     r.report(null, 'send 1 failed: ambiguous');
@@ -127,21 +125,22 @@ describe('job reporter', () => {
     ]);
   });
 
-  it('writes only the newest progress when steps come faster than Redis answers, and every line', async () => {
-    const { job, lines, progresses } = fakeJob();
-    const r = createJobReporter(job, logger, at);
+  it('writes a quick run in one write: every line, and only the newest progress', async () => {
+    const { job, sink, lines, progresses, writes } = fakeJob();
+    const r = createJobReporter(job, sink, logger, at);
     r.report('estimate', 'a');
     r.report('sign', 'b');
     r.report('send', 'c');
     r.ended('submitted', 'd');
     await r.flush();
+    expect(writes).toEqual([4]);
     expect(lines).toHaveLength(4);
     expect(progresses).toEqual([{ step: 'submitted', progress: 100, message: 'd' }]);
   });
 
   it('logs a wait once while its reason stays the same, also across runs of the job', async () => {
     const first = fakeJob();
-    const r1 = createJobReporter(first.job, logger, at);
+    const r1 = createJobReporter(first.job, first.sink, logger, at);
     r1.waiting('waiting for the BASE nonce lease', 200);
     r1.waiting('waiting for the BASE nonce lease', 200);
     await r1.flush();
@@ -150,7 +149,7 @@ describe('job reporter', () => {
     ]);
     // The next run of the job starts from the progress the job was fetched with.
     const again = fakeJob(first.progresses.at(-1));
-    const r2 = createJobReporter(again.job, logger, at);
+    const r2 = createJobReporter(again.job, again.sink, logger, at);
     r2.waiting('waiting for the BASE nonce lease', 200);
     r2.waiting('MAX_DAILY_USDC: 40.00 of 50.00 USDC sent', 60_000);
     await r2.flush();
@@ -160,13 +159,8 @@ describe('job reporter', () => {
   });
 
   it('never fails the run when the job log cannot be written', async () => {
-    const job = {
-      id: 'b/t',
-      progress: 0,
-      log: async () => Promise.reject(new Error('down')),
-      updateProgress: async () => {},
-    };
-    const r = createJobReporter(job as unknown as Job, logger, at);
+    const down: JobReportSink = async () => Promise.reject(new Error('down'));
+    const r = createJobReporter({ id: 'b/t', progress: 0 }, down, logger, at);
     r.report('estimate', 'x');
     await expect(r.flush()).resolves.toBeUndefined();
   });
