@@ -4,7 +4,13 @@ import { Later, type Ctx } from './context.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
-import { recordAfter, savedSteps, type TransferField, type TransferPatch } from '../store/saved-steps.ts';
+import {
+  recordAfter,
+  savedSteps,
+  SUBMITTED_CLEARED_FIELDS,
+  type TransferField,
+  type TransferPatch,
+} from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 
 /*
@@ -20,14 +26,15 @@ export async function finish(ctx: Ctx, to: TransferState, fields: TransferPatch)
   }
   if (to === 'failed' || to === 'rejected') await releaseOwnerBalance(ctx);
   if (to !== 'submitted') fields = { ...fields, evidence: await decisionEvidence(ctx, to, fields) };
+  const clear = to === 'submitted' ? SUBMITTED_CLEARED_FIELDS : (['wait_reason'] as const);
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['in_progress', 'queued'],
     to,
     fields,
-    clear: ['wait_reason'],
+    clear,
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? to };
-  const record = await leftAs(ctx, to, fields, ['wait_reason']);
+  const record = await leftAs(ctx, to, fields, clear);
   logFinal(ctx, to, fields);
   if (res.completedGeneration !== null) {
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
@@ -84,7 +91,7 @@ export async function submitted(ctx: Ctx, fields: TransferPatch): Promise<StepOu
     const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
     if (rec) await ctx.deps.spendLimit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
   }
-  const out = await finish(ctx, 'submitted', { ...fields, error_code: '', error_message: '' });
+  const out = await finish(ctx, 'submitted', fields);
   if (fields['intent_id'])
     await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, fields['intent_id']);
   return out;

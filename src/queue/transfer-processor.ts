@@ -100,7 +100,8 @@ async function afterUnexpectedError(
 function closingLine(o: JobOutcome, waitReason: string | null): string {
   switch (o.state) {
     case 'submitted':
-      return `intent ${o.intent_id ?? '?'} (${o.intent_status ?? '?'}), ${o.tx_hash ? `tx ${o.tx_hash}` : `signature ${o.tx_signature ?? '?'}`}, fee ${o.fee.total ?? '?'} USDC`;
+      // The answer's line names the tx hash or signature (and the result holds it): not said twice.
+      return `intent ${o.intent_id ?? '?'} (${o.intent_status ?? '?'}), fee ${o.fee.total ?? '?'} USDC`;
     case 'queued':
     case 'in_progress':
       return waitReason ?? 'handed back';

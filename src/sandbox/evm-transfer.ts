@@ -52,6 +52,7 @@ export async function transfer(
     tx_hash: outcome.txHash,
     permit_tx_hash: outcome.permitTxHash,
     tx_signature: null,
+    signed_payload: permit.signature,
     solana_tx_kind: null,
     destination_tx: null,
     at: now,

@@ -24,6 +24,12 @@ export type LedgerEntry = {
   readonly permit_tx_hash: string | null;
   /** Solana source: the executed transaction's signature. */
   readonly tx_signature: string | null;
+  /**
+   * What the worker signed, as the service received it: the permit's `signature` (EVM), or the
+   * `signed_transaction` (Solana, before the fee payer's signature). Tests look for it where it must
+   * never be (job hashes, logs): the worker keeps it only until the transfer is submitted.
+   */
+  readonly signed_payload: string;
   /** Solana: the kind of transaction that was built and signed (a malicious one means the policy let it through). */
   readonly solana_tx_kind: SolanaTxKind | null;
   /** The payment to the recipient on `to` (EVM tx hash or Solana signature), once the intent reached `minted`. */

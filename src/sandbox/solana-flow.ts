@@ -147,6 +147,7 @@ export async function submit(
     tx_hash: null,
     permit_tx_hash: null,
     tx_signature: outcome.signature,
+    signed_payload: signed,
     solana_tx_kind: intent.txKind,
     destination_tx: null,
     at: now,

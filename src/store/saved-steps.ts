@@ -243,15 +243,45 @@ export function permitPatch(permit: PermitPayload, gen: number, preparedAt?: num
   };
 }
 
-/** Hash field/value pairs of a patch (a permit as its JSON). */
+/**
+ * Hash field/value pairs of a patch (a permit as its JSON; a tx hash without its `0x`, which
+ * transfer-record.ts puts back: 64 characters fit Redis's compact hash encoding, 66 do not).
+ */
 export function patchFields(patch: TransferPatch): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [f, v] of Object.entries(patch)) {
     if (v === undefined) continue;
     out[f] = typeof v === 'object' ? JSON.stringify(v) : String(v);
   }
+  const tx = out['tx_hash'];
+  if (tx !== undefined && /^0x[0-9a-fA-F]{64}$/.test(tx)) out['tx_hash'] = tx.slice(2);
   return out;
 }
+
+/**
+ * What a transfer no longer needs once `submitted` (deleted in the transition that makes it so):
+ * its signed payload and the marks of its sends. The intent id, tx hash or signature, fee, owner,
+ * permit nonce and deadline, payload number, sends, when it was prepared (a permit signed while
+ * another was in flight) and evidence stay: they are what it paid and how.
+ * A finished record then holds short values only (an EVM one fits Redis's compact encoding).
+ */
+export const SUBMITTED_CLEARED_FIELDS: readonly TransferField[] = [
+  'wait_reason',
+  'permit',
+  'prepared',
+  'solana_tx',
+  'solana_signed',
+  'uncertain',
+  'ambiguous',
+  'unavailable',
+  'send_state',
+  'refusal',
+  'refused_at',
+  'refused_nonce',
+  'last_error',
+  'error_code',
+  'error_message',
+];
 
 /**
  * What `retry` clears of a `failed` transfer: the saved steps of its payload (provably dead), its

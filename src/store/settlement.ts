@@ -13,14 +13,21 @@ import { formatUsdc } from '../domain/money.ts';
 
 /**
  * Lua functions a script includes before its body: `tally(transferKey)` (what the transfer adds
- * now, nil when it adds nothing) and `retally(batchKey, before, after)`. Amounts stay strings for
+ * now, nil when it adds nothing), `tallyOf(fields)` (the same from field values already read,
+ * by name: TALLY_FIELDS) and `retally(batchKey, before, after)`. Amounts stay strings for
  * HINCRBY: a Lua number prints large values in exponent form, which HINCRBY refuses.
  */
 export const SETTLEMENT_LUA = `
+local TALLY_FIELDS = { 'state', 'amount', 'fee_total', 'net_receive', 'intent_status', 'intent_untracked' }
+local function tallyOf(v)
+  if v.state ~= 'submitted' then return nil end
+  return { amount = v.amount or '', fee = v.fee_total or '', net = v.net_receive or '', status = v.intent_status or '', untracked = v.intent_untracked == '1' }
+end
 local function tally(t)
-  local v = redis.call('HMGET', t, 'state', 'amount', 'fee_total', 'net_receive', 'intent_status', 'intent_untracked')
-  if v[1] ~= 'submitted' then return nil end
-  return { amount = v[2] or '', fee = v[3] or '', net = v[4] or '', status = v[5] or '', untracked = v[6] == '1' }
+  local v = redis.call('HMGET', t, unpack(TALLY_FIELDS))
+  local byName = {}
+  for i, f in ipairs(TALLY_FIELDS) do if v[i] then byName[f] = v[i] end end
+  return tallyOf(byName)
 end
 local function tallyIntent(x)
   if x.status == 'complete' then return 'intents_complete' end

@@ -42,6 +42,9 @@ export type TransferRecord = {
 
 const big = (v: string | undefined): bigint | null => (v === undefined || v === '' ? null : BigInt(v));
 const str = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v);
+/** A tx hash is stored without its `0x` (saved-steps.ts `patchFields`); older records have it. */
+const txHashOf = (v: string | undefined): string | null =>
+  v === undefined || v === '' ? null : /^[0-9a-fA-F]{64}$/.test(v) ? `0x${v}` : v;
 
 /** Parses a stored hash; undefined when the record is missing or was written by incompatible code. */
 export function parseTransferRecord(
@@ -66,7 +69,7 @@ export function parseTransferRecord(
     state: state as TransferState,
     intentId: str(raw['intent_id']),
     intentStatus: str(raw['intent_status']),
-    txHash: str(raw['tx_hash']),
+    txHash: txHashOf(raw['tx_hash']),
     txSignature: str(raw['tx_signature']),
     owner: str(raw['owner']) ?? permitOwner(raw['permit']),
     feeTotal: big(raw['fee_total']),

@@ -26,12 +26,17 @@ import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
  *       the current state read in the script)
  * ARGV: 1 expected states (comma list; '' = any), 2 to-state, 3 transfer id, 4 now,
  *       5 final states (comma list), 6 operation id, 7 n = number of field pairs, then
- *       field/value pairs, then fields to delete.
+ *       field/value pairs (a value '' deletes the field), then fields to delete.
+ * One read of the record, one write of it (and one delete), one write of the batch record: the
+ * settlement tally after the change is computed from what was read and what is written. A move to
+ * `submitted` then rewrites the record (HGETALL, DEL, HSET) so that, its payload cleared, it is
+ * stored compact (docs/data-model.md "Memory").
  */
 const TRANSITION = luaScript(`${SETTLEMENT_LUA}
-local cur = redis.call('HGET', KEYS[1], 'state')
+local v = redis.call('HMGET', KEYS[1], 'state', 'op', 'line', 'amount', 'fee_total', 'net_receive', 'intent_status', 'intent_untracked')
+local cur = v[1]
 if not cur then return {-1, ''} end
-local last = redis.call('HGET', KEYS[1], 'op')
+local last = v[2]
 if last then
   local a = string.find(last, '|', 1, true)
   if a and string.sub(last, 1, a - 1) == ARGV[6] then
@@ -48,41 +53,68 @@ end
 local to = ARGV[2]
 local id = ARGV[3]
 local now = ARGV[4]
+local fields = { state = cur, amount = v[4], fee_total = v[5], net_receive = v[6], intent_status = v[7], intent_untracked = v[8] }
+local before = tallyOf(fields)
+-- The patch: a value '' deletes its field (an empty field is an absent one), as do the clears.
+local sets, dels = {}, {}
 local n = tonumber(ARGV[7])
-local before = tally(KEYS[1])
 local i = 8
 for _ = 1, n do
-  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  if ARGV[i + 1] == '' then dels[ARGV[i]] = true else sets[ARGV[i]] = ARGV[i + 1] end
   i = i + 2
 end
 while i <= #ARGV do
-  redis.call('HDEL', KEYS[1], ARGV[i])
+  dels[ARGV[i]] = true
   i = i + 1
 end
-redis.call('HSET', KEYS[1], 'state', to, 'updated_at', now)
-retally(KEYS[2], before, tally(KEYS[1]))
+for f in pairs(dels) do sets[f] = nil end
+sets['state'] = to
+sets['updated_at'] = now
+for _, f in ipairs(TALLY_FIELDS) do
+  if dels[f] then fields[f] = nil elseif sets[f] then fields[f] = sets[f] end
+end
+retally(KEYS[2], before, tallyOf(fields))
 local completed = 0
+local batchSets = { 'updated_at', now }
 if cur ~= to then
-  local line = redis.call('HGET', KEYS[1], 'line') or '0'
   redis.call('ZREM', KEYS[3] .. cur, id)
-  redis.call('ZADD', KEYS[3] .. to, line, id)
+  redis.call('ZADD', KEYS[3] .. to, v[3] or '0', id)
   redis.call('HINCRBY', KEYS[2], 'n_' .. cur, -1)
   redis.call('HINCRBY', KEYS[2], 'n_' .. to, 1)
   local isFinal = {}
   for s in string.gmatch(ARGV[5], '[^,]+') do isFinal[s] = true end
   if isFinal[to] then
-    local q = tonumber(redis.call('HGET', KEYS[2], 'n_queued') or '0')
-    local p = tonumber(redis.call('HGET', KEYS[2], 'n_in_progress') or '0')
-    if q + p == 0 and redis.call('HGET', KEYS[2], 'complete') ~= '1' then
-      redis.call('HSET', KEYS[2], 'complete', '1', 'completed_at', now)
+    local b = redis.call('HMGET', KEYS[2], 'n_queued', 'n_in_progress', 'complete')
+    if tonumber(b[1] or '0') + tonumber(b[2] or '0') == 0 and b[3] ~= '1' then
       completed = redis.call('HINCRBY', KEYS[2], 'generation', 1)
+      table.insert(batchSets, 'complete')
+      table.insert(batchSets, '1')
+      table.insert(batchSets, 'completed_at')
+      table.insert(batchSets, now)
     end
   else
-    redis.call('HSET', KEYS[2], 'complete', '0')
+    table.insert(batchSets, 'complete')
+    table.insert(batchSets, '0')
   end
 end
-redis.call('HSET', KEYS[2], 'updated_at', now)
-redis.call('HSET', KEYS[1], 'op', ARGV[6] .. '|' .. cur .. '|' .. completed)
+redis.call('HSET', KEYS[2], unpack(batchSets))
+sets['op'] = ARGV[6] .. '|' .. cur .. '|' .. completed
+local flat = {}
+for f, x in pairs(sets) do
+  table.insert(flat, f)
+  table.insert(flat, x)
+end
+redis.call('HSET', KEYS[1], unpack(flat))
+local gone = {}
+for f in pairs(dels) do table.insert(gone, f) end
+if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
+if to == 'submitted' then
+  -- Its long payload gone, the record is written anew: Redis never turns a hash that outgrew the
+  -- compact (listpack) encoding back into one, and a new one with short values only stays compact.
+  local all = redis.call('HGETALL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], unpack(all))
+end
 return {1, cur, completed}
 `);
 
@@ -91,13 +123,18 @@ return {1, cur, completed}
  * for a submitted transfer, its paid totals).
  */
 const SAVE_ESTIMATE = luaScript(`${SETTLEMENT_LUA}
-local before = tally(KEYS[1])
-local oldFee = tonumber(redis.call('HGET', KEYS[1], 'fee_total') or '0')
-local oldNet = tonumber(redis.call('HGET', KEYS[1], 'net_receive') or '0')
+local v = redis.call('HMGET', KEYS[1], unpack(TALLY_FIELDS))
+local fields = {}
+for i, f in ipairs(TALLY_FIELDS) do if v[i] then fields[f] = v[i] end end
+local before = tallyOf(fields)
+local oldFee = tonumber(fields.fee_total or '0')
+local oldNet = tonumber(fields.net_receive or '0')
 redis.call('HSET', KEYS[1], 'fee_total', ARGV[1], 'fee_platform', ARGV[2], 'fee_gas', ARGV[3], 'net_receive', ARGV[4])
 redis.call('HINCRBY', KEYS[2], 'fee', tonumber(ARGV[1]) - oldFee)
 redis.call('HINCRBY', KEYS[2], 'net_receive', tonumber(ARGV[4]) - oldNet)
-retally(KEYS[2], before, tally(KEYS[1]))
+fields.fee_total = ARGV[1]
+fields.net_receive = ARGV[4]
+retally(KEYS[2], before, tallyOf(fields))
 return 1
 `);
 
@@ -109,12 +146,24 @@ return 1
  * 4 now.
  */
 const SAVE_INTENT_STATUS = luaScript(`${SETTLEMENT_LUA}
-if redis.call('HGET', KEYS[1], 'intent_id') ~= ARGV[1] then return 0 end
-local before = tally(KEYS[1])
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'intent_status', ARGV[2]) end
-if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'intent_untracked', '1') end
-redis.call('HSET', KEYS[1], 'updated_at', ARGV[4])
-retally(KEYS[2], before, tally(KEYS[1]))
+local v = redis.call('HMGET', KEYS[1], 'intent_id', unpack(TALLY_FIELDS))
+if v[1] ~= ARGV[1] then return 0 end
+local fields = {}
+for i, f in ipairs(TALLY_FIELDS) do if v[i + 1] then fields[f] = v[i + 1] end end
+local before = tallyOf(fields)
+local flat = { 'updated_at', ARGV[4] }
+if ARGV[2] ~= '' then
+  fields.intent_status = ARGV[2]
+  table.insert(flat, 'intent_status')
+  table.insert(flat, ARGV[2])
+end
+if ARGV[3] == '1' then
+  fields.intent_untracked = '1'
+  table.insert(flat, 'intent_untracked')
+  table.insert(flat, '1')
+end
+redis.call('HSET', KEYS[1], unpack(flat))
+retally(KEYS[2], before, tallyOf(fields))
 return 1
 `);
 

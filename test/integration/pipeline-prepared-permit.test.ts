@@ -157,7 +157,9 @@ describe('pipeline: the prepared next permit', () => {
     const out = await run;
     expect(out).toMatchObject({ kind: 'done', state: 'submitted' });
     const done = await t.store.load('hand', 'p');
-    expect(done?.raw).toMatchObject({ sends: '1', payload_gen: '1', prepared: '', permit_nonce: '1' });
+    expect(done?.raw).toMatchObject({ sends: '1', payload_gen: '1', permit_nonce: '1' });
+    // No longer marked prepared-and-unsent (a submitted record keeps no such mark at all).
+    expect(done?.raw['prepared'] ?? '').toBe('');
     expect(done?.raw['prepared_at']).toMatch(/^\d+$/);
     expect(done?.attempts).toBe(1);
     const ledger = sandbox.ledger().filter((e) => e.kind === 'evm');
@@ -177,8 +179,9 @@ describe('pipeline: the prepared next permit', () => {
     expect(out).toMatchObject({ kind: 'done', state: 'submitted' });
     const done = await t.store.load('rel', 'p');
     // The prepared permit (nonce 1) never reached the service; a new one with nonce 0 paid.
-    expect(done?.raw).toMatchObject({ permit_nonce: '0', payload_gen: '2', sends: '1', prepared: '' });
-    expect(done?.raw['prepared_at']).toBe('');
+    expect(done?.raw).toMatchObject({ permit_nonce: '0', payload_gen: '2', sends: '1' });
+    expect(done?.raw['prepared'] ?? '').toBe('');
+    expect(done?.raw['prepared_at'] ?? '').toBe('');
     expect(done?.raw['evidence']).toContain('discarded prepared permit with nonce 1 (lease nonce is 0)');
     expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
     expect(await transferRequests()).toBe(1);

@@ -305,9 +305,23 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       ['Solana secret (base58)', encodeBase58(Uint8Array.from(keypair))],
       ['Solana seed (hex)', Buffer.from(keypair.slice(0, 32)).toString('hex')],
     ];
-    // Every payload the worker signed for this batch, from the transfer records themselves.
+    // Every payload the worker signed for this batch, as the service received and executed it (a
+    // submitted transfer's record no longer keeps its payload), and those the records still keep.
     let permits = 0;
     let signedTxs = 0;
+    const intents = new Set(first.transfers.map((t) => t.intent_id).filter((id) => id !== null));
+    for (const e of (await stack.sandbox.admin.ledger()).filter((e) => intents.has(e.intent_id))) {
+      if (e.kind === 'evm') {
+        const sig = e.signed_payload.replace(/^0x/, '').toLowerCase();
+        secrets.push([`${e.intent_id} permit signature`, sig]);
+        secrets.push([`${e.intent_id} permit s`, sig.slice(64, 128)]);
+        permits++;
+      } else {
+        secrets.push([`${e.intent_id} signed transaction`, e.signed_payload]);
+        secrets.push([`${e.intent_id} signed transaction (start)`, e.signed_payload.slice(0, 64)]);
+        signedTxs++;
+      }
+    }
     for (const t of first.transfers) {
       const rec = await stack.client.hgetall(`${prefix}:t:${batchId}:${t.id}`);
       if (rec['permit']) {

@@ -1,4 +1,4 @@
-import { checksumEvmAddress } from '../../domain/addresses.ts';
+import { checksumEvmAddress, shortAddress } from '../../domain/addresses.ts';
 import type { EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import {
@@ -166,7 +166,7 @@ async function chosen(run: Run, signer: EvmSigner, lease: NonceLease): Promise<O
     // A reservation names the owner in the record itself (owner-balance.ts); without one, here.
     if (run.coveredOn !== signer.address)
       await ctx.deps.store.save(ctx.batchId, ctx.transferId, { owner: signer.address });
-    ctx.report(null, `owner ${signer.address} chosen on ${chain}`);
+    ctx.report(null, `owner ${shortAddress(signer.address)} chosen on ${chain}`);
   }
   return { signer, lease };
 }

@@ -6,6 +6,7 @@ import type { EvmSigner } from '../../signing/types.ts';
 import type { TransferRecord } from '../../store/transfer-record.ts';
 import { loadRecord, type Ctx } from '../context.ts';
 import { addEvidence } from '../evidence.ts';
+import { shortAddress } from '../../domain/addresses.ts';
 
 /*
  * A new permit for a transfer: signed with the nonce its lease (or the pool's prepare slot) gives,
@@ -36,7 +37,7 @@ export async function signPermit(
   const when = what === 'prepared' ? ` (prepared: sent once nonce ${nonce - 1n} is accepted)` : '';
   ctx.report(
     'sign',
-    `permit signed: ${chain}, owner ${permit.owner}, spender ${permit.spender}, value ${formatUsdc(rec.amount)} USDC, nonce ${permit.nonce}, deadline ${isoOfSeconds(permit.deadline)}${when}`,
+    `permit signed: ${chain}, owner ${shortAddress(permit.owner)}, spender ${shortAddress(permit.spender)}, value ${formatUsdc(rec.amount)} USDC, nonce ${permit.nonce}, deadline ${isoOfSeconds(permit.deadline)}${when}`,
   );
   return permit;
 }
