@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { CHAINS } from '../../src/domain/chains.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import { keys } from '../../src/store/keys.ts';
+import { traceCommands, type CommandTrace } from '../lib/command-trace.ts';
 import { commandCalls, topCommands, totalCalls, usedMemory } from '../lib/redis-info.ts';
 import { mixedRows } from '../lib/rows.ts';
 import {
@@ -74,6 +75,11 @@ export type RedisFootprint = {
   readonly runs: readonly RedisRun[];
   /** The same batch on a Redis with `hash-max-listpack-value 1024` (records stay listpack-encoded). */
   readonly listpack: RedisRun;
+  /**
+   * Commands per transfer by what they touch (bench/lib/command-trace.ts), from one more run of the
+   * same batch watched by MONITOR from enqueue until every intent is final.
+   */
+  readonly byKind: ReadonlyMap<string, number>;
 };
 
 /** Lets a transfer record's longest values (a permit's JSON, a signed transaction) stay in a listpack. */
@@ -95,12 +101,23 @@ export async function benchRedisFootprint(
   }
   const listpack = await oneRun(ctx, p.rows, p.runs, LISTPACK_ARGS);
   show('with hash-max-listpack-value 1024', listpack);
-  return { runs: out, listpack };
+  const traced = await oneRun(ctx, p.rows, p.runs + 1, undefined, true);
+  ctx.log(
+    `redis traced run: ${[...(traced.byKind ?? new Map()).entries()].map(([k, v]) => `${k} ${v.toFixed(1)}`).join('; ')}`,
+  );
+  return { runs: out, listpack, byKind: traced.byKind ?? new Map() };
 }
 
-async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly string[]): Promise<RedisRun> {
+async function oneRun(
+  ctx: Context,
+  n: number,
+  i: number,
+  redisArgs?: readonly string[],
+  trace = false,
+): Promise<RedisRun & { byKind?: Map<string, number> }> {
   const redis = await startBenchRedis(redisArgs);
   let stopWorkers: (() => Promise<void>) | undefined;
+  let tracer: CommandTrace | undefined;
   try {
     await ctx.sandbox.admin.reset();
     const prefix = 'usdc';
@@ -116,6 +133,7 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
 
     await redis.client.config('RESETSTAT');
     const m0 = await usedMemory(redis.client);
+    if (trace) tracer = await traceCommands(redis.url, prefix);
     const { batchId } = await enqueueFile(file, env);
     const enqueueCalls = totalCalls(await commandCalls(redis.client));
     const m1 = await usedMemory(redis.client);
@@ -129,6 +147,8 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
     await redis.client.config('RESETSTAT');
     await waitIntentsFollowed(redis, prefix, 120_000);
     const followCalls = totalCalls(await commandCalls(redis.client));
+    const traced = await tracer?.stop();
+    tracer = undefined;
     await group.stop();
     const m2 = await usedMemory(redis.client);
     // The finished jobs as kept, then without their step logs and results: what the logs and the
@@ -149,6 +169,7 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
     const submitted = Number(await redis.client.hget(k.batch(batchId), 'n_submitted'));
     if (submitted !== n) throw new Error(`redis footprint: ${submitted} of ${n} transfers submitted`);
     return {
+      ...(traced ? { byKind: new Map([...traced].map(([k, v]) => [k, v / n])) } : {}),
       rows: n,
       commandsEnqueue: enqueueCalls / n,
       commandsWork: totalCalls(workCalls) / n,
@@ -175,6 +196,7 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
       },
     };
   } finally {
+    await tracer?.stop();
     await stopWorkers?.();
     await redis.stop();
   }

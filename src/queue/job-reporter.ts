@@ -54,16 +54,16 @@ export type JobReportSink = (lines: readonly string[], progress: JobProgress | u
  * progress, in one step and only while the job exists — what `job.log()` per line and
  * `job.updateProgress()` did in a script each (minus the progress event on the queue's stream,
  * which nothing reads).
- * KEYS[1] the job hash, KEYS[2] its `:logs` list; ARGV[1] lines kept, ARGV[2] the progress JSON or
+ * KEYS[1] the job's `:logs` list, KEYS[2] the job hash; ARGV[1] lines kept, ARGV[2] the progress JSON or
  * '', ARGV[3..] the lines. Returns 1, or 0 when the job is gone.
  */
 const WRITE_REPORT = luaScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if #ARGV > 2 then
-  redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))
-  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[1]), -1)
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+  redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
 end
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'progress', ARGV[2]) end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'progress', ARGV[2]) end
 return 1
 `);
 
@@ -74,7 +74,7 @@ export function jobReportSink(redis: Redis, job: Pick<Job, 'queueQualifiedName' 
     await runScript(
       redis,
       WRITE_REPORT,
-      [key, `${key}:logs`],
+      [`${key}:logs`, key],
       [JOB_LOG_LINES, progress ? JSON.stringify(progress) : '', ...lines],
     );
   };
