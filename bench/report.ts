@@ -684,6 +684,7 @@ function redis(footprint: RedisFootprint): string[] {
     `| BullMQ event streams (capped at 10,000 entries per queue: a fixed ceiling, not per transfer) | ${bytes(kb((k) => k.eventStreams))} at this batch size | |`,
     '',
     `Most frequent commands while working, per transfer: ${runs[0]?.topWork ?? ''}.`,
+    `While following: ${runs[0]?.topFollow ?? ''}.`,
     '',
     '**Commands.** Most are BullMQ’s scripts (each job added, moved to active, moved to finished, an event',
     'appended to its stream) and the transfer store’s atomic state transitions (record, state sets and batch',

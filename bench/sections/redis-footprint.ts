@@ -24,6 +24,7 @@ export type RedisRun = {
   readonly commandsWork: number;
   readonly commandsFollow: number;
   readonly topWork: string;
+  readonly topFollow: string;
   /** used_memory growth per transfer: right after ingest, once all is final, once BullMQ's finished jobs are gone. */
   readonly bytesAfterEnqueue: number;
   readonly bytesAfterComplete: number;
@@ -92,6 +93,7 @@ export async function benchRedisFootprint(
     const r = await oneRun(ctx, p.rows, i);
     out.push(r);
     show(`run ${i + 1}`, r);
+    ctx.log(`redis run ${i + 1}: following ${r.commandsFollow.toFixed(1)} commands/transfer: ${r.topFollow}`);
   }
   const listpack = await oneRun(ctx, p.rows, p.runs, LISTPACK_ARGS);
   show('with hash-max-listpack-value 1024', listpack);
@@ -128,7 +130,8 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
 
     await redis.client.config('RESETSTAT');
     await waitIntentsFollowed(redis, prefix, 120_000);
-    const followCalls = totalCalls(await commandCalls(redis.client));
+    const followByCommand = await commandCalls(redis.client);
+    const followCalls = totalCalls(followByCommand);
     await group.stop();
     const m2 = await usedMemory(redis.client);
     // The finished jobs as kept, then without their step logs and results: what the logs and the
@@ -154,6 +157,7 @@ async function oneRun(ctx: Context, n: number, i: number, redisArgs?: readonly s
       commandsWork: totalCalls(workCalls) / n,
       commandsFollow: followCalls / n,
       topWork: topCommands(workCalls, n),
+      topFollow: topCommands(followByCommand, n),
       bytesAfterEnqueue: (m1 - m0) / n,
       bytesAfterComplete: (m2 - m0) / n,
       bytesAfterCompleteNoLogs: (m2b - m0) / n,
@@ -234,17 +238,23 @@ async function keyBytes(redis: BenchRedis, prefix: string): Promise<KeyBytes> {
   return sums;
 }
 
-/** Until the intent follower has no job left (every intent reached a final status). */
+/**
+ * Until the intent follower follows nothing (every intent reached a final status: the follow set
+ * `P:follow` is empty) and the `intents` queue (failed intents' jobs) has no job left to run.
+ */
 async function waitIntentsFollowed(redis: BenchRedis, prefix: string, timeoutMs: number): Promise<void> {
   const q = new Queue(INTENT_QUEUE, { connection: { url: redis.url }, prefix, skipMetasUpdate: true });
   q.on('error', () => {});
   try {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
+      const followed = await redis.client.zcard(keys(prefix).follow);
       const c = await q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'waiting-children');
-      if (Object.values(c).every((v) => v === 0)) return;
+      if (followed === 0 && Object.values(c).every((v) => v === 0)) return;
       if (Date.now() > deadline)
-        throw new Error(`intents still followed after ${timeoutMs} ms: ${JSON.stringify(c)}`);
+        throw new Error(
+          `intents still followed after ${timeoutMs} ms: ${followed} in ${keys(prefix).follow}, ${JSON.stringify(c)}`,
+        );
       await new Promise((r) => setTimeout(r, 250));
     }
   } finally {

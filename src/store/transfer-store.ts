@@ -111,9 +111,10 @@ return 1
 const SAVE_INTENT_STATUS = luaScript(`${SETTLEMENT_LUA}
 if redis.call('HGET', KEYS[1], 'intent_id') ~= ARGV[1] then return 0 end
 local before = tally(KEYS[1])
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'intent_status', ARGV[2]) end
-if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'intent_untracked', '1') end
-redis.call('HSET', KEYS[1], 'updated_at', ARGV[4])
+local fields = { 'updated_at', ARGV[4] }
+if ARGV[2] ~= '' then fields[#fields + 1] = 'intent_status'; fields[#fields + 1] = ARGV[2] end
+if ARGV[3] == '1' then fields[#fields + 1] = 'intent_untracked'; fields[#fields + 1] = '1' end
+redis.call('HSET', KEYS[1], unpack(fields))
 retally(KEYS[2], before, tally(KEYS[1]))
 return 1
 `);
