@@ -42,11 +42,7 @@ export function failedIntentJobId(t: IntentRef): string {
 }
 
 /** Adds the failed-intent job (one that exists is left as it is: the id is the intent's). */
-export async function addFailedIntentJob(
-  queue: Queue,
-  t: IntentRef,
-  followedMs: number,
-): Promise<void> {
+export async function addFailedIntentJob(queue: Queue, t: IntentRef, followedMs: number): Promise<void> {
   await queue.add(
     `intent ${t.intentId}`,
     {
