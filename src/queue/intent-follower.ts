@@ -71,8 +71,12 @@ type Follower = {
   readonly deps: FollowerDeps;
   readonly timing: FollowTiming;
   readonly failures: IntentFailures;
-  /** Final statuses waiting for their transfer job to end (member → status, waits spent). */
-  readonly waiting: Map<string, { status: string; waits: number }>;
+  /**
+   * Final statuses waiting for their transfer job to end (member → status, waits spent, last seen).
+   * Another process may claim such an intent between two waits and end it: its entry here is then
+   * forgotten after a while (forgetStaleWaits).
+   */
+  readonly waiting: Map<string, { status: string; waits: number; at: number }>;
 };
 
 /**
@@ -102,7 +106,10 @@ export function createIntentFollower(deps: FollowerDeps) {
     tickMs: timing.tickMs,
     limit: CLAIM_LIMIT,
     concurrency: POLL_CONCURRENCY,
-    claim: (now, limit) => claimDueIntents(deps.redis, deps.prefix, now, timing.claimLeaseMs, limit),
+    claim: (now, limit) => {
+      forgetStaleWaits(f, now);
+      return claimDueIntents(deps.redis, deps.prefix, now, timing.claimLeaseMs, limit);
+    },
     handle: (intent) => pollIntent(f, intent),
     release: (intents) => releaseClaims(deps.redis, deps.prefix, intents, Date.now()),
     onError: (err, intent) =>
@@ -122,6 +129,12 @@ export function createIntentFollower(deps: FollowerDeps) {
   };
 }
 export type IntentFollower = ReturnType<typeof createIntentFollower>;
+
+/** Drops waits not touched for ten times the longest wait: another process ended that intent. */
+function forgetStaleWaits(f: Follower, now: number): void {
+  const horizon = 10 * f.timing.resultWaitMs * f.timing.maxResultWaits;
+  for (const [member, w] of f.waiting) if (now - w.at > horizon) f.waiting.delete(member);
+}
 
 const isFinal = (status: string) => (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
 
@@ -207,7 +220,7 @@ async function finalStatus(
   const waits = waited?.waits ?? 0;
   if (sync === 'unfinished' && waits < f.timing.maxResultWaits) {
     // The transfer job that submitted it has not ended yet: come back when its result exists.
-    f.waiting.set(intent.member, { status, waits: waits + 1 });
+    f.waiting.set(intent.member, { status, waits: waits + 1, at: Date.now() });
     return await scheduleNextPoll(deps.redis, deps.prefix, intent, Date.now() + f.timing.resultWaitMs);
   }
   f.waiting.delete(intent.member);
