@@ -25,6 +25,7 @@ export type RedisRun = {
   readonly commandsWork: number;
   readonly commandsFollow: number;
   readonly topWork: string;
+  readonly topFollow: string;
   /** used_memory growth per transfer: right after ingest, once all is final, once BullMQ's finished jobs are gone. */
   readonly bytesAfterEnqueue: number;
   readonly bytesAfterComplete: number;
@@ -98,6 +99,7 @@ export async function benchRedisFootprint(
     const r = await oneRun(ctx, p.rows, i);
     out.push(r);
     show(`run ${i + 1}`, r);
+    ctx.log(`redis run ${i + 1}: following ${r.commandsFollow.toFixed(1)} commands/transfer: ${r.topFollow}`);
   }
   const listpack = await oneRun(ctx, p.rows, p.runs, LISTPACK_ARGS);
   show('with hash-max-listpack-value 1024', listpack);
@@ -146,7 +148,8 @@ async function oneRun(
 
     await redis.client.config('RESETSTAT');
     await waitIntentsFollowed(redis, prefix, 120_000);
-    const followCalls = totalCalls(await commandCalls(redis.client));
+    const followByCommand = await commandCalls(redis.client);
+    const followCalls = totalCalls(followByCommand);
     const traced = await tracer?.stop();
     tracer = undefined;
     await group.stop();
@@ -175,6 +178,7 @@ async function oneRun(
       commandsWork: totalCalls(workCalls) / n,
       commandsFollow: followCalls / n,
       topWork: topCommands(workCalls, n),
+      topFollow: topCommands(followByCommand, n),
       bytesAfterEnqueue: (m1 - m0) / n,
       bytesAfterComplete: (m2 - m0) / n,
       bytesAfterCompleteNoLogs: (m2b - m0) / n,
@@ -256,17 +260,27 @@ async function keyBytes(redis: BenchRedis, prefix: string): Promise<KeyBytes> {
   return sums;
 }
 
-/** Until the intent follower has no job left (every intent reached a final status). */
+/**
+ * Until the intent follower follows nothing (every intent reached a final status: the follow set
+ * `P:follow` is empty) and the `intents` queue (failed intents' jobs) has no job left to run.
+ */
 async function waitIntentsFollowed(redis: BenchRedis, prefix: string, timeoutMs: number): Promise<void> {
   const q = new Queue(INTENT_QUEUE, { connection: { url: redis.url }, prefix, skipMetasUpdate: true });
   q.on('error', () => {});
   try {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const c = await q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'waiting-children');
-      if (Object.values(c).every((v) => v === 0)) return;
+      // One ZCARD a round (counted in the phase's commands): the queue is asked only once it is 0.
+      const followed = await redis.client.zcard(keys(prefix).follow);
+      const c =
+        followed === 0
+          ? await q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'waiting-children')
+          : {};
+      if (followed === 0 && Object.values(c).every((v) => v === 0)) return;
       if (Date.now() > deadline)
-        throw new Error(`intents still followed after ${timeoutMs} ms: ${JSON.stringify(c)}`);
+        throw new Error(
+          `intents still followed after ${timeoutMs} ms: ${followed} in ${keys(prefix).follow}, ${JSON.stringify(c)}`,
+        );
       await new Promise((r) => setTimeout(r, 250));
     }
   } finally {

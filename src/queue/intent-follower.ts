@@ -1,108 +1,59 @@
-import { DelayedError, Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { ServiceClient } from '../service/types.ts';
-import type { TransferStore } from '../store/transfer-store.ts';
+import {
+  addFollowedIntent,
+  claimDueIntents,
+  dropFollowedIntent,
+  releaseClaims,
+  scheduleNextPoll,
+  type FollowedIntent,
+} from '../store/intent-follows.ts';
 import { dropUnhashedReservation } from '../store/owner-balance.ts';
 import { savedSteps } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
-import {
-  finalFailure,
-  jobKeyOf,
-  syncIntentStatusInResult,
-  writeJobResult,
-  type ResultSync,
-} from './job-outcome.ts';
-import { JOB_LOG_LINES } from './job-reporter.ts';
+import type { TransferStore } from '../store/transfer-store.ts';
+import { startFollowLoop } from './follow-loop.ts';
+import { addFailedIntentJob, createIntentFailures, type IntentFailures } from './intent-failures.ts';
+import { syncIntentStatusInResult, type ResultSync } from './job-outcome.ts';
 import { queueNameFor, transferJobId } from './jobs.ts';
-import { queueOptions } from './queue-options.ts';
 
-export const INTENT_QUEUE = 'intents';
-/** Polls per intent: with the delays below, about 45 minutes of following at most. */
-const MAX_POLLS = 45;
 /**
- * Times a final status waits (a second each) for the transfer job that submitted the intent to
- * end, so its result can say the final status too (a follower faster than the job's own end).
+ * How the follower paces itself (docs/data-model.md "Following intents"). The first poll waits
+ * 15 s: an intent is rarely further than `pending` sooner, and polls during a batch compete with
+ * payments for the service and the CPU. Then the wait grows with the intent's age, from 15 s to 60 s.
  */
-const MAX_RESULT_WAITS = 20;
-const RESULT_WAIT_MS = 1_000;
-
-type FollowData = {
-  batchId: string;
-  transferId: string;
-  intentId: string;
-  polls: number;
-  /** Waits spent for the transfer job to end (MAX_RESULT_WAITS). */
-  resultWaits: number;
-  /** The status the last poll saw (`null`: none yet, or the route failed). */
-  seen: string | null;
+export type FollowTiming = {
+  /** From submit to the first poll. */
+  readonly firstPollMs: number;
+  /** From one poll to the next, by the intent's age (ms since submit). */
+  readonly nextPollMs: (ageMs: number) => number;
+  /** How often each worker process looks for due intents. */
+  readonly tickMs: number;
+  /** A claimed intent is skipped by other processes this long (and comes back after a crash). */
+  readonly claimLeaseMs: number;
+  /** An intent not final this long after submit is no longer followed (about 45 polls). */
+  readonly giveUpAfterMs: number;
+  /** A final status waits this long, at most `maxResultWaits` times, for its transfer job to end. */
+  readonly resultWaitMs: number;
+  readonly maxResultWaits: number;
 };
 
-/**
- * A follow job's result: the status it saw last (`null` when the status route does not know the
- * intent), and how it stopped following — `final` (complete or failed), `not_found` (404), or
- * `gave_up` after MAX_POLLS.
- */
-export type FollowResult = {
-  readonly batch_id: string;
-  readonly transfer_id: string;
-  readonly intent_id: string;
-  readonly intent_status: string | null;
-  readonly polls: number;
-  readonly ended: 'final' | 'not_found' | 'gave_up';
+export const FOLLOW_TIMING: FollowTiming = {
+  firstPollMs: 15_000,
+  nextPollMs: (age) => Math.min(60_000, Math.max(15_000, age)),
+  tickMs: 1_000,
+  claimLeaseMs: 60_000,
+  giveUpAfterMs: 45 * 60_000,
+  resultWaitMs: 1_000,
+  maxResultWaits: 20,
 };
 
-function parse(data: unknown): FollowData | undefined {
-  const d = data as Partial<FollowData> | null;
-  if (
-    !d ||
-    typeof d.batchId !== 'string' ||
-    typeof d.transferId !== 'string' ||
-    typeof d.intentId !== 'string'
-  ) {
-    return undefined;
-  }
-  return {
-    batchId: d.batchId,
-    transferId: d.transferId,
-    intentId: d.intentId,
-    polls: Number(d.polls ?? 0),
-    resultWaits: Number(d.resultWaits ?? 0),
-    seen: typeof d.seen === 'string' ? d.seen : null,
-  };
-}
-
-/**
- * Adds the job that follows one submitted intent (a job that exists is left as it is): the worker's
- * follower after a send, the producer after an operator's `resolve --submitted`.
- */
-export async function addFollowJob(
-  queue: Queue,
-  target: { batchId: string; transferId: string; intentId: string },
-  firstDelayMs: number = delayFor(0),
-): Promise<void> {
-  const data: FollowData = { ...target, polls: 0, resultWaits: 0, seen: null };
-  await queue.add(`intent ${target.intentId}`, data, {
-    jobId: `${target.batchId}/${target.transferId}/${target.intentId.replaceAll(':', '_')}`,
-    delay: firstDelayMs,
-    // Once the intent's status is in the transfer record (and its transfer job's result) the job
-    // has nothing left to say: it goes. One that fails (the intent failed) stays a week.
-    removeOnComplete: true,
-    removeOnFail: { age: 7 * 24 * 3600 },
-    keepLogs: JOB_LOG_LINES,
-  });
-}
-
-// The first poll waits 15 s: an intent is rarely further than `pending` sooner, and polls during a
-// batch compete with payments for the service and the CPU. Then 30 s, then every 60 s.
-function delayFor(polls: number): number {
-  return Math.min(60_000, 15_000 * 2 ** Math.min(polls, 5));
-}
-
-export const INTENT_QUEUE_DESCRIPTION =
-  "Follows each submitted intent on the service's status route until complete or failed. A failed job is an intent that ended failed after its transfer was submitted: the service took the USDC and did not deliver it.";
+/** Intents claimed per round, and polled at once. */
+const CLAIM_LIMIT = 32;
+const POLL_CONCURRENCY = 8;
 
 type FollowerDeps = {
   redisUrl: string;
@@ -110,164 +61,200 @@ type FollowerDeps = {
   service: ServiceClient;
   store: TransferStore;
   logger: Logger;
-  /** The shared client: writes a failed job's result into its hash (absent: not written). */
-  redis?: Redis;
+  /** The shared client: the follow set, reservations and the transfer jobs' results. */
+  redis: Redis;
   metrics?: TransferJobMetrics | undefined;
-  concurrency?: number;
-  /** Delay before poll `n` (0-based); tests shorten it. */
-  delayFor?: (polls: number) => number;
+  timing?: Partial<FollowTiming>;
 };
+
+type Follower = {
+  readonly deps: FollowerDeps;
+  readonly timing: FollowTiming;
+  readonly failures: IntentFailures;
+  /**
+   * Final statuses waiting for their transfer job to end (member → status, waits spent, last seen).
+   * Another process may claim such an intent between two waits and end it: its entry here is then
+   * forgotten after a while (forgetStaleWaits).
+   */
+  readonly waiting: Map<string, { status: string; waits: number; at: number }>;
+};
+
+/**
+ * Starts following an intent: the worker after a send, the producer after an operator's
+ * `resolve --submitted`. A second call for the same submission changes nothing.
+ */
+export async function followIntent(
+  redis: Redis,
+  prefix: string,
+  target: { batchId: string; transferId: string; intentId: string },
+  firstPollMs: number = FOLLOW_TIMING.firstPollMs,
+): Promise<void> {
+  const now = Date.now();
+  await addFollowedIntent(redis, prefix, { ...target, submittedAt: now }, now + firstPollMs);
+}
 
 /**
  * Follows submitted intents on the service's status route (`GET /sdk/v1/status/{id}`) until a final
  * status, recording it as `intent_status` (and the batch's settlement counters with it). A 404
- * stops the following of that intent and marks it untracked. Polling has its own queue so it never
- * takes a slot from a payment.
+ * stops the following of that intent and marks it untracked. Each worker process runs the loop;
+ * the claim in the follow set keeps two of them from polling one intent at once.
  */
 export function createIntentFollower(deps: FollowerDeps) {
-  const delay = deps.delayFor ?? delayFor;
-  const connection = { url: deps.redisUrl, maxRetriesPerRequest: null };
-  const queue = new Queue(INTENT_QUEUE, queueOptions(connection, deps.prefix));
-  queue.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'intent queue error'));
-
-  const worker = new Worker(
-    INTENT_QUEUE,
-    (job: Job, token?: string) => followIntent(deps, delay, job, token),
-    {
-      connection,
-      prefix: deps.prefix,
-      concurrency: deps.concurrency ?? 8,
+  const timing = { ...FOLLOW_TIMING, ...deps.timing };
+  const f: Follower = { deps, timing, failures: createIntentFailures(deps), waiting: new Map() };
+  const loop = startFollowLoop<FollowedIntent>({
+    tickMs: timing.tickMs,
+    limit: CLAIM_LIMIT,
+    concurrency: POLL_CONCURRENCY,
+    claim: (now, limit) => {
+      forgetStaleWaits(f, now);
+      return claimDueIntents(deps.redis, deps.prefix, now, timing.claimLeaseMs, limit);
     },
-  );
-  worker.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'intent worker error'));
-
+    handle: (intent) => pollIntent(f, intent),
+    release: (intents) => releaseClaims(deps.redis, deps.prefix, intents, Date.now()),
+    onError: (err, intent) =>
+      deps.logger.warn(
+        { err: { message: (err as Error).message }, intentId: intent?.intentId },
+        'intent follower error',
+      ),
+  });
   return {
     async follow(batchId: string, transferId: string, intentId: string): Promise<void> {
-      await addFollowJob(queue, { batchId, transferId, intentId }, delay(0));
+      await followIntent(deps.redis, deps.prefix, { batchId, transferId, intentId }, timing.firstPollMs);
     },
     async close(): Promise<void> {
-      await worker.close();
-      await queue.close();
+      await loop.stop();
+      await f.failures.close();
     },
   };
 }
 export type IntentFollower = ReturnType<typeof createIntentFollower>;
 
-/**
- * One poll of one intent. A status that changed is logged when the job goes on (polls again, or
- * fails because the intent failed): a job that ends `complete` is removed at once, its log with it,
- * so nothing is written that nobody could read. The status seen last travels in the job's data.
- */
-async function followIntent(
-  deps: FollowerDeps,
-  delay: (polls: number) => number,
-  job: Job,
-  token?: string,
-): Promise<FollowResult> {
-  const data = parse(job.data);
-  if (!data) throw finalFailure('invalid: job data is not an intent to follow');
-  const result = (intent_status: string | null, ended: FollowResult['ended']): FollowResult => ({
-    batch_id: data.batchId,
-    transfer_id: data.transferId,
-    intent_id: data.intentId,
-    intent_status,
-    polls: data.polls + 1,
-    ended,
-  });
-  const { seen } = data;
-  let status: string | undefined;
-  try {
-    const res = await deps.service.getIntentStatus(data.intentId);
-    if (res === undefined) {
-      // The service has no status route (or no record) for it: its settlement can never be known
-      // here, which the batch's `settled` says as null rather than waiting forever.
-      await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { untracked: true });
-      await endReservation(deps, data, await deps.store.load(data.batchId, data.transferId));
-      return result(seen, 'not_found');
+/** Drops waits not touched for ten times the longest wait: another process ended that intent. */
+function forgetStaleWaits(f: Follower, now: number): void {
+  const horizon = 10 * f.timing.resultWaitMs * f.timing.maxResultWaits;
+  for (const [member, w] of f.waiting) if (now - w.at > horizon) f.waiting.delete(member);
+}
+
+const isFinal = (status: string) => (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
+
+/** One claimed intent: poll it (unless a final status already seen waits for its job), then decide. */
+async function pollIntent(f: Follower, intent: FollowedIntent): Promise<void> {
+  const { deps } = f;
+  let status = f.waiting.get(intent.member)?.status;
+  if (status === undefined) {
+    try {
+      const res = await deps.service.getIntentStatus(intent.intentId);
+      if (res === undefined) return await notFound(f, intent);
+      status = res.status;
+    } catch (err) {
+      deps.logger.debug(
+        { err: { message: (err as Error).message }, intentId: intent.intentId },
+        'status poll failed',
+      );
+      return await nextPoll(f, intent);
     }
-    status = res.status;
-  } catch (err) {
-    deps.logger.debug(
-      { err: { message: (err as Error).message }, intentId: data.intentId },
-      'status poll failed',
-    );
   }
-  if (status !== undefined) {
-    const final = (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
-    if (status !== seen && (!final || status === 'failed')) {
-      await job.log(
-        `${new Date().toISOString()} poll ${data.polls + 1}: intent ${data.intentId} is ${status}`,
+  const rec = await deps.store.load(intent.batchId, intent.transferId);
+  // The transfer names another intent (or is gone): nothing of it is this intent's to record.
+  if (!rec || rec.intentId !== intent.intentId)
+    return await dropFollowedIntent(deps.redis, deps.prefix, intent);
+  if (isFinal(status)) return await finalStatus(f, intent, rec, status);
+  if (rec.intentStatus !== status) await recordStatus(f, intent, rec, status);
+  await nextPoll(f, intent);
+}
+
+/**
+ * The service has no status route (or no record) for it: its settlement can never be known here,
+ * which the batch's `settled` says as null rather than waiting forever.
+ */
+async function notFound(f: Follower, intent: FollowedIntent): Promise<void> {
+  const { deps } = f;
+  await deps.store.saveIntentStatus(intent.batchId, intent.transferId, intent.intentId, { untracked: true });
+  await endReservation(f, intent, await deps.store.load(intent.batchId, intent.transferId));
+  await dropFollowedIntent(deps.redis, deps.prefix, intent);
+}
+
+/** Polls again later, or — about 45 minutes after submit — stops following it. */
+async function nextPoll(f: Follower, intent: FollowedIntent): Promise<void> {
+  const now = Date.now();
+  const age = now - intent.submittedAt;
+  if (age < f.timing.giveUpAfterMs) {
+    return await scheduleNextPoll(f.deps.redis, f.deps.prefix, intent, now + f.timing.nextPollMs(age));
+  }
+  f.deps.logger.warn(
+    { intentId: intent.intentId, ageMs: age },
+    'intent not final after 45 minutes: no longer followed',
+  );
+  await endReservation(f, intent, await f.deps.store.load(intent.batchId, intent.transferId));
+  await dropFollowedIntent(f.deps.redis, f.deps.prefix, intent);
+}
+
+/**
+ * A final status: the owner reservation ends, the record and the transfer job's result say it (a
+ * job not yet ended is waited for), an intent that failed gets its failed job, and it is no longer
+ * followed. An intent that ended `failed` after its transfer was submitted — the service took the
+ * USDC and did not deliver it — is counted once.
+ */
+async function finalStatus(
+  f: Follower,
+  intent: FollowedIntent,
+  rec: TransferRecord,
+  status: string,
+): Promise<void> {
+  const { deps } = f;
+  const waited = f.waiting.get(intent.member);
+  if (!waited) {
+    await endReservation(f, intent, rec);
+    if (status === 'failed' && rec.intentStatus !== 'failed') {
+      deps.metrics?.intentFailed(rec.from);
+      deps.logger.warn(
+        { batchId: intent.batchId, transferId: intent.transferId, intentId: intent.intentId },
+        `intent ${intent.intentId} is failed`,
       );
     }
-    const rec = await deps.store.load(data.batchId, data.transferId);
-    if (final) await endReservation(deps, data, rec);
-    const recorded = rec ? await recordStatus(deps, job, data, rec, status) : undefined;
-    if (final && recorded?.sync === 'unfinished' && data.resultWaits < MAX_RESULT_WAITS) {
-      // The transfer job that submitted it has not ended yet: come back when its result exists.
-      await job.updateData({ ...data, resultWaits: data.resultWaits + 1, seen: status });
-      await job.moveToDelayed(Date.now() + RESULT_WAIT_MS, token);
-      throw new DelayedError();
-    }
-    if (status === 'failed' && recorded) throw intentFailure(data, recorded.record);
-    if (final) return result(status, 'final');
   }
-  if (data.polls + 1 >= MAX_POLLS) {
-    await endReservation(deps, data, await deps.store.load(data.batchId, data.transferId));
-    return result(status ?? seen, 'gave_up');
+  const sync = waited
+    ? await syncTransferJobs(f, rec, intent, status)
+    : await recordStatus(f, intent, rec, status);
+  const waits = waited?.waits ?? 0;
+  if (sync === 'unfinished' && waits < f.timing.maxResultWaits) {
+    // The transfer job that submitted it has not ended yet: come back when its result exists.
+    f.waiting.set(intent.member, { status, waits: waits + 1, at: Date.now() });
+    return await scheduleNextPoll(deps.redis, deps.prefix, intent, Date.now() + f.timing.resultWaitMs);
   }
-  await job.updateData({ ...data, polls: data.polls + 1, seen: status ?? seen });
-  await job.moveToDelayed(Date.now() + delay(data.polls + 1), token);
-  throw new DelayedError();
+  f.waiting.delete(intent.member);
+  if (status === 'failed') {
+    await addFailedIntentJob(f.failures.queue, intent, Date.now() - intent.submittedAt);
+  }
+  await dropFollowedIntent(deps.redis, deps.prefix, intent);
+}
+
+/** Records the status on the transfer (while the intent is still its own) and in its job's result. */
+async function recordStatus(
+  f: Follower,
+  intent: FollowedIntent,
+  rec: TransferRecord,
+  status: string,
+): Promise<ResultSync> {
+  const { deps } = f;
+  if (rec.intentStatus !== status) {
+    const saved = await deps.store.saveIntentStatus(intent.batchId, intent.transferId, intent.intentId, {
+      status,
+    });
+    if (!saved) return 'other';
+  }
+  return await syncTransferJobs(f, rec, intent, status);
 }
 
 /** The intent is settled (or will not be followed): an owner reservation with no tx hash ends. */
 async function endReservation(
-  deps: FollowerDeps,
-  data: FollowData,
+  f: Follower,
+  intent: FollowedIntent,
   rec: TransferRecord | undefined,
 ): Promise<void> {
-  if (!deps.redis) return;
-  if (rec && rec.intentId === data.intentId) await dropUnhashedReservation(deps.redis, deps.prefix, rec);
-}
-
-/**
- * Records the status on the transfer (while the intent is still its own), and in the result of the
- * transfer job that submitted it (transferJobKeys). An intent that ended `failed` after its
- * transfer was submitted — the service took the USDC and did not deliver it — is counted once.
- */
-async function recordStatus(
-  deps: FollowerDeps,
-  job: Job,
-  data: FollowData,
-  rec: TransferRecord,
-  status: string,
-): Promise<{ readonly record: TransferRecord; readonly sync: ResultSync } | undefined> {
-  // Recorded only while the transfer still names this intent (checked again in the same step).
-  if (rec.intentId !== data.intentId) return undefined;
-  if (!(await deps.store.saveIntentStatus(data.batchId, data.transferId, data.intentId, { status }))) {
-    return undefined;
-  }
-  const sync = await syncTransferJobs(deps, rec, data, status);
-  if (status === 'failed') {
-    if (rec.intentStatus !== 'failed' && data.seen !== 'failed') deps.metrics?.intentFailed(rec.from);
-    const outcome: FollowResult = {
-      batch_id: data.batchId,
-      transfer_id: data.transferId,
-      intent_id: data.intentId,
-      intent_status: status,
-      polls: data.polls + 1,
-      ended: 'final',
-    };
-    if (deps.redis) await writeJobResult(deps.redis, jobKeyOf(job), outcome);
-  }
-  return { record: rec, sync };
-}
-
-/** It fails the follow job, so it shows in bull-board's failed set and never as success. */
-function intentFailure(data: FollowData, rec: TransferRecord): Error {
-  return finalFailure(
-    `intent_failed: intent ${data.intentId} of transfer ${data.batchId}/${data.transferId} (${rec.from}→${rec.to}, ${rec.recipient}) ended failed after it was submitted: the service took the USDC and did not deliver it; check the chain and the service`,
-  );
+  if (rec && rec.intentId === intent.intentId)
+    await dropUnhashedReservation(f.deps.redis, f.deps.prefix, rec);
 }
 
 /**
@@ -283,15 +270,14 @@ export function transferJobKeys(prefix: string, rec: TransferRecord): string[] {
 
 /** Carries the status into the transfer job's result; `unfinished` when that job has not ended. */
 async function syncTransferJobs(
-  deps: FollowerDeps,
+  f: Follower,
   rec: TransferRecord,
-  data: FollowData,
+  intent: FollowedIntent,
   status: string,
 ): Promise<ResultSync> {
-  if (!deps.redis) return 'other';
   let unfinished = false;
-  for (const key of transferJobKeys(deps.prefix, rec)) {
-    const sync = await syncIntentStatusInResult(deps.redis, key, data, status);
+  for (const key of transferJobKeys(f.deps.prefix, rec)) {
+    const sync = await syncIntentStatusInResult(f.deps.redis, key, intent, status);
     if (sync === 'updated') return 'updated';
     if (sync === 'unfinished') unfinished = true;
   }

@@ -103,11 +103,32 @@ export function jobKeyOf(job: Pick<Job, 'queueQualifiedName' | 'id'>): string {
   return `${job.queueQualifiedName}:${job.id ?? ''}`;
 }
 
-/** Sets a job hash's `returnvalue` only while it is still the text read before (compare-and-set). */
-const REPLACE_RESULT = luaScript(`
-if redis.call('HGET', KEYS[1], 'returnvalue') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'returnvalue', ARGV[2])
-return 1
+/**
+ * KEYS: the job hash. ARGV: batch id, transfer id, intent id, status. Sets the result's
+ * `intent_status` when the result names that batch, transfer and intent, in one step (nothing can
+ * be written in between). Only the value changes, in the text as written (`JSON.stringify`: no
+ * spaces, a quote inside a string is escaped, so the first `"intent_status":` is the top-level key
+ * and its value is `null` or a string). Returns `updated`, `unfinished` (the job has no result
+ * yet) or `other` (ResultSync).
+ */
+const SYNC_INTENT_STATUS = luaScript(`
+local text = redis.call('HGET', KEYS[1], 'returnvalue')
+if not text then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return 'unfinished' end
+  return 'other'
+end
+local ok, r = pcall(cjson.decode, text)
+if not ok or type(r) ~= 'table' then return 'other' end
+if r.batch_id ~= ARGV[1] or r.transfer_id ~= ARGV[2] or r.intent_id ~= ARGV[3] then return 'other' end
+if r.intent_status == ARGV[4] then return 'updated' end
+local _, e = string.find(text, '"intent_status":', 1, true)
+if not e then return 'other' end
+local rest = string.sub(text, e + 1)
+local old = string.match(rest, '^null') or string.match(rest, '^"[^"\\\\]*"')
+if not old then return 'other' end
+local value = cjson.encode(ARGV[4])
+redis.call('HSET', KEYS[1], 'returnvalue', string.sub(text, 1, e) .. value .. string.sub(rest, #old + 1))
+return 'updated'
 `);
 
 /**
@@ -122,8 +143,8 @@ export type ResultSync = 'updated' | 'unfinished' | 'other';
  * Carries an intent's later status into the result of the transfer job that submitted it, so that
  * what ops dashboards read from job hashes (bull-board's "return value") is not left at `pending`
  * once the follower learned `complete` (docs/data-model.md, "Transfer job hash"). Only
- * `intent_status` changes, and only in a result naming the same batch, transfer and intent; the
- * write is a compare-and-set against the text read, so a result written in between is never lost.
+ * `intent_status` changes, and only in a result naming the same batch, transfer and intent; read
+ * and write are one script, so a result written in between is never lost.
  */
 export async function syncIntentStatusInResult(
   redis: Redis,
@@ -131,27 +152,11 @@ export async function syncIntentStatusInResult(
   intent: { readonly batchId: string; readonly transferId: string; readonly intentId: string },
   status: string,
 ): Promise<ResultSync> {
-  for (let tries = 0; tries < 3; tries++) {
-    const text = await redis.hget(jobKey, 'returnvalue');
-    if (text === null) return (await redis.exists(jobKey)) === 1 ? 'unfinished' : 'other';
-    let result: Record<string, unknown>;
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (typeof parsed !== 'object' || parsed === null) return 'other';
-      result = parsed as Record<string, unknown>;
-    } catch {
-      return 'other';
-    }
-    if (
-      result['batch_id'] !== intent.batchId ||
-      result['transfer_id'] !== intent.transferId ||
-      result['intent_id'] !== intent.intentId
-    ) {
-      return 'other';
-    }
-    if (result['intent_status'] === status) return 'updated';
-    const next = JSON.stringify({ ...result, intent_status: status });
-    if ((await runScript(redis, REPLACE_RESULT, [jobKey], [text, next])) === 1) return 'updated';
-  }
-  return 'other';
+  const res = await runScript(
+    redis,
+    SYNC_INTENT_STATUS,
+    [jobKey],
+    [intent.batchId, intent.transferId, intent.intentId, status],
+  );
+  return res === 'updated' || res === 'unfinished' ? res : 'other';
 }

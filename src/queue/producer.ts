@@ -2,7 +2,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import type { TransferJobSpec } from '../store/batch-writer.ts';
-import { addFollowJob, INTENT_QUEUE } from './intent-follower.ts';
+import { followIntent } from './intent-follower.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
 import { queueOptions } from './queue-options.ts';
@@ -63,15 +63,9 @@ export function createProducer(options: ProducerOptions): Producer {
     return q;
   };
 
-  let intents: Queue | undefined;
-
   return {
     async followIntent(batchId, transferId, intentId) {
-      if (!intents) {
-        intents = new Queue(INTENT_QUEUE, queueOptions(connection, options.prefix));
-        intents.on('error', () => {});
-      }
-      await addFollowJob(intents, { batchId, transferId, intentId });
+      await followIntent(connection, options.prefix, { batchId, transferId, intentId });
     },
     async addTransfers(batchId, transfers, round = 0) {
       const byChain = new Map<Chain, TransferJobSpec[]>();
@@ -103,9 +97,8 @@ export function createProducer(options: ProducerOptions): Producer {
       if (failed) throw failed.reason;
     },
     async close() {
-      await Promise.all([...queues.values(), ...(intents ? [intents] : [])].map((q) => q.close()));
+      await Promise.all([...queues.values()].map((q) => q.close()));
       queues.clear();
-      intents = undefined;
       if (owned) await connection.quit().catch(() => connection.disconnect());
     },
   };

@@ -2,13 +2,13 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { CHAINS } from '../domain/chains.ts';
 import { COUNTED_JOB_STATES, type CountedJobState, type QueueCounts } from '../metrics/queue-counts.ts';
-import { INTENT_QUEUE, INTENT_QUEUE_DESCRIPTION } from './intent-follower.ts';
+import { INTENT_QUEUE, INTENT_QUEUE_DESCRIPTION } from './intent-failures.ts';
 import { queueNameFor } from './jobs.ts';
 import { SCHEDULE_QUEUE } from './schedules.ts';
 
 /**
  * Every queue the product uses, for read-only observers (`/metrics`, `/dashboard`). The names of
- * the `intents` and `callbacks` queues are those of intent-follower.ts and callbacks.ts.
+ * the `intents` and `callbacks` queues are those of intent-failures.ts and callbacks.ts.
  */
 export const TRANSFER_QUEUES: readonly string[] = CHAINS.map(queueNameFor);
 export const SIDE_QUEUES: readonly string[] = [INTENT_QUEUE, 'callbacks', SCHEDULE_QUEUE];

@@ -23,6 +23,8 @@ export function keys(prefix: string) {
     recipientsRemoved: `${prefix}:recipients:removed`,
     /** Unfinished payments to a recipient that was new when they were enqueued (`NEW_RECIPIENT_MAX_USDC`). */
     recipientOpen: (recipientKey: string) => `${prefix}:recipient-open:${recipientKey}`,
+    /** Submitted intents the workers follow on the status route, scored by their next poll (ms). */
+    follow: `${prefix}:follow`,
     unapproved: `${prefix}:unapproved`,
     unapprovedAmounts: `${prefix}:unapproved:amounts`,
   };

@@ -35,17 +35,17 @@ local function tallyIntent(x)
   if x.untracked then return 'intents_untracked' end
   return nil
 end
+local function addMoney(b, field, s, sign)
+  if s == '' or s == '0' then return end
+  if sign < 0 then
+    if string.sub(s, 1, 1) == '-' then s = string.sub(s, 2) else s = '-' .. s end
+  end
+  redis.call('HINCRBY', b, field, s)
+end
+local MONEY = { { 'paid_amount', 'amount' }, { 'paid_fee', 'fee' }, { 'paid_net_receive', 'net' } }
 local function addTally(b, x, sign)
   if not x then return end
-  for _, f in ipairs({ { 'paid_amount', x.amount }, { 'paid_fee', x.fee }, { 'paid_net_receive', x.net } }) do
-    local s = f[2]
-    if s ~= '' and s ~= '0' then
-      if sign < 0 then
-        if string.sub(s, 1, 1) == '-' then s = string.sub(s, 2) else s = '-' .. s end
-      end
-      redis.call('HINCRBY', b, f[1], s)
-    end
-  end
+  for _, f in ipairs(MONEY) do addMoney(b, f[1], x[f[2]], sign) end
   local intent = tallyIntent(x)
   if intent then redis.call('HINCRBY', b, intent, sign) end
 end
@@ -53,10 +53,26 @@ local function sameTally(a, b)
   if a == nil or b == nil then return a == b end
   return a.amount == b.amount and a.fee == b.fee and a.net == b.net and tallyIntent(a) == tallyIntent(b)
 end
+-- Moves only the counters that differ: an intent's status that changed is one HINCRBY or two, not
+-- the transfer's amounts taken out and put back.
 local function retally(b, before, after)
   if sameTally(before, after) then return end
-  addTally(b, before, -1)
-  addTally(b, after, 1)
+  if before == nil or after == nil then
+    addTally(b, before, -1)
+    addTally(b, after, 1)
+    return
+  end
+  for _, f in ipairs(MONEY) do
+    if before[f[2]] ~= after[f[2]] then
+      addMoney(b, f[1], before[f[2]], -1)
+      addMoney(b, f[1], after[f[2]], 1)
+    end
+  end
+  local bi, ai = tallyIntent(before), tallyIntent(after)
+  if bi ~= ai then
+    if bi then redis.call('HINCRBY', b, bi, -1) end
+    if ai then redis.call('HINCRBY', b, ai, 1) end
+  end
 end
 `;
 

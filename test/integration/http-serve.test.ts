@@ -188,7 +188,7 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
 
   it('shows on the dashboard job data that holds pointers only, never a secret', async () => {
     const allowedKeys: Record<string, string[]> = {
-      intents: ['batchId', 'intentId', 'polls', 'resultWaits', 'seen', 'transferId'],
+      intents: ['batchId', 'followedMs', 'intentId', 'transferId'],
       callbacks: ['batchId', 'generation'],
       schedules: ['name'],
     };

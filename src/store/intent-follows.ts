@@ -1,0 +1,109 @@
+import type { Redis } from 'ioredis';
+import { keys } from './keys.ts';
+import { luaScriptFile, runScript } from './lua-script.ts';
+
+/*
+ * The intents the workers follow on the service's status route (docs/data-model.md "Following
+ * intents"): ZSET `P:follow`, member `<batchId>/<transferId>/<intentId>@<submittedAtMs>`, score the
+ * time (ms) of its next poll. Batch and transfer ids hold no `/` ([A-Za-z0-9_.-]); an intent id may
+ * hold `:`. One key, built from the prefix: on Redis Cluster it shares the `{usdc}` slot.
+ */
+
+/** One followed intent, as its member says. */
+export type FollowedIntent = {
+  readonly batchId: string;
+  readonly transferId: string;
+  readonly intentId: string;
+  /** When it was submitted (ms): the follower's poll interval and give-up age count from it. */
+  readonly submittedAt: number;
+  /** The member itself, as stored. */
+  readonly member: string;
+};
+
+const CLAIM = luaScriptFile('follow-claim.lua');
+
+export function followMember(t: {
+  batchId: string;
+  transferId: string;
+  intentId: string;
+  submittedAt: number;
+}): string {
+  return `${t.batchId}/${t.transferId}/${t.intentId}@${Math.floor(t.submittedAt)}`;
+}
+
+/** Parses a member; undefined for one that is not of the form above. */
+export function parseFollowMember(member: string): FollowedIntent | undefined {
+  const m = /^([^/]+)\/([^/]+)\/(.+)@(\d+)$/.exec(member);
+  if (!m) return undefined;
+  const [, batchId, transferId, intentId, at] = m as unknown as [string, string, string, string, string];
+  return { batchId, transferId, intentId, submittedAt: Number(at), member };
+}
+
+/**
+ * Starts following an intent: its first poll at `firstPollAt`. A member already there keeps its
+ * score (ZADD NX): a second call for the same submission changes nothing.
+ */
+export async function addFollowedIntent(
+  redis: Redis,
+  prefix: string,
+  t: { batchId: string; transferId: string; intentId: string; submittedAt: number },
+  firstPollAt: number,
+): Promise<void> {
+  await redis.zadd(keys(prefix).follow, 'NX', Math.floor(firstPollAt), followMember(t));
+}
+
+/**
+ * Claims up to `limit` intents whose poll is due (follow-claim.lua): each is re-scored to
+ * `now + leaseMs`, so no other process polls it meanwhile. Members that do not parse are dropped.
+ */
+export async function claimDueIntents(
+  redis: Redis,
+  prefix: string,
+  now: number,
+  leaseMs: number,
+  limit: number,
+): Promise<FollowedIntent[]> {
+  const members = (await runScript(redis, CLAIM, [keys(prefix).follow], [now, leaseMs, limit])) as string[];
+  const out: FollowedIntent[] = [];
+  for (const member of members) {
+    const parsed = parseFollowMember(member);
+    if (parsed) out.push(parsed);
+    else await redis.zrem(keys(prefix).follow, member);
+  }
+  return out;
+}
+
+/** Its next poll at `at` (only while it is still followed: ZADD XX). */
+export async function scheduleNextPoll(
+  redis: Redis,
+  prefix: string,
+  intent: FollowedIntent,
+  at: number,
+): Promise<void> {
+  await redis.zadd(keys(prefix).follow, 'XX', Math.floor(at), intent.member);
+}
+
+/** Claimed intents given back unpolled (a worker stopping): due again at `at`. */
+export async function releaseClaims(
+  redis: Redis,
+  prefix: string,
+  intents: readonly FollowedIntent[],
+  at: number,
+): Promise<void> {
+  if (intents.length === 0) return;
+  await redis.zadd(keys(prefix).follow, 'XX', ...intents.flatMap((i) => [Math.floor(at), i.member]));
+}
+
+/** Stops following it. */
+export async function dropFollowedIntent(
+  redis: Redis,
+  prefix: string,
+  intent: FollowedIntent,
+): Promise<void> {
+  await redis.zrem(keys(prefix).follow, intent.member);
+}
+
+/** How many intents are followed (for tests, benches and ops). */
+export async function followedCount(redis: Redis, prefix: string): Promise<number> {
+  return await redis.zcard(keys(prefix).follow);
+}
