@@ -54,7 +54,7 @@ function cpuRow(label: string, runs: readonly FlowRun[]): string {
 }
 const CPU_HEADER = [
   '| run | worker CPU ms / transfer | sandbox CPU ms / transfer | Redis CPU ms / transfer | total CPU ms / transfer | Redis commands / transfer | Lua scripts / transfer |',
-  '|---|---|---|---|---|---|---|',
+  '|---|---|---|---|---|---|---|---|',
 ];
 
 export function renderReport(r: BenchResults): string {
@@ -187,10 +187,11 @@ function ingestByFill(x: IngestResult): string[] {
     `In a Redis that already holds rows (earlier enqueues of the same file under other \`QUEUE_PREFIX\`es,`,
     'through the product), each side in a fresh durable Redis per run and fill level, Redis’ default AOF',
     'rewrite settings; “AOF rewrites” counts the rewrites Redis ran during the measured run, with the CPU',
-    'seconds of its forked rewrite child.',
+    'seconds of its forked rewrite child; Redis CPU is its main process’s during the run (less sensitive than',
+    'wall time to other load on the machine); AOF bytes per row are read from the runs without a rewrite.',
     '',
-    '| rows stored before | enqueue, s (runs) | raw addBulk, s (runs) | ratio (runs) | commands/row ours / raw | AOF rewrites ours / raw (child CPU s) |',
-    '|---|---|---|---|---|---|',
+    '| rows stored before | enqueue, s (runs) | raw addBulk, s (runs) | ratio (runs) | commands/row ours / raw | Redis CPU s ours / raw | AOF bytes/row ours / raw | AOF rewrites ours / raw (child CPU s) |',
+    '|---|---|---|---|---|---|---|',
   ];
   for (const f of fillsOf(x)) {
     const runs = atFill(x, f);
@@ -205,6 +206,11 @@ function ingestByFill(x: IngestResult): string[] {
       )}) | **${fmt(median(ratio), 2)}×** (${runsOf(ratio, 2)}) | ${fmt(median(runs.map((r) => r.oursCommandsPerRow)), 1)} / ${fmt(
         median(runs.map((r) => r.rawCommandsPerRow)),
         1,
+      )} | ${fmt(median(runs.map((r) => r.oursRedisCpuS ?? Number.NaN)), 1)} / ${fmt(
+        median(runs.map((r) => r.rawRedisCpuS ?? Number.NaN)),
+        1,
+      )} | ${fmt(median(runs.map((r) => r.oursAofBytesPerRow ?? Number.NaN).filter(Number.isFinite)))} / ${fmt(
+        median(runs.map((r) => r.rawAofBytesPerRow ?? Number.NaN).filter(Number.isFinite)),
       )} | ${runsOf(runs.map((r) => r.oursAofRewrites ?? Number.NaN))} (${runsOf(
         runs.map((r) => r.oursRewriteCpuS ?? Number.NaN),
         1,

@@ -19,6 +19,10 @@ export type IngestSide = {
   readonly aofRewrites: number;
   /** CPU seconds of Redis' forked children (the AOF rewrite) during the measured run. */
   readonly rewriteCpuS: number;
+  /** CPU seconds of the Redis server itself (its main process) during the measured run. */
+  readonly redisCpuS: number;
+  /** AOF bytes written per row (NaN when a rewrite during the run makes the AOF's growth unknown). */
+  readonly aofBytesPerRow: number;
 };
 
 export type IngestRun = {
@@ -36,6 +40,10 @@ export type IngestRun = {
   readonly rawAofRewrites: number;
   readonly oursRewriteCpuS: number;
   readonly rawRewriteCpuS: number;
+  readonly oursRedisCpuS: number;
+  readonly rawRedisCpuS: number;
+  readonly oursAofBytesPerRow: number;
+  readonly rawAofBytesPerRow: number;
 };
 
 export type IngestResult = {
@@ -109,7 +117,7 @@ export async function benchIngest(p: {
       const [o, r] = oursFirst ? [a, b] : [b, a];
       runs.push(runOf(fill, o, r));
       p.log(
-        `ingest run ${i + 1}, ${fill} rows stored before: enqueue ${(o.ms / 1000).toFixed(2)} s (${(o.rss / 1048576).toFixed(0)} MB, ${o.commandsPerRow.toFixed(1)} cmds/row, ${o.aofRewrites} AOF rewrites, ${o.rewriteCpuS.toFixed(1)} s), raw ${(r.ms / 1000).toFixed(2)} s (${r.commandsPerRow.toFixed(1)} cmds/row, ${r.aofRewrites} AOF rewrites, ${r.rewriteCpuS.toFixed(1)} s), ratio ${(o.ms / r.ms).toFixed(2)}`,
+        `ingest run ${i + 1}, ${fill} rows stored before: enqueue ${(o.ms / 1000).toFixed(2)} s (${(o.rss / 1048576).toFixed(0)} MB, ${o.commandsPerRow.toFixed(1)} cmds/row, Redis CPU ${o.redisCpuS.toFixed(1)} s, ${o.aofRewrites} AOF rewrites, ${o.rewriteCpuS.toFixed(1)} s, AOF ${o.aofBytesPerRow.toFixed(0)} B/row), raw ${(r.ms / 1000).toFixed(2)} s (${r.commandsPerRow.toFixed(1)} cmds/row, Redis CPU ${r.redisCpuS.toFixed(1)} s, ${r.aofRewrites} AOF rewrites, ${r.rewriteCpuS.toFixed(1)} s, AOF ${r.aofBytesPerRow.toFixed(0)} B/row), ratio ${(o.ms / r.ms).toFixed(2)}`,
       );
     }
   }
@@ -131,6 +139,10 @@ function runOf(fillRows: number, o: IngestSide, r: IngestSide): IngestRun {
     rawAofRewrites: r.aofRewrites,
     oursRewriteCpuS: o.rewriteCpuS,
     rawRewriteCpuS: r.rewriteCpuS,
+    oursRedisCpuS: o.redisCpuS,
+    rawRedisCpuS: r.redisCpuS,
+    oursAofBytesPerRow: o.aofBytesPerRow,
+    rawAofBytesPerRow: r.aofBytesPerRow,
   };
 }
 
@@ -161,6 +173,11 @@ async function measured(
       bytesPerRow: ((await usedMemory(redis.client)) - m0) / rows,
       aofRewrites: after.rewrites - before.rewrites + (after.inProgress ? 1 : 0),
       rewriteCpuS: after.childCpuS - before.childCpuS,
+      redisCpuS: after.cpuS - before.cpuS,
+      aofBytesPerRow:
+        after.rewrites === before.rewrites && !after.inProgress
+          ? (after.aofBytes - before.aofBytes) / rows
+          : Number.NaN,
     };
   } finally {
     await redis.stop();
@@ -178,12 +195,14 @@ async function fillRedis(redis: BenchRedis, file: string, fill: number): Promise
 
 async function rewriteCounters(
   client: Redis,
-): Promise<{ rewrites: number; inProgress: boolean; childCpuS: number }> {
+): Promise<{ rewrites: number; inProgress: boolean; childCpuS: number; cpuS: number; aofBytes: number }> {
   const persistence = await info(client, 'persistence');
   const cpu = await info(client, 'cpu');
   return {
     rewrites: Number((await info(client, 'stats')).get('total_forks') ?? 0),
     inProgress: persistence.get('aof_rewrite_in_progress') === '1',
+    aofBytes: Number(persistence.get('aof_current_size') ?? Number.NaN),
+    cpuS: Number(cpu.get('used_cpu_user') ?? 0) + Number(cpu.get('used_cpu_sys') ?? 0),
     childCpuS: Number(cpu.get('used_cpu_user_children') ?? 0) + Number(cpu.get('used_cpu_sys_children') ?? 0),
   };
 }
