@@ -30,11 +30,18 @@ for i = 1, n do
   local id = ARGV[a + 1]
   local state = redis.call('HGET', tk, 'state')
   if not state then
-    redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 2], 'from', ARGV[a + 3],
-      'to', ARGV[a + 4], 'amount', ARGV[a + 5], 'recipient', ARGV[a + 6], 'memo', ARGV[a + 7],
-      'payout', ARGV[a + 8], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2])
-    -- Written only when set: most rows pay known recipients, and a retained record stays small.
-    if ARGV[a + 9] == '1' then redis.call('HSET', tk, 'new_recipient', '1') end
+    -- `new_recipient` is written only when set (most rows pay known recipients, and a retained
+    -- record stays small), in the same HSET: one write, and one command in the AOF, per record.
+    if ARGV[a + 9] == '1' then
+      redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 2], 'from', ARGV[a + 3],
+        'to', ARGV[a + 4], 'amount', ARGV[a + 5], 'recipient', ARGV[a + 6], 'memo', ARGV[a + 7],
+        'payout', ARGV[a + 8], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2],
+        'new_recipient', '1')
+    else
+      redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 2], 'from', ARGV[a + 3],
+        'to', ARGV[a + 4], 'amount', ARGV[a + 5], 'recipient', ARGV[a + 6], 'memo', ARGV[a + 7],
+        'payout', ARGV[a + 8], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2])
+    end
     members[#members + 1] = ARGV[a + 2]
     members[#members + 1] = id
     redis.call('ZREMRANGEBYSCORE', fk, '-inf', '(' .. ARGV[3])
