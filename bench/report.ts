@@ -54,7 +54,7 @@ function cpuRow(label: string, runs: readonly FlowRun[]): string {
 }
 const CPU_HEADER = [
   '| run | worker CPU ms / transfer | sandbox CPU ms / transfer | Redis CPU ms / transfer | total CPU ms / transfer | Redis commands / transfer | Lua scripts / transfer |',
-  '|---|---|---|---|---|---|---|',
+  '|---|---|---|---|---|---|---|---|',
 ];
 
 export function renderReport(r: BenchResults): string {
@@ -114,10 +114,12 @@ export function renderReport(r: BenchResults): string {
 function summary(r: BenchResults): string[] {
   const rows: string[] = ['## Summary', '', '| # | measure | median | target | |', '|---|---|---|---|---|'];
   if (r.ingest) {
-    const ratio = median(r.ingest.runs.map((x) => x.oursMs / x.rawMs));
-    const rss = median(r.ingest.runs.map((x) => x.oursRss));
+    const x = r.ingest;
+    const ratios = fillsOf(x).map((f) => median(atFill(x, f).map((y) => y.oursMs / y.rawMs)));
+    const ratio = Math.max(...ratios);
+    const rss = median(x.runs.map((y) => y.oursRss));
     rows.push(
-      `| 1 | enqueue ${fmt(r.ingest.rows)} rows / raw BullMQ addBulk, wall time | ${fmt(ratio, 2)}× | ≤ 1.5× | ${verdict(ratio <= 1.5)} |`,
+      `| 1 | enqueue ${fmt(x.rows)} rows / raw BullMQ addBulk, wall time, worst fill level (${runsOf(ratios, 2)}) | ${fmt(ratio, 2)}× | ≤ 1.3× | ${verdict(ratio <= 1.3)} |`,
       `| 1 | enqueue peak RSS | ${fmt(rss / MB, 0)} MB | ≤ 300 MB | ${verdict(rss <= 300 * MB)} |`,
     );
   }
@@ -170,7 +172,60 @@ function summary(r: BenchResults): string[] {
   return rows;
 }
 
-function ingest(x: IngestResult): string[] {
+/** The fill levels of an ingest result (older results have none: every run was in an empty Redis). */
+function fillsOf(x: IngestResult): number[] {
+  return x.fills ? [...x.fills] : [0];
+}
+
+function atFill(x: IngestResult, fill: number): IngestResult['runs'] {
+  return x.runs.filter((r) => (r.fillRows ?? 0) === fill);
+}
+
+/** Ours vs raw at each fill level: time, ratio, commands per row, the AOF rewrites each run met. */
+function ingestByFill(x: IngestResult): string[] {
+  const lines = [
+    `In a Redis that already holds rows (earlier enqueues of the same file under other \`QUEUE_PREFIX\`es,`,
+    'through the product), each side in a fresh durable Redis per run and fill level, Redis’ default AOF',
+    'rewrite settings; “AOF rewrites” counts the rewrites Redis ran during the measured run, with the CPU',
+    'seconds of its forked rewrite child; Redis CPU is its main process’s during the run (less sensitive than',
+    'wall time to other load on the machine); AOF bytes per row are read from the runs without a rewrite.',
+    '',
+    '| rows stored before | enqueue, s (runs) | raw addBulk, s (runs) | ratio (runs) | commands/row ours / raw | Redis CPU s ours / raw | AOF bytes/row ours / raw | AOF rewrites ours / raw (child CPU s) |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const f of fillsOf(x)) {
+    const runs = atFill(x, f);
+    const ratio = runs.map((r) => r.oursMs / r.rawMs);
+    lines.push(
+      `| ${fmt(f)} | ${fmt(median(runs.map((r) => r.oursMs / 1000)), 2)} (${runsOf(
+        runs.map((r) => r.oursMs / 1000),
+        2,
+      )}) | ${fmt(median(runs.map((r) => r.rawMs / 1000)), 2)} (${runsOf(
+        runs.map((r) => r.rawMs / 1000),
+        2,
+      )}) | **${fmt(median(ratio), 2)}×** (${runsOf(ratio, 2)}) | ${fmt(median(runs.map((r) => r.oursCommandsPerRow)), 1)} / ${fmt(
+        median(runs.map((r) => r.rawCommandsPerRow)),
+        1,
+      )} | ${fmt(median(runs.map((r) => r.oursRedisCpuS ?? Number.NaN)), 1)} / ${fmt(
+        median(runs.map((r) => r.rawRedisCpuS ?? Number.NaN)),
+        1,
+      )} | ${fmt(median(runs.map((r) => r.oursAofBytesPerRow ?? Number.NaN).filter(Number.isFinite)))} / ${fmt(
+        median(runs.map((r) => r.rawAofBytesPerRow ?? Number.NaN).filter(Number.isFinite)),
+      )} | ${runsOf(runs.map((r) => r.oursAofRewrites ?? Number.NaN))} (${runsOf(
+        runs.map((r) => r.oursRewriteCpuS ?? Number.NaN),
+        1,
+      )}) / ${runsOf(runs.map((r) => r.rawAofRewrites ?? Number.NaN))} (${runsOf(
+        runs.map((r) => r.rawRewriteCpuS ?? Number.NaN),
+        1,
+      )}) |`,
+    );
+  }
+  return lines;
+}
+
+function ingest(all: IngestResult): string[] {
+  // The main table is the empty Redis; the fill levels have their own table below it.
+  const x: IngestResult = { ...all, runs: atFill(all, 0) };
   const ratio = x.runs.map((r) => r.oursMs / r.rawMs);
   const rss = median(x.runs.map((r) => r.oursRss));
   const rawRss = median(x.runs.map((r) => r.rawRss));
@@ -201,7 +256,9 @@ function ingest(x: IngestResult): string[] {
     `| Redis commands per row | ${fmt(median(x.runs.map((r) => r.oursCommandsPerRow)), 1)} | ${fmt(median(x.runs.map((r) => r.rawCommandsPerRow)), 1)} | |`,
     `| Redis memory per row after ingest | ${bytes(median(x.runs.map((r) => r.oursBytesPerRow)))} | ${bytes(median(x.runs.map((r) => r.rawBytesPerRow)))} | |`,
     '',
-    `Targets: ratio ≤ 1.5× — ${verdict(median(ratio) <= 1.5)}; peak RSS ≤ 300 MB — ${verdict(rss <= 300 * MB)}.`,
+    ...ingestByFill(all),
+    '',
+    `Targets: ratio ≤ 1.3× at every fill level — ${verdict(Math.max(...fillsOf(all).map((f) => median(atFill(all, f).map((r) => r.oursMs / r.rawMs)))) <= 1.3)}; peak RSS ≤ 300 MB — ${verdict(rss <= 300 * MB)}.`,
     '',
     'Why enqueue costs more than the raw script, by design: it validates every row (addresses with their',
     'EIP-55 checksum, amounts as exact integers, control totals, in-file duplicates) before writing anything',
@@ -229,11 +286,10 @@ function ingest(x: IngestResult): string[] {
           'during which the main thread is idle (waiting for Redis) about 55% of the time: the write phase alone',
           'is ~1.3× the raw script’s whole run, which streams rows to Redis as it reads them. So the time is',
           'mostly Redis work per row, and then garbage collection:',
-          '- Redis: per row, next to BullMQ’s ~10 commands, the writer still runs the record’s check and write',
-          '  (`HGET` + `HSET`) and the payment fingerprint’s `ZREMRANGEBYSCORE` + `ZADD` + `PEXPIRE`',
-          '  (`src/store/scripts/transfers-write.lua`). The trim only bounds a fingerprint that recurs',
-          '  day after day (the duplicate lookup reads by score, and `PEXPIRE` drops a quiet key), so it need not',
-          '  run at every write: 14 commands per row instead of 15. The `HGET` check must stay, even for a batch',
+          '- Redis: per row, next to BullMQ’s ~10 commands, the writer runs the record’s check and write',
+          '  (`HGET` + `HSET`) and the payment fingerprint’s `HSETNX` into the day’s set',
+          '  (`src/store/scripts/transfers-write.lua`); every command it writes also goes to the AOF, fsynced',
+          '  before the reply, and the AOF’s growth is what makes Redis rewrite it (the table above). The `HGET` check must stay, even for a batch',
           '  this run has just created: a second run of the same file at the same moment completes the batch as',
           '  an interrupted one and adds jobs, so a worker may already have moved a record on, and rewriting it',
           '  would set it back to `queued` — a second payment.',
@@ -740,7 +796,7 @@ function redis(footprint: RedisFootprint): string[] {
     `  intent's (7 days). That is about one night of finished jobs: ~${bytes(jobsBytes * YEAR_ROWS_PER_NIGHT)} at the measured`,
     `  ${bytes(jobsBytes)} per transfer, of which the step logs (at most 20 lines a job: \`keepLogs\`) and the outcome`,
     `  objects are ~${bytes(Math.max(0, afterDone - afterDoneNoLogs))}. BullMQ’s event streams are capped (10,000 entries per queue by default), and`,
-    '  payment fingerprints of rows without id expire after 24 h (`PEXPIRE`). Retained records do not change:',
+    '  payment fingerprints expire with their day’s set, at the end of the next day. Retained records do not change:',
     '  logs and results live in the job keys, which go with the jobs.',
     `- **Transfer records and batch sets grow forever**: nothing deletes them. At ${bytes(kept)} per transfer a year adds`,
     `  ~${perYear(kept)} (${perYear(keptLp)} with \`hash-max-listpack-value 1024\`). Plan \`maxmemory\` for it (with`,

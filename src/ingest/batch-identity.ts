@@ -36,7 +36,7 @@ export function paymentKey(t: Pick<TransferRequest, 'from' | 'to' | 'amount' | '
   return `${t.from}|${t.to}|${t.amount}|${t.recipient}`;
 }
 
-/** sha256 of the payment key: names the `P:fp:<hash>` set of recent transfers paying the same. */
+/** sha256 of the payment key: its field in the day's fingerprint set (`P:fpd:<day>`) of recent transfers. */
 export function paymentFingerprint(t: Pick<TransferRequest, 'from' | 'to' | 'amount' | 'recipient'>): string {
   // One-shot: computed for every row of a batch, and without a Hash object per call it is about
   // twice as fast.

@@ -88,6 +88,13 @@ export class SimulatedCrashError extends UsdcBatchError {
 
 /** How long a payment fingerprint counts for the likely-duplicate rule. */
 export const DUPLICATE_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** The span of one fingerprint set (`keys.fingerprintDay`): a UTC day, so a window spans two. */
+export const FINGERPRINT_DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The fingerprint set that holds the rows enqueued at `ms`. */
+export function fingerprintDayOf(ms: number): number {
+  return Math.floor(ms / FINGERPRINT_DAY_MS);
+}
 // The field prefix of a dropped row in the batch record (also written by payout-claim.lua).
 const DROP_FIELD = 'drop:';
 
@@ -371,16 +378,22 @@ async function writeTransferChunk(
 ): Promise<TransferRequest[]> {
   const k = keys(deps.prefix);
   const t0 = (deps.now ?? Date.now)();
-  const keyArgs: string[] = [k.batchRows(plan.batchId), k.batchState(plan.batchId, 'queued')];
+  const day = fingerprintDayOf(t0);
+  const keyArgs: string[] = [
+    k.batchRows(plan.batchId),
+    k.batchState(plan.batchId, 'queued'),
+    k.fingerprintDay(day),
+  ];
+  // The day's set is read while its rows are in the window: until the end of the next day.
   const argv: string[] = [
     plan.batchId,
     String(t0),
-    String(t0 - DUPLICATE_WINDOW_MS),
-    String(DUPLICATE_WINDOW_MS),
+    String((day + 1) * FINGERPRINT_DAY_MS + DUPLICATE_WINDOW_MS),
   ];
   for (const t of chunk) {
-    keyArgs.push(k.transfer(plan.batchId, t.id), k.fingerprint(deps.fingerprint(t)));
+    keyArgs.push(k.transfer(plan.batchId, t.id));
     argv.push(
+      deps.fingerprint(t),
       t.id,
       String(t.line),
       t.from,

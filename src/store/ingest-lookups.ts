@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { TransferState } from '../domain/transfer.ts';
-import { DUPLICATE_WINDOW_MS } from './batch-writer.ts';
+import { DUPLICATE_WINDOW_MS, fingerprintDayOf } from './batch-writer.ts';
 import { keys } from './keys.ts';
 
 const PAGE = 1000;
@@ -40,6 +40,8 @@ export type RecentPayment = {
  * For each fingerprint, a transfer of another batch enqueued within the last 24 hours that pays the
  * same and is queued, in progress, submitted or in review (a failed or rejected one paid nothing).
  * `sameFamily` excludes batches that are not "other" (the same schedule's other firings).
+ * Reads the fingerprint sets of today and yesterday (a 24-hour window spans two UTC days), and the
+ * per-fingerprint sets written before them until the last of those expires.
  */
 export async function findRecentPayments(
   redis: Redis,
@@ -50,19 +52,30 @@ export async function findRecentPayments(
   const k = keys(prefix);
   const found = new Map<string, RecentPayment>();
   const unique = [...new Set(fingerprints)];
+  const since = options.now - DUPLICATE_WINDOW_MS;
+  const today = fingerprintDayOf(options.now);
   for (let i = 0; i < unique.length; i += PAGE) {
     const chunk = unique.slice(i, i + PAGE);
     const pipe = redis.pipeline();
-    for (const fp of chunk) pipe.zrangebyscore(k.fingerprint(fp), options.now - DUPLICATE_WINDOW_MS, '+inf');
+    pipe.hmget(k.fingerprintDay(today - 1), ...chunk);
+    pipe.hmget(k.fingerprintDay(today), ...chunk);
+    for (const fp of chunk) pipe.zrangebyscore(k.fingerprint(fp), since, '+inf');
     const results = (await pipe.exec()) ?? [];
     const candidates: { fp: string; batchId: string; transferId: string }[] = [];
-    results.forEach(([err, members], j) => {
+    const consider = (fp: string, member: string): void => {
+      const slash = member.indexOf('/');
+      const batchId = member.slice(0, slash);
+      if (batchId === options.batchId || options.sameFamily?.(batchId)) return;
+      candidates.push({ fp, batchId, transferId: member.slice(slash + 1) });
+    };
+    results.forEach(([err, value], j) => {
       if (err) throw err;
-      for (const member of members as string[]) {
-        const slash = member.indexOf('/');
-        const batchId = member.slice(0, slash);
-        if (batchId === options.batchId || options.sameFamily?.(batchId)) continue;
-        candidates.push({ fp: chunk[j] as string, batchId, transferId: member.slice(slash + 1) });
+      if (j < 2) {
+        (value as (string | null)[]).forEach((entries, f) => {
+          for (const e of dayEntries(entries, since)) consider(chunk[f] as string, e);
+        });
+      } else {
+        for (const member of value as string[]) consider(chunk[j - 2] as string, member);
       }
     });
     if (candidates.length === 0) continue;
@@ -78,4 +91,18 @@ export async function findRecentPayments(
     });
   }
   return found;
+}
+
+/**
+ * The `<batchId>/<transferId>` of a day-set value's entries (`<ms>:<batchId>/<transferId>`, space
+ * separated; transfers-write.lua) enqueued at `since` or later.
+ */
+function dayEntries(value: string | null, since: number): string[] {
+  if (value === null) return [];
+  const out: string[] = [];
+  for (const entry of value.split(' ')) {
+    const colon = entry.indexOf(':');
+    if (colon > 0 && Number(entry.slice(0, colon)) >= since) out.push(entry.slice(colon + 1));
+  }
+  return out;
 }

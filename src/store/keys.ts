@@ -9,6 +9,12 @@ export function keys(prefix: string) {
     batchState: (batchId: string, state: TransferState) => `${prefix}:batch:${batchId}:state:${state}`,
     transfer: (batchId: string, transferId: string) => `${prefix}:t:${batchId}:${transferId}`,
     payout: (payoutId: string) => `${prefix}:payout:${payoutId}`,
+    /**
+     * The payment fingerprints of the rows enqueued on one UTC day (`day` = ms since the epoch ÷ 24 h):
+     * field = fingerprint, value = its transfers, `<enqueued ms>:<batchId>/<transferId>` space-separated.
+     */
+    fingerprintDay: (day: number) => `${prefix}:fpd:${day}`,
+    /** One fingerprint's transfers as a ZSET (written before the day sets; read until it expires). */
     fingerprint: (hash: string) => `${prefix}:fp:${hash}`,
     nonce: (chain: string, owner: string) => `${prefix}:nonce:${chain}:${owner}`,
     spend: `${prefix}:spend`,

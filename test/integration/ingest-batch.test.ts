@@ -326,6 +326,35 @@ describe('held batches, limits and likely duplicates', () => {
     expect(third.errors[0]?.message).not.toContain(first.batchId as string);
   });
 
+  it('reads the 24 h window across two days, and the per-fingerprint sets of earlier versions', async () => {
+    const h = harness();
+    const day = 24 * 3600 * 1000;
+    // 01:00 UTC today: the window reaches back into yesterday (and the day sets expire after today).
+    const now = Math.floor(Date.now() / day) * day + 3600 * 1000;
+    const at = (ms: number) => ({ now: () => ms });
+    const payment = (amount: number) => `from,to,amount,recipient,memo\nETH,BASE,${amount},${EVM[1]}`;
+    // Yesterday 23:00, within 24 h: a likely duplicate; yesterday 00:30, 24.5 h before: not one.
+    const recent = await h.enqueue(`${payment(31)},a\n`, at(now - 2 * 3600 * 1000));
+    const old = await h.enqueue(`${payment(32)},a\n`, at(now - 24.5 * 3600 * 1000));
+    expect([recent.status, old.status]).toEqual(['enqueued', 'enqueued']);
+    expect(await h.enqueue(`${payment(31)},b\n`, at(now))).toMatchObject({
+      status: 'rejected',
+      duplicates: 1,
+    });
+    expect(await h.enqueue(`${payment(32)},b\n`, at(now))).toMatchObject({ status: 'enqueued', accepted: 1 });
+
+    // A row an earlier version enqueued: its fingerprint in a set of its own (P:fp:<hash>).
+    const earlier = await h.enqueue(`${payment(33)},a\n`, at(now - 3600 * 1000));
+    const daySet = `${h.prefix}:fpd:${Math.floor(now / day)}`;
+    const entries = await h.redis.hgetall(daySet);
+    const [fp, value] = Object.entries(entries).find(([, v]) => v.includes(earlier.batchId as string)) ?? [];
+    await h.redis.hdel(daySet, fp as string);
+    await h.redis.zadd(`${h.prefix}:fp:${fp}`, now - 3600 * 1000, (value as string).split(':')[1] as string);
+    const again = await h.enqueue(`${payment(33)},b\n`, at(now));
+    expect(again).toMatchObject({ status: 'rejected', duplicates: 1 });
+    expect(again.errors[0]?.message).toContain(`of batch ${earlier.batchId}`);
+  });
+
   it('stores an allowed callback_url and refuses one on another host', async () => {
     const h = harness();
     const config = testConfig({ CALLBACK_ALLOWED_HOSTS: 'hooks.example.com' });

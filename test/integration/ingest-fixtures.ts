@@ -56,7 +56,7 @@ export type IngestHarness = {
   readonly producer: Producer;
   enqueue(
     text: string,
-    options?: Partial<EnqueueOptions> & { validate?: ValidateOptions; config?: Config },
+    options?: Partial<EnqueueOptions> & { validate?: ValidateOptions; config?: Config; now?: () => number },
   ): Promise<EnqueueOutcome>;
   close(): Promise<void>;
 };
@@ -76,7 +76,8 @@ export function ingestHarness(url: string, prefix = newPrefix()): IngestHarness 
         allowDuplicates: options.allowDuplicates,
         ...options.validate,
       });
-      return await enqueueValidated({ redis, prefix, jobs: producer, config }, input, {
+      const deps = { redis, prefix, jobs: producer, config, ...(options.now ? { now: options.now } : {}) };
+      return await enqueueValidated(deps, input, {
         source: 'csv',
         actor: 'cli:test',
         ...options,

@@ -16,6 +16,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   local v = redis.call('HMGET', KEYS[1], 'digest', 'enqueued')
   return {v[1] or '', v[2] or '0'}
 end
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+-- One HSET per slice of fields, not one per field (a batch with many dropped rows has many: a
+-- slice stays under Lua's unpack limit of ~8,000 values).
+local SLICE = 2000
+for s = 3, #ARGV, SLICE do redis.call('HSET', KEYS[1], unpack(ARGV, s, math.min(s + SLICE - 1, #ARGV))) end
 redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[1])
 return {}
