@@ -80,7 +80,7 @@ export type RedisFootprint = {
    * Commands per transfer by what they touch (bench/lib/command-trace.ts), from one more run of the
    * same batch watched by MONITOR from enqueue until every intent is final.
    */
-  readonly byKind: ReadonlyMap<string, number>;
+  readonly byKind: Readonly<Record<string, number>>;
 };
 
 /** Lets a transfer record's longest values (a permit's JSON, a signed transaction) stay in a listpack. */
@@ -104,10 +104,10 @@ export async function benchRedisFootprint(
   const listpack = await oneRun(ctx, p.rows, p.runs, LISTPACK_ARGS);
   show('with hash-max-listpack-value 1024', listpack);
   const traced = await oneRun(ctx, p.rows, p.runs + 1, undefined, true);
-  ctx.log(
-    `redis traced run: ${[...(traced.byKind ?? new Map()).entries()].map(([k, v]) => `${k} ${v.toFixed(1)}`).join('; ')}`,
-  );
-  return { runs: out, listpack, byKind: traced.byKind ?? new Map() };
+  const byKind = traced.byKind ?? {};
+  const said = Object.entries(byKind).map(([k, v]) => `${k} ${v.toFixed(1)}`);
+  ctx.log(`redis traced run: ${said.join('; ')}`);
+  return { runs: out, listpack, byKind };
 }
 
 async function oneRun(
@@ -116,7 +116,7 @@ async function oneRun(
   i: number,
   redisArgs?: readonly string[],
   trace = false,
-): Promise<RedisRun & { byKind?: Map<string, number> }> {
+): Promise<RedisRun & { byKind?: Record<string, number> }> {
   const redis = await startBenchRedis(redisArgs);
   let stopWorkers: (() => Promise<void>) | undefined;
   let tracer: CommandTrace | undefined;
@@ -172,7 +172,7 @@ async function oneRun(
     const submitted = Number(await redis.client.hget(k.batch(batchId), 'n_submitted'));
     if (submitted !== n) throw new Error(`redis footprint: ${submitted} of ${n} transfers submitted`);
     return {
-      ...(traced ? { byKind: new Map([...traced].map(([k, v]) => [k, v / n])) } : {}),
+      ...(traced ? { byKind: Object.fromEntries([...traced].map(([k, v]) => [k, v / n])) } : {}),
       rows: n,
       commandsEnqueue: enqueueCalls / n,
       commandsWork: totalCalls(workCalls) / n,
