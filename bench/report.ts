@@ -52,6 +52,10 @@ function cpuRow(label: string, runs: readonly FlowRun[]): string {
     1,
   )} |`;
 }
+function sumValues(r: Readonly<Record<string, number>> | undefined): number {
+  return r ? Object.values(r).reduce((a, b) => a + b, 0) : Number.NaN;
+}
+
 const CPU_HEADER = [
   '| run | worker CPU ms / transfer | sandbox CPU ms / transfer | Redis CPU ms / transfer | total CPU ms / transfer | Redis commands / transfer | Lua scripts / transfer |',
   '|---|---|---|---|---|---|---|',
@@ -376,6 +380,21 @@ function owners(x: OwnersResult): string[] {
   }
   lines.push('', ...CPU_HEADER);
   for (const c of x.counts) lines.push(cpuRow(`${c.owners} owner${c.owners > 1 ? 's' : ''}`, c.runs));
+  lines.push(
+    '',
+    'Jobs handed back to the queue (moved to delayed) per transfer, by reason (the workers’ `waits` counters): a job',
+    'waiting for a nonce lease that leaves its worker slot and comes back costs its BullMQ round trip each time.',
+    '',
+    '| owners | handed back / transfer | of which waiting for a nonce lease |',
+    '|---|---|---|',
+  );
+  for (const c of x.counts) {
+    const all = med(c.runs, (r) => sumValues(r.handedBackPerTransfer));
+    const lease = med(c.runs, (r) =>
+      r.handedBackPerTransfer ? (r.handedBackPerTransfer['nonce_lease'] ?? 0) : Number.NaN,
+    );
+    lines.push(`| ${c.owners} | ${fmt(all, 2)} | ${fmt(lease, 2)} |`);
+  }
   lines.push(
     '',
     '**Reading it.** No owner count can reach 0.9 of the issue’s bound (owners × 1 ÷ the latency): the sandbox’s',

@@ -2,6 +2,7 @@ import { keccak256, toHex } from 'viem';
 import { evmRows } from '../lib/rows.ts';
 import { startBenchSandbox } from '../lib/stack.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
+import { topCommands } from '../lib/redis-info.ts';
 import { median } from '../lib/stats.ts';
 import { EVM_CONCURRENCY, REALISTIC_LATENCY_MS, serialSection } from './evm.ts';
 import { runProductBatch, type Context, type FlowRun } from './throughput.ts';
@@ -76,7 +77,7 @@ export async function benchOwners(
       const runs: OwnersRun[] = [];
       for (let i = 0; i < p.runs; i++) {
         const flow = await runProductBatch(slowCtx, { rows, workers: 1, env, name: `owners-${owners}-${i}` });
-        const { commands: _commands, inspected: _inspected, ...r0 } = flow;
+        const { commands, inspected: _inspected, ...r0 } = flow;
         const cycles = await ownerCycles(sandbox);
         const serial = owners === 1 ? await serialSection(sandbox, rows.length) : undefined;
         const r: OwnersRun = {
@@ -87,7 +88,7 @@ export async function benchOwners(
         };
         runs.push(r);
         ctx.log(
-          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s)`,
+          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s); per transfer: ${topCommands(commands, rows.length, 12)}`,
         );
       }
       counts.push({ owners, rows: rows.length, runs });
