@@ -33,7 +33,13 @@ export type OwnersResult = {
     readonly rows: number;
     readonly runs: readonly OwnersRun[];
   }[];
+  /** One owner served by several worker processes: each bounds itself, the lease arbitrates. */
+  readonly processes?:
+    { readonly workers: number; readonly rows: number; readonly runs: readonly OwnersRun[] } | undefined;
 };
+
+/** Worker processes of the several-processes run (one owner). */
+const PROCESSES = 3;
 
 /** Per owner, the median gap between its consecutive acceptances; the median of those. */
 async function ownerCycles(sandbox: SandboxProcess): Promise<{ cycleMs: number; owners: number }> {
@@ -66,6 +72,7 @@ export async function benchOwners(
   const concurrency = p.concurrency ?? EVM_CONCURRENCY;
   const sandbox = await startBenchSandbox(REALISTIC_LATENCY_MS);
   const counts: { owners: number; rows: number; runs: OwnersRun[] }[] = [];
+  let processes: OwnersResult['processes'];
   try {
     const slowCtx: Context = { ...ctx, sandbox };
     for (const owners of OWNER_COUNTS) {
@@ -93,8 +100,36 @@ export async function benchOwners(
       }
       counts.push({ owners, rows: rows.length, runs });
     }
+    processes = await oneOwnerManyProcesses(slowCtx, p.runs, concurrency);
   } finally {
     await sandbox.close();
   }
-  return { latencyMs: REALISTIC_LATENCY_MS, concurrency, boundPerOwner: 1000 / REALISTIC_LATENCY_MS, counts };
+  return {
+    latencyMs: REALISTIC_LATENCY_MS,
+    concurrency,
+    boundPerOwner: 1000 / REALISTIC_LATENCY_MS,
+    counts,
+    processes,
+  };
+}
+
+/** One owner, PROCESSES worker processes of `concurrency` each: more jobs wait for the one lease. */
+async function oneOwnerManyProcesses(
+  ctx: Context,
+  runs: number,
+  concurrency: number,
+): Promise<NonNullable<OwnersResult['processes']>> {
+  const rows = evmRows(ROWS_PER_OWNER, ['BASE'], 'own1p', 'ARB');
+  const env = { WORKER_CONCURRENCY: String(concurrency), EVM_PRIVATE_KEY: benchOwnerKeys(1).join(',') };
+  const out: OwnersRun[] = [];
+  for (let i = 0; i < runs; i++) {
+    const flow = await runProductBatch(ctx, { rows, workers: PROCESSES, env, name: `owners-1-p${i}` });
+    const { commands, inspected: _inspected, ...r0 } = flow;
+    const cycles = await ownerCycles(ctx.sandbox);
+    out.push({ ...r0, ownerCycleMs: cycles.cycleMs, ownersPaying: cycles.owners });
+    ctx.log(
+      `owners 1, ${PROCESSES} processes, run ${i + 1}: ${r0.perSecond.toFixed(2)}/s; per transfer: ${topCommands(commands, rows.length, 12)}`,
+    );
+  }
+  return { workers: PROCESSES, rows: rows.length, runs: out };
 }
