@@ -38,8 +38,8 @@ export type OwnersResult = {
     { readonly workers: number; readonly rows: number; readonly runs: readonly OwnersRun[] } | undefined;
 };
 
-/** Worker processes of the several-processes run (one owner). */
-const PROCESSES = 3;
+/** Worker processes of the several-processes run (one owner; BENCH_OWNER_PROCESSES, 0 leaves it out). */
+const PROCESSES = Number(process.env['BENCH_OWNER_PROCESSES'] ?? '3');
 
 /** Per owner, the median gap between its consecutive acceptances; the median of those. */
 async function ownerCycles(sandbox: SandboxProcess): Promise<{ cycleMs: number; owners: number }> {
@@ -100,7 +100,7 @@ export async function benchOwners(
       }
       counts.push({ owners, rows: rows.length, runs });
     }
-    processes = await oneOwnerManyProcesses(slowCtx, p.runs, concurrency);
+    if (PROCESSES > 0) processes = await oneOwnerManyProcesses(slowCtx, p.runs, concurrency);
   } finally {
     await sandbox.close();
   }
