@@ -1,6 +1,7 @@
-import { keccak256, toHex } from 'viem';
+import { keccak256, toHex, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { evmRows } from '../lib/rows.ts';
-import { startBenchSandbox } from '../lib/stack.ts';
+import { startBenchSandbox, type BenchRedis } from '../lib/stack.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
 import { topCommands } from '../lib/redis-info.ts';
 import { median } from '../lib/stats.ts';
@@ -21,6 +22,8 @@ export type OwnersRun = FlowRun & {
   readonly callMs?: number | undefined;
   /** How many owners the ledger shows paying. */
   readonly ownersPaying: number;
+  /** Leases handed straight from a committing holder to its preparer, per transfer (the pools' counters). */
+  readonly handoffsPerTransfer?: number | undefined;
 };
 
 export type OwnersResult = {
@@ -55,6 +58,14 @@ async function ownerCycles(sandbox: SandboxProcess): Promise<{ cycleMs: number; 
   return { cycleMs: median(cycles), owners: byOwner.size };
 }
 
+/** Leases handed over on commits, summed over the bench owners' BASE pools. */
+async function handoffs(client: BenchRedis['client'], prefix: string, owners: number): Promise<number> {
+  const pipe = client.pipeline();
+  for (const key of benchOwnerKeys(owners))
+    pipe.hget(`${prefix}:nonce:BASE:${privateKeyToAccount(key as Hex).address}`, 'handoffs');
+  return ((await pipe.exec()) ?? []).reduce((a, [, v]) => a + Number(v ?? 0), 0);
+}
+
 /** Throwaway keys, the same every run (keccak of a label): never funded anywhere but the sandbox. */
 export function benchOwnerKeys(n: number): string[] {
   return Array.from({ length: n }, (_, i) => keccak256(toHex(`usdc-batch bench owner ${i}`)));
@@ -83,8 +94,14 @@ export async function benchOwners(
       };
       const runs: OwnersRun[] = [];
       for (let i = 0; i < p.runs; i++) {
-        const flow = await runProductBatch(slowCtx, { rows, workers: 1, env, name: `owners-${owners}-${i}` });
-        const { commands, inspected: _inspected, ...r0 } = flow;
+        const flow = await runProductBatch(slowCtx, {
+          rows,
+          workers: 1,
+          env,
+          name: `owners-${owners}-${i}`,
+          inspect: (client, prefix) => handoffs(client, prefix, owners),
+        });
+        const { commands, inspected, ...r0 } = flow;
         const cycles = await ownerCycles(sandbox);
         const serial = owners === 1 ? await serialSection(sandbox, rows.length) : undefined;
         const r: OwnersRun = {
@@ -92,10 +109,11 @@ export async function benchOwners(
           ownerCycleMs: cycles.cycleMs,
           ownersPaying: cycles.owners,
           callMs: serial?.callMs,
+          handoffsPerTransfer: (inspected ?? 0) / rows.length,
         };
         runs.push(r);
         ctx.log(
-          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s); per transfer: ${topCommands(commands, rows.length, 12)}`,
+          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s), handed over ${(r.handoffsPerTransfer ?? 0).toFixed(2)}; per transfer: ${topCommands(commands, rows.length, 12)}`,
         );
       }
       counts.push({ owners, rows: rows.length, runs });
