@@ -52,6 +52,10 @@ function cpuRow(label: string, runs: readonly FlowRun[]): string {
     1,
   )} |`;
 }
+function sumValues(r: Readonly<Record<string, number>> | undefined): number {
+  return r ? Object.values(r).reduce((a, b) => a + b, 0) : Number.NaN;
+}
+
 const CPU_HEADER = [
   '| run | worker CPU ms / transfer | sandbox CPU ms / transfer | Redis CPU ms / transfer | total CPU ms / transfer | Redis commands / transfer | Lua scripts / transfer |',
   '|---|---|---|---|---|---|---|---|',
@@ -437,12 +441,52 @@ function owners(x: OwnersResult): string[] {
   for (const c of x.counts) lines.push(cpuRow(`${c.owners} owner${c.owners > 1 ? 's' : ''}`, c.runs));
   lines.push(
     '',
+    'Jobs handed back to the queue (moved to delayed) per transfer, by reason (the workers’ `waits` counters): a job',
+    'waiting for a nonce lease that leaves its worker slot and comes back costs its BullMQ round trip each time.',
+    '',
+    '| owners | handed back / transfer | of which waiting for a nonce lease |',
+    '|---|---|---|',
+  );
+  for (const c of x.counts) {
+    const all = med(c.runs, (r) => sumValues(r.handedBackPerTransfer));
+    const lease = med(c.runs, (r) =>
+      r.handedBackPerTransfer ? (r.handedBackPerTransfer['nonce_lease'] ?? 0) : Number.NaN,
+    );
+    lines.push(`| ${c.owners} | ${fmt(all, 2)} | ${fmt(lease, 2)} |`);
+  }
+  const many = x.processes;
+  if (many) {
+    const rate = med(many.runs, (r) => r.perSecond);
+    lines.push(
+      '',
+      `One owner served by ${many.workers} worker processes (WORKER_CONCURRENCY=${x.concurrency} each, ${fmt(many.rows)} rows): each`,
+      'process bounds itself, so more jobs wait for the one lease, in their slots, woken by name.',
+      '',
+      '| processes | transfers/s | fraction of bound | Redis commands / transfer | handed back / transfer | of which for a nonce lease |',
+      '|---|---|---|---|---|---|',
+      `| ${many.workers} | ${fmt(rate, 2)} | ${fmt(rate / x.boundPerOwner, 2)} | ${fmt(
+        med(many.runs, (r) => r.commandsPerTransfer),
+        0,
+      )} | ${fmt(
+        med(many.runs, (r) => sumValues(r.handedBackPerTransfer)),
+        2,
+      )} | ${fmt(
+        med(many.runs, (r) =>
+          r.handedBackPerTransfer ? (r.handedBackPerTransfer['nonce_lease'] ?? 0) : Number.NaN,
+        ),
+        2,
+      )} |`,
+    );
+  }
+  lines.push(
+    '',
     '**Reading it.** No owner count can reach 0.9 of the issue’s bound (owners × 1 ÷ the latency): the sandbox’s',
     'transfer call itself takes the latency plus the anvil transactions, so one owner’s ceiling is the latency ÷ the',
     'service’s time per call. The column after the target measures against that ceiling. Where the owner cycle',
     'grows with the count, the worker, the sandbox, its anvil processes and Redis are sharing the machine’s cores',
-    '(the sandbox column counts the sandbox process alone, not its anvil children), and every waiting job — the',
-    'worker’s slots spread over the pools — cycles through BullMQ, which the Redis commands per transfer show.',
+    '(the sandbox column counts the sandbox process alone, not its anvil children). A worker takes at most 6 jobs',
+    'per owner of a chain (docs/nonces.md, “Jobs waiting for the lease”): the rest wait in BullMQ’s wait list at no',
+    'cost, and the few waiting for a lease wait in their slots, woken by name, instead of cycling through BullMQ.',
   );
   return lines;
 }

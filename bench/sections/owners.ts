@@ -1,7 +1,9 @@
-import { keccak256, toHex } from 'viem';
+import { keccak256, toHex, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { evmRows } from '../lib/rows.ts';
-import { startBenchSandbox } from '../lib/stack.ts';
+import { startBenchSandbox, type BenchRedis } from '../lib/stack.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
+import { topCommands } from '../lib/redis-info.ts';
 import { median } from '../lib/stats.ts';
 import { EVM_CONCURRENCY, REALISTIC_LATENCY_MS, serialSection } from './evm.ts';
 import { runProductBatch, type Context, type FlowRun } from './throughput.ts';
@@ -20,6 +22,8 @@ export type OwnersRun = FlowRun & {
   readonly callMs?: number | undefined;
   /** How many owners the ledger shows paying. */
   readonly ownersPaying: number;
+  /** Leases handed straight from a committing holder to its preparer, per transfer (the pools' counters). */
+  readonly handoffsPerTransfer?: number | undefined;
 };
 
 export type OwnersResult = {
@@ -32,7 +36,13 @@ export type OwnersResult = {
     readonly rows: number;
     readonly runs: readonly OwnersRun[];
   }[];
+  /** One owner served by several worker processes: each bounds itself, the lease arbitrates. */
+  readonly processes?:
+    { readonly workers: number; readonly rows: number; readonly runs: readonly OwnersRun[] } | undefined;
 };
+
+/** Worker processes of the several-processes run (one owner; BENCH_OWNER_PROCESSES, 0 leaves it out). */
+const PROCESSES = Number(process.env['BENCH_OWNER_PROCESSES'] ?? '3');
 
 /** Per owner, the median gap between its consecutive acceptances; the median of those. */
 async function ownerCycles(sandbox: SandboxProcess): Promise<{ cycleMs: number; owners: number }> {
@@ -46,6 +56,14 @@ async function ownerCycles(sandbox: SandboxProcess): Promise<{ cycleMs: number; 
     return median(sorted.slice(1).map((t, i) => t - (sorted[i] as number)));
   });
   return { cycleMs: median(cycles), owners: byOwner.size };
+}
+
+/** Leases handed over on commits, summed over the bench owners' BASE pools. */
+async function handoffs(client: BenchRedis['client'], prefix: string, owners: number): Promise<number> {
+  const pipe = client.pipeline();
+  for (const key of benchOwnerKeys(owners))
+    pipe.hget(`${prefix}:nonce:BASE:${privateKeyToAccount(key as Hex).address}`, 'handoffs');
+  return ((await pipe.exec()) ?? []).reduce((a, [, v]) => a + Number(v ?? 0), 0);
 }
 
 /** Throwaway keys, the same every run (keccak of a label): never funded anywhere but the sandbox. */
@@ -65,6 +83,7 @@ export async function benchOwners(
   const concurrency = p.concurrency ?? EVM_CONCURRENCY;
   const sandbox = await startBenchSandbox(REALISTIC_LATENCY_MS);
   const counts: { owners: number; rows: number; runs: OwnersRun[] }[] = [];
+  let processes: OwnersResult['processes'];
   try {
     const slowCtx: Context = { ...ctx, sandbox };
     for (const owners of OWNER_COUNTS) {
@@ -75,8 +94,14 @@ export async function benchOwners(
       };
       const runs: OwnersRun[] = [];
       for (let i = 0; i < p.runs; i++) {
-        const flow = await runProductBatch(slowCtx, { rows, workers: 1, env, name: `owners-${owners}-${i}` });
-        const { commands: _commands, inspected: _inspected, ...r0 } = flow;
+        const flow = await runProductBatch(slowCtx, {
+          rows,
+          workers: 1,
+          env,
+          name: `owners-${owners}-${i}`,
+          inspect: (client, prefix) => handoffs(client, prefix, owners),
+        });
+        const { commands, inspected, ...r0 } = flow;
         const cycles = await ownerCycles(sandbox);
         const serial = owners === 1 ? await serialSection(sandbox, rows.length) : undefined;
         const r: OwnersRun = {
@@ -84,16 +109,45 @@ export async function benchOwners(
           ownerCycleMs: cycles.cycleMs,
           ownersPaying: cycles.owners,
           callMs: serial?.callMs,
+          handoffsPerTransfer: (inspected ?? 0) / rows.length,
         };
         runs.push(r);
         ctx.log(
-          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s)`,
+          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s), handed over ${(r.handoffsPerTransfer ?? 0).toFixed(2)}; per transfer: ${topCommands(commands, rows.length, 12)}`,
         );
       }
       counts.push({ owners, rows: rows.length, runs });
     }
+    if (PROCESSES > 0) processes = await oneOwnerManyProcesses(slowCtx, p.runs, concurrency);
   } finally {
     await sandbox.close();
   }
-  return { latencyMs: REALISTIC_LATENCY_MS, concurrency, boundPerOwner: 1000 / REALISTIC_LATENCY_MS, counts };
+  return {
+    latencyMs: REALISTIC_LATENCY_MS,
+    concurrency,
+    boundPerOwner: 1000 / REALISTIC_LATENCY_MS,
+    counts,
+    processes,
+  };
+}
+
+/** One owner, PROCESSES worker processes of `concurrency` each: more jobs wait for the one lease. */
+async function oneOwnerManyProcesses(
+  ctx: Context,
+  runs: number,
+  concurrency: number,
+): Promise<NonNullable<OwnersResult['processes']>> {
+  const rows = evmRows(ROWS_PER_OWNER, ['BASE'], 'own1p', 'ARB');
+  const env = { WORKER_CONCURRENCY: String(concurrency), EVM_PRIVATE_KEY: benchOwnerKeys(1).join(',') };
+  const out: OwnersRun[] = [];
+  for (let i = 0; i < runs; i++) {
+    const flow = await runProductBatch(ctx, { rows, workers: PROCESSES, env, name: `owners-1-p${i}` });
+    const { commands, inspected: _inspected, ...r0 } = flow;
+    const cycles = await ownerCycles(ctx.sandbox);
+    out.push({ ...r0, ownerCycleMs: cycles.cycleMs, ownersPaying: cycles.owners });
+    ctx.log(
+      `owners 1, ${PROCESSES} processes, run ${i + 1}: ${r0.perSecond.toFixed(2)}/s; per transfer: ${topCommands(commands, rows.length, 12)}`,
+    );
+  }
+  return { workers: PROCESSES, rows: rows.length, runs: out };
 }

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import type { Chain } from '../../src/domain/chains.ts';
+import { metricKeys } from '../../src/metrics/worker-metrics.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import type { Row } from '../../support/fixtures.ts';
 import { REPO_ROOT } from '../../support/cli.ts';
@@ -32,6 +33,11 @@ export type FlowRun = {
   readonly scriptsPerTransfer: number;
   /** CPU (user + sys) per transfer, ms, of each process while the batch ran. */
   readonly cpuMsPerTransfer: { readonly worker: number; readonly sandbox: number; readonly redis: number };
+  /**
+   * Jobs handed back to the queue (moved to delayed) per transfer, by reason (the workers' `waits`
+   * counters): a job waiting for a nonce lease that cycles through BullMQ shows here. Absent for raw runs.
+   */
+  readonly handedBackPerTransfer?: Readonly<Record<string, number>> | undefined;
 };
 
 export type Context = {
@@ -128,6 +134,8 @@ export async function runProductBatch<T = undefined>(
     const outcome = await batchOutcome(redis.client, prefix, batchId);
     const inspected = p.inspect ? await p.inspect(redis.client, prefix, batchId) : undefined;
     await group.stop();
+    // Read once the workers stopped: they flush their counters on close (worker-metrics.ts).
+    const handedBack = await handedBackPerTransfer(redis.client, prefix, p.rows.length);
     if (outcome.notSubmitted > 0) {
       throw new Error(`${p.name}: ${outcome.notSubmitted} of ${outcome.rows} transfers were not submitted`);
     }
@@ -142,6 +150,7 @@ export async function runProductBatch<T = undefined>(
         sandbox: (cpu1.sandbox - cpu0.sandbox) / p.rows.length,
         redis: (cpu1.redis - cpu0.redis) / p.rows.length,
       },
+      handedBackPerTransfer: handedBack,
       commands: calls,
       inspected,
     };
@@ -149,6 +158,21 @@ export async function runProductBatch<T = undefined>(
     for (const w of workers) await w.stop();
     await redis.stop();
   }
+}
+
+/** The workers' `waits|<CHAIN>|<kind>` counters (worker-metrics.ts), summed over chains, per transfer. */
+async function handedBackPerTransfer(
+  client: BenchRedis['client'],
+  prefix: string,
+  transfers: number,
+): Promise<Record<string, number>> {
+  const counters = await client.hgetall(metricKeys(prefix).counters);
+  const out: Record<string, number> = {};
+  for (const [field, value] of Object.entries(counters)) {
+    const m = /^waits\|[^|]+\|(.+)$/.exec(field);
+    if (m) out[m[1] as string] = (out[m[1] as string] ?? 0) + Number(value) / transfers;
+  }
+  return out;
 }
 
 async function checkPaidOnce(sandbox: SandboxProcess, rows: number, name: string): Promise<void> {

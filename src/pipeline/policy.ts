@@ -15,7 +15,12 @@ export type PipelinePolicy = {
   readonly maxRebuilds: number;
   readonly backoffBaseMs: number;
   readonly backoffMaxMs: number;
-  /** How long a job waits for its (chain, owner) nonce lease before yielding its worker slot. */
+  /**
+   * How long a job waits for its (chain, owner) nonce lease before yielding its worker slot. Long:
+   * a worker takes only the EVM jobs its owners can use (queue/transfer-workers.ts), so a job waits
+   * here only behind a few others (more with several worker processes), woken by name when the lease
+   * frees (signing/evm/nonce-wakeups.ts); a job that gave up would go round BullMQ and wait again.
+   */
   readonly leaseWaitMs: number;
   /**
    * When a `needs_review` payload is first looked at again, this long after its deadline or
@@ -38,7 +43,7 @@ export const DEFAULT_POLICY: PipelinePolicy = {
   maxRebuilds: 2,
   backoffBaseMs: 250,
   backoffMaxMs: 15_000,
-  leaseWaitMs: 5_000,
+  leaseWaitMs: 30_000,
   settleMarginMs: 30_000,
   nonceSettleWindowMs: 20_000,
 };

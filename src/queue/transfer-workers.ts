@@ -1,6 +1,6 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Chain } from '../domain/chains.ts';
+import { isEvmChain, type Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
@@ -25,6 +25,15 @@ import { queueOptions } from './queue-options.ts';
 export const WORKER_LOCK_MS = 30_000;
 export const WORKER_STALLED_INTERVAL_MS = 15_000;
 export const WORKER_MAX_STALLED = 3;
+/**
+ * Jobs an EVM source chain's worker runs at once, per treasury owner it has a key for: one owner's
+ * permits go one at a time (the nonce lease), so a job beyond these only waits for the lease. Per
+ * owner: the job finishing after its acceptance, the lease holder with its permit in flight, the one
+ * preparing the next permit (docs/nonces.md), and jobs estimating and reserving on their way to the
+ * prepare slot. The rest stay in BullMQ's wait list, which costs nothing while they wait, instead of
+ * each waiting in a worker slot and going back to the queue when its lease wait runs out.
+ */
+export const EVM_JOBS_PER_OWNER = 6;
 /** How often the sweeper looks for transfers without a live job (sweeper.ts). */
 const SWEEP_EVERY_MS = 30_000;
 
@@ -124,7 +133,7 @@ function startWorker(
     {
       connection,
       prefix: deps.prefix,
-      concurrency: deps.concurrency,
+      concurrency: jobsAtOnce(deps.concurrency, deps.pipeline.evm?.signers.length ?? 0, source),
       lockDuration: WORKER_LOCK_MS,
       stalledInterval: WORKER_STALLED_INTERVAL_MS,
       maxStalledCount: WORKER_MAX_STALLED,
@@ -137,6 +146,16 @@ function startWorker(
   worker.on('failed', (job, err) => onJobFailed(processorDeps, job, err));
   worker.on('stalled', (jobId) => deps.logger.warn({ jobId, queue: name }, 'job stalled; it will run again'));
   return worker;
+}
+
+/**
+ * `WORKER_CONCURRENCY`, bounded on an EVM source chain by what its owners can use
+ * (EVM_JOBS_PER_OWNER). Each process bounds itself; with several, the nonce lease in Redis stays
+ * the arbiter and the jobs one process takes beyond an owner's pace wait for it in the job.
+ */
+export function jobsAtOnce(concurrency: number, owners: number, source: Chain): number {
+  if (!isEvmChain(source)) return concurrency;
+  return Math.min(concurrency, Math.max(1, owners) * EVM_JOBS_PER_OWNER);
 }
 
 /**

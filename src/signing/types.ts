@@ -82,6 +82,11 @@ export type NonceManager = {
    * later permits do not skip nonces that will never be used. Returns whether it moved back.
    */
   settleDoubt(chain: EvmChain, owner: string, doubt: NonceDoubt, verdict: DoubtVerdict): Promise<boolean>;
+  /**
+   * How many of this process's transfers wait for the lease of (chain, owner) now (its preparer
+   * included): a transfer that finds every owner busy waits for the least awaited one.
+   */
+  waiting?(chain: EvmChain, owner: string): number;
 };
 
 export type AcquireOptions = {

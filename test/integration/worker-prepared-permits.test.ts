@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
+import { metricKeys } from '../../src/metrics/worker-metrics.ts';
+import { queueNameFor } from '../../src/queue/jobs.ts';
+import { EVM_JOBS_PER_OWNER } from '../../src/queue/transfer-workers.ts';
 import { keys } from '../../src/store/keys.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { checkLedger, startStack, type Stack } from '../helpers/e2e.ts';
@@ -40,6 +43,26 @@ async function records(stack: Stack, batchId: string, ids: string[]) {
   );
 }
 
+/** The most jobs seen active at once on `queue`, sampled until `stop()`. */
+function watchActiveJobs(stack: Stack, queue: string): { stop(): Promise<number> } {
+  const key = `${stack.env['QUEUE_PREFIX']}:${queue}:active`;
+  let most = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      most = Math.max(most, await stack.client.llen(key));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return most;
+    },
+  };
+}
+
 describe('worker: the next permit prepared while one is in flight', () => {
   let stack: Stack | undefined;
   afterEach(async () => {
@@ -53,10 +76,18 @@ describe('worker: the next permit prepared while one is in flight', () => {
     const rows = baseRows(60, 'p');
     const { code, batchId } = await s.enqueue(rows);
     expect(code).toBe(0);
-    s.startWorker();
-    s.startWorker();
+    const workers = [s.startWorker(), s.startWorker()];
+    // Each process takes at most EVM_JOBS_PER_OWNER jobs of the one owner (WORKER_CONCURRENCY is
+    // 16): the rest wait in BullMQ's wait list, never in a worker slot.
+    const active = watchActiveJobs(s, queueNameFor('BASE'));
     const doc = await s.waitComplete(batchId, 110_000);
     expect(doc.counts).toMatchObject({ submitted: 60, failed: 0, needs_review: 0 });
+    expect(await active.stop()).toBeLessThanOrEqual(2 * EVM_JOBS_PER_OWNER);
+    // A job that waited for the lease waited in its slot, woken by name: none went back to the
+    // queue for it (the workers' counters, flushed as they stop).
+    await Promise.all(workers.map((w) => w.stop(10_000)));
+    const counters = await s.client.hgetall(metricKeys(s.env['QUEUE_PREFIX'] as string).counters);
+    expect(counters['waits|BASE|nonce_lease']).toBeUndefined();
     const ledger = await s.ledger();
     const { paidTwice, problems } = checkLedger(doc, ledger);
     expect(paidTwice).toEqual([]);

@@ -142,6 +142,29 @@ describe('nonce manager', () => {
     expect(gotAt - releasedAt).toBeLessThan(10_000);
   });
 
+  it('counts the transfers of this process that wait for a lease, until each has it', async () => {
+    const prefix = `${suite.prefix}-waiting`;
+    const { reader } = fakeChain();
+    const here = manager(reader, { prefix });
+    const there = manager(reader, { prefix });
+    const held = await here.acquire('BASE', OWNER, 'b/held');
+    const mine = [here.acquire('BASE', OWNER, 'b/w1'), here.acquire('BASE', OWNER, 'b/w2')];
+    const theirs = there.acquire('BASE', OWNER, 'b/w3');
+    await waitFor('two waiters here, one there', async () =>
+      here.waiting('BASE', OWNER) === 2 && there.waiting('BASE', OWNER) === 1 ? true : undefined,
+    );
+    expect(here.waiting('ETH', OWNER)).toBe(0);
+    // Each gets the lease in turn, as the one before commits; then nobody waits.
+    const pending = new Set([...mine, theirs]);
+    await held.commit();
+    while (pending.size > 0) {
+      const [p, lease] = await Promise.race([...pending].map((w) => w.then((l) => [w, l] as const)));
+      pending.delete(p);
+      await lease.commit();
+    }
+    expect(here.waiting('BASE', OWNER) + there.waiting('BASE', OWNER)).toBe(0);
+  });
+
   it('never hands out a nonce below its own next because the chain still shows an old value', async () => {
     const { reader, chain } = fakeChain(0n);
     const m = manager(reader);

@@ -106,7 +106,7 @@ function preferSaved(signers: readonly EvmSigner[], saved: string | null): reado
 
 /**
  * One pass over the owners in order (a free lease whose balance covers the amount wins); when every
- * lease is taken, waits for one of them, spread over the owners by transfer id.
+ * lease is taken, waits for the one this process's transfers wait for least.
  */
 async function chooseAmong(run: Run, order: readonly EvmSigner[]): Promise<OwnedLease> {
   const { ctx, chain, rec } = run;
@@ -138,7 +138,7 @@ async function chooseAmong(run: Run, order: readonly EvmSigner[]): Promise<Owned
     if (short.length === 0 && held) return await waitHeld(ctx, held);
     return await waitShort(run, short);
   }
-  const pick = busy[spreadIndex(ctx.transferId, busy.length)] as EvmSigner;
+  const pick = leastAwaited(run, busy);
   ctx.deps.metrics?.ownerLeaseWait?.(chain, pick.address);
   const lease = await waitForLease(run, pick);
   const why = await cover(run, pick.address);
@@ -149,6 +149,18 @@ async function chooseAmong(run: Run, order: readonly EvmSigner[]): Promise<Owned
     `owner ${pick.address} cannot cover ${formatUsdc(rec.amount)} USDC on ${chain} (${why}); trying the other owners`,
     'balance',
   );
+}
+
+/**
+ * Of the busy owners, the one fewest of this process's transfers wait for (its preparer included),
+ * so that every owner has a transfer preparing its next permit; ties spread by transfer id.
+ */
+function leastAwaited(run: Run, busy: readonly EvmSigner[]): EvmSigner {
+  const { ctx, chain } = run;
+  const waiting = (s: EvmSigner) => run.evm.nonces.waiting?.(chain, s.address) ?? 0;
+  const fewest = Math.min(...busy.map(waiting));
+  const least = busy.filter((s) => waiting(s) === fewest);
+  return least[spreadIndex(ctx.transferId, least.length)] as EvmSigner;
 }
 
 function spreadIndex(id: string, n: number): number {

@@ -70,6 +70,7 @@ export type RedisNonceManager = NonceManager & {
    * for the RPC: it only ever waits for a reading when it has none.
    */
   prefetch(chain: EvmChain, owner: string): void;
+  waiting(chain: EvmChain, owner: string): number;
   /** Closes the wake-up subscription (the caller's connection stays open). */
   close(): Promise<void>;
 };
@@ -379,6 +380,7 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
     doubts: (chain, owner, from) => readDoubts(m, keysOf(chain, owner), from),
     settleDoubt: (chain, owner, doubt, verdict) => settleDoubt(m, keysOf(chain, owner), doubt, verdict),
     state: (chain, owner) => readState(m, keysOf(chain, owner)),
+    waiting: (chain, owner) => m.wakeups.count(keysOf(chain, owner).pool),
     prefetch(chain, owner) {
       const keys = keysOf(chain, owner);
       void m.chain.read(keys.pool, chain, owner);

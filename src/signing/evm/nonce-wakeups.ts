@@ -15,6 +15,8 @@ export type Wakeups = {
   ready(): Promise<void>;
   /** Queues a waiter on `key` for `holder`. */
   arm(key: string, holder: string): Waiter;
+  /** How many waiters are queued on `key` now. */
+  count(key: string): number;
   /** Wakes every waiter (closing) and drops the subscription. */
   close(): Promise<void>;
 };
@@ -99,6 +101,7 @@ export function createWakeups(deps: { redis: Redis; channel: string; logger?: Lo
       return subscribed;
     },
     arm: (key, holder) => armWaiter(waiters, key, holder),
+    count: (key) => waiters.get(key)?.size ?? 0,
     async close() {
       for (const set of waiters.values()) for (const w of set) w.wake();
       const s = subscriber;
