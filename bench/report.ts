@@ -91,7 +91,7 @@ export function renderReport(r: BenchResults): string {
     `| service latency | the sandbox (\`usdc-batch sandbox --latency ${r.latencyMs}\`) in its own process answers every call after ${r.latencyMs} ms |`,
     '| chains | the sandbox executes on real local chains (issue 16): an anvil process per EVM chain (permit + transferFrom per EVM transfer, a mint at `minted`) and LiteSVM inside the sandbox process for Solana; its CPU per transfer includes theirs. There is no in-memory chain mode |',
     '',
-    'Reproduce everything with `npm run bench` (about 10 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster`',
+    'Reproduce everything with `npm run bench` (about 20 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster`',
     'picks sections, `BENCH_RUNS=N` sets the runs, `BENCH_QUICK=1` shrinks every size for a smoke run.',
     'Every process the bench starts (redis-servers, the sandbox, workers, the cluster) is its own OS',
     'process on 127.0.0.1 and is stopped at the end, also on failure or Ctrl-C.',
@@ -140,8 +140,10 @@ function summary(r: BenchResults): string[] {
     for (const c of r.owners.counts) {
       const bound = c.owners * r.owners.boundPerOwner;
       const frac = med(c.runs, (x) => x.perSecond) / bound;
+      // Issue 26's targets: 0.9 of owners ÷ latency up to four owners, 0.85 at eight.
+      const target = c.owners >= 8 ? 0.85 : 0.9;
       rows.push(
-        `| 7 | EVM flow, one chain, ${c.owners} owner${c.owners > 1 ? 's' : ''}, service at ${r.owners.latencyMs} ms: transfers/s / bound ${fmt(bound, 0)}/s | ${fmt(frac, 2)} | ≥ 0.9 | ${verdict(frac >= 0.9)} |`,
+        `| 7 | EVM flow, one chain, ${c.owners} owner${c.owners > 1 ? 's' : ''}, service at ${r.owners.latencyMs} ms: transfers/s / bound ${fmt(bound, 0)}/s | ${fmt(frac, 2)} | ≥ ${target} | ${verdict(frac >= target)} |`,
       );
     }
   }
@@ -349,6 +351,13 @@ function solana(x: SolanaResult): string[] {
     )}) |`,
     `| ratio worker / raw | **${fmt(median(ratio), 2)}×** (${runsOf(ratio, 2)}) — target ≥ 0.8×: ${verdict(ok)} |`,
     `| bound: concurrency / (3 calls × ${x.latencyMs} ms) | ${fmt(x.bound, 0)} — worker at ${fmt(oursRate / x.bound, 2)} of it, raw at ${fmt(rawRate / x.bound, 2)} |`,
+    '',
+    'Since issue 16 the sandbox builds, fee-pays and executes every transaction on LiteSVM in its own process,',
+    'which costs the worker’s side more of the shared 2 cores than the raw side: the ratio measured here is',
+    'below the 0.82× of the in-memory chains. Checked for issue 26 on the same machine, minutes apart',
+    '(`BENCH_ONLY=solana`, 3 runs each): the code before issue 26 (9657496) 0.60 / 0.68 / 0.64, the code',
+    'measured here 0.68 / 0.63 / 0.77 — no regression from issue 26’s changes; the target is missed since',
+    'the chains became real.',
     '',
     'Where the time goes — CPU per transfer of each process while the batch ran (from /proc and INFO cpu):',
     '',
@@ -811,7 +820,7 @@ function redis(footprint: RedisFootprint): string[] {
     '**Commands.** Issue 26 measured 250 per transfer (400 rows, `WORKER_CONCURRENCY=32`) against a target of',
     '≤ 80; this section measured 259 on the code before it (300 rows, concurrency 64, one run: enqueue 16, work',
     '172, following 71). What went, and why:',
-    '- **Following, 71 → ~12.** A BullMQ delayed job per submitted intent (added, promoted, taken, logged, its',
+    `- **Following, 71 → ${fmt(follow, 0)}** (12 at 300 rows). A BullMQ delayed job per submitted intent (added, promoted, taken, logged, its`,
     '  progress written, finished: ~55 commands) became a member of one sorted set, `P:follow`, that each worker',
     '  process claims in batches by one script about once a second (`src/queue/follow-loop.ts`,',
     '  `src/store/scripts/follow-claim.lua`); a final status costs the status script, the transfer job’s',
@@ -852,6 +861,13 @@ function redis(footprint: RedisFootprint): string[] {
     '  hash said once).',
     '- Still kept while BullMQ keeps the job: its hash with the outcome object (the job-results contract) and',
     '  its step logs — what ops read in bull-board.',
+    '',
+    `Once final, a user’s default Redis holds ${bytes(afterDone)} per transfer here: the finished transfer job`,
+    `${bytes(jobKb((j) => j.hashes) + jobKb((j) => j.logs))} (BullMQ stores its hash as a \`hashtable\`: the outcome object alone is longer than 64`,
+    `bytes), the retained ${bytes(median(runs.map((r) => r.usedMemoryRetained)))} and the capped streams. **≤ 4 KiB is missed** by about the`,
+    'size of the kept job, and ≤ 2 KiB with `hash-max-listpack-value 1024` too; a day later only the retained',
+    'figure is left. Making the kept job smaller would mean an outcome object or step logs that say less than',
+    'the job-results contract promises ops, so it was left as it is.',
     '',
     '### Retention: keeping Redis bounded over a year of nightly batches',
     '',
