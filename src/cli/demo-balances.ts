@@ -3,6 +3,7 @@ import { formatUsdc } from '../domain/money.ts';
 import type { TransferRequest } from '../domain/transfer.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import { cutsForScreen, table } from './format.ts';
+import { shortAddress } from '../domain/addresses.ts';
 
 /** An account the demo shows: who, on which chain, at which address. */
 export type DemoAccount = { readonly who: string; readonly chain: Chain; readonly address: string };
@@ -41,7 +42,7 @@ export function balancesTable(
 ): string {
   // Shortened on a terminal only: a pipe or a file gets each address whole.
   const cut = cutsForScreen();
-  const short = (a: string) => (cut && a.length > 14 ? `${a.slice(0, 6)}…${a.slice(-4)}` : a);
+  const short = (a: string) => (cut ? shortAddress(a) : a);
   return table(
     ['account', 'chain', 'address', 'before', 'after', 'change'],
     accounts.map((a, i) => {

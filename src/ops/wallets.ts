@@ -124,17 +124,19 @@ export async function readSolanaTokenBalance(
   return BigInt(amount);
 }
 
+/** What reading the treasury's wallets needs of the configuration (the treasury reads the same). */
+export type WalletReadConfig = Pick<
+  Config,
+  | 'evmPrivateKeys'
+  | 'solanaSecretKey'
+  | 'network'
+  | 'evmRpcUrl'
+  | 'solanaRpcUrl'
+  | 'solanaAllowedDestinations'
+>;
+
 type WalletsDeps = {
-  readonly config: Pick<
-    Config,
-    | 'evmPrivateKeys'
-    | 'solanaSecretKey'
-    | 'network'
-    | 'evmRpcUrl'
-    | 'solanaRpcUrl'
-    | 'queuePrefix'
-    | 'solanaAllowedDestinations'
-  >;
+  readonly config: WalletReadConfig & Pick<Config, 'queuePrefix'>;
   /** A connection for the nonce pool; undefined (or one that does not answer) shows no pool. */
   readonly redis?: Redis | undefined;
   readonly fetch?: typeof fetch;

@@ -1,3 +1,5 @@
+import { inLanes } from '../domain/pool.ts';
+
 /**
  * A loop that, about every `tickMs`, claims the items due and handles them, at most `concurrency`
  * at a time; a full claim is followed at once by the next (a backlog drains without waiting a
@@ -50,7 +52,8 @@ async function tick<T>(o: FollowLoopOptions<T>, stopped: () => boolean): Promise
     return false;
   }
   const left: T[] = [];
-  await eachBounded(items, o.concurrency, async (item) => {
+  // Each item's errors are caught here, so the lanes never stop early.
+  await inLanes(items, o.concurrency, async (item) => {
     if (stopped()) {
       left.push(item);
       return;
@@ -63,13 +66,4 @@ async function tick<T>(o: FollowLoopOptions<T>, stopped: () => boolean): Promise
   });
   if (left.length > 0) await o.release(left).catch((err: unknown) => o.onError(err));
   return items.length >= o.limit && !stopped();
-}
-
-/** Runs `fn` over `items`, at most `n` at a time. */
-async function eachBounded<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, lane));
 }

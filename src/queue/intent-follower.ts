@@ -171,8 +171,13 @@ async function pollIntent(f: Follower, intent: FollowedIntent): Promise<void> {
 async function notFound(f: Follower, intent: FollowedIntent): Promise<void> {
   const { deps } = f;
   await deps.store.saveIntentStatus(intent.batchId, intent.transferId, intent.intentId, { untracked: true });
-  await endReservation(f, intent, await deps.store.load(intent.batchId, intent.transferId));
-  await dropFollowedIntent(deps.redis, deps.prefix, intent);
+  await stopFollowing(f, intent);
+}
+
+/** It will not be followed any more: its owner reservation ends, and it leaves the follow set. */
+async function stopFollowing(f: Follower, intent: FollowedIntent): Promise<void> {
+  await endReservation(f, intent, await f.deps.store.load(intent.batchId, intent.transferId));
+  await dropFollowedIntent(f.deps.redis, f.deps.prefix, intent);
 }
 
 /** Polls again later, or — about 45 minutes after submit — stops following it. */
@@ -186,8 +191,7 @@ async function nextPoll(f: Follower, intent: FollowedIntent): Promise<void> {
     { intentId: intent.intentId, ageMs: age },
     'intent not final after 45 minutes: no longer followed',
   );
-  await endReservation(f, intent, await f.deps.store.load(intent.batchId, intent.transferId));
-  await dropFollowedIntent(f.deps.redis, f.deps.prefix, intent);
+  await stopFollowing(f, intent);
 }
 
 /**

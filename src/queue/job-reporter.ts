@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
 import type { StepName, StepReporter } from '../pipeline/run-transfer.ts';
 import { luaScript, runScript } from '../store/lua-script.ts';
+import { jobKeyOf } from './job-outcome.ts';
 
 /** Log lines kept per job (BullMQ `keepLogs`): the newest win, so a long wait cannot grow a job's log. */
 export const JOB_LOG_LINES = 20;
@@ -69,7 +70,7 @@ return 1
 
 /** The sink of a transfer job: its hash and log in Redis (docs/data-model.md "Step logs"). */
 export function jobReportSink(redis: Redis, job: Pick<Job, 'queueQualifiedName' | 'id'>): JobReportSink {
-  const key = `${job.queueQualifiedName}:${job.id ?? ''}`;
+  const key = jobKeyOf(job);
   return async (lines, progress) => {
     await runScript(
       redis,

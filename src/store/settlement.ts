@@ -12,9 +12,9 @@ import { formatUsdc } from '../domain/money.ts';
  */
 
 /**
- * Lua functions a script includes before its body: `tally(transferKey)` (what the transfer adds
- * now, nil when it adds nothing), `tallyOf(fields)` (the same from field values already read,
- * by name: TALLY_FIELDS) and `retally(batchKey, before, after)`. Amounts stay strings for
+ * Lua functions a script includes before its body: `tallyOf(fields)` (what the transfer adds,
+ * nil when it adds nothing, from its field values by name: `tallyFields(hmgetReply, offset)` names
+ * the TALLY_FIELDS of an HMGET reply) and `retally(batchKey, before, after)`. Amounts stay strings for
  * HINCRBY: a Lua number prints large values in exponent form, which HINCRBY refuses.
  */
 export const SETTLEMENT_LUA = `
@@ -23,11 +23,11 @@ local function tallyOf(v)
   if v.state ~= 'submitted' then return nil end
   return { amount = v.amount or '', fee = v.fee_total or '', net = v.net_receive or '', status = v.intent_status or '', untracked = v.intent_untracked == '1' }
 end
-local function tally(t)
-  local v = redis.call('HMGET', t, unpack(TALLY_FIELDS))
+-- The TALLY_FIELDS of an HMGET reply by name, read from position after + 1 on (absent ones left out).
+local function tallyFields(v, after)
   local byName = {}
-  for i, f in ipairs(TALLY_FIELDS) do if v[i] then byName[f] = v[i] end end
-  return tallyOf(byName)
+  for i, f in ipairs(TALLY_FIELDS) do if v[after + i] then byName[f] = v[after + i] end end
+  return byName
 end
 local function tallyIntent(x)
   if x.status == 'complete' then return 'intents_complete' end

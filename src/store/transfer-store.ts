@@ -33,10 +33,11 @@ import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
  * stored compact (docs/data-model.md "Memory").
  */
 const TRANSITION = luaScript(`${SETTLEMENT_LUA}
-local v = redis.call('HMGET', KEYS[1], 'state', 'op', 'line', 'amount', 'fee_total', 'net_receive', 'intent_status', 'intent_untracked')
-local cur = v[1]
+local v = redis.call('HMGET', KEYS[1], 'op', 'line', unpack(TALLY_FIELDS))
+local fields = tallyFields(v, 2)
+local cur = fields.state
 if not cur then return {-1, ''} end
-local last = v[2]
+local last = v[1]
 if last then
   local a = string.find(last, '|', 1, true)
   if a and string.sub(last, 1, a - 1) == ARGV[6] then
@@ -53,7 +54,6 @@ end
 local to = ARGV[2]
 local id = ARGV[3]
 local now = ARGV[4]
-local fields = { state = cur, amount = v[4], fee_total = v[5], net_receive = v[6], intent_status = v[7], intent_untracked = v[8] }
 local before = tallyOf(fields)
 -- The patch: a value '' deletes its field (an empty field is an absent one), as do the clears.
 local sets, dels = {}, {}
@@ -78,7 +78,7 @@ local completed = 0
 local batchSets = { 'updated_at', now }
 if cur ~= to then
   redis.call('ZREM', KEYS[3] .. cur, id)
-  redis.call('ZADD', KEYS[3] .. to, v[3] or '0', id)
+  redis.call('ZADD', KEYS[3] .. to, v[2] or '0', id)
   redis.call('HINCRBY', KEYS[2], 'n_' .. cur, -1)
   redis.call('HINCRBY', KEYS[2], 'n_' .. to, 1)
   local isFinal = {}
@@ -123,9 +123,7 @@ return {1, cur, completed}
  * for a submitted transfer, its paid totals).
  */
 const SAVE_ESTIMATE = luaScript(`${SETTLEMENT_LUA}
-local v = redis.call('HMGET', KEYS[1], unpack(TALLY_FIELDS))
-local fields = {}
-for i, f in ipairs(TALLY_FIELDS) do if v[i] then fields[f] = v[i] end end
+local fields = tallyFields(redis.call('HMGET', KEYS[1], unpack(TALLY_FIELDS)), 0)
 local before = tallyOf(fields)
 local oldFee = tonumber(fields.fee_total or '0')
 local oldNet = tonumber(fields.net_receive or '0')
@@ -148,8 +146,7 @@ return 1
 const SAVE_INTENT_STATUS = luaScript(`${SETTLEMENT_LUA}
 local v = redis.call('HMGET', KEYS[1], 'intent_id', unpack(TALLY_FIELDS))
 if v[1] ~= ARGV[1] then return 0 end
-local fields = {}
-for i, f in ipairs(TALLY_FIELDS) do if v[i + 1] then fields[f] = v[i + 1] end end
+local fields = tallyFields(v, 1)
 local before = tallyOf(fields)
 local flat = { 'updated_at', ARGV[4] }
 if ARGV[2] ~= '' then

@@ -1,7 +1,10 @@
-import type { Config } from '../config/config.ts';
 import { isEvmChain, type Chain, type EvmChain } from '../domain/chains.ts';
 import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
-import { DEFAULT_WALLET_RPC_TIMEOUT_MS, readSolanaTokenBalance } from '../ops/wallets.ts';
+import {
+  DEFAULT_WALLET_RPC_TIMEOUT_MS,
+  readSolanaTokenBalance,
+  type WalletReadConfig,
+} from '../ops/wallets.ts';
 import { createChainReader, type EvmChainReader } from '../signing/evm/chain-reader.ts';
 import { evmAddressOfKey } from '../signing/evm/owner-address.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
@@ -13,15 +16,8 @@ import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
  * naming it: nothing is planned on a guess.
  */
 
-export type TreasuryConfig = Pick<
-  Config,
-  | 'evmPrivateKeys'
-  | 'solanaSecretKey'
-  | 'network'
-  | 'evmRpcUrl'
-  | 'solanaRpcUrl'
-  | 'solanaAllowedDestinations'
->;
+/** The configuration the treasury's reads take: the same as `wallets` (ops/wallets.ts). */
+export type TreasuryConfig = WalletReadConfig;
 
 /** The treasury's own addresses: EVM owners in configured order, the Solana keypair and its USDC account. */
 export type TreasuryAddresses = {
