@@ -1,3 +1,4 @@
+import { createWriteStream } from 'node:fs';
 import { Redis } from 'ioredis';
 
 /**
@@ -26,19 +27,27 @@ export const COMMAND_KINDS = [
 ] as const;
 export type CommandKind = (typeof COMMAND_KINDS)[number];
 
-export async function traceCommands(url: string, prefix: string): Promise<CommandTrace> {
+/**
+ * `dumpTo` (the bench's `BENCH_TRACE_FILE`): every command seen is also written there, one line each
+ * (its kind, then the command with its arguments cut to 40 characters, indented when a Lua script
+ * ran it), to find what to cut.
+ */
+export async function traceCommands(url: string, prefix: string, dumpTo?: string): Promise<CommandTrace> {
   const counts = new Map<string, number>();
   const client = new Redis(url, { maxRetriesPerRequest: 2 });
   client.on('error', () => {});
+  const dump = dumpTo ? createWriteStream(dumpTo) : undefined;
   const monitor = await client.monitor();
-  monitor.on('monitor', (_time: string, args: string[]) => {
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
     const kind = kindOf(prefix, args);
     if (kind) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    if (kind && dump) dump.write(`${kind}\t${source === 'lua' ? '  ' : ''}${args.map((a) => a.slice(0, 40)).join(' ')}\n`);
   });
   return {
     async stop() {
       monitor.disconnect();
       client.disconnect();
+      if (dump) await new Promise((done) => dump.end(done));
       return counts;
     },
   };

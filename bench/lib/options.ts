@@ -4,6 +4,7 @@
  * - BENCH_QUICK=1: small sizes and one run, to develop the bench itself; its numbers mean little.
  * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster: a subset of the sections.
  * - BENCH_OUT: where to write the report (default BENCHMARKS.md at the repository root).
+ * - BENCH_TRACE_FILE: the redis section's MONITOR run also writes every command it saw there.
  */
 export const SECTIONS = ['ingest', 'solana', 'evm', 'owners', 'redis', 'scale', 'cluster'] as const;
 export type Section = (typeof SECTIONS)[number];
@@ -13,6 +14,7 @@ export type BenchOptions = {
   readonly runs: number;
   readonly only: ReadonlySet<Section>;
   readonly out: string | undefined;
+  readonly traceFile: string | undefined;
   readonly sizes: {
     readonly ingestRows: number;
     readonly solanaRows: number;
@@ -38,6 +40,7 @@ export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
     runs,
     only,
     out: env['BENCH_OUT'],
+    traceFile: env['BENCH_TRACE_FILE'],
     sizes: quick
       ? {
           ingestRows: 10_000,

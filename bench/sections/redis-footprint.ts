@@ -88,7 +88,7 @@ export const LISTPACK_ARGS = ['--hash-max-listpack-value', '1024'] as const;
 
 export async function benchRedisFootprint(
   ctx: Context,
-  p: { rows: number; runs: number },
+  p: { rows: number; runs: number; traceFile?: string | undefined },
 ): Promise<RedisFootprint> {
   const out: RedisRun[] = [];
   const show = (what: string, r: RedisRun) =>
@@ -103,7 +103,7 @@ export async function benchRedisFootprint(
   }
   const listpack = await oneRun(ctx, p.rows, p.runs, LISTPACK_ARGS);
   show('with hash-max-listpack-value 1024', listpack);
-  const traced = await oneRun(ctx, p.rows, p.runs + 1, undefined, true);
+  const traced = await oneRun(ctx, p.rows, p.runs + 1, undefined, p.traceFile ?? true);
   const byKind = traced.byKind ?? {};
   const said = Object.entries(byKind).map(([k, v]) => `${k} ${v.toFixed(1)}`);
   ctx.log(`redis traced run: ${said.join('; ')}`);
@@ -115,7 +115,8 @@ async function oneRun(
   n: number,
   i: number,
   redisArgs?: readonly string[],
-  trace = false,
+  /** true, or a file to write every command seen to (bench/lib/command-trace.ts). */
+  trace: boolean | string = false,
 ): Promise<RedisRun & { byKind?: Record<string, number> }> {
   const redis = await startBenchRedis(redisArgs);
   let stopWorkers: (() => Promise<void>) | undefined;
@@ -135,7 +136,7 @@ async function oneRun(
 
     await redis.client.config('RESETSTAT');
     const m0 = await usedMemory(redis.client);
-    if (trace) tracer = await traceCommands(redis.url, prefix);
+    if (trace) tracer = await traceCommands(redis.url, prefix, typeof trace === 'string' ? trace : undefined);
     const { batchId } = await enqueueFile(file, env);
     const enqueueCalls = totalCalls(await commandCalls(redis.client));
     const m1 = await usedMemory(redis.client);
