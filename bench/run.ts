@@ -103,7 +103,9 @@ try {
       }),
     );
     results.owners = await section('owners', () => benchOwners(ctx, { runs }));
-    results.redis = await section('redis', () => benchRedisFootprint(ctx, { rows: sizes.redisRows, runs, traceFile: options.traceFile }));
+    results.redis = await section('redis', () =>
+      benchRedisFootprint(ctx, { rows: sizes.redisRows, runs, traceFile: options.traceFile }),
+    );
     results.scale = await section('scale', () => benchScale(ctx, { rows: sizes.scaleRows, runs }));
     results.cluster = await section('cluster', () => benchCluster(ctx, { rows: sizes.clusterRows }));
     await sandbox.close();

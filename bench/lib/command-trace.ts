@@ -41,7 +41,8 @@ export async function traceCommands(url: string, prefix: string, dumpTo?: string
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     const kind = kindOf(prefix, args);
     if (kind) counts.set(kind, (counts.get(kind) ?? 0) + 1);
-    if (kind && dump) dump.write(`${kind}\t${source === 'lua' ? '  ' : ''}${args.map((a) => a.slice(0, 40)).join(' ')}\n`);
+    if (kind && dump)
+      dump.write(`${kind}\t${source === 'lua' ? '  ' : ''}${args.map((a) => a.slice(0, 40)).join(' ')}\n`);
   });
   return {
     async stop() {

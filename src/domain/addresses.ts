@@ -57,7 +57,10 @@ export function checkSolanaAddress(text: string): AddressCheck {
   return { ok: true, value: text };
 }
 
-/** An address as a log line names it: `0x4BB8…2aAe` (the full one is in the record and the job's result). */
+/**
+ * An address (or a tx hash or signature) as a log line names it: `0x4BB8…2aAe`; the full one is in the
+ * record and the job's result.
+ */
 export function shortAddress(a: string): string {
   return a.length > 14 ? `${a.slice(0, 6)}…${a.slice(-4)}` : a;
 }

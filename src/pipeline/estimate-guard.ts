@@ -18,7 +18,7 @@ export async function estimateAndGuard(ctx: Ctx, rec: TransferRecord): Promise<S
       const est = await service.estimate({ from: rec.from, to: rec.to, amount: rec.amount });
       ctx.report(
         'estimate',
-        `POST /sdk/v1/estimate: fee ${formatUsdc(est.fee.total)} USDC (platform ${formatUsdc(est.fee.platform)}, gas ${formatUsdc(est.fee.gas)}), net ${formatUsdc(est.netReceive)} USDC, ${bpsOf(est.fee.total, rec.amount)} bps (MAX_FEE_BPS ${config.maxFeeBps})`,
+        `fee ${formatUsdc(est.fee.total)} USDC (platform ${formatUsdc(est.fee.platform)}, gas ${formatUsdc(est.fee.gas)}), net ${formatUsdc(est.netReceive)} USDC, ${bpsOf(est.fee.total, rec.amount)} bps (MAX_FEE_BPS ${config.maxFeeBps})`,
       );
       await store.saveEstimate(ctx.batchId, ctx.transferId, est.fee, est.netReceive);
       if (reestimate) await store.save(ctx.batchId, ctx.transferId, { reestimate: '' });

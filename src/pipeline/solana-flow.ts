@@ -1,5 +1,6 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
+import { shortAddress } from '../domain/addresses.ts';
 import type { SolanaSigner } from '../signing/types.ts';
 import { savedSteps, type SavedSteps, type TransferPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
@@ -93,7 +94,7 @@ async function buildCheckedTx(
   }
   ctx.report(
     'build',
-    `POST /sdk/v1/solana/build-tx: intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${rec.recipient}, expires ${built.expiresAt ?? 'not given'}`,
+    `intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${shortAddress(rec.recipient)}, expires ${built.expiresAt ?? 'not given'}`,
   );
   const verdict = signer.check(
     built.transaction,
@@ -112,7 +113,7 @@ async function buildCheckedTx(
   const signed = await signer.sign(built.transaction);
   ctx.report(
     'sign',
-    `checked (it does only the requested payment) and signed by ${signer.address}, not the fee payer`,
+    `checked (it does only the requested payment) and signed by ${shortAddress(signer.address)}, not the fee payer`,
   );
   const gen = (steps.payloadGen ?? 0) + 1;
   return {
@@ -155,12 +156,7 @@ async function submitTx(
   rebuilds: number,
 ): Promise<StepOutcome | 'resend' | 'rebuild'> {
   const key = `${ctx.batchId}/${ctx.transferId}/${tx.gen}`;
-  await beginSend(
-    ctx,
-    rec,
-    { call: `POST /sdk/v1/solana/submit (intent ${tx.intentId})`, idempotencyKey: key },
-    tx.fresh,
-  );
+  await beginSend(ctx, rec, { call: 'POST /sdk/v1/solana/submit', idempotencyKey: key }, tx.fresh);
   try {
     const res = await ctx.deps.service.submitSolanaTx(
       { intentId: tx.intentId, signedTransaction: tx.signed },
@@ -168,7 +164,7 @@ async function submitTx(
     );
     ctx.report(
       'answer',
-      `accepted: intent ${res.intentId || tx.intentId} (${res.status}), signature ${res.txSignature ?? 'not given'}`,
+      `accepted: intent ${res.intentId || tx.intentId} (${res.status}), signature ${res.txSignature ? shortAddress(res.txSignature) : 'not given'}`,
     );
     return await submitted(ctx, {
       intent_id: res.intentId || tx.intentId,

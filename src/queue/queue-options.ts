@@ -3,11 +3,12 @@ import type { QueueOptions } from 'bullmq';
 /**
  * Entries kept in each queue's `…:events` stream. Nothing of ours reads the streams (no
  * QueueEvents: bull-board, the CLI and the API read job hashes and our own records), so BullMQ's
- * default of 10,000 only held about 2.5 KiB per transfer of a batch below that cap. Five hundred
- * recent events stay for anyone watching a queue live (`XREAD` on the stream). Every Queue we open
- * sets it, since each writes it into the queue's meta and the workers' scripts read it there.
+ * default of 10,000 only held about 2.5 KiB per transfer of a batch below that cap. A hundred
+ * recent events (up to about twice that: BullMQ trims with `MAXLEN ~`, a whole stream node at a
+ * time) stay for anyone watching a queue live (`XREAD` on the stream from its end). Every Queue we
+ * open sets it, since each writes it into the queue's meta and the workers' scripts read it there.
  */
-export const EVENTS_KEPT = 500;
+export const EVENTS_KEPT = 100;
 
 /** A queue's options: the connection and prefix given, and our events cap (docs/data-model.md). */
 export function queueOptions(connection: QueueOptions['connection'], prefix: string): QueueOptions {

@@ -100,8 +100,8 @@ async function afterUnexpectedError(
 function closingLine(o: JobOutcome, waitReason: string | null): string {
   switch (o.state) {
     case 'submitted':
-      // The answer's line names the tx hash or signature (and the result holds it): not said twice.
-      return `intent ${o.intent_id ?? '?'} (${o.intent_status ?? '?'}), fee ${o.fee.total ?? '?'} USDC`;
+      // The answer's line names the intent (and the result holds it with the tx): not said twice.
+      return `fee ${o.fee.total ?? '?'} USDC, intent ${o.intent_status ?? '?'}`;
     case 'queued':
     case 'in_progress':
       return waitReason ?? 'handed back';

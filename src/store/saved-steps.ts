@@ -244,8 +244,17 @@ export function permitPatch(permit: PermitPayload, gen: number, preparedAt?: num
 }
 
 /**
- * Hash field/value pairs of a patch (a permit as its JSON; a tx hash without its `0x`, which
- * transfer-record.ts puts back: 64 characters fit Redis's compact hash encoding, 66 do not).
+ * The longest value a field may have and still fit Redis's compact hash encoding (`listpack`) under
+ * its default `hash-max-listpack-value`: one longer value turns the whole record into a `hashtable`,
+ * about twice its size (docs/data-model.md "Memory").
+ */
+export const COMPACT_VALUE_MAX = 64;
+
+/**
+ * Hash field/value pairs of a patch (a permit as its JSON). Two values are stored so that a finished
+ * record stays compact (COMPACT_VALUE_MAX), and transfer-record.ts reads them back whole: a tx hash
+ * without its `0x` (64 characters), and a Solana signature (88) as its first 64 characters in
+ * `tx_signature` and the rest in `tx_signature_rest`.
  */
 export function patchFields(patch: TransferPatch): Record<string, string> {
   const out: Record<string, string> = {};
@@ -255,12 +264,18 @@ export function patchFields(patch: TransferPatch): Record<string, string> {
   }
   const tx = out['tx_hash'];
   if (tx !== undefined && /^0x[0-9a-fA-F]{64}$/.test(tx)) out['tx_hash'] = tx.slice(2);
+  const sig = out['tx_signature'];
+  if (sig !== undefined) {
+    out['tx_signature'] = sig.slice(0, COMPACT_VALUE_MAX);
+    out['tx_signature_rest'] = sig.slice(COMPACT_VALUE_MAX);
+  }
   return out;
 }
 
 /**
  * What a transfer no longer needs once `submitted` (deleted in the transition that makes it so):
- * its signed payload and the marks of its sends. The intent id, tx hash or signature, fee, owner,
+ * its signed payload and the marks of its sends (a Solana payload's intent id and expiry too: the
+ * record's `intent_id` says the same once submitted). The intent id, tx hash or signature, fee, owner,
  * permit nonce and deadline, payload number, sends, when it was prepared (a permit signed while
  * another was in flight) and evidence stay: they are what it paid and how.
  * A finished record then holds short values only (an EVM one fits Redis's compact encoding).
@@ -269,7 +284,9 @@ export const SUBMITTED_CLEARED_FIELDS: readonly TransferField[] = [
   'wait_reason',
   'permit',
   'prepared',
+  'solana_intent',
   'solana_tx',
+  'solana_expires_at',
   'solana_signed',
   'uncertain',
   'ambiguous',

@@ -46,6 +46,13 @@ const str = (v: string | undefined): string | null => (v === undefined || v === 
 const txHashOf = (v: string | undefined): string | null =>
   v === undefined || v === '' ? null : /^[0-9a-fA-F]{64}$/.test(v) ? `0x${v}` : v;
 
+/**
+ * A Solana signature is stored in two fields, its first 64 characters and the rest (saved-steps.ts
+ * `patchFields`); older records have it whole in the first.
+ */
+export const txSignatureOf = (raw: Readonly<Record<string, string | null | undefined>>): string | null =>
+  str(`${raw['tx_signature'] ?? ''}${raw['tx_signature_rest'] ?? ''}`);
+
 /** Parses a stored hash; undefined when the record is missing or was written by incompatible code. */
 export function parseTransferRecord(
   batchId: string,
@@ -70,7 +77,7 @@ export function parseTransferRecord(
     intentId: str(raw['intent_id']),
     intentStatus: str(raw['intent_status']),
     txHash: txHashOf(raw['tx_hash']),
-    txSignature: str(raw['tx_signature']),
+    txSignature: txSignatureOf(raw),
     owner: str(raw['owner']) ?? permitOwner(raw['permit']),
     feeTotal: big(raw['fee_total']),
     feePlatform: big(raw['fee_platform']),

@@ -30,7 +30,7 @@ import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
  * One read of the record, one write of it (and one delete), one write of the batch record: the
  * settlement tally after the change is computed from what was read and what is written. A move to
  * `submitted` then rewrites the record (HGETALL, DEL, HSET) so that, its payload cleared, it is
- * stored compact (docs/data-model.md "Memory").
+ * stored compact (docs/data-model.md "Memory"), without the fields saved empty.
  */
 const TRANSITION = luaScript(`${SETTLEMENT_LUA}
 local v = redis.call('HMGET', KEYS[1], 'op', 'line', unpack(TALLY_FIELDS))
@@ -111,9 +111,16 @@ if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 if to == 'submitted' then
   -- Its long payload gone, the record is written anew: Redis never turns a hash that outgrew the
   -- compact (listpack) encoding back into one, and a new one with short values only stays compact.
-  local all = redis.call('HGETALL', KEYS[1])
+  -- Fields saved empty (a cleared mark) are left out.
+  local all, kept = redis.call('HGETALL', KEYS[1]), {}
+  for j = 1, #all, 2 do
+    if all[j + 1] ~= '' then
+      table.insert(kept, all[j])
+      table.insert(kept, all[j + 1])
+    end
+  end
   redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], unpack(all))
+  redis.call('HSET', KEYS[1], unpack(kept))
 end
 return {1, cur, completed}
 `);

@@ -4,6 +4,7 @@ import { isChain, type Chain } from '../domain/chains.ts';
 import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 import { transfersInState } from './queued-transfers.ts';
+import { txSignatureOf } from './transfer-record.ts';
 import { intentCounts } from './settlement.ts';
 
 /*
@@ -39,6 +40,7 @@ const FIELDS = [
   'intent_status',
   'intent_untracked',
   'tx_signature',
+  'tx_signature_rest',
 ];
 const BATCH_PAGE = 500;
 const MOVING_STATES = ['queued', 'in_progress', 'submitted'] as const;
@@ -83,7 +85,7 @@ function moving(
   state: MovingTransfer['state'],
   values: readonly (string | null)[],
 ): MovingTransfer | undefined {
-  const [from, to, amount, recipient, net, intentStatus, untracked, txSignature] = values;
+  const [from, to, amount, recipient, net, intentStatus, untracked, sigHead, sigRest] = values;
   if (!from || !to || !isChain(from) || !isChain(to) || !amount || !/^[0-9]+$/.test(amount) || !recipient)
     return undefined;
   if (state === 'submitted') {
@@ -99,7 +101,7 @@ function moving(
     amount: BigInt(amount),
     recipient,
     netReceive: net && /^[0-9]+$/.test(net) ? BigInt(net) : null,
-    txSignature: txSignature || null,
+    txSignature: txSignatureOf({ tx_signature: sigHead, tx_signature_rest: sigRest }),
   };
 }
 

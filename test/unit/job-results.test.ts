@@ -102,7 +102,7 @@ describe('job reporter', () => {
   it('logs a dated line per report, and the step as progress only when it changes', async () => {
     const { job, sink, lines, progresses } = fakeJob();
     const r = createJobReporter(job, sink, logger, at);
-    r.report('estimate', 'POST /sdk/v1/estimate: fee 0.01 USDC');
+    r.report('estimate', 'fee 0.01 USDC');
     await r.flush();
     r.report(null, 'send 1 failed: ambiguous');
     r.report('send', 'send 2 of the same payload');
@@ -112,7 +112,7 @@ describe('job reporter', () => {
     r.ended('submitted', 'intent int_1');
     await r.flush();
     expect(lines).toEqual([
-      '2026-01-02T03:04:05.678Z estimate: POST /sdk/v1/estimate: fee 0.01 USDC',
+      '2026-01-02T03:04:05.678Z estimate: fee 0.01 USDC',
       '2026-01-02T03:04:05.678Z seen: send 1 failed: ambiguous',
       '2026-01-02T03:04:05.678Z send: send 2 of the same payload',
       '2026-01-02T03:04:05.678Z send: still sending',

@@ -1,4 +1,5 @@
 import type { EvmChain } from '../../domain/chains.ts';
+import { shortAddress } from '../../domain/addresses.ts';
 import type { PermitPayload } from '../../service/types.ts';
 import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
 import type { EvmSigner, NonceLease } from '../../signing/types.ts';
@@ -177,7 +178,10 @@ async function sendPermit(
       { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
       { idempotencyKey },
     );
-    ctx.report('answer', `accepted: intent ${res.intentId} (${res.status}), tx ${res.txHash ?? 'not given'}`);
+    ctx.report(
+      'answer',
+      `accepted: intent ${res.intentId} (${res.status}), tx ${res.txHash ? shortAddress(res.txHash) : 'not given'}`,
+    );
     // `send_state` stays `sending` until the outcome itself is recorded (in the same write): a
     // crash in between must leave the payload uncertain, never look like an unsent permit.
     if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
