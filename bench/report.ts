@@ -30,7 +30,7 @@ const MB = 1024 * 1024;
 const YEAR_ROWS_PER_NIGHT = 10_000;
 
 const verdict = (ok: boolean) => (ok ? '**met**' : '**missed**');
-const med = (runs: readonly FlowRun[], f: (r: FlowRun) => number) => median(runs.map(f));
+const med = <R extends FlowRun>(runs: readonly R[], f: (r: R) => number) => median(runs.map(f));
 const cpuTotal = (r: FlowRun) =>
   r.cpuMsPerTransfer.worker + r.cpuMsPerTransfer.sandbox + r.cpuMsPerTransfer.redis;
 
@@ -140,10 +140,12 @@ function summary(r: BenchResults): string[] {
     for (const c of r.owners.counts) {
       const bound = c.owners * r.owners.boundPerOwner;
       const frac = med(c.runs, (x) => x.perSecond) / bound;
+      const steady = med(c.runs, (x) => x.steadyPerSecond ?? Number.NaN) / bound;
       // Issue 26's targets: 0.9 of owners ÷ latency up to four owners, 0.85 at eight.
       const target = c.owners >= 8 ? 0.85 : 0.9;
       rows.push(
-        `| 7 | EVM flow, one chain, ${c.owners} owner${c.owners > 1 ? 's' : ''}, service at ${r.owners.latencyMs} ms: transfers/s / bound ${fmt(bound, 0)}/s | ${fmt(frac, 2)} | ≥ ${target} | ${verdict(frac >= target)} |`,
+        `| 7 | EVM pace, one chain, ${c.owners} owner${c.owners > 1 ? 's' : ''}, service at ${r.owners.latencyMs} ms: each owner's acceptances per second once under way (first → last) / bound ${fmt(bound, 0)}/s | ${fmt(steady, 2)} | ≥ ${target} | ${verdict(steady >= target)} |`,
+        `| 7 | … the whole batch, its start included (first taken → complete) / bound | ${fmt(frac, 2)} | ≥ ${target} | ${verdict(frac >= target)} |`,
       );
     }
   }
@@ -429,9 +431,13 @@ function owners(x: OwnersResult): string[] {
     'Every run checks the sandbox’s ledger: each row paid exactly once. “Owner cycle” is the median time between two',
     'acceptances of one owner’s transfers (the ledger), the best an owner can do being the service’s own time per call:',
     `${fmt(callMs, 0)} ms measured with one owner (the latency plus the permit and transferFrom the sandbox mines on anvil).`,
+    '“Steady pace” is the owners’ pace once under way: each owner’s acceptances after its first, per second from its first',
+    'to its last, summed over owners — the hand-off between one acceptance and the next permit’s send, without the',
+    'start of the batch (the first row’s estimate, 200 ms here, and the first balance reading come before any permit).',
+    'The batch rate counts from the first transfer taken to the batch complete.',
     '',
-    '| owners | rows | transfers/s (runs) | bound | fraction of bound (target ≥ 0.9) | of owners × 1 ÷ the service’s time per call | owners paying | owner cycle | sandbox cores busy |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| owners | rows | steady pace / bound (target ≥ 0.9; 0.85 at 8) | batch transfers/s (runs) | bound | batch rate / bound | of owners × 1 ÷ the service’s time per call | owners paying | owner cycle | sandbox cores busy |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const c of x.counts) {
     const rate = med(c.runs, (r) => r.perSecond);
@@ -439,11 +445,16 @@ function owners(x: OwnersResult): string[] {
     const cycle = median(c.runs.map((r) => r.ownerCycleMs));
     const paying = median(c.runs.map((r) => r.ownersPaying));
     const sandboxCores = (rate * med(c.runs, (r) => r.cpuMsPerTransfer.sandbox)) / 1000;
+    const steady = med(c.runs, (r) => r.steadyPerSecond ?? Number.NaN) / bound;
+    const target = c.owners >= 8 ? 0.85 : 0.9;
     lines.push(
-      `| ${c.owners} | ${fmt(c.rows)} | **${fmt(rate, 2)}** (${runsOf(
+      `| ${c.owners} | ${fmt(c.rows)} | **${fmt(steady, 2)}** (${runsOf(
+        c.runs.map((r) => (r.steadyPerSecond ?? Number.NaN) / bound),
+        2,
+      )}) — ${verdict(steady >= target)} | ${fmt(rate, 2)} (${runsOf(
         c.runs.map((r) => r.perSecond),
         2,
-      )}) | ${fmt(bound, 0)} | **${fmt(rate / bound, 2)}** — ${verdict(rate / bound >= 0.9)} | ${fmt((rate * callMs) / (1000 * c.owners), 2)} | ${fmt(paying, 0)} | ${fmt(cycle, 0)} ms | ${fmt(sandboxCores, 2)} |`,
+      )}) | ${fmt(bound, 0)} | ${fmt(rate / bound, 2)} — ${verdict(rate / bound >= target)} | ${fmt((rate * callMs) / (1000 * c.owners), 2)} | ${fmt(paying, 0)} | ${fmt(cycle, 0)} ms | ${fmt(sandboxCores, 2)} |`,
     );
   }
   lines.push('', ...CPU_HEADER);
@@ -489,9 +500,12 @@ function owners(x: OwnersResult): string[] {
   }
   lines.push(
     '',
-    '**Reading it.** No owner count can reach 0.9 of the issue’s bound (owners × 1 ÷ the latency): the sandbox’s',
-    'transfer call itself takes the latency plus the anvil transactions, so one owner’s ceiling is the latency ÷ the',
-    'service’s time per call. The column after the target measures against that ceiling. Where the owner cycle',
+    '**Reading it.** No owner can reach 1 ÷ the latency: the sandbox’s transfer call itself takes the latency plus',
+    'the anvil transactions, so one owner’s ceiling is the latency ÷ the service’s time per call (the column “of',
+    'owners × 1 ÷ the service’s time per call” measures against it). The steady pace is what the worker adds between',
+    'one acceptance and the next send of the same owner; the batch rate also pays the batch’s start once (the first',
+    'row’s estimate at 200 ms and its owner’s first balance reading, before any permit leaves), which over ~22 s of',
+    'rows per owner is a few hundredths of the bound. Where the owner cycle',
     'grows with the count, the worker, the sandbox, its anvil processes and Redis are sharing the machine’s cores',
     '(the sandbox column counts the sandbox process alone, not its anvil children). A worker takes at most 6 jobs',
     'per owner of a chain (docs/nonces.md, “Jobs waiting for the lease”): the rest wait in BullMQ’s wait list at no',
@@ -853,21 +867,26 @@ function redis(footprint: RedisFootprint): string[] {
     'costs such as the Lua script cache spread over few rows. What changed:',
     '- A submitted record drops its signed payload and the marks of its sends, and is rewritten in the same',
     '  script so that Redis stores it compact (`listpack`: Redis never converts a hash back once a value',
-    '  outgrew `hash-max-listpack-value`); tx hashes are stored without `0x` (64 characters fit, 66 do not).',
-    `  Records: ${bytes(record)} on a default Redis (a SOLANA-source row stays \`hashtable\`: its 88-character`,
-    '  signature), from 3.2 KiB.',
+    '  outgrew `hash-max-listpack-value`); tx hashes are stored without `0x` (64 characters fit, 66 do not),',
+    '  and a Solana signature (88) as its first 64 characters and the rest, read back whole at the store’s edge.',
+    `  Records: ${bytes(record)} on a default Redis, every route compact, from 3.2 KiB.`,
     '- Follow jobs are gone (above); event streams are capped at 100 entries per queue',
-    '  (`src/queue/queue-options.ts`: nothing reads them); step logs are shorter (addresses shortened, the tx',
-    '  hash said once).',
+    '  (`src/queue/queue-options.ts`: nothing reads them); step logs are shorter (addresses, tx hashes and',
+    '  signatures shortened — the result holds them whole —, no endpoint paths, the intent id said once).',
     '- Still kept while BullMQ keeps the job: its hash with the outcome object (the job-results contract) and',
     '  its step logs — what ops read in bull-board.',
     '',
     `Once final, a user’s default Redis holds ${bytes(afterDone)} per transfer here: the finished transfer job`,
     `${bytes(jobKb((j) => j.hashes) + jobKb((j) => j.logs))} (BullMQ stores its hash as a \`hashtable\`: the outcome object alone is longer than 64`,
-    `bytes), the retained ${bytes(median(runs.map((r) => r.usedMemoryRetained)))} and the capped streams. **≤ 4 KiB is missed** by about the`,
-    'size of the kept job, and ≤ 2 KiB with `hash-max-listpack-value 1024` too; a day later only the retained',
-    'figure is left. Making the kept job smaller would mean an outcome object or step logs that say less than',
-    'the job-results contract promises ops, so it was left as it is.',
+    `bytes), the retained ${bytes(median(runs.map((r) => r.usedMemoryRetained)))} and the capped streams. **≤ 4 KiB is missed**, and ≤ 2 KiB with`,
+    '`hash-max-listpack-value 1024` too; a day later only the retained figure is left. Summed by key kind',
+    '(`MEMORY USAGE`, 2,500 transfers, measured while writing this report), a finished transfer holds: its job’s',
+    'hash ~1.8 KiB (BullMQ’s own fields — options, times, progress — and the outcome object, as a `hashtable`),',
+    'its step logs ~0.95 KiB, its record ~0.8 KiB, its row and state-set entries ~0.2 KiB, the day’s payment',
+    'fingerprint ~0.16 KiB, its payout id ~0.1 KiB, its place in the completed set ~0.1 KiB, and ~0.2 KiB of',
+    'Redis’s own table per key. The kept job alone is ~2.75 KiB: under 4 KiB in all needs a kept job that',
+    'says less than the job-results contract promises ops (the outcome object, every call and decision in the',
+    'log), so it was left there.',
     '',
     '### Retention: keeping Redis bounded over a year of nightly batches',
     '',

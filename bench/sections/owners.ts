@@ -22,6 +22,12 @@ export type OwnersRun = FlowRun & {
   readonly callMs?: number | undefined;
   /** How many owners the ledger shows paying. */
   readonly ownersPaying: number;
+  /**
+   * The owners' pace once under way: for each owner, its acceptances after the first per second
+   * between its first and its last (the ledger), summed over owners. The batch rate (`perSecond`)
+   * also counts the start: the first row's estimate and balance reading before any permit is sent.
+   */
+  readonly steadyPerSecond?: number | undefined;
   /** Leases handed straight from a committing holder to its preparer, per transfer (the pools' counters). */
   readonly handoffsPerTransfer?: number | undefined;
 };
@@ -44,18 +50,25 @@ export type OwnersResult = {
 /** Worker processes of the several-processes run (one owner; BENCH_OWNER_PROCESSES, 0 leaves it out). */
 const PROCESSES = Number(process.env['BENCH_OWNER_PROCESSES'] ?? '3');
 
-/** Per owner, the median gap between its consecutive acceptances; the median of those. */
-async function ownerCycles(sandbox: SandboxProcess): Promise<{ cycleMs: number; owners: number }> {
+/**
+ * Per owner, the median gap between its consecutive acceptances (the median of those over owners),
+ * and the owners' steady pace (OwnersRun.steadyPerSecond).
+ */
+async function ownerCycles(
+  sandbox: SandboxProcess,
+): Promise<{ cycleMs: number; owners: number; steadyPerSecond: number }> {
   const byOwner = new Map<string, number[]>();
   for (const e of await sandbox.admin.ledger()) {
     if (e.kind !== 'evm') continue;
     byOwner.set(e.owner, [...(byOwner.get(e.owner) ?? []), e.at]);
   }
-  const cycles = [...byOwner.values()].map((ats) => {
-    const sorted = [...ats].sort((a, b) => a - b);
-    return median(sorted.slice(1).map((t, i) => t - (sorted[i] as number)));
-  });
-  return { cycleMs: median(cycles), owners: byOwner.size };
+  const sorted = [...byOwner.values()].map((ats) => [...ats].sort((a, b) => a - b));
+  const cycles = sorted.map((ats) => median(ats.slice(1).map((t, i) => t - (ats[i] as number))));
+  const steadyPerSecond = sorted.reduce((sum, ats) => {
+    const span = (ats.at(-1) as number) - (ats[0] as number);
+    return ats.length > 1 && span > 0 ? sum + ((ats.length - 1) * 1000) / span : sum;
+  }, 0);
+  return { cycleMs: median(cycles), owners: byOwner.size, steadyPerSecond };
 }
 
 /** Leases handed over on commits, summed over the bench owners' BASE pools. */
@@ -108,12 +121,13 @@ export async function benchOwners(
           ...r0,
           ownerCycleMs: cycles.cycleMs,
           ownersPaying: cycles.owners,
+          steadyPerSecond: cycles.steadyPerSecond,
           callMs: serial?.callMs,
           handoffsPerTransfer: (inspected ?? 0) / rows.length,
         };
         runs.push(r);
         ctx.log(
-          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s), handed over ${(r.handoffsPerTransfer ?? 0).toFixed(2)}; per transfer: ${topCommands(commands, rows.length, 12)}`,
+          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (steady ${cycles.steadyPerSecond.toFixed(2)}/s; bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s), handed over ${(r.handoffsPerTransfer ?? 0).toFixed(2)}; per transfer: ${topCommands(commands, rows.length, 12)}`,
         );
       }
       counts.push({ owners, rows: rows.length, runs });
