@@ -30,13 +30,20 @@ export type Ctx = {
   readonly report: StepReporter;
   readonly batchId: string;
   readonly transferId: string;
+  /**
+   * The run's hold on its transfer's processing lock: a transition that makes the transfer final
+   * frees it in its own step (`released`), so the run's end does not free it again.
+   */
+  readonly lock?: { readonly token: string; released: boolean } | undefined;
 };
 
 /** The same run, acting on another transfer's record (settling a permit it left presumed used). */
 export function otherTransfer(ctx: Ctx, batchId: string, transferId: string): Ctx {
   // Its lines go to this job's log, saying which transfer they are about; its steps are not ours.
   const report: StepReporter = (_step, message) => ctx.report(null, `${batchId}/${transferId}: ${message}`);
-  return { ...ctx, batchId, transferId, report, log: ctx.deps.logger.child({ batchId, transferId }) };
+  const log = ctx.deps.logger.child({ batchId, transferId });
+  // The other transfer's lock is not this run's: its transitions free nothing.
+  return { ...ctx, batchId, transferId, report, log, lock: undefined };
 }
 
 /**

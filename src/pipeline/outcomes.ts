@@ -4,13 +4,7 @@ import { Later, type Ctx } from './context.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
-import {
-  recordAfter,
-  savedSteps,
-  SUBMITTED_CLEARED_FIELDS,
-  type TransferField,
-  type TransferPatch,
-} from '../store/saved-steps.ts';
+import { savedSteps, SUBMITTED_CLEARED_FIELDS, type TransferPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 
 /*
@@ -32,14 +26,26 @@ export async function finish(ctx: Ctx, to: TransferState, fields: TransferPatch)
     to,
     fields,
     clear,
+    ...unlockWith(ctx),
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? to };
-  const record = await leftAs(ctx, to, fields, clear);
+  if (ctx.lock) ctx.lock.released = true;
+  // The record as the transition left it (read in its step, while this run holds the transfer's
+  // lock): an operator's command landing after it cannot change what the job reports.
+  const record = res.record;
   logFinal(ctx, to, fields);
   if (res.completedGeneration !== null) {
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
   }
   return { kind: 'done', state: to, record, ended: true };
+}
+
+/**
+ * A final transition frees the run's processing lock in its own step (one script less per run):
+ * whoever takes the lock next finds the transfer final.
+ */
+function unlockWith(ctx: Ctx): { unlock?: string } {
+  return ctx.lock ? { unlock: ctx.lock.token } : {};
 }
 
 /**
@@ -67,22 +73,6 @@ function logFinal(ctx: Ctx, to: TransferState, fields: TransferPatch): void {
     { ...facts, code: fields['error_code'] || undefined, reason: fields['error_message'] || undefined },
     `transfer ${to}`,
   );
-}
-
-/**
- * The transfer as this run's transition left it: read at once (before any hook, while this run
- * holds the transfer's lock), with what the transition wrote laid over it, so that an operator's
- * command landing in between cannot change what the job reports.
- */
-async function leftAs(
-  ctx: Ctx,
-  to: TransferState,
-  fields: TransferPatch,
-  clear: readonly TransferField[],
-): Promise<TransferRecord | undefined> {
-  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
-  if (!rec) return undefined;
-  return recordAfter(rec, { state: to, patch: fields, clear });
 }
 
 export async function submitted(ctx: Ctx, fields: TransferPatch): Promise<StepOutcome> {
@@ -131,9 +121,11 @@ export async function settleReview(
     expected: ['needs_review'],
     to,
     fields,
+    ...unlockWith(ctx),
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? 'needs_review' };
-  const record = await leftAs(ctx, to, fields, []);
+  if (ctx.lock) ctx.lock.released = true;
+  const record = res.record;
   logFinal(ctx, to, fields);
   if (res.completedGeneration !== null) {
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);

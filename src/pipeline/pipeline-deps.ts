@@ -25,8 +25,6 @@ export type PipelineDeps = {
   readonly hooks?: PipelineHooks;
   /** Numbers for operators (worker-metrics.ts); never waited on, never failing a payment. */
   readonly metrics?: PipelineMetrics | undefined;
-  /** True while an operator has paused all processing. */
-  readonly isPaused?: () => Promise<boolean>;
   /** `MAX_DAILY_USDC`, when set: reserved before a payload is made, released if nothing was sent. */
   readonly spendLimit?: SpendLimit | undefined;
   /** Held batches and recipients removed from the address book: checked before a payload is made. */

@@ -48,6 +48,8 @@ export async function runTransfer(
   options: { settleOnly?: boolean; report?: StepReporter } = {},
 ): Promise<StepOutcome> {
   const lockLost = new AbortController();
+  const token = randomUUID();
+  const lock = { token, released: false };
   const ctx: Ctx = {
     deps,
     policy: deps.policy ?? DEFAULT_POLICY,
@@ -57,11 +59,19 @@ export async function runTransfer(
     report: options.report ?? NO_REPORT,
     batchId,
     transferId,
+    lock,
   };
   // One job at a time per transfer, whatever queued it: two runs of one transfer at once could
   // each build and sign a payload. The queue's own lock is per job, so this one is per transfer.
-  const token = randomUUID();
-  if (!(await deps.store.lock(batchId, transferId, token, LOCK_TTL_MS))) {
+  // The lock, the record and (unless only settling) a queued transfer made `in_progress`, in one
+  // step: the run goes on from the record it returns, read once.
+  const taken = await deps.store.take(
+    batchId,
+    transferId,
+    { token, ttlMs: LOCK_TTL_MS },
+    !options.settleOnly,
+  );
+  if (!taken.locked) {
     return { kind: 'later', delayMs: 1_000, reason: 'another job is processing this transfer', wait: 'lock' };
   }
   const renew = setInterval(() => {
@@ -73,15 +83,15 @@ export async function runTransfer(
     );
   }, LOCK_RENEW_MS);
   try {
+    const rec = taken.record;
     if (options.settleOnly) {
-      const rec = await deps.store.load(batchId, transferId);
       if (!rec) return { kind: 'done', state: 'failed' };
       if (rec.state !== 'needs_review') {
         await forgetResolvedPermit(ctx, rec);
         return { kind: 'done', state: rec.state, record: rec };
       }
     }
-    return await withRecord(ctx, await step(ctx));
+    return await withRecord(ctx, await step(ctx, rec, taken.paused));
   } catch (err) {
     if (err instanceof Later) {
       return { kind: 'later', delayMs: err.delayMs, reason: err.reason, wait: err.kind };
@@ -89,7 +99,8 @@ export async function runTransfer(
     throw err;
   } finally {
     clearInterval(renew);
-    await deps.store.unlock(batchId, transferId, token).catch(() => {});
+    // A run that made its transfer final freed the lock in that transition (outcomes.ts).
+    if (!lock.released) await deps.store.unlock(batchId, transferId, token).catch(() => {});
   }
 }
 
@@ -106,32 +117,27 @@ async function withRecord(ctx: Ctx, out: StepOutcome): Promise<StepOutcome> {
   return { ...out, record };
 }
 
-async function step(ctx: Ctx): Promise<StepOutcome> {
+/**
+ * The run's steps from the record as the take left it (`in_progress` once it moved a queued one).
+ * That record is carried, with this run's own writes laid over it, rather than read again: while
+ * the run holds the transfer's lock, no other run writes it, operators' commands move only
+ * transfers that are not `in_progress` (cancel: queued; retry: failed; resolve: needs_review), and
+ * the follower writes only submitted ones. Only a job the queue gave up on is finalized without
+ * the lock (abandon.ts), and every transition of a run expects the state it left. Reads stay
+ * where time passes before a decision (a permit prepared while waiting for the lease,
+ * evm/evm-permit.ts; a send after the owner's choice, evm/evm-flow.ts) and where the record is
+ * appended to (evidence).
+ */
+async function step(ctx: Ctx, taken: TransferRecord | undefined, paused: boolean): Promise<StepOutcome> {
   const { store } = ctx.deps;
-  let rec = await store.load(ctx.batchId, ctx.transferId);
+  let rec = taken;
   if (!rec) {
     ctx.log.warn('job for a transfer that has no record; nothing to do');
     return { kind: 'done', state: 'failed' };
   }
   if (rec.state === 'needs_review') return await settleNeedsReview(ctx, rec);
   if (isFinalState(rec.state)) return { kind: 'done', state: rec.state, record: rec };
-
-  if (await ctx.deps.isPaused?.())
-    throw new Later(2_000, 'processing is paused (usdc-batch resume)', 'paused');
-  if (rec.state === 'queued') {
-    const moved = await store.transition(ctx.batchId, ctx.transferId, {
-      expected: ['queued'],
-      to: 'in_progress',
-      fields: savedSteps(rec).firstSeenAt !== null ? {} : { first_seen_at: ctx.now() },
-      clear: ['wait_reason'],
-    });
-    // Already `in_progress`: this run holds the transfer's lock, so no other run is on it; it goes
-    // on from the saved steps rather than ending a job whose transfer would then be left behind.
-    if (!moved.ok && moved.current !== 'in_progress') {
-      return { kind: 'done', state: moved.current ?? 'failed' };
-    }
-    rec = (await store.load(ctx.batchId, ctx.transferId)) as TransferRecord;
-  }
+  if (paused) throw new Later(2_000, 'processing is paused (usdc-batch resume)', 'paused');
 
   // A crash between "sending" and the answer: that send may have been processed.
   if (savedSteps(rec).sendState === 'sending') {
@@ -146,19 +152,20 @@ async function step(ctx: Ctx): Promise<StepOutcome> {
 
   if (!hasPayload(savedSteps(rec))) {
     const guarded = await estimateAndGuard(ctx, rec);
-    if (guarded) return guarded;
+    if ('out' in guarded) return guarded.out;
+    rec = guarded.rec;
     const held = await holdUnlessCleared(ctx.deps, rec);
     if (held) return held;
     // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
-    if (!isEvmChain(rec.from)) await reserveDailySpend(ctx, rec);
+    if (!isEvmChain(rec.from)) rec = await reserveDailySpend(ctx, rec);
   }
   if (rec.from === 'SOLANA') {
     if (!ctx.deps.solana) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
-    return await solanaFlow(ctx, ctx.deps.solana);
+    return await solanaFlow(ctx, ctx.deps.solana, rec);
   }
   if (isEvmChain(rec.from)) {
     if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
-    return await evmFlow(ctx, ctx.deps.evm, rec.from);
+    return await evmFlow(ctx, ctx.deps.evm, rec.from, rec);
   }
   return await finish(ctx, 'failed', {
     error_code: 'unsupported_route',

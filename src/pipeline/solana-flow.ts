@@ -33,11 +33,20 @@ type SignedTx = {
   readonly fresh?: TransferPatch;
 };
 
-/** Sends the transfer's transaction (the saved one, or a new one) until an answer ends the run. */
-export async function solanaFlow(ctx: Ctx, signer: SolanaSigner): Promise<StepOutcome> {
+/**
+ * Sends the transfer's transaction (the saved one, or a new one) until an answer ends the run.
+ * `taken` is the transfer as the run carries it (run-transfer.ts step); each later round reads it.
+ */
+export async function solanaFlow(
+  ctx: Ctx,
+  signer: SolanaSigner,
+  taken: TransferRecord,
+): Promise<StepOutcome> {
   let rebuilds = 0;
+  let first: TransferRecord | undefined = taken;
   for (;;) {
-    const rec = await loadRecord(ctx);
+    const rec = first ?? (await loadRecord(ctx));
+    first = undefined;
     const tx = await savedOrNewTx(ctx, signer, rec);
     if (tx.kind !== 'tx') return tx;
     const out = await submitTx(ctx, rec, tx, rebuilds);

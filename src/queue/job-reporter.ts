@@ -54,15 +54,15 @@ export type JobReportSink = (lines: readonly string[], progress: JobProgress | u
  * Appends lines to a job's log (the newest JOB_LOG_LINES kept, as BullMQ's `keepLogs`) and sets its
  * progress, in one step and only while the job exists — what `job.log()` per line and
  * `job.updateProgress()` did in a script each (minus the progress event on the queue's stream,
- * which nothing reads).
+ * which nothing reads). The list is trimmed only once it is longer than it may be.
  * KEYS[1] the job's `:logs` list, KEYS[2] the job hash; ARGV[1] lines kept, ARGV[2] the progress JSON or
  * '', ARGV[3..] the lines. Returns 1, or 0 when the job is gone.
  */
 const WRITE_REPORT = luaScript(`
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if #ARGV > 2 then
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
-  redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
+  local kept = tonumber(ARGV[1])
+  if redis.call('RPUSH', KEYS[1], unpack(ARGV, 3)) > kept then redis.call('LTRIM', KEYS[1], -kept, -1) end
 end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'progress', ARGV[2]) end
 return 1

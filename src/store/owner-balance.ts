@@ -39,32 +39,45 @@ export type ReserveResult =
  * names now (or KEYS[1]). ARGV: holder, amount, balance, block, owner. Returns {1} reserved (or
  * already), {0, free} short, {2, floor} the reading is older than `_floor`. Reserving names the
  * owner in the record and drops a reservation on the owner it named before, in one step: the
- * record's `owner` is always the only owner holding a reservation for the transfer.
+ * record's `owner` is always the only owner holding a reservation for the transfer. One read of
+ * the reservations (HGETALL, `_floor` with them) and one write (HSET: `_floor` when it moves up, and
+ * the entry), the entries seen mined dropped in one HDEL.
  */
 const RESERVE = luaScript(`
 local block = tonumber(ARGV[4])
-local floor = tonumber(redis.call('HGET', KEYS[1], '_floor') or '-1')
-if block < floor then return {2, string.format('%d', floor)} end
-redis.call('HSET', KEYS[1], '_floor', ARGV[4])
 local flat = redis.call('HGETALL', KEYS[1])
-local sum, mine = 0, false
+local floor = -1
+for i = 1, #flat, 2 do if flat[i] == '_floor' then floor = tonumber(flat[i + 1]) end end
+if block < floor then return {2, string.format('%d', floor)} end
+local put = {}
+if block > floor then
+  table.insert(put, '_floor')
+  table.insert(put, ARGV[4])
+end
+local sum, mine, gone = 0, false, {}
 for i = 1, #flat, 2 do
   local f, v = flat[i], flat[i + 1]
   if f ~= '_floor' then
     local amount, _, mined = string.match(v, '^([^|]*)|([^|]*)|(.*)$')
     if mined ~= nil and mined ~= '' and tonumber(mined) <= block then
-      redis.call('HDEL', KEYS[1], f)
+      table.insert(gone, f)
     else
       if f == ARGV[1] then mine = true end
       sum = sum + tonumber(amount)
     end
   end
 end
+if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 if not mine then
   local free = tonumber(ARGV[3]) - sum
-  if free < tonumber(ARGV[2]) then return {0, string.format('%d', free)} end
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. '||')
+  if free < tonumber(ARGV[2]) then
+    if #put > 0 then redis.call('HSET', KEYS[1], unpack(put)) end
+    return {0, string.format('%d', free)}
+  end
+  table.insert(put, ARGV[1])
+  table.insert(put, ARGV[2] .. '||')
 end
+if #put > 0 then redis.call('HSET', KEYS[1], unpack(put)) end
 if KEYS[3] ~= KEYS[1] then redis.call('HDEL', KEYS[3], ARGV[1]) end
 redis.call('HSET', KEYS[2], 'owner', ARGV[5])
 return {1}

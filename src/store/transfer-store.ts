@@ -22,107 +22,179 @@ import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
  * record keeps the last applied one with its answer (`op` = `id|previous|generation`), and a
  * re-run of that id returns the first answer and changes nothing.
  *
- * KEYS: 1 transfer, 2 batch, 3 the state-set prefix `…:state:` (the from-state set is derived from
- *       the current state read in the script)
- * ARGV: 1 expected states (comma list; '' = any), 2 to-state, 3 transfer id, 4 now,
- *       5 final states (comma list), 6 operation id, 7 n = number of field pairs, then
- *       field/value pairs (a value '' deletes the field), then fields to delete.
- * One read of the record, one write of it (and one delete), one write of the batch record: the
- * settlement tally after the change is computed from what was read and what is written. A move to
- * `submitted` then rewrites the record (HGETALL, DEL, HSET) so that, its payload cleared, it is
+ * `moveTransfer(k, rec, m)`: k = { transfer, batch, states } keys (`states` the state-set prefix
+ * `…:state:`), rec = the record's HGETALL reply, m = { expected (comma list; '' = any), to, id,
+ * now, finals (comma list), op, sets (field -> value; '' deletes), dels (field -> true) }.
+ * Returns {1, previous, generation, record after} moved (or this op moved it already), {0, current,
+ * 0, record} not in an expected state, {-1, ''} no record. One read of the record (the HGETALL the
+ * caller made), one write of it (HSET, and HDEL of the cleared fields it has), one read and one
+ * write of the batch record (HMGET, HSET: its counters and the settlement tally after the change).
+ * A move to `submitted` writes the record anew (DEL, HSET) so that, its payload cleared, it is
  * stored compact (docs/data-model.md "Memory"), without the fields saved empty.
  */
-const TRANSITION = luaScript(`${SETTLEMENT_LUA}
-local v = redis.call('HMGET', KEYS[1], 'op', 'line', unpack(TALLY_FIELDS))
-local fields = tallyFields(v, 2)
-local cur = fields.state
-if not cur then return {-1, ''} end
-local last = v[1]
-if last then
-  local a = string.find(last, '|', 1, true)
-  if a and string.sub(last, 1, a - 1) == ARGV[6] then
-    local b = string.find(last, '|', a + 1, true)
-    return {1, string.sub(last, a + 1, b - 1), tonumber(string.sub(last, b + 1))}
+const TRANSITION_LUA = `${SETTLEMENT_LUA}
+local function moveTransfer(k, flat, m)
+  if #flat == 0 then return {-1, ''} end
+  local rec = {}
+  for i = 1, #flat, 2 do rec[flat[i]] = flat[i + 1] end
+  local cur = rec.state
+  if not cur then return {-1, ''} end
+  local last = rec.op
+  if last then
+    local a = string.find(last, '|', 1, true)
+    if a and string.sub(last, 1, a - 1) == m.op then
+      local b = string.find(last, '|', a + 1, true)
+      return {1, string.sub(last, a + 1, b - 1), tonumber(string.sub(last, b + 1)), flat}
+    end
   end
-end
-local expected = ARGV[1]
-if expected ~= '' then
-  local ok = false
-  for s in string.gmatch(expected, '[^,]+') do if s == cur then ok = true end end
-  if not ok then return {0, cur} end
-end
-local to = ARGV[2]
-local id = ARGV[3]
-local now = ARGV[4]
-local before = tallyOf(fields)
--- The patch: a value '' deletes its field (an empty field is an absent one), as do the clears.
-local sets, dels = {}, {}
-local n = tonumber(ARGV[7])
-local i = 8
-for _ = 1, n do
-  if ARGV[i + 1] == '' then dels[ARGV[i]] = true else sets[ARGV[i]] = ARGV[i + 1] end
-  i = i + 2
-end
-while i <= #ARGV do
-  dels[ARGV[i]] = true
-  i = i + 1
-end
-for f in pairs(dels) do sets[f] = nil end
-sets['state'] = to
-sets['updated_at'] = now
-for _, f in ipairs(TALLY_FIELDS) do
-  if dels[f] then fields[f] = nil elseif sets[f] then fields[f] = sets[f] end
-end
-retally(KEYS[2], before, tallyOf(fields))
-local completed = 0
-local batchSets = { 'updated_at', now }
-if cur ~= to then
-  redis.call('ZREM', KEYS[3] .. cur, id)
-  redis.call('ZADD', KEYS[3] .. to, v[2] or '0', id)
-  redis.call('HINCRBY', KEYS[2], 'n_' .. cur, -1)
-  redis.call('HINCRBY', KEYS[2], 'n_' .. to, 1)
+  if m.expected ~= '' then
+    local ok = false
+    for s in string.gmatch(m.expected, '[^,]+') do if s == cur then ok = true end end
+    if not ok then return {0, cur, 0, flat} end
+  end
+  local to = m.to
+  local sets, dels = m.sets, m.dels
+  for f in pairs(dels) do sets[f] = nil end
+  sets['state'] = to
+  sets['updated_at'] = m.now
+  local after = {}
+  for f, x in pairs(rec) do if not dels[f] then after[f] = x end end
+  for f, x in pairs(sets) do after[f] = x end
+  local delta = {}
+  retally(delta, tallyOf(rec), tallyOf(after))
+  local completed = 0
+  local batchSets = { 'updated_at', m.now }
+  local reads = {}
   local isFinal = {}
-  for s in string.gmatch(ARGV[5], '[^,]+') do isFinal[s] = true end
-  if isFinal[to] then
-    local b = redis.call('HMGET', KEYS[2], 'n_queued', 'n_in_progress', 'complete')
-    if tonumber(b[1] or '0') + tonumber(b[2] or '0') == 0 and b[3] ~= '1' then
-      completed = redis.call('HINCRBY', KEYS[2], 'generation', 1)
+  for s in string.gmatch(m.finals, '[^,]+') do isFinal[s] = true end
+  if cur ~= to then
+    redis.call('ZREM', k.states .. cur, m.id)
+    redis.call('ZADD', k.states .. to, rec.line or '0', m.id)
+    addTo(delta, 'n_' .. cur, '1', -1)
+    addTo(delta, 'n_' .. to, '1', 1)
+    if isFinal[to] then reads = { 'n_queued', 'n_in_progress', 'complete' } end
+  end
+  local vals = batchValues(k.batch, delta, reads)
+  if cur ~= to then
+    if isFinal[to] then
+      if tonumber(vals.n_queued or '0') + tonumber(vals.n_in_progress or '0') == 0 and vals.complete ~= '1' then
+        completed = redis.call('HINCRBY', k.batch, 'generation', 1)
+        table.insert(batchSets, 'complete')
+        table.insert(batchSets, '1')
+        table.insert(batchSets, 'completed_at')
+        table.insert(batchSets, m.now)
+      end
+    else
       table.insert(batchSets, 'complete')
-      table.insert(batchSets, '1')
-      table.insert(batchSets, 'completed_at')
-      table.insert(batchSets, now)
+      table.insert(batchSets, '0')
     end
+  end
+  redis.call('HSET', k.batch, unpack(batchPairs(delta, vals, batchSets)))
+  sets['op'] = m.op .. '|' .. cur .. '|' .. completed
+  after['op'] = sets['op']
+  local out = {}
+  for f, x in pairs(after) do
+    table.insert(out, f)
+    table.insert(out, x)
+  end
+  if to == 'submitted' then
+    -- Its long payload gone, the record is written anew: Redis never turns a hash that outgrew the
+    -- compact (listpack) encoding back into one, and a new one with short values only stays compact.
+    -- Fields saved empty (a cleared mark) are left out.
+    local kept = {}
+    for j = 1, #out, 2 do
+      if out[j + 1] ~= '' then
+        table.insert(kept, out[j])
+        table.insert(kept, out[j + 1])
+      end
+    end
+    out = kept
+    redis.call('DEL', k.transfer)
+    redis.call('HSET', k.transfer, unpack(out))
   else
-    table.insert(batchSets, 'complete')
-    table.insert(batchSets, '0')
-  end
-end
-redis.call('HSET', KEYS[2], unpack(batchSets))
-sets['op'] = ARGV[6] .. '|' .. cur .. '|' .. completed
-local flat = {}
-for f, x in pairs(sets) do
-  table.insert(flat, f)
-  table.insert(flat, x)
-end
-redis.call('HSET', KEYS[1], unpack(flat))
-local gone = {}
-for f in pairs(dels) do table.insert(gone, f) end
-if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
-if to == 'submitted' then
-  -- Its long payload gone, the record is written anew: Redis never turns a hash that outgrew the
-  -- compact (listpack) encoding back into one, and a new one with short values only stays compact.
-  -- Fields saved empty (a cleared mark) are left out.
-  local all, kept = redis.call('HGETALL', KEYS[1]), {}
-  for j = 1, #all, 2 do
-    if all[j + 1] ~= '' then
-      table.insert(kept, all[j])
-      table.insert(kept, all[j + 1])
+    local put = {}
+    for f, x in pairs(sets) do
+      table.insert(put, f)
+      table.insert(put, x)
     end
+    redis.call('HSET', k.transfer, unpack(put))
+    local gone = {}
+    for f in pairs(dels) do if rec[f] ~= nil then table.insert(gone, f) end end
+    if #gone > 0 then redis.call('HDEL', k.transfer, unpack(gone)) end
   end
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], unpack(kept))
+  return {1, cur, completed, out}
 end
-return {1, cur, completed}
+-- The patch of a transition from ARGV[from] on: n = ARGV[from], then n field/value pairs (a value
+-- '' deletes the field), then fields to delete.
+local function patchOf(from)
+  local sets, dels = {}, {}
+  local n = tonumber(ARGV[from])
+  local i = from + 1
+  for _ = 1, n do
+    if ARGV[i + 1] == '' then dels[ARGV[i]] = true else sets[ARGV[i]] = ARGV[i + 1] end
+    i = i + 2
+  end
+  while i <= #ARGV do
+    dels[ARGV[i]] = true
+    i = i + 1
+  end
+  return sets, dels
+end
+`;
+
+/**
+ * A state change (see TRANSITION_LUA). KEYS: 1 transfer, 2 batch, 3 the state-set prefix, 4 the
+ * transfer's processing lock. ARGV: 1 expected states, 2 to-state, 3 transfer id, 4 now, 5 final
+ * states, 6 operation id, 7 a lock token ('' = none), 8 n, then the patch (patchOf). Returns what
+ * moveTransfer returns. With a token, a move (or this op's earlier move) also frees the lock if it
+ * still holds that token: the run that made its transfer final needs it no more.
+ */
+const TRANSITION = luaScript(`${TRANSITION_LUA}
+local sets, dels = patchOf(8)
+local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, redis.call('HGETALL', KEYS[1]), {
+  expected = ARGV[1], to = ARGV[2], id = ARGV[3], now = ARGV[4], finals = ARGV[5], op = ARGV[6],
+  sets = sets, dels = dels,
+})
+if r[1] == 1 and ARGV[7] ~= '' and redis.call('GET', KEYS[4]) == ARGV[7] then redis.call('DEL', KEYS[4]) end
+return r
+`);
+
+/**
+ * A run takes its transfer: the processing lock (as LOCK), the record, and — unless only the lock
+ * and the record are asked for (ARGV[7] '') — a transfer in state ARGV[7] (`queued`) moved to
+ * ARGV[8] (`in_progress`: its `first_seen_at` set when it has none, its `wait_reason` cleared), in
+ * one step. A transfer that is neither final nor `needs_review` is left as it is while processing
+ * is paused (the paused key exists).
+ * KEYS: 1 transfer, 2 batch, 3 the state-set prefix, 4 the lock, 5 the paused flag.
+ * ARGV: 1 lock token, 2 lock ttl (ms), 3 transfer id, 4 now, 5 final states, 6 operation id,
+ * 7 the state to move from ('' = none), 8 the state to move to.
+ * Returns {0} when another holds the lock, else {1, record (HGETALL reply, as left), how}: how is
+ * 'moved', 'paused' or '' (left as it was).
+ */
+const TAKE = luaScript(`${TRANSITION_LUA}
+if not redis.call('SET', KEYS[4], ARGV[1], 'PX', ARGV[2], 'NX') then
+  if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0} end
+  redis.call('PEXPIRE', KEYS[4], ARGV[2])
+end
+local flat = redis.call('HGETALL', KEYS[1])
+if ARGV[7] == '' or #flat == 0 then return {1, flat, ''} end
+local state
+for i = 1, #flat, 2 do if flat[i] == 'state' then state = flat[i + 1] end end
+if state == 'needs_review' or string.find(',' .. ARGV[5] .. ',', ',' .. tostring(state) .. ',', 1, true) then
+  return {1, flat, ''}
+end
+if redis.call('EXISTS', KEYS[5]) == 1 then return {1, flat, 'paused'} end
+if state ~= ARGV[7] then return {1, flat, ''} end
+local sets = {}
+local seen = false
+for i = 1, #flat, 2 do if flat[i] == 'first_seen_at' and flat[i + 1] ~= '' then seen = true end end
+if not seen then sets['first_seen_at'] = ARGV[4] end
+local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, flat, {
+  expected = ARGV[7], to = ARGV[8], id = ARGV[3], now = ARGV[4], finals = ARGV[5], op = ARGV[6],
+  sets = sets, dels = { wait_reason = true },
+})
+if r[1] == 1 then return {1, r[4], 'moved'} end
+return {1, flat, ''}
 `);
 
 /**
@@ -132,14 +204,16 @@ return {1, cur, completed}
 const SAVE_ESTIMATE = luaScript(`${SETTLEMENT_LUA}
 local fields = tallyFields(redis.call('HMGET', KEYS[1], unpack(TALLY_FIELDS)), 0)
 local before = tallyOf(fields)
-local oldFee = tonumber(fields.fee_total or '0')
-local oldNet = tonumber(fields.net_receive or '0')
+local delta = {}
+addTo(delta, 'fee', fields.fee_total or '0', -1)
+addTo(delta, 'fee', ARGV[1], 1)
+addTo(delta, 'net_receive', fields.net_receive or '0', -1)
+addTo(delta, 'net_receive', ARGV[4], 1)
 redis.call('HSET', KEYS[1], 'fee_total', ARGV[1], 'fee_platform', ARGV[2], 'fee_gas', ARGV[3], 'net_receive', ARGV[4])
-redis.call('HINCRBY', KEYS[2], 'fee', tonumber(ARGV[1]) - oldFee)
-redis.call('HINCRBY', KEYS[2], 'net_receive', tonumber(ARGV[4]) - oldNet)
 fields.fee_total = ARGV[1]
 fields.net_receive = ARGV[4]
-retally(KEYS[2], before, tallyOf(fields))
+retally(delta, before, tallyOf(fields))
+batchAdd(KEYS[2], delta)
 return 1
 `);
 
@@ -167,7 +241,9 @@ if ARGV[3] == '1' then
   table.insert(flat, '1')
 end
 redis.call('HSET', KEYS[1], unpack(flat))
-retally(KEYS[2], before, tallyOf(fields))
+local delta = {}
+retally(delta, before, tallyOf(fields))
+batchAdd(KEYS[2], delta)
 return 1
 `);
 
@@ -191,8 +267,23 @@ const UNLOCK = luaScript(
 );
 
 export type TransitionResult =
-  | { readonly ok: true; readonly previous: TransferState; readonly completedGeneration: number | null }
+  | {
+      readonly ok: true;
+      readonly previous: TransferState;
+      readonly completedGeneration: number | null;
+      /** The record as the transition left it, read in the same step. */
+      readonly record: TransferRecord | undefined;
+    }
   | { readonly ok: false; readonly current: TransferState | null };
+
+/**
+ * What a run found when it took its transfer (TransferStore.take): whether it holds the lock, and
+ * then the record as the take left it (`in_progress` when it moved a queued one), and whether
+ * processing is paused.
+ */
+export type TakenTransfer =
+  | { readonly locked: false }
+  | { readonly locked: true; readonly record: TransferRecord | undefined; readonly paused: boolean };
 
 export type TransferStore = ReturnType<typeof createTransferStore>;
 
@@ -219,6 +310,8 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
       saveSteps(s, batchId, transferId, patch),
     lock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
       lockTransfer(s, batchId, transferId, token, ttlMs),
+    take: (batchId: string, transferId: string, lock: { token: string; ttlMs: number }, move: boolean) =>
+      takeTransfer(s, batchId, transferId, lock, move),
     relock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
       relockTransfer(s, batchId, transferId, token, ttlMs),
     unlock: (batchId: string, transferId: string, token: string) =>
@@ -276,6 +369,51 @@ async function lockTransfer(
   return (await runScript(s.redis, LOCK, [lockKey(s, batchId, transferId)], [token, ttlMs])) === 1;
 }
 
+/** Field/value pairs as Redis answers HGETALL inside a script, as a record. */
+function parseFlat(batchId: string, flat: unknown): TransferRecord | undefined {
+  if (!Array.isArray(flat)) return undefined;
+  const raw: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) raw[String(flat[i])] = String(flat[i + 1]);
+  return parseTransferRecord(batchId, raw);
+}
+
+/**
+ * The lock (as lockTransfer), the record and, when `move`, a queued transfer moved to
+ * `in_progress`, in one step (see TAKE). Runs once per job run: the run goes on from the record
+ * it returns.
+ */
+async function takeTransfer(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  lock: { token: string; ttlMs: number },
+  move: boolean,
+): Promise<TakenTransfer> {
+  const res = (await runScript(
+    s.redis,
+    TAKE,
+    [
+      s.k.transfer(batchId, transferId),
+      s.k.batch(batchId),
+      `${s.prefix}:batch:${batchId}:state:`,
+      lockKey(s, batchId, transferId),
+      s.k.paused,
+    ],
+    [
+      lock.token,
+      lock.ttlMs,
+      transferId,
+      String(s.now()),
+      FINAL_STATES.join(','),
+      randomBytes(9).toString('base64url'),
+      move ? 'queued' : '',
+      'in_progress',
+    ],
+  )) as [number, unknown?, string?];
+  if (res[0] !== 1) return { locked: false };
+  return { locked: true, record: parseFlat(batchId, res[1]), paused: res[2] === 'paused' };
+}
+
 /** Extends the lock if still ours; false when it was lost. */
 async function relockTransfer(
   s: Store,
@@ -316,6 +454,22 @@ async function saveEstimate(
   );
 }
 
+/** The record with an estimate laid over it, as saveEstimate writes it. */
+export function withEstimate(
+  rec: TransferRecord,
+  fee: { total: bigint; platform: bigint; gas: bigint },
+  netReceive: bigint,
+): TransferRecord {
+  const raw = {
+    ...rec.raw,
+    fee_total: fee.total.toString(),
+    fee_platform: fee.platform.toString(),
+    fee_gas: fee.gas.toString(),
+    net_receive: netReceive.toString(),
+  };
+  return parseTransferRecord(rec.batchId, raw) ?? rec;
+}
+
 /**
  * What the service's status route said of the transfer's intent: its `status`, or that it does not
  * know the intent (`untracked`: a 404, after which nobody asks again). Ignored (false) when the
@@ -348,6 +502,11 @@ export type TransitionChange = {
   to: TransferState;
   fields?: TransferPatch;
   clear?: readonly TransferField[];
+  /**
+   * The run's lock token: a move frees the transfer's processing lock in the same step if the lock
+   * still holds it (a run making its transfer final).
+   */
+  unlock?: string;
 };
 
 /** Moves the transfer (see TRANSITION): its previous state, or why it did not move. */
@@ -362,7 +521,12 @@ async function transition(
   const result = (await runScript(
     s.redis,
     TRANSITION,
-    [s.k.transfer(batchId, transferId), s.k.batch(batchId), `${s.prefix}:batch:${batchId}:state:`],
+    [
+      s.k.transfer(batchId, transferId),
+      s.k.batch(batchId),
+      `${s.prefix}:batch:${batchId}:state:`,
+      lockKey(s, batchId, transferId),
+    ],
     [
       change.expected.join(','),
       change.to,
@@ -370,17 +534,19 @@ async function transition(
       String(s.now()),
       FINAL_STATES.join(','),
       randomBytes(9).toString('base64url'),
+      change.unlock ?? '',
       String(pairs.length / 2),
       ...pairs,
       ...(change.clear ?? []),
     ],
-  )) as [number, string, number?];
-  const [code, cur, completed] = result;
+  )) as [number, string, number?, unknown?];
+  const [code, cur, completed, flat] = result;
   if (code === 1) {
     return {
       ok: true,
       previous: cur as TransferState,
       completedGeneration: completed ? Number(completed) : null,
+      record: parseFlat(batchId, flat),
     };
   }
   return { ok: false, current: code === -1 ? null : (cur as TransferState) };

@@ -12,7 +12,6 @@ import { createEvmSigners } from '../signing/evm/evm-signer.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { createApprovalGate } from '../store/batch-hold.ts';
-import { keys } from '../store/keys.ts';
 import { createOwnerBalances } from '../store/owner-balance.ts';
 import { createRateLimiter } from '../store/rate-limiter.ts';
 import { createSpendLimit } from '../store/spend-limit.ts';
@@ -102,7 +101,6 @@ export function wirePipeline(deps: {
   readonly policy?: PipelinePolicy | undefined;
 }): PipelineDeps {
   const { config, redis, prefix } = deps;
-  const k = keys(prefix);
   return {
     config,
     store: deps.store,
@@ -112,7 +110,6 @@ export function wirePipeline(deps: {
     logger: deps.logger,
     policy: deps.policy ?? { ...DEFAULT_POLICY, nonceSettleWindowMs: config.nonceSettleWindowMs },
     metrics: deps.metrics,
-    isPaused: async () => (await redis.exists(k.paused)) === 1,
     spendLimit:
       config.maxDailyUsdc === undefined
         ? undefined

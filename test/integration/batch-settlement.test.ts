@@ -66,6 +66,33 @@ describe('batch settlement counters', () => {
     return s;
   }
 
+  it('keeps money sums exact past 2^53 (added as decimal strings, never as Lua doubles)', async () => {
+    const ids = await batchOf(2, 'big-1');
+    const batchKey = `${h.prefix}:batch:big-1`;
+    // A batch whose paid sum is past 2^53 already, and a transfer of 2^60 + 1 micro-USDC.
+    await h.redis.hset(batchKey, 'paid_amount', '9007199254740993', 'paid_fee', '-5');
+    await h.redis.hset(`${h.prefix}:t:big-1:${ids[0]!}`, 'amount', '1152921504606846977');
+    const fee = 123_456_789_012_345_678n;
+    const net = 1_029_464_715_594_501_299n;
+    await store.saveEstimate('big-1', ids[0]!, { total: fee, platform: fee - 1n, gas: 1n }, net);
+    let b = await h.redis.hgetall(batchKey);
+    // The batch's estimates: row 1's 0.2 USDC beside row 0's new one.
+    expect(b['fee']).toBe((fee + 200_000n).toString());
+    await submit('big-1', ids[0]!);
+    b = await h.redis.hgetall(batchKey);
+    expect([b['paid_amount'], b['paid_fee'], b['paid_net_receive']]).toEqual([
+      (9_007_199_254_740_993n + 1_152_921_504_606_846_977n).toString(),
+      (fee - 5n).toString(),
+      net.toString(),
+    ]);
+    expect([b['n_submitted'], b['n_queued']]).toEqual(['1', '1']);
+    // Out of `submitted` again: taken back to the digit.
+    await store.transition('big-1', ids[0]!, { expected: ['submitted'], to: 'failed' });
+    b = await h.redis.hgetall(batchKey);
+    expect([b['paid_amount'], b['paid_fee'], b['paid_net_receive']]).toEqual(['9007199254740993', '-5', '0']);
+    expect([b['n_submitted'], b['n_failed'], b['n_queued']]).toEqual(['0', '1', '1']);
+  });
+
   it('counts paid totals over submitted transfers only, beside the planned totals', async () => {
     const ids = await batchOf(4, 'paid-1');
     await submit('paid-1', ids[0]!);

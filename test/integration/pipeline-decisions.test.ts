@@ -148,6 +148,56 @@ describe('pipeline decisions', () => {
     return { deps, store, add, write, drive, jobs };
   }
 
+  it('reads a transfer record once per run (in the step that takes it) and keeps the batch counters true', async () => {
+    const t = await setup();
+    const [sol, evm] = [randomEvmAddress(), randomEvmAddress()];
+    t.add({ id: 's', from: 'SOLANA', to: 'BASE', amount: 3_000_000n, recipient: sol });
+    t.add({ id: 'e', from: 'BASE', to: 'ARB', amount: 4_000_000n, recipient: evm });
+    await t.write('once');
+    const loads: string[] = [];
+    const store = t.deps.store;
+    const counted: PipelineDeps = {
+      ...t.deps,
+      store: {
+        ...store,
+        load: async (batchId: string, transferId: string) => {
+          loads.push(transferId);
+          return await store.load(batchId, transferId);
+        },
+      },
+    };
+    const s = await runTransfer(counted, 'once', 's');
+    // SOLANA: the take's read is the run's only one (estimate, build, sign, send and the final
+    // transition go on from it and from what the transition returns).
+    expect(loads).toEqual([]);
+    const e = await runTransfer(counted, 'once', 'e');
+    // EVM: one more, before the first send, after the owner's balance was reserved (it names the
+    // owner in the record) — a read kept where a decision follows a wait.
+    expect(loads).toEqual(['e']);
+    expect([s.kind === 'done' && s.state, e.kind === 'done' && e.state]).toEqual(['submitted', 'submitted']);
+    // What each run reports is what the store holds, and no lock is left behind.
+    for (const [out, id] of [
+      [s, 's'],
+      [e, 'e'],
+    ] as const) {
+      const rec = await store.load('once', id);
+      expect(out.kind === 'done' && out.record?.raw).toEqual(rec?.raw);
+      expect(await client.exists(`${prefix}:t:once:${id}:lock`)).toBe(0);
+    }
+    const [rs, re] = [await store.load('once', 's'), await store.load('once', 'e')];
+    const b = await client.hgetall(`${prefix}:batch:once`);
+    expect([b['n_queued'], b['n_in_progress'], b['n_submitted'], b['complete']]).toEqual([
+      '0',
+      '0',
+      '2',
+      '1',
+    ]);
+    expect(b['paid_amount']).toBe('7000000');
+    expect(b['fee']).toBe(String((rs?.feeTotal ?? 0n) + (re?.feeTotal ?? 0n)));
+    expect(b['paid_fee']).toBe(b['fee']);
+    expect(b['paid_net_receive']).toBe(String((rs?.netReceive ?? 0n) + (re?.netReceive ?? 0n)));
+  });
+
   it('re-sends the same permit with the same Idempotency-Key after a lost answer, and pays once', async () => {
     const t = await setup();
     t.add({ id: 'a', from: 'BASE', to: 'ARB', amount: 5_000_000n, recipient: randomEvmAddress() });
@@ -553,7 +603,8 @@ describe('pipeline decisions', () => {
       const moved = await t.store.transition('r1', 'a', { expected: ['queued'], to: 'in_progress' });
       await cut;
       expect(cutter.cuts()).toBeGreaterThan(0);
-      expect(moved).toEqual({ ok: true, previous: 'queued', completedGeneration: null });
+      expect(moved).toMatchObject({ ok: true, previous: 'queued', completedGeneration: null });
+      expect(moved.ok && moved.record?.state).toBe('in_progress');
       const batch = await client.hgetall(`${prefix}:batch:r1`);
       expect([batch['n_queued'], batch['n_in_progress']]).toEqual(['0', '2']);
       // A later, different change of the same transfer is not taken for the replay.
@@ -568,6 +619,29 @@ describe('pipeline decisions', () => {
       await cut;
       expect(await client.get(`${prefix}:t:r2:a:lock`)).toBe('tok-1');
       expect(await t.store.lock('r2', 'a', 'tok-2', 30_000)).toBe(false);
+    });
+
+    it('takes a transfer once when the reply of its take was lost: the lock stays its, counted once', async () => {
+      const t = await setup({ redis: viaCutter });
+      t.add({ id: 'a', from: 'SOLANA', to: 'BASE', amount: 1_000_000n, recipient: randomEvmAddress() });
+      t.add({ id: 'b', from: 'SOLANA', to: 'BASE', amount: 2_000_000n, recipient: randomEvmAddress() });
+      await t.write('r3');
+      // Loads the script into Redis, so the cut hits the run that takes `a`.
+      expect(await t.store.take('r3', 'b', { token: 'tok-b', ttlMs: 30_000 }, true)).toMatchObject({
+        locked: true,
+        paused: false,
+      });
+      const cut = cutter.cutReplyTo('tok-a');
+      const taken = await t.store.take('r3', 'a', { token: 'tok-a', ttlMs: 30_000 }, true);
+      await cut;
+      expect(cutter.cuts()).toBeGreaterThan(0);
+      expect(taken.locked && taken.record?.state).toBe('in_progress');
+      expect(await client.get(`${prefix}:t:r3:a:lock`)).toBe('tok-a');
+      const batch = await client.hgetall(`${prefix}:batch:r3`);
+      expect([batch['n_queued'], batch['n_in_progress']]).toEqual(['0', '2']);
+      expect(await t.store.take('r3', 'a', { token: 'tok-other', ttlMs: 30_000 }, true)).toEqual({
+        locked: false,
+      });
     });
 
     it.each([

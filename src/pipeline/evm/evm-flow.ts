@@ -37,8 +37,16 @@ import { afterFailedSend, beginSend } from '../send-attempt.ts';
 /** The nonce lease lives 60 s; it is extended when a send comes this long after the last. */
 const LEASE_EXTEND_AFTER_MS = 10_000;
 
-export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
-  const rec = await loadRecord(ctx);
+/**
+ * `rec` is the transfer as the run carries it (run-transfer.ts step): read when the run took it,
+ * with the run's own writes since laid over it.
+ */
+export async function evmFlow(
+  ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
+  rec: TransferRecord,
+): Promise<StepOutcome> {
   // The record as this run last saved it while preparing: read again only if the lease came with
   // another nonce. Nothing else writes an in_progress transfer's record while its run holds it.
   let prepared: TransferRecord | undefined;

@@ -59,8 +59,7 @@ end
 /** Frees the lease of KEYS[1] (and the prepare slot that went with it) and wakes one waiter on ARGV[chan]. */
 const FREE_LEASE = `${CLEAR_PREP}
 local function free_lease(key, channel)
-  redis.call('HDEL', key, 'holder', 'held_nonce', 'lease_until', 'settling')
-  clear_prep(key)
+  redis.call('HDEL', key, 'holder', 'held_nonce', 'lease_until', 'settling', 'prep_holder', 'prep_nonce', 'prep_until')
   redis.call('PUBLISH', channel, key)
 end
 `;
@@ -138,28 +137,37 @@ return 1
  * holder's lease was freed, 0 when the caller no longer held it.
  */
 const COMMIT = `${NOW_MS}${FREE_LEASE}
-local h = redis.call('HMGET', KEYS[1], 'next', 'holder', 'held_nonce', 'prep_holder', 'prep_nonce', 'prep_until')
+local h = redis.call('HMGET', KEYS[1], 'next', 'holder', 'held_nonce', 'prep_holder', 'prep_nonce', 'prep_until', 'settling', 'handoffs')
 local nxt = tonumber(h[1] or '0')
 local after = tonumber(ARGV[2]) + 1
+-- Written in one HSET with what follows: 'next' when it moves up.
+local put = {}
 if after > nxt then
   nxt = after
-  redis.call('HSET', KEYS[1], 'next', string.format('%d', after))
+  table.insert(put, 'next')
+  table.insert(put, string.format('%d', after))
 end
 if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4]) end
 if h[2] == ARGV[1] then
   local prep = h[4]
   if ARGV[4] == '' and prep and prep ~= ARGV[1] and tonumber(h[6] or '0') > now and h[3] == ARGV[2]
       and tonumber(h[5]) == after and nxt == after then
-    redis.call('HSET', KEYS[1], 'holder', prep, 'held_nonce', h[5], 'lease_until', now + tonumber(ARGV[5]))
-    redis.call('HDEL', KEYS[1], 'settling')
-    clear_prep(KEYS[1])
-    redis.call('HINCRBY', KEYS[1], 'handoffs', 1)
+    for _, x in ipairs({ 'holder', prep, 'held_nonce', h[5], 'lease_until', now + tonumber(ARGV[5]),
+        'handoffs', string.format('%d', tonumber(h[8] or '0') + 1) }) do table.insert(put, x) end
+    redis.call('HSET', KEYS[1], unpack(put))
+    if h[7] then
+      redis.call('HDEL', KEYS[1], 'settling', 'prep_holder', 'prep_nonce', 'prep_until')
+    else
+      clear_prep(KEYS[1])
+    end
     redis.call('PUBLISH', ARGV[3], KEYS[1] .. '\\n' .. prep)
     return 2
   end
+  if #put > 0 then redis.call('HSET', KEYS[1], unpack(put)) end
   free_lease(KEYS[1], ARGV[3])
   return 1
 end
+if #put > 0 then redis.call('HSET', KEYS[1], unpack(put)) end
 -- A commit by a transfer that lost the lease: a prepared nonce now known used is void.
 if h[4] and tonumber(h[5]) < nxt then clear_prep(KEYS[1]) end
 return 0
