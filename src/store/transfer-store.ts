@@ -338,6 +338,14 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
 const lockKey = (s: Store, batchId: string, transferId: string) =>
   `${s.k.transfer(batchId, transferId)}:lock`;
 
+/** The keys a state change touches (TRANSITION, TAKE): transfer, batch, state-set prefix, lock. */
+const moveKeys = (s: Store, batchId: string, transferId: string): string[] => [
+  s.k.transfer(batchId, transferId),
+  s.k.batch(batchId),
+  `${s.prefix}:batch:${batchId}:state:`,
+  lockKey(s, batchId, transferId),
+];
+
 async function loadTransfer(
   s: Store,
   batchId: string,
@@ -392,13 +400,7 @@ async function takeTransfer(
   const res = (await runScript(
     s.redis,
     TAKE,
-    [
-      s.k.transfer(batchId, transferId),
-      s.k.batch(batchId),
-      `${s.prefix}:batch:${batchId}:state:`,
-      lockKey(s, batchId, transferId),
-      s.k.paused,
-    ],
+    [...moveKeys(s, batchId, transferId), s.k.paused],
     [
       lock.token,
       lock.ttlMs,
@@ -518,28 +520,18 @@ async function transition(
 ): Promise<TransitionResult> {
   const pairs: string[] = [];
   for (const [f, v] of Object.entries(patchFields(change.fields ?? {}))) pairs.push(f, v);
-  const result = (await runScript(
-    s.redis,
-    TRANSITION,
-    [
-      s.k.transfer(batchId, transferId),
-      s.k.batch(batchId),
-      `${s.prefix}:batch:${batchId}:state:`,
-      lockKey(s, batchId, transferId),
-    ],
-    [
-      change.expected.join(','),
-      change.to,
-      transferId,
-      String(s.now()),
-      FINAL_STATES.join(','),
-      randomBytes(9).toString('base64url'),
-      change.unlock ?? '',
-      String(pairs.length / 2),
-      ...pairs,
-      ...(change.clear ?? []),
-    ],
-  )) as [number, string, number?, unknown?];
+  const result = (await runScript(s.redis, TRANSITION, moveKeys(s, batchId, transferId), [
+    change.expected.join(','),
+    change.to,
+    transferId,
+    String(s.now()),
+    FINAL_STATES.join(','),
+    randomBytes(9).toString('base64url'),
+    change.unlock ?? '',
+    String(pairs.length / 2),
+    ...pairs,
+    ...(change.clear ?? []),
+  ])) as [number, string, number?, unknown?];
   const [code, cur, completed, flat] = result;
   if (code === 1) {
     return {
