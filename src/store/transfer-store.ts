@@ -160,6 +160,19 @@ return r
 `);
 
 /**
+ * `takeLock(key, token, ttlMs)`: `SET NX PX`, and also true when the lock already holds this token
+ * (its expiry renewed): a lock whose reply was lost and that the client re-sent on reconnect is
+ * still ours, not "held by another". Shared by LOCK and TAKE.
+ */
+const TAKE_LOCK_LUA = `
+local function takeLock(key, token, ttlMs)
+  if redis.call('SET', key, token, 'PX', ttlMs, 'NX') then return true end
+  if redis.call('GET', key) ~= token then return false end
+  redis.call('PEXPIRE', key, ttlMs)
+  return true
+end
+`;
+/**
  * A run takes its transfer: the processing lock (as LOCK), the record, and — unless only the lock
  * and the record are asked for (ARGV[7] '') — a transfer in state ARGV[7] (`queued`) moved to
  * ARGV[8] (`in_progress`: its `first_seen_at` set when it has none, its `wait_reason` cleared), in
@@ -171,11 +184,8 @@ return r
  * Returns {0} when another holds the lock, else {1, record (HGETALL reply, as left), how}: how is
  * 'moved', 'paused' or '' (left as it was).
  */
-const TAKE = luaScript(`${TRANSITION_LUA}
-if not redis.call('SET', KEYS[4], ARGV[1], 'PX', ARGV[2], 'NX') then
-  if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0} end
-  redis.call('PEXPIRE', KEYS[4], ARGV[2])
-end
+const TAKE = luaScript(`${TRANSITION_LUA}${TAKE_LOCK_LUA}
+if not takeLock(KEYS[4], ARGV[1], ARGV[2]) then return {0} end
 local flat = redis.call('HGETALL', KEYS[1])
 if ARGV[7] == '' or #flat == 0 then return {1, flat, ''} end
 local state
@@ -247,16 +257,8 @@ batchAdd(KEYS[2], delta)
 return 1
 `);
 
-/**
- * `SET NX PX`, and also yes when the lock already holds this token: a lock whose reply was lost
- * and that the client re-sent on reconnect is still ours, not "held by another".
- */
-const LOCK = luaScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
+const LOCK = luaScript(`${TAKE_LOCK_LUA}
+if takeLock(KEYS[1], ARGV[1], ARGV[2]) then return 1 end
 return 0
 `);
 const RELOCK = luaScript(
