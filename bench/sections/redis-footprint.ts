@@ -68,7 +68,7 @@ export type KeyBytes = {
 /**
  * 4. What a batch costs Redis: commands per transfer (ingest, the worker until the batch is
  * complete, then the intent follower until every intent is final) and memory per transfer, both
- * with BullMQ's finished jobs still kept (TRANSFER_JOB_OPTIONS keep them a day) and after they are
+ * with BullMQ's finished jobs still kept (the transfer workers keep them a day: TRANSFER_JOBS_KEPT) and after they are
  * removed — what stays for good is the transfer record, its place in the batch's sets and the
  * payout id.
  */

@@ -1,9 +1,8 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import type { TransferJobSpec } from '../store/batch-writer.ts';
 import { followIntent } from './intent-follower.ts';
-import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
 import { queueOptions } from './queue-options.ts';
 
@@ -13,17 +12,27 @@ import { queueOptions } from './queue-options.ts';
  * on a job before the worker does —
  * - `attempts` is far above what the worker's own time budget (final within 3 minutes of transient
  *   failures) can use at this backoff, so "attempts exhausted" is a safety net, not a policy;
- * - a fixed, jittered backoff keeps retries of many transfers from arriving in step;
- * - finished jobs are trimmed by age and count (the record keeps the outcome), but kept for a day so
- *   a job id re-added within that time is still recognised as a duplicate.
+ * - a fixed, jittered backoff keeps retries of many transfers from arriving in step.
+ * Every job hash keeps its options (BullMQ's `opts`) for as long as the job is kept, so what is the
+ * same for every transfer job and only its worker reads lives there instead: how long finished
+ * jobs are kept (TRANSFER_JOBS_KEPT). The step log needs no `keepLogs`: the job reporter writes and
+ * trims it itself (job-reporter.ts).
  */
 export const TRANSFER_JOB_OPTIONS = {
   attempts: 1000,
   backoff: { type: 'fixed', delay: 2_000, jitter: 0.5 },
+} as const satisfies JobsOptions;
+
+/**
+ * How long the transfer workers keep finished transfer jobs (BullMQ applies a worker's
+ * `removeOnComplete`/`removeOnFail` to every job that does not set its own): trimmed by age and
+ * count (the record keeps the outcome), a completed one kept for a day so that a job id re-added
+ * within that time is still recognised as a duplicate, a failed one a week for ops to read.
+ */
+export const TRANSFER_JOBS_KEPT = {
   removeOnComplete: { age: 24 * 3600, count: 100_000 },
   removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
-  keepLogs: JOB_LOG_LINES,
-} as const satisfies JobsOptions;
+} as const satisfies Pick<WorkerOptions, 'removeOnComplete' | 'removeOnFail'>;
 
 /** Jobs per `addBulk` call: one Redis round trip each, bounded in size. */
 const BULK_CHUNK = 1000;

@@ -6,6 +6,7 @@ import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, settleJobName, transferJobId, transferJobName } from './jobs.ts';
+import { TRANSFER_JOBS_KEPT } from './producer.ts';
 import { sweepUnfinished } from './sweeper.ts';
 import { processTransferJob, settleGivenUpJob, type TransferProcessorDeps } from './transfer-processor.ts';
 import { savedSteps } from '../store/saved-steps.ts';
@@ -137,6 +138,7 @@ function startWorker(
       lockDuration: WORKER_LOCK_MS,
       stalledInterval: WORKER_STALLED_INTERVAL_MS,
       maxStalledCount: WORKER_MAX_STALLED,
+      ...TRANSFER_JOBS_KEPT,
       autorun: true,
     },
   );

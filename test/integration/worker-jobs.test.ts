@@ -619,6 +619,72 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     expect(text).toMatch(/^usdc_batch_daily_spend_micro_usdc 40000000$/m);
   }, 120_000);
 
+  it('keeps a finished transfer job a day, a failed one a week: older ones are trimmed as jobs finish, with no copy of the rule in every job', async () => {
+    const prefix = stack.env['QUEUE_PREFIX'] as string;
+    const q = `${prefix}:transfers-POLYGON`;
+    // Finished jobs of an earlier day, as BullMQ leaves them: a hash and a place in a finished set
+    // scored by when the job finished.
+    const hours = (h: number) => Date.now() - h * 3600_000;
+    const seeded = {
+      'old-done': hours(25),
+      'day-done': hours(23),
+      'old-failed': hours(8 * 24),
+      'week-failed': hours(6 * 24),
+    };
+    for (const [id, at] of Object.entries(seeded)) {
+      await stack.client.hset(
+        `${q}:${id}`,
+        'name',
+        'POLYGON→ARB 5.00 USDC',
+        'data',
+        '{}',
+        'opts',
+        '{}',
+        'timestamp',
+        String(at),
+        'finishedOn',
+        String(at),
+      );
+      await stack.client.zadd(`${q}:${id.endsWith('failed') ? 'failed' : 'completed'}`, at, id);
+    }
+    await worker.stop();
+    await stack.sandbox.admin.configure({
+      failBeforeStatus: 400,
+      faultScript: [{ op: 'estimate', fault: 'fail_before' }],
+    });
+    const rows: Row[] = ['keep-0', 'keep-1'].map((id) => ({
+      id,
+      from: 'POLYGON',
+      to: 'ARB',
+      amount: '5',
+      recipient: randomEvmAddress(),
+    }));
+    const res = await stack.enqueue(rows);
+    expect(res.code).toBe(0);
+    worker = stack.startWorker();
+    const done = await stack.waitComplete(res.batchId, 60_000);
+    expect(done.counts).toMatchObject({ submitted: 1, failed: 1 });
+    for (const t of done.transfers) {
+      const job = await readJob(stack.client, prefix, 'transfers-POLYGON', `${res.batchId}/${t.id}`);
+      expect(job.finished, t.id).toBe(t.state === 'submitted' ? 'completed' : 'failed');
+      // How BullMQ retries it, and nothing more: how long it is kept is the workers' rule.
+      expect(Object.keys(JSON.parse(job.hash['opts'] ?? '{}')).sort(), t.id).toEqual([
+        'attempts',
+        'backoff',
+        'jobId',
+      ]);
+    }
+    // The finishing jobs trimmed what was past its time, and only that.
+    const left = async (id: string) => [
+      await stack.client.exists(`${q}:${id}`),
+      (await stack.client.zscore(`${q}:completed`, id)) ?? (await stack.client.zscore(`${q}:failed`, id)),
+    ];
+    expect(await left('old-done')).toEqual([0, null]);
+    expect(await left('old-failed')).toEqual([0, null]);
+    expect((await left('day-done'))[0]).toBe(1);
+    expect((await left('week-failed'))[0]).toBe(1);
+  }, 120_000);
+
   /** `/metrics`, again until `ready` says so (workers flush their counts once a second). */
   async function scrape(ready: (text: string) => boolean): Promise<string> {
     return await waitFor(
