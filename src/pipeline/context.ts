@@ -1,4 +1,5 @@
 import type { Logger } from '../log/logger.ts';
+import { recordAfter, type TransferPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { PipelineDeps, WaitKind } from './pipeline-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
@@ -64,6 +65,15 @@ export class Later extends Error {
 
 export async function loadRecord(ctx: Ctx): Promise<TransferRecord> {
   return (await ctx.deps.store.load(ctx.batchId, ctx.transferId)) as TransferRecord;
+}
+
+/**
+ * Saves a step of the run's transfer and returns the record the run carries with it laid over,
+ * without reading it again (the patch never touches what makes a record readable).
+ */
+export async function saveStep(ctx: Ctx, rec: TransferRecord, patch: TransferPatch): Promise<TransferRecord> {
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch);
+  return recordAfter(rec, { patch }) ?? rec;
 }
 
 /** Waits inside the job; on shutdown the job is parked with its saved steps. */

@@ -1,8 +1,8 @@
 import { formatUsdc } from '../domain/money.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
-import type { Ctx } from './context.ts';
+import { saveStep, type Ctx } from './context.ts';
 import { waitQueued } from './outcomes.ts';
-import { recordAfter, savedSteps } from '../store/saved-steps.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 
 /**
  * The rolling 24-hour cap, checked atomically at the moment before a payload is made: over it, the
@@ -14,9 +14,7 @@ export async function reserveDailySpend(ctx: Ctx, rec: TransferRecord): Promise<
   if (!limit || savedSteps(rec).spendReserved) return rec;
   const res = await limit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
   if (res.ok) {
-    const patch = { spend_reserved: 1 } as const;
-    await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch);
-    return recordAfter(rec, { patch }) ?? rec;
+    return await saveStep(ctx, rec, { spend_reserved: 1 });
   }
   const at = new Date(res.retryAt).toISOString();
   return await waitQueued(

@@ -1,11 +1,11 @@
 import { feeCapBreach } from '../domain/fee-cap.ts';
 import { bpsOf, formatUsdc } from '../domain/money.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
-import type { Ctx } from './context.ts';
+import { saveStep, type Ctx } from './context.ts';
 import { asServiceFailure, describeFailure } from './failure.ts';
 import { finish, transientOrFinal } from './outcomes.ts';
 import type { StepOutcome } from './pipeline-deps.ts';
-import { recordAfter, savedSteps } from '../store/saved-steps.ts';
+import { savedSteps } from '../store/saved-steps.ts';
 import { withEstimate } from '../store/transfer-store.ts';
 
 /**
@@ -29,10 +29,7 @@ export async function estimateAndGuard(
       );
       await store.saveEstimate(ctx.batchId, ctx.transferId, est.fee, est.netReceive);
       rec = withEstimate(rec, est.fee, est.netReceive);
-      if (reestimate) {
-        await store.save(ctx.batchId, ctx.transferId, { reestimate: '' });
-        rec = recordAfter(rec, { patch: { reestimate: '' } }) ?? rec;
-      }
+      if (reestimate) rec = await saveStep(ctx, rec, { reestimate: '' });
       fee = est.fee.total;
     } catch (err) {
       const f = asServiceFailure(err);

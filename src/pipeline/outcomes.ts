@@ -6,6 +6,7 @@ import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
 import { savedSteps, SUBMITTED_CLEARED_FIELDS, type TransferPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
+import type { TransitionChange, TransitionResult } from '../store/transfer-store.ts';
 
 /*
  * How a run ends: a final state (finish, submitted, needsReview), or back to `queued` to run again
@@ -21,31 +22,33 @@ export async function finish(ctx: Ctx, to: TransferState, fields: TransferPatch)
   if (to === 'failed' || to === 'rejected') await releaseOwnerBalance(ctx);
   if (to !== 'submitted') fields = { ...fields, evidence: await decisionEvidence(ctx, to, fields) };
   const clear = to === 'submitted' ? SUBMITTED_CLEARED_FIELDS : (['wait_reason'] as const);
-  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
-    expected: ['in_progress', 'queued'],
-    to,
-    fields,
-    clear,
-    ...unlockWith(ctx),
-  });
+  const res = await finalTransition(ctx, { expected: ['in_progress', 'queued'], to, fields, clear });
   if (!res.ok) return { kind: 'done', state: res.current ?? to };
-  if (ctx.lock) ctx.lock.released = true;
   // The record as the transition left it (read in its step, while this run holds the transfer's
   // lock): an operator's command landing after it cannot change what the job reports.
-  const record = res.record;
-  logFinal(ctx, to, fields);
-  if (res.completedGeneration !== null) {
-    await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
-  }
-  return { kind: 'done', state: to, record, ended: true };
+  return { kind: 'done', state: to, record: res.record, ended: true };
 }
 
 /**
- * A final transition frees the run's processing lock in its own step (one script less per run):
- * whoever takes the lock next finds the transfer final.
+ * The transition that makes the transfer final. It frees the run's processing lock in its own step
+ * (one script less per run: whoever takes the lock next finds the transfer final); once it is made,
+ * the final state is logged and a batch it completed is announced.
  */
-function unlockWith(ctx: Ctx): { unlock?: string } {
-  return ctx.lock ? { unlock: ctx.lock.token } : {};
+async function finalTransition(
+  ctx: Ctx,
+  change: TransitionChange & { readonly fields: TransferPatch },
+): Promise<TransitionResult> {
+  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+    ...change,
+    ...(ctx.lock ? { unlock: ctx.lock.token } : {}),
+  });
+  if (!res.ok) return res;
+  if (ctx.lock) ctx.lock.released = true;
+  logFinal(ctx, change.to, change.fields);
+  if (res.completedGeneration !== null) {
+    await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
+  }
+  return res;
 }
 
 /**
@@ -117,25 +120,14 @@ export async function settleReview(
 ): Promise<StepOutcome> {
   await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
   if (to === 'failed') await releaseOwnerBalance(ctx);
-  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
-    expected: ['needs_review'],
-    to,
-    fields,
-    ...unlockWith(ctx),
-  });
+  const res = await finalTransition(ctx, { expected: ['needs_review'], to, fields });
   if (!res.ok) return { kind: 'done', state: res.current ?? 'needs_review' };
-  if (ctx.lock) ctx.lock.released = true;
-  const record = res.record;
-  logFinal(ctx, to, fields);
-  if (res.completedGeneration !== null) {
-    await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
-  }
   // Settled as paid: its intent is followed like any submitted one, so the batch can settle.
   const intentId = fields['intent_id'];
   if (to === 'submitted' && typeof intentId === 'string' && intentId) {
     await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, intentId);
   }
-  return { kind: 'done', state: to, record };
+  return { kind: 'done', state: to, record: res.record };
 }
 
 export function pastDeadline(ctx: Ctx, rec: TransferRecord): boolean {

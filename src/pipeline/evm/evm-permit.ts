@@ -1,10 +1,10 @@
 import type { EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import type { PermitPayload } from '../../service/types.ts';
-import { recordAfter, permitPatch, savedSteps } from '../../store/saved-steps.ts';
+import { permitPatch, savedSteps } from '../../store/saved-steps.ts';
 import type { EvmSigner } from '../../signing/types.ts';
 import type { TransferRecord } from '../../store/transfer-record.ts';
-import { loadRecord, type Ctx } from '../context.ts';
+import { loadRecord, saveStep, type Ctx } from '../context.ts';
 import { addEvidence } from '../evidence.ts';
 import { shortAddress } from '../../domain/addresses.ts';
 
@@ -72,7 +72,5 @@ export async function preparePermit(
   }
   const permit = await signPermit(ctx, chain, signer, rec, nonce, 'prepared');
   const gen = (steps.payloadGen ?? 0) + 1;
-  const patch = permitPatch(permit, gen, ctx.now());
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch);
-  return recordAfter(rec, { patch });
+  return await saveStep(ctx, rec, permitPatch(permit, gen, ctx.now()));
 }
