@@ -774,6 +774,8 @@ function redis(footprint: RedisFootprint): string[] {
   const kept = median(runs.map((r) => r.bytesRetained));
   const kb = (f: (k: RedisRun['keyBytes']) => number) => median(runs.map((r) => f(r.keyBytes)));
   const jobKb = (f: (k: RedisRun['jobBytes']) => number) => median(runs.map((r) => f(r.jobBytes)));
+  const jobHash = jobKb((j) => j.hashes);
+  const jobLogs = jobKb((j) => j.logs);
   const afterDoneNoLogs = median(runs.map((r) => r.bytesAfterCompleteNoLogs));
   const record = kb((k) => k.records);
   const payout = kb((k) => k.payouts);
@@ -816,7 +818,7 @@ function redis(footprint: RedisFootprint): string[] {
     `| a finished transfer job while kept: its hash (with the outcome object, ${bytes(jobKb((j) => j.results))}) + its step logs (${fmt(
       jobKb((j) => j.logLines),
       1,
-    )} lines) | ${bytes(jobKb((j) => j.hashes))} + ${bytes(jobKb((j) => j.logs))} | ${bytes(lp.jobBytes.hashes)} + ${bytes(lp.jobBytes.logs)} |`,
+    )} lines) | ${bytes(jobHash)} + ${bytes(jobLogs)} | ${bytes(lp.jobBytes.hashes)} + ${bytes(lp.jobBytes.logs)} |`,
     `| used_memory retained (finished jobs gone; capped event streams left out; fixed costs such as the Lua script cache and client buffers included) | ${bytes(median(runs.map((r) => r.usedMemoryRetained)))} | ${bytes(lp.usedMemoryRetained)} |`,
     `| **retained per transfer**: Σ \`MEMORY USAGE\` of records, payout ids and batch keys / rows | **${bytes(kept)}** (${runsOf(runs.map((r) => r.bytesRetained))}) — target ≤ 2 KB: ${verdict(kept <= 2048)} | **${bytes(keptLp)}** — ${verdict(keptLp <= 2048)} |`,
     `| of which transfer records (\`P:t:*\`) | ${bytes(record)} | ${bytes(lp.keyBytes.records)} |`,
@@ -886,14 +888,14 @@ function redis(footprint: RedisFootprint): string[] {
     '  its step logs — what ops read in bull-board.',
     '',
     `Once final, a user’s default Redis holds ${bytes(afterDone)} per transfer here: the finished transfer job`,
-    `${bytes(jobKb((j) => j.hashes) + jobKb((j) => j.logs))} (BullMQ stores its hash as a \`hashtable\`: the outcome object alone is longer than 64`,
+    `${bytes(jobHash + jobLogs)} (BullMQ stores its hash as a \`hashtable\`: the outcome object alone is longer than 64`,
     `bytes), the retained ${bytes(median(runs.map((r) => r.usedMemoryRetained)))} and the capped streams. **≤ 4 KiB is missed**, and ≤ 2 KiB with`,
     '`hash-max-listpack-value 1024` too; a day later only the retained figure is left. Summed by key kind',
     '(`MEMORY USAGE`; the job’s keys from this run, the rest summed over 2,500 transfers for an earlier report), a',
-    `finished transfer holds: its job’s hash ${bytes(jobKb((j) => j.hashes))} (BullMQ’s own fields — times, progress, retry options — and the`,
-    `outcome object, as a \`hashtable\`), its step logs ${bytes(jobKb((j) => j.logs))}, its record ~0.8 KiB, its row and state-set entries`,
+    `finished transfer holds: its job’s hash ${bytes(jobHash)} (BullMQ’s own fields — times, progress, retry options — and the`,
+    `outcome object, as a \`hashtable\`), its step logs ${bytes(jobLogs)}, its record ~0.8 KiB, its row and state-set entries`,
     '~0.2 KiB, the day’s payment fingerprint ~0.16 KiB, its payout id ~0.1 KiB, its place in the completed set ~0.1',
-    `KiB, and ~0.2 KiB of Redis’s own table per key. The kept job alone is ${bytes(jobKb((j) => j.hashes) + jobKb((j) => j.logs))}: under 4 KiB in all needs a kept job that`,
+    `KiB, and ~0.2 KiB of Redis’s own table per key. The kept job alone is ${bytes(jobHash + jobLogs)}: under 4 KiB in all needs a kept job that`,
     'says less than the job-results contract promises ops (the outcome object, every call and decision in the',
     'log), so it was left there.',
     '',
