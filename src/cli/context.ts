@@ -6,6 +6,7 @@ import { loadConfig } from '../config/load-config.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { createProducer, type Producer } from '../queue/producer.ts';
 import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/redis.ts';
+import { acknowledged, createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
 
 /** What a CLI command needs: config, a fail-fast Redis client, a producer on demand, the actor. */
 export type CliContext = {
@@ -16,6 +17,13 @@ export type CliContext = {
   /** `cli:<os user>`, for the audit trail. */
   readonly actor: string;
   producer(): Producer;
+  /** Replica acknowledgements of this command's writes (README "Replicated Redis"). */
+  acks(): ReplicaAcks;
+  /**
+   * Runs an operator's action and returns once the replicas hold what it wrote (or throws a
+   * ReplicasNotConfirmedError): print success only after this.
+   */
+  acknowledged<T>(act: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 };
 
@@ -30,8 +38,17 @@ export function cliActor(): string {
 export function openCli(needs: ConfigNeeds = {}): CliContext {
   const config = loadConfig(readEnv(), needs);
   const logger = createLogger(config.logLevel);
-  const redis = createRedis(config.redisUrl, { role: 'client', logger, quiet: true });
+  const redis = createRedis(config, { role: 'client', logger, quiet: true });
   let producer: Producer | undefined;
+  let acks: ReplicaAcks | undefined;
+  const acksOf = () =>
+    (acks ??= createReplicaAcks({
+      redis,
+      prefix: config.queuePrefix,
+      setting: config.redisReplicaAcks,
+      timeoutMs: config.redisReplicaAckTimeoutMs,
+      logger,
+    }));
   return {
     config,
     logger,
@@ -42,8 +59,11 @@ export function openCli(needs: ConfigNeeds = {}): CliContext {
       producer ??= createProducer({ connection: redis, prefix: config.queuePrefix });
       return producer;
     },
+    acks: acksOf,
+    acknowledged: (act) => acknowledged(acksOf(), act),
     async close() {
       await producer?.close();
+      await acks?.close();
       await redis.quit().catch(() => redis.disconnect());
     },
   };
@@ -55,7 +75,7 @@ export async function withCli<T>(needs: ConfigNeeds, fn: (ctx: CliContext) => Pr
   try {
     return await fn(ctx);
   } catch (err) {
-    throw isRedisConnectionError(err) ? redisUnreachable(ctx.config.redisUrl, err) : err;
+    throw isRedisConnectionError(err) ? redisUnreachable(ctx.config, err) : err;
   } finally {
     await ctx.close();
   }

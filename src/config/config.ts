@@ -1,4 +1,5 @@
 import type { EvmChain, Network } from '../domain/chains.ts';
+import type { RedisSettings } from './redis-settings.ts';
 
 /** Secrets are held as `Secret` so that no accidental `String()`, JSON or log line shows them. */
 export class Secret {
@@ -24,7 +25,7 @@ export const NEW_RECIPIENT_POLICIES = ['allow', 'hold', 'reject'] as const;
 export type NewRecipientPolicy = (typeof NEW_RECIPIENT_POLICIES)[number];
 
 /** Everything the product reads from the environment, parsed once and frozen (README "Configuration"). */
-export type Config = {
+export type Config = RedisSettings & {
   readonly redisUrl: string;
   /** Whether REDIS_URL was set explicitly (the demo starts its own Redis otherwise). */
   readonly redisUrlSet: boolean;

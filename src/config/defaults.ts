@@ -2,6 +2,9 @@
 export const DEFAULTS = {
   REDIS_URL: 'redis://127.0.0.1:6379',
   QUEUE_PREFIX: 'usdc',
+  // README "Replicated Redis": wait for every replica the primary has had, at most 5 s a write.
+  REDIS_REPLICA_ACKS: 'auto',
+  REDIS_REPLICA_ACK_TIMEOUT_MS: 5_000,
   NETWORK: 'testnet',
   MAX_FEE_BPS: 100,
   WORKER_CONCURRENCY: 16,

@@ -13,6 +13,7 @@ import {
 } from './config.ts';
 import { DEFAULTS } from './defaults.ts';
 import { createEnvReader, type Env, type EnvReader, type Problem } from './env-reader.ts';
+import { readRedisSettings } from './redis-settings.ts';
 import { readEvmKeys, readSolanaKey } from './signing-keys.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -187,6 +188,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const config: Config = {
     redisUrl,
     redisUrlSet: r.str('REDIS_URL') !== undefined,
+    ...readRedisSettings(r, problem),
     allowVolatileRedis: r.bool('ALLOW_VOLATILE_REDIS'),
     queuePrefix,
     transferApiUrl,

@@ -23,6 +23,7 @@ import {
   noteAuthFailure,
   type AuthFailures,
 } from './auth-failures.ts';
+import { ReplicasNotConfirmedError } from '../store/replica-acks.ts';
 import { parseJsonBody } from './json-body.ts';
 import {
   clientOf,
@@ -283,6 +284,11 @@ function errorReply(err: FastifyError | UsdcBatchError | Error): {
     message = err.shortMessage;
   } else if (err instanceof ConflictError) {
     status = 409;
+    code = err.code;
+    message = err.shortMessage;
+  } else if (err instanceof ReplicasNotConfirmedError) {
+    // README "Replicated Redis": the change may be lost in a failover, so it is not acknowledged.
+    status = 503;
     code = err.code;
     message = err.shortMessage;
   } else if (err instanceof ValidationError) {

@@ -4,6 +4,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import type { QueueMonitor } from '../queue/queue-monitor.ts';
 import type { TransferJobSink } from '../store/batch-writer.ts';
+import type { ReplicaAcks } from '../store/replica-acks.ts';
 
 /*
  * What the app and its route plugins share: the dependencies a route receives, the credential a
@@ -28,6 +29,11 @@ export type AppDeps = {
   readonly config: Config;
   readonly redis: Redis;
   readonly producer: TransferJobSink;
+  /**
+   * Replica acknowledgements (README "Replicated Redis"): a change is answered only once the
+   * replicas hold it. Absent: answered once Redis has it (tests, tools).
+   */
+  readonly acks?: ReplicaAcks | undefined;
   readonly logger: Logger;
   readonly now?: () => number;
   /** Handles on every queue (metrics, dashboard); opened on `redis` and closed with the app when absent. */

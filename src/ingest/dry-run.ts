@@ -59,6 +59,8 @@ export type DryRunReport = {
 export type DryRunConfig = Pick<
   Config,
   | 'redisUrl'
+  | 'redisSentinels'
+  | 'redisSentinelName'
   | 'queuePrefix'
   | 'newRecipientPolicy'
   | 'maxFeeBps'
@@ -178,7 +180,7 @@ async function readAddressBook(
 ): Promise<RecipientScreen | null> {
   if (transfers.length === 0) return null;
   // One attempt, soon given up: a dry run must not wait for a Redis that is not there.
-  const redis = createRedis(config.redisUrl, {
+  const redis = createRedis(config, {
     role: 'client',
     extra: { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000 },
   });

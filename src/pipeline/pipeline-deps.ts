@@ -8,6 +8,7 @@ import type { ApprovalGate } from '../store/batch-hold.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { OwnerBalances } from '../store/owner-balance.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
+import type { ReplicaAcks } from '../store/replica-acks.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import type { OwnerCaches } from './evm/owner-caches.ts';
 import type { PipelinePolicy } from './policy.ts';
@@ -16,6 +17,11 @@ import type { PipelinePolicy } from './policy.ts';
 export type PipelineDeps = {
   readonly config: Config;
   readonly store: TransferStore;
+  /**
+   * Replica acknowledgements (README "Replicated Redis"): a send waits until the replicas
+   * REDIS_REPLICA_ACKS asks for hold its mark. Absent: nothing is waited for (tests, tools).
+   */
+  readonly acks?: ReplicaAcks | undefined;
   readonly service: ServiceClient;
   /** What EVM transfers run on; absent in a worker without an EVM key. */
   readonly evm?: EvmDeps | undefined;
@@ -94,7 +100,8 @@ export type StepOutcome =
  * Why a run hands its job back (a bounded set, the `kind` label of the waits metric): another run
  * holds the transfer, processing is paused, the worker stops, it lacks the key, the (chain, owner)
  * nonce lease or pool, the chain has not settled a refused permit yet, the daily cap, a transient
- * failure or a 429 of the service, a needs_review payload not yet past its deadline.
+ * failure or a 429 of the service, a needs_review payload not yet past its deadline, Redis replicas
+ * that did not confirm a send's mark in time.
  */
 export type WaitKind =
   | 'lock'
@@ -108,4 +115,5 @@ export type WaitKind =
   | 'balance'
   | 'retry'
   | 'rate_limit'
-  | 'settle';
+  | 'settle'
+  | 'replicas';

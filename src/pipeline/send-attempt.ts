@@ -1,6 +1,7 @@
 import { savedSteps, type TransferPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
-import { loadRecord, wait, type Ctx } from './context.ts';
+import type { WriteSite } from '../store/replica-acks.ts';
+import { jittered, Later, loadRecord, wait, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
 import { asServiceFailure, describeFailure, failureDump, type ServiceFailure } from './failure.ts';
 import { pastDeadline } from './outcomes.ts';
@@ -17,27 +18,87 @@ import { backoffMs } from './policy.ts';
  * durable mark before it, and what is recorded and decided (failure-decision.ts) after it fails.
  */
 
+/** What else must hold before a marked send goes: the EVM nonce lease still this transfer's. */
+export type SendGate = { readonly confirm: () => Promise<boolean> };
+
+/** The EVM nonce lease lapsed before its confirmation: nothing was sent (evm-flow.ts steps back). */
+export class LeaseNotConfirmed extends Error {
+  constructor() {
+    super('the nonce lease was not confirmed');
+    this.name = 'LeaseNotConfirmed';
+  }
+}
+
 /**
  * Written durably before every send: on resume, `send_state=sending` means this send's outcome is
- * unknown. `attempts` (shown to operators) counts sends to the service across payloads.
+ * unknown. `attempts` (shown to operators) counts sends to the service across payloads. The mark
+ * (with a fresh payload, in the same write) is made only while the run holds its transfer's lock,
+ * and nothing is sent until the replicas REDIS_REPLICA_ACKS asks for hold it (README "Replicated
+ * Redis"): a failover can then not bring back a record without the payload or its mark. When the
+ * lock was lost the run stops (nothing written); when the replicas or the `gate` do not confirm in
+ * time the mark is taken back and the transfer waits, nothing sent.
  */
 export async function beginSend(
   ctx: Ctx,
   rec: TransferRecord,
   send: { readonly call: string; readonly idempotencyKey: string; readonly payload?: string },
   freshPayload?: TransferPatch,
+  gate?: SendGate,
 ): Promise<void> {
-  const sends = freshPayload ? 1 : (savedSteps(rec).sends ?? 0) + 1;
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, {
+  const steps = savedSteps(rec);
+  const sends = freshPayload ? 1 : (steps.sends ?? 0) + 1;
+  const held = gate?.confirm().catch(() => false);
+  const mark = {
     ...freshPayload,
     send_state: 'sending',
     sends,
     attempts: rec.attempts + 1,
-  });
-  ctx.report(
-    'send',
-    `${send.call}: send ${sends} of ${send.payload ?? (freshPayload ? 'a new payload' : 'the same payload')}, Idempotency-Key ${send.idempotencyKey}`,
+    wait_reason: '',
+  } as const;
+  const site = await saveUnderLock(ctx, mark, true);
+  const replicas = site && ctx.deps.acks ? await ctx.deps.acks.confirm(site) : undefined;
+  const gateOk = held === undefined || (await held);
+  if ((replicas?.ok ?? true) && gateOk) {
+    ctx.report(
+      'send',
+      `${send.call}: send ${sends} of ${send.payload ?? (freshPayload ? 'a new payload' : 'the same payload')}, Idempotency-Key ${send.idempotencyKey}`,
+    );
+    return;
+  }
+  // It never left: take the mark back (a crash or failover before this write leaves it marked as
+  // possibly sent, the careful side).
+  const reason = replicas && !replicas.ok ? replicas.reason : '';
+  await saveUnderLock(
+    ctx,
+    {
+      send_state: '',
+      sends: freshPayload ? 0 : (steps.sends ?? 0),
+      attempts: rec.attempts,
+      ...(steps.prepared && freshPayload?.prepared === '' ? { prepared: 1 } : {}),
+      ...(reason ? { wait_reason: reason } : {}),
+    },
+    false,
   );
+  if (!gateOk) throw new LeaseNotConfirmed();
+  ctx.report('wait', `${reason}: nothing sent`);
+  throw new Later(jittered(ctx, 1_000), reason, 'replicas');
+}
+
+/**
+ * Saves `patch` while this run holds its transfer's lock (and says where it landed when `site`);
+ * a run that lost it stops here, writing nothing: another run has the transfer now.
+ */
+async function saveUnderLock(ctx: Ctx, patch: TransferPatch, site: boolean): Promise<WriteSite | undefined> {
+  if (!ctx.lock) throw new Error("a send needs the run to hold its transfer's processing lock");
+  const wantSite = site && ctx.deps.acks !== undefined;
+  const saved = await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, patch, {
+    token: ctx.lock.token,
+    site: wantSite,
+  });
+  if (saved.held) return saved.site;
+  ctx.log.warn('this run lost its processing lock before sending: it stops, sending nothing');
+  ctx.report('wait', 'lost the processing lock (another run has the transfer): nothing sent');
+  throw new Later(jittered(ctx, 1_000), 'another run holds this transfer now', 'lock');
 }
 
 /**

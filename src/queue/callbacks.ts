@@ -6,7 +6,8 @@ import { createBatchReader } from '../store/batch-reader.ts';
 import { keys } from '../store/keys.ts';
 import { isCallbackAllowed } from '../domain/callback-url.ts';
 import { signRequest } from '../domain/request-signature.ts';
-import { queueOptions } from './queue-options.ts';
+import { queueOptions, workerConnection } from './queue-options.ts';
+import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 
 const QUEUE = 'callbacks';
 
@@ -20,14 +21,14 @@ export function signatureHeader(secret: string, body: string, nowMs: number = Da
  * (`generation`), retried with exponential backoff by the queue.
  */
 export function createCallbackSender(deps: {
-  redisUrl: string;
+  endpoint: RedisEndpoint;
   prefix: string;
   redis: Redis;
   config: Config;
   logger: Logger;
   fetch?: typeof fetch;
 }) {
-  const connection = { url: deps.redisUrl, maxRetriesPerRequest: null };
+  const connection = workerConnection(deps.endpoint);
   const queue = new Queue(QUEUE, queueOptions(connection, deps.prefix));
   queue.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'callback queue error'));
   const reader = createBatchReader({ redis: deps.redis, prefix: deps.prefix });

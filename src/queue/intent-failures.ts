@@ -4,7 +4,8 @@ import type { Logger } from '../log/logger.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import { finalFailure, jobKeyOf, writeJobResult } from './job-outcome.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
-import { queueOptions } from './queue-options.ts';
+import { queueOptions, workerConnection } from './queue-options.ts';
+import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 
 /*
  * The `intents` queue: a failed job for each intent that ended `failed` after its transfer was
@@ -62,7 +63,7 @@ export async function addFailedIntentJob(queue: Queue, t: IntentRef, followedMs:
 }
 
 type FailureDeps = {
-  readonly redisUrl: string;
+  readonly endpoint: RedisEndpoint;
   readonly prefix: string;
   readonly redis: Redis;
   readonly store: TransferStore;
@@ -71,7 +72,7 @@ type FailureDeps = {
 
 /** The queue that failed-intent jobs are added to, and the worker that fails them. */
 export function createIntentFailures(deps: FailureDeps) {
-  const connection = { url: deps.redisUrl, maxRetriesPerRequest: null };
+  const connection = workerConnection(deps.endpoint);
   const queue = new Queue(INTENT_QUEUE, queueOptions(connection, deps.prefix));
   queue.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'intent queue error'));
   const worker = new Worker(INTENT_QUEUE, (job: Job) => failIntentJob(deps, job), {

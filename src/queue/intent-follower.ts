@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
@@ -56,7 +57,7 @@ const CLAIM_LIMIT = 32;
 const POLL_CONCURRENCY = 8;
 
 type FollowerDeps = {
-  redisUrl: string;
+  endpoint: RedisEndpoint;
   prefix: string;
   service: ServiceClient;
   store: TransferStore;

@@ -1,4 +1,5 @@
-import type { QueueOptions } from 'bullmq';
+import type { QueueOptions, RedisOptions as QueueConnection } from 'bullmq';
+import { endpointOptions, type RedisEndpoint } from '../store/redis-endpoint.ts';
 
 /**
  * Entries kept in each queue's `…:events` stream. Nothing of ours reads the streams (no
@@ -13,4 +14,18 @@ export const EVENTS_KEPT = 100;
 /** A queue's options: the connection and prefix given, and our events cap (docs/data-model.md). */
 export function queueOptions(connection: QueueOptions['connection'], prefix: string): QueueOptions {
   return { connection, prefix, streams: { events: { maxLen: EVENTS_KEPT } } };
+}
+
+/**
+ * A worker's own BullMQ connection (its blocking one, and each Worker's): the endpoint's options
+ * with `maxRetriesPerRequest: null`, BullMQ's production setting (a command waits through a Redis
+ * restart or a failover instead of failing the job).
+ */
+export function workerConnection(
+  endpoint: RedisEndpoint,
+  extra: Record<string, unknown> = {},
+): QueueConnection {
+  // BullMQ hands these to ioredis as they are: its RedisOptions type is ioredis's, loosened.
+  const options = endpointOptions(endpoint) as QueueConnection;
+  return { ...options, maxRetriesPerRequest: null, ...extra };
 }

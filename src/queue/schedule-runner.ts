@@ -1,5 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { workerConnection } from './queue-options.ts';
+import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobSink } from '../store/batch-writer.ts';
 import type { RebalanceFiringDeps } from '../treasury/rebalance-firing.ts';
@@ -17,7 +19,7 @@ export function scheduledTimeOf(job: Pick<Job, 'id' | 'opts'>): number | undefin
 }
 
 export type ScheduleRunnerDeps = {
-  readonly redisUrl: string;
+  readonly endpoint: RedisEndpoint;
   readonly prefix: string;
   /** A normal connection for reads and writes (the runner's blocking connection is its own). */
   readonly redis: Redis;
@@ -35,7 +37,7 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps): ScheduleRunner {
   let own: Producer | undefined;
   const jobs: TransferJobSink =
     deps.producer ?? (own = createProducer({ connection: deps.redis, prefix: deps.prefix }));
-  const connection = { url: deps.redisUrl, maxRetriesPerRequest: null };
+  const connection = workerConnection(deps.endpoint);
   const worker = new Worker(
     SCHEDULE_QUEUE,
     async (job: Job) => {

@@ -10,7 +10,8 @@ import { TRANSFER_JOBS_KEPT } from './producer.ts';
 import { sweepUnfinished } from './sweeper.ts';
 import { processTransferJob, settleGivenUpJob, type TransferProcessorDeps } from './transfer-processor.ts';
 import { savedSteps } from '../store/saved-steps.ts';
-import { queueOptions } from './queue-options.ts';
+import { queueOptions, workerConnection } from './queue-options.ts';
+import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 
 /**
  * Lock and stall settings, chosen for the slowest call:
@@ -51,7 +52,7 @@ export type TransferWorkers = {
 };
 
 export type TransferWorkersDeps = {
-  redisUrl: string;
+  endpoint: RedisEndpoint;
   connectionOptions?: Record<string, unknown>;
   prefix: string;
   sources: readonly Chain[];
@@ -66,7 +67,7 @@ export type TransferWorkersDeps = {
 
 export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorkers {
   const shutdown = new AbortController();
-  const connection = { url: deps.redisUrl, maxRetriesPerRequest: null, ...deps.connectionOptions };
+  const connection = workerConnection(deps.endpoint, deps.connectionOptions);
   const queues = new Map<Chain, Queue>();
   const workers: Worker[] = [];
   for (const source of deps.sources) {

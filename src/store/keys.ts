@@ -33,6 +33,10 @@ export function keys(prefix: string) {
     follow: `${prefix}:follow`,
     unapproved: `${prefix}:unapproved`,
     unapprovedAmounts: `${prefix}:unapproved:amounts`,
+    /** The most replicas each primary (by replication id) has reported connected (replica-acks.ts). */
+    replicas: `${prefix}:replicas`,
+    /** A counter each replica-acknowledgement round writes, for its WAIT to cover (replica-acks.ts). */
+    acks: `${prefix}:acks`,
   };
 }
 export type Keys = ReturnType<typeof keys>;

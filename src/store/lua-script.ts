@@ -28,8 +28,20 @@ export async function runScript(
 
 /**
  * A script of `src/store/scripts/` (one file per script, headed by its KEYS, ARGV and output), read
- * once when the module that runs it is loaded.
+ * once when the module that runs it is loaded. A line `--- @include "name"` (BullMQ's notation) is
+ * replaced by the fragment `scripts/includes/name.lua`: functions several scripts share.
  */
 export function luaScriptFile(name: string): LuaScript {
-  return luaScript(readFileSync(new URL(`./scripts/${name}`, import.meta.url), 'utf8'));
+  return luaScript(withIncludes(readScript(name)));
+}
+
+function readScript(path: string): string {
+  return readFileSync(new URL(`./scripts/${path}`, import.meta.url), 'utf8');
+}
+
+/** The text with each `--- @include "name"` line replaced by its fragment (once each, no nesting). */
+function withIncludes(text: string): string {
+  return text.replace(/^--- @include "([a-z0-9-]+)"$/gm, (_line, name: string) =>
+    readScript(`includes/${name}.lua`).trimEnd(),
+  );
 }

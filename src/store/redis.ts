@@ -1,13 +1,16 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
+import { describeEndpoint, endpointOptions, type RedisEndpoint } from './redis-endpoint.ts';
+
+export type { RedisEndpoint } from './redis-endpoint.ts';
 
 /**
  * Connections. Workers use `maxRetriesPerRequest: null` (BullMQ's production guide: a command waits
  * through a Redis restart instead of failing the job); producers and CLI reads fail fast.
  */
 export function createRedis(
-  url: string,
+  endpoint: RedisEndpoint,
   options: {
     role: 'worker' | 'client';
     logger?: Logger | undefined;
@@ -20,7 +23,8 @@ export function createRedis(
   },
 ): Redis {
   const { role, logger, extra, quiet } = options;
-  const redis = new Redis(url, {
+  const redis = new Redis({
+    ...endpointOptions(endpoint),
     maxRetriesPerRequest: role === 'worker' ? null : 2,
     enableOfflineQueue: true,
     connectTimeout: 5_000,
@@ -58,16 +62,6 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** `host:port` of a Redis URL: what a message may show of it (never a user name or password). */
-function redisTarget(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || '6379'}`;
-  } catch {
-    return '(invalid url)';
-  }
-}
-
 class RedisUnreachableError extends UsdcBatchError {
   override name = 'RedisUnreachableError';
 }
@@ -93,11 +87,11 @@ export function isRedisConnectionError(err: unknown): boolean {
   return /^(Connection is closed|connect ETIMEDOUT|Stream isn't writeable)/.test(err.message);
 }
 
-/** The one line an operator sees when Redis cannot be reached: REDIS_URL and host:port, no secret. */
-export function redisUnreachable(url: string, cause?: unknown): RedisUnreachableError {
+/** The one line an operator sees when Redis cannot be reached: where, and its setting; no secret. */
+export function redisUnreachable(endpoint: RedisEndpoint, cause?: unknown): RedisUnreachableError {
   return new RedisUnreachableError(
     'USDC_REDIS_UNREACHABLE',
-    `cannot reach Redis at ${redisTarget(url)} (REDIS_URL): is redis-server running there?`,
+    `cannot reach Redis at ${describeEndpoint(endpoint)}: is redis-server running there?`,
     cause === undefined ? {} : { cause },
   );
 }
@@ -108,18 +102,18 @@ export function redisUnreachable(url: string, cause?: unknown): RedisUnreachable
  * ever). A Redis restarting at that moment is waited for; once started, connections ride through
  * restarts.
  */
-export async function waitForRedis(redis: Redis, url: string, timeoutMs = 10_000): Promise<void> {
+export async function waitForRedis(redis: Redis, endpoint: RedisEndpoint, timeoutMs = 10_000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       redis.ping(),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(redisUnreachable(url)), timeoutMs);
+        timer = setTimeout(() => reject(redisUnreachable(endpoint)), timeoutMs);
       }),
     ]);
   } catch (err) {
     if (err instanceof RedisUnreachableError) throw err;
-    throw isRedisConnectionError(err) ? redisUnreachable(url, err) : err;
+    throw isRedisConnectionError(err) ? redisUnreachable(endpoint, err) : err;
   } finally {
     clearTimeout(timer);
   }

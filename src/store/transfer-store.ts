@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
 import { keys, type Keys } from './keys.ts';
-import { luaScript, runScript } from './lua-script.ts';
+import { luaScript, luaScriptFile, runScript } from './lua-script.ts';
+import type { WriteSite } from './replica-acks.ts';
 import { SETTLEMENT_LUA } from './settlement.ts';
 import { patchFields, type TransferCounter, type TransferField, type TransferPatch } from './saved-steps.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
@@ -268,6 +269,15 @@ const UNLOCK = luaScript(
   "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
 );
 
+const FENCED_SAVE = luaScriptFile('fenced-save.lua');
+
+/**
+ * What a save made under the run's lock found (TransferStore.saveFenced): the run no longer holds
+ * the lock (nothing written), or it wrote, and where (when asked: the write a send rests on).
+ */
+export type FencedSave =
+  { readonly held: false } | { readonly held: true; readonly site: WriteSite | undefined };
+
 export type TransitionResult =
   | {
       readonly ok: true;
@@ -310,6 +320,12 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
     load: (batchId: string, transferId: string) => loadTransfer(s, batchId, transferId),
     save: (batchId: string, transferId: string, patch: TransferPatch) =>
       saveSteps(s, batchId, transferId, patch),
+    saveFenced: (
+      batchId: string,
+      transferId: string,
+      patch: TransferPatch,
+      fence: { readonly token: string; readonly site: boolean },
+    ) => saveFenced(s, batchId, transferId, patch, fence),
     lock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
       lockTransfer(s, batchId, transferId, token, ttlMs),
     take: (batchId: string, transferId: string, lock: { token: string; ttlMs: number }, move: boolean) =>
@@ -363,6 +379,34 @@ async function saveSteps(s: Store, batchId: string, transferId: string, patch: T
   for (const [f, v] of Object.entries(patchFields(patch))) flat.push(f, v);
   flat.push('updated_at', String(s.now()));
   await s.redis.hset(s.k.transfer(batchId, transferId), ...flat);
+}
+
+/**
+ * Writes saved-step fields only while `fence.token` holds the transfer's processing lock
+ * (fenced-save.lua), and says where the write landed when `fence.site` (for the replica
+ * acknowledgement a send waits for). One script.
+ */
+async function saveFenced(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  patch: TransferPatch,
+  fence: { readonly token: string; readonly site: boolean },
+): Promise<FencedSave> {
+  const flat: string[] = [];
+  for (const [f, v] of Object.entries(patchFields(patch))) flat.push(f, v);
+  flat.push('updated_at', String(s.now()));
+  const res = (await runScript(
+    s.redis,
+    FENCED_SAVE,
+    [s.k.transfer(batchId, transferId), lockKey(s, batchId, transferId), s.k.replicas],
+    [fence.token, fence.site ? '1' : '', ...flat],
+  )) as [number, string?, number?];
+  if (res[0] !== 1) return { held: false };
+  return {
+    held: true,
+    site: fence.site ? { primary: String(res[1] ?? ''), replicas: Number(res[2] ?? 0) } : undefined,
+  };
 }
 
 /**

@@ -91,6 +91,8 @@ export function wirePipeline(deps: {
   readonly redis: Redis;
   readonly prefix: string;
   readonly store: TransferStore;
+  /** Replica acknowledgements before sends (README "Replicated Redis"). */
+  readonly acks?: PipelineDeps['acks'];
   readonly service: ServiceClient;
   /** `wireEvm`'s parts; the pipeline needs only their interfaces (a test may watch its nonce pool). */
   readonly evm: PipelineDeps['evm'];
@@ -104,6 +106,7 @@ export function wirePipeline(deps: {
   return {
     config,
     store: deps.store,
+    acks: deps.acks,
     service: deps.service,
     evm: deps.evm,
     solana: deps.solana,

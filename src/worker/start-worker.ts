@@ -5,6 +5,8 @@ import type { Logger } from '../log/logger.ts';
 import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
 import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineHooks } from '../pipeline/pipeline-deps.ts';
+import { watchPrimary } from '../store/primary-watch.ts';
+import { createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from '../queue/callbacks.ts';
 import { createIntentFollower } from '../queue/intent-follower.ts';
@@ -23,6 +25,8 @@ export type RunningWorker = { readonly workers: TransferWorkers; close(): Promis
  */
 type Started = {
   readonly redis: Redis;
+  acks?: ReplicaAcks;
+  primary?: { stop(): void };
   metrics?: { close(): Promise<void> };
   service?: { close(): void };
   nonces?: { close(): Promise<void> } | undefined;
@@ -60,11 +64,20 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   const metrics = (started.metrics = createWorkerMetrics({ redis, prefix, logger }));
   const service = (started.service = wireServiceClient({ config, redis, prefix, logger, metrics }));
   const store = metrics.countRetries(createTransferStore({ redis, prefix }));
+  // README "Replicated Redis": sends wait for the replicas; a failover seen is logged.
+  const acks = (started.acks = createReplicaAcks({
+    redis,
+    prefix,
+    setting: config.redisReplicaAcks,
+    timeoutMs: config.redisReplicaAckTimeoutMs,
+    logger,
+  }));
+  started.primary = watchPrimary({ redis, logger });
   const evm = wireEvm({ config, redis, prefix, logger });
   started.nonces = evm?.nonces;
   const solana = await wireSolana({ config, logger });
 
-  const connection = { redisUrl: config.redisUrl, prefix, redis, logger };
+  const connection = { endpoint: config, prefix, redis, logger };
   const follower = (started.follower = createIntentFollower({ ...connection, service, store, metrics }));
   const callbacks = (started.callbacks = createCallbackSender({ ...connection, config }));
   // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
@@ -91,6 +104,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     redis,
     prefix,
     store,
+    acks,
     service,
     evm,
     solana,
@@ -135,5 +149,7 @@ async function closeStarted(s: Started): Promise<void> {
   await s.nonces?.close();
   await s.metrics?.close();
   s.service?.close();
+  s.primary?.stop();
+  await s.acks?.close();
   await s.redis.quit().catch(() => s.redis.disconnect());
 }

@@ -9,12 +9,12 @@ import { checkDurability, createRedis, VolatileRedisError, waitForRedis } from '
  * is thrown: nothing is left open.
  */
 export async function openWorkerRedis(
-  config: Pick<Config, 'redisUrl' | 'allowVolatileRedis'>,
+  config: Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'allowVolatileRedis'>,
   logger: Logger,
 ): Promise<Redis> {
-  const redis: Redis = createRedis(config.redisUrl, { role: 'worker', logger, quiet: true });
+  const redis: Redis = createRedis(config, { role: 'worker', logger, quiet: true });
   try {
-    await waitForRedis(redis, config.redisUrl);
+    await waitForRedis(redis, config);
     await refuseVolatileRedis(redis, config, logger);
     return redis;
   } catch (err) {

@@ -63,7 +63,7 @@ describe('intent follower', () => {
 
   function startFollower(p: string, c: Redis, s: ServiceClient): IntentFollower {
     return createIntentFollower({
-      redisUrl: redis.url,
+      endpoint: { redisUrl: redis.url },
       prefix: p,
       service: s,
       store: createTransferStore({ redis: c, prefix: p }),

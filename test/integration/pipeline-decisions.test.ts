@@ -583,7 +583,7 @@ describe('pipeline decisions', () => {
     beforeAll(async () => {
       cutter = await startReplyCutter(redis.port);
       // The worker's own connection settings (auto-pipelining, re-sends after a reconnect).
-      viaCutter = createRedis(cutter.url, { role: 'worker' });
+      viaCutter = createRedis({ redisUrl: cutter.url }, { role: 'worker' });
     });
     afterAll(async () => {
       viaCutter?.disconnect();

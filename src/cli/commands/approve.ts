@@ -4,9 +4,11 @@ import { EXIT } from '../exit-codes.ts';
 
 export async function run(args: string[]): Promise<number> {
   return await withCli({}, async (ctx) => {
-    const res = await approveBatch(
-      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor },
-      args[0] as string,
+    const res = await ctx.acknowledged(() =>
+      approveBatch(
+        { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor },
+        args[0] as string,
+      ),
     );
     process.stdout.write(
       res.already

@@ -13,13 +13,13 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   return await withCli({}, async (ctx) => {
     const deps = { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor };
     if (only.length === 0) {
-      const { cancelled } = await cancelBatch(deps, batchId);
+      const { cancelled } = await ctx.acknowledged(() => cancelBatch(deps, batchId));
       process.stdout.write(
         `cancelled ${cancelled} unsent transfer(s) of ${batchId}; transfers in flight finish safely\n`,
       );
       return EXIT.ok;
     }
-    const { cancelled, skipped } = await cancelTransfers(deps, batchId, only);
+    const { cancelled, skipped } = await ctx.acknowledged(() => cancelTransfers(deps, batchId, only));
     if (cancelled.length > 0) {
       process.stdout.write(
         `cancelled ${cancelled.length} unsent transfer(s) of ${batchId}: ${cancelled.join(', ')}\n`,

@@ -126,16 +126,18 @@ async function validateFile(config: Config, file: FileArgs): Promise<ValidatedIn
 async function enqueueFile(ctx: CliContext, input: ValidatedInput, flags: EnqueueFlags): Promise<number> {
   let outcome: EnqueueOutcome;
   try {
-    outcome = await enqueueValidated(
-      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), config: ctx.config },
-      input,
-      {
-        source: 'csv',
-        actor: ctx.actor,
-        batchId: flags.batchId,
-        skipInvalid: flags.skipInvalid === true,
-        allowDuplicates: flags.allowDuplicates === true,
-      },
+    outcome = await ctx.acknowledged(() =>
+      enqueueValidated(
+        { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), config: ctx.config },
+        input,
+        {
+          source: 'csv',
+          actor: ctx.actor,
+          batchId: flags.batchId,
+          skipInvalid: flags.skipInvalid === true,
+          allowDuplicates: flags.allowDuplicates === true,
+        },
+      ),
     );
   } catch (err) {
     if (err instanceof BatchConflictError && flags.json) {

@@ -4,7 +4,7 @@ import { EXIT } from '../exit-codes.ts';
 
 export async function run(): Promise<number> {
   return await withCli({}, async (ctx) => {
-    await setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, true);
+    await ctx.acknowledged(() => setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, true));
     process.stdout.write('paused: workers take no new transfers until `usdc-batch resume`\n');
     return EXIT.ok;
   });

@@ -60,10 +60,12 @@ async function list(ctx: CliContext, json: boolean): Promise<number> {
 }
 
 async function add(ctx: CliContext, address: string, label: unknown): Promise<number> {
-  const { address: a, was } = await addRecipient(
-    { redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor },
-    address,
-    typeof label === 'string' ? label : undefined,
+  const { address: a, was } = await ctx.acknowledged(() =>
+    addRecipient(
+      { redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor },
+      address,
+      typeof label === 'string' ? label : undefined,
+    ),
   );
   out(
     was === 'known'
@@ -74,9 +76,8 @@ async function add(ctx: CliContext, address: string, label: unknown): Promise<nu
 }
 
 async function remove(ctx: CliContext, address: string): Promise<number> {
-  const { address: a, existed } = await removeRecipient(
-    { redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor },
-    address,
+  const { address: a, existed } = await ctx.acknowledged(() =>
+    removeRecipient({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, address),
   );
   out(
     `${existed ? 'removed' : 'marked as removed (it was not in the book)'} ${a.address}: every payment to it is held for approval until it is added again; transfers to it not yet signed are held`,
@@ -97,10 +98,8 @@ async function importFile(file: string): Promise<number> {
   }
   const input = readRecipientCsv(text);
   return await withCli({}, async (ctx) => {
-    const res = await importRecipients(
-      { redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor },
-      input,
-      file,
+    const res = await ctx.acknowledged(() =>
+      importRecipients({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, input, file),
     );
     if (res.status === 'rejected') {
       const sorted = sortIssues(res.errors);

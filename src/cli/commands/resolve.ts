@@ -13,17 +13,19 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     );
   }
   return await withCli({}, async (ctx) => {
-    const res = await resolveTransfer(
-      {
-        redis: ctx.redis,
-        prefix: ctx.prefix,
-        jobs: ctx.producer(),
-        intents: ctx.producer(),
-        actor: ctx.actor,
-      },
-      args[0] as string,
-      args[1] as string,
-      submitted !== undefined ? { submitted } : { notSent: true },
+    const res = await ctx.acknowledged(() =>
+      resolveTransfer(
+        {
+          redis: ctx.redis,
+          prefix: ctx.prefix,
+          jobs: ctx.producer(),
+          intents: ctx.producer(),
+          actor: ctx.actor,
+        },
+        args[0] as string,
+        args[1] as string,
+        submitted !== undefined ? { submitted } : { notSent: true },
+      ),
     );
     process.stdout.write(`${args[1]} is now ${res.state}\n`);
     return EXIT.ok;

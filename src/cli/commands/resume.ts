@@ -4,7 +4,9 @@ import { EXIT } from '../exit-codes.ts';
 
 export async function run(): Promise<number> {
   return await withCli({}, async (ctx) => {
-    await setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, false);
+    await ctx.acknowledged(() =>
+      setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, false),
+    );
     process.stdout.write('resumed\n');
     return EXIT.ok;
   });

@@ -4,9 +4,11 @@ import { EXIT } from '../exit-codes.ts';
 
 export async function run(args: string[]): Promise<number> {
   return await withCli({}, async (ctx) => {
-    const { requeued, heldReason } = await retryBatch(
-      { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor, config: ctx.config },
-      args[0] as string,
+    const { requeued, heldReason } = await ctx.acknowledged(() =>
+      retryBatch(
+        { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor, config: ctx.config },
+        args[0] as string,
+      ),
     );
     process.stdout.write(`re-queued ${requeued} failed transfer(s) of ${args[0]}\n`);
     if (heldReason !== null) {

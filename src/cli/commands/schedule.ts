@@ -117,27 +117,30 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
       return EXIT.rejected;
     }
     const total = input.transfers.reduce((s, t) => s + t.amount, 0n);
-    const { replaced, next } = await putSchedule(deps, {
-      name,
-      cron,
-      tz,
-      csv: csv.toString('utf8'),
-      createdBy: ctx.actor,
-      rows: input.transfers.length,
-      total,
-    });
-    await recordAudit(ctx.redis, ctx.prefix, {
-      actor: ctx.actor,
-      action: 'schedule_add',
-      batch: null,
-      detail: {
+    const { replaced, next } = await ctx.acknowledged(async () => {
+      const put = await putSchedule(deps, {
         name,
         cron,
         tz,
+        csv: csv.toString('utf8'),
+        createdBy: ctx.actor,
         rows: input.transfers.length,
-        amount: formatUsdc(total),
-        replaced,
-      },
+        total,
+      });
+      await recordAudit(ctx.redis, ctx.prefix, {
+        actor: ctx.actor,
+        action: 'schedule_add',
+        batch: null,
+        detail: {
+          name,
+          cron,
+          tz,
+          rows: input.transfers.length,
+          amount: formatUsdc(total),
+          replaced: put.replaced,
+        },
+      });
+      return put;
     });
     out(`schedule ${name} ${replaced ? 'replaced' : 'added'}`);
     out(`  cron         ${cron} (${tz})`);
@@ -172,20 +175,29 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
 async function addRebalance(name: string, cron: string, tz: string, file: string): Promise<number> {
   const { text, policy } = readPolicyFile(file);
   return await withSchedules(async (ctx, deps) => {
-    const { replaced, next } = await putSchedule(deps, {
-      name,
-      cron,
-      tz,
-      policy: { text, file: basename(file) },
-      createdBy: ctx.actor,
-      rows: 0,
-      total: 0n,
-    });
-    await recordAudit(ctx.redis, ctx.prefix, {
-      actor: ctx.actor,
-      action: 'schedule_add',
-      batch: null,
-      detail: { name, cron, tz, rebalance: policy.name, chains: policy.chains.map((c) => c.chain).join(',') },
+    const { replaced, next } = await ctx.acknowledged(async () => {
+      const put = await putSchedule(deps, {
+        name,
+        cron,
+        tz,
+        policy: { text, file: basename(file) },
+        createdBy: ctx.actor,
+        rows: 0,
+        total: 0n,
+      });
+      await recordAudit(ctx.redis, ctx.prefix, {
+        actor: ctx.actor,
+        action: 'schedule_add',
+        batch: null,
+        detail: {
+          name,
+          cron,
+          tz,
+          rebalance: policy.name,
+          chains: policy.chains.map((c) => c.chain).join(','),
+        },
+      });
+      return put;
     });
     out(`schedule ${name} ${replaced ? 'replaced' : 'added'}: rebalancing policy ${policy.name}`);
     out(`  cron         ${cron} (${tz})`);
@@ -259,17 +271,22 @@ async function list(json: boolean): Promise<number> {
 
 async function remove(name: string): Promise<number> {
   return await withSchedules(async (ctx, deps) => {
-    const removed = await removeSchedule(deps, name);
+    const removed = await ctx.acknowledged(async () => {
+      const gone = await removeSchedule(deps, name);
+      if (gone) {
+        await recordAudit(ctx.redis, ctx.prefix, {
+          actor: ctx.actor,
+          action: 'schedule_remove',
+          batch: null,
+          detail: { name },
+        });
+      }
+      return gone;
+    });
     if (!removed) {
       process.stderr.write(`error: no schedule named ${name}\n`);
       return EXIT.rejected;
     }
-    await recordAudit(ctx.redis, ctx.prefix, {
-      actor: ctx.actor,
-      action: 'schedule_remove',
-      batch: null,
-      detail: { name },
-    });
     out(`schedule ${name} removed; it fires no more`);
     return EXIT.ok;
   });

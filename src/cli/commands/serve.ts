@@ -5,7 +5,9 @@ import { ConfigError } from '../../domain/errors.ts';
 import { buildApp } from '../../http/app.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
+import { watchPrimary } from '../../store/primary-watch.ts';
 import { createRedis, waitForRedis } from '../../store/redis.ts';
+import { createReplicaAcks } from '../../store/replica-acks.ts';
 import { EXIT } from '../exit-codes.ts';
 
 /**
@@ -16,17 +18,28 @@ import { EXIT } from '../exit-codes.ts';
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { hook: true });
   const logger = createLogger(config.logLevel);
-  const redis = createRedis(config.redisUrl, { role: 'client', logger, quiet: true });
+  const redis = createRedis(config, { role: 'client', logger, quiet: true });
   try {
-    await waitForRedis(redis, config.redisUrl);
+    await waitForRedis(redis, config);
   } catch (err) {
     redis.disconnect();
     throw err;
   }
   const producer = createProducer({ connection: redis, prefix: config.queuePrefix });
-  const app = await buildApp({ config, redis, producer, logger });
+  // README "Replicated Redis": changes are answered once the replicas hold them.
+  const acks = createReplicaAcks({
+    redis,
+    prefix: config.queuePrefix,
+    setting: config.redisReplicaAcks,
+    timeoutMs: config.redisReplicaAckTimeoutMs,
+    logger,
+  });
+  const primary = watchPrimary({ redis, logger, intervalMs: 5_000 });
+  const app = await buildApp({ config, redis, producer, acks, logger });
   const close = async () => {
     await app.close();
+    primary.stop();
+    await acks.close();
     await producer.close();
     await redis.quit().catch(() => redis.disconnect());
   };

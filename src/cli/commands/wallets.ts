@@ -28,7 +28,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
   }
   const logger = createLogger(config.logLevel);
   // One try, no reconnects: `wallets` must answer promptly whether or not Redis is up.
-  const redis = createRedis(config.redisUrl, {
+  const redis = createRedis(config, {
     role: 'client',
     extra: { retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000 },
   });

@@ -1,4 +1,5 @@
 import { approveBatch } from '../../ops/approve-batch.ts';
+import { acknowledged } from '../../store/replica-acks.ts';
 import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
 import { batchIdParam } from '../params.ts';
 import { ignoreBody } from './ignore-body.ts';
@@ -15,15 +16,17 @@ export const batchApproveRoute: RoutePlugin = async (app, { deps }) => {
     { config: { auth: 'approver' }, schema: batchApproveSchema },
     async (request) => {
       const id = batchIdParam(request);
-      const res = await approveBatch(
-        {
-          redis: deps.redis,
-          prefix: deps.config.queuePrefix,
-          jobs: deps.producer,
-          actor: HTTP_ACTORS.approver,
-          ...(deps.now ? { now: deps.now } : {}),
-        },
-        id,
+      const res = await acknowledged(deps.acks, () =>
+        approveBatch(
+          {
+            redis: deps.redis,
+            prefix: deps.config.queuePrefix,
+            jobs: deps.producer,
+            actor: HTTP_ACTORS.approver,
+            ...(deps.now ? { now: deps.now } : {}),
+          },
+          id,
+        ),
       );
       return { batch_id: id, released: res.released, already: res.already };
     },

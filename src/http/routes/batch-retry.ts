@@ -1,4 +1,5 @@
 import { retryBatch } from '../../ops/retry-batch.ts';
+import { acknowledged } from '../../store/replica-acks.ts';
 import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
 import { batchIdParam } from '../params.ts';
 import { ignoreBody } from './ignore-body.ts';
@@ -13,16 +14,18 @@ export const batchRetryRoute: RoutePlugin = async (app, { deps }) => {
   ignoreBody(app);
   app.post('/v1/batches/:id/retry', { schema: batchRetrySchema }, async (request) => {
     const id = batchIdParam(request);
-    const { requeued } = await retryBatch(
-      {
-        redis: deps.redis,
-        prefix: deps.config.queuePrefix,
-        jobs: deps.producer,
-        actor: HTTP_ACTORS.hook,
-        config: deps.config,
-        ...(deps.now ? { now: deps.now } : {}),
-      },
-      id,
+    const { requeued } = await acknowledged(deps.acks, () =>
+      retryBatch(
+        {
+          redis: deps.redis,
+          prefix: deps.config.queuePrefix,
+          jobs: deps.producer,
+          actor: HTTP_ACTORS.hook,
+          config: deps.config,
+          ...(deps.now ? { now: deps.now } : {}),
+        },
+        id,
+      ),
     );
     return { batch_id: id, requeued };
   });

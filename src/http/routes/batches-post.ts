@@ -8,6 +8,7 @@ import { batchesPostSchema } from '../schemas/route-schemas.ts';
 import { verifySignature } from '../auth.ts';
 import { HttpError, unauthorized } from '../http-errors.ts';
 import { parseJsonBody } from '../json-body.ts';
+import { acknowledged } from '../../store/replica-acks.ts';
 
 const CSV_TYPES = ['text/csv', 'application/csv'];
 const JSON_TYPE = 'application/json';
@@ -72,17 +73,19 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       input = await validateCsv(bufferSource(raw), limits);
     }
 
-    const outcome = await enqueueValidated(
-      { redis: deps.redis, prefix: deps.config.queuePrefix, jobs: deps.producer, config: deps.config, now },
-      input,
-      {
-        source: 'http',
-        actor: 'http:hook',
-        batchId,
-        skipInvalid: flag(query['skip_invalid']),
-        allowDuplicates: limits.allowDuplicates,
-        callbackUrl,
-      },
+    const outcome = await acknowledged(deps.acks, () =>
+      enqueueValidated(
+        { redis: deps.redis, prefix: deps.config.queuePrefix, jobs: deps.producer, config: deps.config, now },
+        input,
+        {
+          source: 'http',
+          actor: 'http:hook',
+          batchId,
+          skipInvalid: flag(query['skip_invalid']),
+          allowDuplicates: limits.allowDuplicates,
+          callbackUrl,
+        },
+      ),
     );
     if (outcome.status === 'rejected') {
       throw new HttpError(

@@ -11,6 +11,7 @@ import {
   recipientsPostSchema,
 } from '../schemas/route-schemas.ts';
 import { labelProblem, parseBookAddress, type BookAddress } from '../../domain/recipient-key.ts';
+import { acknowledged } from '../../store/replica-acks.ts';
 
 const CSV_TYPES = ['text/csv', 'application/csv'];
 
@@ -46,7 +47,7 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
           typeof body === 'string'
             ? readRecipientCsv(body)
             : readRecipientList(recipientsOf(body) as unknown[]);
-        const res = await importRecipients(ops, input, 'http');
+        const res = await acknowledged(deps.acks, () => importRecipients(ops, input, 'http'));
         if (res.status === 'rejected') {
           throw new HttpError(
             422,
@@ -68,7 +69,9 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
           'send { "address": "…", "label"?: "…" }, { "recipients": […] } or text/csv',
         );
       }
-      const res = await addRecipient(ops, address, typeof label === 'string' ? label : undefined);
+      const res = await acknowledged(deps.acks, () =>
+        addRecipient(ops, address, typeof label === 'string' ? label : undefined),
+      );
       return reply.status(res.was === 'known' ? 200 : 201).send({
         address: res.address.address,
         family: res.address.family,
@@ -82,7 +85,7 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
     if (typeof text !== 'string' || text === '') {
       throw new HttpError(400, 'USDC_HTTP_BAD_BODY', 'name the address: DELETE /v1/recipients/<address>');
     }
-    const res = await removeRecipient(ops, text);
+    const res = await acknowledged(deps.acks, () => removeRecipient(ops, text));
     return {
       address: res.address.address,
       family: res.address.family,

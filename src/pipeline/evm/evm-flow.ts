@@ -23,7 +23,7 @@ import { describeFailure, type ServiceFailure } from '../failure.ts';
 import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from '../outcomes.ts';
 import { backoffMs } from '../policy.ts';
 import type { EvmDeps, StepOutcome } from '../pipeline-deps.ts';
-import { afterFailedSend, beginSend } from '../send-attempt.ts';
+import { afterFailedSend, beginSend, LeaseNotConfirmed } from '../send-attempt.ts';
 
 /*
  * EVM: the (chain, owner) nonce lease → a permit signed with its nonce → transfer. The lease is
@@ -180,7 +180,7 @@ async function sendPermit(
 ): Promise<StepOutcome | 'again'> {
   const { permit, gen } = toSend;
   const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
-  await markSendingOrStepBack(ctx, chain, lease, rec, steps, toSend, idempotencyKey);
+  await markSendingOrStepBack(ctx, chain, lease, rec, toSend, idempotencyKey);
   try {
     const res = await ctx.deps.service.transfer(
       { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
@@ -226,44 +226,39 @@ async function sendPermit(
 }
 
 /**
- * Marks the send begun. A lease handed over on a commit is confirmed (and renewed) in the round
- * trip of the sending mark; nothing is sent unless it is still ours at this nonce (a failed
- * confirmation is a no): then the mark is taken back and the run steps back (NonceLeaseLostError).
+ * Marks the send begun (send-attempt.ts beginSend). A lease handed over on a commit is confirmed
+ * (and renewed) in the round trip of the sending mark; nothing is sent unless it is still ours at
+ * this nonce (a failed confirmation is a no): then the mark is taken back and the run steps back
+ * (NonceLeaseLostError).
  */
 async function markSendingOrStepBack(
   ctx: Ctx,
   chain: EvmChain,
   lease: NonceLease,
   rec: TransferRecord,
-  steps: SavedSteps,
   toSend: PermitToSend,
   idempotencyKey: string,
 ): Promise<void> {
   const { permit, prepared, fresh } = toSend;
-  const held = lease.confirm().catch(() => false);
-  await beginSend(
-    ctx,
-    rec,
-    {
-      call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
-      idempotencyKey,
-      ...(prepared ? { payload: 'the prepared payload' } : {}),
-    },
-    fresh,
-  );
-  if (await held) return;
-  // It never left: take the mark back (a crash before this write leaves it marked as possibly
-  // sent, the careful side).
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, {
-    send_state: '',
-    sends: steps.sends ?? 0,
-    attempts: rec.attempts,
-    ...(prepared ? { prepared: 1 } : {}),
-  });
-  throw new NonceLeaseLostError(
-    SIGNING_ERROR_CODES.nonceLeaseLost,
-    `The ${chain} nonce lease handed to ${holderOf(ctx)} lapsed before it was confirmed`,
-  );
+  try {
+    await beginSend(
+      ctx,
+      rec,
+      {
+        call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
+        idempotencyKey,
+        ...(prepared ? { payload: 'the prepared payload' } : {}),
+      },
+      fresh,
+      { confirm: () => lease.confirm() },
+    );
+  } catch (err) {
+    if (!(err instanceof LeaseNotConfirmed)) throw err;
+    throw new NonceLeaseLostError(
+      SIGNING_ERROR_CODES.nonceLeaseLost,
+      `The ${chain} nonce lease handed to ${holderOf(ctx)} lapsed before it was confirmed`,
+    );
+  }
 }
 
 /**

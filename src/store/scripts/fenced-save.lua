@@ -1,0 +1,26 @@
+--[[
+  Saves steps of a transfer only while the run saving them holds the transfer's processing lock
+  (transfer-store.ts saveFenced): the durable mark before a send, and taking it back when the send
+  does not go. A run that lost its lock (it expired while the run was stalled, or a failover lost
+  it) writes nothing and stops before it sends: two runs of one transfer never both send.
+  With ARGV[2] = '1' it also says where the write landed, for the replica acknowledgement that
+  must come before the send (replica-acks.ts).
+
+  Input:
+    KEYS[1] the transfer record
+    KEYS[2] its processing lock
+    KEYS[3] the replicas hash (P:replicas)
+    ARGV[1] the run's lock token
+    ARGV[2] '1' to report the primary's replicas, '' not to
+    ARGV[3..] field/value pairs
+
+  Output:
+    {0} the lock is not the run's: nothing written
+    {1, replication id, most replicas since it became primary} written ({1, '', 0} when not asked)
+]]
+--- @include "primary-replicas"
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+if ARGV[2] ~= '1' then return {1, '', 0} end
+local id, most = primaryReplicas(KEYS[3])
+return {1, id, most}

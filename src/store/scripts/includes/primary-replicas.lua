@@ -1,0 +1,21 @@
+--[[
+  primaryReplicas(key): this primary's replication id, and the most replicas it has reported
+  connected since it became primary, kept in the hash `key` (P:replicas, field = replication id, so
+  a promoted replica, which takes a new id, starts from what it reports). A replica that drops away
+  still counts: writes wait for it (README "Replicated Redis", REDIS_REPLICA_ACKS=auto).
+  Returns id, most, connected now; an id of '' when INFO may not be called (an ACL without it):
+  nothing is known then, and the caller says so.
+]]
+local function primaryReplicas(key)
+  local info = redis.pcall('INFO', 'replication')
+  if type(info) ~= 'string' then return '', 0, 0 end
+  local id = string.match(info, 'master_replid:(%w+)')
+  if not id then return '', 0, 0 end
+  local now = tonumber(string.match(info, 'connected_slaves:(%d+)') or '0')
+  local most = tonumber(redis.call('HGET', key, id) or '0')
+  if now > most then
+    redis.call('HSET', key, id, now)
+    most = now
+  end
+  return id, most, now
+end
