@@ -130,10 +130,35 @@ function joinRound(a: Acks, wanted: number): Promise<RoundResult> {
   return result;
 }
 
-/** The round's write, then `WAIT wanted timeout`, on the rounds' connection. */
+/**
+ * The round's write, then `WAIT wanted timeout`, on the rounds' connection. A round cut off by a
+ * closed connection (a failover) fails at once: its commands are not re-sent on the next connection,
+ * and ioredis would leave them unanswered.
+ */
 async function sendRound(a: Acks, wanted: number): Promise<RoundResult> {
   const conn = roundConnection(a);
   const epoch = a.epoch;
+  let onClose = () => {};
+  let timer: NodeJS.Timeout | undefined;
+  const cut = new Promise<RoundResult>((resolve) => {
+    onClose = () =>
+      resolve({ ok: false, reason: 'the connection to Redis closed during the acknowledgement' });
+    conn.once('close', onClose);
+    // WAIT answers by its timeout; a round not answered well after it will not be.
+    timer = setTimeout(
+      () => resolve({ ok: false, reason: 'Redis did not answer the acknowledgement' }),
+      a.timeoutMs + 5_000,
+    );
+  });
+  try {
+    return await Promise.race([waitRound(a, conn, wanted, epoch), cut]);
+  } finally {
+    conn.off('close', onClose);
+    clearTimeout(timer);
+  }
+}
+
+async function waitRound(a: Acks, conn: Redis, wanted: number, epoch: number): Promise<RoundResult> {
   try {
     const k = keys(a.prefix);
     // A pipeline, not MULTI: inside a transaction WAIT would not wait.
@@ -147,8 +172,9 @@ async function sendRound(a: Acks, wanted: number): Promise<RoundResult> {
       const err = wrote?.[0] ?? waited?.[0];
       return { ok: false, reason: `the replica acknowledgement failed: ${err?.message ?? 'no answer'}` };
     }
-    if (a.epoch !== epoch)
+    if (a.epoch !== epoch) {
       return { ok: false, reason: 'the connection to Redis was re-made during the acknowledgement' };
+    }
     const [primary] = wrote[1] as [string, number, number];
     return { ok: true, primary: String(primary), acked: Number(waited[1]) };
   } catch (err) {
@@ -163,7 +189,8 @@ function roundConnection(a: Acks): Redis {
   const conn = a.redis.duplicate({
     enableAutoPipelining: false,
     autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: 1,
+    // Commands in flight when the connection closes are failed at once (not re-sent, not left).
+    maxRetriesPerRequest: 0,
   });
   conn.on('error', () => {});
   conn.on('close', () => a.epoch++);

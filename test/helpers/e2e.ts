@@ -189,7 +189,7 @@ export async function jobsOfBatch(client: Redis, prefix: string, batchId: string
 }
 
 /** Which of a queue's lists holds a job, for the diagnosis of a stuck transfer. */
-async function jobListOf(client: Redis, queue: string, jobId: string): Promise<string> {
+export async function jobListOf(client: Redis, queue: string, jobId: string): Promise<string> {
   const [wait, active, delayed, failed, completed, prioritized, exists] = await Promise.all([
     client.lpos(`${queue}:wait`, jobId),
     client.lpos(`${queue}:active`, jobId),

@@ -5,7 +5,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatchReader, type BatchStatus } from '../../src/store/batch-reader.ts';
 import { runCli, spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
-import { checkLedger, fundOwners, productEnv } from '../helpers/e2e.ts';
+import { checkLedger, fundOwners, jobListOf, productEnv } from '../helpers/e2e.ts';
+import type { Chain } from '../../src/domain/chains.ts';
+import { queueNameFor, transferJobId } from '../../src/queue/jobs.ts';
 import { csvOf, randomEvmAddress, solanaKeypairFile, type Row } from '../helpers/fixtures.ts';
 import { startSandboxProcess, TEST_EVM_ADDRESS, type SandboxProcess } from '../helpers/sandbox.ts';
 import { startReplicatedRedis } from '../../support/replicated-redis.ts';
@@ -84,7 +86,25 @@ describe('replicated Redis: a failover to a replica that missed writes', () => {
         const doc = await status(batchId);
         const stuck = doc.transfers.filter((t) => t.state === 'queued' || t.state === 'in_progress');
         const raws = await Promise.all(
-          stuck.slice(0, 3).map((t) => client.hgetall(`${prefix}:t:${batchId}:${t.id}`)),
+          stuck.slice(0, 3).map(async (t) => {
+            const queue = `${prefix}:${queueNameFor(t.from as Chain)}`;
+            const jobId = transferJobId(batchId, t.id);
+            return {
+              record: await client.hgetall(`${prefix}:t:${batchId}:${t.id}`),
+              lock: await client.pttl(`${prefix}:t:${batchId}:${t.id}:lock`),
+              job: await jobListOf(client, queue, jobId),
+              jobHash: await client.hmget(
+                `${queue}:${jobId}`,
+                'delay',
+                'timestamp',
+                'processedOn',
+                'finishedOn',
+                'atm',
+                'stc',
+                'failedReason',
+              ),
+            };
+          }),
         );
         throw new Error(
           `${(err as Error).message}\ncounts ${JSON.stringify(doc.counts)}\nstuck ${JSON.stringify(raws, null, 1)}\n${worker.output().slice(-4000)}`,
