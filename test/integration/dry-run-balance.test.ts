@@ -39,6 +39,10 @@ describe('enqueue --dry-run balance pre-flight', () => {
       EVM_RPC_URL_BASE: sandbox.rpc.BASE,
       EVM_RPC_URL_ETH: sandbox.rpc.ETH,
       REDIS_URL: 'redis://127.0.0.1:1',
+      // Compose's key settings as the host sees them: ignored by the dry run, which reads no key.
+      EVM_KEYSTORE_FILE: '/secrets/owner-1.json',
+      EVM_KEYSTORE_PASSWORD_FILE: '/secrets/missing',
+      SOLANA_KEYPAIR_FILE: '/secrets/solana-keypair.json',
     };
     const human = await runCli(['enqueue', 'samples/payouts.csv', '--dry-run'], env);
     expect(human.code, human.stderr).toBe(0);
