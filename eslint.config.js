@@ -47,6 +47,26 @@ export default tseslint.config(
   { files: ['src/service/**/*.ts'], rules: boundaries('http') },
   { files: ['src/queue/**/*.ts', 'src/worker/**/*.ts'], rules: boundaries('queue') },
   {
+    // Config holds no cryptography and imports no signing code: a process that signs hands it
+    // src/signing's key reader (ConfigNeeds.keys, README "Keys stay in the worker").
+    files: ['src/config/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            ...boundaries()['no-restricted-imports'][1].patterns,
+            {
+              group: ['**/signing/**'],
+              message:
+                'src/config imports no signing code: the worker passes src/signing/evm/keystore.ts as ConfigNeeds.keys.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The benchmarks share their harness with the tests through support/, never test/ itself.
     files: ['bench/**/*.ts'],
     rules: {
@@ -55,12 +75,5 @@ export default tseslint.config(
         { patterns: [{ group: ['**/test/**'], message: 'bench/ imports support/, not test/.' }] },
       ],
     },
-  },
-  {
-    // The V3 keystore is opened while the configuration is read (ox's Keystore, viem for the
-    // address). It stays in config rather than src/signing because signing imports config
-    // (Config, spenderFor): config importing signing would be an arrow running back up.
-    files: ['src/config/evm-keystore.ts'],
-    rules: boundaries('chains'),
   },
 );

@@ -13,12 +13,18 @@ import type { ThrowawayKeys } from './throwaway-keys.ts';
 /** The first line of every file this writes: a file without it is never overwritten or removed. */
 const MARKER = '# written by usdc-batch sandbox:';
 
-/** `EVM_PRIVATE_KEY_FILE=…` and `SOLANA_KEYPAIR_FILE=…`, after a line saying they are throwaway. */
+/**
+ * `EVM_PRIVATE_KEY_FILE=…` and `SOLANA_KEYPAIR_FILE=…`, after a line saying they are throwaway, and
+ * their public addresses for the commands that hold no key (README "Keys stay in the worker").
+ */
 export function throwawayKeyLines(keys: ThrowawayKeys): string[] {
   return [
     '# THROWAWAY keys made for this sandbox run (testnet chain ids only): never fund or reuse them',
     `EVM_PRIVATE_KEY_FILE=${keys.evmKeyFile}`,
     `SOLANA_KEYPAIR_FILE=${keys.solanaKeyFile}`,
+    '# their public addresses, for serve, wallets and every command that holds no key',
+    `EVM_OWNER_ADDRESSES=${keys.evmAddress}`,
+    `SOLANA_ADDRESS=${keys.solanaAddress}`,
   ];
 }
 

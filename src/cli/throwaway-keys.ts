@@ -2,6 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeBase58 } from '../domain/base58.ts';
+import { evmAddressOfKey } from '../signing/evm/owner-address.ts';
 
 /** Throwaway signing keys for the sandbox and the demo, in files a worker reads. */
 export type ThrowawayKeys = {
@@ -9,6 +10,8 @@ export type ThrowawayKeys = {
   readonly evmKeyFile: string;
   /** The same key, for the demo, which funds its address. */
   readonly evmPrivateKey: `0x${string}`;
+  /** Its public address (`EVM_OWNER_ADDRESSES`, for the commands that hold no key). */
+  readonly evmAddress: string;
   /** A solana-keygen JSON keypair (`SOLANA_KEYPAIR_FILE`). */
   readonly solanaKeyFile: string;
   readonly solanaAddress: string;
@@ -28,5 +31,11 @@ export function makeThrowawayKeys(dir: string): ThrowawayKeys {
   const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
   const solanaKeyFile = join(dir, 'throwaway-solana-keypair.json');
   writeFileSync(solanaKeyFile, JSON.stringify([...seed, ...pub]), { mode: 0o600 });
-  return { evmKeyFile, evmPrivateKey, solanaKeyFile, solanaAddress: encodeBase58(Uint8Array.from(pub)) };
+  return {
+    evmKeyFile,
+    evmPrivateKey,
+    evmAddress: evmAddressOfKey(evmPrivateKey),
+    solanaKeyFile,
+    solanaAddress: encodeBase58(Uint8Array.from(pub)),
+  };
 }

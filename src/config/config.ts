@@ -1,5 +1,6 @@
 import type { EvmChain, Network } from '../domain/chains.ts';
 import type { RedisSettings } from './redis-settings.ts';
+import type { SigningKeyReader } from './signing-key-reader.ts';
 
 /** Secrets are held as `Secret` so that no accidental `String()`, JSON or log line shows them. */
 export class Secret {
@@ -36,12 +37,24 @@ export type Config = RedisSettings & {
   readonly network: Network;
   /**
    * The treasury owners' keys (0x-prefixed 32-byte hex), in the order given: EVM_PRIVATE_KEY
-   * (comma-separated) or EVM_PRIVATE_KEY_FILE (one per line). Empty when none is set. Each key is an
+   * (comma-separated), EVM_PRIVATE_KEY_FILE (one per line) or EVM_KEYSTORE_FILE. Empty when none is
+   * set, and in every process that does not sign (read only with `ConfigNeeds.keys`). Each key is an
    * owner with its own permit nonces per chain; the first is preferred when several could pay.
    */
   readonly evmPrivateKeys: readonly Secret[];
-  /** 64-byte secret key (solana-keygen layout: secret ‖ public), from SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY. */
+  /**
+   * 64-byte secret key (solana-keygen layout: secret ‖ public), from SOLANA_KEYPAIR_FILE or
+   * SOLANA_PRIVATE_KEY; read only with `ConfigNeeds.keys`.
+   */
   readonly solanaSecretKey: Uint8Array | undefined;
+  /**
+   * The treasury's EVM owners' public addresses (checksummed, in order) as known without Redis:
+   * EVM_OWNER_ADDRESSES; else, where keys are read, the keys' addresses; else the keystores' public
+   * `address` fields. Empty when none of these tells (src/config/public-addresses.ts).
+   */
+  readonly evmOwnerAddresses: readonly string[];
+  /** The treasury's Solana address: SOLANA_ADDRESS; else, where keys are read, the key's. */
+  readonly solanaAddress: string | undefined;
   readonly permitSpender: string | undefined;
   readonly permitSpenderByChain: Readonly<Partial<Record<EvmChain, string>>>;
   readonly evmRpcUrl: Readonly<Partial<Record<EvmChain, string>>>;
@@ -104,4 +117,9 @@ export type ConfigNeeds = {
    */
   readonly signingKey?: boolean;
   readonly hook?: boolean;
+  /**
+   * Only a process that signs gives this (`worker`, `demo`: src/signing/evm/keystore.ts): with it
+   * the key settings are read and keystores opened; without it they are ignored altogether.
+   */
+  readonly keys?: SigningKeyReader;
 };

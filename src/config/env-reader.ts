@@ -73,24 +73,6 @@ export function createEnvReader(env: Env, problem: Problem) {
       problem(name, 'must be true or false');
       return false;
     },
-    /** The value of `name`, or the content of the file `fileName` names (never both). */
-    secretText(name: string, fileName?: string): string | undefined {
-      const direct = str(name);
-      const file = fileName ? str(fileName) : undefined;
-      if (direct !== undefined && file !== undefined) {
-        problem(name, `set either ${name} or ${fileName}, not both`);
-        return undefined;
-      }
-      if (file !== undefined) {
-        try {
-          return readFileSync(file, 'utf8').trim();
-        } catch (err) {
-          problem(fileName as string, `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-          return undefined;
-        }
-      }
-      return direct;
-    },
     address(name: string): string | undefined {
       const v = str(name);
       if (v === undefined) return undefined;

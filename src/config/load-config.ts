@@ -13,8 +13,8 @@ import {
 } from './config.ts';
 import { DEFAULTS } from './defaults.ts';
 import { createEnvReader, type Env, type EnvReader, type Problem } from './env-reader.ts';
+import { readTreasuryKeys } from './public-addresses.ts';
 import { readRedisSettings } from './redis-settings.ts';
-import { readEvmKeys, readSolanaKey } from './signing-keys.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -194,8 +194,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     transferApiUrl,
     transferApiKey: apiKeyText !== undefined ? new Secret(apiKeyText) : undefined,
     network: readNetwork(r, problem),
-    evmPrivateKeys: readEvmKeys(r, problem),
-    solanaSecretKey: readSolanaKey(r, problem),
+    ...readTreasuryKeys(r, problem, needs),
     permitSpender: r.address('PERMIT_SPENDER'),
     permitSpenderByChain: Object.freeze(permitSpenderByChain),
     evmRpcUrl: Object.freeze(evmRpcUrl),

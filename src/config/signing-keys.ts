@@ -1,11 +1,15 @@
-/** Signing keys read from the environment: the treasury's EVM keys (inline, key file or keystores) and the Solana key. */
+/**
+ * Signing keys read from the environment, by the worker only (README "Keys stay in the worker"):
+ * the treasury's EVM keys (inline, key file or keystores) and the Solana key.
+ */
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { decodeBase58 } from '../domain/base58.ts';
 import type { EnvReader, Problem } from './env-reader.ts';
 import { Secret } from './config.ts';
-import { readEvmKeystores } from './evm-keystore.ts';
+import { readKeyFile } from './key-file.ts';
 import { warnIfKeyFileExposed } from './key-file-mode.ts';
+import { readEvmKeystores } from './keystore-files.ts';
+import type { SigningKeyReader } from './signing-key-reader.ts';
 
 // secp256k1's group order: a private key must be in [1, n - 1].
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -47,7 +51,7 @@ function isConsistentSolanaKeypair(bytes: Uint8Array): boolean {
  * line breaks separate keys (a space inside a line is part of a malformed key, not a separator).
  * A problem names the key by its position, never by its text.
  */
-export function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
+export function readEvmKeys(r: EnvReader, problem: Problem, reader: SigningKeyReader): readonly Secret[] {
   const keystores = r.list('EVM_KEYSTORE_FILE');
   if (keystores !== undefined && keystores.length > 0) {
     if (r.str('EVM_PRIVATE_KEY') !== undefined || r.str('EVM_PRIVATE_KEY_FILE') !== undefined) {
@@ -57,15 +61,13 @@ export function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
       );
       return [];
     }
-    const keys = readEvmKeystores(keystores, r.str('EVM_KEYSTORE_PASSWORD_FILE'), problem);
-    return Object.freeze(keys.map((k) => new Secret(k)));
+    return Object.freeze(readEvmKeystores(keystores, r.str('EVM_KEYSTORE_PASSWORD_FILE'), reader, problem));
   }
   if (r.str('EVM_KEYSTORE_PASSWORD_FILE') !== undefined) {
     problem('EVM_KEYSTORE_PASSWORD_FILE', 'is set without EVM_KEYSTORE_FILE (the keystores it opens)');
   }
   const keyFile = r.str('EVM_PRIVATE_KEY_FILE');
-  if (keyFile !== undefined) warnIfKeyFileExposed('EVM_PRIVATE_KEY_FILE', keyFile);
-  const text = r.secretText('EVM_PRIVATE_KEY', 'EVM_PRIVATE_KEY_FILE');
+  const text = evmKeyText(r, problem);
   if (text === undefined) return [];
   const name = keyFile ? 'EVM_PRIVATE_KEY_FILE' : 'EVM_PRIVATE_KEY';
   const parts = text
@@ -101,6 +103,24 @@ export function readEvmKeys(r: EnvReader, problem: Problem): readonly Secret[] {
   return keys.length === parts.length ? Object.freeze(keys) : [];
 }
 
+/** EVM_PRIVATE_KEY, or the content of EVM_PRIVATE_KEY_FILE (never both), trimmed. */
+function evmKeyText(r: EnvReader, problem: Problem): string | undefined {
+  const direct = r.str('EVM_PRIVATE_KEY');
+  const file = r.str('EVM_PRIVATE_KEY_FILE');
+  if (direct !== undefined && file !== undefined) {
+    problem('EVM_PRIVATE_KEY', 'set either EVM_PRIVATE_KEY or EVM_PRIVATE_KEY_FILE, not both');
+    return undefined;
+  }
+  if (file === undefined) return direct;
+  const read = readKeyFile(file);
+  if (!read.ok) {
+    problem('EVM_PRIVATE_KEY_FILE', `${file} ${read.reason}`);
+    return undefined;
+  }
+  warnIfKeyFileExposed('EVM_PRIVATE_KEY_FILE', file, { mode: read.mode });
+  return read.text.trim();
+}
+
 /** The Solana key: a solana-keygen JSON file (64-byte array), or a base58 secret. */
 export function readSolanaKey(r: EnvReader, problem: Problem): Uint8Array | undefined {
   const file = r.str('SOLANA_KEYPAIR_FILE');
@@ -120,9 +140,14 @@ export function readSolanaKey(r: EnvReader, problem: Problem): Uint8Array | unde
 }
 
 function readSolanaKeypairFile(file: string, problem: Problem): Uint8Array | undefined {
-  warnIfKeyFileExposed('SOLANA_KEYPAIR_FILE', file);
+  const read = readKeyFile(file);
+  if (!read.ok) {
+    problem('SOLANA_KEYPAIR_FILE', `${file} ${read.reason}`);
+    return undefined;
+  }
+  warnIfKeyFileExposed('SOLANA_KEYPAIR_FILE', file, { mode: read.mode });
   try {
-    const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    const parsed: unknown = JSON.parse(read.text);
     if (
       Array.isArray(parsed) &&
       parsed.length === 64 &&
@@ -132,12 +157,8 @@ function readSolanaKeypairFile(file: string, problem: Problem): Uint8Array | und
       if (isConsistentSolanaKeypair(bytes)) return hiddenBytes(bytes);
       problem('SOLANA_KEYPAIR_FILE', 'holds 64 bytes whose public half does not match the secret half');
     } else problem('SOLANA_KEYPAIR_FILE', 'must hold a solana-keygen JSON array of 64 bytes');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    problem(
-      'SOLANA_KEYPAIR_FILE',
-      code ? `cannot be read (${code})` : 'must hold a solana-keygen JSON array of 64 bytes',
-    );
+  } catch {
+    problem('SOLANA_KEYPAIR_FILE', 'must hold a solana-keygen JSON array of 64 bytes');
   }
   return undefined;
 }

@@ -18,7 +18,10 @@ type OwnerAvailable = { readonly address: string; readonly available: bigint | n
 
 export type ChainPreflight = {
   readonly chain: string;
-  /** Whether a balance could be read at all for this chain (an RPC, and a key). */
+  /**
+   * Whether a balance could be read at all for this chain (an RPC, and a treasury address: `no_key`
+   * when no public address of the chain's family is known, README "Keys stay in the worker").
+   */
   readonly source: 'read' | 'no_key' | 'no_rpc' | 'unreadable';
   readonly rows: number;
   readonly needed: bigint;
@@ -155,7 +158,7 @@ export function availableText(p: ChainPreflight): string {
   if (p.available !== null) return formatUsdc(p.available);
   return {
     read: 'unknown',
-    no_key: 'unknown (no key)',
+    no_key: 'unknown (no treasury address known)',
     no_rpc: 'unknown (no RPC)',
     unreadable: 'unknown (RPC did not answer)',
   }[p.source];

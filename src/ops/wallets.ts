@@ -5,10 +5,9 @@ import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
 import { createChainReader, minedBlocks, redactUrl } from '../signing/evm/chain-reader.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
-import { evmAddressOfKey } from '../signing/evm/owner-address.ts';
-import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { postJsonRpc } from '../signing/json-rpc.ts';
 import { createOwnerBalances, type OwnerBalances, type Reserved } from '../store/owner-balance.ts';
+import { treasuryAddresses, type AddressOrigin, type TreasuryAddresses } from './public-addresses.ts';
 
 /**
  * What `usdc-batch wallets` reports (README "Using it"): public addresses, and what the chains and
@@ -41,9 +40,9 @@ type EvmChainReport = {
   readonly in_flight_transfers: number | null;
 };
 
-/** One treasury owner (one key of EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE). */
+/** One treasury owner (one key of the worker: EVM_PRIVATE_KEY, EVM_PRIVATE_KEY_FILE or EVM_KEYSTORE_FILE). */
 type EvmOwnerReport = {
-  /** 1-based position of its key in the configuration (the order owners are preferred in). */
+  /** 1-based position of its address in the configuration (the order owners are preferred in). */
   readonly position: number;
   readonly address: string;
   readonly chains: EvmChainReport[];
@@ -80,6 +79,12 @@ export type WalletsReport = {
     readonly error: string | null;
   } | null;
   readonly redis: 'ok' | 'unavailable';
+  /**
+   * Where each family's public addresses came from (README "Keys stay in the worker"): the
+   * configuration (EVM_OWNER_ADDRESSES, SOLANA_ADDRESS, the keystores' address fields), what the
+   * running workers published to Redis, or nowhere (null: that family is not shown).
+   */
+  readonly addresses_from: { readonly evm: AddressOrigin; readonly solana: AddressOrigin };
 };
 
 class SolanaRpcError extends UsdcBatchError {
@@ -124,21 +129,24 @@ export async function readSolanaTokenBalance(
   return BigInt(amount);
 }
 
-/** What reading the treasury's wallets needs of the configuration (the treasury reads the same). */
+/**
+ * What reading the treasury's wallets needs of the configuration (the treasury reads the same):
+ * public addresses and RPC endpoints, never a key.
+ */
 export type WalletReadConfig = Pick<
   Config,
-  | 'evmPrivateKeys'
-  | 'solanaSecretKey'
-  | 'network'
-  | 'evmRpcUrl'
-  | 'solanaRpcUrl'
-  | 'solanaAllowedDestinations'
+  'evmOwnerAddresses' | 'solanaAddress' | 'network' | 'evmRpcUrl' | 'solanaRpcUrl'
 >;
 
 type WalletsDeps = {
   readonly config: WalletReadConfig & Pick<Config, 'queuePrefix'>;
-  /** A connection for the nonce pool; undefined (or one that does not answer) shows no pool. */
+  /**
+   * A connection for the nonce pool and the workers' published addresses; undefined (or one that
+   * does not answer) shows no pool, and only the addresses the configuration names.
+   */
   readonly redis?: Redis | undefined;
+  /** The treasury's addresses, when the caller has them already. */
+  readonly addresses?: TreasuryAddresses;
   readonly fetch?: typeof fetch;
   readonly timeoutMs?: number;
 };
@@ -262,10 +270,16 @@ export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
     }
   }
 
+  const addresses =
+    deps.addresses ??
+    (await withTimeout(
+      treasuryAddresses({ config, redis: redisOk ? deps.redis : undefined, prefix: config.queuePrefix }),
+      timeoutMs,
+    ).catch(() => treasuryAddresses({ config, prefix: config.queuePrefix })));
+
   let evm: WalletsReport['evm'] = null;
-  if (config.evmPrivateKeys.length > 0) {
-    // Public addresses only: each key leaves its Secret just long enough to derive its address.
-    const owners = config.evmPrivateKeys.map((key) => evmAddressOfKey(key.reveal()));
+  if (addresses.evmOwners.length > 0) {
+    const owners = addresses.evmOwners;
     const reader = createChainReader({
       config,
       timeoutMs,
@@ -297,13 +311,13 @@ export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
   }
 
   let solana: WalletsReport['solana'] = null;
-  if (config.solanaSecretKey) {
-    const signer = await createSolanaSigner({ config });
+  if (addresses.solana) {
+    const { address, usdcAccount } = addresses.solana;
     let balance: bigint | undefined;
     let error: string | null = null;
     if (config.solanaRpcUrl) {
       try {
-        balance = await readSolanaTokenBalance(config.solanaRpcUrl, signer.usdcAccount, {
+        balance = await readSolanaTokenBalance(config.solanaRpcUrl, usdcAccount, {
           timeoutMs,
           ...(deps.fetch ? { fetch: deps.fetch } : {}),
         });
@@ -312,13 +326,19 @@ export async function readWallets(deps: WalletsDeps): Promise<WalletsReport> {
       }
     }
     solana = {
-      address: signer.address,
-      usdc_account: signer.usdcAccount,
+      address,
+      usdc_account: usdcAccount,
       rpc: config.solanaRpcUrl !== undefined,
       usdc_balance: balance === undefined ? null : formatUsdc(balance),
       error,
     };
   }
 
-  return { network: config.network, evm, solana, redis: redisOk ? 'ok' : 'unavailable' };
+  return {
+    network: config.network,
+    evm,
+    solana,
+    redis: redisOk ? 'ok' : 'unavailable',
+    addresses_from: addresses.from,
+  };
 }

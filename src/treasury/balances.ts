@@ -5,25 +5,21 @@ import {
   readSolanaTokenBalance,
   type WalletReadConfig,
 } from '../ops/wallets.ts';
+import { NO_ADDRESS_HINT, type TreasuryAddresses } from '../ops/public-addresses.ts';
 import { createChainReader, type EvmChainReader } from '../signing/evm/chain-reader.ts';
-import { evmAddressOfKey } from '../signing/evm/owner-address.ts';
-import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 
 /**
  * The treasury's USDC on each chain (README "Treasury rebalancing"): every EVM owner's `balanceOf`
- * over `EVM_RPC_URL_<CHAIN>` and the Solana keypair's USDC account over `SOLANA_RPC_URL`, all read
- * in parallel, the same reads `wallets` makes. A chain whose balance cannot be read is an error
+ * over `EVM_RPC_URL_<CHAIN>` and the Solana wallet's USDC account over `SOLANA_RPC_URL`, all read
+ * in parallel, the same reads `wallets` makes, at the treasury's public addresses
+ * (src/ops/public-addresses.ts: no key is read). A chain whose balance cannot be read is an error
  * naming it: nothing is planned on a guess.
  */
 
+export { treasuryAddresses, type TreasuryAddresses } from '../ops/public-addresses.ts';
+
 /** The configuration the treasury's reads take: the same as `wallets` (ops/wallets.ts). */
 export type TreasuryConfig = WalletReadConfig;
-
-/** The treasury's own addresses: EVM owners in configured order, the Solana keypair and its USDC account. */
-export type TreasuryAddresses = {
-  readonly evmOwners: readonly string[];
-  readonly solana: { readonly address: string; readonly usdcAccount: string } | null;
-};
 
 export type OwnerBalance = { readonly address: string; readonly balance: bigint };
 
@@ -47,23 +43,12 @@ export class BalanceReadError extends UsdcBatchError {
   }
 }
 
-/** The public addresses of the configured keys (each key leaves its Secret only to derive its address). */
-export async function treasuryAddresses(config: TreasuryConfig): Promise<TreasuryAddresses> {
-  const evmOwners = config.evmPrivateKeys.map((key) => evmAddressOfKey(key.reveal()));
-  let solana: TreasuryAddresses['solana'] = null;
-  if (config.solanaSecretKey) {
-    const signer = await createSolanaSigner({ config });
-    solana = { address: signer.address, usdcAccount: signer.usdcAccount };
-  }
-  return { evmOwners, solana };
-}
-
 async function readEvmChain(
   reader: EvmChainReader,
   chain: EvmChain,
   owners: readonly string[],
 ): Promise<ChainBalance> {
-  if (owners.length === 0) throw new Error('no EVM key is configured (EVM_PRIVATE_KEY)');
+  if (owners.length === 0) throw new Error(`no EVM owner address is known: ${NO_ADDRESS_HINT}`);
   if (!reader.hasRpc(chain)) throw new Error(`EVM_RPC_URL_${chain} is not set`);
   const balances = await Promise.all(
     owners.map(async (address) => {
@@ -80,8 +65,7 @@ async function readSolana(
   config: TreasuryConfig,
   options: BalanceOptions,
 ): Promise<ChainBalance> {
-  if (!addresses.solana)
-    throw new Error('no Solana key is configured (SOLANA_KEYPAIR_FILE or SOLANA_PRIVATE_KEY)');
+  if (!addresses.solana) throw new Error(`no Solana address is known: ${NO_ADDRESS_HINT}`);
   if (!config.solanaRpcUrl) throw new Error('SOLANA_RPC_URL is not set');
   const balance = await readSolanaTokenBalance(config.solanaRpcUrl, addresses.solana.usdcAccount, {
     timeoutMs: options.timeoutMs ?? DEFAULT_WALLET_RPC_TIMEOUT_MS,

@@ -181,7 +181,7 @@ export async function runRebalance(
   options: RebalanceOptions,
 ): Promise<RebalanceReport> {
   const now = deps.now ?? Date.now;
-  const addresses = await treasuryAddresses(deps.config);
+  const addresses = await treasuryAddresses({ config: deps.config, redis: deps.redis, prefix: deps.prefix });
   const report = (
     r: Pick<RebalanceReport, 'positions' | 'plan'> & Partial<RebalanceReport>,
   ): RebalanceReport => ({

@@ -91,7 +91,7 @@ export async function readTreasuryView(deps: {
   readonly config: TreasuryConfig;
   readonly balances?: BalanceOptions;
 }): Promise<TreasuryView> {
-  const addresses = await treasuryAddresses(deps.config);
+  const addresses = await treasuryAddresses({ config: deps.config, redis: deps.redis, prefix: deps.prefix });
   const { read, errors } = await readEachChain(
     deps.config,
     addresses,

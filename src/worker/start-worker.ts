@@ -12,9 +12,11 @@ import { createCallbackSender } from '../queue/callbacks.ts';
 import { createIntentFollower } from '../queue/intent-follower.ts';
 import { createScheduleRunner } from '../queue/schedule-runner.ts';
 import { createTransferWorkers, type TransferWorkers } from '../queue/transfer-workers.ts';
+import { treasuryAddresses } from '../ops/public-addresses.ts';
 import { startTreasurySampler } from '../treasury/balance-sampler.ts';
 import { serviceEstimator } from '../treasury/planner.ts';
 import { warmUpEvm, wireEvm, wirePipeline, wireServiceClient, wireSolana } from './pipeline-wiring.ts';
+import { startAddressPublisher } from './publish-addresses.ts';
 import { openWorkerRedis } from './worker-redis.ts';
 
 export type RunningWorker = { readonly workers: TransferWorkers; close(): Promise<void> };
@@ -36,6 +38,7 @@ type Started = {
   workers?: TransferWorkers;
   heartbeat?: { stop(): Promise<void> };
   treasury?: { stop(): void };
+  addresses?: { stop(): void };
 };
 
 /**
@@ -76,6 +79,21 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   const evm = wireEvm({ config, redis, prefix, logger });
   started.nonces = evm?.nonces;
   const solana = await wireSolana({ config, logger });
+  // Its keys' public addresses: published for the processes that hold no key, and sampled below.
+  const own = await treasuryAddresses({
+    config: {
+      network: config.network,
+      evmOwnerAddresses: evm?.signers.map((s) => s.address) ?? [],
+      solanaAddress: solana?.address,
+    },
+    prefix,
+  });
+  started.addresses = await startAddressPublisher({
+    redis,
+    prefix,
+    addresses: { evm: own.evmOwners, solana: own.solana?.address },
+    logger,
+  });
 
   const connection = { endpoint: config, prefix, redis, logger };
   const follower = (started.follower = createIntentFollower({ ...connection, service, store, metrics }));
@@ -87,7 +105,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     rebalance: { config, estimate: serviceEstimator(service) },
   });
   // The treasury's balances for /metrics, every TREASURY_BALANCE_INTERVAL_MS.
-  started.treasury = startTreasurySampler({ redis, prefix, config, logger });
+  started.treasury = startTreasurySampler({ redis, prefix, config, addresses: own, logger });
 
   // The hooks need the workers, which need the hooks: the reference is filled in below.
   const ref: { workers?: TransferWorkers } = {};
@@ -141,6 +159,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
 /** Closes what was started, in the order a running worker stops. */
 async function closeStarted(s: Started): Promise<void> {
   await s.heartbeat?.stop();
+  s.addresses?.stop();
   s.treasury?.stop();
   await s.schedules?.close();
   await s.workers?.close();

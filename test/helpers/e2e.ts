@@ -28,6 +28,8 @@ export type Stack = {
   readonly client: Redis;
   readonly sandbox: SandboxProcess;
   readonly env: Record<string, string>;
+  /** The public address of the Solana key in `env` (SOLANA_KEYPAIR_FILE). */
+  readonly solanaAddress: string;
   readonly dir: string;
   enqueue(rows: Row[], args?: string[]): Promise<CliResult & { batchId: string }>;
   startWorker(extraEnv?: Record<string, string>): SpawnedProcess;
@@ -98,6 +100,7 @@ export async function startStack(
     client,
     sandbox,
     env,
+    solanaAddress: sol.address,
     dir,
     async enqueue(rows, args = []) {
       const file = join(dir, `batch-${n++}.csv`);

@@ -18,6 +18,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import { isEvmChain } from '../../src/domain/chains.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 import { createEvmSigner, permitDeadline } from '../../src/signing/evm/evm-signer.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { createNonceManager } from '../../src/signing/evm/nonce-manager.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
 import { isServiceError } from '../../src/service/service-error.ts';
@@ -29,7 +30,7 @@ const workerId = env['WORKER_ID'] ?? '0';
 const count = Number(env['COUNT'] ?? '50');
 const concurrency = Number(env['CONCURRENCY'] ?? '4');
 const refuseEvery = Number(env['REFUSE_EVERY'] ?? '0');
-const config = loadConfig(env, { service: true, evmKey: true });
+const config = loadConfig(env, { service: true, evmKey: true, keys: signingKeys });
 
 const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3 });
 const chainReader = createChainReader({ config });

@@ -5,11 +5,22 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
 import { csvOf, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
-import { OTHER_EVM_KEY, startSandboxProcess, TEST_EVM_KEY, type SandboxProcess } from '../helpers/sandbox.ts';
+import {
+  OTHER_EVM_KEY,
+  startSandboxProcess,
+  TEST_EVM_ADDRESS,
+  TEST_EVM_KEY,
+  type SandboxProcess,
+} from '../helpers/sandbox.ts';
 
 /** anvil's dev key 2 (public, never funded on a real chain): a third treasury owner. */
 const THIRD_EVM_KEY = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a' as const;
 
+/*
+ * Issue 33: the dry run reads no key (README "Keys stay in the worker"): these runs, without a Redis
+ * where workers publish their addresses, name the treasury by EVM_OWNER_ADDRESSES (they set
+ * EVM_PRIVATE_KEY before).
+ */
 describe('enqueue --dry-run balance pre-flight', () => {
   let sandbox: SandboxProcess;
   beforeAll(async () => {
@@ -24,10 +35,14 @@ describe('enqueue --dry-run balance pre-flight', () => {
     const env = {
       TRANSFER_API_URL: sandbox.url,
       TRANSFER_API_KEY: sandbox.api_key,
-      EVM_PRIVATE_KEY: TEST_EVM_KEY,
+      EVM_OWNER_ADDRESSES: TEST_EVM_ADDRESS,
       EVM_RPC_URL_BASE: sandbox.rpc.BASE,
       EVM_RPC_URL_ETH: sandbox.rpc.ETH,
       REDIS_URL: 'redis://127.0.0.1:1',
+      // Compose's key settings as the host sees them: ignored by the dry run, which reads no key.
+      EVM_KEYSTORE_FILE: '/secrets/owner-1.json',
+      EVM_KEYSTORE_PASSWORD_FILE: '/secrets/missing',
+      SOLANA_KEYPAIR_FILE: '/secrets/solana-keypair.json',
     };
     const human = await runCli(['enqueue', 'samples/payouts.csv', '--dry-run'], env);
     expect(human.code, human.stderr).toBe(0);
@@ -106,7 +121,7 @@ describe('enqueue --dry-run balance pre-flight', () => {
     const env = {
       TRANSFER_API_URL: sandbox.url,
       TRANSFER_API_KEY: sandbox.api_key,
-      EVM_PRIVATE_KEY: keys.join(','),
+      EVM_OWNER_ADDRESSES: [a, b, c].join(','),
       EVM_RPC_URL_ETH: sandbox.rpc.ETH,
       EVM_RPC_URL_BASE: sandbox.rpc.BASE,
       EVM_RPC_URL_ARB: sandbox.rpc.ARB,

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Secret, type Config } from '../../src/config/config.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import type { TransferRequest } from '../../src/domain/transfer.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY, type PipelinePolicy } from '../../src/pipeline/policy.ts';
@@ -52,15 +53,18 @@ describe('pipeline decisions', () => {
     client = new Redis(redis.url);
     sandbox = await createSandbox({ port: 0 });
     const sol = solanaKeypairFile();
-    config = loadConfig({
-      TRANSFER_API_URL: sandbox.url,
-      TRANSFER_API_KEY: sandbox.apiKey,
-      PERMIT_SPENDER: sandbox.spender,
-      EVM_PRIVATE_KEY: TEST_EVM_KEY,
-      SOLANA_KEYPAIR_FILE: sol.file,
-      EVM_RPC_URL_BASE: sandbox.rpcUrl('BASE'),
-      SERVICE_RESPONSE_TIMEOUT_MS: '500',
-    });
+    config = loadConfig(
+      {
+        TRANSFER_API_URL: sandbox.url,
+        TRANSFER_API_KEY: sandbox.apiKey,
+        PERMIT_SPENDER: sandbox.spender,
+        EVM_PRIVATE_KEY: TEST_EVM_KEY,
+        SOLANA_KEYPAIR_FILE: sol.file,
+        EVM_RPC_URL_BASE: sandbox.rpcUrl('BASE'),
+        SERVICE_RESPONSE_TIMEOUT_MS: '500',
+      },
+      { keys: signingKeys },
+    );
   });
   afterAll(async () => {
     client?.disconnect();

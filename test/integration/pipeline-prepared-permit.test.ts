@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/config.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import type { TransferRequest } from '../../src/domain/transfer.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY } from '../../src/pipeline/policy.ts';
@@ -35,13 +36,16 @@ describe('pipeline: the prepared next permit', () => {
     redis = await startPrivateRedis();
     client = new Redis(redis.url);
     sandbox = await createSandbox({ port: 0 });
-    config = loadConfig({
-      TRANSFER_API_URL: sandbox.url,
-      TRANSFER_API_KEY: sandbox.apiKey,
-      PERMIT_SPENDER: sandbox.spender,
-      EVM_PRIVATE_KEY: TEST_EVM_KEY,
-      EVM_RPC_URL_BASE: sandbox.rpcUrl('BASE'),
-    });
+    config = loadConfig(
+      {
+        TRANSFER_API_URL: sandbox.url,
+        TRANSFER_API_KEY: sandbox.apiKey,
+        PERMIT_SPENDER: sandbox.spender,
+        EVM_PRIVATE_KEY: TEST_EVM_KEY,
+        EVM_RPC_URL_BASE: sandbox.rpcUrl('BASE'),
+      },
+      { keys: signingKeys },
+    );
   });
   afterAll(async () => {
     for (const m of nonces) await m.close();

@@ -5,6 +5,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { runCli, spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 
 /** `usdc-batch sandbox --redis --write-env FILE`: a ready environment for a worker and `serve`. */
@@ -44,10 +45,15 @@ describe('usdc-batch sandbox for a first run', () => {
   });
 
   it('is a configuration a worker and serve accept as it is', () => {
-    const config = loadConfig(env, { service: true, signingKey: true, hook: true });
+    const config = loadConfig(env, { keys: signingKeys, service: true, signingKey: true, hook: true });
     expect(config.transferApiUrl).toBe(env['TRANSFER_API_URL']);
     expect(config.evmPrivateKeys).toHaveLength(1);
     expect(config.solanaSecretKey).toBeDefined();
+    // Their public addresses, for the commands that hold no key (README "Keys stay in the worker"):
+    // the worker accepts them only as its own keys' addresses.
+    expect(env['EVM_OWNER_ADDRESSES']).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    expect(config.evmOwnerAddresses).toEqual([env['EVM_OWNER_ADDRESSES']]);
+    expect(config.solanaAddress).toBe(env['SOLANA_ADDRESS']);
   });
 
   it('runs a private Redis a worker accepts: durable (append-only, fsync always)', async () => {

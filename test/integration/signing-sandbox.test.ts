@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import type { Config } from '../../src/config/config.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
 import { createServiceClient, type ClosableServiceClient } from '../../src/service/service-client.ts';
@@ -21,16 +22,19 @@ let config: Config;
 beforeAll(async () => {
   sandbox = await startSandboxProcess();
   const treasury = await fixedSolanaKey('integration treasury');
-  config = loadConfig({
-    NETWORK: sandbox.network,
-    TRANSFER_API_URL: sandbox.url,
-    TRANSFER_API_KEY: sandbox.api_key,
-    EVM_PRIVATE_KEY: EVM_KEY,
-    PERMIT_SPENDER: sandbox.spender,
-    EVM_RPC_URL_POLYGON: sandbox.rpc.POLYGON,
-    SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret),
-    SOLANA_ALLOWED_DESTINATIONS: sandbox.solana_deposit_account,
-  });
+  config = loadConfig(
+    {
+      NETWORK: sandbox.network,
+      TRANSFER_API_URL: sandbox.url,
+      TRANSFER_API_KEY: sandbox.api_key,
+      EVM_PRIVATE_KEY: EVM_KEY,
+      PERMIT_SPENDER: sandbox.spender,
+      EVM_RPC_URL_POLYGON: sandbox.rpc.POLYGON,
+      SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret),
+      SOLANA_ALLOWED_DESTINATIONS: sandbox.solana_deposit_account,
+    },
+    { keys: signingKeys },
+  );
   client = createServiceClient({ baseUrl: sandbox.url, apiKey: config.transferApiKey! });
 });
 afterAll(async () => {

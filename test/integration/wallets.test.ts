@@ -98,10 +98,19 @@ describe('wallets: public addresses, permit nonces and balances through the real
     expect(doc.counts.submitted).toBe(3);
     await worker.stop(10_000);
 
-    const env = { ...stack.env, SOLANA_RPC_URL: solanaRpc.url };
+    // Issue 33: `wallets` reads no key. With the key settings of compose's `.env` as the host sees
+    // them (container paths that do not exist here), it shows what the worker published.
+    const env = {
+      ...stack.env,
+      SOLANA_RPC_URL: solanaRpc.url,
+      EVM_PRIVATE_KEY: '',
+      EVM_PRIVATE_KEY_FILE: '/secrets/treasury.keys',
+      SOLANA_KEYPAIR_FILE: '/secrets/solana-keypair.json',
+    };
     const res = await runCli(['wallets'], env);
     expect(res.code, res.stderr).toBe(0);
     const text = res.stdout;
+    expect(text).toContain('addresses  published by the workers');
     expect(text).toContain(`EVM owner  ${owner}`);
     expect(text).toContain(`Solana wallet        ${solana.address}`);
     expect(text).toContain(`Solana USDC account  ${ata}`);
@@ -143,8 +152,11 @@ describe('wallets: public addresses, permit nonces and balances through the real
 
   it('shows what cannot be read as unavailable and still answers', async () => {
     const dead = `http://127.0.0.1:${await freePort()}/`;
+    // Issue 33: without Redis (where workers publish their addresses) the configuration names them.
     const res = await runCli(['wallets'], {
       ...stack.env,
+      EVM_OWNER_ADDRESSES: owner,
+      SOLANA_ADDRESS: solana.address,
       EVM_RPC_URL_BASE: dead,
       SOLANA_RPC_URL: dead,
       REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
@@ -199,6 +211,7 @@ describe('wallets: public addresses, permit nonces and balances through the real
       usdc_balance: '123.456789',
     });
     expect(report.redis).toBe('ok');
+    expect(report.addresses_from).toEqual({ evm: 'workers', solana: 'workers' });
     expect(chunks.join('').toLowerCase()).not.toContain(TEST_EVM_KEY.slice(2).toLowerCase());
   });
 });

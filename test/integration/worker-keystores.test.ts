@@ -67,8 +67,14 @@ describe('worker: treasury owners from keystores', () => {
       );
     }
 
-    const wallets = await runCli(['wallets'], stack.env);
+    // Before any worker ran: `wallets` takes the owners from the keystores' public address fields,
+    // without opening them (issue 33: keys stay in the worker).
+    const wallets = await runCli(['wallets'], {
+      ...stack.env,
+      EVM_KEYSTORE_PASSWORD_FILE: '/secrets/missing',
+    });
     expect(wallets.code, wallets.stderr).toBe(0);
+    expect(wallets.stdout).toContain('addresses  the configuration');
     expect(wallets.stdout).toContain(`EVM owner  ${a}  (1 of 2)`);
     expect(wallets.stdout).toContain(`EVM owner  ${b}  (2 of 2)`);
     expect(wallets.stdout + wallets.stderr).not.toContain(PASSWORD);

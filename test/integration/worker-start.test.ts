@@ -1,11 +1,13 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { createLogger } from '../../src/log/logger.ts';
+import { readPublishedAddresses } from '../../src/store/published-addresses.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
-import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
+import { TEST_EVM_ADDRESS, TEST_EVM_KEY } from '../helpers/sandbox.ts';
 
 /**
  * The worker's start in process, watched from Redis: every connection a start opens (its own, the
@@ -25,7 +27,7 @@ describe('worker start', () => {
         PERMIT_SPENDER: '0x5a4dB0c5A4dB0c5A4dB0c5A4db0C5A4DB0C5A4d0',
         QUEUE_PREFIX: `start${Math.random().toString(36).slice(2, 8)}`,
       },
-      { service: true, signingKey: true },
+      { keys: signingKeys, service: true, signingKey: true },
     );
   /** Connections other than the probe's own. */
   const others = async (): Promise<number> =>
@@ -52,9 +54,17 @@ describe('worker start', () => {
   });
 
   it('a started worker opens its connections and closes all of them', async () => {
-    const running = await startWorker(configOf(redis.url), logger);
+    const config = configOf(redis.url);
+    const running = await startWorker(config, logger);
     expect(await others()).toBeGreaterThan(0);
+    // Its keys' public addresses are published before it takes work, for the processes holding no key.
+    expect(await readPublishedAddresses(probe, config.queuePrefix)).toMatchObject({
+      evm: [TEST_EVM_ADDRESS],
+      solana: undefined,
+    });
     await running.close();
+    // …and stay published once it stopped: what the workers last published.
+    expect((await readPublishedAddresses(probe, config.queuePrefix)).evm).toEqual([TEST_EVM_ADDRESS]);
     await waitFor('the stopped worker to close its connections', async () => (await others()) === 0, {
       timeoutMs: 10_000,
     });

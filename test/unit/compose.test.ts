@@ -128,7 +128,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('production: the worker and the api from one image, on the compose redis, key files read-only', () => {
+  it('production: the worker and the api from one image, on the compose redis, key files read-only in the worker only', () => {
     expect(profiled('production')).toEqual(['api', 'worker']);
     const worker = service('worker');
     const api = service('api');
@@ -143,8 +143,18 @@ describe('docker-compose.yml', () => {
       expect(environment(s)['REDIS_URL']).toBe('redis://redis:6379');
       const dependsOn = s.depends_on as Record<string, { condition?: string }>;
       expect(dependsOn['redis']?.condition).toBe('service_healthy');
-      expect(mounts(s)).toContainEqual({ source: './secrets', target: '/secrets', mode: 'ro' });
       for (const m of mounts(s)) expect(m.mode, `${m.source}`).toBe('ro');
+    }
+    // Keys stay in the worker (issue 33): only it mounts the key files; the API mounts nothing, and
+    // a key written inline in .env is blanked in its environment (environment wins over env_file).
+    expect(mounts(worker)).toContainEqual({ source: './secrets', target: '/secrets', mode: 'ro' });
+    expect(mounts(api)).toEqual([]);
+    expect(environment(api)).toMatchObject({ EVM_PRIVATE_KEY: '', SOLANA_PRIVATE_KEY: '' });
+    for (const [name, s] of Object.entries(compose.services).filter(([n]) => n !== 'worker')) {
+      expect(
+        mounts(s).filter((m) => m.source.startsWith('./secrets')),
+        name,
+      ).toEqual([]);
     }
     expect(api.ports?.some((p) => String(p).endsWith(':8080'))).toBe(true);
     // serve listens on loopback by default: in the container it must listen on every interface,
@@ -368,6 +378,8 @@ describe('.env.example', () => {
     'EVM_KEYSTORE_PASSWORD_FILE',
     'SOLANA_KEYPAIR_FILE',
     'SOLANA_PRIVATE_KEY',
+    'EVM_OWNER_ADDRESSES',
+    'SOLANA_ADDRESS',
     'PERMIT_SPENDER',
     'PERMIT_SPENDER_ETH',
     'PERMIT_SPENDER_BASE',

@@ -11,6 +11,7 @@ import { loadConfig, spenderFor } from '../../src/config/load-config.ts';
 import { workerSourceChains } from '../../src/config/source-chains.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,6 +20,8 @@ const EVM_KEY = `0x${'4c'.repeat(32)}`;
 const SPENDER = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 const SPENDER_BASE = '0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359';
 const API_KEY = 'sk_test_Zq81hJ2kLmN0pQ';
+/** What a process that signs gives loadConfig (README "Keys stay in the worker"): key settings are read. */
+const KEYS = { keys: signingKeys } as const;
 
 /** A real Ed25519 keypair in solana-keygen's layout: 32-byte seed ‖ 32-byte public key. */
 function solanaKeypair(): Uint8Array {
@@ -72,43 +75,46 @@ describe('loadConfig', () => {
   it('parses every variable of the product contract', () => {
     const solana = solanaKeypair();
     const destination = encodeBase58(new Uint8Array(32).fill(7));
-    const config = loadConfig({
-      REDIS_URL: 'redis://:pw@redis.internal:6380/2',
-      ALLOW_VOLATILE_REDIS: 'true',
-      QUEUE_PREFIX: '{usdc}',
-      TRANSFER_API_URL: 'https://api.example.com/',
-      TRANSFER_API_KEY: API_KEY,
-      NETWORK: 'Mainnet',
-      EVM_PRIVATE_KEY: EVM_KEY.slice(2).toUpperCase(),
-      SOLANA_PRIVATE_KEY: encodeBase58(solana),
-      PERMIT_SPENDER: SPENDER.toLowerCase(),
-      PERMIT_SPENDER_BASE: SPENDER_BASE,
-      EVM_RPC_URL_ETH: 'https://eth.example.com',
-      EVM_RPC_URL_BASE: 'https://base.example.com',
-      EVM_RPC_URL_ARB: 'https://arb.example.com',
-      EVM_RPC_URL_POLYGON: 'http://polygon.example.com:8545',
-      SOLANA_RPC_URL: 'https://solana.example.com',
-      MAX_FEE_BPS: '250',
-      MAX_FEE_USDC: '1.5',
-      MAX_TRANSFER_USDC: '1000',
-      MAX_BATCH_USDC: '50000.25',
-      MAX_DAILY_USDC: '100000',
-      APPROVAL_THRESHOLD_USDC: '10000',
-      APPROVER_TOKEN: 'approver-token-0123456789',
-      CALLBACK_ALLOWED_HOSTS: 'Hooks.Example.com, ops.example.org',
-      SOLANA_ALLOWED_DESTINATIONS: destination,
-      WORKER_CONCURRENCY: '32',
-      API_RATE_LIMIT: '20',
-      HTTP_HOST: '0.0.0.0',
-      HTTP_PORT: '9090',
-      HTTP_HEADERS_TIMEOUT_MS: '5000',
-      HTTP_REQUEST_TIMEOUT_MS: '120000',
-      HTTP_IDLE_TIMEOUT_MS: '2000',
-      HTTP_MAX_CONNECTIONS: '200',
-      HOOK_TOKEN: 'hook-token-0123456789',
-      HOOK_HMAC_SECRET: 'hmac-secret-0123456789',
-      LOG_LEVEL: 'DEBUG',
-    });
+    const config = loadConfig(
+      {
+        REDIS_URL: 'redis://:pw@redis.internal:6380/2',
+        ALLOW_VOLATILE_REDIS: 'true',
+        QUEUE_PREFIX: '{usdc}',
+        TRANSFER_API_URL: 'https://api.example.com/',
+        TRANSFER_API_KEY: API_KEY,
+        NETWORK: 'Mainnet',
+        EVM_PRIVATE_KEY: EVM_KEY.slice(2).toUpperCase(),
+        SOLANA_PRIVATE_KEY: encodeBase58(solana),
+        PERMIT_SPENDER: SPENDER.toLowerCase(),
+        PERMIT_SPENDER_BASE: SPENDER_BASE,
+        EVM_RPC_URL_ETH: 'https://eth.example.com',
+        EVM_RPC_URL_BASE: 'https://base.example.com',
+        EVM_RPC_URL_ARB: 'https://arb.example.com',
+        EVM_RPC_URL_POLYGON: 'http://polygon.example.com:8545',
+        SOLANA_RPC_URL: 'https://solana.example.com',
+        MAX_FEE_BPS: '250',
+        MAX_FEE_USDC: '1.5',
+        MAX_TRANSFER_USDC: '1000',
+        MAX_BATCH_USDC: '50000.25',
+        MAX_DAILY_USDC: '100000',
+        APPROVAL_THRESHOLD_USDC: '10000',
+        APPROVER_TOKEN: 'approver-token-0123456789',
+        CALLBACK_ALLOWED_HOSTS: 'Hooks.Example.com, ops.example.org',
+        SOLANA_ALLOWED_DESTINATIONS: destination,
+        WORKER_CONCURRENCY: '32',
+        API_RATE_LIMIT: '20',
+        HTTP_HOST: '0.0.0.0',
+        HTTP_PORT: '9090',
+        HTTP_HEADERS_TIMEOUT_MS: '5000',
+        HTTP_REQUEST_TIMEOUT_MS: '120000',
+        HTTP_IDLE_TIMEOUT_MS: '2000',
+        HTTP_MAX_CONNECTIONS: '200',
+        HOOK_TOKEN: 'hook-token-0123456789',
+        HOOK_HMAC_SECRET: 'hmac-secret-0123456789',
+        LOG_LEVEL: 'DEBUG',
+      },
+      KEYS,
+    );
     expect(config).toMatchObject({
       redisUrl: 'redis://:pw@redis.internal:6380/2',
       redisUrlSet: true,
@@ -167,31 +173,34 @@ describe('loadConfig', () => {
   });
 
   it('reports every problem at once, each naming its variable', () => {
-    const err = problemsOf({
-      REDIS_URL: 'http://localhost:6379',
-      QUEUE_PREFIX: 'usdc:prod',
-      TRANSFER_API_URL: 'not a url',
-      TRANSFER_API_KEY: 'wrong',
-      NETWORK: 'devnet',
-      EVM_PRIVATE_KEY: '0x1234',
-      SOLANA_PRIVATE_KEY: 'abc',
-      PERMIT_SPENDER: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD',
-      EVM_RPC_URL_ARB: 'ftp://arb.example.com',
-      MAX_FEE_BPS: '10001',
-      MAX_FEE_USDC: '-1',
-      MAX_TRANSFER_USDC: '1e3',
-      MAX_BATCH_USDC: '1,000',
-      MAX_DAILY_USDC: '0',
-      APPROVAL_THRESHOLD_USDC: '.5',
-      HOOK_TOKEN: 'has a space in this token',
-      CALLBACK_ALLOWED_HOSTS: 'ok.example.com',
-      SOLANA_ALLOWED_DESTINATIONS: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed',
-      WORKER_CONCURRENCY: '-3',
-      API_RATE_LIMIT: 'fast',
-      HTTP_PORT: '70000',
-      ALLOW_VOLATILE_REDIS: 'maybe',
-      LOG_LEVEL: 'loud',
-    });
+    const err = problemsOf(
+      {
+        REDIS_URL: 'http://localhost:6379',
+        QUEUE_PREFIX: 'usdc:prod',
+        TRANSFER_API_URL: 'not a url',
+        TRANSFER_API_KEY: 'wrong',
+        NETWORK: 'devnet',
+        EVM_PRIVATE_KEY: '0x1234',
+        SOLANA_PRIVATE_KEY: 'abc',
+        PERMIT_SPENDER: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD',
+        EVM_RPC_URL_ARB: 'ftp://arb.example.com',
+        MAX_FEE_BPS: '10001',
+        MAX_FEE_USDC: '-1',
+        MAX_TRANSFER_USDC: '1e3',
+        MAX_BATCH_USDC: '1,000',
+        MAX_DAILY_USDC: '0',
+        APPROVAL_THRESHOLD_USDC: '.5',
+        HOOK_TOKEN: 'has a space in this token',
+        CALLBACK_ALLOWED_HOSTS: 'ok.example.com',
+        SOLANA_ALLOWED_DESTINATIONS: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed',
+        WORKER_CONCURRENCY: '-3',
+        API_RATE_LIMIT: 'fast',
+        HTTP_PORT: '70000',
+        ALLOW_VOLATILE_REDIS: 'maybe',
+        LOG_LEVEL: 'loud',
+      },
+      KEYS,
+    );
     expect(err.problems.map((p) => p.variable).sort()).toEqual(
       [
         'ALLOW_VOLATILE_REDIS',
@@ -275,7 +284,7 @@ describe('loadConfig', () => {
       REDIS_URL: 'redis://:redis-password-123@:bad-port',
       TRANSFER_API_URL: 'https://user:url-password-123@@',
     };
-    const err = problemsOf(secrets);
+    const err = problemsOf(secrets, KEYS);
     expect(err.problems.length).toBeGreaterThanOrEqual(6);
     const text = `${err.message}\n${JSON.stringify(err.problems)}\n${inspect(err)}`;
     for (const value of Object.values(secrets)) expect(text).not.toContain(value);
@@ -283,14 +292,17 @@ describe('loadConfig', () => {
       expect(text).not.toContain(fragment);
 
     const solana = solanaKeypair();
-    const valid = loadConfig({
-      TRANSFER_API_KEY: API_KEY,
-      EVM_PRIVATE_KEY: EVM_KEY,
-      SOLANA_PRIVATE_KEY: encodeBase58(solana),
-      HOOK_TOKEN: 'hook-token-0123456789',
-      APPROVER_TOKEN: 'approver-token-0123456789',
-      HOOK_HMAC_SECRET: 'hmac-secret-value',
-    });
+    const valid = loadConfig(
+      {
+        TRANSFER_API_KEY: API_KEY,
+        EVM_PRIVATE_KEY: EVM_KEY,
+        SOLANA_PRIVATE_KEY: encodeBase58(solana),
+        HOOK_TOKEN: 'hook-token-0123456789',
+        APPROVER_TOKEN: 'approver-token-0123456789',
+        HOOK_HMAC_SECRET: 'hmac-secret-value',
+      },
+      KEYS,
+    );
     const printed = `${JSON.stringify(valid, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}\n${inspect(valid)}\n${String(valid.transferApiKey)}`;
     for (const value of [
       API_KEY,
@@ -310,7 +322,7 @@ describe('loadConfig', () => {
 
   it('refuses an EVM key that is zero or not below the secp256k1 order', () => {
     for (const key of [`0x${'0'.repeat(64)}`, `0x${'f'.repeat(64)}`]) {
-      expect(problemsOf({ EVM_PRIVATE_KEY: key }).problems).toEqual([
+      expect(problemsOf({ EVM_PRIVATE_KEY: key }, KEYS).problems).toEqual([
         { variable: 'EVM_PRIVATE_KEY', message: 'must hold a 32-byte hex private key' },
       ]);
     }
@@ -319,21 +331,22 @@ describe('loadConfig', () => {
   it('reads the EVM key from EVM_PRIVATE_KEY_FILE, and refuses both or an unreadable file', () => {
     const file = join(dir, 'evm.key');
     writeFileSync(file, `${EVM_KEY}\n`);
-    expect(loadConfig({ EVM_PRIVATE_KEY_FILE: file }).evmPrivateKeys.map((k) => k.reveal())).toEqual([
+    expect(loadConfig({ EVM_PRIVATE_KEY_FILE: file }, KEYS).evmPrivateKeys.map((k) => k.reveal())).toEqual([
       EVM_KEY,
     ]);
-    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: file, EVM_PRIVATE_KEY: EVM_KEY }).problems).toEqual([
+    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: file, EVM_PRIVATE_KEY: EVM_KEY }, KEYS).problems).toEqual([
       {
         variable: 'EVM_PRIVATE_KEY',
         message: 'set either EVM_PRIVATE_KEY or EVM_PRIVATE_KEY_FILE, not both',
       },
     ]);
-    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: join(dir, 'missing.key') }).problems).toEqual([
-      { variable: 'EVM_PRIVATE_KEY_FILE', message: 'cannot be read (ENOENT)' },
+    const missing = join(dir, 'missing.key');
+    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: missing }, KEYS).problems).toEqual([
+      { variable: 'EVM_PRIVATE_KEY_FILE', message: `${missing} cannot be read (ENOENT)` },
     ]);
     const bad = join(dir, 'bad.key');
     writeFileSync(bad, 'not a key');
-    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: bad }).problems).toEqual([
+    expect(problemsOf({ EVM_PRIVATE_KEY_FILE: bad }, KEYS).problems).toEqual([
       { variable: 'EVM_PRIVATE_KEY_FILE', message: 'must hold a 32-byte hex private key' },
     ]);
   });
@@ -343,7 +356,8 @@ describe('loadConfig', () => {
     const K1 = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80';
     const K2 = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
     const K3 = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a';
-    const revealed = (env: Record<string, string>) => loadConfig(env).evmPrivateKeys.map((k) => k.reveal());
+    const revealed = (env: Record<string, string>) =>
+      loadConfig(env, KEYS).evmPrivateKeys.map((k) => k.reveal());
     /** Every secret fragment a message could leak: the whole key, with and without 0x, and its halves. */
     const fragmentsOf = (key: string) => {
       const hex = key.replace(/^0x/i, '').toLowerCase();
@@ -364,7 +378,7 @@ describe('loadConfig', () => {
       expect(revealed({ EVM_PRIVATE_KEY: `${K2},,${K1},` })).toEqual([K2, K1]);
       // Each key is one owner: the worker, wallets and the dry run see them all.
       const chains = workerSourceChains(
-        loadConfig({ EVM_PRIVATE_KEY: `${K1},${K2}`, PERMIT_SPENDER: SPENDER }),
+        loadConfig({ EVM_PRIVATE_KEY: `${K1},${K2}`, PERMIT_SPENDER: SPENDER }, KEYS),
       );
       expect(chains).toEqual(['ETH', 'BASE', 'ARB', 'POLYGON']);
     });
@@ -378,14 +392,14 @@ describe('loadConfig', () => {
     });
 
     it('refuses a key given twice, naming both positions and neither key', () => {
-      const err = problemsOf({ EVM_PRIVATE_KEY: `${K1},${K2},${K1.slice(2).toUpperCase()}` });
+      const err = problemsOf({ EVM_PRIVATE_KEY: `${K1},${K2},${K1.slice(2).toUpperCase()}` }, KEYS);
       expect(err.problems).toEqual([
         { variable: 'EVM_PRIVATE_KEY', message: 'key 3 of 3 repeats key 1 (each owner once)' },
       ]);
       expect(leaks(err, [K1, K2])).toEqual([]);
       const file = join(dir, 'twice.keys');
       writeFileSync(file, `${K2}\n${K2}\n`);
-      const fromFile = problemsOf({ EVM_PRIVATE_KEY_FILE: file });
+      const fromFile = problemsOf({ EVM_PRIVATE_KEY_FILE: file }, KEYS);
       expect(fromFile.problems).toEqual([
         { variable: 'EVM_PRIVATE_KEY_FILE', message: 'key 2 of 2 repeats key 1 (each owner once)' },
       ]);
@@ -396,7 +410,7 @@ describe('loadConfig', () => {
       // One hex digit short, a key with a space inside, a key above the secp256k1 order.
       const short = K2.slice(0, -1);
       const spaced = `${K3.slice(0, 30)} ${K3.slice(30)}`;
-      const err = problemsOf({ EVM_PRIVATE_KEY: `${K1},${short},${spaced},0x${'f'.repeat(64)}` });
+      const err = problemsOf({ EVM_PRIVATE_KEY: `${K1},${short},${spaced},0x${'f'.repeat(64)}` }, KEYS);
       expect(err.problems).toEqual([
         { variable: 'EVM_PRIVATE_KEY', message: 'key 2 of 4 is not a 32-byte hex private key' },
         { variable: 'EVM_PRIVATE_KEY', message: 'key 3 of 4 is not a 32-byte hex private key' },
@@ -406,7 +420,7 @@ describe('loadConfig', () => {
       expect(`${err.message}${JSON.stringify(err.problems)}`).not.toContain('f'.repeat(16));
       const file = join(dir, 'bad-second.keys');
       writeFileSync(file, `${K1}\nnot a key\n`);
-      const fromFile = problemsOf({ EVM_PRIVATE_KEY_FILE: file });
+      const fromFile = problemsOf({ EVM_PRIVATE_KEY_FILE: file }, KEYS);
       expect(fromFile.problems).toEqual([
         { variable: 'EVM_PRIVATE_KEY_FILE', message: 'key 2 of 2 is not a 32-byte hex private key' },
       ]);
@@ -415,7 +429,7 @@ describe('loadConfig', () => {
     });
 
     it('keeps every key out of the printed config', () => {
-      const config = loadConfig({ EVM_PRIVATE_KEY: `${K1},${K2},${K3}` });
+      const config = loadConfig({ EVM_PRIVATE_KEY: `${K1},${K2},${K3}` }, KEYS);
       const json = JSON.stringify(config, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
       const printed = `${json}\n${inspect(config, { depth: 10 })}\n${String(config.evmPrivateKeys)}`;
       for (const f of [K1, K2, K3].flatMap(fragmentsOf)) expect(printed.toLowerCase()).not.toContain(f);
@@ -426,12 +440,12 @@ describe('loadConfig', () => {
     const keypair = solanaKeypair();
     const good = join(dir, 'id.json');
     writeFileSync(good, JSON.stringify([...keypair]));
-    expect(loadConfig({ SOLANA_KEYPAIR_FILE: good }).solanaSecretKey).toEqual(keypair);
+    expect(loadConfig({ SOLANA_KEYPAIR_FILE: good }, KEYS).solanaSecretKey).toEqual(keypair);
 
     const other = solanaKeypair();
     const mixed = join(dir, 'mixed.json');
     writeFileSync(mixed, JSON.stringify([...keypair.subarray(0, 32), ...other.subarray(32)]));
-    expect(problemsOf({ SOLANA_KEYPAIR_FILE: mixed }).problems).toEqual([
+    expect(problemsOf({ SOLANA_KEYPAIR_FILE: mixed }, KEYS).problems).toEqual([
       {
         variable: 'SOLANA_KEYPAIR_FILE',
         message: 'holds 64 bytes whose public half does not match the secret half',
@@ -439,15 +453,18 @@ describe('loadConfig', () => {
     ]);
     const short = join(dir, 'short.json');
     writeFileSync(short, JSON.stringify([...keypair.subarray(0, 32)]));
-    expect(problemsOf({ SOLANA_KEYPAIR_FILE: short }).problems[0]?.message).toBe(
+    expect(problemsOf({ SOLANA_KEYPAIR_FILE: short }, KEYS).problems[0]?.message).toBe(
       'must hold a solana-keygen JSON array of 64 bytes',
     );
     expect(
-      problemsOf({
-        SOLANA_PRIVATE_KEY: encodeBase58(
-          Uint8Array.from([...keypair.subarray(0, 32), ...other.subarray(32)]),
-        ),
-      }).problems,
+      problemsOf(
+        {
+          SOLANA_PRIVATE_KEY: encodeBase58(
+            Uint8Array.from([...keypair.subarray(0, 32), ...other.subarray(32)]),
+          ),
+        },
+        KEYS,
+      ).problems,
     ).toEqual([
       {
         variable: 'SOLANA_PRIVATE_KEY',
@@ -502,14 +519,30 @@ describe('what each command needs', () => {
     expect(() => loadConfig({})).not.toThrow();
   });
 
-  it('still refuses a malformed key for a command that does not need it', () => {
-    expect(problemsOf({ EVM_PRIVATE_KEY: 'nope' }).problems.map((p) => p.variable)).toEqual([
+  // Issue 33: this was "still refuses a malformed key for a command that does not need it". Keys stay
+  // in the worker: a command that does not sign ignores every key setting, malformed or unreadable.
+  it('ignores every key setting in a command that does not sign, malformed or unreadable', () => {
+    const config = loadConfig({
+      EVM_PRIVATE_KEY: 'nope',
+      SOLANA_PRIVATE_KEY: 'nope',
+      EVM_KEYSTORE_FILE: '/secrets/missing.json',
+      EVM_KEYSTORE_PASSWORD_FILE: '/secrets/missing',
+      SOLANA_KEYPAIR_FILE: '/dev/zero',
+    });
+    expect(config.evmPrivateKeys).toEqual([]);
+    expect(config.solanaSecretKey).toBeUndefined();
+    expect(config.evmOwnerAddresses).toEqual([]);
+    expect(problemsOf({ EVM_PRIVATE_KEY: 'nope' }, KEYS).problems.map((p) => p.variable)).toEqual([
       'EVM_PRIVATE_KEY',
     ]);
   });
 
+  it('refuses a command that needs a signing key but gives no key reader (a programming error)', () => {
+    expect(() => loadConfig({}, { signingKey: true })).toThrow(/must give `keys`/);
+  });
+
   it('makes the worker ask for the service URL and key and at least one signing key, naming both', () => {
-    const err = problemsOf({}, { service: true, signingKey: true });
+    const err = problemsOf({}, { service: true, signingKey: true, ...KEYS });
     expect(err.problems.map((p) => p.variable)).toEqual([
       'TRANSFER_API_URL',
       'TRANSFER_API_KEY',
@@ -522,14 +555,14 @@ describe('what each command needs', () => {
   it('makes a worker with an EVM key ask for the permit spender', () => {
     const err = problemsOf(
       { TRANSFER_API_URL: 'http://127.0.0.1:8787', TRANSFER_API_KEY: API_KEY, EVM_PRIVATE_KEY: EVM_KEY },
-      { service: true, signingKey: true },
+      { service: true, signingKey: true, ...KEYS },
     );
     expect(err.problems.map((p) => p.variable)).toEqual(['PERMIT_SPENDER']);
   });
 
   it('lets a worker take only the source chains it holds keys and spenders for', () => {
     const service = { TRANSFER_API_URL: 'http://127.0.0.1:8787', TRANSFER_API_KEY: API_KEY };
-    const needs = { service: true, signingKey: true };
+    const needs = { service: true, signingKey: true, ...KEYS };
     const solanaOnly = loadConfig({ ...service, SOLANA_PRIVATE_KEY: encodeBase58(solanaKeypair()) }, needs);
     expect(workerSourceChains(solanaOnly)).toEqual(['SOLANA']);
 

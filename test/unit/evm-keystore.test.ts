@@ -5,11 +5,20 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openKeystore } from '../../src/config/evm-keystore.ts';
 import { warnIfKeyFileExposed } from '../../src/config/key-file-mode.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
+import {
+  MAX_PBKDF2_ROUNDS,
+  MAX_SCRYPT_COST,
+  openKeystore,
+  parseKeystore,
+  signingKeys,
+} from '../../src/signing/evm/keystore.ts';
 import { v3Keystore } from '../helpers/v3-keystore.ts';
+
+/** The worker's view: key settings are read (README "Keys stay in the worker"). */
+const KEYS = { keys: signingKeys } as const;
 
 /*
  * EVM_KEYSTORE_FILE: V3 keystores opened with viem's ox. The first two files are the Web3 Secret
@@ -77,7 +86,7 @@ const passwordFile = (password: string, trailer = '\n') => file(`${password}${tr
 
 function problemsOf(env: Record<string, string>): { variable: string; message: string }[] {
   try {
-    loadConfig(env);
+    loadConfig(env, KEYS);
   } catch (err) {
     if (err instanceof ConfigError) return [...err.problems];
     throw err;
@@ -87,10 +96,13 @@ function problemsOf(env: Record<string, string>): { variable: string; message: s
 
 describe('EVM_KEYSTORE_FILE: the Web3 Secret Storage test vectors', () => {
   it.each(Object.keys(VECTORS) as (keyof typeof VECTORS)[])('opens the %s vector to its secret', (name) => {
-    const config = loadConfig({
-      EVM_KEYSTORE_FILE: file(VECTORS[name]),
-      EVM_KEYSTORE_PASSWORD_FILE: passwordFile('testpassword'),
-    });
+    const config = loadConfig(
+      {
+        EVM_KEYSTORE_FILE: file(VECTORS[name]),
+        EVM_KEYSTORE_PASSWORD_FILE: passwordFile('testpassword'),
+      },
+      KEYS,
+    );
     expect(config.evmPrivateKeys.map((k) => k.reveal())).toEqual([VECTOR_SECRET]);
     expect(privateKeyToAccount(VECTOR_SECRET).address).toBe(VECTOR_ADDRESS);
   });
@@ -115,10 +127,13 @@ describe('EVM_KEYSTORE_FILE: keystores written by another implementation', () =>
   it('opens scrypt and pbkdf2 keystores written with node:crypto, each an owner in the listed order', () => {
     const a = file(v3Keystore(K1, PASSWORD, { kdf: 'scrypt', n: 8192, r: 8, p: 1 }));
     const b = file(v3Keystore(K2, PASSWORD, { kdf: 'pbkdf2', c: 10_000 }));
-    const config = loadConfig({
-      EVM_KEYSTORE_FILE: `${a}, ${b}`,
-      EVM_KEYSTORE_PASSWORD_FILE: passwordFile(PASSWORD, '\r\nsecond line is not the password\n'),
-    });
+    const config = loadConfig(
+      {
+        EVM_KEYSTORE_FILE: `${a}, ${b}`,
+        EVM_KEYSTORE_PASSWORD_FILE: passwordFile(PASSWORD, '\r\nsecond line is not the password\n'),
+      },
+      KEYS,
+    );
     expect(config.evmPrivateKeys.map((k) => k.reveal())).toEqual([K1, K2]);
   });
 
@@ -226,21 +241,25 @@ describe('EVM_KEYSTORE_FILE: with the other key settings', () => {
         EVM_KEYSTORE_PASSWORD_FILE: passwordFile(PASSWORD),
         PERMIT_SPENDER: privateKeyToAccount(K2).address,
       },
-      { signingKey: true },
+      { signingKey: true, ...KEYS },
     );
     expect(config.evmPrivateKeys).toHaveLength(1);
   });
 
-  it('the CLI exits 2 on a wrong password, naming the file and never printing the password', () => {
+  // Issue 33: this ran `wallets`, which no longer opens keystores (keys stay in the worker).
+  it('the worker exits 2 on a wrong password, naming the file and never printing the password', () => {
     const path = ks();
     const root = fileURLToPath(new URL('../..', import.meta.url));
-    const r = spawnSync(process.execPath, [join(root, 'bin/usdc-batch.js'), 'wallets'], {
+    const r = spawnSync(process.execPath, [join(root, 'bin/usdc-batch.js'), 'worker'], {
       cwd: dir,
       encoding: 'utf8',
       timeout: 30_000,
       env: {
         PATH: process.env['PATH'] ?? '',
         HOME: dir,
+        TRANSFER_API_URL: 'http://127.0.0.1:9',
+        TRANSFER_API_KEY: 'sk_test_0123456789abcdef',
+        PERMIT_SPENDER: privateKeyToAccount(K2).address,
         EVM_KEYSTORE_FILE: path,
         EVM_KEYSTORE_PASSWORD_FILE: passwordFile('not the password'),
       },
@@ -284,9 +303,124 @@ describe('key files readable by group or others', () => {
       };
       process.on('warning', listener);
     });
-    expect(() => loadConfig({ SOLANA_KEYPAIR_FILE: path })).toThrow(ConfigError); // '[]' is no keypair
+    expect(() => loadConfig({ SOLANA_KEYPAIR_FILE: path }, KEYS)).toThrow(ConfigError); // '[]' is no keypair
     const warning = await warned;
     process.off('warning', listener as (w: Error) => void);
     expect(warning.message).toContain(`SOLANA_KEYPAIR_FILE: ${path} is readable by its group and others`);
+  });
+});
+
+/** Runs `fn`, and the process warnings emitted meanwhile (they are emitted on the next tick). */
+async function warningsOf(fn: () => void): Promise<string[]> {
+  const seen: string[] = [];
+  const listener = (w: Error) => seen.push(w.message);
+  process.on('warning', listener);
+  try {
+    fn();
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', listener);
+  }
+  return seen;
+}
+
+describe('issue 33: the password file as editors leave it, and exposed keystores', () => {
+  it('ignores a UTF-8 BOM and the line break (CRLF, LF or CR) after the password', () => {
+    // A BOM read as part of the password made a right password a wrong one.
+    for (const text of [
+      `\uFEFF${PASSWORD}\r\n`,
+      `\uFEFF${PASSWORD}`,
+      `${PASSWORD}\r`,
+      `\uFEFF${PASSWORD}\nmore\n`,
+    ]) {
+      const config = loadConfig(
+        { EVM_KEYSTORE_FILE: file(v3Keystore(K1, PASSWORD)), EVM_KEYSTORE_PASSWORD_FILE: file(text) },
+        KEYS,
+      );
+      expect(
+        config.evmPrivateKeys.map((k) => k.reveal()),
+        JSON.stringify(text),
+      ).toEqual([K1]);
+    }
+  });
+
+  it('warns of a keystore or password file its group or others may read, naming the variable and the file', async () => {
+    const keystore = file(v3Keystore(K1, PASSWORD), 0o640);
+    const password = passwordFile(PASSWORD);
+    chmodSync(keystore, 0o640);
+    chmodSync(password, 0o604);
+    const warnings = await warningsOf(() =>
+      loadConfig({ EVM_KEYSTORE_FILE: keystore, EVM_KEYSTORE_PASSWORD_FILE: password }, KEYS),
+    );
+    expect(warnings).toEqual([
+      `EVM_KEYSTORE_PASSWORD_FILE: ${password} is readable by others (mode 604): a password file should be readable by its owner only (chmod 600 ${password})`,
+      `EVM_KEYSTORE_FILE: ${keystore} is readable by its group (mode 640): a keystore file should be readable by its owner only (chmod 600 ${keystore})`,
+    ]);
+    chmodSync(keystore, 0o600);
+    chmodSync(password, 0o400);
+    expect(
+      await warningsOf(() =>
+        loadConfig({ EVM_KEYSTORE_FILE: keystore, EVM_KEYSTORE_PASSWORD_FILE: password }, KEYS),
+      ),
+    ).toEqual([]);
+  });
+});
+
+describe('issue 33: the key derivation a keystore may ask for', () => {
+  const withKdf = (kdf: 'scrypt' | 'pbkdf2', params: Record<string, unknown>) => {
+    const real = v3Keystore(K1, PASSWORD);
+    return JSON.stringify({
+      ...real,
+      crypto: { ...real.crypto, kdf, kdfparams: { dklen: 32, salt: real.crypto.kdfparams.salt, ...params } },
+    });
+  };
+
+  it('is at most four times geth’s standard: scrypt n·r·p ≤ 4·2^18·8, pbkdf2 ≤ 4·262,144 rounds', () => {
+    expect(MAX_SCRYPT_COST).toBe(4 * 2 ** 18 * 8);
+    expect(MAX_PBKDF2_ROUNDS).toBe(1_048_576);
+    // Parsed only (nothing derived): the bound itself is accepted, one step above it is not.
+    expect(parseKeystore(withKdf('scrypt', { n: 2 ** 18, r: 8, p: 1 })).ok).toBe(true);
+    expect(parseKeystore(withKdf('scrypt', { n: 2 ** 18, r: 8, p: 4 })).ok).toBe(true);
+    expect(parseKeystore(withKdf('scrypt', { n: 2 ** 18, r: 8, p: 5 })).ok).toBe(false);
+    expect(parseKeystore(withKdf('pbkdf2', { c: 1_048_576, prf: 'hmac-sha256' })).ok).toBe(true);
+    expect(parseKeystore(withKdf('pbkdf2', { c: 1_048_577, prf: 'hmac-sha256' })).ok).toBe(false);
+  });
+
+  it('refuses a costlier one before deriving anything, saying so (not "wrong password")', () => {
+    // n = 2^20, r = 64 said "wrong password"; n = 2^17, r = 63, p = 64 ran for minutes.
+    for (const params of [
+      { n: 2 ** 20, r: 64, p: 1 },
+      { n: 2 ** 17, r: 63, p: 64 },
+    ]) {
+      const opened = openKeystore(withKdf('scrypt', params), PASSWORD);
+      expect(opened).toEqual({
+        ok: false,
+        reason: expect.stringMatching(
+          /^asks for a key derivation above four times geth’s standard \(scrypt n·r·p = /,
+        ),
+      });
+    }
+    const path = file(withKdf('pbkdf2', { c: 5_000_000, prf: 'hmac-sha256' }));
+    expect(
+      problemsOf({ EVM_KEYSTORE_FILE: path, EVM_KEYSTORE_PASSWORD_FILE: passwordFile(PASSWORD) }),
+    ).toEqual([
+      {
+        variable: 'EVM_KEYSTORE_FILE',
+        message: `${path} asks for a key derivation above four times geth’s standard (pbkdf2 5000000 rounds is over 1048576 = 4·262,144): re-encrypt it with geth’s standard parameters`,
+      },
+    ]);
+  });
+
+  it('refuses scrypt parameters that are not whole numbers or an n that is not a power of 2', () => {
+    for (const params of [
+      { n: 3000, r: 8, p: 1 },
+      { n: 4096, r: 0, p: 1 },
+      { n: 4096, r: 8, p: 1.5 },
+    ]) {
+      expect(parseKeystore(withKdf('scrypt', params)), JSON.stringify(params)).toEqual({
+        ok: false,
+        reason: 'has scrypt parameters out of range (n a power of 2, r and p whole numbers)',
+      });
+    }
   });
 });

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { keccak_256 } from '@noble/hashes/sha3';
 import { recoverAddress, recoverTypedDataAddress, type Hex } from 'viem';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { USDC_EVM } from '../../src/domain/chains.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
@@ -82,7 +83,10 @@ afterEach(() => {
 
 describe('EVM permit signing', () => {
   it('signs a permit that recovers to the owner, with the built-in domain when no RPC is configured', async () => {
-    const config = loadConfig({ EVM_PRIVATE_KEY: KEY, PERMIT_SPENDER: SPENDER, NETWORK: 'testnet' });
+    const config = loadConfig(
+      { EVM_PRIVATE_KEY: KEY, PERMIT_SPENDER: SPENDER, NETWORK: 'testnet' },
+      { keys: signingKeys },
+    );
     const signer = createEvmSigner({ config });
     expect(signer.address).toBe(OWNER);
     const req = { chain: 'BASE' as const, amount: 12_345_678n, nonce: 7n, deadline: 1_900_000_000n };
@@ -130,12 +134,15 @@ describe('EVM permit signing', () => {
   });
 
   it('uses the per-chain spender and the mainnet deployment when configured so', async () => {
-    const config = loadConfig({
-      EVM_PRIVATE_KEY: KEY_NO_PREFIX,
-      PERMIT_SPENDER: SPENDER,
-      PERMIT_SPENDER_BASE: SPENDER_BASE,
-      NETWORK: 'mainnet',
-    });
+    const config = loadConfig(
+      {
+        EVM_PRIVATE_KEY: KEY_NO_PREFIX,
+        PERMIT_SPENDER: SPENDER,
+        PERMIT_SPENDER_BASE: SPENDER_BASE,
+        NETWORK: 'mainnet',
+      },
+      { keys: signingKeys },
+    );
     const signer = createEvmSigner({ config });
     expect(signer.address).toBe(OWNER_2);
     const permit = await signer.signPermit({ chain: 'BASE', amount: 1n, nonce: 0n, deadline: 1n });
@@ -163,7 +170,10 @@ describe('EVM permit signing', () => {
   it('uses the EIP-712 name and version read over RPC, and reads them once per chain', async () => {
     rpc.name = 'Bridged USDC (test)';
     rpc.version = '7';
-    const config = loadConfig({ EVM_PRIVATE_KEY: KEY, PERMIT_SPENDER: SPENDER, EVM_RPC_URL_ARB: rpc.url });
+    const config = loadConfig(
+      { EVM_PRIVATE_KEY: KEY, PERMIT_SPENDER: SPENDER, EVM_RPC_URL_ARB: rpc.url },
+      { keys: signingKeys },
+    );
     const signer = createEvmSigner({ config });
     const before = { name: rpc.calls['name'] ?? 0, version: rpc.calls['version'] ?? 0 };
     const permit = await signer.signPermit({ chain: 'ARB', amount: 5n, nonce: 1n, deadline: 99n });
@@ -192,7 +202,10 @@ describe('EVM permit signing', () => {
   it('falls back to the built-in domain with a warning when the RPC fails, and never logs the key', async () => {
     rpc.mode = 'http500';
     const log = capture();
-    const config = loadConfig({ EVM_PRIVATE_KEY: KEY, PERMIT_SPENDER: SPENDER, EVM_RPC_URL_ETH: rpc.url });
+    const config = loadConfig(
+      { EVM_PRIVATE_KEY: KEY, PERMIT_SPENDER: SPENDER, EVM_RPC_URL_ETH: rpc.url },
+      { keys: signingKeys },
+    );
     const signer = createEvmSigner({ config, logger: log.logger });
     const permit = await signer.signPermit({ chain: 'ETH', amount: 10n, nonce: 3n, deadline: 50n });
     const dep = USDC_EVM.testnet.ETH;
@@ -216,14 +229,14 @@ describe('EVM permit signing', () => {
   });
 
   it('refuses to sign without a spender, or for a zero amount', async () => {
-    const signer = createEvmSigner({ config: loadConfig({ EVM_PRIVATE_KEY: KEY }) });
+    const signer = createEvmSigner({ config: loadConfig({ EVM_PRIVATE_KEY: KEY }, { keys: signingKeys }) });
     await expect(
       signer.signPermit({ chain: 'ETH', amount: 1n, nonce: 0n, deadline: 1n }),
     ).rejects.toMatchObject({
       code: 'USDC_PERMIT_SPENDER_MISSING',
     });
     const withSpender = createEvmSigner({
-      config: loadConfig({ EVM_PRIVATE_KEY: KEY, PERMIT_SPENDER: SPENDER }),
+      config: loadConfig({ EVM_PRIVATE_KEY: KEY, PERMIT_SPENDER: SPENDER }, { keys: signingKeys }),
     });
     await expect(
       withSpender.signPermit({ chain: 'ETH', amount: 0n, nonce: 0n, deadline: 1n }),

@@ -8,6 +8,7 @@ import {
   getSetAuthorityInstruction,
 } from '@solana-program/token';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
 import { CCTP_DOMAIN, CCTP_PROGRAMS, SOLANA_USDC_MINT } from '../../src/domain/chains.ts';
 import { createSolanaSigner } from '../../src/signing/solana/solana-signer.ts';
@@ -39,7 +40,10 @@ let signer: SolanaSigner;
 
 const signerWith = async (env: Record<string, string> = {}) =>
   createSolanaSigner({
-    config: loadConfig({ NETWORK: 'testnet', SOLANA_PRIVATE_KEY: encodeBase58(secret), ...env }),
+    config: loadConfig(
+      { NETWORK: 'testnet', SOLANA_PRIVATE_KEY: encodeBase58(secret), ...env },
+      { keys: signingKeys },
+    ),
   });
 
 beforeAll(async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it, beforeAll } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
 import {
   buildSandboxTransfer,
@@ -25,7 +26,10 @@ beforeAll(async () => {
   const treasury = await fixedSolanaKey('treasury');
   feePayer = (await fixedSolanaKey('sandbox fee payer')).address;
   signer = await createSolanaSigner({
-    config: loadConfig({ NETWORK: 'testnet', SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+    config: loadConfig(
+      { NETWORK: 'testnet', SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) },
+      { keys: signingKeys },
+    ),
   });
 });
 

@@ -8,6 +8,7 @@ import {
   type SignatureBytes,
 } from '@solana/kit';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
 import { SOLANA_USDC_MINT } from '../../src/domain/chains.ts';
 import { createLogger } from '../../src/log/logger.ts';
@@ -68,7 +69,7 @@ describe('Solana signer', () => {
   it('loads the keypair from a solana-keygen file layout and shows only the address', async () => {
     const log = capture();
     const signer = await createSolanaSigner({
-      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }, { keys: signingKeys }),
       logger: log.logger,
     });
     expect(signer.address).toBe(treasury.address);
@@ -78,7 +79,7 @@ describe('Solana signer', () => {
 
   it('partially signs as our key only and keeps the fee payer signature already present', async () => {
     const signer = await createSolanaSigner({
-      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }, { keys: signingKeys }),
     });
     expect(signer.check(tx, EXPECTED)).toEqual({ ok: true });
     const signed = getTransactionDecoder().decode(Buffer.from(await signer.sign(tx), 'base64'));
@@ -97,7 +98,7 @@ describe('Solana signer', () => {
 
   it('refuses to sign a transaction the policy has not passed', async () => {
     const signer = await createSolanaSigner({
-      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }, { keys: signingKeys }),
     });
     await expect(signer.sign(tx)).rejects.toMatchObject({ code: 'USDC_SOLANA_TX_INVALID' });
     const inflated = { ...EXPECTED, amount: EXPECTED.amount - 1n };
@@ -108,7 +109,7 @@ describe('Solana signer', () => {
   it('logs a refusal at warn with the batch and transfer it was built for', async () => {
     const log = capture();
     const signer = await createSolanaSigner({
-      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }, { keys: signingKeys }),
       logger: log.logger,
     });
     const inflated = { ...EXPECTED, amount: EXPECTED.amount - 1n };
@@ -125,7 +126,7 @@ describe('Solana signer', () => {
 
   it('refuses a copy of the checked transaction with one byte of its message changed', async () => {
     const signer = await createSolanaSigner({
-      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }, { keys: signingKeys }),
     });
     expect(signer.check(tx, EXPECTED)).toEqual({ ok: true });
     // The memo's last character, near the end of the message: the wire text keeps a long common prefix.
@@ -144,7 +145,7 @@ describe('Solana signer', () => {
 
   it('signs a checked message the same way whether or not it still holds the decoded copy', async () => {
     const signer = await createSolanaSigner({
-      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }, { keys: signingKeys }),
     });
     expect(signer.check(tx, EXPECTED)).toEqual({ ok: true });
     const first = await signer.sign(tx);
@@ -155,7 +156,7 @@ describe('Solana signer', () => {
 
   it('still signs a transaction checked a few hundred checks earlier', async () => {
     const signer = await createSolanaSigner({
-      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }, { keys: signingKeys }),
     });
     const source = await ataOf(treasury.address, MINT);
     const destination = await ataOf(service.address, MINT);
@@ -184,7 +185,7 @@ describe('Solana signer', () => {
   it('logs a refusal with its reason and never the key', async () => {
     const log = capture();
     const signer = await createSolanaSigner({
-      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }),
+      config: loadConfig({ SOLANA_PRIVATE_KEY: encodeBase58(treasury.secret) }, { keys: signingKeys }),
       logger: log.logger,
     });
     expect(signer.check(tx, { ...EXPECTED, amount: 1n }).ok).toBe(false);

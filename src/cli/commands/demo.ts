@@ -9,6 +9,7 @@ import { loadConfig } from '../../config/load-config.ts';
 import { EVM_CHAINS } from '../../domain/chains.ts';
 import { enqueueValidated } from '../../ingest/enqueue-batch.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
+import { signingKeys } from '../../signing/evm/keystore.ts';
 import { evmAddressOfKey } from '../../signing/evm/owner-address.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
@@ -128,7 +129,7 @@ export async function run(): Promise<number> {
       ALLOW_VOLATILE_REDIS: outside['REDIS_URL'] ? (outside['ALLOW_VOLATILE_REDIS'] ?? 'false') : 'false',
     };
     for (const chain of EVM_CHAINS) env[`EVM_RPC_URL_${chain}`] = sandbox.rpcUrl(chain);
-    const config = loadConfig(env, { service: true, signingKey: true });
+    const config = loadConfig(env, { service: true, signingKey: true, keys: signingKeys });
     const logger = createLogger(config.logLevel);
     worker = await startWorker(config, logger);
     out(`started a worker with throwaway keys (Solana wallet ${throwaway.solanaAddress})\n\n`);

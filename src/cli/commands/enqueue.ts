@@ -23,6 +23,7 @@ import {
   type ChainPreflight,
 } from '../../ops/balance-preflight.ts';
 import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
+import { createRedis } from '../../store/redis.ts';
 import { withCli, type CliContext } from '../context.ts';
 import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -447,7 +448,9 @@ function printBalances(balances: readonly ChainPreflight[]): void {
 /**
  * Needed vs available per source chain (ops/balance-preflight.ts): EVM balances over
  * `EVM_RPC_URL_<CHAIN>` (`balanceOf` of every treasury owner, summed, and whether the rows split
- * over them), Solana over `SOLANA_RPC_URL`; unknown where no RPC (or no key) tells.
+ * over them), Solana over `SOLANA_RPC_URL`; unknown where no RPC (or no treasury address) tells.
+ * The addresses are public ones (README "Keys stay in the worker"): the configuration's, else what
+ * the workers published, read over one short-lived Redis connection (a dry run needs no Redis).
  */
 async function balancePreflight(
   config: Config,
@@ -455,13 +458,17 @@ async function balancePreflight(
 ): Promise<ChainPreflight[]> {
   if (transfers.length === 0) return [];
   let report: Awaited<ReturnType<typeof readWallets>> | undefined;
-  if (config.evmPrivateKeys.length > 0 || config.solanaSecretKey) {
-    try {
-      const wallets = await import('../../ops/wallets.ts');
-      report = await wallets.readWallets({ config });
-    } catch {
-      report = undefined;
-    }
+  const redis = createRedis(config, {
+    role: 'client',
+    extra: { retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 2_000 },
+  });
+  try {
+    const wallets = await import('../../ops/wallets.ts');
+    report = await wallets.readWallets({ config, redis });
+  } catch {
+    report = undefined;
+  } finally {
+    redis.disconnect();
   }
   return balancePreflightOf(transfers, report);
 }

@@ -13,19 +13,12 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
  * `usdc-batch wallets` (README "Using it"): the server wallets' public addresses — every EVM owner, in
  * configured order — and, where RPC is configured, each chain's permit nonce and USDC balance per
  * owner, plus the nonce pool and the balance reserved in flight that Redis holds. Needs
- * no service configuration; a source that does not answer is shown as unavailable. Never a secret.
+ * no service configuration; a source that does not answer is shown as unavailable. Never a secret,
+ * and no key read (README "Keys stay in the worker"): the addresses are EVM_OWNER_ADDRESSES and
+ * SOLANA_ADDRESS, the keystores' address fields, or what the running workers published.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), {});
-  if (config.evmPrivateKeys.length === 0 && !config.solanaSecretKey) {
-    throw new ConfigError([
-      {
-        variable: 'EVM_PRIVATE_KEY',
-        message: 'no wallet configured: set EVM_PRIVATE_KEY (or EVM_PRIVATE_KEY_FILE, EVM_KEYSTORE_FILE)',
-      },
-      { variable: 'SOLANA_KEYPAIR_FILE', message: 'or SOLANA_KEYPAIR_FILE (or SOLANA_PRIVATE_KEY)' },
-    ]);
-  }
   const logger = createLogger(config.logLevel);
   // One try, no reconnects: `wallets` must answer promptly whether or not Redis is up.
   const redis = createRedis(config, {
@@ -38,6 +31,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
   } finally {
     redis.disconnect();
   }
+  if (report.evm === null && report.solana === null) throw noWalletKnown(report.redis === 'ok');
   logger.debug(
     { evm: report.evm?.owners.map((o) => o.address), solana: report.solana?.address, redis: report.redis },
     'wallets read',
@@ -50,8 +44,26 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
   return EXIT.ok;
 }
 
+/** No address of either family is known: where addresses come from (exit 2). */
+function noWalletKnown(redisAnswered: boolean): ConfigError {
+  const published = redisAnswered
+    ? 'no worker has published its addresses to Redis yet'
+    : 'Redis, where the workers publish their addresses, did not answer';
+  return new ConfigError([
+    {
+      variable: 'EVM_OWNER_ADDRESSES',
+      message: `no wallet address is known: set EVM_OWNER_ADDRESSES (or EVM_KEYSTORE_FILE to keystores this process can read), and ${published}`,
+    },
+    { variable: 'SOLANA_ADDRESS', message: "or SOLANA_ADDRESS (the Solana wallet's public address)" },
+  ]);
+}
+
+const FROM = { configuration: 'the configuration', workers: 'published by the workers' } as const;
+
 function printReport(r: WalletsReport): void {
   out(`network  ${r.network}`);
+  const from = [r.addresses_from.evm, r.addresses_from.solana].filter((f) => f !== null);
+  if (from.length > 0) out(`addresses  ${[...new Set(from)].map((f) => FROM[f]).join(', ')}`);
   out('');
   if (r.evm) {
     const n = r.evm.owners.length;
@@ -81,7 +93,7 @@ function printReport(r: WalletsReport): void {
       );
     }
   } else {
-    out('EVM owner  not configured (EVM_PRIVATE_KEY / EVM_PRIVATE_KEY_FILE)');
+    out('EVM owner  not known (EVM_OWNER_ADDRESSES, or a worker holding the EVM keys)');
   }
   out('');
   if (r.solana) {
@@ -92,7 +104,7 @@ function printReport(r: WalletsReport): void {
       : (r.solana.usdc_balance ?? `unavailable (${plainText(r.solana.error ?? 'no answer')})`);
     out(`Solana USDC balance  ${balance}`);
   } else {
-    out('Solana wallet  not configured (SOLANA_KEYPAIR_FILE / SOLANA_PRIVATE_KEY)');
+    out('Solana wallet  not known (SOLANA_ADDRESS, or a worker holding the Solana key)');
   }
   if (r.redis !== 'ok') {
     out('');

@@ -1,6 +1,7 @@
 import { readEnv } from '../../config/env-reader.ts';
 import { loadConfig } from '../../config/load-config.ts';
 import { createLogger } from '../../log/logger.ts';
+import { signingKeys } from '../../signing/evm/keystore.ts';
 import { startWorker } from '../../worker/start-worker.ts';
 import { EXIT } from '../exit-codes.ts';
 
@@ -11,7 +12,8 @@ import { EXIT } from '../exit-codes.ts';
  * exits at once.
  */
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
-  const config = loadConfig(readEnv(), { service: true, signingKey: true });
+  // The one command that reads keys (README "Keys stay in the worker"); `demo` runs a worker too.
+  const config = loadConfig(readEnv(), { service: true, signingKey: true, keys: signingKeys });
   const logger = createLogger(config.logLevel);
   const running = await startWorker(config, logger);
   await new Promise<void>((resolve) => {

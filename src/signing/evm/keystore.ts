@@ -1,35 +1,55 @@
-import { readFileSync } from 'node:fs';
 import * as Keystore from 'ox/Keystore';
 import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import type { KeystoreOpening, SigningKeyReader } from '../../config/signing-key-reader.ts';
+import { evmAddressOfKey } from './owner-address.ts';
 
 /*
  * The treasury's EVM keys at rest: Ethereum V3 keystore files (the Web3 Secret Storage definition:
  * scrypt or pbkdf2, aes-128-ctr, a keccak-256 MAC), as geth, Foundry's `cast wallet` and ethers
- * write them, opened with the password in the first line of EVM_KEYSTORE_PASSWORD_FILE. Decrypted
- * with viem's own `ox` Keystore module. A problem names the variable and the file, never the
- * password or any byte of a key.
+ * write them, opened with viem's own `ox` Keystore module. Only the worker opens them (README "Keys
+ * stay in the worker"): the configuration reads the files (bounded, src/config/key-file.ts) and
+ * hands their text here. A reason never holds the password or a byte of a key.
  */
 
-type Problem = (variable: string, message: string) => void;
-
-/** What a keystore may ask of the key derivation: scrypt up to N = 2^20 (geth's "standard" is 2^18). */
-const MAX_SCRYPT_N = 2 ** 20;
-const MAX_PBKDF2_ROUNDS = 10_000_000;
+/**
+ * Four times geth's standard (scrypt n = 2^18, r = 8, p = 1; pbkdf2 262,144 rounds): a keystore
+ * asking for more is refused before any derivation runs. scrypt's work grows with n·r·p and its
+ * memory with 128·n·r bytes: at this bound at most 1 GiB, what @noble's scrypt allows by default.
+ */
+export const MAX_SCRYPT_COST = 4 * 2 ** 18 * 8;
+export const MAX_PBKDF2_ROUNDS = 4 * 262_144;
 
 const hexOf = (bytes: number) => new RegExp(`^(0x)?[0-9a-fA-F]{${bytes * 2}}$`);
 const HEX = /^(0x)?([0-9a-fA-F]{2})+$/;
-const isCount = (v: unknown, max: number): v is number =>
-  typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= max;
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 const bare = (hex: string) => (hex.startsWith('0x') ? hex.slice(2) : hex).toLowerCase();
+
+type Parsed = { ok: true; keystore: Keystore.Keystore } | { ok: false; reason: string };
+
+const tooCostly = (what: string): Parsed => ({
+  ok: false,
+  reason: `asks for a key derivation above four times geth’s standard (${what}): re-encrypt it with geth’s standard parameters`,
+});
+
+/** The scrypt parameters, checked against the cost bound before anything is derived. */
+function scryptParams(kdfparams: Record<string, unknown>): { n: number; r: number; p: number } | Parsed {
+  const { n, r, p } = kdfparams;
+  if (!isCount(n) || n < 2 || !Number.isInteger(Math.log2(n)) || !isCount(r) || !isCount(p))
+    return {
+      ok: false,
+      reason: 'has scrypt parameters out of range (n a power of 2, r and p whole numbers)',
+    };
+  if (n * r * p > MAX_SCRYPT_COST)
+    return tooCostly(`scrypt n·r·p = ${n}·${r}·${p} is over ${MAX_SCRYPT_COST} = 4·2^18·8`);
+  return { n, r, p };
+}
 
 /**
  * The V3 keystore in `text`, normalised for ox (lower-case hex without 0x, `crypto` even where
- * old geth wrote `Crypto`), or why it is not one (a damaged or foreign file).
+ * old geth wrote `Crypto`), or why it is not one (a damaged or foreign file, or too costly to open).
  */
-export function parseKeystore(
-  text: string,
-): { ok: true; keystore: Keystore.Keystore } | { ok: false; reason: string } {
+export function parseKeystore(text: string): Parsed {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -62,25 +82,23 @@ export function parseKeystore(
   };
   const id = typeof doc['id'] === 'string' ? doc['id'] : '';
   if (kdf === 'scrypt') {
-    const { n, r, p } = kdfparams;
-    if (!isCount(n, MAX_SCRYPT_N) || n < 2 || (n & (n - 1)) !== 0 || !isCount(r, 64) || !isCount(p, 64))
-      return {
-        ok: false,
-        reason: `has scrypt parameters out of range (n a power of 2 up to ${MAX_SCRYPT_N})`,
-      };
+    const params = scryptParams(kdfparams);
+    if ('ok' in params) return params;
     return {
       ok: true,
       keystore: {
         id,
         version: 3,
-        crypto: { ...common, kdf: 'scrypt', kdfparams: { dklen: 32, n, r, p, salt: bare(salt) } },
+        crypto: { ...common, kdf: 'scrypt', kdfparams: { dklen: 32, ...params, salt: bare(salt) } },
       },
     };
   }
   if (kdf === 'pbkdf2') {
     const { c, prf } = kdfparams;
     if (prf !== 'hmac-sha256') return { ok: false, reason: 'uses a pbkdf2 prf other than hmac-sha256' };
-    if (!isCount(c, MAX_PBKDF2_ROUNDS)) return { ok: false, reason: 'has a pbkdf2 round count out of range' };
+    if (!isCount(c)) return { ok: false, reason: 'has a pbkdf2 round count out of range' };
+    if (c > MAX_PBKDF2_ROUNDS)
+      return tooCostly(`pbkdf2 ${c} rounds is over ${MAX_PBKDF2_ROUNDS} = 4·262,144`);
     return {
       ok: true,
       keystore: {
@@ -100,10 +118,7 @@ function declaredAddress(text: string): string | undefined {
 }
 
 /** The private key in a keystore file opened with `password`, or why it could not be. */
-export function openKeystore(
-  text: string,
-  password: string,
-): { ok: true; privateKey: Hex; address: string } | { ok: false; reason: string } {
+export function openKeystore(text: string, password: string): KeystoreOpening {
   const parsed = parseKeystore(text);
   if (!parsed.ok) return parsed;
   let privateKey: Hex;
@@ -126,67 +141,5 @@ export function openKeystore(
   return { ok: true, privateKey, address };
 }
 
-/** The password: the first line of the file (its line break, LF or CRLF, is not part of it). */
-function readPassword(file: string, problem: Problem): string | undefined {
-  try {
-    return readFileSync(file, 'utf8').split('\n')[0]?.replace(/\r$/, '') ?? '';
-  } catch (err) {
-    problem(
-      'EVM_KEYSTORE_PASSWORD_FILE',
-      `${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
-    return undefined;
-  }
-}
-
-/**
- * The owners' private keys from EVM_KEYSTORE_FILE (comma-separated files, in that order), each
- * opened with EVM_KEYSTORE_PASSWORD_FILE's password. Every file's problem is reported, naming the
- * file; any problem leaves no key at all (a treasury half-loaded is not started).
- */
-export function readEvmKeystores(
-  files: readonly string[],
-  passwordFile: string | undefined,
-  problem: Problem,
-): Hex[] {
-  if (passwordFile === undefined) {
-    problem(
-      'EVM_KEYSTORE_PASSWORD_FILE',
-      "is required with EVM_KEYSTORE_FILE: a file whose first line is the keystores' password",
-    );
-    return [];
-  }
-  const password = readPassword(passwordFile, problem);
-  if (password === undefined) return [];
-  const keys: Hex[] = [];
-  const owners = new Map<string, string>();
-  let failed = false;
-  for (const file of files) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      problem(
-        'EVM_KEYSTORE_FILE',
-        `${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
-      failed = true;
-      continue;
-    }
-    const opened = openKeystore(text, password);
-    if (!opened.ok) {
-      problem('EVM_KEYSTORE_FILE', `${file} ${opened.reason}`);
-      failed = true;
-      continue;
-    }
-    const earlier = owners.get(opened.address);
-    if (earlier !== undefined) {
-      problem('EVM_KEYSTORE_FILE', `${file} holds the same owner as ${earlier} (each owner once)`);
-      failed = true;
-      continue;
-    }
-    owners.set(opened.address, file);
-    keys.push(opened.privateKey);
-  }
-  return failed ? [] : keys;
-}
+/** What `worker` and `demo` give the configuration to read their keys (src/config/signing-key-reader.ts). */
+export const signingKeys: SigningKeyReader = { openKeystore, evmAddressOf: evmAddressOfKey };
