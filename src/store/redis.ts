@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
+import { displayUrl } from '../domain/url-display.ts';
 
 /**
  * Connections. Workers use `maxRetriesPerRequest: null` (BullMQ's production guide: a command waits
@@ -47,27 +48,6 @@ export function createRedis(
   return redis;
 }
 
-/** Strips credentials from a Redis URL before it appears in a message. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(invalid url)';
-  }
-}
-
-/** `host:port` of a Redis URL: what a message may show of it (never a user name or password). */
-function redisTarget(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || '6379'}`;
-  } catch {
-    return '(invalid url)';
-  }
-}
-
 class RedisUnreachableError extends UsdcBatchError {
   override name = 'RedisUnreachableError';
 }
@@ -93,11 +73,11 @@ export function isRedisConnectionError(err: unknown): boolean {
   return /^(Connection is closed|connect ETIMEDOUT|Stream isn't writeable)/.test(err.message);
 }
 
-/** The one line an operator sees when Redis cannot be reached: REDIS_URL and host:port, no secret. */
+/** The one line an operator sees when Redis cannot be reached: REDIS_URL's scheme, host and port, no secret. */
 export function redisUnreachable(url: string, cause?: unknown): RedisUnreachableError {
   return new RedisUnreachableError(
     'USDC_REDIS_UNREACHABLE',
-    `cannot reach Redis at ${redisTarget(url)} (REDIS_URL): is redis-server running there?`,
+    `cannot reach Redis at ${displayUrl(url)} (REDIS_URL): is redis-server running there?`,
     cause === undefined ? {} : { cause },
   );
 }
