@@ -31,6 +31,7 @@ import {
   loggedUrl,
   repeatedQueryParam,
   securityHeaders,
+  setSecurityHeaders,
 } from './request-guards.ts';
 
 export type AppOptions = {
@@ -210,7 +211,7 @@ function answerFrameworkError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): FastifyReply {
-  reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
+  setSecurityHeaders(reply);
   reply.raw.once('finish', () => {
     if (reply.statusCode === 401) noteFailure(clientOf(request));
     request.log.info(
