@@ -6,6 +6,7 @@ import { buildApp } from '../../http/app.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { createRedis, waitForRedis } from '../../store/redis.ts';
+import { checkRedisTls } from '../../store/redis-tls.ts';
 import { EXIT } from '../exit-codes.ts';
 
 /**
@@ -16,6 +17,7 @@ import { EXIT } from '../exit-codes.ts';
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { hook: true });
   const logger = createLogger(config.logLevel);
+  await checkRedisTls(config.redisUrl);
   const redis = createRedis(config.redisUrl, { role: 'client', logger, quiet: true });
   try {
     await waitForRedis(redis, config.redisUrl);
