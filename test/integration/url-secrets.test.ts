@@ -23,7 +23,9 @@ const PATH_KEY = 'pathKEYs3cr3t0001';
 const QUERY_KEY = 'queryKEYs3cr3t0002';
 const USER_KEY = 'userKEYs3cr3t0003';
 const PASS_KEY = 'passKEYs3cr3t0004';
-const SECRETS = [PATH_KEY, QUERY_KEY, USER_KEY, PASS_KEY];
+const CALLBACK_PATH_KEY = 'cbPATHs3cr3t0005';
+const CALLBACK_QUERY_KEY = 'cbQUERYs3cr3t0006';
+const SECRETS = [PATH_KEY, QUERY_KEY, USER_KEY, PASS_KEY, CALLBACK_PATH_KEY, CALLBACK_QUERY_KEY];
 const HOOK = 'hook-token-url-secrets-0123456789';
 
 /** An RPC endpoint that answers every request 500, remembering what it was sent (path, Basic auth). */
@@ -76,6 +78,8 @@ describe('URLs are shown without their secrets', () => {
       EVM_RPC_URL_ARB: `http://${rpc.base}/rpc?apikey=${QUERY_KEY}`,
       EVM_RPC_URL_ETH: `http://${USER_KEY}:${PASS_KEY}@${rpc.base}/`,
       SOLANA_RPC_URL: `http://${rpc.base}/v2/${PATH_KEY}`,
+      // The same failing server takes the callbacks (answered 500: retried, logged).
+      CALLBACK_ALLOWED_HOSTS: rpc.base,
     };
     const enqueued = await stack.enqueue(rows, ['--batch-id', 'url-secrets-1']);
     expect(enqueued.code, enqueued.stderr).toBe(0);
@@ -178,6 +182,59 @@ describe('URLs are shown without their secrets', () => {
     const doc = await serve.call(`/v1/batches/${batchId}`, { token: HOOK });
     expect(doc.status).toBe(200);
     expectNoSecret(await doc.text(), `/v1/batches/${batchId}`);
+    expectNoSecret(serve.process.output(), 'serve log');
+  });
+
+  it('calls a callback_url whole, and shows it nowhere: status, pages, the callback job, the logs', async () => {
+    const callbackUrl = `http://${rpc.base}/hooks/${CALLBACK_PATH_KEY}?token=${CALLBACK_QUERY_KEY}`;
+    const posted = await serve.call('/v1/batches', {
+      method: 'POST',
+      token: HOOK,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        batch_id: 'url-secrets-cb',
+        callback_url: callbackUrl,
+        transfers: [
+          { id: 'cb-1', from: 'POLYGON', to: 'BASE', amount: '10.00', recipient: randomEvmAddress() },
+        ],
+      }),
+    });
+    expect(posted.status, await posted.clone().text()).toBe(202);
+    await stack.waitComplete('url-secrets-cb', 60_000);
+    // Kept whole where it is called: the receiver got its path and query.
+    await waitFor('the callback to be sent', async () =>
+      rpc.seen.some(
+        (r) => r.method === 'POST' && r.url === `/hooks/${CALLBACK_PATH_KEY}?token=${CALLBACK_QUERY_KEY}`,
+      ),
+    );
+    const prefix = stack.env['QUEUE_PREFIX'] as string;
+    const callbacks = new Queue('callbacks', { connection: { url: stack.redis.url }, prefix });
+    try {
+      const job = await waitFor('the callback job to have failed once', async () => {
+        const j = await callbacks.getJob('url-secrets-cb/cb1');
+        return j && j.attemptsMade > 0 ? j : undefined;
+      });
+      const { logs } = await callbacks.getJobLogs('url-secrets-cb/cb1');
+      expectNoSecret(JSON.stringify({ job: job.toJSON(), logs }), 'the callback job');
+    } finally {
+      await callbacks.close();
+    }
+    await waitFor('the worker to log the failed callback', async () =>
+      worker.output().includes('callback failed'),
+    );
+    expectNoSecret(worker.output(), 'worker log');
+    for (const path of [
+      '/v1/batches/url-secrets-cb',
+      '/ui/batches/url-secrets-cb',
+      '/v1/batches',
+      '/v1/audit',
+    ]) {
+      const res = await serve.call(path, { token: HOOK });
+      expect(res.status, path).toBe(200);
+      expectNoSecret(await res.text(), path);
+    }
+    const status = await runCli(['status', 'url-secrets-cb', '--json'], env);
+    expectNoSecret(status.stdout + status.stderr, 'status');
     expectNoSecret(serve.process.output(), 'serve log');
   });
 });
