@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '../log/logger.ts';
 import { createProducer, type Producer } from '../queue/producer.ts';
 import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/redis.ts';
 import { acknowledged, createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
+import { checkRedisTls } from '../store/redis-tls.ts';
 
 /** What a CLI command needs: config, a fail-fast Redis client, a producer on demand, the actor. */
 export type CliContext = {
@@ -35,8 +36,7 @@ export function cliActor(): string {
   }
 }
 
-export function openCli(needs: ConfigNeeds = {}): CliContext {
-  const config = loadConfig(readEnv(), needs);
+export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(readEnv(), needs)): CliContext {
   const logger = createLogger(config.logLevel);
   const redis = createRedis(config, { role: 'client', logger, quiet: true });
   let producer: Producer | undefined;
@@ -71,7 +71,10 @@ export function openCli(needs: ConfigNeeds = {}): CliContext {
 
 /** Runs `fn` with a context and always closes it. */
 export async function withCli<T>(needs: ConfigNeeds, fn: (ctx: CliContext) => Promise<T>): Promise<T> {
-  const ctx = openCli(needs);
+  const config = loadConfig(readEnv(), needs);
+  // Before the client connects: a TLS mismatch is said at once, and no half-open handshake is left.
+  await checkRedisTls(config);
+  const ctx = openCli(needs, config);
   try {
     return await fn(ctx);
   } catch (err) {

@@ -21,6 +21,22 @@ export function readEnv(processEnv: Env = process.env, cwd: string = process.cwd
   return { ...fromFile, ...processEnv };
 }
 
+/**
+ * What no client can use in a URL that parses (the message never quotes it: it may hold a
+ * password): no host (ioredis would quietly go to 127.0.0.1:6379), or a user name or password whose
+ * %-escapes do not decode (ioredis and the RPC reader decode them: "URI malformed").
+ */
+function urlProblem(u: URL): string | undefined {
+  if (u.host === '') return 'must name a host';
+  try {
+    decodeURIComponent(u.username);
+    decodeURIComponent(u.password);
+  } catch {
+    return 'has a malformed %-escape in its user name or password (write % as %25)';
+  }
+  return undefined;
+}
+
 /** Records a problem with a variable; `missing` when a required one is not set at all. */
 export type Problem = (variable: string, message: string, missing?: boolean) => void;
 
@@ -34,13 +50,19 @@ export function createEnvReader(env: Env, problem: Problem) {
   };
   return {
     str,
-    url(name: string, protocols: string[]): string | undefined {
+    /** A URL of one of `protocols` that a client can use; `rule` may refuse more (a message). */
+    url(name: string, protocols: string[], rule?: (u: URL) => string | undefined): string | undefined {
       const v = str(name);
       if (v === undefined) return undefined;
       try {
         const u = new URL(v);
         if (!protocols.includes(u.protocol)) {
           problem(name, `must be a ${protocols.join(' or ')} URL`);
+          return undefined;
+        }
+        const unusable = urlProblem(u) ?? rule?.(u);
+        if (unusable !== undefined) {
+          problem(name, unusable);
           return undefined;
         }
         return v.replace(/\/+$/, '');

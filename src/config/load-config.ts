@@ -160,6 +160,13 @@ function readLogLevel(r: EnvReader, problem: Problem): string {
   return level;
 }
 
+/** A Redis URL's path is its database number, if anything (ioredis would SELECT any other text). */
+function redisDatabaseProblem(u: URL): string | undefined {
+  return /^(\/[0-9]*)?$/.test(u.pathname)
+    ? undefined
+    : 'must end in a database number, if anything (redis://host:6379/0)';
+}
+
 /**
  * Parses and validates the whole configuration at once; every problem is collected and thrown
  * together as a ConfigError naming its variable. Secret values never appear in a message.
@@ -170,7 +177,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     problems.push(missing ? { variable, message, missing } : { variable, message });
   const r = createEnvReader(env, problem);
 
-  const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:']) ?? DEFAULTS.REDIS_URL;
+  const redisUrl = r.url('REDIS_URL', ['redis:', 'rediss:'], redisDatabaseProblem) ?? DEFAULTS.REDIS_URL;
   const queuePrefix = r.str('QUEUE_PREFIX') ?? DEFAULTS.QUEUE_PREFIX;
   if (queuePrefix.includes(':') && !/^\{[^}]+\}$/.test(queuePrefix))
     problem('QUEUE_PREFIX', 'must not contain ":"');

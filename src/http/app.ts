@@ -32,6 +32,7 @@ import {
   loggedUrl,
   repeatedQueryParam,
   securityHeaders,
+  setSecurityHeaders,
 } from './request-guards.ts';
 
 export type AppOptions = {
@@ -211,7 +212,7 @@ function answerFrameworkError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): FastifyReply {
-  reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
+  setSecurityHeaders(reply);
   reply.raw.once('finish', () => {
     if (reply.statusCode === 401) noteFailure(clientOf(request));
     request.log.info(

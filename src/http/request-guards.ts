@@ -9,13 +9,28 @@ import { escapeJsonControls } from '../domain/text.ts';
  */
 
 /**
- * An `onSend` hook: every answer says what it is (`nosniff`: a browser never guesses a type from
- * the body) and is never stored by a browser or a proxy (`no-store`: status documents, exports and
- * the batch pages are money data).
+ * The Content-Security-Policy of an answer whose route sets none (JSON, CSV, text): it loads
+ * nothing, runs nothing and is shown in no frame. The batch pages (ui/page-shell.ts) and bull-board's
+ * pages (routes/dashboard.ts) set their own, each with `frame-ancestors 'none'`.
  */
-export async function securityHeaders<T>(_request: unknown, reply: FastifyReply, payload: T): Promise<T> {
+export const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/**
+ * The headers every answer carries (README "Security"): it says what it is (`nosniff`: a browser
+ * never guesses a type from the body), is never stored by a browser or a proxy (`no-store`: status
+ * documents, exports and the pages are money data), and is never framed (`X-Frame-Options` and the
+ * CSP's `frame-ancestors`, against clickjacking). A CSP the route set is kept.
+ */
+export function setSecurityHeaders(reply: FastifyReply): void {
   reply.header('x-content-type-options', 'nosniff');
   reply.header('cache-control', 'no-store');
+  reply.header('x-frame-options', 'DENY');
+  if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', API_CSP);
+}
+
+/** setSecurityHeaders as an `onSend` hook, for every route. */
+export async function securityHeaders<T>(_request: unknown, reply: FastifyReply, payload: T): Promise<T> {
+  setSecurityHeaders(reply);
   return payload;
 }
 

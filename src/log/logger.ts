@@ -1,5 +1,6 @@
 import { format } from 'node:util';
 import { pino, type Logger, type DestinationStream } from 'pino';
+import { displayUrl, hideUrlSecrets } from '../domain/url-display.ts';
 
 export type { Logger };
 
@@ -81,11 +82,13 @@ function isSecretKey(name: string): boolean {
 
 /**
  * Secrets that can hide inside free text (an error message quoting a request): the service's
- * `sk_` keys, bearer credentials and 65-byte hex signatures. A 32-byte hex string is left alone:
- * it is as likely a transaction hash as a key, and keys never reach a message in the first place.
+ * `sk_` keys, bearer credentials, 65-byte hex signatures, and whatever a URL carries beyond its
+ * scheme, host and port (an RPC provider's key in its path, query or user part). A 32-byte hex
+ * string is left alone: it is as likely a transaction hash as a key, and keys never reach a
+ * message in the first place.
  */
 function scrubText(text: string): string {
-  return text
+  return hideUrlSecrets(text)
     .replace(/\bsk_[A-Za-z0-9_-]{4,}/g, `sk_${CENSOR}`)
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${CENSOR}`)
     .replace(/\b0x[0-9a-fA-F]{130}\b/g, CENSOR);
@@ -97,6 +100,7 @@ const MAX_DEPTH = 8;
 function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
   if (typeof value === 'string') return scrubText(value);
   if (typeof value !== 'object' || value === null) return value;
+  if (value instanceof URL) return displayUrl(value);
   if (depth >= MAX_DEPTH || seen.has(value)) return value;
   seen.add(value);
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1, seen));
@@ -107,7 +111,7 @@ function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): un
     entries = Object.entries(pino.stdSerializers.err(value));
   } else {
     const proto: unknown = Object.getPrototypeOf(value);
-    // Class instances (Secret, Date, Buffer, URL) keep their own JSON form.
+    // Class instances (Secret, Date, Buffer) keep their own JSON form.
     if (proto !== Object.prototype && proto !== null) return value;
     entries = Object.entries(value);
   }
@@ -120,7 +124,7 @@ function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): un
 
 /** pino JSON to stderr (stdout is for human output and `--json` documents). */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return pino(
+  const logger = pino(
     {
       level,
       base: { pid: process.pid },
@@ -151,4 +155,18 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
     destination ?? pino.destination({ fd: 2, sync: true }),
   );
+  return scrubChildBindings(logger);
+}
+
+/**
+ * pino applies `formatters.bindings` to the root's bindings only, not to a child's: a child's are
+ * redacted here before pino sees them. Children inherit the override (they are made with the
+ * parent as prototype), so grandchildren are covered too.
+ */
+function scrubChildBindings(logger: Logger): Logger {
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings, options) {
+    return child.call(this, redactDeep(bindings) as typeof bindings, options);
+  } as typeof child;
+  return logger;
 }

@@ -3,7 +3,8 @@ import type { Config } from '../config/config.ts';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
-import { createChainReader, minedBlocks, redactUrl } from '../signing/evm/chain-reader.ts';
+import { displayUrl } from '../domain/url-display.ts';
+import { createChainReader, minedBlocks } from '../signing/evm/chain-reader.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
 import { postJsonRpc } from '../signing/json-rpc.ts';
 import { createOwnerBalances, type OwnerBalances, type Reserved } from '../store/owner-balance.ts';
@@ -96,7 +97,7 @@ export const DEFAULT_WALLET_RPC_TIMEOUT_MS = 3_000;
 /**
  * The USDC balance (base units) of one SPL token account over Solana JSON-RPC
  * (`getTokenAccountBalance`). An account that does not exist holds nothing: 0. Messages carry the
- * URL only redacted (RPC providers put API keys in the path or query).
+ * URL's scheme, host and port only (RPC providers put API keys in the path, query or user part).
  */
 export async function readSolanaTokenBalance(
   url: string,
@@ -104,7 +105,7 @@ export async function readSolanaTokenBalance(
   options: { fetch?: typeof fetch; timeoutMs?: number } = {},
 ): Promise<bigint> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_WALLET_RPC_TIMEOUT_MS;
-  const where = redactUrl(url);
+  const where = displayUrl(url);
   const fail = (message: string) =>
     new SolanaRpcError('USDC_SOLANA_RPC_FAILED', `Solana RPC ${where}: ${message}`);
   const body = await postJsonRpc(

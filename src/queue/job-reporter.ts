@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { hideUrlSecrets } from '../domain/url-display.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StepName, StepReporter } from '../pipeline/run-transfer.ts';
 import { luaScript, runScript } from '../store/lua-script.ts';
@@ -103,7 +104,7 @@ export function createJobReporter(
   let step = fetched?.step ?? '';
   let percent = fetched?.progress ?? 0;
   let lastWait = fetched?.step === 'wait' ? fetched.message : undefined;
-  const short = (m: string) => m.slice(0, 200);
+  const short = (m: string) => hideUrlSecrets(m).slice(0, 200);
 
   // Lines said and the newest progress (a state, not a history), until the next write takes them.
   let lines: string[] = [];
@@ -133,8 +134,9 @@ export function createJobReporter(
         },
       );
   };
+  // A line may quote an error naming a URL (an RPC's): only its scheme, host and port are kept.
   const line = (label: string, message: string) => {
-    lines.push(`${new Date(now()).toISOString()} ${label}: ${message}`.slice(0, MAX_LINE));
+    lines.push(`${new Date(now()).toISOString()} ${label}: ${hideUrlSecrets(message)}`.slice(0, MAX_LINE));
   };
   const progress = (next: JobProgress) => {
     pending = next;

@@ -1,4 +1,5 @@
 import { UsdcBatchError } from '../domain/errors.ts';
+import { hideUrlSecrets } from '../domain/url-display.ts';
 import type { FailureKind, Operation } from './types.ts';
 
 const WHAT: Readonly<Record<FailureKind, string>> = {
@@ -60,11 +61,12 @@ export function isServiceError(err: unknown, kind?: FailureKind): err is Service
 
 /**
  * Removes what must never reach a message or a log from text the service (or a socket error) gave
- * us: the given secrets, hex blobs the size of a signature or more, and long base64 runs (signed
- * transactions). Also bounds the length.
+ * us: the given secrets, hex blobs the size of a signature or more, long base64 runs (signed
+ * transactions), and every URL's path, query and user part (domain/url-display.ts). Also bounds the
+ * length.
  */
 export function scrub(text: string, secrets: readonly string[] = []): string {
-  let out = text;
+  let out = hideUrlSecrets(text);
   for (const s of secrets) if (s.length > 0) out = out.split(s).join('[redacted]');
   out = out
     .replace(/(0x)?[0-9a-fA-F]{128,}/g, '[redacted]')

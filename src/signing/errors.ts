@@ -1,8 +1,8 @@
 import { UsdcBatchError } from '../domain/errors.ts';
 
 /**
- * Errors of the signing layer. Messages carry only public facts (chain, address, a redacted URL):
- * never a key, a signature or a signed payload.
+ * Errors of the signing layer. Messages carry only public facts (chain, address, a URL's scheme,
+ * host and port): never a key, a signature or a signed payload.
  */
 export class SigningError extends UsdcBatchError {
   override name = 'SigningError';

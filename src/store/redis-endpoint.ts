@@ -1,4 +1,5 @@
 import type { RedisOptions } from 'ioredis';
+import { displayUrl } from '../domain/url-display.ts';
 
 /**
  * Where the project's Redis is (README "Configuration", "Replicated Redis"): `REDIS_URL`, or the
@@ -43,10 +44,5 @@ export function describeEndpoint(e: RedisEndpoint): string {
     const list = e.redisSentinels.map((s) => `${s.host}:${s.port}`).join(',');
     return `the primary "${e.redisSentinelName}" of the Sentinels ${list} (REDIS_SENTINELS)`;
   }
-  try {
-    const u = new URL(e.redisUrl);
-    return `${u.hostname}:${u.port || '6379'} (REDIS_URL)`;
-  } catch {
-    return '(invalid url) (REDIS_URL)';
-  }
+  return `${displayUrl(e.redisUrl)} (REDIS_URL)`;
 }

@@ -51,17 +51,6 @@ export function createRedis(
   return redis;
 }
 
-/** Strips credentials from a Redis URL before it appears in a message. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(invalid url)';
-  }
-}
-
 class RedisUnreachableError extends UsdcBatchError {
   override name = 'RedisUnreachableError';
 }

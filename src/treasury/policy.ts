@@ -1,15 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { basename, extname } from 'node:path';
-import { parseDocument } from 'yaml';
-import { z } from 'zod';
 import { CHAINS, type Chain } from '../domain/chains.ts';
 import { ValidationError } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
+import { keyPath, NumberText, readPolicyText, type PolicyMap, type PolicyValue } from './policy-text.ts';
 
 /**
  * A treasury rebalancing policy (README "Treasury rebalancing"): how much USDC each chain should
  * hold. Parsed at the edge from YAML (or the same as JSON); every problem is reported at once, each
- * naming its key (`chains.ARB.min: must not exceed target`). Amounts are exact micro-USDC.
+ * naming its key (`chains.ARB.min: must not exceed target`). Amounts are exact micro-USDC, read
+ * from the text the file wrote (policy-text.ts), never through a float.
  */
 export type ChainTarget = {
   readonly chain: Chain;
@@ -37,64 +37,137 @@ export type PolicyParse =
 
 export const POLICY_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,40}$/;
 const DEFAULT_MIN_MOVE = 1_000_000n;
+const MAX_FEE_BPS = 10_000n;
+const TOP_KEYS = ['name', 'chains', 'min_move', 'max_fee_bps', 'max_total'];
+const CHAIN_KEYS = ['min', 'target'];
+const AMOUNT = 'must be an amount in USDC (e.g. 5000 or "12.50")';
+const BPS = 'must be a whole number of basis points from 0 to 10000 (30 is 0.3 %)';
 
-/** An amount in USDC: a decimal string or a number, exact at 6 decimals, ≥ 0. */
-const amount = z.union([z.string(), z.number()]).transform((v, ctx) => {
-  const text = typeof v === 'number' ? numberText(v) : v.trim();
-  const r = text === undefined ? undefined : tryParseUsdc(text, { allowZero: true });
-  if (r?.ok) return r.value;
-  ctx.addIssue({
-    code: 'custom',
-    message: `must be an amount in USDC (e.g. 5000 or "12.50")${r && !r.ok ? `: it ${r.reason}` : ''}`,
-  });
-  return z.NEVER;
-});
-
-/** A number as plain decimal text, or undefined when it has no exact plain form (1e21, NaN, -1). */
-function numberText(n: number): string | undefined {
-  if (!Number.isFinite(n) || n < 0) return undefined;
-  const text = String(n);
-  return /e/i.test(text) ? undefined : text;
+/** How a value is named in a message: the text a number or a string was written as, or its kind. */
+function shown(value: PolicyValue): string {
+  if (value instanceof NumberText) return value.text.slice(0, 40);
+  if (typeof value === 'string') return JSON.stringify(value.slice(0, 40));
+  if (value === null) return 'empty';
+  if (typeof value === 'boolean') return String(value);
+  return Array.isArray(value) ? 'a list' : 'a mapping';
 }
 
-const chainSchema = z.strictObject({ min: amount.optional(), target: amount }).superRefine((c, ctx) => {
-  if (c.min !== undefined && c.min > c.target)
-    ctx.addIssue({ code: 'custom', path: ['min'], message: 'must not exceed target' });
-});
-
-const chainsSchema = z.strictObject(
-  Object.fromEntries(CHAINS.map((c) => [c, chainSchema.optional()])) as Record<
-    Chain,
-    z.ZodOptional<typeof chainSchema>
-  >,
-);
-
-const policySchema = z.strictObject({
-  name: z.string().regex(POLICY_NAME_PATTERN, 'must be 1-40 of A-Z a-z 0-9 _ . -').optional(),
-  chains: chainsSchema,
-  min_move: amount.optional(),
-  max_fee_bps: z.number().int('must be a whole number').min(0).max(10_000).optional(),
-  max_total: amount.optional(),
-});
-
-/** The key path of an issue, as the policy file spells it: `chains.ARB.min`. */
-function pathText(path: readonly PropertyKey[]): string {
-  return path.map(String).join('.') || '(file)';
+/** The text of a number or a string: what an amount or a count is read from. */
+function writtenText(value: PolicyValue): string | undefined {
+  if (value instanceof NumberText) return value.text;
+  return typeof value === 'string' ? value.trim() : undefined;
 }
 
-function issueProblems(issues: readonly z.core.$ZodIssue[]): string[] {
-  return issues.flatMap((issue) => {
-    if (issue.code === 'unrecognized_keys') {
-      const inChains = issue.path.length === 1 && issue.path[0] === 'chains';
-      return issue.keys.map(
-        (key) =>
-          `${pathText([...issue.path, key])}: ${inChains ? `unknown chain (one of ${CHAINS.join(', ')})` : 'unknown key'}`,
+function isMapping(value: PolicyValue | undefined): value is PolicyMap {
+  return value instanceof Map;
+}
+
+/** Reads the rules' values, each problem named by its key path. */
+type Reader = { readonly problems: string[] };
+
+/** An amount in USDC (a number as written, or a decimal string), exact at 6 decimals, ≥ 0. */
+function readAmount(r: Reader, value: PolicyValue, path: string[]): bigint | undefined {
+  const text = writtenText(value);
+  if (text === undefined) {
+    r.problems.push(`${keyPath(path)}: ${AMOUNT}, not ${shown(value)}`);
+    return undefined;
+  }
+  const parsed = tryParseUsdc(text, { allowZero: true });
+  if (parsed.ok) return parsed.value;
+  r.problems.push(`${keyPath(path)}: ${AMOUNT}: ${text.slice(0, 40)} ${parsed.reason}`);
+  return undefined;
+}
+
+/** `max_fee_bps`: a whole number of basis points, 0 to 10000. */
+function readBps(r: Reader, value: PolicyValue): bigint | undefined {
+  const text = writtenText(value);
+  if (text === undefined || !/^[0-9]{1,30}$/.test(text)) {
+    r.problems.push(`max_fee_bps: ${BPS}, not ${shown(value)}`);
+    return undefined;
+  }
+  const bps = BigInt(text);
+  if (bps <= MAX_FEE_BPS) return bps;
+  r.problems.push(`max_fee_bps: must be at most 10000 (100 %), not ${shown(value)}`);
+  return undefined;
+}
+
+function unknownKeys(
+  r: Reader,
+  map: PolicyMap,
+  known: readonly string[],
+  path: string[],
+  what: string,
+): void {
+  for (const key of map.keys())
+    if (!known.includes(key)) r.problems.push(`${keyPath([...path, key])}: ${what}`);
+}
+
+/** One chain's `{ min, target }`. */
+function readChain(r: Reader, chain: Chain, value: PolicyValue): ChainTarget | undefined {
+  const path = ['chains', chain];
+  if (!isMapping(value)) {
+    r.problems.push(`${keyPath(path)}: must be a mapping with target (and min), not ${shown(value)}`);
+    return undefined;
+  }
+  unknownKeys(r, value, CHAIN_KEYS, path, 'unknown key');
+  const minValue = value.get('min');
+  const targetValue = value.get('target');
+  const min = minValue === undefined ? null : readAmount(r, minValue, [...path, 'min']);
+  if (targetValue === undefined) r.problems.push(`${keyPath([...path, 'target'])}: is required`);
+  const target = targetValue === undefined ? undefined : readAmount(r, targetValue, [...path, 'target']);
+  if (min === undefined || target === undefined) return undefined;
+  if (min !== null && min > target) {
+    r.problems.push(`${keyPath([...path, 'min'])}: must not exceed target`);
+    return undefined;
+  }
+  return { chain, min, target };
+}
+
+/** `chains`: the chains taking part, in the service's chain order. */
+function readChains(r: Reader, value: PolicyValue | undefined): ChainTarget[] {
+  if (value === undefined) {
+    r.problems.push('chains: is required');
+    return [];
+  }
+  if (!isMapping(value)) {
+    r.problems.push(
+      `chains: must be a mapping of chains to { min, target } (e.g. BASE: { min: 5000, target: 20000 }), not ${shown(value)}`,
+    );
+    return [];
+  }
+  unknownKeys(r, value, CHAINS, ['chains'], `unknown chain (one of ${CHAINS.join(', ')})`);
+  const chains: ChainTarget[] = [];
+  for (const chain of CHAINS) {
+    const c = value.get(chain);
+    const read = c === undefined ? undefined : readChain(r, chain, c);
+    if (read) chains.push(read);
+  }
+  if (value.size === 0) r.problems.push('chains: must name at least one chain');
+  return chains;
+}
+
+function readName(r: Reader, value: PolicyValue | undefined, file: string): string {
+  if (value === undefined) {
+    const name = defaultPolicyName(file);
+    if (!POLICY_NAME_PATTERN.test(name))
+      r.problems.push(
+        `name: the file name "${name.slice(0, 60)}" is not a policy name; set name (1-40 of A-Z a-z 0-9 _ . -)`,
       );
-    }
-    if (issue.code === 'invalid_type' && issue.input === undefined)
-      return [`${pathText(issue.path)}: is required`];
-    return [`${pathText(issue.path)}: ${issue.message}`];
-  });
+    return name;
+  }
+  const text = value instanceof NumberText ? value.text : value;
+  if (typeof text === 'string' && POLICY_NAME_PATTERN.test(text)) return text;
+  r.problems.push(`name: must be 1-40 of A-Z a-z 0-9 _ . -, not ${shown(value)}`);
+  return '';
+}
+
+/** min_move and max_total: an amount greater than 0, when given. */
+function readPositive(r: Reader, map: PolicyMap, key: string): bigint | undefined {
+  const value = map.get(key);
+  if (value === undefined) return undefined;
+  const amount = readAmount(r, value, [key]);
+  if (amount === 0n) r.problems.push(`${key}: must be greater than 0`);
+  return amount;
 }
 
 /** The policy's default name: the file name without its extension. */
@@ -104,54 +177,38 @@ export function defaultPolicyName(file: string): string {
 
 /**
  * Parses a policy file's text. `file` gives the default name and the syntax (`.json` is read as
- * JSON; anything else as YAML, of which JSON is a subset).
+ * JSON; anything else as YAML, of which JSON is a subset). Every problem is reported at once.
  */
 export function parsePolicy(text: string, file: string): PolicyParse {
-  let data: unknown;
-  if (extname(file).toLowerCase() === '.json') {
-    try {
-      data = JSON.parse(text);
-    } catch (err) {
-      return { ok: false, problems: [`(file): not valid JSON: ${(err as Error).message}`] };
-    }
-  } else {
-    const doc = parseDocument(text, { uniqueKeys: true });
-    if (doc.errors.length > 0) {
-      return {
-        ok: false,
-        problems: doc.errors.map((e) => `(file): not valid YAML: ${e.message.split('\n')[0] ?? ''}`),
-      };
-    }
-    data = doc.toJS();
+  const read = readPolicyText(text, extname(file).toLowerCase() === '.json');
+  if (!read.ok) return { ok: false, problems: read.problems };
+  const r: Reader = { problems: [...read.problems] };
+  const root = read.value ?? new Map<string, PolicyValue>();
+  if (!isMapping(root)) {
+    return {
+      ok: false,
+      problems: [
+        ...r.problems,
+        `(file): must be a mapping of name, chains, min_move, max_fee_bps and max_total, not ${shown(root)}`,
+      ],
+    };
   }
-  const parsed = policySchema.safeParse(data ?? {});
-  if (!parsed.success) return { ok: false, problems: issueProblems(parsed.error.issues) };
-  const problems: string[] = [];
-  const p = parsed.data;
-  const chains: ChainTarget[] = [];
-  for (const chain of CHAINS) {
-    const c = p.chains[chain];
-    if (!c) continue;
-    chains.push({ chain, min: c.min ?? null, target: c.target });
-  }
-  if (chains.length === 0) problems.push('chains: must name at least one chain');
-  const name = p.name ?? defaultPolicyName(file);
-  if (p.name === undefined && !POLICY_NAME_PATTERN.test(name)) {
-    problems.push(
-      `name: the file name "${name.slice(0, 60)}" is not a policy name; set name (1-40 of A-Z a-z 0-9 _ . -)`,
-    );
-  }
-  if (p.min_move !== undefined && p.min_move === 0n) problems.push('min_move: must be greater than 0');
-  if (p.max_total !== undefined && p.max_total === 0n) problems.push('max_total: must be greater than 0');
-  if (problems.length > 0) return { ok: false, problems };
+  unknownKeys(r, root, TOP_KEYS, [], 'unknown key');
+  const name = readName(r, root.get('name'), file);
+  const chains = readChains(r, root.get('chains'));
+  const minMove = readPositive(r, root, 'min_move');
+  const maxTotal = readPositive(r, root, 'max_total');
+  const bpsValue = root.get('max_fee_bps');
+  const maxFeeBps = bpsValue === undefined ? null : readBps(r, bpsValue);
+  if (r.problems.length > 0) return { ok: false, problems: r.problems };
   return {
     ok: true,
     policy: {
       name,
       chains,
-      minMove: p.min_move ?? DEFAULT_MIN_MOVE,
-      maxFeeBps: p.max_fee_bps === undefined ? null : BigInt(p.max_fee_bps),
-      maxTotal: p.max_total ?? null,
+      minMove: minMove ?? DEFAULT_MIN_MOVE,
+      maxFeeBps: maxFeeBps ?? null,
+      maxTotal: maxTotal ?? null,
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { checkDurability, createRedis, VolatileRedisError, waitForRedis } from '../store/redis.ts';
+import { checkRedisTls } from '../store/redis-tls.ts';
 
 /**
  * The worker's Redis connection, once Redis answers and is known not to lose acknowledged writes
@@ -12,6 +13,8 @@ export async function openWorkerRedis(
   config: Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'allowVolatileRedis'>,
   logger: Logger,
 ): Promise<Redis> {
+  // Before any client connects: a TLS mismatch is said at once, and no half-open handshake is left.
+  await checkRedisTls(config);
   const redis: Redis = createRedis(config, { role: 'worker', logger, quiet: true });
   try {
     await waitForRedis(redis, config);

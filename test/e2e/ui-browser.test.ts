@@ -242,6 +242,43 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
     await page.close();
   });
 
+  it('renders bull-board on /dashboard under its CSP: its own scripts, styles and data load, nothing from elsewhere', async () => {
+    const page = await desktop.context.newPage();
+    const refused: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) refused.push(m.text());
+    });
+    const res = await page.goto(`${serve.url}/dashboard`);
+    expect(res?.status()).toBe(200);
+    expect(res?.headers()['content-security-policy']).toMatch(/frame-ancestors 'none'/);
+    expect(res?.headers()['x-frame-options']).toBe('DENY');
+    // The overview (drawn by its scripts from its API) lists the queues; a queue's page lists the
+    // batch's jobs by what they pay.
+    await page.getByText('transfers-BASE').first().waitFor({ timeout: 20_000 });
+    const paid = doc.transfers.find((t) => t.state === 'submitted' && t.from === 'BASE')!;
+    await page.goto(`${serve.url}/dashboard/queue/transfers-BASE?status=completed`);
+    await page
+      .getByText(`${paid.from}→${paid.to} ${Number(paid.amount).toFixed(2)} USDC`)
+      .first()
+      .waitFor({ timeout: 20_000 });
+    // Its stylesheet applies (text, not a function: these tests are compiled without the DOM's types).
+    expect(
+      await page.evaluate(
+        `[...document.styleSheets].some((s) => (s.href ?? '').includes('/dashboard/static/css/'))`,
+      ),
+    ).toBe(true);
+    await page.screenshot({ path: join(shots, 'dashboard-queue.png'), fullPage: true });
+    // What the policy refuses is cosmetic: inline styles (the loading placeholder's, the colours of
+    // the Redis icon's SVG) and the Google web fonts (the system font is used). Never a script, a
+    // call to its API, an image or a stylesheet of its own.
+    expect(refused.length).toBeGreaterThan(0);
+    for (const message of refused)
+      expect(message).toMatch(
+        /^(Applying inline style violates|Loading the stylesheet 'https:\/\/fonts\.googleapis\.com\/)/,
+      );
+    await page.close();
+  });
+
   it('shows the treasury per chain and a scheduled rebalancing policy on /ui/treasury', async () => {
     const policy = join(stack.dir, 'treasury.yaml');
     writeFileSync(

@@ -43,15 +43,16 @@ const COMMANDS: string[][] = [
 
 describe.concurrent('a Redis that cannot be reached', () => {
   it.each(COMMANDS.map((c) => [c.join(' '), c] as const))(
-    '`%s` says so in one line naming REDIS_URL and host:port, never the password, and exits 2',
+    '`%s` says so in one line naming REDIS_URL and its scheme, host and port, never the user or password, and exits 2',
     async (_name, args) => {
       const r = await runCli(args, env, { timeoutMs: 30_000 });
       expect(r.code).toBe(2);
       const lines = r.stderr.trim().split('\n');
       expect(lines).toEqual([
-        `error: cannot reach Redis at 127.0.0.1:${port} (REDIS_URL): is redis-server running there?`,
+        `error: cannot reach Redis at redis://127.0.0.1:${port} (REDIS_URL): is redis-server running there?`,
       ]);
       expect(r.stdout + r.stderr).not.toContain(PASSWORD);
+      expect(r.stdout + r.stderr).not.toContain('ops');
       expect(r.stdout + r.stderr).not.toContain('maxRetriesPerRequest');
     },
   );

@@ -206,20 +206,49 @@ describe('usdc-batch serve under hostile input', () => {
     }
   });
 
-  it('marks /v1, /ui and /dashboard answers nosniff and no-store', async () => {
+  it("gives every answer, bull-board's included, nosniff, no-store, a CSP with frame-ancestors 'none' and X-Frame-Options DENY", async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
-    for (const [target, status] of [
-      ['/v1/batches', 200],
-      ['/v1/batches/nope', 404],
-      ['/ui', 200],
-      ['/dashboard', 200],
-      ['/v1/recipients', 401],
+    const dashboard = await rawRequest(port, '/dashboard', auth);
+    const script = /src="(static\/js\/[^"]+\.js)"/.exec(dashboard.body)?.[1];
+    const style = /href="(static\/css\/[^"]+\.css)"/.exec(dashboard.body)?.[1];
+    expect(script && style, 'bull-board page names its script and stylesheet').toBeTruthy();
+    const none = {};
+    for (const [target, status, headers] of [
+      ['/v1/batches', 200, auth],
+      ['/v1/batches/nope', 404, auth],
+      ['/v1/batches/%zz', 400, auth],
+      ['/v1/recipients', 401, none],
+      ['/ui', 200, auth],
+      ['/ui/treasury', 200, auth],
+      ['/dashboard', 200, auth],
+      ['/dashboard/', 200, auth],
+      ['/dashboard', 401, none],
+      ['/dashboard/api/queues', 200, auth],
+      [`/dashboard/${script}`, 200, none],
+      [`/dashboard/${style}`, 200, none],
+      ['/dashboard/static/images/logo.svg', 200, none],
+      ['/healthz', 200, none],
+      ['/readyz', 200, auth],
+      ['/metrics', 200, auth],
+      ['/openapi.json', 200, auth],
     ] as const) {
-      const a = await rawRequest(port, target, target === '/v1/recipients' ? {} : auth);
+      const a = await rawRequest(port, target, headers);
       expect(a.status, target).toBe(status);
       expect(a.headers['x-content-type-options'], target).toBe('nosniff');
       expect(a.headers['cache-control'], target).toBe('no-store');
+      expect(a.headers['x-frame-options'], target).toBe('DENY');
+      const csp = String(a.headers['content-security-policy'] ?? '');
+      expect(csp, target).toMatch(/(^|; )frame-ancestors 'none'(;|$)/);
+      expect(csp, target).toMatch(/(^|; )default-src 'none'(;|$)/);
     }
+    // bull-board's page runs its own scripts and styles, from this server only; nothing inline.
+    const csp = String(dashboard.headers['content-security-policy']);
+    expect(csp).toMatch(/(^|; )script-src 'self'(;|$)/);
+    expect(csp).toMatch(/(^|; )style-src 'self'(;|$)/);
+    expect(csp).not.toMatch(/unsafe-|\*|https?:/);
+    // The batch pages keep their stricter policy: no script at all.
+    const ui = await rawRequest(port, '/ui', auth);
+    expect(String(ui.headers['content-security-policy'])).not.toMatch(/script-src/);
   });
 
   it('refuses bidi, zero-width and C1 characters in memos and labels, at their line and column', async () => {

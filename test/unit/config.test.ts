@@ -274,6 +274,33 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('names the variable of a URL that a client could not use: a bad %-escape, no host, a Redis path that is no database', () => {
+    const escape = 'has a malformed %-escape in its user name or password (write % as %25)';
+    for (const [env, message] of [
+      [{ REDIS_URL: 'redis://:%zz@127.0.0.1:6380' }, escape],
+      [{ REDIS_URL: 'rediss://us%e:pw@redis.internal' }, escape],
+      [{ EVM_RPC_URL_BASE: 'https://user:%E0%A4%A@rpc.example.com/' }, escape],
+      [{ REDIS_URL: 'redis://' }, 'must name a host'],
+      [{ REDIS_URL: 'redis:///0' }, 'must name a host'],
+      [
+        { REDIS_URL: 'redis://127.0.0.1:6380/abc' },
+        'must end in a database number, if anything (redis://host:6379/0)',
+      ],
+      [
+        { REDIS_URL: 'redis://127.0.0.1:6380/%zz' },
+        'must end in a database number, if anything (redis://host:6379/0)',
+      ],
+    ] as const) {
+      const [variable] = Object.keys(env);
+      expect(problemsOf(env).problems, JSON.stringify(env)).toEqual([{ variable, message }]);
+    }
+    // What a client can use: an encoded % (%25) and other escapes in the password, a database number.
+    expect(loadConfig({ REDIS_URL: 'rediss://default:p%25w%40rd@redis.internal:6380/3' }).redisUrl).toBe(
+      'rediss://default:p%25w%40rd@redis.internal:6380/3',
+    );
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6380/' }).redisUrl).toBe('redis://127.0.0.1:6380');
+  });
+
   it('never puts a secret, valid or malformed, into a message or the printed config', () => {
     const secrets = {
       TRANSFER_API_KEY: 'sk_live_but-has-a-space in it',

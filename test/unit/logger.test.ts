@@ -111,6 +111,28 @@ describe('logger', () => {
     expect(third).toMatchObject({ msg: 'permit [redacted] re-sent' });
   });
 
+  it('shows a URL by its scheme, host and port only: in messages, fields, errors and URL objects', () => {
+    const out = capture();
+    const log = createLogger('info', out.stream);
+    const keyed = 'https://user:pw-KEY1@example.quiknode.pro/path-KEY2/?apikey=query-KEY3';
+    log.warn(
+      { rpc: keyed, at: new URL(keyed), err: new Error(`BASE RPC ${keyed}: HTTP 500`) },
+      'read %s',
+      keyed,
+    );
+    log.child({ redis: 'redis://:pw-KEY4@10.0.0.5:6380/0' }).info('started');
+    const text = out.raw.join('');
+    for (const secret of ['KEY1', 'KEY2', 'KEY3', 'KEY4']) expect(text).not.toContain(secret);
+    const [first, second] = out.lines();
+    expect(first).toMatchObject({
+      msg: 'read https://example.quiknode.pro',
+      rpc: 'https://example.quiknode.pro',
+      at: 'https://example.quiknode.pro',
+      err: { message: 'BASE RPC https://example.quiknode.pro: HTTP 500' },
+    });
+    expect(second).toMatchObject({ redis: 'redis://10.0.0.5:6380' });
+  });
+
   it('redacts the bindings of child loggers and never prints a Secret', () => {
     const out = capture();
     const log = createLogger('info', out.stream);

@@ -8,6 +8,7 @@ import { createProducer } from '../../queue/producer.ts';
 import { watchPrimary } from '../../store/primary-watch.ts';
 import { createRedis, waitForRedis } from '../../store/redis.ts';
 import { createReplicaAcks } from '../../store/replica-acks.ts';
+import { checkRedisTls } from '../../store/redis-tls.ts';
 import { EXIT } from '../exit-codes.ts';
 
 /**
@@ -18,6 +19,7 @@ import { EXIT } from '../exit-codes.ts';
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { hook: true });
   const logger = createLogger(config.logLevel);
+  await checkRedisTls(config);
   const redis = createRedis(config, { role: 'client', logger, quiet: true });
   try {
     await waitForRedis(redis, config);

@@ -10,6 +10,25 @@ export const DASHBOARD_PATH = '/dashboard';
 const STATIC_PATH = `${DASHBOARD_PATH}/static/`;
 
 /**
+ * bull-board's pages: its own scripts, stylesheets, images (some as `data:` URLs), translations and
+ * API calls, all from this server (`<base href="/dashboard/">` is 'self' too); nothing inline, no
+ * eval, nothing from elsewhere (its Google web fonts are not loaded: the system font is used), and
+ * never in a frame. The rest of every answer's headers come from request-guards.ts.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "manifest-src 'self'",
+  "base-uri 'self'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/**
  * `/dashboard`: every queue (transfers per source chain, intents, callbacks, schedules) in
  * bull-board, read-only, each with its description (what its completed and failed jobs mean). Job
  * data holds only pointers (`{batchId, transferId}`, an intent id, a schedule name); job results
@@ -34,6 +53,12 @@ export const dashboardRoute: RoutePlugin = async (app, { deps }) => {
   app.addHook('onRequest', async (request, reply) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
     return await refuseWrite(request, reply);
+  });
+  // After the app's own onSend (which gives API_CSP to a route without one): this plugin's routes
+  // are bull-board's.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('content-security-policy', DASHBOARD_CSP);
+    return payload;
   });
 
   const serverAdapter = new FastifyAdapter();

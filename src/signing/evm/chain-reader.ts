@@ -1,6 +1,7 @@
 import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem';
 import type { Config } from '../../config/config.ts';
 import { USDC_EVM, type EvmChain } from '../../domain/chains.ts';
+import { displayUrl } from '../../domain/url-display.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SIGNING_ERROR_CODES } from '../errors.ts';
 import type { BalanceReadingAt, BlockRef, BlockTag, ChainReader, NonceReading } from '../types.ts';
@@ -35,21 +36,6 @@ export type ChainReaderDeps = {
 
 export const DEFAULT_RPC_TIMEOUT_MS = 2_000;
 
-/**
- * A URL fit for an error message or a log line: no `user:pass@`, no query (providers put API keys
- * in either), and no path beyond the first segment (some put the key there: `/v2/<key>`).
- */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    const first = u.pathname.split('/').filter(Boolean)[0];
-    const rest = u.pathname.split('/').filter(Boolean).length > 1 ? '/…' : '';
-    return `${u.protocol}//${u.host}${first ? `/${first}${rest}` : ''}`;
-  } catch {
-    return '[unparseable url]';
-  }
-}
-
 /** One chain's endpoint, as the read functions below need it. */
 type Endpoint = {
   readonly chain: EvmChain;
@@ -61,7 +47,7 @@ type Endpoint = {
 };
 
 function readFailure(ep: Endpoint, shortMessage: string, cause?: unknown): ChainReadError {
-  const where = { chain: ep.chain, url: redactUrl(ep.url) };
+  const where = { chain: ep.chain, url: displayUrl(ep.url) };
   return new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${ep.chain} RPC ${where.url}: ${shortMessage}`, {
     cause,
     meta: where,
@@ -159,7 +145,7 @@ async function readHead(ep: Endpoint, tag: BlockTag): Promise<BlockRef> {
   ) {
     throw new ChainReadError(
       SIGNING_ERROR_CODES.rpcBlockUnknown,
-      `${ep.chain} RPC ${redactUrl(ep.url)}: the ${tag} block header has no number, timestamp or hash`,
+      `${ep.chain} RPC ${displayUrl(ep.url)}: the ${tag} block header has no number, timestamp or hash`,
       { meta: { chain: ep.chain } },
     );
   }
