@@ -83,6 +83,12 @@ export type NonceManager = {
    */
   settleDoubt(chain: EvmChain, owner: string, doubt: NonceDoubt, verdict: DoubtVerdict): Promise<boolean>;
   /**
+   * The transfer whose permit with `nonce` the service accepted (committed through the pool), of
+   * the last few hundred; undefined when none is remembered (never committed, used by an outside
+   * signer, or too long ago).
+   */
+  usedBy(chain: EvmChain, owner: string, nonce: bigint): Promise<string | undefined>;
+  /**
    * How many of this process's transfers wait for the lease of (chain, owner) now (its preparer
    * included): a transfer that finds every owner busy waits for the least awaited one.
    */

@@ -6,7 +6,7 @@ import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
 import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineHooks } from '../pipeline/pipeline-deps.ts';
 import { watchPrimary } from '../store/primary-watch.ts';
-import { createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
+import { createReplicaAcks, wantedReplicas, type ReplicaAcks } from '../store/replica-acks.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from '../queue/callbacks.ts';
 import { createIntentFollower } from '../queue/intent-follower.ts';
@@ -144,10 +144,13 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
       }));
   // `/metrics` counts the worker processes alive from these beats (usdc_batch_workers).
   started.heartbeat = startHeartbeat({ redis, prefix, sources, logger });
+  // What sends wait for: the replicas Redis has had (REDIS_REPLICA_ACKS=auto) or the setting.
+  const site = await acks.site();
   logger.info(
     {
       sources,
       concurrency: config.workerConcurrency,
+      replicaAcks: wantedReplicas(config.redisReplicaAcks, site),
       evm: evm?.signers.map((s) => s.address),
       solana: solana?.address,
     },

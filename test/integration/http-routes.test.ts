@@ -475,4 +475,23 @@ describe('/metrics and /readyz (inject)', () => {
       client.disconnect();
     }
   });
+
+  it('answers /readyz 503 while the Redis it reaches is a replica, not a primary (a failover under way)', async () => {
+    // A replica of a primary that is gone: it answers, and takes no writes.
+    const replica = await startPrivateRedis({ durable: false, extraArgs: ['--replicaof', '127.0.0.1', '1'] });
+    const client = new Redis(replica.url, { maxRetriesPerRequest: 1 });
+    client.on('error', () => {});
+    try {
+      const { app } = await newApp({}, client);
+      const res = await app.inject({ method: 'GET', url: '/readyz', headers: hook });
+      expect(res.statusCode).toBe(503);
+      expect(res.json()).toMatchObject({
+        code: 'USDC_HTTP_NOT_READY',
+        message: 'Redis answers as a replica, not a primary',
+      });
+    } finally {
+      client.disconnect();
+      await replica.stop();
+    }
+  });
 });

@@ -581,6 +581,30 @@ describe('pipeline decisions', () => {
     expect((await t.store.load('b8', 's'))?.txSignature).toBe(ledger[0]?.tx_signature);
   });
 
+  it('a run that lost its transfer lock (a stalled job, a failover) stops before it sends: the run that took the transfer over pays it once', async () => {
+    const t = await setup();
+    t.add({ id: 'f', from: 'BASE', to: 'ARB', amount: 4_000_000n, recipient: randomEvmAddress() });
+    await t.write('fence');
+    // The first run's estimate is answered only after 1.5 s (the service acts, then answers).
+    sandbox.admin.configure({ faultScript: [{ op: 'estimate', fault: 'hang' }], hangMs: 1_500 });
+    const first = runTransfer(t.deps, 'fence', 'f');
+    await waitFor('the first run to ask for its estimate', async () =>
+      sandbox.admin.requests().some((r) => r.op === 'estimate'),
+    );
+    // Its lock lapses meanwhile (its job stalled, or a failover lost the lock): the queue runs the
+    // transfer again, and that run takes it over and pays it.
+    await client.del(`${prefix}:t:fence:f:lock`);
+    expect(await runTransfer(t.deps, 'fence', 'f')).toMatchObject({ kind: 'done', state: 'submitted' });
+    // The first run goes on from what it had read (a transfer with no payload yet), signs a permit
+    // of its own, and stops at the sending mark: the lock is not its any more.
+    expect(await first).toMatchObject({ kind: 'later', wait: 'lock' });
+    expect(sandbox.ledger()).toHaveLength(1);
+    expect(sandbox.admin.requests().filter((r) => r.op === 'transfer')).toHaveLength(1);
+    const rec = await t.store.load('fence', 'f');
+    expect(rec?.state).toBe('submitted');
+    expect(rec?.intentId).toBe(sandbox.ledger()[0]?.intent_id);
+  });
+
   describe('when Redis applies a command and its reply is lost (the client re-sends it on reconnect)', () => {
     let cutter: ReplyCutter;
     let viaCutter: Redis;

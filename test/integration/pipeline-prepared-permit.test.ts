@@ -4,6 +4,7 @@ import type { Config } from '../../src/config/config.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import type { TransferRequest } from '../../src/domain/transfer.ts';
+import type { PermitPayload } from '../../src/service/types.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY } from '../../src/pipeline/policy.ts';
 import { runTransfer, type PipelineDeps, type StepOutcome } from '../../src/pipeline/run-transfer.ts';
@@ -190,6 +191,32 @@ describe('pipeline: the prepared next permit', () => {
     expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
     expect(await transferRequests()).toBe(1);
     expect((await t.manager.state('BASE', TEST_EVM_ADDRESS)).handoffs).toBe(0);
+  });
+
+  it('never discards a prepared permit the chain shows used (its sending mark lost in a failover): needs_review with the reading', async () => {
+    const t = await setup('lost');
+    const { holder, run, rec } = await preparedBehind(t, 'lost');
+    // What a failover to a replica that missed the mark leaves: the prepared permit (nonce 1) was
+    // sent and paid, but the record shows it prepared and unsent. (Nonce 0 is used first, outside.)
+    await sandbox.admin.outsidePermit('BASE', TEST_EVM_ADDRESS);
+    const permit = JSON.parse(rec.raw['permit'] as string) as PermitPayload;
+    await t.deps.service.transfer(
+      { from: 'BASE', to: 'ARB', amount: 4_000_000n, recipient: rec.recipient, permit },
+      { idempotencyKey: 'lost/p/1' },
+    );
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['1']);
+    // The holder of nonce 0 gives it back: the lease goes to the transfer at another nonce than its
+    // saved permit's.
+    await holder.release();
+    const out = await run;
+    expect(out).toMatchObject({ kind: 'done', state: 'needs_review' });
+    const done = await t.store.load('lost', 'p');
+    expect(done?.raw['evidence']).toMatch(
+      /nonce 1 was about to be replaced, but BASE nonces\(owner\) is 2 at block \d+/,
+    );
+    expect(done?.raw['permit_nonce']).toBe('1');
+    // Paid once: no new permit was signed for it.
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['1']);
   });
 
   it('never prepares over a payload that may have been processed: it waits and re-sends that one', async () => {

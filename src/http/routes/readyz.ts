@@ -1,24 +1,44 @@
+import type { Redis } from 'ioredis';
 import type { RoutePlugin } from '../route-deps.ts';
 import { readyzSchema } from '../schemas/route-schemas.ts';
 
-/** How long a PING may take before the process is reported not ready. */
+/** How long Redis may take to answer before the process is reported not ready. */
 const PING_TIMEOUT_MS = 2_000;
 
-/** `GET /readyz`: 200 while Redis answers PING, 503 otherwise (liveness is `/healthz`). */
+/**
+ * `GET /readyz`: 200 while a Redis primary answers, 503 otherwise (liveness is `/healthz`). A
+ * replica answers but takes no writes: during a failover, until the endpoint (or the Sentinels)
+ * lead to the new primary, the process is not ready (README "Replicated Redis").
+ */
 export const readyzRoute: RoutePlugin = async (app, { deps }) => {
   app.get('/readyz', { schema: readyzSchema }, async (_request, reply) => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<string>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), PING_TIMEOUT_MS);
-    });
-    const answer = await Promise.race([deps.redis.ping().catch((err: Error) => err.message), timeout]);
-    clearTimeout(timer);
-    if (answer === 'PONG') return { status: 'ready', redis: 'ok' };
+    const role = await primaryRole(deps.redis);
+    if (role === 'master') return { status: 'ready', redis: 'ok' };
     return reply.status(503).send({
       statusCode: 503,
       code: 'USDC_HTTP_NOT_READY',
       error: 'Service Unavailable',
-      message: 'Redis does not answer',
+      message:
+        role === undefined
+          ? 'Redis does not answer'
+          : `Redis answers as a ${role === 'slave' ? 'replica' : role}, not a primary`,
     });
   });
 };
+
+/** The role Redis answers with (`master`, `slave`, `sentinel`), or undefined when it does not answer in time. */
+async function primaryRole(redis: Redis): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), PING_TIMEOUT_MS);
+  });
+  const answer = redis.call('ROLE').then(
+    (r) => (Array.isArray(r) ? String(r[0]) : undefined),
+    () => undefined,
+  );
+  try {
+    return await Promise.race([answer, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

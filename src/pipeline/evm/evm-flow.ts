@@ -15,6 +15,7 @@ import type { TransferRecord } from '../../store/transfer-record.ts';
 import { Later, loadRecord, type Ctx } from '../context.ts';
 import { reserveDailySpend } from '../daily-cap.ts';
 import { afterRefusedPermit, type Refusal, type RefusalVerdict } from './evm-refused-permit.ts';
+import { mayDiscardPermit } from './permit-discard.ts';
 import { holderOf, leaseAnOwner } from './evm-owner.ts';
 import { PERMIT_MIN_LIFE_MS, preparePermit, signPermit } from './evm-permit.ts';
 import { addEvidence } from '../evidence.ts';
@@ -51,7 +52,7 @@ export async function evmFlow(
   // another nonce. Nothing else writes an in_progress transfer's record while its run holds it.
   let prepared: TransferRecord | undefined;
   const { signer, lease } = await leaseAnOwner(ctx, evm, chain, rec, (owner) => async (nonce) => {
-    prepared = await preparePermit(ctx, chain, owner, nonce);
+    prepared = await preparePermit(ctx, evm, chain, owner, nonce);
     return prepared !== undefined;
   });
   const ready = prepared && savedSteps(prepared).permitNonce === lease.nonce ? prepared : undefined;
@@ -121,7 +122,9 @@ async function sendWithLease(
     const rec = first ?? (await loadRecord(ctx));
     first = undefined;
     const steps = savedSteps(rec);
-    const kept = await keptPermit(ctx, steps, lease);
+    const found = await keptPermit(ctx, evm, chain, steps, lease);
+    if ('review' in found) return await mayHavePaid(ctx, lease, found.review);
+    const kept = found.permit;
     const refusal = kept && savedRefusal(steps, kept);
     if (refusal) {
       const out = await settleRefusal(ctx, evm, chain, signer, lease, rec, refusal, ++refusals);
@@ -265,23 +268,43 @@ async function markSendingOrStepBack(
  * The saved permit, unless it was never processed and uses another nonce than the lease (its first
  * lease lapsed, or it was prepared for a nonce the pool did not hand over: the permit before it was
  * released, or the pool moved): then it is dead weight, discarded (nobody else holds it) for one
- * with the lease's.
+ * with the lease's — once the chain confirms it cannot have paid (permit-discard.ts); if it may
+ * have, `review` says what the chain showed.
  */
 async function keptPermit(
   ctx: Ctx,
+  evm: EvmDeps,
+  chain: EvmChain,
   steps: SavedSteps,
   lease: NonceLease,
-): Promise<PermitPayload | undefined> {
+): Promise<{ readonly permit: PermitPayload | undefined } | { readonly review: string }> {
   const { permit } = steps;
-  if (!permit) return undefined;
+  if (!permit) return { permit: undefined };
   // A transfer's permits are all its one owner's (evm-owner.ts), the lease's owner.
-  if (steps.uncertain || BigInt(permit.nonce) === lease.nonce) return permit;
+  if (steps.uncertain || BigInt(permit.nonce) === lease.nonce) return { permit };
+  const verdict = await mayDiscardPermit(ctx, evm, chain, steps, permit);
+  if (!verdict.discard) return { review: verdict.evidence };
   const what = steps.prepared ? 'prepared' : 'unsent';
   await addEvidence(
     ctx,
     `discarded ${what} permit with nonce ${permit.nonce} (lease nonce is ${lease.nonce})`,
   );
-  return undefined;
+  return { permit: undefined };
+}
+
+/**
+ * A saved permit whose nonce the chain shows used, with nothing recorded to say another payload used
+ * it: it may have paid, so nothing new is signed; an operator settles it with `resolve`. The lease's
+ * nonce was not this permit's: it goes back.
+ */
+async function mayHavePaid(ctx: Ctx, lease: NonceLease, evidence: string): Promise<StepOutcome> {
+  await addEvidence(ctx, evidence);
+  await lease.release();
+  return await finish(ctx, 'needs_review', {
+    error_code: 'outcome_unknown',
+    error_message:
+      'a saved permit whose nonce the chain shows used may have paid this transfer; check the chain, then use resolve',
+  });
 }
 
 /** A never-processed permit too close to its deadline to be worth sending is replaced. */

@@ -7,6 +7,8 @@ import type { TransferRecord } from '../../store/transfer-record.ts';
 import { loadRecord, saveStep, type Ctx } from '../context.ts';
 import { addEvidence } from '../evidence.ts';
 import { shortAddress } from '../../domain/addresses.ts';
+import type { EvmDeps } from '../pipeline-deps.ts';
+import { mayDiscardPermit } from './permit-discard.ts';
 
 /*
  * A new permit for a transfer: signed with the nonce its lease (or the pool's prepare slot) gives,
@@ -47,11 +49,12 @@ export async function signPermit(
  * flight: sign it and save it unsent, and return the record as saved. Undefined when this transfer
  * may not make a new permit now: its saved permit may have been processed (uncertain, or cut off
  * mid-send), or a refusal is being settled. A saved permit that provably never moved money (never
- * processed, as keptPermit judges it in evm-flow.ts) is replaced; one with this very nonce and time
- * enough left is kept as it is.
+ * processed, as keptPermit judges it in evm-flow.ts, the chain not showing its nonce used) is
+ * replaced; one with this very nonce and time enough left is kept as it is.
  */
 export async function preparePermit(
   ctx: Ctx,
+  evm: EvmDeps,
   chain: EvmChain,
   signer: EvmSigner,
   nonce: bigint,
@@ -65,6 +68,9 @@ export async function preparePermit(
     if (Number(saved.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return rec;
   }
   if (saved) {
+    // Not over a permit the chain may have executed: the lease's turn settles that (evm-flow.ts).
+    if (BigInt(saved.nonce) !== nonce && !(await mayDiscardPermit(ctx, evm, chain, steps, saved)).discard)
+      return undefined;
     await addEvidence(
       ctx,
       `discarded unsent permit with nonce ${saved.nonce} (preparing one with nonce ${nonce})`,

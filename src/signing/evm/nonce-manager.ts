@@ -297,6 +297,14 @@ async function readDoubts(m: Manager, keys: PoolKeys, from: bigint): Promise<Non
   return out;
 }
 
+/** The holder that committed `nonce` as accepted (the pool's `used` set), if remembered. */
+async function readUsedBy(m: Manager, keys: PoolKeys, nonce: bigint): Promise<string | undefined> {
+  const n = nonce.toString();
+  const members = await m.redis.zrangebyscore(keys.used, n, n);
+  const member = members.find((x) => x.startsWith(`${n}|`));
+  return member === undefined ? undefined : member.slice(n.length + 1);
+}
+
 async function presumeUsed(m: Manager, keys: PoolKeys, doubt: NonceDoubt): Promise<void> {
   const nonce = checkNonce(doubt.nonce, 'presumed-used nonce').toString();
   await runPoolScript(m.redis, POOL_SCRIPTS.commit, keys, [
@@ -378,6 +386,7 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
     acquire: (chain, owner, holder, options = {}) => acquireLease(m, keysOf(chain, owner), holder, options),
     presumeUsed: (chain, owner, doubt) => presumeUsed(m, keysOf(chain, owner), doubt),
     doubts: (chain, owner, from) => readDoubts(m, keysOf(chain, owner), from),
+    usedBy: (chain, owner, nonce) => readUsedBy(m, keysOf(chain, owner), nonce),
     settleDoubt: (chain, owner, doubt, verdict) => settleDoubt(m, keysOf(chain, owner), doubt, verdict),
     state: (chain, owner) => readState(m, keysOf(chain, owner)),
     waiting: (chain, owner) => m.wakeups.count(keysOf(chain, owner).pool),

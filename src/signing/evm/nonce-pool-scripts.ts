@@ -27,7 +27,15 @@ import { luaScript, runScript, type LuaScript } from '../../store/lua-script.ts'
  * transfer is `needs_review`), member "<deadline, unix s>|<batchId>/<transferId>", score = nonce.
  * While one could still execute, no permit is signed at or below its nonce: the pool moves back
  * below a presumed-used nonce only once no presumed-used permit at or above it is left.
+ *
+ * ZSET `P:nonce:<CHAIN>:<owner>:used`: the last USED_KEPT nonces committed as accepted by the
+ * service, member "<nonce>|<batchId>/<transferId>", score = nonce: which transfer's permit used a
+ * nonce, so that a saved permit of another transfer with that nonce is known not to have paid
+ * (pipeline/evm/permit-discard.ts). Written only after the service accepted the permit.
  */
+
+/** Accepted commits remembered per (chain, owner): far more than any permit stays saved unsent. */
+export const USED_KEPT = 1000;
 
 /** The keys of one (chain, owner)'s pool. */
 export type PoolKeys = {
@@ -35,13 +43,22 @@ export type PoolKeys = {
   readonly owner: string;
   readonly pool: string;
   readonly review: string;
+  /** The nonces committed as accepted, and by which transfer (the `used` set above). */
+  readonly used: string;
   /** The channel a release publishes on, so a waiter in any process tries again at once. */
   readonly channel: string;
 };
 
 export function poolKeys(prefix: string, chain: EvmChain, owner: string): PoolKeys {
   const pool = `${prefix}:nonce:${chain}:${checksumEvmAddress(owner)}`;
-  return { chain, owner, pool, review: `${pool}:review`, channel: `${prefix}:nonce:released` };
+  return {
+    chain,
+    owner,
+    pool,
+    review: `${pool}:review`,
+    used: `${pool}:used`,
+    channel: `${prefix}:nonce:released`,
+  };
 }
 
 const NOW_MS = `
@@ -147,7 +164,12 @@ if after > nxt then
   table.insert(put, 'next')
   table.insert(put, string.format('%d', after))
 end
-if ARGV[4] ~= '' then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4]) end
+if ARGV[4] ~= '' then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
+else
+  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[2] .. '|' .. ARGV[1])
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -${USED_KEPT + 1})
+end
 if h[2] == ARGV[1] then
   local prep = h[4]
   if ARGV[4] == '' and prep and prep ~= ARGV[1] and tonumber(h[6] or '0') > now and h[3] == ARGV[2]
@@ -278,7 +300,7 @@ export function runPoolScript(
   keys: PoolKeys,
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  return runScript(redis, script, [keys.pool, keys.review], args);
+  return runScript(redis, script, [keys.pool, keys.review, keys.used], args);
 }
 
 /** The review member of a presumed-used permit. */
