@@ -23,15 +23,37 @@ export type BenchRedis = {
   stop(): Promise<void>;
 };
 
-export async function startBenchRedis(extraArgs?: readonly string[]): Promise<BenchRedis> {
+/**
+ * A durable Redis for one run; with `replica`, a durable replica of it too (`--replicaof`, on
+ * loopback), in sync before this returns: the worker then waits for its acknowledgement before
+ * every send (README "Replicated Redis").
+ */
+export async function startBenchRedis(
+  extraArgs?: readonly string[],
+  options: { replica?: boolean } = {},
+): Promise<BenchRedis> {
   const server = await startPrivateRedis({ durable: true, ...(extraArgs ? { extraArgs } : {}) });
+  const replica = options.replica
+    ? await startPrivateRedis({ durable: true, extraArgs: ['--replicaof', '127.0.0.1', String(server.port)] })
+    : undefined;
   const client = new Redis(server.url, { maxRetriesPerRequest: 2 });
   client.on('error', () => {});
   const stop = onCleanup(async () => {
     client.disconnect();
+    await replica?.stop();
     await server.stop();
   });
+  if (replica) await replicaOnline(client);
   return { server, url: server.url, client, stop };
+}
+
+/** Resolves once the primary reports its replica online (the initial sync done). */
+async function replicaOnline(client: Redis): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!/^slave0:.*state=online/m.test(await client.info('replication'))) {
+    if (Date.now() > deadline) throw new Error('the bench replica did not come online in 60 s');
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 export async function startBenchSandbox(

@@ -11,6 +11,7 @@ import { runProductBatch, type Context, type FlowRun } from './throughput.ts';
 /** Owner counts measured (BENCH_OWNER_COUNTS, default 1,2,4,8): one chain, the service at REALISTIC_LATENCY_MS. */
 export const OWNER_COUNTS: readonly number[] = (process.env['BENCH_OWNER_COUNTS'] ?? '1,2,4,8')
   .split(',')
+  .filter(Boolean)
   .map(Number);
 /** Rows per owner in one run: ~20 s at the bound at 200 ms, so start-up weighs little. */
 const ROWS_PER_OWNER = 100;
@@ -42,10 +43,28 @@ export type OwnersResult = {
     readonly rows: number;
     readonly runs: readonly OwnersRun[];
   }[];
+  /**
+   * The cost of a replica (README "Replicated Redis"): the same batch with a replica of the run's
+   * Redis on loopback and without, runs interleaved, per owner count.
+   */
+  readonly replica?: readonly ReplicaCost[] | undefined;
   /** One owner served by several worker processes: each bounds itself, the lease arbitrates. */
   readonly processes?:
     { readonly workers: number; readonly rows: number; readonly runs: readonly OwnersRun[] } | undefined;
 };
+
+export type ReplicaCost = {
+  readonly owners: number;
+  readonly rows: number;
+  readonly standalone: readonly OwnersRun[];
+  readonly replicated: readonly OwnersRun[];
+};
+
+/** Owner counts of the replica comparison (BENCH_REPLICA_OWNERS, default 1,4; empty leaves it out). */
+const REPLICA_OWNERS: readonly number[] = (process.env['BENCH_REPLICA_OWNERS'] ?? '1,4')
+  .split(',')
+  .filter(Boolean)
+  .map(Number);
 
 /** Worker processes of the several-processes run (one owner; BENCH_OWNER_PROCESSES, 0 leaves it out). */
 const PROCESSES = Number(process.env['BENCH_OWNER_PROCESSES'] ?? '3');
@@ -97,6 +116,7 @@ export async function benchOwners(
   const sandbox = await startBenchSandbox(REALISTIC_LATENCY_MS);
   const counts: { owners: number; rows: number; runs: OwnersRun[] }[] = [];
   let processes: OwnersResult['processes'];
+  let replica: OwnersResult['replica'];
   try {
     const slowCtx: Context = { ...ctx, sandbox };
     for (const owners of OWNER_COUNTS) {
@@ -132,6 +152,7 @@ export async function benchOwners(
       }
       counts.push({ owners, rows: rows.length, runs });
     }
+    if (REPLICA_OWNERS.length > 0) replica = await replicaCosts(slowCtx, p.runs, concurrency);
     if (PROCESSES > 0) processes = await oneOwnerManyProcesses(slowCtx, p.runs, concurrency);
   } finally {
     await sandbox.close();
@@ -141,8 +162,51 @@ export async function benchOwners(
     concurrency,
     boundPerOwner: 1000 / REALISTIC_LATENCY_MS,
     counts,
+    replica,
     processes,
   };
+}
+
+/**
+ * The same batch on a standalone Redis and on one with a replica (every send then waits for the
+ * replica's acknowledgement), alternated so that a drift of the machine weighs on both alike.
+ */
+async function replicaCosts(ctx: Context, runs: number, concurrency: number): Promise<ReplicaCost[]> {
+  const out: ReplicaCost[] = [];
+  for (const owners of REPLICA_OWNERS) {
+    const rows = evmRows(ROWS_PER_OWNER * owners, ['BASE'], `rep${owners}`, 'ARB');
+    const env = {
+      WORKER_CONCURRENCY: String(concurrency),
+      EVM_PRIVATE_KEY: benchOwnerKeys(owners).join(','),
+    };
+    const standalone: OwnersRun[] = [];
+    const replicated: OwnersRun[] = [];
+    for (let i = 0; i < runs; i++) {
+      for (const withReplica of [false, true]) {
+        const flow = await runProductBatch(ctx, {
+          rows,
+          workers: 1,
+          env,
+          name: `replica-${owners}-${withReplica ? 'r' : 's'}${i}`,
+          replica: withReplica,
+        });
+        const { commands, inspected: _inspected, ...r0 } = flow;
+        const cycles = await ownerCycles(ctx.sandbox);
+        const r: OwnersRun = {
+          ...r0,
+          ownerCycleMs: cycles.cycleMs,
+          ownersPaying: cycles.owners,
+          steadyPerSecond: cycles.steadyPerSecond,
+        };
+        (withReplica ? replicated : standalone).push(r);
+        ctx.log(
+          `owners ${owners} ${withReplica ? 'with a replica' : 'standalone'}, run ${i + 1}: steady ${cycles.steadyPerSecond.toFixed(2)}/s, ${r.commandsPerTransfer.toFixed(1)} commands per transfer; ${topCommands(commands, rows.length, 8)}`,
+        );
+      }
+    }
+    out.push({ owners, rows: rows.length, standalone, replicated });
+  }
+  return out;
 }
 
 /** One owner, PROCESSES worker processes of `concurrency` each: more jobs wait for the one lease. */

@@ -95,9 +95,11 @@ export async function runProductBatch<T = undefined>(
     timeoutMs?: number;
     /** Reads what the section needs from the run's Redis once the batch is complete (before it stops). */
     inspect?: (client: BenchRedis['client'], prefix: string, batchId: string) => Promise<T>;
+    /** A replica of the run's Redis on loopback (the worker waits for it before every send). */
+    replica?: boolean;
   },
 ): Promise<FlowRun & { commands: Map<string, number>; inspected: T | undefined }> {
-  const redis = await startBenchRedis();
+  const redis = await startBenchRedis(undefined, { replica: p.replica === true });
   const workers: { stop(): Promise<void> }[] = [];
   try {
     await ctx.sandbox.admin.reset();

@@ -1,6 +1,7 @@
 import { savedSteps, type TransferPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
-import type { WriteSite } from '../store/replica-acks.ts';
+import type { AckVerdict, WriteSite } from '../store/replica-acks.ts';
+import { fencedSaveOf, type FencedSave } from '../store/transfer-store.ts';
 import { jittered, Later, loadRecord, wait, type Ctx } from './context.ts';
 import { addEvidence } from './evidence.ts';
 import { asServiceFailure, describeFailure, failureDump, type ServiceFailure } from './failure.ts';
@@ -55,10 +56,9 @@ export async function beginSend(
     attempts: rec.attempts + 1,
     wait_reason: '',
   } as const;
-  const site = await saveUnderLock(ctx, mark, true);
-  const replicas = site && ctx.deps.acks ? await ctx.deps.acks.confirm(site) : undefined;
+  const replicas = await markSending(ctx, mark);
   const gateOk = held === undefined || (await held);
-  if ((replicas?.ok ?? true) && gateOk) {
+  if (replicas.ok && gateOk) {
     ctx.report(
       'send',
       `${send.call}: send ${sends} of ${send.payload ?? (freshPayload ? 'a new payload' : 'the same payload')}, Idempotency-Key ${send.idempotencyKey}`,
@@ -67,35 +67,52 @@ export async function beginSend(
   }
   // It never left: take the mark back (a crash or failover before this write leaves it marked as
   // possibly sent, the careful side).
-  const reason = replicas && !replicas.ok ? replicas.reason : '';
-  await saveUnderLock(
-    ctx,
-    {
-      send_state: '',
-      sends: freshPayload ? 0 : (steps.sends ?? 0),
-      attempts: rec.attempts,
-      ...(steps.prepared && freshPayload?.prepared === '' ? { prepared: 1 } : {}),
-      ...(reason ? { wait_reason: reason } : {}),
-    },
-    false,
-  );
+  const reason = replicas.ok ? '' : replicas.reason;
+  const back: TransferPatch = {
+    send_state: '',
+    sends: freshPayload ? 0 : (steps.sends ?? 0),
+    attempts: rec.attempts,
+    ...(steps.prepared && freshPayload?.prepared === '' ? { prepared: 1 } : {}),
+    ...(reason ? { wait_reason: reason } : {}),
+  };
+  if (!(await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, back, lockToken(ctx))).held)
+    lockLost(ctx);
   if (!gateOk) throw new LeaseNotConfirmed();
   ctx.report('wait', `${reason}: nothing sent`);
   throw new Later(jittered(ctx, 1_000), reason, 'replicas');
 }
 
-/**
- * Saves `patch` while this run holds its transfer's lock (and says where it landed when `site`);
- * a run that lost it stops here, writing nothing: another run has the transfer now.
- */
-async function saveUnderLock(ctx: Ctx, patch: TransferPatch, site: boolean): Promise<WriteSite | undefined> {
+function lockToken(ctx: Ctx): string {
   if (!ctx.lock) throw new Error("a send needs the run to hold its transfer's processing lock");
-  const wantSite = site && ctx.deps.acks !== undefined;
-  const saved = await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, patch, {
-    token: ctx.lock.token,
-    site: wantSite,
-  });
-  if (saved.held) return saved.site;
+  return ctx.lock.token;
+}
+
+/**
+ * Writes the mark while this run holds its transfer's lock, and waits until the replicas
+ * REDIS_REPLICA_ACKS asks for hold it (on a standalone Redis nothing is waited for). A run that lost
+ * the lock stops here, writing nothing: another run has the transfer now.
+ */
+async function markSending(ctx: Ctx, mark: TransferPatch): Promise<AckVerdict> {
+  const token = lockToken(ctx);
+  const { store, acks } = ctx.deps;
+  if (!acks) {
+    if (!(await store.saveFenced(ctx.batchId, ctx.transferId, mark, token)).held) lockLost(ctx);
+    return { ok: true, wanted: 0 };
+  }
+  const { reply, verdict } = await acks.writeAcked(
+    (known) => store.fencedSaveCall(ctx.batchId, ctx.transferId, mark, { token, known }),
+    (r) => siteOfMark(fencedSaveOf(r)),
+  );
+  // A round cut off before its answer (reply unknown) may have written the mark: it is taken back.
+  if (reply !== undefined && !fencedSaveOf(reply).held) lockLost(ctx);
+  return verdict;
+}
+
+function siteOfMark(saved: FencedSave): WriteSite | undefined {
+  return saved.held ? saved.site : undefined;
+}
+
+function lockLost(ctx: Ctx): never {
   ctx.log.warn('this run lost its processing lock before sending: it stops, sending nothing');
   ctx.report('wait', 'lost the processing lock (another run has the transfer): nothing sent');
   throw new Later(jittered(ctx, 1_000), 'another run holds this transfer now', 'lock');

@@ -2,16 +2,21 @@ import type { Redis } from 'ioredis';
 import { UsdcBatchError } from '../domain/errors.ts';
 import type { Logger } from '../log/logger.ts';
 import { keys } from './keys.ts';
-import { luaScriptFile, runScript } from './lua-script.ts';
+import { luaScriptFile, runScript, type LuaScript } from './lua-script.ts';
 
 /*
  * README "Replicated Redis". Redis replicates asynchronously: a failover keeps only what the
  * promoted replica had received. Before money moves on a write (the mark before a send), and
  * before an operator's action is acknowledged, the write is held by the replicas the setting asks
- * for: a round on a connection of its own writes once more (replica-ack.lua) and sends `WAIT` right
- * after, so the count covers every write this process made before the round (a replica applies
- * the primary's writes in order). The round says where it landed: a write made on one primary and
- * a WAIT answered by another (a failover between them) prove nothing, and are refused.
+ * for, counted by `WAIT` — which counts the replicas holding the writes of the connection it is sent
+ * on, and blocks that connection meanwhile. So these rounds go on a connection of their own:
+ * - a send's mark is written there itself, and `WAIT` follows it (writeAcked): one command more
+ *   than on a standalone Redis; the marks of the sends of one moment share a round;
+ * - an operator's action, written on the process's usual connection, is covered by a write the
+ *   round makes after it (replica-ack.lua), then `WAIT` (confirm): a replica applies the primary's
+ *   writes in order. That write says where it landed: a round answered by another primary than the
+ *   action's (a failover in between) proves nothing, and is refused.
+ * A round whose connection closed before its `WAIT` answered proves nothing either.
  */
 
 const ACK = luaScriptFile('replica-ack.lua');
@@ -30,6 +35,13 @@ export type AckVerdict =
   | { readonly ok: true; readonly wanted: number }
   | { readonly ok: false; readonly wanted: number; readonly acked: number; readonly reason: string };
 
+/** A script call the round makes on its own connection (the write a send rests on). */
+export type ScriptCall = {
+  readonly script: LuaScript;
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+};
+
 /** The replicas did not confirm an operator's write in time: the action is not acknowledged. */
 export class ReplicasNotConfirmedError extends UsdcBatchError {
   override name = 'ReplicasNotConfirmedError';
@@ -46,9 +58,20 @@ export function describeShortfall(acked: number, wanted: number, timeoutMs: numb
   return `waiting for Redis replicas: ${acked} of ${wanted} acknowledged in ${s}`;
 }
 
-type RoundResult =
-  | { readonly ok: true; readonly primary: string; readonly acked: number }
+const OK = (wanted: number): AckVerdict => ({ ok: true, wanted });
+
+/** What one participant of a round gets back. */
+type Answer =
+  | { readonly ok: true; readonly reply: unknown; readonly acked: number }
   | { readonly ok: false; readonly reason: string };
+
+type Round = {
+  wanted: number;
+  /** Whether the round writes replica-ack.lua first (someone confirms writes made elsewhere). */
+  probe: boolean;
+  readonly writes: ScriptCall[];
+  readonly answers: ((a: readonly Answer[], probe: Answer) => void)[];
+};
 
 type Acks = {
   readonly redis: Redis;
@@ -61,29 +84,33 @@ type Acks = {
   /** Counts the rounds' connection's closes: a WAIT answered on another connection proves nothing. */
   epoch: number;
   /** A round not sent yet, that callers of this tick join. */
-  pending:
-    { wanted: number; settle: (r: Promise<RoundResult>) => void; result: Promise<RoundResult> } | undefined;
+  pending: Round | undefined;
+  /** Where the last write landed: how many replicas the next one will likely want. */
+  known: WriteSite | undefined;
   warnedUnknown: boolean;
 };
 
-/** Where writes go now (one script on `redis`): the site later writes are confirmed against. */
-async function currentSite(a: Acks): Promise<WriteSite> {
-  const res = (await runScript(a.redis, ACK, [keys(a.prefix).acks, keys(a.prefix).replicas], [])) as [
-    string,
-    number,
-    number,
-  ];
-  const site = { primary: String(res[0]), replicas: Number(res[1]) };
-  warnIfUnknown(a, site);
-  return site;
+function knownArg(a: Acks): string {
+  return a.known && a.known.primary !== '' ? `${a.known.primary}|${a.known.replicas}` : '';
 }
 
-function warnIfUnknown(a: Acks, site: WriteSite): void {
-  if (site.primary !== '' || a.setting !== 'auto' || a.warnedUnknown) return;
-  a.warnedUnknown = true;
-  a.logger?.warn(
-    'cannot read INFO replication (an ACL without INFO?): REDIS_REPLICA_ACKS=auto cannot tell how many replicas Redis has; set REDIS_REPLICA_ACKS to their number',
-  );
+function learn(a: Acks, site: WriteSite): void {
+  if (site.primary === '' && a.setting === 'auto' && !a.warnedUnknown) {
+    a.warnedUnknown = true;
+    a.logger?.warn(
+      'cannot read INFO replication (an ACL without INFO?): REDIS_REPLICA_ACKS=auto cannot tell how many replicas Redis has; set REDIS_REPLICA_ACKS to their number',
+    );
+  }
+  a.known = site;
+}
+
+/** Where writes go now (one script on `redis`): the site later writes are confirmed against. */
+async function currentSite(a: Acks): Promise<WriteSite> {
+  const k = keys(a.prefix);
+  const res = (await runScript(a.redis, ACK, [k.acks, k.replicas], [knownArg(a)])) as [string, number];
+  const site = { primary: String(res[0]), replicas: Number(res[1]) };
+  learn(a, site);
+  return site;
 }
 
 /**
@@ -91,12 +118,12 @@ function warnIfUnknown(a: Acks, site: WriteSite): void {
  * primary of `site`. Nothing is asked of Redis when none is wanted.
  */
 async function confirm(a: Acks, site: WriteSite): Promise<AckVerdict> {
-  warnIfUnknown(a, site);
   const wanted = wantedReplicas(a.setting, site);
-  if (wanted === 0) return { ok: true, wanted };
-  const res = await joinRound(a, wanted);
-  if (!res.ok) return { ok: false, wanted, acked: 0, reason: res.reason };
-  if (site.primary !== '' && res.primary !== site.primary) {
+  if (wanted === 0) return OK(wanted);
+  const { probe } = await joinRound(a, wanted, undefined);
+  if (!probe.ok) return { ok: false, wanted, acked: 0, reason: probe.reason };
+  const [primary] = probe.reply as [string];
+  if (site.primary !== '' && String(primary) !== site.primary) {
     return {
       ok: false,
       wanted,
@@ -104,88 +131,153 @@ async function confirm(a: Acks, site: WriteSite): Promise<AckVerdict> {
       reason: 'Redis failed over (the primary changed) after the write: it may be lost',
     };
   }
-  if (res.acked < wanted) {
-    return { ok: false, wanted, acked: res.acked, reason: describeShortfall(res.acked, wanted, a.timeoutMs) };
-  }
-  return { ok: true, wanted };
+  return verdictOf(a, wanted, probe.acked);
+}
+
+function verdictOf(a: Acks, wanted: number, acked: number): AckVerdict {
+  if (acked >= wanted) return OK(wanted);
+  return { ok: false, wanted, acked, reason: describeShortfall(acked, wanted, a.timeoutMs) };
 }
 
 /**
- * The round callers of this tick share (their writes all came before it), sent on the next turn of
- * the event loop: one write and one WAIT for any number of them.
+ * Writes `build(known)` and returns its reply once the replicas its site asks for hold it. Where
+ * replicas are expected the write goes on the rounds' connection, with `WAIT` right after it; where
+ * none are (a standalone Redis), on the usual connection, and nothing is waited for. `siteOf` reads
+ * the site from the reply (undefined: nothing was written, nothing to wait for). A reply of
+ * undefined with a failed verdict: the round was cut off, whether the write landed is unknown.
  */
-function joinRound(a: Acks, wanted: number): Promise<RoundResult> {
-  if (a.pending) {
-    a.pending.wanted = Math.max(a.pending.wanted, wanted);
-    return a.pending.result;
+async function writeAcked(
+  a: Acks,
+  build: (known: string) => ScriptCall,
+  siteOf: (reply: unknown) => WriteSite | undefined,
+): Promise<{ readonly reply: unknown; readonly verdict: AckVerdict }> {
+  const call = build(knownArg(a) || '?');
+  const expected = a.known ? wantedReplicas(a.setting, a.known) : a.setting === 'auto' ? 0 : a.setting;
+  if (expected === 0) {
+    const reply = await runScript(a.redis, call.script, call.keys, call.args);
+    const site = siteOf(reply);
+    if (!site) return { reply, verdict: OK(0) };
+    learn(a, site);
+    // A replica appeared since the last write: a round of its own covers this one.
+    return { reply, verdict: await confirm(a, site) };
   }
-  let settle: (r: Promise<RoundResult>) => void = () => {};
-  const result = new Promise<RoundResult>((resolve) => (settle = resolve));
-  const pending = { wanted, settle, result };
-  a.pending = pending;
-  setImmediate(() => {
-    a.pending = undefined;
-    pending.settle(sendRound(a, pending.wanted));
+  const { writes } = await joinRound(a, expected, call);
+  const answer = writes[0] as Answer;
+  if (!answer.ok)
+    return { reply: undefined, verdict: { ok: false, wanted: expected, acked: 0, reason: answer.reason } };
+  const site = siteOf(answer.reply);
+  if (!site) return { reply: answer.reply, verdict: OK(0) };
+  learn(a, site);
+  const wanted = wantedReplicas(a.setting, site);
+  // The round asked for fewer replicas than this primary has had: ask again for all of them.
+  if (wanted > expected) return { reply: answer.reply, verdict: await confirm(a, site) };
+  return { reply: answer.reply, verdict: verdictOf(a, wanted, answer.acked) };
+}
+
+/**
+ * The round callers of this tick share, sent on the next turn of the event loop: their writes,
+ * and for those confirming writes made elsewhere replica-ack.lua, then one `WAIT` for the most
+ * replicas any of them wants.
+ */
+function joinRound(
+  a: Acks,
+  wanted: number,
+  write: ScriptCall | undefined,
+): Promise<{ writes: readonly Answer[]; probe: Answer }> {
+  let round = a.pending;
+  if (!round) {
+    const r: Round = { wanted, probe: false, writes: [], answers: [] };
+    round = a.pending = r;
+    setImmediate(() => {
+      a.pending = undefined;
+      void sendRound(a, r).then(({ writes, probe }) => {
+        for (const answer of r.answers) answer(writes, probe);
+      });
+    });
+  }
+  round.wanted = Math.max(round.wanted, wanted);
+  if (!write) round.probe = true;
+  const index = write ? round.writes.push(write) - 1 : -1;
+  return new Promise((resolve) => {
+    round.answers.push((writes, probe) =>
+      resolve({ writes: index >= 0 ? [writes[index] as Answer] : [], probe }),
+    );
   });
-  return result;
 }
 
 /**
- * The round's write, then `WAIT wanted timeout`, on the rounds' connection. A round cut off by a
- * closed connection (a failover) fails at once: its commands are not re-sent on the next connection,
- * and ioredis would leave them unanswered.
+ * The round on the rounds' connection. Cut off by a closed connection (a failover), it fails at
+ * once: its commands are not re-sent on the next connection, and ioredis would leave them unanswered.
  */
-async function sendRound(a: Acks, wanted: number): Promise<RoundResult> {
+async function sendRound(a: Acks, r: Round): Promise<{ writes: Answer[]; probe: Answer }> {
   const conn = roundConnection(a);
   const epoch = a.epoch;
   let onClose = () => {};
   let timer: NodeJS.Timeout | undefined;
-  const cut = new Promise<RoundResult>((resolve) => {
-    onClose = () =>
-      resolve({ ok: false, reason: 'the connection to Redis closed during the acknowledgement' });
+  const failed = (reason: string) => {
+    const no: Answer = { ok: false, reason };
+    return { writes: r.writes.map(() => no), probe: no };
+  };
+  const cut = new Promise<{ writes: Answer[]; probe: Answer }>((resolve) => {
+    onClose = () => resolve(failed('the connection to Redis closed during the acknowledgement'));
     conn.once('close', onClose);
     // WAIT answers by its timeout; a round not answered well after it will not be.
     timer = setTimeout(
-      () => resolve({ ok: false, reason: 'Redis did not answer the acknowledgement' }),
+      () => resolve(failed('Redis did not answer the acknowledgement')),
       a.timeoutMs + 5_000,
     );
   });
   try {
-    return await Promise.race([waitRound(a, conn, wanted, epoch), cut]);
+    return await Promise.race([
+      roundReplies(a, conn, r, epoch).catch((err: unknown) =>
+        failed(`the replica acknowledgement failed: ${(err as Error).message}`),
+      ),
+      cut,
+    ]);
   } finally {
     conn.off('close', onClose);
     clearTimeout(timer);
   }
 }
 
-async function waitRound(a: Acks, conn: Redis, wanted: number, epoch: number): Promise<RoundResult> {
-  try {
-    const k = keys(a.prefix);
-    // A pipeline, not MULTI: inside a transaction WAIT would not wait.
-    const replies = await conn
-      .pipeline()
-      .eval(ACK.text, 2, k.acks, k.replicas)
-      .call('WAIT', String(wanted), String(a.timeoutMs))
-      .exec();
-    const [wrote, waited] = replies ?? [];
-    if (!wrote || !waited || wrote[0] || waited[0]) {
-      const err = wrote?.[0] ?? waited?.[0];
-      return { ok: false, reason: `the replica acknowledgement failed: ${err?.message ?? 'no answer'}` };
-    }
-    if (a.epoch !== epoch) {
+async function roundReplies(
+  a: Acks,
+  conn: Redis,
+  r: Round,
+  epoch: number,
+): Promise<{ writes: Answer[]; probe: Answer }> {
+  const k = keys(a.prefix);
+  // A pipeline, not MULTI: inside a transaction WAIT would not wait. Scripts by their text: the
+  // rounds' connection may meet a Redis that never saw them (a promoted replica has their SHA).
+  const pipe = conn.pipeline();
+  if (r.probe) pipe.eval(ACK.text, 2, k.acks, k.replicas, knownArg(a));
+  for (const w of r.writes) pipe.eval(w.script.text, w.keys.length, ...w.keys, ...w.args);
+  pipe.call('WAIT', String(r.wanted), String(a.timeoutMs));
+  const replies = (await pipe.exec()) ?? [];
+  const waited = replies.at(-1);
+  const reconnected = a.epoch !== epoch;
+  const acked = waited && !waited[0] ? Number(waited[1]) : -1;
+  const answer = (reply: [Error | null, unknown] | undefined): Answer => {
+    if (!reply || reply[0])
+      return { ok: false, reason: `the write failed: ${reply?.[0]?.message ?? 'no answer'}` };
+    if (acked < 0)
+      return {
+        ok: false,
+        reason: `the replica acknowledgement failed: ${waited?.[0]?.message ?? 'no answer'}`,
+      };
+    if (reconnected)
       return { ok: false, reason: 'the connection to Redis was re-made during the acknowledgement' };
-    }
-    const [primary] = wrote[1] as [string, number, number];
-    return { ok: true, primary: String(primary), acked: Number(waited[1]) };
-  } catch (err) {
-    return { ok: false, reason: `the replica acknowledgement failed: ${(err as Error).message}` };
-  }
+    return { ok: true, reply: reply[1], acked };
+  };
+  const offset = r.probe ? 1 : 0;
+  return {
+    probe: r.probe ? answer(replies[0]) : { ok: false, reason: 'no probe' },
+    writes: r.writes.map((_, i) => answer(replies[offset + i])),
+  };
 }
 
 function roundConnection(a: Acks): Redis {
   if (a.conn) return a.conn;
-  // Its own connection: WAIT blocks the connection it is sent on. Commands cut off by a dropped
-  // connection are not re-sent on the next one (a WAIT there would count nothing of ours).
   const conn = a.redis.duplicate({
     enableAutoPipelining: false,
     autoResendUnfulfilledCommands: false,
@@ -217,6 +309,7 @@ export function createReplicaAcks(deps: {
     conn: undefined,
     epoch: 0,
     pending: undefined,
+    known: undefined,
     warnedUnknown: false,
   };
   return {
@@ -224,6 +317,8 @@ export function createReplicaAcks(deps: {
     timeoutMs: deps.timeoutMs,
     site: () => currentSite(a),
     confirm: (site: WriteSite) => confirm(a, site),
+    writeAcked: (build: (known: string) => ScriptCall, siteOf: (reply: unknown) => WriteSite | undefined) =>
+      writeAcked(a, build, siteOf),
     /** `confirm`, or a ReplicasNotConfirmedError saying why (an action is then not acknowledged). */
     async ensure(site: WriteSite): Promise<void> {
       const v = await confirm(a, site);

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
 import { keys, type Keys } from './keys.ts';
 import { luaScript, luaScriptFile, runScript } from './lua-script.ts';
-import type { WriteSite } from './replica-acks.ts';
+import type { ScriptCall, WriteSite } from './replica-acks.ts';
 import { SETTLEMENT_LUA } from './settlement.ts';
 import { patchFields, type TransferCounter, type TransferField, type TransferPatch } from './saved-steps.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
@@ -320,12 +320,14 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
     load: (batchId: string, transferId: string) => loadTransfer(s, batchId, transferId),
     save: (batchId: string, transferId: string, patch: TransferPatch) =>
       saveSteps(s, batchId, transferId, patch),
-    saveFenced: (
+    saveFenced: (batchId: string, transferId: string, patch: TransferPatch, token: string) =>
+      saveFenced(s, batchId, transferId, patch, token),
+    fencedSaveCall: (
       batchId: string,
       transferId: string,
       patch: TransferPatch,
-      fence: { readonly token: string; readonly site: boolean },
-    ) => saveFenced(s, batchId, transferId, patch, fence),
+      fence: { readonly token: string; readonly known: string },
+    ) => fencedSaveCall(s, batchId, transferId, patch, fence),
     lock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
       lockTransfer(s, batchId, transferId, token, ttlMs),
     take: (batchId: string, transferId: string, lock: { token: string; ttlMs: number }, move: boolean) =>
@@ -382,31 +384,46 @@ async function saveSteps(s: Store, batchId: string, transferId: string, patch: T
 }
 
 /**
- * Writes saved-step fields only while `fence.token` holds the transfer's processing lock
- * (fenced-save.lua), and says where the write landed when `fence.site` (for the replica
- * acknowledgement a send waits for). One script.
+ * The fenced save as a script call (fenced-save.lua): saved-step fields written only while `token`
+ * holds the transfer's processing lock, and where the write landed when `known` is not '' (what the
+ * caller last learnt of the primary, or '?'). Run by replica-acks.ts (writeAcked) for a send's mark,
+ * or by saveFenced.
  */
+function fencedSaveCall(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  patch: TransferPatch,
+  fence: { readonly token: string; readonly known: string },
+): ScriptCall {
+  const flat: string[] = [];
+  for (const [f, v] of Object.entries(patchFields(patch))) flat.push(f, v);
+  flat.push('updated_at', String(s.now()));
+  return {
+    script: FENCED_SAVE,
+    keys: [s.k.transfer(batchId, transferId), lockKey(s, batchId, transferId), s.k.replicas],
+    args: [fence.token, fence.known, ...flat],
+  };
+}
+
+/** A fenced save's reply, read. */
+export function fencedSaveOf(reply: unknown): FencedSave {
+  const res = (Array.isArray(reply) ? reply : [0]) as [number, string?, number?];
+  if (Number(res[0]) !== 1) return { held: false };
+  const primary = String(res[1] ?? '');
+  return { held: true, site: primary === '' ? undefined : { primary, replicas: Number(res[2] ?? 0) } };
+}
+
+/** Writes saved-step fields only while `token` holds the transfer's processing lock (one script). */
 async function saveFenced(
   s: Store,
   batchId: string,
   transferId: string,
   patch: TransferPatch,
-  fence: { readonly token: string; readonly site: boolean },
+  token: string,
 ): Promise<FencedSave> {
-  const flat: string[] = [];
-  for (const [f, v] of Object.entries(patchFields(patch))) flat.push(f, v);
-  flat.push('updated_at', String(s.now()));
-  const res = (await runScript(
-    s.redis,
-    FENCED_SAVE,
-    [s.k.transfer(batchId, transferId), lockKey(s, batchId, transferId), s.k.replicas],
-    [fence.token, fence.site ? '1' : '', ...flat],
-  )) as [number, string?, number?];
-  if (res[0] !== 1) return { held: false };
-  return {
-    held: true,
-    site: fence.site ? { primary: String(res[1] ?? ''), replicas: Number(res[2] ?? 0) } : undefined,
-  };
+  const call = fencedSaveCall(s, batchId, transferId, patch, { token, known: '' });
+  return fencedSaveOf(await runScript(s.redis, call.script, call.keys, call.args));
 }
 
 /**

@@ -3,15 +3,16 @@
   (transfer-store.ts saveFenced): the durable mark before a send, and taking it back when the send
   does not go. A run that lost its lock (it expired while the run was stalled, or a failover lost
   it) writes nothing and stops before it sends: two runs of one transfer never both send.
-  With ARGV[2] = '1' it also says where the write landed, for the replica acknowledgement that
-  must come before the send (replica-acks.ts).
+  With ARGV[2] set it also says where the write landed, for the replica acknowledgement that must
+  come before the send (replica-acks.ts).
 
   Input:
     KEYS[1] the transfer record
     KEYS[2] its processing lock
     KEYS[3] the replicas hash (P:replicas)
     ARGV[1] the run's lock token
-    ARGV[2] '1' to report the primary's replicas, '' not to
+    ARGV[2] '' not to report the primary's replicas; else what the caller last learnt of the
+            primary, "<id>|<most>", or '?' for nothing
     ARGV[3..] field/value pairs
 
   Output:
@@ -21,6 +22,6 @@
 --- @include "primary-replicas"
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
 redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-if ARGV[2] ~= '1' then return {1, '', 0} end
-local id, most = primaryReplicas(KEYS[3])
+if ARGV[2] == '' then return {1, '', 0} end
+local id, most = primaryReplicas(KEYS[3], ARGV[2])
 return {1, id, most}

@@ -7,11 +7,12 @@
   Input:
     KEYS[1] the rounds counter (P:acks)
     KEYS[2] the replicas hash (P:replicas)
+    ARGV[1] what the caller last learnt of the primary, "<id>|<most>", or ''
 
   Output:
     {replication id, most replicas since it became primary, replicas connected now}
 ]]
 --- @include "primary-replicas"
 redis.call('INCR', KEYS[1])
-local id, most, now = primaryReplicas(KEYS[2])
+local id, most, now = primaryReplicas(KEYS[2], ARGV[1] or '')
 return {id, most, now}
