@@ -11,12 +11,16 @@ export async function info(redis: Redis, section: string): Promise<Map<string, s
   return out;
 }
 
-/** Calls per command since the last `CONFIG RESETSTAT` (the bench's own INFO/CONFIG calls left out). */
+/**
+ * Calls per command since the last `CONFIG RESETSTAT` (the bench's own INFO/CONFIG calls left out,
+ * and a replica's REPLCONF: the replication stream's acknowledgements, sent by the replica itself
+ * about once a second and whenever a WAIT asks, are Redis's traffic, not the project's commands).
+ */
 export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const [key, value] of await info(redis, 'commandstats')) {
     const name = key.replace(/^cmdstat_/, '');
-    if (name === 'info' || name === 'config') continue;
+    if (name === 'info' || name === 'config' || name === 'replconf') continue;
     const calls = /calls=([0-9]+)/.exec(value)?.[1];
     if (calls !== undefined) out.set(name, Number(calls));
   }
