@@ -20,6 +20,7 @@ import { luaScriptFile, runScript, type LuaScript } from './lua-script.ts';
  */
 
 const ACK = luaScriptFile('replica-ack.lua');
+const PROBE = luaScriptFile('replica-probe.lua');
 
 /** Where writes landed: the primary's replication id, and the most replicas it has had. */
 export type WriteSite = {
@@ -104,10 +105,12 @@ function learn(a: Acks, site: WriteSite): void {
   a.known = site;
 }
 
-/** Where writes go now (one script on `redis`): the site later writes are confirmed against. */
+/**
+ * Where writes go now (one read-only script on `redis`): the site later writes are confirmed
+ * against.
+ */
 async function currentSite(a: Acks): Promise<WriteSite> {
-  const k = keys(a.prefix);
-  const res = (await runScript(a.redis, ACK, [k.acks, k.replicas], [knownArg(a)])) as [string, number];
+  const res = (await runScript(a.redis, PROBE, [keys(a.prefix).replicas], [knownArg(a)])) as [string, number];
   const site = { primary: String(res[0]), replicas: Number(res[1]) };
   learn(a, site);
   return site;

@@ -23,5 +23,5 @@
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
 redis.call('HSET', KEYS[1], unpack(ARGV, 3))
 if ARGV[2] == '' then return {1, '', 0} end
-local id, most = primaryReplicas(KEYS[3], ARGV[2])
+local id, most = primaryReplicas(KEYS[3], ARGV[2], true)
 return {1, id, most}

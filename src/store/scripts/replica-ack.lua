@@ -14,5 +14,5 @@
 ]]
 --- @include "primary-replicas"
 redis.call('INCR', KEYS[1])
-local id, most, now = primaryReplicas(KEYS[2], ARGV[1] or '')
+local id, most, now = primaryReplicas(KEYS[2], ARGV[1] or '', true)
 return {id, most, now}
