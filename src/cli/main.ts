@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
@@ -36,6 +37,14 @@ function batchIdArgument(value: string): string {
   return value;
 }
 
+/** The package's version, from its package.json (the checkout's, or the installed package's). */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version?: unknown;
+  };
+  return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+}
+
 /** Declares commands on the program; a command's action hands its name, arguments and options to `onRun`. */
 type Registrar = {
   readonly program: Command;
@@ -48,6 +57,7 @@ export function buildProgram(
 ): Command {
   const program = new Command('usdc-batch')
     .description('Batched USDC payouts through a gasless cross-chain transfer service.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     // Commander quotes what was typed (an unknown option, a bad value): shown with escapes.
     .configureOutput({
@@ -133,7 +143,7 @@ function registerOperations(r: Registrar): void {
     r
       .def('resolve', 'settle a needs_review transfer after checking the chain')
       .argument('<batch-id>', 'batch id', batchIdArgument)
-      .argument('<transfer-id>')
+      .argument('<transfer-id>', "the transfer's id (its CSV id, or line-N; see status BATCH_ID)")
       .option('--submitted <intent-id>', 'it was paid: record this intent id')
       .option('--not-sent', 'it was not paid: mark it failed (then retry may send it)'),
     'resolve',
@@ -177,7 +187,10 @@ function registerSchedule(r: Registrar): void {
     schedule
       .command('add')
       .description('add or replace a recurring batch')
-      .argument('<name>')
+      .argument(
+        '<name>',
+        'the schedule name (1-40 of A-Z a-z 0-9 _ -); each firing is batch NAME-YYYYMMDDTHHMMSSZ',
+      )
       .requiredOption('--cron <expr>', 'cron expression')
       .option('--file <file>', 'CSV file')
       .option('--rebalance <policy>', 'a rebalancing policy (YAML or JSON), planned afresh at each firing')
@@ -185,7 +198,10 @@ function registerSchedule(r: Registrar): void {
     'schedule',
   );
   r.bind(schedule.command('list').description('list schedules').option('--json', 'print JSON'), 'schedule');
-  r.bind(schedule.command('remove').description('remove a schedule').argument('<name>'), 'schedule');
+  r.bind(
+    schedule.command('remove').description('remove a schedule').argument('<name>', 'the schedule name'),
+    'schedule',
+  );
 }
 
 /** `recipients list|add|remove|import`: the address book. */
@@ -201,7 +217,7 @@ function registerRecipients(r: Registrar): void {
     recipients
       .command('add')
       .description('add an address (or change its label); a removed address is trusted again')
-      .argument('<address>')
+      .argument('<address>', 'an EVM address (0x…) or a Solana address')
       .option('--label <label>', 'a name for people reading the book'),
     'recipients',
   );
@@ -209,14 +225,14 @@ function registerRecipients(r: Registrar): void {
     recipients
       .command('remove')
       .description('remove an address: payments to it are held until it is added again')
-      .argument('<address>'),
+      .argument('<address>', 'the address to remove'),
     'recipients',
   );
   r.bind(
     recipients
       .command('import')
       .description('add the addresses of a CSV file (columns address, label), all or none')
-      .argument('<file>', 'CSV file'),
+      .argument('<file>', 'CSV file with the columns address and label'),
     'recipients',
   );
 }
