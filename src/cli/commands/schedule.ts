@@ -16,6 +16,7 @@ import {
   type ScheduleDeps,
   type ScheduleInfo,
 } from '../../queue/schedules.ts';
+import { NotFoundError } from '../../ops/ops-error.ts';
 import { recordAudit } from '../../store/audit.ts';
 import { parsePolicy, readPolicyFile } from '../../treasury/policy.ts';
 import { withCli, type CliContext } from '../context.ts';
@@ -283,10 +284,7 @@ async function remove(name: string): Promise<number> {
       }
       return gone;
     });
-    if (!removed) {
-      process.stderr.write(`error: no schedule named ${name}\n`);
-      return EXIT.rejected;
-    }
+    if (!removed) throw new NotFoundError('USDC_SCHEDULE_NOT_FOUND', `no schedule named ${name}`);
     out(`schedule ${name} removed; it fires no more`);
     return EXIT.ok;
   });

@@ -1,5 +1,6 @@
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import { ValidationError } from '../../domain/errors.ts';
+import { NotFoundError } from '../../ops/ops-error.ts';
 import { createBatchReader, type BatchStatus } from '../../store/batch-reader.ts';
 import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
 import { withCli } from '../context.ts';
@@ -52,10 +53,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     const reader = createBatchReader({ redis: ctx.redis, prefix: ctx.prefix });
     const read = () => reader.status(batchId, state ? { state: state as TransferState } : {});
     let doc = await read();
-    if (!doc) {
-      process.stderr.write(`error: batch ${batchId} does not exist\n`);
-      return EXIT.rejected;
-    }
+    if (!doc) throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
     if (options['watch']) {
       const tty = process.stdout.isTTY;
       for (;;) {

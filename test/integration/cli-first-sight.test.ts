@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.ts';
+import { useCliSuite } from '../helpers/cli-suite.ts';
+import { EVM, newPrefix } from './ingest-fixtures.ts';
+
+/*
+ * Issue 35, "what a newcomer and an operator see is true at first sight": the command line's text
+ * and exit codes, each through the real `usdc-batch` entry point on the suite's own Redis (no
+ * worker: the transfers stay queued, as in a paused or a held batch).
+ */
+
+const cli = useCliSuite('usdc-first-sight-');
+
+/** A CSV of `n` rows BASE → ARB, ids `<tag>-<i>`. */
+function csv(tag: string, n: number): string {
+  const rows = Array.from(
+    { length: n },
+    (_, i) => `${tag}-${i + 1},BASE,ARB,${i + 1}.50,${EVM[i % EVM.length]}`,
+  );
+  return ['id,from,to,amount,recipient', ...rows, ''].join('\n');
+}
+
+/** Enqueues `n` rows under a fresh prefix; returns the prefix, its environment and the batch id. */
+async function enqueued(tag: string, n: number) {
+  const prefix = newPrefix();
+  const env = cli.env(prefix);
+  const file = cli.write(`${tag}.csv`, csv(tag, n));
+  const run = await runCli(['enqueue', file, '--batch-id', `${tag}-batch`], env);
+  expect(run.code, run.stderr).toBe(0);
+  return { prefix, env, batchId: `${tag}-batch` };
+}
+
+describe('not found: every command that names a missing batch, transfer or schedule exits 2', () => {
+  it('status, export, retry, cancel, cancel --transfer, resolve and schedule remove agree', async () => {
+    const { env, batchId } = await enqueued('nf', 1);
+    const cases: [string[], RegExp][] = [
+      [['status', 'no-such-batch'], /batch no-such-batch does not exist/],
+      [['status', 'no-such-batch', '--json'], /batch no-such-batch does not exist/],
+      [['export', 'no-such-batch'], /batch no-such-batch does not exist/],
+      [['retry', 'no-such-batch'], /batch no-such-batch does not exist/],
+      [['cancel', 'no-such-batch'], /batch no-such-batch does not exist/],
+      [['cancel', batchId, '--transfer', 'no-such-transfer'], /transfer no-such-transfer is not in batch/],
+      [['resolve', batchId, 'no-such-transfer', '--not-sent'], /transfer no-such-transfer is not in batch/],
+      [['schedule', 'remove', 'no-such-schedule'], /no schedule named no-such-schedule/],
+    ];
+    for (const [args, message] of cases) {
+      const run = await runCli(args, env);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr, args.join(' ')).toMatch(message);
+      expect(run.stdout, args.join(' ')).toBe('');
+    }
+  });
+});
