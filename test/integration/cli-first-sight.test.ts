@@ -51,3 +51,28 @@ describe('not found: every command that names a missing batch, transfer or sched
     }
   });
 });
+
+describe('text output says what it means', () => {
+  it('status --state with no match says so instead of printing a bare header', async () => {
+    const { env, batchId } = await enqueued('nomatch', 2);
+    const run = await runCli(['status', batchId, '--state', 'failed'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^no transfers in state failed$/m);
+    expect(run.stdout).not.toMatch(/^id\s+line\s+route/m);
+    const review = await runCli(['status', batchId, '--state', 'needs_review'], env);
+    expect(review.stdout).toMatch(/^no transfers in state needs_review$/m);
+  });
+
+  it('counts one of a thing in the singular: 1 transfer, 1 recipient, 1 problem', async () => {
+    const { env, batchId } = await enqueued('one', 2);
+    const cancel = await runCli(['cancel', batchId, '--transfer', 'one-1'], env);
+    expect(cancel.stdout).toMatch(/^cancelled 1 unsent transfer of one-batch: one-1$/m);
+    const added = await runCli(['recipients', 'add', EVM[0]], env);
+    expect(added.code, added.stderr).toBe(0);
+    expect((await runCli(['recipients', 'list'], env)).stdout).toMatch(/^1 recipient$/m);
+    const policy = cli.write('one-problem.yaml', 'chains:\n  TRON: { target: 1 }\n');
+    const refused = await runCli(['rebalance', policy, '--check'], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/has 1 problem:/);
+  });
+});

@@ -23,6 +23,7 @@ import { cliActor } from '../context.ts';
 import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
 import { loadSandboxModule } from '../sandbox-packages.ts';
 import { makeThrowawayKeys } from '../throwaway-keys.ts';
+import { counted } from '../../domain/plural.ts';
 
 /** What the demo's throwaway treasury holds on each chain before the batch. */
 const DEMO_TREASURY_USDC = 10_000_000_000n;
@@ -157,7 +158,7 @@ export async function run(): Promise<number> {
       return EXIT.rejected;
     }
     const batchId = outcome.batchId;
-    out(`enqueued samples/payouts.csv as batch ${batchId}: ${outcome.accepted} transfers\n`);
+    out(`enqueued samples/payouts.csv as batch ${batchId}: ${counted(outcome.accepted, 'transfer')}\n`);
 
     const reader = createBatchReader({ redis: client, prefix: config.queuePrefix });
     const deadline = Date.now() + 120_000;

@@ -28,6 +28,7 @@ import { withCli, type CliContext } from '../context.ts';
 import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
+import { counted } from '../../domain/plural.ts';
 
 type EnqueueFlags = {
   batchId?: string;
@@ -406,7 +407,7 @@ function printDryRun(r: DryRunReport, balances: readonly ChainPreflight[], confi
   out(`  fee         ${formatUsdc(r.totals.fee)} USDC`);
   out(`  net         ${formatUsdc(r.totals.netReceive)} USDC`);
   if (r.overFeeCap > 0)
-    out(`  ${r.overFeeCap} row(s) over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
+    out(`  ${counted(r.overFeeCap, 'row')} over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
   printNewRecipients(r.newRecipients, config);
   if (r.routes.length > 0) {
     out('');

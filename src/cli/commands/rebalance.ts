@@ -19,6 +19,7 @@ import {
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, plainText, table } from '../format.ts';
+import { counted } from '../../domain/plural.ts';
 
 type RebalanceFlags = { dryRun?: boolean; check?: boolean; wait?: boolean; json?: boolean };
 
@@ -145,7 +146,7 @@ function printReport(r: RebalanceReport): void {
       ),
     );
     const total = r.plan.moves.reduce((s, m) => s + m.amount, 0n);
-    out(`${doc.moves.length} move(s), ${formatUsdc(total)} USDC in all`);
+    out(`${counted(doc.moves.length, 'move')}, ${formatUsdc(total)} USDC in all`);
   } else if (r.waitingFor === null) {
     out(
       r.plan.chains.some((c) => c.state === 'below_min')

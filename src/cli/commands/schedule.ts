@@ -159,7 +159,7 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
     if (screen.notInBook.size > 0) {
       const policy = ctx.config.newRecipientPolicy;
       out(
-        `  ${screen.notInBook.size} row(s) pay addresses not in the address book: ${
+        `  ${screen.notInBook.size === 1 ? '1 row pays an address' : `${screen.notInBook.size} rows pay addresses`} not in the address book: ${
           policy === 'allow'
             ? 'paid and flagged (NEW_RECIPIENT_POLICY=allow)'
             : policy === 'hold'

@@ -9,7 +9,7 @@ import { jsonText, table } from '../format.ts';
 
 const HUMAN_ROWS = 200;
 
-export function renderStatus(doc: BatchStatus): string {
+export function renderStatus(doc: BatchStatus, state?: TransferState): string {
   const c = doc.counts;
   const lines = [
     `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'})`,
@@ -20,6 +20,11 @@ export function renderStatus(doc: BatchStatus): string {
     ...totalsLines(doc.totals),
     '',
   ];
+  if (doc.transfers.length === 0) {
+    // Never a bare header: say that nothing matches.
+    lines.push(state ? `no transfers in state ${state}` : 'no transfers');
+    return `${lines.join('\n')}\n`;
+  }
   const shown = doc.transfers.slice(0, HUMAN_ROWS);
   lines.push(
     table(
@@ -58,14 +63,20 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
       const tty = process.stdout.isTTY;
       for (;;) {
         if (tty) process.stdout.write('\x1b[2J\x1b[H');
-        process.stdout.write(options['json'] ? `${jsonText(doc, { compact: true })}\n` : renderStatus(doc));
+        process.stdout.write(
+          options['json']
+            ? `${jsonText(doc, { compact: true })}\n`
+            : renderStatus(doc, state as TransferState | undefined),
+        );
         if (doc.complete) break;
         await new Promise((r) => setTimeout(r, 1_000));
         doc = (await read()) ?? doc;
       }
       return EXIT.ok;
     }
-    process.stdout.write(options['json'] ? `${jsonText(doc)}\n` : renderStatus(doc));
+    process.stdout.write(
+      options['json'] ? `${jsonText(doc)}\n` : renderStatus(doc, state as TransferState | undefined),
+    );
     return EXIT.ok;
   });
 }

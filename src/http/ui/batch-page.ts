@@ -1,3 +1,4 @@
+import { counted } from '../../domain/plural.ts';
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import type { BatchStatus, TransferView } from '../../store/batch-reader.ts';
 import {
@@ -32,8 +33,8 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
   const body = html`<h1>Batch <span class="mono" data-batch-id>${doc.batch_id}</span></h1>
     ${statusBadges(doc)}
     <p class="muted">
-      ${doc.source}, created ${shortTime(doc.created_at)}, ${rowCount(doc.counts)}
-      transfers.${refreshNote(refresh)}
+      ${doc.source}, created ${shortTime(doc.created_at)},
+      ${counted(rowCount(doc.counts), 'transfer')}.${refreshNote(refresh)}
     </p>
     ${doc.held ? html`<div class="held-reason" data-held-reason><b>Held for approval:</b> ${doc.held_reason ?? ''}</div>` : null}
     <section class="panel">${stateBar(doc.counts)} ${stateFilter(doc, view, base)} ${figures(doc)}</section>
