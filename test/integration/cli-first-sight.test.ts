@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.ts';
+import { BIN, REPO_ROOT, runCli } from '../helpers/cli.ts';
 import { useCliSuite } from '../helpers/cli-suite.ts';
 import { EVM, newPrefix } from './ingest-fixtures.ts';
 
@@ -74,5 +75,52 @@ describe('text output says what it means', () => {
     const refused = await runCli(['rebalance', policy, '--check'], env);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/has 1 problem:/);
+  });
+});
+
+describe('logs: stderr only, JSON or one readable line each (LOG_FORMAT)', () => {
+  const PRETTY = /^\d\d:\d\d:\d\d\.\d{3} DEBUG enqueue finished batchId=logs-batch status=enqueued/m;
+
+  it('writes JSON lines to stderr by default off a terminal, and never a log line to stdout', async () => {
+    const prefix = newPrefix();
+    const file = cli.write('logs.csv', csv('logs', 2));
+    const run = await runCli(
+      ['enqueue', file, '--batch-id', 'logs-batch'],
+      cli.env(prefix, { LOG_LEVEL: 'debug' }),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).not.toMatch(/"level"|"msg"/);
+    const logs = run.stderr.split('\n').filter((l) => l.startsWith('{'));
+    expect(logs.map((l) => (JSON.parse(l) as { msg: string }).msg)).toContain('enqueue finished');
+  });
+
+  it('writes one readable line per record with LOG_FORMAT=pretty, and by default on a terminal', async () => {
+    const prefix = newPrefix();
+    const file = cli.write('logs-pretty.csv', csv('logs', 2));
+    const env = cli.env(prefix, { LOG_LEVEL: 'debug' });
+    const run = await runCli(['enqueue', file, '--batch-id', 'logs-batch'], { ...env, LOG_FORMAT: 'pretty' });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(PRETTY);
+    expect(run.stderr).not.toMatch(/^\{/m);
+    expect(run.stdout).not.toMatch(/DEBUG|"level"/);
+    // On a terminal (`script` gives the command a pseudo-terminal), pretty without being asked.
+    const command = [process.execPath, BIN, 'enqueue', file, '--batch-id', 'logs-batch']
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const tty = spawnSync('script', ['-qec', command, '/dev/null'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { PATH: process.env['PATH'], HOME: process.env['HOME'], SHELL: '/bin/sh', ...env },
+    });
+    expect(tty.status, tty.stdout).toBe(0);
+    expect(tty.stdout.replaceAll('\r', '')).toMatch(PRETTY);
+    expect(tty.stdout).not.toMatch(/\{"level"/);
+  });
+
+  it('refuses an unknown LOG_FORMAT at start, naming it (exit 2)', async () => {
+    const run = await runCli(['batches'], cli.env(newPrefix(), { LOG_FORMAT: 'yaml' }));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/LOG_FORMAT: must be json or pretty/);
   });
 });

@@ -131,7 +131,7 @@ export async function run(): Promise<number> {
     };
     for (const chain of EVM_CHAINS) env[`EVM_RPC_URL_${chain}`] = sandbox.rpcUrl(chain);
     const config = loadConfig(env, { service: true, signingKey: true, keys: signingKeys });
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, undefined, config.logFormat);
     worker = await startWorker(config, logger);
     out(`started a worker with throwaway keys (Solana wallet ${throwaway.solanaAddress})\n\n`);
 

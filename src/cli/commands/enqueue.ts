@@ -57,7 +57,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const file = parseFileArgs(args, flags);
   if (flags.dryRun) {
     const config = loadConfig(readEnv(), { service: true });
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, undefined, config.logFormat);
     return await dryRun(config, logger, await validateFile(config, file), flags);
   }
   return await withCli(

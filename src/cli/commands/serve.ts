@@ -18,7 +18,7 @@ import { EXIT } from '../exit-codes.ts';
  */
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { hook: true });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   await checkRedisTls(config);
   const redis = createRedis(config, { role: 'client', logger, quiet: true });
   try {

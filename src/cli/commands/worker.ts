@@ -14,7 +14,7 @@ import { EXIT } from '../exit-codes.ts';
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   // The one command that reads keys (README "Keys stay in the worker"); `demo` runs a worker too.
   const config = loadConfig(readEnv(), { service: true, signingKey: true, keys: signingKeys });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   const running = await startWorker(config, logger);
   await new Promise<void>((resolve) => {
     let stopping = false;
