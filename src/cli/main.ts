@@ -4,6 +4,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
 import { EXIT } from './exit-codes.ts';
+import { endQuietlyOnClosedPipe, followNpmLauncher, isEnding } from './lifetime.ts';
 import { plainText } from './format.ts';
 
 /** A command module exports `run(args, options)` and returns its exit code. */
@@ -287,6 +288,16 @@ function registerSandbox(r: Registrar): void {
   );
 }
 
+/**
+ * The CLI as a process (bin/usdc-batch.js): a closed stdout or stderr ends it quietly (exit 0), a
+ * parent npm that was killed ends it as SIGTERM would (cli/lifetime.ts); then `main`.
+ */
+export async function runAsProcess(argv: string[]): Promise<number> {
+  endQuietlyOnClosedPipe();
+  followNpmLauncher();
+  return await main(argv);
+}
+
 /** Runs the CLI; returns the exit code (never calls process.exit, so it can be tested in-process). */
 export async function main(argv: string[]): Promise<number> {
   let chosen: { name: string; args: string[]; options: Record<string, unknown>; sub?: string } | undefined;
@@ -320,6 +331,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await mod.run(chosen.args, chosen.options);
   } catch (err) {
+    // Ending (a signal, a closed pipe): what failed because of it is not news.
+    if (isEnding()) return EXIT.ok;
     return reportError(err);
   }
 }

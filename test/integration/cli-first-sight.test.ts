@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { BIN, REPO_ROOT, runCli } from '../helpers/cli.ts';
 import { useCliSuite } from '../helpers/cli-suite.ts';
@@ -122,5 +122,51 @@ describe('logs: stderr only, JSON or one readable line each (LOG_FORMAT)', () =>
     const run = await runCli(['batches'], cli.env(newPrefix(), { LOG_FORMAT: 'yaml' }));
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/LOG_FORMAT: must be json or pretty/);
+  });
+});
+
+/**
+ * Runs the CLI with its stdout read by a reader that closes the pipe after `lines` lines (0: before
+ * anything is written), as `| head -N` does.
+ */
+async function intoClosingPipe(args: string[], env: Record<string, string>, lines: number) {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env['PATH'], HOME: process.env['HOME'], LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const close = () => child.stdout.destroy();
+  if (lines === 0) close();
+  else
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      if (stdout.split('\n').length > lines) close();
+    });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  return { code, stdout, stderr };
+}
+
+describe('a reader that closes the pipe early (| head) ends a command quietly, exit 0', () => {
+  it('status, status --watch, batches, export and audit', async () => {
+    const { env, batchId } = await enqueued('pipe', 3);
+    const cases: [string[], number][] = [
+      [['status', batchId], 0],
+      [['status', batchId, '--json'], 0],
+      [['batches'], 0],
+      [['export', batchId], 0],
+      [['export', batchId, '--format', 'json'], 0],
+      [['audit'], 0],
+      // Watching a batch that never completes (no worker): it writes every second until the
+      // reader goes away after the first screen.
+      [['status', batchId, '--watch'], 1],
+    ];
+    for (const [args, lines] of cases) {
+      const run = await intoClosingPipe(args, env, lines);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+      expect(run.stderr, args.join(' ')).toBe('');
+    }
   });
 });
