@@ -1,5 +1,5 @@
 import { batchOutcome } from '../domain/batch-outcome.ts';
-import type { BatchSummary } from '../store/batch-reader.ts';
+import type { BatchSummary, PausedView } from '../store/batch-reader.ts';
 
 /* A batch's settlement and totals as the human output of `status`, `batches` and `enqueue --wait` shows them. */
 
@@ -29,4 +29,19 @@ export function totalsLines(t: BatchSummary['totals']): string[] {
     `planned  amount ${t.amount} USDC  fee ${t.fee}  net ${t.net_receive}`,
     `paid     amount ${t.paid.amount} USDC  fee ${t.paid.fee}  net ${t.paid.net_receive}  (submitted transfers)`,
   ];
+}
+
+/** `2025-06-01T12:34:56Z`: an ISO time to the second. */
+function toSecond(iso: string): string {
+  return iso.replace(/\.[0-9]+Z$/, 'Z');
+}
+
+/** `since 2025-06-01T12:34:56Z by cli:alice`: when and by whom processing was paused. */
+export function pausedSince(p: PausedView): string {
+  return `since ${toSecond(p.since)} by ${p.by ?? 'someone (not recorded)'}`;
+}
+
+/** The line every command that shows batches prints while processing is paused. */
+export function pausedLine(p: PausedView): string {
+  return `processing is PAUSED ${pausedSince(p)}: nothing is sent until \`usdc-batch resume\``;
 }

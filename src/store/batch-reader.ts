@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { keys } from './keys.ts';
+import { readPause, type PauseState } from './pause-flag.ts';
 import { intentCounts, isSettled, paidTotals, type IntentCounts, type PaidTotals } from './settlement.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
@@ -57,7 +58,20 @@ export type BatchSummary = {
   totals: { amount: string; fee: string; net_receive: string; paid: PaidTotals };
 };
 
-export type BatchStatus = BatchSummary & { transfers: TransferView[]; next_cursor?: string | null };
+/** Processing paused (README `pause`): since when (ISO) and by whom; null while it runs. */
+export type PausedView = { since: string; by: string | null };
+
+export type BatchStatus = BatchSummary & {
+  /** Whether processing is paused now, for every batch (the status document's `paused`). */
+  paused: PausedView | null;
+  transfers: TransferView[];
+  next_cursor?: string | null;
+};
+
+/** The pause flag as the status document shows it. */
+export function pausedView(p: PauseState | null): PausedView | null {
+  return p === null ? null : { since: new Date(p.since).toISOString(), by: p.by };
+}
 
 const iso = (ms: string | undefined | null): string | null =>
   ms ? new Date(Number(ms)).toISOString() : null;
@@ -165,7 +179,7 @@ export function createBatchReader(deps: { redis: Redis; prefix: string }) {
       batchId: string,
       options: { state?: TransferState; limit?: number; cursor?: string } = {},
     ): Promise<BatchStatus | undefined> {
-      const summary = await this.summary(batchId);
+      const [summary, pause] = await Promise.all([this.summary(batchId), readPause(redis, deps.prefix)]);
       if (!summary) return undefined;
       const set = options.state ? k.batchState(batchId, options.state) : k.batchRows(batchId);
       const min = options.cursor ? `(${Number(options.cursor)}` : '-inf';
@@ -176,7 +190,7 @@ export function createBatchReader(deps: { redis: Redis; prefix: string }) {
           : await redis.zrangebyscore(set, min, '+inf');
       const transfers = (await loadTransfers(batchId, ids)).map(transferView);
       const last = transfers[transfers.length - 1];
-      const doc: BatchStatus = { ...summary, transfers };
+      const doc: BatchStatus = { ...summary, paused: pausedView(pause), transfers };
       if (limit > 0) doc.next_cursor = transfers.length === limit && last ? String(last.line) : null;
       return doc;
     },

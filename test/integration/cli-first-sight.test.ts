@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { userInfo } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { BIN, REPO_ROOT, runCli } from '../helpers/cli.ts';
 import { useCliSuite } from '../helpers/cli-suite.ts';
@@ -168,5 +169,59 @@ describe('a reader that closes the pipe early (| head) ends a command quietly, e
       expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
       expect(run.stderr, args.join(' ')).toBe('');
     }
+  });
+});
+
+describe('a paused system says so: since when and by whom', () => {
+  it('pause records since and by; status (text and --json), batches and enqueue say so; resume clears it', async () => {
+    const { env, batchId } = await enqueued('pz', 2);
+    const actor = `cli:${userInfo().username}`;
+    const paused = await runCli(['pause'], env);
+    expect(paused.code, paused.stderr).toBe(0);
+    const SINCE = `since \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ by ${actor}`;
+    expect(paused.stdout).toMatch(new RegExp(`^paused ${SINCE}: workers take no new transfers until`, 'm'));
+
+    const doc = JSON.parse((await runCli(['status', batchId, '--json'], env)).stdout) as {
+      paused: { since: string; by: string } | null;
+    };
+    expect(doc.paused).toEqual({ since: expect.stringMatching(/^\d{4}-.*Z$/), by: actor });
+    expect(Date.now() - Date.parse(doc.paused?.since ?? '')).toBeLessThan(10 * 60_000);
+
+    const PAUSED_LINE = new RegExp(
+      `^processing is PAUSED ${SINCE}: nothing is sent until \`usdc-batch resume\`$`,
+      'm',
+    );
+    expect((await runCli(['status', batchId], env)).stdout).toMatch(PAUSED_LINE);
+    expect((await runCli(['batches'], env)).stdout).toMatch(PAUSED_LINE);
+    const listed = JSON.parse((await runCli(['batches', '--json'], env)).stdout) as { paused: unknown };
+    expect(listed.paused).toEqual(doc.paused);
+
+    const file = cli.write('pz-more.csv', csv('pz-more', 1));
+    const more = await runCli(['enqueue', file], env);
+    expect(more.code).toBe(0);
+    expect(more.stdout).toMatch(/^batch \S+: enqueued$/m);
+    expect(more.stdout).toMatch(
+      new RegExp(`^processing is paused ${SINCE}; nothing is sent until \`usdc-batch resume\`$`, 'm'),
+    );
+
+    // A second pause changes nothing: the first's time and actor stay, and it is not audited twice.
+    const again = await runCli(['pause'], env);
+    expect(again.stdout).toMatch(new RegExp(`^already paused ${SINCE}; nothing changed$`, 'm'));
+    const second = JSON.parse((await runCli(['status', batchId, '--json'], env)).stdout) as {
+      paused: unknown;
+    };
+    expect(second.paused).toEqual(doc.paused);
+    const audit = JSON.parse((await runCli(['audit', '--json'], env)).stdout) as {
+      entries: { action: string }[];
+    };
+    expect(audit.entries.filter((e) => e.action === 'pause')).toHaveLength(1);
+
+    expect((await runCli(['resume'], env)).stdout).toMatch(/^resumed/m);
+    const after = JSON.parse((await runCli(['status', batchId, '--json'], env)).stdout) as {
+      paused: unknown;
+    };
+    expect(after.paused).toBeNull();
+    expect((await runCli(['status', batchId], env)).stdout).not.toMatch(/PAUSED/);
+    expect((await runCli(['resume'], env)).stdout).toMatch(/^not paused; nothing changed$/m);
   });
 });

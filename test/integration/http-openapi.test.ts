@@ -229,7 +229,7 @@ describe('GET /openapi.json', () => {
     // Fields the schema does not list (wait_reason is listed; these are the document's own) stay.
     expect(Object.keys(body)).toEqual([
       'batch_id', 'created_at', 'source', 'complete', 'settled', 'held', 'held_reason', 'counts',
-      'intents', 'totals', 'transfers', 'next_cursor',
+      'intents', 'totals', 'paused', 'transfers', 'next_cursor',
     ]); // prettier-ignore
     const queued = body.transfers.find((t) => t['id'] === 'oa-2')!;
     expect(queued).toMatchObject({ intent_id: null, memo: null, error: null, fee: { total: null } });

@@ -22,10 +22,11 @@ import {
   preflightWarning,
   type ChainPreflight,
 } from '../../ops/balance-preflight.ts';
-import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
+import { createBatchReader, pausedView, type BatchSummary } from '../../store/batch-reader.ts';
+import { readPause } from '../../store/pause-flag.ts';
 import { createRedis } from '../../store/redis.ts';
 import { withCli, type CliContext } from '../context.ts';
-import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
+import { intentsText, outcomeText, pausedSince, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
 import { counted } from '../../domain/plural.ts';
@@ -160,6 +161,15 @@ async function enqueueFile(ctx: CliContext, input: ValidatedInput, flags: Enqueu
   );
   if (flags.json && !flags.wait) printJson(outcomeDocument(outcome));
   else if (!flags.json) printOutcome(outcome);
+  if (!flags.json && outcome.status !== 'rejected') {
+    // Enqueued while paused: it says so, or "enqueued" would read as "on its way".
+    const paused = pausedView(await readPause(ctx.redis, ctx.prefix));
+    if (paused) {
+      process.stdout.write(
+        `\nprocessing is paused ${pausedSince(paused)}; nothing is sent until \`usdc-batch resume\`\n`,
+      );
+    }
+  }
   if (outcome.status === 'rejected' || outcome.batchId === null) {
     if (flags.json && flags.wait) printJson(outcomeDocument(outcome));
     return EXIT.rejected;

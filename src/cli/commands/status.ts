@@ -2,7 +2,7 @@ import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { NotFoundError } from '../../ops/ops-error.ts';
 import { createBatchReader, type BatchStatus } from '../../store/batch-reader.ts';
-import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
+import { intentsText, outcomeText, pausedLine, settledText, totalsLines } from '../batch-text.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
@@ -13,6 +13,7 @@ export function renderStatus(doc: BatchStatus, state?: TransferState): string {
   const c = doc.counts;
   const lines = [
     `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'})`,
+    ...(doc.paused ? [pausedLine(doc.paused)] : []),
     `outcome: ${outcomeText(doc)}`,
     `complete: ${doc.complete ? 'yes' : 'no'}  intents settled: ${settledText(doc.settled)}${doc.held ? `  HELD for approval: ${doc.held_reason ?? ''}` : ''}`,
     `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}`,

@@ -107,8 +107,15 @@ export const statusDocument = {
   $id: 'StatusDocument',
   allOf: [{ $ref: 'BatchSummary#' }],
   type: 'object',
-  required: ['transfers'],
+  required: ['paused', 'transfers'],
   properties: {
+    paused: {
+      type: ['object', 'null'],
+      description: 'processing is paused (usdc-batch pause): since when and by whom; null while it runs',
+      required: ['since', 'by'],
+      properties: { since: isoTime, by: nullable({ type: 'string', description: 'cli:<name>' }) },
+      additionalProperties: true,
+    },
     transfers: { type: 'array', items: { $ref: 'Transfer#' } },
     next_cursor: {
       type: ['string', 'null'],

@@ -44,7 +44,7 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
     </div>
     <h2>${view.state ? html`Transfers ${view.state.replace('_', ' ')}` : 'Transfers'}</h2>
     ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers)} ${pager(doc, view, base)}`;
-  return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, body });
+  return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, paused: doc.paused, body });
 }
 
 /** All / each state with its count, as links; the current one marked. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { PausedView } from '../../store/batch-reader.ts';
 import { constantMarkup, html, type Html, type HtmlValue } from './html.ts';
 
 /*
@@ -40,6 +41,8 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .badge.outcome.in_progress { background: #e8f0fe; border-color: var(--in_progress); color: #1e40af; }
 .badge.outcome.paid { background: #e3f6e8; border-color: var(--submitted); color: #14532d; }
 .panel { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
+.paused-banner { background: #fde8e8; border: 1px solid #f0a3a3; border-radius: 6px; padding: .5rem .8rem;
+  margin: 0 0 .8rem; font-weight: 600; color: #7f1d1d; }
 .held-reason { background: #fff8e6; border: 1px solid #e8c45c; border-radius: 6px; padding: .5rem .8rem;
   margin: .5rem 0; overflow-wrap: anywhere; }
 svg.bar { display: block; width: 100%; height: 12px; border-radius: 3px; background: #eef0f4; }
@@ -113,8 +116,23 @@ export type PageFrame = {
   readonly title: string;
   /** Reload the page after this many seconds (while a batch is still moving); none when absent. */
   readonly refreshSeconds?: number | undefined;
+  /** Processing is paused (README `pause`): every page says so, since when and by whom, on top. */
+  readonly paused?: PausedView | null | undefined;
   readonly body: HtmlValue;
 };
+
+/** `2025-06-01 12:34:56Z`. */
+function shownTime(iso: string): string {
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}Z`;
+}
+
+function pausedBanner(p: PausedView): Html {
+  return html`<div class="paused-banner" role="status" data-paused>
+    Processing is paused since <span data-paused-since="${p.since}">${shownTime(p.since)}</span> by
+    <span class="mono" data-paused-by>${p.by ?? 'someone (not recorded)'}</span>: nothing is sent until
+    <code>usdc-batch resume</code>.
+  </div>`;
+}
 
 /** A whole HTML document around `body`. */
 export function pageShell(frame: PageFrame): Html {
@@ -138,7 +156,7 @@ export function pageShell(frame: PageFrame): Html {
             <a href="/ui">batches</a><a href="/ui/treasury">treasury</a><a href="/dashboard">queues</a>
           </nav>
         </header>
-        <main>${frame.body}</main>
+        <main>${frame.paused ? pausedBanner(frame.paused) : null}${frame.body}</main>
       </body>
     </html> `;
 }

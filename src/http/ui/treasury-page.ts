@@ -1,3 +1,4 @@
+import type { PausedView } from '../../store/batch-reader.ts';
 import type { TreasuryView } from '../../treasury/treasury-view.ts';
 import { html, type Html } from './html.ts';
 import { pageShell } from './page-shell.ts';
@@ -5,7 +6,7 @@ import { pageShell } from './page-shell.ts';
 const STATE_BADGE = { below_min: 'warn', ok: 'done', spare: 'open' } as const;
 
 /** `/ui/treasury`: the treasury's USDC per chain (and per owner), and each scheduled rebalancing policy. */
-export function treasuryPage(view: TreasuryView): Html {
+export function treasuryPage(view: TreasuryView, paused: PausedView | null = null): Html {
   const body = html`<h1>Treasury</h1>
     <p class="muted">
       The treasury's USDC per chain, read now. Position = balance − outgoing (transfers from the chain not yet
@@ -28,7 +29,7 @@ export function treasuryPage(view: TreasuryView): Html {
           </div>`
         : view.policies.map((p) => policyTable(p))
     }`;
-  return pageShell({ title: 'Treasury', body });
+  return pageShell({ title: 'Treasury', paused, body });
 }
 
 function chainsTable(view: TreasuryView): Html {
