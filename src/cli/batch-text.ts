@@ -23,10 +23,17 @@ export function intentsText(i: BatchSummary['intents']): string {
   return `intents: ${parts.join(', ')}`;
 }
 
-/** Planned and paid totals on two lines. */
+/**
+ * Planned and paid totals on two lines. A planned fee not known yet (a transfer that may still be
+ * sent has no estimate) is a dash and says so: never 0.00, which would read as a free payroll.
+ */
 export function totalsLines(t: BatchSummary['totals']): string[] {
+  const planned =
+    t.fee === null || t.net_receive === null
+      ? `planned  amount ${t.amount} USDC  fee —  net —  (not estimated yet: each transfer is estimated before it is sent)`
+      : `planned  amount ${t.amount} USDC  fee ${t.fee}  net ${t.net_receive}`;
   return [
-    `planned  amount ${t.amount} USDC  fee ${t.fee}  net ${t.net_receive}`,
+    planned,
     `paid     amount ${t.paid.amount} USDC  fee ${t.paid.fee}  net ${t.paid.net_receive}  (submitted transfers)`,
   ];
 }

@@ -24,7 +24,9 @@ export type TransferView = {
   owner: string | null;
   /** True when its address was not in the address book when the batch was enqueued. */
   new_recipient: boolean;
-  fee: { total: string | null; platform: string | null; gas: string | null };
+  /** The fee estimate; null before the transfer was estimated (never 0.00 for "not known"). */
+  fee: { total: string; platform: string; gas: string } | null;
+  /** Null while `fee` is. */
   net_receive: string | null;
   attempts: number;
   error: { code: string; message: string } | null;
@@ -54,8 +56,12 @@ export type BatchSummary = {
   counts: Record<TransferState, number>;
   /** The submitted transfers' intents by where they are (settlement.ts); they add up to `counts.submitted`. */
   intents: IntentCounts;
-  /** As planned (every row's amount and recorded estimate); `paid`: the submitted transfers only. */
-  totals: { amount: string; fee: string; net_receive: string; paid: PaidTotals };
+  /**
+   * As planned (every row's amount and recorded estimate); `fee` and `net_receive` are null while a
+   * transfer that may still be sent (queued, held, in progress) has no estimate yet. `paid`: the
+   * submitted transfers only.
+   */
+  totals: { amount: string; fee: string | null; net_receive: string | null; paid: PaidTotals };
 };
 
 /** Processing paused (README `pause`): since when (ISO) and by whom; null while it runs. */
@@ -93,14 +99,36 @@ export function transferView(t: TransferRecord): TransferView {
     tx_signature: t.txSignature,
     owner: t.owner,
     new_recipient: t.newRecipient,
-    fee: { total: amt(t.feeTotal), platform: amt(t.feePlatform), gas: amt(t.feeGas) },
-    net_receive: amt(t.netReceive),
+    fee: feeView(t),
+    net_receive: t.feeTotal === null ? null : amt(t.netReceive),
     attempts: t.attempts,
     error: t.errorCode ? { code: t.errorCode, message: t.errorMessage ?? '' } : null,
     evidence: [...t.evidence],
     wait_reason: t.waitReason,
     updated_at: iso(t.updatedAt === null ? null : String(t.updatedAt)),
   };
+}
+
+/** A transfer's fee estimate; null before it was estimated. */
+function feeView(t: TransferRecord): TransferView['fee'] {
+  if (t.feeTotal === null) return null;
+  return {
+    total: formatUsdc(t.feeTotal),
+    platform: formatUsdc(t.feePlatform ?? 0n),
+    gas: formatUsdc(t.feeGas ?? 0n),
+  };
+}
+
+/**
+ * Whether every transfer that may still be sent (queued, held, in progress) has its fee estimate,
+ * so that the planned fee and net are known: the batch's `unestimated` count is 0. A batch recorded
+ * before that count existed is known once none of its transfers may still be sent.
+ */
+function feesKnown(b: Record<string, string>, counts: Record<TransferState, number>): boolean {
+  const unestimated = b['unestimated'];
+  if (unestimated !== undefined && /^-?[0-9]+$/.test(unestimated) && Number(unestimated) >= 0)
+    return Number(unestimated) === 0;
+  return counts.queued + counts.in_progress === 0;
 }
 
 /** A held batch's reason; one held by code that recorded none was held at the approval threshold. */
@@ -115,6 +143,7 @@ export function summarize(batchId: string, b: Record<string, string>): BatchSumm
   const big = (v: string | undefined) => BigInt(v && /^-?[0-9]+$/.test(v) ? v : '0');
   const complete = b['complete'] === '1';
   const intents = intentCounts(b);
+  const known = feesKnown(b, counts);
   return {
     batch_id: batchId,
     created_at: iso(b['created_at']),
@@ -127,8 +156,8 @@ export function summarize(batchId: string, b: Record<string, string>): BatchSumm
     intents,
     totals: {
       amount: formatUsdc(big(b['amount'])),
-      fee: formatUsdc(big(b['fee'])),
-      net_receive: formatUsdc(big(b['net_receive'])),
+      fee: known ? formatUsdc(big(b['fee'])) : null,
+      net_receive: known ? formatUsdc(big(b['net_receive'])) : null,
       paid: paidTotals(b),
     },
   };

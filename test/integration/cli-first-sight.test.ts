@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { userInfo } from 'node:os';
 import { describe, expect, it } from 'vitest';
+import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { BIN, REPO_ROOT, runCli } from '../helpers/cli.ts';
 import { useCliSuite } from '../helpers/cli-suite.ts';
 import { EVM, newPrefix } from './ingest-fixtures.ts';
@@ -223,5 +224,76 @@ describe('a paused system says so: since when and by whom', () => {
     expect(after.paused).toBeNull();
     expect((await runCli(['status', batchId], env)).stdout).not.toMatch(/PAUSED/);
     expect((await runCli(['resume'], env)).stdout).toMatch(/^not paused; nothing changed$/m);
+  });
+});
+
+describe('fees not estimated yet are null, never 0.00', () => {
+  type Doc = {
+    totals: { fee: string | null; net_receive: string | null };
+    transfers: { id: string; fee: { total: string } | null; net_receive: string | null }[];
+  };
+
+  it('in the status document, the text of status, and export (JSON null, CSV empty) until every transfer that may be sent is estimated', async () => {
+    const { env, prefix, batchId } = await enqueued('fee', 3);
+    const store = createTransferStore({ redis: cli.redis, prefix });
+    const doc = async () => JSON.parse((await runCli(['status', batchId, '--json'], env)).stdout) as Doc;
+
+    const fresh = await doc();
+    expect(fresh.totals).toMatchObject({ fee: null, net_receive: null });
+    expect(fresh.transfers.map((t) => [t.fee, t.net_receive])).toEqual([
+      [null, null],
+      [null, null],
+      [null, null],
+    ]);
+    const text = (await runCli(['status', batchId], env)).stdout;
+    expect(text).toMatch(/^planned {2}amount 7\.50 USDC {2}fee — {2}net — {2}\(not estimated yet/m);
+    expect(text).not.toMatch(/^planned.*fee 0\.00/m);
+
+    // One estimated; one ends failed before its estimate: the third may still be sent, unestimated.
+    await store.saveEstimate(
+      batchId,
+      'fee-1',
+      { total: 100_000n, platform: 90_000n, gas: 10_000n },
+      1_400_000n,
+    );
+    await store.transition(batchId, 'fee-2', {
+      expected: ['queued'],
+      to: 'failed',
+      fields: { error_code: 'x', error_message: 'y' },
+    });
+    const partly = await doc();
+    expect(partly.totals).toMatchObject({ fee: null, net_receive: null });
+    expect(partly.transfers.find((t) => t.id === 'fee-1')).toMatchObject({
+      fee: { total: '0.10', platform: '0.09', gas: '0.01' },
+      net_receive: '1.40',
+    });
+
+    // The last one that may be sent is estimated: the totals sum the estimates made.
+    await store.saveEstimate(
+      batchId,
+      'fee-3',
+      { total: 200_000n, platform: 150_000n, gas: 50_000n },
+      3_300_000n,
+    );
+    expect((await doc()).totals).toMatchObject({ fee: '0.30', net_receive: '4.70' });
+    expect((await runCli(['status', batchId], env)).stdout).toMatch(
+      /^planned {2}amount 7\.50 USDC {2}fee 0\.30 {2}net 4\.70$/m,
+    );
+
+    // Re-queued without an estimate (as retry does with fee-2): unknown again until it is estimated.
+    await store.transition(batchId, 'fee-2', { expected: ['failed'], to: 'queued' });
+    expect((await doc()).totals).toMatchObject({ fee: null, net_receive: null });
+
+    const exported = JSON.parse(
+      (await runCli(['export', batchId, '--format', 'json'], env)).stdout,
+    ) as Doc['transfers'];
+    expect(exported.find((t) => t.id === 'fee-2')).toMatchObject({ fee: null, net_receive: null });
+    const csvText = (await runCli(['export', batchId], env)).stdout.trim().split(/\r?\n/);
+    const header = (csvText[0] ?? '').split(',');
+    const row = (id: string) => (csvText.find((l) => l.startsWith(`${id},`)) ?? '').split(',');
+    for (const column of ['fee_total', 'fee_platform', 'fee_gas', 'net_receive']) {
+      expect(row('fee-2')[header.indexOf(column)], column).toBe('');
+    }
+    expect(row('fee-1')[header.indexOf('fee_total')]).toBe('0.10');
   });
 });

@@ -232,7 +232,9 @@ describe('GET /openapi.json', () => {
       'intents', 'totals', 'paused', 'transfers', 'next_cursor',
     ]); // prettier-ignore
     const queued = body.transfers.find((t) => t['id'] === 'oa-2')!;
-    expect(queued).toMatchObject({ intent_id: null, memo: null, error: null, fee: { total: null } });
+    // Not estimated yet: its fee and net are null (never 0.00), and so are the planned totals.
+    expect(queued).toMatchObject({ intent_id: null, memo: null, error: null, fee: null, net_receive: null });
+    expect(body['totals']).toMatchObject({ amount: '6.75', fee: null, net_receive: null });
     expect(res.body).toBe(JSON.stringify(body));
   });
 });

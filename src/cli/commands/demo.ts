@@ -181,7 +181,7 @@ export async function run(): Promise<number> {
           t.id,
           `${t.from}→${t.to}`,
           t.amount,
-          t.fee.total,
+          t.fee?.total ?? null,
           t.state,
           t.intent_id,
           t.intent_status,
@@ -192,7 +192,7 @@ export async function run(): Promise<number> {
     );
     out(
       `submitted ${c.submitted}, failed ${c.failed}, rejected ${c.rejected}, needs_review ${c.needs_review}; ` +
-        `total ${doc.totals.amount} USDC, fees ${doc.totals.fee}, net ${doc.totals.net_receive}\n\n`,
+        `total ${doc.totals.amount} USDC, fees ${doc.totals.fee ?? '—'}, net ${doc.totals.net_receive ?? '—'}\n\n`,
     );
     // The service pays each recipient on its chain when the intent reaches `minted` (2 s here).
     while (sb.ledger().some((e) => e.destination_tx === null) && Date.now() < deadline)

@@ -122,7 +122,9 @@ function transferRow(t: TransferView): Html {
       }
     </td>
     <td data-label="tx" class="mono">${tx ? clipped(tx) : '–'}</td>
-    <td data-label="fee" class="num">${t.fee.total ?? '–'}</td>
+    <td data-label="fee" class="num">
+      ${t.fee ? t.fee.total : html`<span class="muted" title="not estimated yet">—</span>`}
+    </td>
     <td data-label="error / waiting for" class="wrap">${problemText(t)}</td>
   </tr>`;
 }
