@@ -23,6 +23,9 @@ export const EXPORT_COLUMNS = [
   'error_message',
   'updated_at',
   'new_recipient',
+  // The EVM owner whose permit pays it, as in the JSON export (empty before one is chosen, and for
+  // SOLANA-source rows); last, so that a reader of the earlier columns by position reads them still.
+  'owner',
 ] as const;
 
 function csvCell(v: string | number | null, forTerminal: boolean): string {
@@ -61,6 +64,7 @@ function csvRow(t: TransferView, forTerminal = false): string {
     t.error?.message ?? null,
     t.updated_at,
     t.new_recipient ? 'true' : 'false',
+    t.owner,
   ];
   return values.map((v) => csvCell(v, forTerminal)).join(',');
 }

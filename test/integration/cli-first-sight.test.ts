@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { userInfo } from 'node:os';
 import { describe, expect, it } from 'vitest';
+import { keys } from '../../src/store/keys.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { BIN, REPO_ROOT, runCli } from '../helpers/cli.ts';
 import { useCliSuite } from '../helpers/cli-suite.ts';
@@ -295,5 +296,29 @@ describe('fees not estimated yet are null, never 0.00', () => {
       expect(row('fee-2')[header.indexOf(column)], column).toBe('');
     }
     expect(row('fee-1')[header.indexOf('fee_total')]).toBe('0.10');
+  });
+});
+
+describe('export', () => {
+  it('CSV has the owner column the JSON export has, with the same values', async () => {
+    const { env, prefix, batchId } = await enqueued('own', 2);
+    const owner = '0xf9908B8d3030ddCf43416EdA9A04c353220Cee45';
+    await cli.redis.hset(keys(prefix).transfer(batchId, 'own-1'), 'owner', owner);
+    const json = JSON.parse((await runCli(['export', batchId, '--format', 'json'], env)).stdout) as {
+      id: string;
+      owner: string | null;
+    }[];
+    expect(json.map((t) => [t.id, t.owner])).toEqual([
+      ['own-1', owner],
+      ['own-2', null],
+    ]);
+    const lines = (await runCli(['export', batchId], env)).stdout.trim().split(/\r?\n/);
+    const header = (lines[0] ?? '').split(',');
+    expect(header.at(-1)).toBe('owner');
+    const at = header.indexOf('owner');
+    expect(lines.slice(1).map((l) => [l.split(',')[0], l.split(',')[at]])).toEqual([
+      ['own-1', owner],
+      ['own-2', ''],
+    ]);
   });
 });
