@@ -39,6 +39,7 @@ const ROUTES = [
   'GET /ui/batches/{id}/audit',
   'GET /ui/batches/{id}/export.csv',
   'GET /ui/treasury',
+  'GET /favicon.ico',
   'GET /openapi.json',
 ];
 

@@ -72,6 +72,16 @@ describe('batch pages /ui (inject)', () => {
     }
   });
 
+  it('answers /favicon.ico 204 without credentials, as browsers ask for it on every page load', async () => {
+    for (const headers of [{}, bearer]) {
+      const res = await app.inject({ method: 'GET', url: '/favicon.ico', headers });
+      expect(res.statusCode).toBe(204);
+      expect(res.body).toBe('');
+      expect(res.headers['www-authenticate']).toBeUndefined();
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+    }
+  });
+
   it('answers pages as locked-down HTML: no script, no caching, no framing', async () => {
     const res = await app.inject({ method: 'GET', url: '/ui/batches/ui-b1', headers: bearer });
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
