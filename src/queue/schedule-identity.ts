@@ -84,6 +84,12 @@ function outOfRange(fields: readonly string[]): string | undefined {
   return undefined;
 }
 
+/** A schedule's next firing after `now` (ms), as its scheduler computes it; null when it has none. */
+export function nextFiring(cron: string, tz: string, now: number = Date.now()): number | null {
+  const spec = checkScheduleSpec(cron, tz, now);
+  return spec.ok ? spec.next : null;
+}
+
 /** `NAME-YYYYMMDDTHHMMSSZ`, from the firing's scheduled time in UTC. */
 export function firingBatchId(name: string, scheduledAt: number): string {
   const iso = new Date(scheduledAt).toISOString(); // 2025-01-31T02:00:00.000Z

@@ -1,3 +1,4 @@
+import { nextFiring } from '../../queue/schedule-identity.ts';
 import { pausedView } from '../../store/batch-reader.ts';
 import { readPause } from '../../store/pause-flag.ts';
 import { readTreasuryView } from '../../treasury/treasury-view.ts';
@@ -13,7 +14,12 @@ export const uiTreasuryRoute: RoutePlugin = async (app, { deps }) => {
     { config: { auth: 'dashboard' }, schema: uiTreasurySchema },
     async (_request, reply) => {
       const [view, pause] = await Promise.all([
-        readTreasuryView({ redis: deps.redis, prefix: deps.config.queuePrefix, config: deps.config }),
+        readTreasuryView({
+          redis: deps.redis,
+          prefix: deps.config.queuePrefix,
+          config: deps.config,
+          nextRun: (cron, tz) => nextFiring(cron, tz),
+        }),
         readPause(deps.redis, deps.config.queuePrefix),
       ]);
       return reply

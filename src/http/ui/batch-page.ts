@@ -43,7 +43,8 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
       <a href="${base}/audit" data-link="audit">audit entries</a>
     </div>
     <h2>${view.state ? html`Transfers ${view.state.replace('_', ' ')}` : 'Transfers'}</h2>
-    ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers)} ${pager(doc, view, base)}`;
+    ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers, doc.paused !== null)}
+    ${pager(doc, view, base)}`;
   return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, paused: doc.paused, body });
 }
 
@@ -73,7 +74,7 @@ function limitParam(view: BatchPageView): string | undefined {
   return view.limit === view.defaultLimit ? undefined : String(view.limit);
 }
 
-function transfersTable(transfers: readonly TransferView[]): Html {
+function transfersTable(transfers: readonly TransferView[], paused: boolean): Html {
   return html`<div class="scroll">
     <table class="rows" data-table="transfers">
       <thead>
@@ -91,13 +92,13 @@ function transfersTable(transfers: readonly TransferView[]): Html {
         </tr>
       </thead>
       <tbody>
-        ${transfers.map(transferRow)}
+        ${transfers.map((t) => transferRow(t, paused))}
       </tbody>
     </table>
   </div>`;
 }
 
-function transferRow(t: TransferView): Html {
+function transferRow(t: TransferView, paused: boolean): Html {
   const tx = t.tx_hash ?? t.tx_signature;
   const newBadge = t.new_recipient
     ? html`<span class="badge new" title="not in the address book when the batch was enqueued"
@@ -125,7 +126,7 @@ function transferRow(t: TransferView): Html {
     <td data-label="fee" class="num">
       ${t.fee ? t.fee.total : html`<span class="muted" title="not estimated yet">—</span>`}
     </td>
-    <td data-label="error / waiting for" class="wrap">${problemText(t)}</td>
+    <td data-label="error / waiting for" class="wrap">${problemText(t, paused)}</td>
   </tr>`;
 }
 
@@ -137,10 +138,13 @@ function clipped(value: string): Html {
   return html`<span class="clip" title="${value}">${value}</span>`;
 }
 
-function problemText(t: TransferView): Html {
+/** Its error, or what it waits for: a queued row of a paused system waits for `resume` at least. */
+function problemText(t: TransferView, paused: boolean): Html {
+  const waitsFor =
+    t.wait_reason ?? (paused && t.state === 'queued' ? 'processing is paused (usdc-batch resume)' : '');
   const said = t.error
     ? html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`
-    : html`${t.wait_reason ?? ''}`;
+    : html`${waitsFor}`;
   return html`${said}${evidenceList(t.evidence)}`;
 }
 

@@ -43,7 +43,7 @@ function batchRow(b: BatchSummary): Html {
   const c = b.counts;
   const done = c.submitted + c.failed + c.rejected + c.needs_review;
   return html`<tr data-batch="${b.batch_id}">
-    <td data-label="batch" class="id">
+    <td data-label="batch" class="id batch-id">
       <a href="/ui/batches/${encodeURIComponent(b.batch_id)}">${b.batch_id}</a>
     </td>
     <td data-label="created" class="num">${shortTime(b.created_at)}</td>

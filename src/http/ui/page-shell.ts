@@ -56,6 +56,7 @@ svg.bar rect.rejected { fill: var(--rejected); } svg.bar rect.needs_review { fil
 .dot.rejected { background: var(--rejected); } .dot.needs_review { background: var(--needs_review); }
 dl.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(10rem, 1fr)); gap: .3rem 1rem; margin: .6rem 0 0; }
 dl.figures div { min-width: 0; }
+dl.figures div.wide { grid-column: span 2; }
 dl.figures dt { color: var(--muted); font-size: .8rem; }
 dl.figures dd { margin: 0; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
 ul.states { list-style: none; padding: 0; margin: .6rem 0 0; display: flex; flex-wrap: wrap; gap: .35rem; }
@@ -71,6 +72,8 @@ table.rows td.num { text-align: right; font-variant-numeric: tabular-nums; white
 table.rows td.wrap { overflow-wrap: anywhere; min-width: 11rem; max-width: 24rem; }
 .scroll { overflow-x: auto; }
 table.rows td.id { overflow-wrap: anywhere; min-width: 7rem; max-width: 14rem; }
+table.rows td.batch-id { white-space: nowrap; max-width: none; overflow-wrap: normal; }
+table.rows td.batch-id a { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .88em; }
 .memo { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; overflow-wrap: anywhere; }
 .clip { display: block; max-width: 8.5rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .state { white-space: nowrap; }
@@ -93,6 +96,7 @@ details.evidence ol { margin: .2rem 0 0; padding-left: 1.2rem; overflow-wrap: an
   table.rows td::before { content: attr(data-label); position: absolute; left: .5rem; width: 6.5rem;
     color: var(--muted); font-size: .8rem; line-height: 1.8; }
   .clip { max-width: none; white-space: normal; overflow-wrap: anywhere; }
+  table.rows td.batch-id { white-space: normal; overflow-wrap: anywhere; }
 }
 `;
 
