@@ -193,7 +193,10 @@ describe('a paused system says so: since when and by whom', () => {
       `^processing is PAUSED ${SINCE}: nothing is sent until \`usdc-batch resume\`$`,
       'm',
     );
-    expect((await runCli(['status', batchId], env)).stdout).toMatch(PAUSED_LINE);
+    const statusText = (await runCli(['status', batchId], env)).stdout;
+    expect(statusText).toMatch(PAUSED_LINE);
+    // Each queued row says what it waits for.
+    expect(statusText).toMatch(/^pz-1 .* queued .* processing is paused \(usdc-batch resume\)$/m);
     expect((await runCli(['batches'], env)).stdout).toMatch(PAUSED_LINE);
     const listed = JSON.parse((await runCli(['batches', '--json'], env)).stdout) as { paused: unknown };
     expect(listed.paused).toEqual(doc.paused);

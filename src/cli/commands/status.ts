@@ -39,7 +39,10 @@ export function renderStatus(doc: BatchStatus, state?: TransferState): string {
         t.new_recipient ? 'NEW' : '',
         t.state,
         t.intent_id,
-        t.error ? `${t.error.code}: ${t.error.message}` : t.wait_reason,
+        t.error
+          ? `${t.error.code}: ${t.error.message}`
+          : (t.wait_reason ??
+            (doc.paused && t.state === 'queued' ? 'processing is paused (usdc-batch resume)' : null)),
       ]),
     ),
   );
