@@ -139,7 +139,7 @@ async function estimateRows(
   const issues: IngestIssue[] = [];
   try {
     let done = 0;
-    await inLanes(transfers, DRY_RUN_CONCURRENCY, async (t) => {
+    const estimateRow = async (t: TransferRequest) => {
       try {
         estimates.set(t.line, await client.estimate({ from: t.from, to: t.to, amount: t.amount }));
       } catch (err) {
@@ -149,7 +149,11 @@ async function estimateRows(
         issues.push({ line: t.line, column: null, message: `estimate failed: ${errorMessage(err)}` });
       }
       onEstimated?.(++done, transfers.length);
-    });
+    };
+    // The first row alone: a refused key is found by one request, not by a lane's worth of them.
+    const [first, ...rest] = transfers;
+    if (first) await estimateRow(first);
+    await inLanes(rest, DRY_RUN_CONCURRENCY, estimateRow);
   } finally {
     client.close();
   }
