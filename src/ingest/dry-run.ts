@@ -141,7 +141,11 @@ async function estimateRows(
     let done = 0;
     const estimateRow = async (t: TransferRequest) => {
       try {
-        estimates.set(t.line, await client.estimate({ from: t.from, to: t.to, amount: t.amount }));
+        // Quiet: every failure is reported here (a row's issue, or the key refused), not logged too.
+        estimates.set(
+          t.line,
+          await client.estimate({ from: t.from, to: t.to, amount: t.amount }, { quiet: true }),
+        );
       } catch (err) {
         // A refused key is the configuration's problem, not the row's: the first one stops the run
         // (inLanes takes no new row), said once, naming TRANSFER_API_KEY (exit 2).

@@ -24,7 +24,7 @@ export async function checkServiceKey(deps: {
   try {
     await deps.service.estimate(
       { from, to, amount: 1n },
-      { signal: AbortSignal.timeout(KEY_CHECK_TIMEOUT_MS) },
+      { signal: AbortSignal.timeout(KEY_CHECK_TIMEOUT_MS), quiet: true },
     );
     deps.logger.debug({ from, to }, 'TRANSFER_API_KEY accepted by the service');
   } catch (err) {

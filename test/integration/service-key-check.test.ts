@@ -33,7 +33,8 @@ describe('a wrong TRANSFER_API_KEY is found before any row fails', () => {
     const { batchId } = await stack.enqueue(mixedRows(3, 'key'));
     const wrong = await runCli(['worker'], { ...stack.env, TRANSFER_API_KEY: 'sk_wrong_key_0123' });
     expect(wrong.code, wrong.stderr).toBe(2);
-    expect(said(wrong.stderr)).toEqual([expect.stringMatching(KEY_LINE)]);
+    // One line: the check's own call is not logged as a failure besides.
+    expect(wrong.stderr.trim().split('\n')).toEqual([expect.stringMatching(KEY_LINE)]);
     expect(wrong.stderr).not.toContain('sk_wrong_key_0123');
     const untouched = await stack.status(batchId);
     expect(untouched.counts).toMatchObject({ queued: 3, in_progress: 0, failed: 0 });
@@ -42,6 +43,9 @@ describe('a wrong TRANSFER_API_KEY is found before any row fails', () => {
     const worker = stack.startWorker();
     try {
       expect((await stack.waitComplete(batchId, 60_000)).counts.submitted).toBe(3);
+      // Its start's estimate of 0.000001 USDC, which the sandbox refuses as below its fee, showed the
+      // key accepted and is not logged as a failure (a warning at every start would be noise).
+      expect(worker.output()).not.toMatch(/service call failed/);
     } finally {
       await worker.stop();
     }
@@ -64,7 +68,7 @@ describe('a wrong TRANSFER_API_KEY is found before any row fails', () => {
       });
       expect(run.code, run.stderr).toBe(2);
       expect(run.stdout).toBe('');
-      expect(said(run.stderr)).toEqual([expect.stringMatching(KEY_LINE)]);
+      expect(run.stderr.trim().split('\n')).toEqual([expect.stringMatching(KEY_LINE)]);
     }
   });
 });
