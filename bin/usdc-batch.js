@@ -22,6 +22,6 @@ if (major === 22 && minor < 18 && !process.execArgv.includes('--experimental-str
   process.on('warning', (w) => {
     if (w.name !== 'ExperimentalWarning') process.stderr.write(`${w.name}: ${w.message}\n`);
   });
-  const { main } = await import('../src/cli/main.ts');
-  process.exitCode = await main(process.argv.slice(2));
+  const { runAsProcess } = await import('../src/cli/main.ts');
+  process.exitCode = await runAsProcess(process.argv.slice(2));
 }

@@ -1,5 +1,5 @@
 import { batchOutcome } from '../domain/batch-outcome.ts';
-import type { BatchSummary } from '../store/batch-reader.ts';
+import type { BatchSummary, PausedView } from '../store/batch-reader.ts';
 
 /* A batch's settlement and totals as the human output of `status`, `batches` and `enqueue --wait` shows them. */
 
@@ -23,10 +23,32 @@ export function intentsText(i: BatchSummary['intents']): string {
   return `intents: ${parts.join(', ')}`;
 }
 
-/** Planned and paid totals on two lines. */
+/**
+ * Planned and paid totals on two lines. A planned fee not known yet (a transfer that may still be
+ * sent has no estimate) is a dash and says so: never 0.00, which would read as a free payroll.
+ */
 export function totalsLines(t: BatchSummary['totals']): string[] {
+  const planned =
+    t.fee === null || t.net_receive === null
+      ? `planned  amount ${t.amount} USDC  fee —  net —  (not estimated yet: each transfer is estimated before it is sent)`
+      : `planned  amount ${t.amount} USDC  fee ${t.fee}  net ${t.net_receive}`;
   return [
-    `planned  amount ${t.amount} USDC  fee ${t.fee}  net ${t.net_receive}`,
+    planned,
     `paid     amount ${t.paid.amount} USDC  fee ${t.paid.fee}  net ${t.paid.net_receive}  (submitted transfers)`,
   ];
+}
+
+/** `2025-06-01T12:34:56Z`: an ISO time to the second. */
+function toSecond(iso: string): string {
+  return iso.replace(/\.[0-9]+Z$/, 'Z');
+}
+
+/** `since 2025-06-01T12:34:56Z by cli:alice`: when and by whom processing was paused. */
+export function pausedSince(p: PausedView): string {
+  return `since ${toSecond(p.since)} by ${p.by ?? 'someone (not recorded)'}`;
+}
+
+/** The line every command that shows batches prints while processing is paused. */
+export function pausedLine(p: PausedView): string {
+  return `processing is PAUSED ${pausedSince(p)}: nothing is sent until \`usdc-batch resume\``;
 }

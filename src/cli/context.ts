@@ -37,7 +37,7 @@ export function cliActor(): string {
 }
 
 export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(readEnv(), needs)): CliContext {
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   const redis = createRedis(config, { role: 'client', logger, quiet: true });
   let producer: Producer | undefined;
   let acks: ReplicaAcks | undefined;

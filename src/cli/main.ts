@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
 import { EXIT } from './exit-codes.ts';
+import { endQuietlyOnClosedPipe, followNpmLauncher, isEnding } from './lifetime.ts';
 import { plainText } from './format.ts';
 
 /** A command module exports `run(args, options)` and returns its exit code. */
@@ -36,6 +38,14 @@ function batchIdArgument(value: string): string {
   return value;
 }
 
+/** The package's version, from its package.json (the checkout's, or the installed package's). */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version?: unknown;
+  };
+  return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+}
+
 /** Declares commands on the program; a command's action hands its name, arguments and options to `onRun`. */
 type Registrar = {
   readonly program: Command;
@@ -48,6 +58,7 @@ export function buildProgram(
 ): Command {
   const program = new Command('usdc-batch')
     .description('Batched USDC payouts through a gasless cross-chain transfer service.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     // Commander quotes what was typed (an unknown option, a bad value): shown with escapes.
     .configureOutput({
@@ -133,7 +144,7 @@ function registerOperations(r: Registrar): void {
     r
       .def('resolve', 'settle a needs_review transfer after checking the chain')
       .argument('<batch-id>', 'batch id', batchIdArgument)
-      .argument('<transfer-id>')
+      .argument('<transfer-id>', "the transfer's id (its CSV id, or line-N; see status BATCH_ID)")
       .option('--submitted <intent-id>', 'it was paid: record this intent id')
       .option('--not-sent', 'it was not paid: mark it failed (then retry may send it)'),
     'resolve',
@@ -177,7 +188,10 @@ function registerSchedule(r: Registrar): void {
     schedule
       .command('add')
       .description('add or replace a recurring batch')
-      .argument('<name>')
+      .argument(
+        '<name>',
+        'the schedule name (1-40 of A-Z a-z 0-9 _ -); each firing is batch NAME-YYYYMMDDTHHMMSSZ',
+      )
       .requiredOption('--cron <expr>', 'cron expression')
       .option('--file <file>', 'CSV file')
       .option('--rebalance <policy>', 'a rebalancing policy (YAML or JSON), planned afresh at each firing')
@@ -185,7 +199,10 @@ function registerSchedule(r: Registrar): void {
     'schedule',
   );
   r.bind(schedule.command('list').description('list schedules').option('--json', 'print JSON'), 'schedule');
-  r.bind(schedule.command('remove').description('remove a schedule').argument('<name>'), 'schedule');
+  r.bind(
+    schedule.command('remove').description('remove a schedule').argument('<name>', 'the schedule name'),
+    'schedule',
+  );
 }
 
 /** `recipients list|add|remove|import`: the address book. */
@@ -201,7 +218,7 @@ function registerRecipients(r: Registrar): void {
     recipients
       .command('add')
       .description('add an address (or change its label); a removed address is trusted again')
-      .argument('<address>')
+      .argument('<address>', 'an EVM address (0x…) or a Solana address')
       .option('--label <label>', 'a name for people reading the book'),
     'recipients',
   );
@@ -209,14 +226,14 @@ function registerRecipients(r: Registrar): void {
     recipients
       .command('remove')
       .description('remove an address: payments to it are held until it is added again')
-      .argument('<address>'),
+      .argument('<address>', 'the address to remove'),
     'recipients',
   );
   r.bind(
     recipients
       .command('import')
       .description('add the addresses of a CSV file (columns address, label), all or none')
-      .argument('<file>', 'CSV file'),
+      .argument('<file>', 'CSV file with the columns address and label'),
     'recipients',
   );
 }
@@ -271,6 +288,16 @@ function registerSandbox(r: Registrar): void {
   );
 }
 
+/**
+ * The CLI as a process (bin/usdc-batch.js): a closed stdout or stderr ends it quietly (exit 0), a
+ * parent npm that was killed ends it as SIGTERM would (cli/lifetime.ts); then `main`.
+ */
+export async function runAsProcess(argv: string[]): Promise<number> {
+  endQuietlyOnClosedPipe();
+  followNpmLauncher();
+  return await main(argv);
+}
+
 /** Runs the CLI; returns the exit code (never calls process.exit, so it can be tested in-process). */
 export async function main(argv: string[]): Promise<number> {
   let chosen: { name: string; args: string[]; options: Record<string, unknown>; sub?: string } | undefined;
@@ -304,6 +331,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await mod.run(chosen.args, chosen.options);
   } catch (err) {
+    // Ending (a signal, a closed pipe): what failed because of it is not news.
+    if (isEnding()) return EXIT.ok;
     return reportError(err);
   }
 }

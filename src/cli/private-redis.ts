@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { UsdcBatchError } from '../domain/errors.ts';
+import { killOnExit, tiedToThisProcess } from './lifetime.ts';
 
 async function freePort(): Promise<number> {
   return await new Promise((resolve, reject) => {
@@ -32,24 +33,24 @@ export async function startPrivateRedis(dir: string): Promise<PrivateRedis> {
     );
   }
   const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--save',
-      '',
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-    ],
-    { stdio: 'ignore' },
-  );
+  // Tied to this process: no private Redis outlives the command that started it (cli/lifetime.ts),
+  // even one killed by SIGKILL where setpriv can say so.
+  const [command, args] = tiedToThisProcess('redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'always',
+  ]);
+  const child = spawn(command, args, { stdio: 'ignore' });
+  killOnExit(child);
   const url = `redis://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   for (;;) {

@@ -92,6 +92,8 @@ export type Config = RedisSettings & {
   readonly hookToken: Secret | undefined;
   readonly hookHmacSecret: Secret | undefined;
   readonly logLevel: string;
+  /** `LOG_FORMAT`; null (unset): pretty when stderr is a terminal, JSON otherwise. */
+  readonly logFormat: 'json' | 'pretty' | null;
   /** Permit deadline, seconds from signing. */
   readonly permitDeadlineSeconds: number;
   /** Per-request timeouts to the service, milliseconds. */

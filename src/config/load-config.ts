@@ -154,6 +154,15 @@ function readHttpServer(
   };
 }
 
+/** `LOG_FORMAT`: `json` or `pretty`; unset, pretty on a terminal and JSON elsewhere (log/logger.ts). */
+function readLogFormat(r: EnvReader, problem: Problem): 'json' | 'pretty' | null {
+  const format = r.str('LOG_FORMAT')?.toLowerCase();
+  if (format === undefined) return null;
+  if (format === 'json' || format === 'pretty') return format;
+  problem('LOG_FORMAT', 'must be json or pretty (unset: pretty on a terminal, json elsewhere)');
+  return null;
+}
+
 function readLogLevel(r: EnvReader, problem: Problem): string {
   const level = (r.str('LOG_LEVEL') ?? DEFAULTS.LOG_LEVEL).toLowerCase();
   if (!LOG_LEVELS.includes(level)) problem('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
@@ -224,6 +233,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     hookHmacSecret:
       r.str('HOOK_HMAC_SECRET') !== undefined ? new Secret(r.str('HOOK_HMAC_SECRET') as string) : undefined,
     logLevel: readLogLevel(r, problem),
+    logFormat: readLogFormat(r, problem),
     permitDeadlineSeconds: r.int(
       'PERMIT_DEADLINE_SECONDS',
       DEFAULTS.PERMIT_DEADLINE_SECONDS,

@@ -4,6 +4,7 @@ import { feeCapBreach } from '../domain/fee-cap.ts';
 import { inLanes } from '../domain/pool.ts';
 import type { TransferRequest } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
+import { ApiKeyRefusedError, isKeyRefusal } from '../service/service-error.ts';
 import type { FeeEstimate } from '../service/types.ts';
 import { createLocalRateLimiter } from '../store/rate-limiter.ts';
 import { createRedis } from '../store/redis.ts';
@@ -138,14 +139,25 @@ async function estimateRows(
   const issues: IngestIssue[] = [];
   try {
     let done = 0;
-    await inLanes(transfers, DRY_RUN_CONCURRENCY, async (t) => {
+    const estimateRow = async (t: TransferRequest) => {
       try {
-        estimates.set(t.line, await client.estimate({ from: t.from, to: t.to, amount: t.amount }));
+        // Quiet: every failure is reported here (a row's issue, or the key refused), not logged too.
+        estimates.set(
+          t.line,
+          await client.estimate({ from: t.from, to: t.to, amount: t.amount }, { quiet: true }),
+        );
       } catch (err) {
+        // A refused key is the configuration's problem, not the row's: the first one stops the run
+        // (inLanes takes no new row), said once, naming TRANSFER_API_KEY (exit 2).
+        if (isKeyRefusal(err)) throw new ApiKeyRefusedError(err);
         issues.push({ line: t.line, column: null, message: `estimate failed: ${errorMessage(err)}` });
       }
       onEstimated?.(++done, transfers.length);
-    });
+    };
+    // The first row alone: a refused key is found by one request, not by a lane's worth of them.
+    const [first, ...rest] = transfers;
+    if (first) await estimateRow(first);
+    await inLanes(rest, DRY_RUN_CONCURRENCY, estimateRow);
   } finally {
     client.close();
   }

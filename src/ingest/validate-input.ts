@@ -200,7 +200,9 @@ function finish(
   const issues = [...fileIssues.listed, ...v.issues];
   const omittedIssues = fileIssues.omitted + (options.omittedFileIssues ?? 0) + v.omittedIssues;
   const expect = options.expect ?? {};
-  if (refusal === null && expect.rows !== undefined && expect.rows !== v.inputRows) {
+  // Both control totals are checked: a file wrong in both says so for each.
+  const judged = refusal === null;
+  if (judged && expect.rows !== undefined && expect.rows !== v.inputRows) {
     refusal = 'control_total';
     issues.push({
       line: null,
@@ -208,7 +210,7 @@ function finish(
       message: `control total: expected ${expect.rows} rows, the input has ${v.inputRows}`,
     });
   }
-  if (refusal === null && expect.total !== undefined && expect.total !== v.inputTotal) {
+  if (judged && expect.total !== undefined && expect.total !== v.inputTotal) {
     refusal = 'control_total';
     issues.push({
       line: null,

@@ -1,6 +1,7 @@
-import { format } from 'node:util';
+import { format as formatText } from 'node:util';
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { displayUrl, hideUrlSecrets } from '../domain/url-display.ts';
+import { prettyLine } from './pretty-line.ts';
 
 export type { Logger };
 
@@ -122,8 +123,27 @@ function redactDeep(value: unknown, depth = 0, seen = new WeakSet<object>()): un
   return out;
 }
 
-/** pino JSON to stderr (stdout is for human output and `--json` documents). */
-export function createLogger(level: string, destination?: DestinationStream): Logger {
+/** `LOG_FORMAT`: JSON lines, or one readable line per record; null: pretty when stderr is a terminal. */
+export type LogFormat = 'json' | 'pretty' | null;
+
+/**
+ * Where a process's logs go: stderr, never stdout (stdout is for human output and `--json`
+ * documents). Written through `process.stderr`, so that a reader closing it (`2>&1 | head`) is
+ * one 'error' event there, which the command line ends on quietly (cli/lifetime.ts).
+ */
+export function stderrDestination(format: LogFormat = null): DestinationStream {
+  const pretty = format === 'pretty' || (format === null && process.stderr.isTTY === true);
+  return pretty
+    ? { write: (line: string) => void process.stderr.write(prettyLine(line)) }
+    : { write: (line: string) => void process.stderr.write(line) };
+}
+
+/** pino to `destination`, by default stderr in `format` (stderrDestination). */
+export function createLogger(
+  level: string,
+  destination?: DestinationStream,
+  format: LogFormat = null,
+): Logger {
   const logger = pino(
     {
       level,
@@ -147,13 +167,13 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
           // Interpolate first: a secret split across the template and its argument is whole only
           // in the finished message.
           const at = all.findIndex((a) => typeof a === 'string');
-          if (at >= 0 && all.length > at + 1) all = [...all.slice(0, at), format(...all.slice(at))];
+          if (at >= 0 && all.length > at + 1) all = [...all.slice(0, at), formatText(...all.slice(at))];
           const scrubbed = all.map((a) => (typeof a === 'string' ? scrubText(a) : a));
           method.apply(this, scrubbed as Parameters<typeof method>);
         },
       },
     },
-    destination ?? pino.destination({ fd: 2, sync: true }),
+    destination ?? stderrDestination(format),
   );
   return scrubChildBindings(logger);
 }

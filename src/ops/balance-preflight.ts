@@ -1,5 +1,6 @@
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
 import type { WalletsReport } from './wallets.ts';
+import { counted } from '../domain/plural.ts';
 
 /*
  * `enqueue --dry-run`'s balance pre-flight (issue 17): per source chain, what the batch needs
@@ -186,7 +187,7 @@ export function preflightWarning(p: ChainPreflight): string | null {
   const tail =
     'a row is paid whole by one owner, so move USDC between owners before enqueueing, or those rows wait queued until one owner can cover them';
   if (p.rowsOverEveryOwner > 0) {
-    return `${head} ${p.rowsOverEveryOwner} row(s) need more than any single owner holds (the largest row ${formatUsdc(p.largestRow)}, the most one owner holds ${formatUsdc(p.largestOwner as bigint)} USDC); ${tail}`;
+    return `${head} ${p.rowsOverEveryOwner === 1 ? '1 row needs' : `${p.rowsOverEveryOwner} rows need`} more than any single owner holds (the largest row ${formatUsdc(p.largestRow)}, the most one owner holds ${formatUsdc(p.largestOwner as bigint)} USDC); ${tail}`;
   }
-  return `${head} its rows do not split over the owners' balances as they stand (${p.unplaced} row(s) left over); ${tail}`;
+  return `${head} its rows do not split over the owners' balances as they stand (${counted(p.unplaced, 'row')} left over); ${tail}`;
 }

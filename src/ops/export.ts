@@ -23,6 +23,9 @@ export const EXPORT_COLUMNS = [
   'error_message',
   'updated_at',
   'new_recipient',
+  // The EVM owner whose permit pays it, as in the JSON export (empty before one is chosen, and for
+  // SOLANA-source rows); last, so that a reader of the earlier columns by position reads them still.
+  'owner',
 ] as const;
 
 function csvCell(v: string | number | null, forTerminal: boolean): string {
@@ -52,15 +55,16 @@ function csvRow(t: TransferView, forTerminal = false): string {
     t.intent_status,
     t.tx_hash,
     t.tx_signature,
-    t.fee.total,
-    t.fee.platform,
-    t.fee.gas,
+    t.fee?.total ?? null,
+    t.fee?.platform ?? null,
+    t.fee?.gas ?? null,
     t.net_receive,
     t.attempts,
     t.error?.code ?? null,
     t.error?.message ?? null,
     t.updated_at,
     t.new_recipient ? 'true' : 'false',
+    t.owner,
   ];
   return values.map((v) => csvCell(v, forTerminal)).join(',');
 }

@@ -1,11 +1,22 @@
 import { recordAudit } from '../store/audit.ts';
-import { keys } from '../store/keys.ts';
+import { clearPause, readPause, writePause, type PauseState } from '../store/pause-flag.ts';
 import type { OpsDeps } from './ops-deps.ts';
 
-/** `pause` / `resume`: workers stop taking new transfers while the pause flag is set. */
-export async function setPaused(deps: Omit<OpsDeps, 'jobs'>, paused: boolean): Promise<void> {
-  const k = keys(deps.prefix);
-  if (paused) await deps.redis.set(k.paused, String((deps.now ?? Date.now)()));
-  else await deps.redis.del(k.paused);
-  await recordAudit(deps.redis, deps.prefix, { actor: deps.actor, action: paused ? 'pause' : 'resume' });
+/**
+ * `pause` / `resume`: workers stop taking new transfers while the pause flag is set; it records
+ * since when and by whom (the status document's `paused`). An action that changed nothing (a pause
+ * while paused, a resume while running) is not audited, and a second pause keeps the first's time
+ * and actor. Returns whether it changed anything and the pause now in force.
+ */
+export async function setPaused(
+  deps: Omit<OpsDeps, 'jobs'>,
+  paused: boolean,
+): Promise<{ changed: boolean; pause: PauseState | null }> {
+  const changed = paused
+    ? await writePause(deps.redis, deps.prefix, { since: (deps.now ?? Date.now)(), by: deps.actor })
+    : await clearPause(deps.redis, deps.prefix);
+  if (changed) {
+    await recordAudit(deps.redis, deps.prefix, { actor: deps.actor, action: paused ? 'pause' : 'resume' });
+  }
+  return { changed, pause: await readPause(deps.redis, deps.prefix) };
 }

@@ -12,6 +12,7 @@ import { heldFirings, noteHeldFiring } from '../store/schedule-holds.ts';
 import { noteScheduleFiring, readFiringSource } from '../store/schedule-records.ts';
 import { fireRebalance, type RebalanceFiringDeps } from '../treasury/rebalance-firing.ts';
 import { firingBatchId, isFiringOf, scopeToFiring } from './schedule-identity.ts';
+import { counted } from '../domain/plural.ts';
 
 export type FiringOutcome =
   | { readonly status: 'no_schedule'; readonly batchId: string }
@@ -118,7 +119,7 @@ async function fireCsvSchedule(
       last_fired_at: String(scheduledAt),
       last_batch: batchId,
       last_status: 'rejected',
-      last_error: `${outcome.errorCount} problem(s); ${shown.join('; ')}`.slice(0, 1000),
+      last_error: `${counted(outcome.errorCount, 'problem')}; ${shown.join('; ')}`.slice(0, 1000),
     });
     return { status: 'rejected', batchId, outcome };
   }

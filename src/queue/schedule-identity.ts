@@ -27,14 +27,67 @@ export function checkScheduleSpec(cron: string, tz: string, now: number = Date.n
   }
   if (cron.trim() === '' || cron.length > 200)
     return { ok: false, message: 'the cron expression is empty or too long' };
+  const fields = cronFields(cron);
+  if (fields !== undefined && fields.length !== 5 && fields.length !== 6) {
+    return {
+      ok: false,
+      message: `invalid cron expression "${cron.slice(0, 60)}": it has ${fields.length} field${fields.length === 1 ? '' : 's'}; it needs 5 (${FIELD_NAMES.join(' ')}) or 6 (second first)`,
+    };
+  }
   try {
     const next = CronExpressionParser.parse(cron, { tz, currentDate: new Date(now) })
       .next()
       .getTime();
     return { ok: true, next };
   } catch (err) {
-    return { ok: false, message: `invalid cron expression "${cron.slice(0, 60)}": ${errorMessage(err)}` };
+    const reason = (fields && outOfRange(fields)) ?? errorMessage(err);
+    return { ok: false, message: `invalid cron expression "${cron.slice(0, 60)}": ${reason}` };
   }
+}
+
+/** The five fields of a cron expression, in order; a sixth (seconds) comes before them. */
+const FIELD_NAMES = ['minute', 'hour', 'day-of-month', 'month', 'day-of-week'] as const;
+const FIELD_RANGES: Readonly<Record<string, readonly [number, number]>> = {
+  second: [0, 59],
+  minute: [0, 59],
+  hour: [0, 23],
+  'day-of-month': [1, 31],
+  month: [1, 12],
+  'day-of-week': [0, 7],
+};
+
+/** The expression's fields split on spaces; undefined for a macro such as `@daily`. */
+function cronFields(cron: string): string[] | undefined {
+  const text = cron.trim();
+  return text.startsWith('@') ? undefined : text.split(/\s+/);
+}
+
+/**
+ * `minute: 61 is out of range 0-59`: the first field holding a value outside its own range (the
+ * parser's own message names only the range, which several fields share), or undefined.
+ */
+function outOfRange(fields: readonly string[]): string | undefined {
+  const names = fields.length === 6 ? ['second', ...FIELD_NAMES] : [...FIELD_NAMES];
+  for (const [i, field] of fields.entries()) {
+    const name = names[i];
+    const range = name === undefined ? undefined : FIELD_RANGES[name];
+    if (!range) continue;
+    // The values of its parts (`1-5`, `7`, `*/10`), not a step after `/` nor the n of `#n`.
+    const values = field
+      .split(',')
+      .flatMap((part) => (part.split(/[/#]/)[0] ?? '').split('-'))
+      .filter((v) => /^[0-9]+$/.test(v))
+      .map(Number);
+    const bad = values.find((v) => v < range[0] || v > range[1]);
+    if (bad !== undefined) return `${name}: ${bad} is out of range ${range[0]}-${range[1]}`;
+  }
+  return undefined;
+}
+
+/** A schedule's next firing after `now` (ms), as its scheduler computes it; null when it has none. */
+export function nextFiring(cron: string, tz: string, now: number = Date.now()): number | null {
+  const spec = checkScheduleSpec(cron, tz, now);
+  return spec.ok ? spec.next : null;
 }
 
 /** `NAME-YYYYMMDDTHHMMSSZ`, from the firing's scheduled time in UTC. */

@@ -101,7 +101,7 @@ function closingLine(o: JobOutcome, waitReason: string | null): string {
   switch (o.state) {
     case 'submitted':
       // The answer's line names the intent (and the result holds it with the tx): not said twice.
-      return `fee ${o.fee.total ?? '?'} USDC, intent ${o.intent_status ?? '?'}`;
+      return `fee ${o.fee?.total ?? '?'} USDC, intent ${o.intent_status ?? '?'}`;
     case 'queued':
     case 'in_progress':
       return waitReason ?? 'handed back';

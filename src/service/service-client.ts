@@ -293,6 +293,7 @@ function reportCall(
     ...extra,
   };
   if (outcome === 'ok') c.deps.logger?.debug(entry, 'service call');
+  else if (spec.options?.quiet) c.deps.logger?.debug(entry, 'service call failed');
   else c.deps.logger?.warn(entry, 'service call failed');
 }
 

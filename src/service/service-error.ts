@@ -74,3 +74,26 @@ export function scrub(text: string, secrets: readonly string[] = []): string {
     .replace(/\bsk_[A-Za-z0-9_-]+/g, '[redacted]');
   return out.length > 300 ? `${out.slice(0, 300)}…` : out;
 }
+
+/**
+ * The service refused our key: 401 or 403, whatever the operation. Nothing else it answers says
+ * that the key is wrong (a 4xx otherwise refuses the request, after the key was accepted).
+ */
+export function isKeyRefusal(err: unknown): err is ServiceError {
+  return err instanceof ServiceError && (err.httpStatus === 401 || err.httpStatus === 403);
+}
+
+/**
+ * A configuration error (exit 2): the service refuses `TRANSFER_API_KEY`. Found once — at the
+ * worker's start, at a dry run's first refusal — instead of one failed row at a time.
+ */
+export class ApiKeyRefusedError extends UsdcBatchError {
+  override name = 'ApiKeyRefusedError';
+  constructor(refusal: ServiceError) {
+    super(
+      'USDC_CONFIG_TRANSFER_API_KEY',
+      `TRANSFER_API_KEY: the transfer service refused it (HTTP ${refusal.httpStatus ?? '?'} on ${refusal.operation}); check the key for this TRANSFER_API_URL`,
+      { cause: refusal },
+    );
+  }
+}

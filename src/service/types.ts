@@ -46,6 +46,11 @@ export type CallOptions = {
   /** Sent as the `Idempotency-Key` header; the same payload is always re-sent with the same key. */
   readonly idempotencyKey?: string;
   readonly signal?: AbortSignal;
+  /**
+   * The caller reports this call's failure itself (the worker's key check at start, a dry run's
+   * estimates): a failure is logged at debug, not warn.
+   */
+  readonly quiet?: boolean;
 };
 
 export type ServiceClient = {

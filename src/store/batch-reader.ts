@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { keys } from './keys.ts';
+import { readPause, type PauseState } from './pause-flag.ts';
 import { intentCounts, isSettled, paidTotals, type IntentCounts, type PaidTotals } from './settlement.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
@@ -23,7 +24,9 @@ export type TransferView = {
   owner: string | null;
   /** True when its address was not in the address book when the batch was enqueued. */
   new_recipient: boolean;
-  fee: { total: string | null; platform: string | null; gas: string | null };
+  /** The fee estimate; null before the transfer was estimated (never 0.00 for "not known"). */
+  fee: { total: string; platform: string; gas: string } | null;
+  /** Null while `fee` is. */
   net_receive: string | null;
   attempts: number;
   error: { code: string; message: string } | null;
@@ -53,11 +56,28 @@ export type BatchSummary = {
   counts: Record<TransferState, number>;
   /** The submitted transfers' intents by where they are (settlement.ts); they add up to `counts.submitted`. */
   intents: IntentCounts;
-  /** As planned (every row's amount and recorded estimate); `paid`: the submitted transfers only. */
-  totals: { amount: string; fee: string; net_receive: string; paid: PaidTotals };
+  /**
+   * As planned (every row's amount and recorded estimate); `fee` and `net_receive` are null while a
+   * transfer that may still be sent (queued, held, in progress) has no estimate yet. `paid`: the
+   * submitted transfers only.
+   */
+  totals: { amount: string; fee: string | null; net_receive: string | null; paid: PaidTotals };
 };
 
-export type BatchStatus = BatchSummary & { transfers: TransferView[]; next_cursor?: string | null };
+/** Processing paused (README `pause`): since when (ISO) and by whom; null while it runs. */
+export type PausedView = { since: string; by: string | null };
+
+export type BatchStatus = BatchSummary & {
+  /** Whether processing is paused now, for every batch (the status document's `paused`). */
+  paused: PausedView | null;
+  transfers: TransferView[];
+  next_cursor?: string | null;
+};
+
+/** The pause flag as the status document shows it. */
+export function pausedView(p: PauseState | null): PausedView | null {
+  return p === null ? null : { since: new Date(p.since).toISOString(), by: p.by };
+}
 
 const iso = (ms: string | undefined | null): string | null =>
   ms ? new Date(Number(ms)).toISOString() : null;
@@ -79,14 +99,36 @@ export function transferView(t: TransferRecord): TransferView {
     tx_signature: t.txSignature,
     owner: t.owner,
     new_recipient: t.newRecipient,
-    fee: { total: amt(t.feeTotal), platform: amt(t.feePlatform), gas: amt(t.feeGas) },
-    net_receive: amt(t.netReceive),
+    fee: feeView(t),
+    net_receive: t.feeTotal === null ? null : amt(t.netReceive),
     attempts: t.attempts,
     error: t.errorCode ? { code: t.errorCode, message: t.errorMessage ?? '' } : null,
     evidence: [...t.evidence],
     wait_reason: t.waitReason,
     updated_at: iso(t.updatedAt === null ? null : String(t.updatedAt)),
   };
+}
+
+/** A transfer's fee estimate; null before it was estimated. */
+function feeView(t: TransferRecord): TransferView['fee'] {
+  if (t.feeTotal === null) return null;
+  return {
+    total: formatUsdc(t.feeTotal),
+    platform: formatUsdc(t.feePlatform ?? 0n),
+    gas: formatUsdc(t.feeGas ?? 0n),
+  };
+}
+
+/**
+ * Whether every transfer that may still be sent (queued, held, in progress) has its fee estimate,
+ * so that the planned fee and net are known: the batch's `unestimated` count is 0. A batch recorded
+ * before that count existed is known once none of its transfers may still be sent.
+ */
+function feesKnown(b: Record<string, string>, counts: Record<TransferState, number>): boolean {
+  const unestimated = b['unestimated'];
+  if (unestimated !== undefined && /^-?[0-9]+$/.test(unestimated) && Number(unestimated) >= 0)
+    return Number(unestimated) === 0;
+  return counts.queued + counts.in_progress === 0;
 }
 
 /** A held batch's reason; one held by code that recorded none was held at the approval threshold. */
@@ -101,6 +143,7 @@ export function summarize(batchId: string, b: Record<string, string>): BatchSumm
   const big = (v: string | undefined) => BigInt(v && /^-?[0-9]+$/.test(v) ? v : '0');
   const complete = b['complete'] === '1';
   const intents = intentCounts(b);
+  const known = feesKnown(b, counts);
   return {
     batch_id: batchId,
     created_at: iso(b['created_at']),
@@ -113,8 +156,8 @@ export function summarize(batchId: string, b: Record<string, string>): BatchSumm
     intents,
     totals: {
       amount: formatUsdc(big(b['amount'])),
-      fee: formatUsdc(big(b['fee'])),
-      net_receive: formatUsdc(big(b['net_receive'])),
+      fee: known ? formatUsdc(big(b['fee'])) : null,
+      net_receive: known ? formatUsdc(big(b['net_receive'])) : null,
       paid: paidTotals(b),
     },
   };
@@ -165,7 +208,7 @@ export function createBatchReader(deps: { redis: Redis; prefix: string }) {
       batchId: string,
       options: { state?: TransferState; limit?: number; cursor?: string } = {},
     ): Promise<BatchStatus | undefined> {
-      const summary = await this.summary(batchId);
+      const [summary, pause] = await Promise.all([this.summary(batchId), readPause(redis, deps.prefix)]);
       if (!summary) return undefined;
       const set = options.state ? k.batchState(batchId, options.state) : k.batchRows(batchId);
       const min = options.cursor ? `(${Number(options.cursor)}` : '-inf';
@@ -176,7 +219,7 @@ export function createBatchReader(deps: { redis: Redis; prefix: string }) {
           : await redis.zrangebyscore(set, min, '+inf');
       const transfers = (await loadTransfers(batchId, ids)).map(transferView);
       const last = transfers[transfers.length - 1];
-      const doc: BatchStatus = { ...summary, transfers };
+      const doc: BatchStatus = { ...summary, paused: pausedView(pause), transfers };
       if (limit > 0) doc.next_cursor = transfers.length === limit && last ? String(last.line) : null;
       return doc;
     },

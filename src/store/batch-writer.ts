@@ -237,6 +237,8 @@ function batchRecordFields(plan: BatchPlan): string[] {
     'new_recipients', String(planned.filter((t) => plan.newRecipients?.has(t.id)).length),
     'callback_url', plan.callbackUrl ?? '',
     'n_queued', String(planned.length),
+    // Transfers that may still be sent and have no fee estimate yet: every row, at first.
+    'unestimated', String(planned.length),
     'n_in_progress', '0',
     'n_submitted', '0',
     'n_failed', '0',

@@ -68,6 +68,15 @@ local function moveTransfer(k, flat, m)
   local reads = {}
   local isFinal = {}
   for s in string.gmatch(m.finals, '[^,]+') do isFinal[s] = true end
+  -- A transfer without a fee estimate that starts or stops being one that may still be sent
+  -- (queued, in progress) moves the batch's 'unestimated' count (batch-reader.ts: totals.fee is
+  -- null while it is above 0). A batch recorded before that count existed has none, and gets none.
+  local unestimated = 0
+  if cur ~= to and (after.fee_total == nil or after.fee_total == '') then
+    local wasOpen = cur == 'queued' or cur == 'in_progress'
+    local isOpen = to == 'queued' or to == 'in_progress'
+    if wasOpen and not isOpen then unestimated = -1 elseif isOpen and not wasOpen then unestimated = 1 end
+  end
   if cur ~= to then
     redis.call('ZREM', k.states .. cur, m.id)
     redis.call('ZADD', k.states .. to, rec.line or '0', m.id)
@@ -75,7 +84,12 @@ local function moveTransfer(k, flat, m)
     addTo(delta, 'n_' .. to, '1', 1)
     if isFinal[to] then reads = { 'n_queued', 'n_in_progress', 'complete' } end
   end
+  if unestimated ~= 0 then table.insert(reads, 'unestimated') end
   local vals = batchValues(k.batch, delta, reads)
+  if unestimated ~= 0 and vals.unestimated then
+    table.insert(batchSets, 'unestimated')
+    table.insert(batchSets, string.format('%d', tonumber(vals.unestimated) + unestimated))
+  end
   if cur ~= to then
     if isFinal[to] then
       if tonumber(vals.n_queued or '0') + tonumber(vals.n_in_progress or '0') == 0 and vals.complete ~= '1' then
@@ -220,6 +234,12 @@ addTo(delta, 'fee', fields.fee_total or '0', -1)
 addTo(delta, 'fee', ARGV[1], 1)
 addTo(delta, 'net_receive', fields.net_receive or '0', -1)
 addTo(delta, 'net_receive', ARGV[4], 1)
+-- A first estimate of a transfer that may still be sent lowers the batch's 'unestimated' count
+-- (where the batch keeps one: see moveTransfer).
+if (fields.fee_total == nil or fields.fee_total == '') and (fields.state == 'queued' or fields.state == 'in_progress')
+  and redis.call('HEXISTS', KEYS[2], 'unestimated') == 1 then
+  redis.call('HINCRBY', KEYS[2], 'unestimated', -1)
+end
 redis.call('HSET', KEYS[1], 'fee_total', ARGV[1], 'fee_platform', ARGV[2], 'fee_gas', ARGV[3], 'net_receive', ARGV[4])
 fields.fee_total = ARGV[1]
 fields.net_receive = ARGV[4]

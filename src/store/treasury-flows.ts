@@ -187,19 +187,54 @@ export async function storedTreasuryBalances(
   return out;
 }
 
-/** The schedules that rebalance: their name, stored policy text and file name. */
-export async function rebalanceSchedules(
-  redis: Redis,
-  prefix: string,
-): Promise<{ schedule: string; policyText: string; policyFile: string }[]> {
+/** A schedule that rebalances: its stored policy, its cron, and what its last firing did. */
+export type RebalanceSchedule = {
+  readonly schedule: string;
+  readonly policyText: string;
+  readonly policyFile: string;
+  readonly cron: string;
+  readonly tz: string;
+  /** The last firing's scheduled time (ms), its batch id, status and error; null before the first. */
+  readonly lastFiredAt: number | null;
+  readonly lastBatch: string | null;
+  readonly lastStatus: string | null;
+  readonly lastError: string | null;
+};
+
+const SCHEDULE_FIELDS = [
+  'policy',
+  'policy_file',
+  'cron',
+  'tz',
+  'last_fired_at',
+  'last_batch',
+  'last_status',
+  'last_error',
+];
+
+/** The schedules that rebalance: their name, stored policy text and file name, cron and last firing. */
+export async function rebalanceSchedules(redis: Redis, prefix: string): Promise<RebalanceSchedule[]> {
   const k = keys(prefix);
   const names = (await redis.smembers(k.schedules)).sort();
   if (names.length === 0) return [];
   const pipe = redis.pipeline();
-  for (const n of names) pipe.hmget(k.schedule(n), 'policy', 'policy_file');
+  for (const n of names) pipe.hmget(k.schedule(n), ...SCHEDULE_FIELDS);
   const res = (await pipe.exec()) ?? [];
   return names.flatMap((schedule, i) => {
-    const [policy, file] = (res[i]?.[1] ?? []) as (string | null)[];
-    return policy ? [{ schedule, policyText: policy, policyFile: file ?? schedule }] : [];
+    const [policy, file, cron, tz, firedAt, batch, status, error] = (res[i]?.[1] ?? []) as (string | null)[];
+    if (!policy) return [];
+    return [
+      {
+        schedule,
+        policyText: policy,
+        policyFile: file ?? schedule,
+        cron: cron ?? '',
+        tz: tz || 'UTC',
+        lastFiredAt: firedAt && /^[0-9]+$/.test(firedAt) ? Number(firedAt) : null,
+        lastBatch: batch || null,
+        lastStatus: status || null,
+        lastError: error || null,
+      },
+    ];
   });
 }

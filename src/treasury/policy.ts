@@ -3,6 +3,7 @@ import { basename, extname } from 'node:path';
 import { CHAINS, type Chain } from '../domain/chains.ts';
 import { ValidationError } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
+import { counted } from '../domain/plural.ts';
 import { keyPath, NumberText, readPolicyText, type PolicyMap, type PolicyValue } from './policy-text.ts';
 
 /**
@@ -135,15 +136,39 @@ function readChains(r: Reader, value: PolicyValue | undefined): ChainTarget[] {
     );
     return [];
   }
-  unknownKeys(r, value, CHAINS, ['chains'], `unknown chain (one of ${CHAINS.join(', ')})`);
+  const byChain = chainsByCode(r, value);
   const chains: ChainTarget[] = [];
   for (const chain of CHAINS) {
-    const c = value.get(chain);
+    const c = byChain.get(chain);
     const read = c === undefined ? undefined : readChain(r, chain, c);
     if (read) chains.push(read);
   }
   if (value.size === 0) r.problems.push('chains: must name at least one chain');
   return chains;
+}
+
+/**
+ * The `chains` mapping by chain code, whatever the letter case it was written in (`base` is BASE,
+ * as in a CSV); a chain written twice (`base` and `BASE`) and an unknown one are problems.
+ */
+function chainsByCode(r: Reader, value: PolicyMap): Map<Chain, PolicyValue> {
+  const byChain = new Map<Chain, PolicyValue>();
+  const written = new Map<Chain, string>();
+  for (const [key, v] of value) {
+    const chain = CHAINS.find((c) => c === key.toUpperCase());
+    if (chain === undefined) {
+      r.problems.push(`${keyPath(['chains', key])}: unknown chain (one of ${CHAINS.join(', ')})`);
+      continue;
+    }
+    const first = written.get(chain);
+    if (first !== undefined) {
+      r.problems.push(`chains.${chain}: is given twice (as ${first} and ${key})`);
+      continue;
+    }
+    written.set(chain, key);
+    byChain.set(chain, v);
+  }
+  return byChain;
 }
 
 function readName(r: Reader, value: PolicyValue | undefined, file: string): string {
@@ -233,7 +258,7 @@ export function readPolicyFile(file: string | undefined): { text: string; policy
   if (!parsed.ok) {
     throw new ValidationError(
       'USDC_USAGE_POLICY_INVALID',
-      `policy ${file} has ${parsed.problems.length} problem(s):\n${parsed.problems.map((p) => `  ${p}`).join('\n')}`,
+      `policy ${file} has ${counted(parsed.problems.length, 'problem')}:\n${parsed.problems.map((p) => `  ${p}`).join('\n')}`,
     );
   }
   return { text, policy: parsed.policy };

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { CHAINS, isEvmChain, type Chain } from '../domain/chains.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
-import { rebalanceSchedules } from '../store/treasury-flows.ts';
+import { rebalanceSchedules, type RebalanceSchedule } from '../store/treasury-flows.ts';
 import {
   BalanceReadError,
   readTreasuryBalances,
@@ -35,6 +35,15 @@ export type TreasuryView = {
   readonly policies: {
     readonly schedule: string;
     readonly policy: string;
+    /** The schedule's cron (and time zone), its next firing (ISO; null when unknown). */
+    readonly cron: string;
+    readonly tz: string;
+    readonly next_run: string | null;
+    /** The last firing: its scheduled time (ISO), batch, status and error; null before the first. */
+    readonly last_fired_at: string | null;
+    readonly last_batch: string | null;
+    readonly last_status: string | null;
+    readonly last_error: string | null;
     readonly chains: {
       readonly chain: Chain;
       readonly min: string | null;
@@ -53,10 +62,10 @@ function treasuryChains(addresses: TreasuryAddresses): Chain[] {
 export async function scheduledPolicies(
   redis: Redis,
   prefix: string,
-): Promise<{ schedule: string; policy: RebalancePolicy }[]> {
+): Promise<{ schedule: RebalanceSchedule; policy: RebalancePolicy }[]> {
   return (await rebalanceSchedules(redis, prefix)).flatMap((s) => {
     const parsed = parsePolicy(s.policyText, s.policyFile);
-    return parsed.ok ? [{ schedule: s.schedule, policy: parsed.policy }] : [];
+    return parsed.ok ? [{ schedule: s, policy: parsed.policy }] : [];
   });
 }
 
@@ -90,6 +99,8 @@ export async function readTreasuryView(deps: {
   readonly prefix: string;
   readonly config: TreasuryConfig;
   readonly balances?: BalanceOptions;
+  /** A schedule's next firing (ms) from its cron and time zone; null when it has none. */
+  readonly nextRun?: (cron: string, tz: string) => number | null;
 }): Promise<TreasuryView> {
   const addresses = await treasuryAddresses({ config: deps.config, redis: deps.redis, prefix: deps.prefix });
   const { read, errors } = await readEachChain(
@@ -117,9 +128,17 @@ export async function readTreasuryView(deps: {
       error: errors.get(chain) ?? null,
     };
   });
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   const policies = (await scheduledPolicies(deps.redis, deps.prefix)).map(({ schedule, policy }) => ({
-    schedule,
+    schedule: schedule.schedule,
     policy: policy.name,
+    cron: schedule.cron,
+    tz: schedule.tz,
+    next_run: iso(deps.nextRun?.(schedule.cron, schedule.tz) ?? null),
+    last_fired_at: iso(schedule.lastFiredAt),
+    last_batch: schedule.lastBatch,
+    last_status: schedule.lastStatus,
+    last_error: schedule.lastError,
     chains: policy.chains.map((t) => {
       const p = byChain.get(t.chain);
       return {

@@ -17,6 +17,7 @@ import { startTreasurySampler } from '../treasury/balance-sampler.ts';
 import { serviceEstimator } from '../treasury/planner.ts';
 import { warmUpEvm, wireEvm, wirePipeline, wireServiceClient, wireSolana } from './pipeline-wiring.ts';
 import { startAddressPublisher } from './publish-addresses.ts';
+import { checkServiceKey } from './service-key-check.ts';
 import { openWorkerRedis } from './worker-redis.ts';
 
 export type RunningWorker = { readonly workers: TransferWorkers; close(): Promise<void> };
@@ -131,6 +132,8 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     hooks,
   });
   const sources = workerSourceChains(config);
+  // A wrong TRANSFER_API_KEY stops the start here (exit 2), before any row is taken.
+  await checkServiceKey({ service, sources, logger });
   if (evm) await warmUpEvm({ redis, prefix, evm, sources, logger });
   const workers =
     (ref.workers =

@@ -295,13 +295,77 @@ describe.skipIf(missing !== undefined)('batch pages in a real browser', () => {
     const row = page.locator('table[data-table="treasury"] tr[data-chain="BASE"]');
     expect(await row.locator('td[data-label="balance"]').textContent()).toBe(formatUsdc(base));
     expect(await row.locator('td[data-label="owners"]').textContent()).toContain(TEST_EVM_ADDRESS);
+    // The chain table flags a chain below a scheduled policy's min too, naming the policy and min.
+    expect(await row.locator('td[data-label="state"] [data-flag="below_min"]').count()).toBe(1);
+    expect(await row.locator('td[data-label="state"]').textContent()).toMatch(
+      /below min\s+nightly: min 5000000\.00/,
+    );
+    const arbRow = page.locator('table[data-table="treasury"] tr[data-chain="ARB"]');
+    expect(await arbRow.locator('td[data-label="state"]').textContent()).toMatch(/spare/);
     const panel = page.locator('[data-policy="nightly"]');
     expect(await panel.locator('tr[data-chain="BASE"] td[data-label="state"]').textContent()).toMatch(
       /below min/,
     );
     expect(await panel.locator('tr[data-chain="ARB"] td[data-label="state"]').textContent()).toMatch(/spare/);
+    // The schedule's next firing (02:00 UTC) and its last run (none yet).
+    expect(await panel.locator('[data-next-run]').textContent()).toMatch(/^\d{4}-\d\d-\d\d 02:00:00Z$/);
+    expect((await panel.locator('[data-last-run]').textContent())?.trim()).toBe('never fired yet');
     expect(await page.locator('header nav a[href="/ui/treasury"]').count()).toBe(1);
     await page.screenshot({ path: join(shots, 'treasury-desktop.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('says on every page that processing is paused, and shows fees not estimated yet as such, never 0.00', async () => {
+    expect((await runCli(['pause'], stack.env)).code).toBe(0);
+    try {
+      const enqueued = await stack.enqueue(mixedRows(2, 'paused'), ['--batch-id', 'ui-paused-1']);
+      expect(enqueued.code, enqueued.stderr).toBe(0);
+      for (const path of ['/ui', '/ui/batches/ui-paused-1', '/ui/treasury']) {
+        const page = await open(desktop, path);
+        const banner = page.locator('[data-paused]');
+        expect(await banner.count(), path).toBe(1);
+        expect(await banner.textContent(), path).toMatch(
+          /Processing is paused since \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ by\s+cli:\S+: nothing is sent until\s+usdc-batch resume/,
+        );
+        if (path === '/ui/batches/ui-paused-1') {
+          // Nothing is estimated while paused: the planned fee says so, each row shows a dash.
+          expect((await page.locator('[data-total="fee"]').textContent())?.trim()).toBe('not estimated yet');
+          for (const fee of await page.locator('td[data-label="fee"]').allTextContents())
+            expect(fee.trim()).toBe('—');
+          // …and each queued row says what it waits for.
+          for (const waits of await page.locator('td[data-label="error / waiting for"]').allTextContents())
+            expect(waits.trim()).toBe('processing is paused (usdc-batch resume)');
+          await page.screenshot({ path: join(shots, 'batch-paused-desktop.png'), fullPage: true });
+        }
+        if (path === '/ui')
+          await page.screenshot({ path: join(shots, 'batches-paused-desktop.png'), fullPage: true });
+        await page.close();
+      }
+    } finally {
+      expect((await runCli(['resume'], stack.env)).code).toBe(0);
+    }
+    const page = await open(desktop, '/ui');
+    expect(await page.locator('[data-paused]').count()).toBe(0);
+    await page.close();
+  });
+
+  it('keeps a long batch id on one line in the /ui list (issue 35: it wrapped onto 3–4 lines)', async () => {
+    const longId = 'payroll-2026-11-27-north-america-contractors-weekly-run-0001';
+    const enqueued = await stack.enqueue(mixedRows(1, 'long'), ['--batch-id', longId]);
+    expect(enqueued.code, enqueued.stderr).toBe(0);
+    const page = await open(desktop, '/ui');
+    const link = page.locator(`tr[data-batch="${longId}"] td[data-label="batch"] a`);
+    await expect.poll(() => link.count(), { timeout: 15_000 }).toBe(1);
+    expect(await link.textContent()).toBe(longId);
+    const box = await link.boundingBox();
+    // The link's own line height, read in the page (string code: no DOM types here).
+    const lineHeight = Number(
+      await page.evaluate(
+        `parseFloat(getComputedStyle(document.querySelector('tr[data-batch="${longId}"] td[data-label="batch"] a')).lineHeight)`,
+      ),
+    );
+    expect(box?.height).toBeLessThan(lineHeight * 1.5);
+    await page.screenshot({ path: join(shots, 'batches-long-id-desktop.png'), fullPage: true });
     await page.close();
   });
 });

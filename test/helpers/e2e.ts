@@ -33,6 +33,12 @@ export type Stack = {
   readonly dir: string;
   enqueue(rows: Row[], args?: string[]): Promise<CliResult & { batchId: string }>;
   startWorker(extraEnv?: Record<string, string>): SpawnedProcess;
+  /**
+   * Waits until every worker started and still running has started: its heartbeat is in Redis, so
+   * its start's one estimate (the TRANSFER_API_KEY check) is behind it. A test that scripts the
+   * service's answers to estimates scripts them after this.
+   */
+  workersReady(): Promise<void>;
   status(batchId: string): Promise<BatchStatus>;
   waitComplete(batchId: string, timeoutMs?: number): Promise<BatchStatus>;
   ledger(): Promise<LedgerEntry[]>;
@@ -118,6 +124,17 @@ export async function startStack(
       const w = spawnCli(['worker'], { ...env, ...extraEnv });
       workers.push(w);
       return w;
+    },
+    async workersReady() {
+      const running = workers.filter((w) => w.child.exitCode === null && w.child.signalCode === null);
+      await waitFor(
+        'every worker to start',
+        async () => {
+          const beats = await client.zrange(`${prefix}:workers`, 0, -1);
+          return running.every((w) => beats.some((m) => m.includes(`:${w.child.pid}:`)));
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
     },
     status,
     async waitComplete(batchId, timeoutMs = 120_000) {

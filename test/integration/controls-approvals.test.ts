@@ -111,7 +111,9 @@ describe('approvals hold through cancel, retry and many small batches', () => {
   });
 
   it('holds the rows retry re-queues when they take the unapproved sum to the threshold; approve then pays them once', async () => {
-    // Both estimates are refused (HTTP 400): the two rows end `failed`, having paid nothing.
+    // Both estimates are refused (HTTP 400): the two rows end `failed`, having paid nothing. (The
+    // worker's own estimate at start, its key check, is behind it by then.)
+    await stack.workersReady();
     await stack.sandbox.admin.configure({
       failBeforeStatus: 400,
       faultScript: [

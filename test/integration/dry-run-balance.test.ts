@@ -138,11 +138,11 @@ describe('enqueue --dry-run balance pre-flight', () => {
       expect(text).toMatch(/POLYGON\s+500\.00\s+300\.00\s+NOT COVERED\s+3 owners/);
       expect(text).toContain(
         'the BASE treasury covers this batch across its 3 owners (210.00 USDC) but needs rebalancing between owners: ' +
-          "its rows do not split over the owners' balances as they stand (1 row(s) left over)",
+          "its rows do not split over the owners' balances as they stand (1 row left over)",
       );
       expect(text).toContain(
         'the ETH treasury covers this batch across its 3 owners (200.00 USDC) but needs rebalancing between owners: ' +
-          '1 row(s) need more than any single owner holds (the largest row 150.00, the most one owner holds 100.00 USDC)',
+          '1 row needs more than any single owner holds (the largest row 150.00, the most one owner holds 100.00 USDC)',
       );
       expect(text).toContain(
         'the POLYGON treasury cannot cover this batch: short by 200.00 USDC (its 3 owners hold 300.00 USDC together)',

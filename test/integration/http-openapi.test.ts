@@ -39,6 +39,7 @@ const ROUTES = [
   'GET /ui/batches/{id}/audit',
   'GET /ui/batches/{id}/export.csv',
   'GET /ui/treasury',
+  'GET /favicon.ico',
   'GET /openapi.json',
 ];
 
@@ -229,10 +230,12 @@ describe('GET /openapi.json', () => {
     // Fields the schema does not list (wait_reason is listed; these are the document's own) stay.
     expect(Object.keys(body)).toEqual([
       'batch_id', 'created_at', 'source', 'complete', 'settled', 'held', 'held_reason', 'counts',
-      'intents', 'totals', 'transfers', 'next_cursor',
+      'intents', 'totals', 'paused', 'transfers', 'next_cursor',
     ]); // prettier-ignore
     const queued = body.transfers.find((t) => t['id'] === 'oa-2')!;
-    expect(queued).toMatchObject({ intent_id: null, memo: null, error: null, fee: { total: null } });
+    // Not estimated yet: its fee and net are null (never 0.00), and so are the planned totals.
+    expect(queued).toMatchObject({ intent_id: null, memo: null, error: null, fee: null, net_receive: null });
+    expect(body['totals']).toMatchObject({ amount: '6.75', fee: null, net_receive: null });
     expect(res.body).toBe(JSON.stringify(body));
   });
 });

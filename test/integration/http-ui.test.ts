@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/logger.ts';
+import { setPaused } from '../../src/ops/pause.ts';
 import { createProducer, type Producer } from '../../src/queue/producer.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';
 import { redisForSuite } from '../helpers/redis.ts';
@@ -20,11 +21,12 @@ describe('batch pages /ui (inject)', () => {
   let redis: Redis;
   let producer: Producer;
   let app: FastifyInstance;
+  let prefix: string;
 
   beforeAll(async () => {
     suite = await redisForSuite();
     redis = new Redis(suite.url);
-    const prefix = newPrefix();
+    prefix = newPrefix();
     producer = createProducer({ connection: suite.url, prefix });
     app = await buildApp({
       config: testConfig({ HOOK_TOKEN: HOOK, QUEUE_PREFIX: prefix }),
@@ -67,6 +69,16 @@ describe('batch pages /ui (inject)', () => {
       for (const headers of [bearer, basic(HOOK)]) {
         expect((await app.inject({ method: 'GET', url, headers })).statusCode, url).toBe(200);
       }
+    }
+  });
+
+  it('answers /favicon.ico 204 without credentials, as browsers ask for it on every page load', async () => {
+    for (const headers of [{}, bearer]) {
+      const res = await app.inject({ method: 'GET', url: '/favicon.ico', headers });
+      expect(res.statusCode).toBe(204);
+      expect(res.body).toBe('');
+      expect(res.headers['www-authenticate']).toBeUndefined();
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
     }
   });
 
@@ -128,5 +140,37 @@ describe('batch pages /ui (inject)', () => {
     const api = await app.inject({ method: 'GET', url: '/v1/batches/ui-b1/export.csv', headers: bearer });
     expect(ui.body).toBe(api.body);
     expect(ui.headers['content-disposition']).toBe('attachment; filename="ui-b1.csv"');
+  });
+
+  it('says on every page, and in the status document, that processing is paused: since when and by whom', async () => {
+    const pages = ['/ui', '/ui/batches/ui-b1', '/ui/batches/ui-b1/audit', '/ui/treasury'];
+    for (const url of pages) {
+      expect((await app.inject({ method: 'GET', url, headers: bearer })).body, url).not.toContain(
+        'data-paused',
+      );
+    }
+    const since = Date.UTC(2025, 5, 1, 12, 34, 56);
+    await setPaused({ redis, prefix, actor: 'cli:alice', now: () => since }, true);
+    try {
+      for (const url of pages) {
+        const res = await app.inject({ method: 'GET', url, headers: bearer });
+        expect(res.statusCode, url).toBe(200);
+        expect(res.body, url).toMatch(
+          /data-paused>\s*Processing is paused since <span data-paused-since="2025-06-01T12:34:56.000Z">2025-06-01 12:34:56Z<\/span> by\s*<span class="mono" data-paused-by>cli:alice<\/span>/,
+        );
+      }
+      const doc = (await app.inject({ method: 'GET', url: '/v1/batches/ui-b1', headers: bearer })).json() as {
+        paused: unknown;
+      };
+      expect(doc.paused).toEqual({ since: '2025-06-01T12:34:56.000Z', by: 'cli:alice' });
+    } finally {
+      await setPaused({ redis, prefix, actor: 'cli:alice' }, false);
+    }
+    const resumed = (
+      await app.inject({ method: 'GET', url: '/v1/batches/ui-b1', headers: bearer })
+    ).json() as {
+      paused: unknown;
+    };
+    expect(resumed.paused).toBeNull();
   });
 });

@@ -357,6 +357,7 @@ describe('rebalance against the sandbox', () => {
         policies: {
           schedule: string;
           policy: string;
+          next_run: string | null;
           chains: { chain: string; min: string | null; target: string; state: string | null }[];
         }[];
       };
@@ -371,6 +372,14 @@ describe('rebalance against the sandbox', () => {
         {
           schedule: 'nightly',
           policy: 'sched',
+          cron: '0 2 * * *',
+          tz: 'UTC',
+          // The next 02:00 UTC, and what the last firing (2031-01-02, above) did.
+          next_run: expect.stringMatching(/^\d{4}-\d\d-\d\dT02:00:00\.000Z$/),
+          last_fired_at: '2031-01-02T02:00:00.000Z',
+          last_batch: null,
+          last_status: 'waiting',
+          last_error: 'an earlier run is in flight: nightly-20310101T020000Z',
           chains: [
             {
               chain: 'BASE',

@@ -114,7 +114,8 @@ describe('schedule: recurring batches through the real CLI', () => {
     const removed = await runCli(['schedule', 'remove', 'nightly'], stack.env);
     expect(removed.code).toBe(0);
     const again = await runCli(['schedule', 'remove', 'nightly'], stack.env);
-    expect(again.code).toBe(1);
+    // Not found, as a missing batch or transfer: exit 2.
+    expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/no schedule named nightly/);
   });
 

@@ -76,6 +76,9 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     await stack.sandbox.admin.configure({
       failBeforeStatus: 400,
       faultScript: [
+        // The worker starts after this: its key check (one estimate, before any row) meets the
+        // first, a 400, which says the key was accepted.
+        { op: 'estimate', fault: 'fail_before' },
         { op: 'estimate', fault: 'fail_before' },
         { op: 'estimate', fault: 'fail_before' },
         { op: 'transfer', fault: 'fail_before' },
@@ -650,7 +653,11 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     await worker.stop();
     await stack.sandbox.admin.configure({
       failBeforeStatus: 400,
-      faultScript: [{ op: 'estimate', fault: 'fail_before' }],
+      // The first for the starting worker's key check, the second for a row.
+      faultScript: [
+        { op: 'estimate', fault: 'fail_before' },
+        { op: 'estimate', fault: 'fail_before' },
+      ],
     });
     const rows: Row[] = ['keep-0', 'keep-1'].map((id) => ({
       id,

@@ -36,6 +36,7 @@ function batch(counts: Partial<Record<TransferState, number>>, over: Partial<Bat
     },
     transfers: [],
     next_cursor: null,
+    paused: null,
     ...over,
   };
 }

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -89,6 +90,36 @@ describe('usdc-batch --help', () => {
       '--json',
     ]) {
       expect(stdout).toContain(option);
+    }
+  });
+
+  it('prints the version with --version (and -V), exit 0', () => {
+    const { version } = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const { code, stdout } = cli(flag);
+      expect(code, flag).toBe(0);
+      expect(stdout, flag).toBe(`${version}\n`);
+    }
+  });
+
+  it('describes every argument, subcommands included, in an Arguments section', () => {
+    const withArguments = [
+      ['resolve'],
+      ['schedule', 'add'],
+      ['schedule', 'remove'],
+      ['recipients', 'add'],
+      ['recipients', 'remove'],
+      ['recipients', 'import'],
+    ];
+    for (const command of withArguments) {
+      const { code, stdout } = cli(...command, '--help');
+      expect(code, command.join(' ')).toBe(0);
+      const section = stdout.split(/^Arguments:$/m)[1]?.split(/^Options:$/m)[0] ?? '';
+      const args = [...(stdout.split('\n')[0] ?? '').matchAll(/<([a-z-]+)>/g)].map((m) => m[1]);
+      expect(args.length, command.join(' ')).toBeGreaterThan(0);
+      // Each argument on its own line, with words after it.
+      for (const arg of args)
+        expect(section, `${command.join(' ')} <${arg}>`).toMatch(new RegExp(`^ {2}${arg} +\\S`, 'm'));
     }
   });
 

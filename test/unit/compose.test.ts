@@ -408,6 +408,7 @@ describe('.env.example', () => {
     'HOOK_TOKEN',
     'HOOK_HMAC_SECRET',
     'LOG_LEVEL',
+    'LOG_FORMAT',
   ];
   const example = parseDotenv(read('.env.example'));
 

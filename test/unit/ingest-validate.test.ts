@@ -86,6 +86,13 @@ describe('CSV validation', () => {
     expect(rows.issues[0]?.message).toBe('control total: expected 3 rows, the input has 2');
     const total = await csv(text, { expect: { total: 3_000_000n } });
     expect(total.issues[0]?.message).toContain('expected a total of 3.00, the amounts add up to 3.50');
+    // Both wrong: both are reported.
+    const both = await csv(text, { expect: { rows: 3, total: 3_000_000n } });
+    expect(both.fatal).toBe(true);
+    expect(both.issues.map((i) => i.message)).toEqual([
+      'control total: expected 3 rows, the input has 2',
+      'control total: expected a total of 3.00, the amounts add up to 3.50',
+    ]);
   });
 
   it('marks an id-less row that repeats another row of the file as a likely duplicate', async () => {

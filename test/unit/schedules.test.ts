@@ -68,6 +68,23 @@ describe('schedules: firing identity', () => {
       next: Date.UTC(2025, 1, 1, 1, 0, 0),
     });
     expect(checkScheduleSpec('61 * * * *', 'UTC', now)).toMatchObject({ ok: false });
+    // Each field's own range is named, not another field's that the parser happened to check.
+    const said = (cron: string) => {
+      const r = checkScheduleSpec(cron, 'UTC', now);
+      return r.ok ? 'accepted' : r.message;
+    };
+    expect(said('61 * * * *')).toMatch(/minute: 61 is out of range 0-59$/);
+    expect(said('0 24 * * *')).toMatch(/hour: 24 is out of range 0-23$/);
+    expect(said('0 0 32 * *')).toMatch(/day-of-month: 32 is out of range 1-31$/);
+    expect(said('0 0 1 1-13 *')).toMatch(/month: 13 is out of range 1-12$/);
+    expect(said('0 0 * * 1,8')).toMatch(/day-of-week: 8 is out of range 0-7$/);
+    expect(said('61 0 * * * *')).toMatch(/second: 61 is out of range 0-59$/);
+    // Four fields are not a cron expression here (the parser would take 61 as the hour).
+    expect(said('61 * * *')).toMatch(
+      /it has 4 fields; it needs 5 \(minute hour day-of-month month day-of-week\) or 6/,
+    );
+    expect(said('*/15 9-17 * * MON-FRI')).toBe('accepted');
+    expect(said('@daily')).toBe('accepted');
     expect(checkScheduleSpec('', 'UTC', now)).toMatchObject({ ok: false });
     const tz = checkScheduleSpec('0 2 * * *', 'Mars/Olympus', now);
     expect(tz.ok).toBe(false);

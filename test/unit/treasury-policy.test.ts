@@ -116,6 +116,26 @@ describe('policy keys and structure', () => {
     ]);
   });
 
+  it('reads chain codes in any letter case, as a CSV does', () => {
+    const policy = ok(
+      parsePolicy('chains:\n  base: { min: 1, target: 2 }\n  Solana: { target: 3 }\n', 'p.yaml'),
+    );
+    expect(policy.chains.map((c) => [c.chain, c.min, c.target])).toEqual([
+      ['BASE', U, 2n * U],
+      ['SOLANA', null, 3n * U],
+    ]);
+    expect(
+      problems('chains:\n  base: { target: 1 }\n  BASE: { target: 2 }\n  tron: { target: 1 }\n'),
+    ).toEqual([
+      'chains.BASE: is given twice (as base and BASE)',
+      'chains.tron: unknown chain (one of ETH, BASE, ARB, POLYGON, SOLANA)',
+    ]);
+    // Problems inside a lowercase chain are named by its code.
+    expect(problems('chains:\n  arb: { min: 5, target: 1 }\n')).toEqual([
+      'chains.ARB.min: must not exceed target',
+    ]);
+  });
+
   it('follows YAML anchors and aliases', () => {
     const policy = ok(parsePolicy('chains:\n  BASE: &t { min: 5, target: 10 }\n  ARB: *t\n', 'p.yaml'));
     expect(policy.chains).toEqual([

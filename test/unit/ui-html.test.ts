@@ -54,6 +54,7 @@ function doc(over: Partial<BatchStatus> = {}): BatchStatus {
     },
     transfers: [transfer()],
     next_cursor: null,
+    paused: null,
     ...over,
   };
 }

@@ -1,6 +1,7 @@
 import { approveBatch } from '../../ops/approve-batch.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
+import { counted } from '../../domain/plural.ts';
 
 export async function run(args: string[]): Promise<number> {
   return await withCli({}, async (ctx) => {
@@ -13,9 +14,9 @@ export async function run(args: string[]): Promise<number> {
     process.stdout.write(
       res.already
         ? `${args[0]} is not held; nothing to approve\n`
-        : `approved ${args[0]}: released ${res.released} transfer(s)${
+        : `approved ${args[0]}: released ${counted(res.released, 'transfer')}${
             res.recipientsAdded > 0
-              ? `; added ${res.recipientsAdded} new recipient(s) to the address book`
+              ? `; added ${counted(res.recipientsAdded, 'new recipient')} to the address book`
               : ''
           }\n`,
     );

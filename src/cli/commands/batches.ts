@@ -1,16 +1,22 @@
-import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
-import { outcomeText } from '../batch-text.ts';
+import { createBatchReader, pausedView, type BatchSummary } from '../../store/batch-reader.ts';
+import { readPause } from '../../store/pause-flag.ts';
+import { outcomeText, pausedLine } from '../batch-text.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
 
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   return await withCli({}, async (ctx) => {
-    const list = await createBatchReader({ redis: ctx.redis, prefix: ctx.prefix }).list(100);
+    const [list, pause] = await Promise.all([
+      createBatchReader({ redis: ctx.redis, prefix: ctx.prefix }).list(100),
+      readPause(ctx.redis, ctx.prefix),
+    ]);
+    const paused = pausedView(pause);
     if (options['json']) {
-      process.stdout.write(`${jsonText({ batches: list })}\n`);
+      process.stdout.write(`${jsonText({ batches: list, paused })}\n`);
       return EXIT.ok;
     }
+    if (paused) process.stdout.write(`${pausedLine(paused)}\n\n`);
     if (list.length === 0) {
       process.stdout.write('no batches yet\n');
       return EXIT.ok;

@@ -1,6 +1,7 @@
 import { cancelBatch, cancelTransfers } from '../../ops/cancel.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
+import { counted } from '../../domain/plural.ts';
 
 /**
  * `usdc-batch cancel BATCH [--transfer ID]…`: cancels the batch's unsent (`queued`) transfers, or
@@ -15,14 +16,14 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     if (only.length === 0) {
       const { cancelled } = await ctx.acknowledged(() => cancelBatch(deps, batchId));
       process.stdout.write(
-        `cancelled ${cancelled} unsent transfer(s) of ${batchId}; transfers in flight finish safely\n`,
+        `cancelled ${counted(cancelled, 'unsent transfer')} of ${batchId}; transfers in flight finish safely\n`,
       );
       return EXIT.ok;
     }
     const { cancelled, skipped } = await ctx.acknowledged(() => cancelTransfers(deps, batchId, only));
     if (cancelled.length > 0) {
       process.stdout.write(
-        `cancelled ${cancelled.length} unsent transfer(s) of ${batchId}: ${cancelled.join(', ')}\n`,
+        `cancelled ${counted(cancelled.length, 'unsent transfer')} of ${batchId}: ${cancelled.join(', ')}\n`,
       );
     }
     for (const s of skipped) {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream, mkdtempSync, rmSync } from 'node:fs';
+import { createReadStream, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { readEnv } from '../../config/env-reader.ts';
 import { loadConfig } from '../../config/load-config.ts';
 import { EVM_CHAINS } from '../../domain/chains.ts';
+import { displayUrl } from '../../domain/url-display.ts';
 import { enqueueValidated } from '../../ingest/enqueue-batch.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
 import { signingKeys } from '../../signing/evm/keystore.ts';
@@ -20,9 +21,11 @@ import { createBatchReader } from '../../store/batch-reader.ts';
 import { EXIT } from '../exit-codes.ts';
 import { progressBar, table } from '../format.ts';
 import { cliActor } from '../context.ts';
+import { endOnSignals, holdUntilExit, isEnding, removeOnExit } from '../lifetime.ts';
 import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
 import { loadSandboxModule } from '../sandbox-packages.ts';
 import { makeThrowawayKeys } from '../throwaway-keys.ts';
+import { counted } from '../../domain/plural.ts';
 
 /** What the demo's throwaway treasury holds on each chain before the batch. */
 const DEMO_TREASURY_USDC = 10_000_000_000n;
@@ -46,6 +49,8 @@ function progressReporter(total: number) {
   const finished = (c: Counts) => c.submitted + c.failed + c.rejected + c.needs_review;
   return {
     show(c: Counts): void {
+      // Ending (Ctrl-C, a closed pipe): the count is not news any more.
+      if (isEnding()) return;
       const done = finished(c);
       if (tty) process.stderr.write(`\r${progressBar(done, total)}`);
       else if (done !== lastDone && Date.now() - lastAt >= 2_000) {
@@ -73,28 +78,24 @@ export async function run(): Promise<number> {
   if (!sandboxModule) return EXIT.usage;
   const { createSandbox } = sandboxModule;
   const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-demo-'));
+  // The throwaway keys live in `dir`: it goes whatever ends the demo (cli/lifetime.ts).
+  const removeDir = removeOnExit(dir);
   let privateRedis: PrivateRedis | undefined;
   let sandbox: Sandbox | undefined;
   let worker: RunningWorker | undefined;
   let client: Redis | undefined;
   let producer: ReturnType<typeof createProducer> | undefined;
-  let cleaned = false;
-  const cleanup = async () => {
-    if (cleaned) return;
-    cleaned = true;
+  // Everything it started, stopped once: at the end, on Ctrl-C or SIGTERM, or when the reader of
+  // its output goes away (`demo | head`).
+  const release = holdUntilExit(async () => {
     await worker?.close().catch(() => {});
     await producer?.close().catch(() => {});
     client?.disconnect();
     await sandbox?.close().catch(() => {});
     await privateRedis?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const onSignal = () => {
-    process.stderr.write('\ninterrupted: stopping everything the demo started…\n');
-    void cleanup().then(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+    removeDir();
+  });
+  const stopSignals = endOnSignals('interrupted: stopping everything the demo started…');
 
   try {
     const out = (s: string) => process.stdout.write(s);
@@ -105,7 +106,8 @@ export async function run(): Promise<number> {
       redisUrl = privateRedis.url;
       out(`started a private, durable Redis at ${redisUrl} (data in ${dir})\n`);
     } else {
-      out(`using REDIS_URL\n`);
+      // Which one, by scheme, host and port only: its user part may hold a password.
+      out(`using REDIS_URL ${displayUrl(redisUrl)}\n`);
     }
     sandbox = await createSandbox({ port: 0, statusStepMs: 1_000 });
     const sb = sandbox;
@@ -130,7 +132,7 @@ export async function run(): Promise<number> {
     };
     for (const chain of EVM_CHAINS) env[`EVM_RPC_URL_${chain}`] = sandbox.rpcUrl(chain);
     const config = loadConfig(env, { service: true, signingKey: true, keys: signingKeys });
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, undefined, config.logFormat);
     worker = await startWorker(config, logger);
     out(`started a worker with throwaway keys (Solana wallet ${throwaway.solanaAddress})\n\n`);
 
@@ -157,7 +159,7 @@ export async function run(): Promise<number> {
       return EXIT.rejected;
     }
     const batchId = outcome.batchId;
-    out(`enqueued samples/payouts.csv as batch ${batchId}: ${outcome.accepted} transfers\n`);
+    out(`enqueued samples/payouts.csv as batch ${batchId}: ${counted(outcome.accepted, 'transfer')}\n`);
 
     const reader = createBatchReader({ redis: client, prefix: config.queuePrefix });
     const deadline = Date.now() + 120_000;
@@ -179,7 +181,7 @@ export async function run(): Promise<number> {
           t.id,
           `${t.from}→${t.to}`,
           t.amount,
-          t.fee.total,
+          t.fee?.total ?? null,
           t.state,
           t.intent_id,
           t.intent_status,
@@ -190,7 +192,7 @@ export async function run(): Promise<number> {
     );
     out(
       `submitted ${c.submitted}, failed ${c.failed}, rejected ${c.rejected}, needs_review ${c.needs_review}; ` +
-        `total ${doc.totals.amount} USDC, fees ${doc.totals.fee}, net ${doc.totals.net_receive}\n\n`,
+        `total ${doc.totals.amount} USDC, fees ${doc.totals.fee ?? '—'}, net ${doc.totals.net_receive ?? '—'}\n\n`,
     );
     // The service pays each recipient on its chain when the intent reaches `minted` (2 s here).
     while (sb.ledger().some((e) => e.destination_tx === null) && Date.now() < deadline)
@@ -201,8 +203,7 @@ export async function run(): Promise<number> {
     out(`${NEXT_STEPS}\n`);
     return doc.complete && c.submitted === outcome.accepted ? EXIT.ok : EXIT.rejected;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await cleanup();
+    stopSignals();
+    await release();
   }
 }

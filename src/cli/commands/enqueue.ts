@@ -22,12 +22,14 @@ import {
   preflightWarning,
   type ChainPreflight,
 } from '../../ops/balance-preflight.ts';
-import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
+import { createBatchReader, pausedView, type BatchSummary } from '../../store/batch-reader.ts';
+import { readPause } from '../../store/pause-flag.ts';
 import { createRedis } from '../../store/redis.ts';
 import { withCli, type CliContext } from '../context.ts';
-import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
+import { intentsText, outcomeText, pausedSince, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
+import { counted } from '../../domain/plural.ts';
 
 type EnqueueFlags = {
   batchId?: string;
@@ -56,7 +58,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const file = parseFileArgs(args, flags);
   if (flags.dryRun) {
     const config = loadConfig(readEnv(), { service: true });
-    const logger = createLogger(config.logLevel);
+    const logger = createLogger(config.logLevel, undefined, config.logFormat);
     return await dryRun(config, logger, await validateFile(config, file), flags);
   }
   return await withCli(
@@ -159,6 +161,15 @@ async function enqueueFile(ctx: CliContext, input: ValidatedInput, flags: Enqueu
   );
   if (flags.json && !flags.wait) printJson(outcomeDocument(outcome));
   else if (!flags.json) printOutcome(outcome);
+  if (!flags.json && outcome.status !== 'rejected') {
+    // Enqueued while paused: it says so, or "enqueued" would read as "on its way".
+    const paused = pausedView(await readPause(ctx.redis, ctx.prefix));
+    if (paused) {
+      process.stdout.write(
+        `\nprocessing is paused ${pausedSince(paused)}; nothing is sent until \`usdc-batch resume\`\n`,
+      );
+    }
+  }
   if (outcome.status === 'rejected' || outcome.batchId === null) {
     if (flags.json && flags.wait) printJson(outcomeDocument(outcome));
     return EXIT.rejected;
@@ -406,7 +417,7 @@ function printDryRun(r: DryRunReport, balances: readonly ChainPreflight[], confi
   out(`  fee         ${formatUsdc(r.totals.fee)} USDC`);
   out(`  net         ${formatUsdc(r.totals.netReceive)} USDC`);
   if (r.overFeeCap > 0)
-    out(`  ${r.overFeeCap} row(s) over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
+    out(`  ${counted(r.overFeeCap, 'row')} over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
   printNewRecipients(r.newRecipients, config);
   if (r.routes.length > 0) {
     out('');

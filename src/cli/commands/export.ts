@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { open } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import { exportBatch } from '../../ops/export.ts';
+import { NotFoundError } from '../../ops/ops-error.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -12,10 +13,8 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const format = (options['format'] as 'csv' | 'json' | undefined) ?? 'csv';
   return await withCli({}, async (ctx) => {
     const reader = createBatchReader({ redis: ctx.redis, prefix: ctx.prefix });
-    if (!(await reader.summary(batchId))) {
-      process.stderr.write(`error: batch ${batchId} does not exist\n`);
-      return EXIT.rejected;
-    }
+    if (!(await reader.summary(batchId)))
+      throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
     const file = options['output'] as string | undefined;
     let out: Writable = process.stdout;
     if (file) {

@@ -7,7 +7,7 @@ import { createServiceClient } from '../../service/service-client.ts';
 import { createBatchReader, type BatchSummary } from '../../store/batch-reader.ts';
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
 import { BalanceReadError } from '../../treasury/balances.ts';
-import { serviceEstimator, type FeeEstimator } from '../../treasury/planner.ts';
+import { serviceEstimator, type FeeEstimator, type Plan } from '../../treasury/planner.ts';
 import { readPolicyFile } from '../../treasury/policy.ts';
 import {
   rebalanceDocument,
@@ -19,6 +19,7 @@ import {
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, plainText, table } from '../format.ts';
+import { counted } from '../../domain/plural.ts';
 
 type RebalanceFlags = { dryRun?: boolean; check?: boolean; wait?: boolean; json?: boolean };
 
@@ -112,6 +113,23 @@ async function waitForBatch(ctx: CliContext, batchId: string): Promise<BatchSumm
   }
 }
 
+/**
+ * The chains that stay below their target once the moves have landed (the document's `short`),
+ * each said for what it is: still below its min (what `rebalance` exists to fix, exit 1), or above
+ * its min and only short of its target (nothing is wrong).
+ */
+export function shortLines(plan: Pick<Plan, 'chains' | 'short'>): string[] {
+  return plan.short.map((s) => {
+    const c = plan.chains.find((x) => x.chain === s.chain);
+    const missing = formatUsdc(s.missing);
+    const min = c?.min ?? null;
+    const minText = min === null ? '' : ` ${formatUsdc(min)}`;
+    if (c !== undefined && min !== null && c.after < min)
+      return `short: ${s.chain} stays ${missing} below its target, below its min${minText}`;
+    return `below target: ${s.chain} stays ${missing} below its target (above its min${minText})`;
+  });
+}
+
 /** The text report: the chains, the moves, what was left out, what stays short, what happened. */
 function printReport(r: RebalanceReport): void {
   const doc = rebalanceDocument(r);
@@ -145,7 +163,7 @@ function printReport(r: RebalanceReport): void {
       ),
     );
     const total = r.plan.moves.reduce((s, m) => s + m.amount, 0n);
-    out(`${doc.moves.length} move(s), ${formatUsdc(total)} USDC in all`);
+    out(`${counted(doc.moves.length, 'move')}, ${formatUsdc(total)} USDC in all`);
   } else if (r.waitingFor === null) {
     out(
       r.plan.chains.some((c) => c.state === 'below_min')
@@ -154,7 +172,7 @@ function printReport(r: RebalanceReport): void {
     );
   }
   for (const s of doc.skipped) out(`left out ${s.from} → ${s.to} ${s.amount}: ${s.reason}`);
-  for (const s of doc.short) out(`short: ${s.chain} stays ${s.missing} below its target`);
+  for (const line of shortLines(r.plan)) out(line);
   if (r.waitingFor !== null) {
     out(
       `an earlier run of policy ${r.policy} is in flight: batch ${r.waitingFor} is not settled yet${r.mode === 'run' ? '; nothing enqueued' : ''}`,

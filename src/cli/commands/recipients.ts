@@ -6,6 +6,7 @@ import { addRecipient, importRecipients, listRecipients, removeRecipient } from 
 import { withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
+import { counted } from '../../domain/plural.ts';
 
 // An address book file of a million lines is ~60 MB; anything larger is not an address book.
 const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
@@ -55,7 +56,7 @@ async function list(ctx: CliContext, json: boolean): Promise<number> {
       recipients.map((r) => [r.address, r.family, r.label, r.added_by, r.added_at, r.via]),
     ),
   );
-  out(`${recipients.length} recipient(s)`);
+  out(counted(recipients.length, 'recipient'));
   return EXIT.ok;
 }
 
@@ -104,12 +105,14 @@ async function importFile(file: string): Promise<number> {
     if (res.status === 'rejected') {
       const sorted = sortIssues(res.errors);
       out('rejected: nothing was imported');
-      out(`\n${sorted.length} problem${sorted.length === 1 ? '' : 's'}:`);
+      out(`\n${counted(sorted.length, 'problem')}:`);
       for (const p of sorted.slice(0, 1000)) out(`  ${formatIssue(p)}`);
       if (sorted.length > 1000) out(`  … and ${sorted.length - 1000} more`);
       return EXIT.rejected;
     }
-    out(`imported ${res.rows} address(es): ${res.added} added, ${res.updated} already in the book`);
+    out(
+      `imported ${counted(res.rows, 'address', 'addresses')}: ${res.added} added, ${res.updated} already in the book`,
+    );
     return EXIT.ok;
   });
 }

@@ -2,12 +2,15 @@ import { setPaused } from '../../ops/pause.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 
+/** `usdc-batch resume`: workers take transfers again. */
 export async function run(): Promise<number> {
   return await withCli({}, async (ctx) => {
-    await ctx.acknowledged(() =>
+    const { changed } = await ctx.acknowledged(() =>
       setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, false),
     );
-    process.stdout.write('resumed\n');
+    process.stdout.write(
+      changed ? 'resumed: workers take transfers again\n' : 'not paused; nothing changed\n',
+    );
     return EXIT.ok;
   });
 }

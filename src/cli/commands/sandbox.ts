@@ -1,11 +1,12 @@
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EVM_CHAINS } from '../../domain/chains.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import type { Sandbox, SandboxOptions } from '../../sandbox/sandbox.ts';
 import { EXIT } from '../exit-codes.ts';
+import { endOnSignals, holdUntilExit, removeOnExit } from '../lifetime.ts';
 import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
 import {
   assertEnvFileFree,
@@ -71,10 +72,25 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
   if (!sandboxModule) return EXIT.usage;
   const { createSandbox, SandboxNetworkError } = sandboxModule;
   const started = Date.now();
-  let sandbox: Sandbox;
+  // A signal while it starts ends it through this (cli/lifetime.ts): the anvils started so far are
+  // killed as the process exits, the private Redis, the throwaway keys and the env file go here.
+  let sandbox: Sandbox | undefined;
+  let redis: PrivateRedis | undefined;
+  // The throwaway keys' directory: removed whatever ends the sandbox.
+  const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-sandbox-'));
+  const removeDir = removeOnExit(dir);
+  const release = holdUntilExit(async () => {
+    await sandbox?.close();
+    await redis?.stop();
+    if (envFile) removeSandboxEnvFile(envFile);
+    removeDir();
+  });
+  const stopSignals = endOnSignals();
   try {
     sandbox = await createSandbox(opts);
   } catch (err) {
+    stopSignals();
+    await release();
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
       process.stderr.write(
@@ -88,8 +104,6 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     }
     throw err;
   }
-  const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-sandbox-'));
-  let redis: PrivateRedis | undefined;
   try {
     if (options['redis'] === true) redis = await startPrivateRedis(dir);
     const env = [
@@ -105,12 +119,12 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
       ]);
     }
     process.stdout.write(`${startedLines(sandbox, started, env, redis, envFile).join('\n')}\n`);
+    // Up: a signal now is its normal end (exit 0, after the orderly stop below).
+    stopSignals();
     await untilSignal();
   } finally {
-    await sandbox.close();
-    await redis?.stop();
-    if (envFile) removeSandboxEnvFile(envFile);
-    rmSync(dir, { recursive: true, force: true });
+    stopSignals();
+    await release();
   }
   process.stdout.write('sandbox stopped\n');
   return EXIT.ok;

@@ -16,6 +16,7 @@ import {
   type ScheduleDeps,
   type ScheduleInfo,
 } from '../../queue/schedules.ts';
+import { NotFoundError } from '../../ops/ops-error.ts';
 import { recordAudit } from '../../store/audit.ts';
 import { parsePolicy, readPolicyFile } from '../../treasury/policy.ts';
 import { withCli, type CliContext } from '../context.ts';
@@ -158,7 +159,7 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
     if (screen.notInBook.size > 0) {
       const policy = ctx.config.newRecipientPolicy;
       out(
-        `  ${screen.notInBook.size} row(s) pay addresses not in the address book: ${
+        `  ${screen.notInBook.size === 1 ? '1 row pays an address' : `${screen.notInBook.size} rows pay addresses`} not in the address book: ${
           policy === 'allow'
             ? 'paid and flagged (NEW_RECIPIENT_POLICY=allow)'
             : policy === 'hold'
@@ -283,10 +284,7 @@ async function remove(name: string): Promise<number> {
       }
       return gone;
     });
-    if (!removed) {
-      process.stderr.write(`error: no schedule named ${name}\n`);
-      return EXIT.rejected;
-    }
+    if (!removed) throw new NotFoundError('USDC_SCHEDULE_NOT_FOUND', `no schedule named ${name}`);
     out(`schedule ${name} removed; it fires no more`);
     return EXIT.ok;
   });

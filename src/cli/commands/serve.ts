@@ -10,6 +10,7 @@ import { createRedis, waitForRedis } from '../../store/redis.ts';
 import { createReplicaAcks } from '../../store/replica-acks.ts';
 import { checkRedisTls } from '../../store/redis-tls.ts';
 import { EXIT } from '../exit-codes.ts';
+import { holdUntilExit } from '../lifetime.ts';
 
 /**
  * `usdc-batch serve`: the HTTP API on HTTP_HOST:HTTP_PORT until SIGINT/SIGTERM. Needs HOOK_TOKEN
@@ -18,7 +19,7 @@ import { EXIT } from '../exit-codes.ts';
  */
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { hook: true });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   await checkRedisTls(config);
   const redis = createRedis(config, { role: 'client', logger, quiet: true });
   try {
@@ -45,17 +46,19 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     await producer.close();
     await redis.quit().catch(() => redis.disconnect());
   };
+  // A closed stdout or stderr (cli/lifetime.ts) closes it as a signal does.
+  const stop = holdUntilExit(close);
   try {
     await app.listen({ port: config.httpPort, host: config.httpHost });
     process.stdout.write(`listening on ${boundAddress(app.server.address())}\n`);
   } catch (err) {
-    await close();
+    await stop();
     throw listenError(err, config.httpHost, config.httpPort);
   }
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       logger.info({ signal }, 'shutting down the HTTP API');
-      close().then(resolve, (err: unknown) => {
+      stop().then(resolve, (err: unknown) => {
         logger.error({ err }, 'error while shutting down');
         resolve();
       });

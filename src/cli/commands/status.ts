@@ -1,17 +1,19 @@
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import { ValidationError } from '../../domain/errors.ts';
+import { NotFoundError } from '../../ops/ops-error.ts';
 import { createBatchReader, type BatchStatus } from '../../store/batch-reader.ts';
-import { intentsText, outcomeText, settledText, totalsLines } from '../batch-text.ts';
+import { intentsText, outcomeText, pausedLine, settledText, totalsLines } from '../batch-text.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
 
 const HUMAN_ROWS = 200;
 
-export function renderStatus(doc: BatchStatus): string {
+export function renderStatus(doc: BatchStatus, state?: TransferState): string {
   const c = doc.counts;
   const lines = [
     `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'})`,
+    ...(doc.paused ? [pausedLine(doc.paused)] : []),
     `outcome: ${outcomeText(doc)}`,
     `complete: ${doc.complete ? 'yes' : 'no'}  intents settled: ${settledText(doc.settled)}${doc.held ? `  HELD for approval: ${doc.held_reason ?? ''}` : ''}`,
     `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}`,
@@ -19,6 +21,11 @@ export function renderStatus(doc: BatchStatus): string {
     ...totalsLines(doc.totals),
     '',
   ];
+  if (doc.transfers.length === 0) {
+    // Never a bare header: say that nothing matches.
+    lines.push(state ? `no transfers in state ${state}` : 'no transfers');
+    return `${lines.join('\n')}\n`;
+  }
   const shown = doc.transfers.slice(0, HUMAN_ROWS);
   lines.push(
     table(
@@ -32,7 +39,10 @@ export function renderStatus(doc: BatchStatus): string {
         t.new_recipient ? 'NEW' : '',
         t.state,
         t.intent_id,
-        t.error ? `${t.error.code}: ${t.error.message}` : t.wait_reason,
+        t.error
+          ? `${t.error.code}: ${t.error.message}`
+          : (t.wait_reason ??
+            (doc.paused && t.state === 'queued' ? 'processing is paused (usdc-batch resume)' : null)),
       ]),
     ),
   );
@@ -52,22 +62,25 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     const reader = createBatchReader({ redis: ctx.redis, prefix: ctx.prefix });
     const read = () => reader.status(batchId, state ? { state: state as TransferState } : {});
     let doc = await read();
-    if (!doc) {
-      process.stderr.write(`error: batch ${batchId} does not exist\n`);
-      return EXIT.rejected;
-    }
+    if (!doc) throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
     if (options['watch']) {
       const tty = process.stdout.isTTY;
       for (;;) {
         if (tty) process.stdout.write('\x1b[2J\x1b[H');
-        process.stdout.write(options['json'] ? `${jsonText(doc, { compact: true })}\n` : renderStatus(doc));
+        process.stdout.write(
+          options['json']
+            ? `${jsonText(doc, { compact: true })}\n`
+            : renderStatus(doc, state as TransferState | undefined),
+        );
         if (doc.complete) break;
         await new Promise((r) => setTimeout(r, 1_000));
         doc = (await read()) ?? doc;
       }
       return EXIT.ok;
     }
-    process.stdout.write(options['json'] ? `${jsonText(doc)}\n` : renderStatus(doc));
+    process.stdout.write(
+      options['json'] ? `${jsonText(doc)}\n` : renderStatus(doc, state as TransferState | undefined),
+    );
     return EXIT.ok;
   });
 }

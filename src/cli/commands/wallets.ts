@@ -19,7 +19,7 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), {});
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   // One try, no reconnects: `wallets` must answer promptly whether or not Redis is up.
   const redis = createRedis(config, {
     role: 'client',

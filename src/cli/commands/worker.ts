@@ -4,6 +4,7 @@ import { createLogger } from '../../log/logger.ts';
 import { signingKeys } from '../../signing/evm/keystore.ts';
 import { startWorker } from '../../worker/start-worker.ts';
 import { EXIT } from '../exit-codes.ts';
+import { holdUntilExit } from '../lifetime.ts';
 
 /**
  * `usdc-batch worker`. Configuration is loaded before anything else, so a misconfigured worker
@@ -14,8 +15,11 @@ import { EXIT } from '../exit-codes.ts';
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   // The one command that reads keys (README "Keys stay in the worker"); `demo` runs a worker too.
   const config = loadConfig(readEnv(), { service: true, signingKey: true, keys: signingKeys });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   const running = await startWorker(config, logger);
+  // Whatever ends it — a signal, or its log's reader going away (`2>&1 | head`: cli/lifetime.ts) —
+  // it stops as on a signal: finishing or parking the active transfers.
+  const stop = holdUntilExit(() => running.close());
   await new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -25,7 +29,7 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
       }
       stopping = true;
       logger.info({ signal }, 'shutting down: finishing or parking active transfers');
-      running.close().then(resolve, (err: unknown) => {
+      stop().then(resolve, (err: unknown) => {
         logger.error({ err }, 'error while shutting down');
         resolve();
       });

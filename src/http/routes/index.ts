@@ -7,6 +7,7 @@ import { batchStatusRoute } from './batch-status.ts';
 import { batchesListRoute } from './batches-list.ts';
 import { batchesPostRoute } from './batches-post.ts';
 import { dashboardRoute } from './dashboard.ts';
+import { faviconRoute } from './favicon.ts';
 import { healthzRoute } from './healthz.ts';
 import { metricsRoute } from './metrics.ts';
 import { readyzRoute } from './readyz.ts';
@@ -33,5 +34,6 @@ export const ROUTES: readonly RoutePlugin[] = [
   dashboardRoute,
   uiRoute,
   uiTreasuryRoute,
+  faviconRoute,
   openapiRoute,
 ];

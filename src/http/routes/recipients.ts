@@ -12,6 +12,7 @@ import {
 } from '../schemas/route-schemas.ts';
 import { labelProblem, parseBookAddress, type BookAddress } from '../../domain/recipient-key.ts';
 import { acknowledged } from '../../store/replica-acks.ts';
+import { counted } from '../../domain/plural.ts';
 
 const CSV_TYPES = ['text/csv', 'application/csv'];
 
@@ -52,7 +53,7 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
           throw new HttpError(
             422,
             'USDC_RECIPIENTS_INVALID',
-            `${res.errors.length} problem(s); nothing was added`,
+            `${counted(res.errors.length, 'problem')}; nothing was added`,
             res.errors,
           );
         }

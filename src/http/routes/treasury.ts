@@ -1,3 +1,4 @@
+import { nextFiring } from '../../queue/schedule-identity.ts';
 import { readTreasuryView } from '../../treasury/treasury-view.ts';
 import type { RoutePlugin } from '../route-deps.ts';
 import { treasurySchema } from '../schemas/treasury-schema.ts';
@@ -9,6 +10,7 @@ export const treasuryRoute: RoutePlugin = async (app, { deps }) => {
       redis: deps.redis,
       prefix: deps.config.queuePrefix,
       config: deps.config,
+      nextRun: (cron, tz) => nextFiring(cron, tz),
     });
   });
 };

@@ -1,3 +1,6 @@
+import { nextFiring } from '../../queue/schedule-identity.ts';
+import { pausedView } from '../../store/batch-reader.ts';
+import { readPause } from '../../store/pause-flag.ts';
 import { readTreasuryView } from '../../treasury/treasury-view.ts';
 import type { RoutePlugin } from '../route-deps.ts';
 import { uiTreasurySchema } from '../schemas/treasury-schema.ts';
@@ -10,12 +13,19 @@ export const uiTreasuryRoute: RoutePlugin = async (app, { deps }) => {
     '/ui/treasury',
     { config: { auth: 'dashboard' }, schema: uiTreasurySchema },
     async (_request, reply) => {
-      const view = await readTreasuryView({
-        redis: deps.redis,
-        prefix: deps.config.queuePrefix,
-        config: deps.config,
-      });
-      return reply.status(200).headers(UI_HEADERS).send(treasuryPage(view).toString());
+      const [view, pause] = await Promise.all([
+        readTreasuryView({
+          redis: deps.redis,
+          prefix: deps.config.queuePrefix,
+          config: deps.config,
+          nextRun: (cron, tz) => nextFiring(cron, tz),
+        }),
+        readPause(deps.redis, deps.config.queuePrefix),
+      ]);
+      return reply
+        .status(200)
+        .headers(UI_HEADERS)
+        .send(treasuryPage(view, pausedView(pause)).toString());
     },
   );
 };

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { readAudit } from '../../store/audit.ts';
 import type { Redis } from 'ioredis';
-import { createBatchReader, type BatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader, pausedView, type BatchReader } from '../../store/batch-reader.ts';
+import { readPause } from '../../store/pause-flag.ts';
 import { HttpError, notFound } from '../http-errors.ts';
 import { batchIdParam, cursorParam, intParam, queryOf, stateParam } from '../params.ts';
 import type { RoutePlugin } from '../route-deps.ts';
@@ -35,9 +36,10 @@ export const uiRoute: RoutePlugin = async (app, { deps }) => {
   const config = { auth: 'dashboard' as const };
   const read: PageReads = { reader, redis: deps.redis, prefix: deps.config.queuePrefix };
 
-  app.get('/ui', { config, schema: uiListSchema }, async (_request, reply) =>
-    sendPage(reply, batchesPage(await reader.list(UI_BATCHES), UI_BATCHES)),
-  );
+  app.get('/ui', { config, schema: uiListSchema }, async (_request, reply) => {
+    const [batches, pause] = await Promise.all([reader.list(UI_BATCHES), readPause(read.redis, read.prefix)]);
+    return sendPage(reply, batchesPage(batches, UI_BATCHES, pausedView(pause)));
+  });
   app.get(
     '/ui/batches/:id',
     { config, schema: uiBatchSchema(UI_PAGE_DEFAULT, UI_PAGE_MAX) },
@@ -76,8 +78,11 @@ async function batchPageFor(read: PageReads, request: FastifyRequest): Promise<H
 async function auditPageFor(read: PageReads, request: FastifyRequest): Promise<Html> {
   const id = batchIdParam(request);
   if (!(await read.reader.summary(id))) throw notFound(`batch ${id} does not exist`);
-  const entries = await readAudit(read.redis, read.prefix, { batch: id, limit: UI_AUDIT_ENTRIES });
-  return auditPage(id, entries);
+  const [entries, pause] = await Promise.all([
+    readAudit(read.redis, read.prefix, { batch: id, limit: UI_AUDIT_ENTRIES }),
+    readPause(read.redis, read.prefix),
+  ]);
+  return auditPage(id, entries, pausedView(pause));
 }
 
 function sendPage(reply: FastifyReply, page: Html, status = 200): FastifyReply {

@@ -40,12 +40,13 @@ export const transferView = {
     owner: nullable({ type: 'string', description: 'the EVM owner whose permit pays it (null before one is chosen, and for SOLANA-source rows)' }),
     new_recipient: { type: 'boolean', description: 'its address was not in the address book when enqueued' },
     fee: {
-      type: 'object',
+      type: ['object', 'null'],
+      description: 'the fee estimate; null before the transfer was estimated (never 0.00 for not known)',
       required: ['total', 'platform', 'gas'],
-      properties: { total: nullable(usdc), platform: nullable(usdc), gas: nullable(usdc) },
+      properties: { total: usdc, platform: usdc, gas: usdc },
       additionalProperties: true,
     },
-    net_receive: nullable(usdc),
+    net_receive: { ...nullable(usdc), description: 'null while fee is' },
     attempts: { type: 'integer', minimum: 0 },
     error: {
       type: ['object', 'null'],
@@ -94,9 +95,10 @@ export const batchSummary = {
     },
     totals: {
       type: 'object',
-      description: 'the batch as planned (every row, recorded estimates); paid: submitted transfers only',
+      description:
+        'the batch as planned (every row, recorded estimates); fee and net_receive are null while a transfer that may still be sent (queued, held, in progress) has no estimate; paid: submitted transfers only',
       required: ['amount', 'fee', 'net_receive', 'paid'],
-      properties: { ...money.properties, paid: money },
+      properties: { amount: usdc, fee: nullable(usdc), net_receive: nullable(usdc), paid: money },
       additionalProperties: true,
     },
   },
@@ -107,8 +109,15 @@ export const statusDocument = {
   $id: 'StatusDocument',
   allOf: [{ $ref: 'BatchSummary#' }],
   type: 'object',
-  required: ['transfers'],
+  required: ['paused', 'transfers'],
   properties: {
+    paused: {
+      type: ['object', 'null'],
+      description: 'processing is paused (usdc-batch pause): since when and by whom; null while it runs',
+      required: ['since', 'by'],
+      properties: { since: isoTime, by: nullable({ type: 'string', description: 'cli:<name>' }) },
+      additionalProperties: true,
+    },
     transfers: { type: 'array', items: { $ref: 'Transfer#' } },
     next_cursor: {
       type: ['string', 'null'],

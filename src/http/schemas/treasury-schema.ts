@@ -1,6 +1,6 @@
 import type { FastifySchema } from 'fastify';
 import { CHAINS } from '../../domain/chains.ts';
-import { errorAnswers, jsonAnswer, nullable, usdc } from './common.ts';
+import { errorAnswers, isoTime, jsonAnswer, nullable, usdc } from './common.ts';
 
 /** `GET /v1/treasury` (README "Treasury rebalancing"), for GET /openapi.json. */
 const chain = { type: 'string', enum: [...CHAINS] } as const;
@@ -44,10 +44,35 @@ export const treasurySchema: FastifySchema = {
           type: 'array',
           items: {
             type: 'object',
-            required: ['schedule', 'policy', 'chains'],
+            required: [
+              'schedule',
+              'policy',
+              'cron',
+              'tz',
+              'next_run',
+              'last_fired_at',
+              'last_batch',
+              'last_status',
+              'last_error',
+              'chains',
+            ],
             properties: {
               schedule: { type: 'string' },
               policy: { type: 'string' },
+              cron: { type: 'string' },
+              tz: { type: 'string', description: 'IANA time zone of the cron' },
+              next_run: { ...nullable(isoTime), description: 'the next firing' },
+              last_fired_at: {
+                ...nullable(isoTime),
+                description: 'the last firing (its scheduled time); null before the first',
+              },
+              last_batch: nullable({ type: 'string' }),
+              last_status: nullable({
+                type: 'string',
+                description:
+                  'what the last firing did: enqueued, held, nothing (no move needed or possible), waiting (an earlier run in flight), rejected or error',
+              }),
+              last_error: nullable({ type: 'string' }),
               chains: {
                 type: 'array',
                 items: {

@@ -1,3 +1,4 @@
+import { counted } from '../../domain/plural.ts';
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import type { BatchStatus, TransferView } from '../../store/batch-reader.ts';
 import {
@@ -32,8 +33,8 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
   const body = html`<h1>Batch <span class="mono" data-batch-id>${doc.batch_id}</span></h1>
     ${statusBadges(doc)}
     <p class="muted">
-      ${doc.source}, created ${shortTime(doc.created_at)}, ${rowCount(doc.counts)}
-      transfers.${refreshNote(refresh)}
+      ${doc.source}, created ${shortTime(doc.created_at)},
+      ${counted(rowCount(doc.counts), 'transfer')}.${refreshNote(refresh)}
     </p>
     ${doc.held ? html`<div class="held-reason" data-held-reason><b>Held for approval:</b> ${doc.held_reason ?? ''}</div>` : null}
     <section class="panel">${stateBar(doc.counts)} ${stateFilter(doc, view, base)} ${figures(doc)}</section>
@@ -42,8 +43,9 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
       <a href="${base}/audit" data-link="audit">audit entries</a>
     </div>
     <h2>${view.state ? html`Transfers ${view.state.replace('_', ' ')}` : 'Transfers'}</h2>
-    ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers)} ${pager(doc, view, base)}`;
-  return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, body });
+    ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers, doc.paused !== null)}
+    ${pager(doc, view, base)}`;
+  return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, paused: doc.paused, body });
 }
 
 /** All / each state with its count, as links; the current one marked. */
@@ -72,7 +74,7 @@ function limitParam(view: BatchPageView): string | undefined {
   return view.limit === view.defaultLimit ? undefined : String(view.limit);
 }
 
-function transfersTable(transfers: readonly TransferView[]): Html {
+function transfersTable(transfers: readonly TransferView[], paused: boolean): Html {
   return html`<div class="scroll">
     <table class="rows" data-table="transfers">
       <thead>
@@ -90,13 +92,13 @@ function transfersTable(transfers: readonly TransferView[]): Html {
         </tr>
       </thead>
       <tbody>
-        ${transfers.map(transferRow)}
+        ${transfers.map((t) => transferRow(t, paused))}
       </tbody>
     </table>
   </div>`;
 }
 
-function transferRow(t: TransferView): Html {
+function transferRow(t: TransferView, paused: boolean): Html {
   const tx = t.tx_hash ?? t.tx_signature;
   const newBadge = t.new_recipient
     ? html`<span class="badge new" title="not in the address book when the batch was enqueued"
@@ -121,8 +123,10 @@ function transferRow(t: TransferView): Html {
       }
     </td>
     <td data-label="tx" class="mono">${tx ? clipped(tx) : '–'}</td>
-    <td data-label="fee" class="num">${t.fee.total ?? '–'}</td>
-    <td data-label="error / waiting for" class="wrap">${problemText(t)}</td>
+    <td data-label="fee" class="num">
+      ${t.fee ? t.fee.total : html`<span class="muted" title="not estimated yet">—</span>`}
+    </td>
+    <td data-label="error / waiting for" class="wrap">${problemText(t, paused)}</td>
   </tr>`;
 }
 
@@ -134,10 +138,13 @@ function clipped(value: string): Html {
   return html`<span class="clip" title="${value}">${value}</span>`;
 }
 
-function problemText(t: TransferView): Html {
+/** Its error, or what it waits for: a queued row of a paused system waits for `resume` at least. */
+function problemText(t: TransferView, paused: boolean): Html {
+  const waitsFor =
+    t.wait_reason ?? (paused && t.state === 'queued' ? 'processing is paused (usdc-batch resume)' : '');
   const said = t.error
     ? html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`
-    : html`${t.wait_reason ?? ''}`;
+    : html`${waitsFor}`;
   return html`${said}${evidenceList(t.evidence)}`;
 }
 

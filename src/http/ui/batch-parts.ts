@@ -98,7 +98,15 @@ export function figures(b: BatchSummary): Html {
     </div>
     <div>
       <dt>planned fee / net</dt>
-      <dd>${t.fee} / ${t.net_receive}</dd>
+      <dd data-total="fee">
+        ${
+          t.fee === null || t.net_receive === null
+            ? html`<span class="muted" title="each transfer is estimated before it is sent"
+                >not estimated yet</span
+              >`
+            : `${t.fee} / ${t.net_receive}`
+        }
+      </dd>
     </div>
     <div>
       <dt>paid amount</dt>

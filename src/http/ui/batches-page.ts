@@ -1,16 +1,20 @@
-import type { BatchSummary } from '../../store/batch-reader.ts';
+import type { BatchSummary, PausedView } from '../../store/batch-reader.ts';
 import { refreshNote, refreshSeconds, rowCount, shortTime, stateBar, statusBadges } from './batch-parts.ts';
 import { html, type Html } from './html.ts';
 import { pageShell } from './page-shell.ts';
 
 /** `/ui`: recent batches, newest first, each with its progress, totals and status. */
-export function batchesPage(batches: readonly BatchSummary[], limit: number): Html {
+export function batchesPage(
+  batches: readonly BatchSummary[],
+  limit: number,
+  paused: PausedView | null = null,
+): Html {
   const body = html`<h1>Batches</h1>
     <p class="muted">
       Up to the ${limit} most recent batches, newest first.${refreshNote(refreshSeconds(batches))}
     </p>
     ${batches.length === 0 ? html`<div class="panel empty">No batches yet.</div>` : batchesTable(batches)}`;
-  return pageShell({ title: 'Batches', refreshSeconds: refreshSeconds(batches), body });
+  return pageShell({ title: 'Batches', refreshSeconds: refreshSeconds(batches), paused, body });
 }
 
 function batchesTable(batches: readonly BatchSummary[]): Html {
@@ -39,7 +43,7 @@ function batchRow(b: BatchSummary): Html {
   const c = b.counts;
   const done = c.submitted + c.failed + c.rejected + c.needs_review;
   return html`<tr data-batch="${b.batch_id}">
-    <td data-label="batch" class="id">
+    <td data-label="batch" class="id batch-id">
       <a href="/ui/batches/${encodeURIComponent(b.batch_id)}">${b.batch_id}</a>
     </td>
     <td data-label="created" class="num">${shortTime(b.created_at)}</td>

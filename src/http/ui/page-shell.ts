@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { PausedView } from '../../store/batch-reader.ts';
 import { constantMarkup, html, type Html, type HtmlValue } from './html.ts';
 
 /*
@@ -40,6 +41,8 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .badge.outcome.in_progress { background: #e8f0fe; border-color: var(--in_progress); color: #1e40af; }
 .badge.outcome.paid { background: #e3f6e8; border-color: var(--submitted); color: #14532d; }
 .panel { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
+.paused-banner { background: #fde8e8; border: 1px solid #f0a3a3; border-radius: 6px; padding: .5rem .8rem;
+  margin: 0 0 .8rem; font-weight: 600; color: #7f1d1d; }
 .held-reason { background: #fff8e6; border: 1px solid #e8c45c; border-radius: 6px; padding: .5rem .8rem;
   margin: .5rem 0; overflow-wrap: anywhere; }
 svg.bar { display: block; width: 100%; height: 12px; border-radius: 3px; background: #eef0f4; }
@@ -53,6 +56,7 @@ svg.bar rect.rejected { fill: var(--rejected); } svg.bar rect.needs_review { fil
 .dot.rejected { background: var(--rejected); } .dot.needs_review { background: var(--needs_review); }
 dl.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(10rem, 1fr)); gap: .3rem 1rem; margin: .6rem 0 0; }
 dl.figures div { min-width: 0; }
+dl.figures div.wide { grid-column: span 2; }
 dl.figures dt { color: var(--muted); font-size: .8rem; }
 dl.figures dd { margin: 0; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
 ul.states { list-style: none; padding: 0; margin: .6rem 0 0; display: flex; flex-wrap: wrap; gap: .35rem; }
@@ -68,6 +72,8 @@ table.rows td.num { text-align: right; font-variant-numeric: tabular-nums; white
 table.rows td.wrap { overflow-wrap: anywhere; min-width: 11rem; max-width: 24rem; }
 .scroll { overflow-x: auto; }
 table.rows td.id { overflow-wrap: anywhere; min-width: 7rem; max-width: 14rem; }
+table.rows td.batch-id { white-space: nowrap; max-width: none; overflow-wrap: normal; }
+table.rows td.batch-id a { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .88em; }
 .memo { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; overflow-wrap: anywhere; }
 .clip { display: block; max-width: 8.5rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .state { white-space: nowrap; }
@@ -90,6 +96,7 @@ details.evidence ol { margin: .2rem 0 0; padding-left: 1.2rem; overflow-wrap: an
   table.rows td::before { content: attr(data-label); position: absolute; left: .5rem; width: 6.5rem;
     color: var(--muted); font-size: .8rem; line-height: 1.8; }
   .clip { max-width: none; white-space: normal; overflow-wrap: anywhere; }
+  table.rows td.batch-id { white-space: normal; overflow-wrap: anywhere; }
 }
 `;
 
@@ -113,8 +120,23 @@ export type PageFrame = {
   readonly title: string;
   /** Reload the page after this many seconds (while a batch is still moving); none when absent. */
   readonly refreshSeconds?: number | undefined;
+  /** Processing is paused (README `pause`): every page says so, since when and by whom, on top. */
+  readonly paused?: PausedView | null | undefined;
   readonly body: HtmlValue;
 };
+
+/** `2025-06-01 12:34:56Z`. */
+function shownTime(iso: string): string {
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}Z`;
+}
+
+function pausedBanner(p: PausedView): Html {
+  return html`<div class="paused-banner" role="status" data-paused>
+    Processing is paused since <span data-paused-since="${p.since}">${shownTime(p.since)}</span> by
+    <span class="mono" data-paused-by>${p.by ?? 'someone (not recorded)'}</span>: nothing is sent until
+    <code>usdc-batch resume</code>.
+  </div>`;
+}
 
 /** A whole HTML document around `body`. */
 export function pageShell(frame: PageFrame): Html {
@@ -138,7 +160,7 @@ export function pageShell(frame: PageFrame): Html {
             <a href="/ui">batches</a><a href="/ui/treasury">treasury</a><a href="/dashboard">queues</a>
           </nav>
         </header>
-        <main>${frame.body}</main>
+        <main>${frame.paused ? pausedBanner(frame.paused) : null}${frame.body}</main>
       </body>
     </html> `;
 }

@@ -44,6 +44,7 @@ for j = 1, n do
     if redis.call('HSETNX', KEYS[1], 'drop:' .. ARGV[a], 'id|' .. msg) == 1 then
       redis.call('HINCRBY', KEYS[1], 'rows', -1)
       redis.call('HINCRBY', KEYS[1], 'n_queued', -1)
+      redis.call('HINCRBY', KEYS[1], 'unestimated', -1)
       redis.call('HINCRBY', KEYS[1], 'amount', ARGV[a + 1])
     end
   elseif not cur[j] then
