@@ -39,7 +39,6 @@ const ROUTES = [
   'GET /ui/batches/{id}/audit',
   'GET /ui/batches/{id}/export.csv',
   'GET /ui/treasury',
-  'GET /favicon.ico',
   'GET /openapi.json',
 ];
 

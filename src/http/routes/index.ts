@@ -7,7 +7,6 @@ import { batchStatusRoute } from './batch-status.ts';
 import { batchesListRoute } from './batches-list.ts';
 import { batchesPostRoute } from './batches-post.ts';
 import { dashboardRoute } from './dashboard.ts';
-import { faviconRoute } from './favicon.ts';
 import { healthzRoute } from './healthz.ts';
 import { metricsRoute } from './metrics.ts';
 import { readyzRoute } from './readyz.ts';
@@ -34,6 +33,5 @@ export const ROUTES: readonly RoutePlugin[] = [
   dashboardRoute,
   uiRoute,
   uiTreasuryRoute,
-  faviconRoute,
   openapiRoute,
 ];

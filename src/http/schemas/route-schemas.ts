@@ -43,14 +43,6 @@ export const healthzSchema: FastifySchema = {
   response: { 200: jsonAnswer('the process answers', ok('{ status: "ok" }')) },
 };
 
-export const faviconSchema: FastifySchema = {
-  tags: ['pages'],
-  operationId: 'getFavicon',
-  summary: 'No icon: 204, with no credentials (browsers ask for it on every page load)',
-  security: [],
-  response: { 204: { description: 'no icon' } },
-};
-
 export const readyzSchema: FastifySchema = {
   tags: ['health'],
   operationId: 'getReadyz',
