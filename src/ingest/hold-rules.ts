@@ -12,6 +12,7 @@ import {
 } from '../store/new-recipient-exposure.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
 import type { DroppedRow } from '../store/batch-writer.ts';
+import { counted } from '../domain/plural.ts';
 
 /**
  * The holds every row entering the queue passes — a new batch, a schedule's firing, or the rows
@@ -227,5 +228,6 @@ export function newRecipientTotals(rows: readonly Payee[], screen: RecipientScre
 function describeRows(rows: readonly Payee[]): string {
   const addresses = new Set(rows.map((r) => bookAddressOf(r).key)).size;
   const lines = rows.slice(0, 5).map((r) => r.line);
-  return `${rows.length} row(s) pay ${addresses} address(es) (line ${lines.join(', ')}${rows.length > 5 ? ', …' : ''})`;
+  const pay = rows.length === 1 ? 'pays' : 'pay';
+  return `${counted(rows.length, 'row')} ${pay} ${counted(addresses, 'address', 'addresses')} (line ${lines.join(', ')}${rows.length > 5 ? ', …' : ''})`;
 }

@@ -66,7 +66,7 @@ describe('treasury controls: per-transfer and per-batch limits', () => {
     // Exactly 100 is within the limit.
     expect(doc.errors.some((e) => e.line === 2)).toBe(false);
     const batches = await runCli(['batches', '--json'], { REDIS_URL: redis.url, QUEUE_PREFIX: prefix });
-    expect(JSON.parse(batches.stdout)).toEqual({ batches: [] });
+    expect(JSON.parse(batches.stdout)).toEqual({ batches: [], paused: null });
   });
 
   it('with --skip-invalid enqueues the rows within MAX_TRANSFER_USDC and still reports the others', async () => {

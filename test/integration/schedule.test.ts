@@ -334,7 +334,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       expect(await fire(1)).toMatchObject({ status: 'enqueued', outcome: { held: true } });
       const first = await stack.status('book-20310101T020000Z');
       expect(first.held_reason).toMatch(
-        /new recipients: 1 row\(s\) pay 1 address\(es\) \(line 3\) not in the address book \(NEW_RECIPIENT_POLICY=hold\)/,
+        /new recipients: 1 row pays 1 address \(line 3\) not in the address book \(NEW_RECIPIENT_POLICY=hold\)/,
       );
       expect(first.transfers.map((t) => [t.id, t.new_recipient])).toEqual([
         ['book-20310101T020000Z.known', false],

@@ -35,7 +35,7 @@ describe('the dry run balance pre-flight over several owners', () => {
     const big = preflightChain('ARB', rows(150, 20), owners(100, 100), 'read');
     expect(big).toMatchObject({ verdict: 'rebalance', rowsOverEveryOwner: 1, largestOwner: usdc(100) });
     expect(preflightWarning(big)).toContain(
-      '1 row(s) need more than any single owner holds (the largest row 150.00',
+      '1 row needs more than any single owner holds (the largest row 150.00',
     );
     const split = preflightChain('ARB', rows(70, 70, 70), owners(100, 100, 10), 'read');
     expect(split).toMatchObject({ verdict: 'rebalance', rowsOverEveryOwner: 0, unplaced: 1 });

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { parseReplication } from '../../store/primary-watch.ts';
 import type { RoutePlugin } from '../route-deps.ts';
 import { readyzSchema } from '../schemas/route-schemas.ts';
 
@@ -26,14 +27,17 @@ export const readyzRoute: RoutePlugin = async (app, { deps }) => {
   });
 };
 
-/** The role Redis answers with (`master`, `slave`, `sentinel`), or undefined when it does not answer in time. */
+/**
+ * The role Redis answers with (`master`, `slave`), or undefined when it does not answer in time.
+ * Read from `INFO replication`, which the project's ACL user may run (docs/security.md), not `ROLE`.
+ */
 async function primaryRole(redis: Redis): Promise<string | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), PING_TIMEOUT_MS);
   });
-  const answer = redis.call('ROLE').then(
-    (r) => (Array.isArray(r) ? String(r[0]) : undefined),
+  const answer = redis.info('replication').then(
+    (text) => parseReplication(text).role || undefined,
     () => undefined,
   );
   try {
