@@ -41,6 +41,11 @@ export type TransferJobSpec = {
 /** Adds one job per transfer; implemented by src/queue/producer.ts. */
 export type TransferJobSink = {
   addTransfers(batchId: string, transfers: readonly TransferJobSpec[], round?: number): Promise<void>;
+  /**
+   * An operator's action completed the batch (`generation`: its completion count): its completion
+   * callback goes out as when a worker completes it. Absent: nothing is announced (tools, tests).
+   */
+  batchCompleted?(batchId: string, generation: number): Promise<void>;
 };
 
 export type WriteOptions = {
@@ -242,6 +247,7 @@ function batchRecordFields(plan: BatchPlan): string[] {
     'n_failed', '0',
     'n_rejected', '0',
     'n_needs_review', '0',
+    'n_cancelled', '0',
     'fee', '0',
     'net_receive', '0',
     'paid_amount', '0',

@@ -25,6 +25,7 @@ const ROUTES = [
   'GET /v1/batches/{id}/export.csv',
   'GET /v1/batches/{id}/export.json',
   'POST /v1/batches/{id}/retry',
+  'POST /v1/batches/{id}/cancel',
   'POST /v1/batches/{id}/approve',
   'GET /v1/recipients',
   'POST /v1/recipients',
@@ -221,6 +222,28 @@ describe('GET /openapi.json', () => {
     expectDescribed('POST /v1/batches', 422, rejected.json());
     const retried = await app.inject({ method: 'POST', url: '/v1/batches/oa-b1/retry', headers: hook });
     expectDescribed('POST /v1/batches/{id}/retry', 200, retried.json());
+    const cancelled = await app.inject({
+      method: 'POST',
+      url: '/v1/batches/oa-b1/cancel',
+      headers: { ...hook, 'content-type': 'application/json' },
+      payload: JSON.stringify({ transfers: ['oa-0', 'oa-1'] }),
+    });
+    // oa-1 was re-queued by the retry: cancelled; oa-0 was sent: left alone.
+    expect(cancelled.json()).toEqual({
+      batch_id: 'oa-b1',
+      cancelled: 1,
+      transfers: ['oa-1'],
+      not_cancelled: [{ id: 'oa-0', state: 'submitted' }],
+    });
+    expectDescribed('POST /v1/batches/{id}/cancel', 200, cancelled.json());
+    const badCancel = await app.inject({
+      method: 'POST',
+      url: '/v1/batches/oa-b1/cancel',
+      headers: { ...hook, 'content-type': 'application/json' },
+      payload: JSON.stringify({ transfers: 'oa-1' }),
+    });
+    expect(badCancel.statusCode).toBe(400);
+    expectDescribed('POST /v1/batches/{id}/cancel', 400, badCancel.json());
   });
 
   it('sends answers as the handlers build them: a declared schema drops or changes nothing', async () => {

@@ -44,7 +44,15 @@ function doc(over: Partial<BatchStatus> = {}): BatchStatus {
     settled: false,
     held: false,
     held_reason: null,
-    counts: { queued: 1, in_progress: 0, submitted: 1, failed: 0, rejected: 0, needs_review: 0 },
+    counts: {
+      queued: 1,
+      in_progress: 0,
+      submitted: 1,
+      failed: 0,
+      rejected: 0,
+      needs_review: 0,
+      cancelled: 0,
+    },
     intents: { complete: 0, failed: 0, untracked: 0, open: 1 },
     totals: {
       amount: '20.00',

@@ -14,7 +14,7 @@ export function renderStatus(doc: BatchStatus): string {
     `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'})`,
     `outcome: ${outcomeText(doc)}`,
     `complete: ${doc.complete ? 'yes' : 'no'}  intents settled: ${settledText(doc.settled)}${doc.held ? `  HELD for approval: ${doc.held_reason ?? ''}` : ''}`,
-    `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}`,
+    `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}  cancelled ${c.cancelled}`,
     intentsText(doc.intents),
     ...totalsLines(doc.totals),
     '',

@@ -188,6 +188,47 @@ export const batchRetrySchema: FastifySchema = {
   },
 };
 
+export const batchCancelSchema: FastifySchema = {
+  tags: ['operations'],
+  operationId: 'cancelBatch',
+  summary: "Cancel the batch's unsent transfers (or the ones named)",
+  description:
+    'Transfers still `queued` become `cancelled`, a final state that retry never re-queues; nothing in flight is cut off, and a held batch stays held. Without a body: every queued transfer of the batch.',
+  params: batchIdParams,
+  body: {
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          properties: {
+            transfers: {
+              type: 'array',
+              minItems: 1,
+              maxItems: 10_000,
+              items: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+            },
+          },
+          additionalProperties: false,
+        },
+      },
+    },
+  },
+  response: {
+    200: jsonAnswer(
+      'cancelled (a named transfer that is not queued any more is listed in not_cancelled, with its state)',
+      answer({
+        batch_id: str,
+        cancelled: int,
+        not_cancelled: {
+          type: 'array',
+          items: answer({ id: str, state: { type: 'string', enum: [...TRANSFER_STATES] } }),
+        },
+      }),
+    ),
+    ...errorAnswers(400, 401, 404),
+  },
+};
+
 export const batchApproveSchema: FastifySchema = {
   tags: ['operations'],
   operationId: 'approveBatch',

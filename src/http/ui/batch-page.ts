@@ -135,8 +135,11 @@ function clipped(value: string): Html {
 }
 
 function problemText(t: TransferView): Html {
+  // A cancelled row says who cancelled it, never in a failure's red.
   const said = t.error
-    ? html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`
+    ? t.state === 'cancelled'
+      ? html`<span class="muted"><code>${t.error.code}</code> ${t.error.message}</span>`
+      : html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`
     : html`${t.wait_reason ?? ''}`;
   return html`${said}${evidenceList(t.evidence)}`;
 }
