@@ -72,6 +72,7 @@ export function buildProgram(
   registerOperations(r);
   registerSchedule(r);
   registerRecipients(r);
+  registerAccess(r);
   registerInspection(r);
   registerSandbox(r);
   return program;
@@ -221,6 +222,24 @@ function registerRecipients(r: Registrar): void {
   );
 }
 
+/** `access token`: a credential of the HTTP API (README "Access"). */
+function registerAccess(r: Registrar): void {
+  const access = r.program.command('access').description("the HTTP API's credentials (token)");
+  r.bind(
+    access
+      .command('token')
+      .description('a fresh random token (shown once) and its ACCESS_FILE entry (its SHA-256)')
+      .argument('<name>', "the credential's name: who the audit shows")
+      .option(
+        '--role <role>',
+        'metrics, viewer, submitter, operator or approver (repeatable)',
+        (role: string, roles: string[] = []) => [...roles, role],
+      )
+      .option('--json', 'print JSON'),
+    'access',
+  );
+}
+
 /** `audit` and `wallets`. */
 function registerInspection(r: Registrar): void {
   r.bind(
@@ -292,7 +311,7 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   // Command groups: the module gets the subcommand as its first argument.
-  if (chosen.name === 'schedule' || chosen.name === 'recipients') {
+  if (chosen.name === 'schedule' || chosen.name === 'recipients' || chosen.name === 'access') {
     const sub = argv[argv.indexOf(chosen.name) + 1] ?? '';
     chosen = { ...chosen, args: [sub, ...chosen.args] };
   }

@@ -41,7 +41,7 @@ export type EnqueueDeps = {
 
 export type EnqueueOptions = {
   readonly source: BatchSource;
-  /** Who asked (audit log): `cli:<os user>` or `http:hook`. */
+  /** Who asked (audit log, `submitted_by`): `cli:<name>`, an HTTP credential's name, `schedule:<name>`. */
   readonly actor: string;
   readonly batchId?: string | undefined;
   readonly skipInvalid?: boolean | undefined;

@@ -13,7 +13,7 @@ import { createRecipientBook, type BookEntry } from '../store/recipient-book.ts'
 type RecipientOpsDeps = {
   readonly redis: Redis;
   readonly prefix: string;
-  /** `cli:<user>`, `http:approver` (or `http:hook` where no approver token is configured). */
+  /** `cli:<user>`, or the name of the HTTP credential (role approver). */
   readonly actor: string;
   readonly now?: () => number;
 };

@@ -4,6 +4,7 @@ import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
+import { ROLES_FOR, ruleOf } from '../../src/http/route-table.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { createProducer, type Producer } from '../../src/queue/producer.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
@@ -103,6 +104,33 @@ describe('GET /openapi.json', () => {
       const [method, path] = route.split(' ') as [HTTPMethods, string];
       expect(app.hasRoute({ method, url: path.replace(/\{(\w+)\}/g, ':$1') }), route).toBe(true);
     }
+  });
+
+  it("states each operation's roles, from the route table, and its 403", () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const route = `${method.toUpperCase()} ${path}`;
+        const rule = ruleOf(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ':$1'));
+        expect(rule, route).toBeDefined();
+        const { security, responses } = op as unknown as {
+          security: Record<string, string[]>[];
+          responses: Record<string, unknown>;
+          'x-roles'?: string[];
+        };
+        if (rule?.access === 'public') {
+          expect(security, route).toEqual([]);
+          expect(responses['403'], route).toBeUndefined();
+          continue;
+        }
+        const roles = [...ROLES_FOR[rule!.access]];
+        expect(security[0], route).toEqual({ bearer: roles });
+        expect((op as { 'x-roles'?: string[] })['x-roles'], route).toEqual(roles);
+        expect(responses['403'], route).toBeDefined();
+      }
+    }
+    const post = doc.paths['/v1/batches']?.['post'] as unknown as { security: unknown; description: string };
+    expect(post.security).toEqual([{ bearer: ['submitter'] }]);
+    expect(post.description).toContain('Roles: submitter.');
   });
 
   it('gives every operation its own operationId', () => {

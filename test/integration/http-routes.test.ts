@@ -127,8 +127,8 @@ describe('HTTP API authentication (inject)', () => {
       }
     }
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-    // The approver's token is not the hook's: it opens only the approve route.
-    expect((await app.inject({ method: 'GET', url: '/v1/batches', headers: approver })).statusCode).toBe(401);
+    // The approver reads what it approves (README "Access": role viewer too).
+    expect((await app.inject({ method: 'GET', url: '/v1/batches', headers: approver })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/v1/batches', headers: hook })).statusCode).toBe(200);
     // Nothing the refused requests asked for happened.
     expect((await status(app, '/v1/batches/auth-b')).counts.queued).toBe(2);
@@ -350,9 +350,9 @@ describe('HTTP status, export, retry, approve, audit (inject)', () => {
     expect(audit.statusCode).toBe(200);
     const entries = (audit.json() as { entries: { action: string; actor: string; batch: string }[] }).entries;
     expect(entries.map((e) => [e.action, e.actor])).toEqual([
-      ['retry', 'http:hook'],
-      ['approve', 'http:approver'],
-      ['enqueue', 'http:hook'],
+      ['retry', 'hook'],
+      ['approve', 'approver'],
+      ['enqueue', 'hook'],
     ]);
     expect(entries.every((e) => e.batch === 'over-threshold')).toBe(true);
     const everything = await held.inject({ method: 'GET', url: '/v1/audit', headers: hook });

@@ -232,8 +232,8 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
     ).entries;
     const of = (batch: string) =>
       entries.filter((e) => e.batch === batch).map((e) => `${e.action} ${e.actor}`);
-    expect(of('held-1')).toEqual(['approve http:approver', 'enqueue http:hook']);
-    expect(of('retry-1')).toEqual(['retry http:hook', 'enqueue http:hook']);
+    expect(of('held-1')).toEqual(['approve approver', 'enqueue hook']);
+    expect(of('retry-1')).toEqual(['retry hook', 'enqueue hook']);
     const one = (await (await get('/v1/audit?batch=retry-1')).json()) as {
       entries: { action: string; detail: unknown }[];
     };

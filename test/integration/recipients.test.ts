@@ -183,7 +183,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expectPaidOnce(feb, await stack.ledger());
     const listed = JSON.parse((await cli(['recipients', 'list', '--json'])).stdout) as BookDoc;
     expect(listed.recipients.find((r) => r.address === attacker)).toMatchObject({
-      added_by: 'http:approver',
+      added_by: 'approver',
       via: 'approve:feb',
       family: 'evm',
     });
@@ -231,7 +231,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(late.stdout).toMatch(/may-ana is submitted, not queued/);
   });
 
-  it('takes the approver token to change the book over HTTP, the hook token only where none is configured, and audits every change with its actor', async () => {
+  it('takes an approver to change the book over HTTP, never the hook credential, and audits every change with its actor', async () => {
     const address = randomEvmAddress();
     const post = (token: string | undefined, body: unknown) =>
       api.call('/v1/recipients', {
@@ -259,7 +259,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(listed.status).toBe(200);
     expect(((await listed.json()) as BookDoc).recipients.find((r) => r.address === address)).toMatchObject({
       label: 'vendor',
-      added_by: 'http:approver',
+      added_by: 'approver',
       via: 'add',
     });
     expect((await api.call(`/v1/recipients/${address}`, { method: 'DELETE', token: HOOK })).status).toBe(403);
@@ -284,18 +284,19 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(changes.slice(0, 4)).toEqual([
       ['recipient_remove', expect.stringMatching(/^cli:/), 'named'],
       ['recipient_add', expect.stringMatching(/^cli:/), 'named'],
-      ['recipient_remove', 'http:approver', 'named'],
-      ['recipient_add', 'http:approver', 'named'],
+      ['recipient_remove', 'approver', 'named'],
+      ['recipient_add', 'approver', 'named'],
     ]);
     expect(changes.at(-1)).toEqual(['recipient_import', expect.stringMatching(/^cli:/), 'other']);
     const approve = audit.entries.find((e) => e.action === 'approve' && e.batch === 'feb');
-    expect(approve?.actor).toBe('http:approver');
+    expect(approve?.actor).toBe('approver');
     // The approval says it added a recipient to the book (released 4, added 1).
     expect(detailText(approve?.detail)).toMatch(/released\D{1,4}4\D.*\D1\D/);
     expect(detailText(approve?.detail)).toMatch(/recipient/);
     for (const e of audit.entries) expect(JSON.stringify(e)).not.toContain(APPROVER);
 
-    // Without an approver token configured, the hook token keeps the book (policy allow).
+    // The hook credential never keeps the book, even with no approver configured (policy allow):
+    // the book belongs to approvers (README "Access").
     const prefix = `${stack.env['QUEUE_PREFIX']}h`;
     const app = await buildApp({
       config: loadConfig({ HOOK_TOKEN: HOOK, QUEUE_PREFIX: prefix }),
@@ -312,8 +313,8 @@ describe('known recipients: the address book and holds on new addresses', () => 
           recipients: [{ address: randomEvmAddress() }, { address: randomSolanaAddress() }],
         }),
       });
-      expect(res.statusCode, res.body).toBe(200);
-      expect(res.json()).toEqual({ rows: 2, added: 2, updated: 0 });
+      expect(res.statusCode, res.body).toBe(403);
+      expect(res.json()).toMatchObject({ code: 'USDC_HTTP_FORBIDDEN', roles: ['approver'] });
     } finally {
       await app.close();
     }

@@ -44,6 +44,7 @@ describe('usdc-batch --help', () => {
     'resume',
     'schedule',
     'recipients',
+    'access',
     'audit',
     'wallets',
     'sandbox',

@@ -396,6 +396,8 @@ describe('.env.example', () => {
     'MAX_DAILY_USDC',
     'APPROVAL_THRESHOLD_USDC',
     'APPROVER_TOKEN',
+    'METRICS_TOKEN',
+    'ACCESS_FILE',
     'NEW_RECIPIENT_POLICY',
     'NEW_RECIPIENT_MAX_USDC',
     'CALLBACK_ALLOWED_HOSTS',
@@ -422,6 +424,7 @@ describe('.env.example', () => {
       'SOLANA_PRIVATE_KEY',
       'APPROVER_TOKEN',
       'HOOK_TOKEN',
+      'METRICS_TOKEN',
       'HOOK_HMAC_SECRET',
     ]) {
       expect(example[name], name).toBe('');

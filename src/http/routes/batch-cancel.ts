@@ -3,14 +3,14 @@ import { cancelBatch, cancelTransfers } from '../../ops/cancel.ts';
 import { acknowledged } from '../../store/replica-acks.ts';
 import { HttpError } from '../http-errors.ts';
 import { batchIdParam } from '../params.ts';
-import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
+import { actorOf, type RoutePlugin } from '../route-deps.ts';
 import { batchCancelSchema } from '../schemas/route-schemas.ts';
 
 /** The most transfer ids one cancel names. */
 export const MAX_CANCEL_IDS = 10_000;
 
 /**
- * `POST /v1/batches/:id/cancel` (as the CLI's `cancel`): cancels the batch's unsent (`queued`)
+ * `POST /v1/batches/:id/cancel` (role operator; as the CLI's `cancel`): cancels the batch's unsent (`queued`)
  * transfers, or, with `{ "transfers": [id…] }`, only those. They become `cancelled`, a final state
  * that `retry` never re-queues; nothing in flight is cut off, and a held batch stays held. Answered
  * once the replicas hold the change (README "Replicated Redis").
@@ -23,7 +23,7 @@ export const batchCancelRoute: RoutePlugin = async (app, { deps }) => {
       redis: deps.redis,
       prefix: deps.config.queuePrefix,
       jobs: deps.producer,
-      actor: HTTP_ACTORS.hook,
+      actor: actorOf(request),
       ...(deps.now ? { now: deps.now } : {}),
     };
     if (only === undefined) {

@@ -80,7 +80,7 @@ export function errorAnswers(...statuses: number[]) {
 const ERROR_TEXT: Readonly<Record<number, string>> = {
   400: 'malformed request (body, query or parameter; a query parameter given twice; a JSON string too long)',
   401: 'missing or wrong credentials',
-  403: 'the hook token where the approver token is needed',
+  403: "the credential's roles do not cover this route (the answer's `roles` names those that do)",
   404: 'no such batch (or route)',
   409: 'a batch id reused with other rows',
   413: 'body too large',

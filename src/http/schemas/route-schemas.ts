@@ -39,7 +39,6 @@ export const healthzSchema: FastifySchema = {
   tags: ['health'],
   operationId: 'getHealthz',
   summary: 'Liveness (no credentials)',
-  security: [],
   response: { 200: jsonAnswer('the process answers', ok('{ status: "ok" }')) },
 };
 
@@ -232,15 +231,14 @@ export const batchCancelSchema: FastifySchema = {
 export const batchApproveSchema: FastifySchema = {
   tags: ['operations'],
   operationId: 'approveBatch',
-  summary: 'Release a batch held for approval (APPROVER_TOKEN)',
-  security: [{ approverToken: [] }],
+  summary: 'Release a batch held for approval',
   params: batchIdParams,
   response: {
     200: jsonAnswer(
       'released (already: true when it was not held)',
       answer({ batch_id: str, released: int, already: bool }),
     ),
-    ...errorAnswers(401, 403, 404),
+    ...errorAnswers(401, 404),
   },
 };
 
@@ -268,7 +266,10 @@ export const auditSchema: FastifySchema = {
             properties: {
               id: { type: 'string' },
               at: isoTime,
-              actor: { type: 'string', description: 'cli:<os user>, http:hook or http:approver' },
+              actor: {
+                type: 'string',
+                description: "cli:<name>, the HTTP credential's name, or schedule:<name>",
+              },
               action: { type: 'string', enum: [...AUDIT_ACTIONS] },
               batch: nullable({ type: 'string' }),
               detail: { type: 'object', additionalProperties: true },
@@ -297,9 +298,6 @@ const bookEntry = {
   additionalProperties: true,
 } as const;
 
-/** Changes need the approver's token when one is configured, else the hook token. */
-const changeSecurity = [{ approverToken: [] }, { hookToken: [] }];
-
 export const recipientsListSchema: FastifySchema = {
   tags: ['recipients'],
   operationId: 'listRecipients',
@@ -319,7 +317,6 @@ export const recipientsPostSchema: FastifySchema = {
   tags: ['recipients'],
   operationId: 'addRecipients',
   summary: 'Add a recipient, or import a list all or none',
-  security: changeSecurity,
   body: {
     content: {
       'application/json': {
@@ -345,7 +342,7 @@ export const recipientsPostSchema: FastifySchema = {
   response: {
     200: jsonAnswer('already known, or the list imported ({ rows, added, updated })', ok('the change')),
     201: jsonAnswer('added', ok('{ address, family, added, was }')),
-    ...errorAnswers(400, 401, 403, 422),
+    ...errorAnswers(400, 401, 422),
   },
 };
 
@@ -358,18 +355,16 @@ export const recipientDeleteSchema: FastifySchema = {
   tags: ['recipients'],
   operationId: 'removeRecipient',
   summary: 'Remove a recipient: every later payment to it is held',
-  security: changeSecurity,
   params: { type: 'object', required: ['address'], properties: { address: { type: 'string' } } },
-  response: { 200: removed, ...errorAnswers(400, 401, 403) },
+  response: { 200: removed, ...errorAnswers(400, 401) },
 };
 
 export const recipientsDeleteSchema: FastifySchema = {
   tags: ['recipients'],
   operationId: 'removeRecipientByQuery',
   summary: 'Remove a recipient named by ?address= or { address }',
-  security: changeSecurity,
   querystring: { type: 'object', properties: { address: { type: 'string' } } },
-  response: { 200: removed, ...errorAnswers(400, 401, 403) },
+  response: { 200: removed, ...errorAnswers(400, 401) },
 };
 
 export const metricsSchema: FastifySchema = {
@@ -386,22 +381,17 @@ export const openapiSchema: FastifySchema = {
   response: { 200: jsonAnswer('the API described', ok('OpenAPI 3.1 document')), ...errorAnswers(401) },
 };
 
-/** The batch pages: HTML for people, the hook token as bearer or as the Basic password. */
-const pageSecurity = [{ hookToken: [] }, { browserLogin: [] }];
-
 export const uiListSchema: FastifySchema = {
   tags: ['pages'],
   operationId: 'uiListBatches',
   summary: 'Recent batches, for people',
-  security: pageSecurity,
-  response: { 200: html('the batches page'), 401: html('log in: any user name, HOOK_TOKEN as the password') },
+  response: { 200: html('the batches page'), 401: html('log in: any user name, a token as the password') },
 };
 
 export const uiBatchSchema = (pageDefault: number, pageMax: number): FastifySchema => ({
   tags: ['pages'],
   operationId: 'uiGetBatch',
   summary: 'One batch and a page of its rows, for people',
-  security: pageSecurity,
   params: batchIdParams,
   querystring: batchPageQuery(pageDefault, pageMax),
   response: { 200: html('the batch page'), 400: html('a bad filter or cursor'), 404: html('no such batch') },
@@ -411,7 +401,6 @@ export const uiAuditSchema: FastifySchema = {
   tags: ['pages'],
   operationId: 'uiBatchAudit',
   summary: 'The audit entries of one batch, for people',
-  security: pageSecurity,
   params: batchIdParams,
   response: { 200: html('the audit page'), 404: html('no such batch') },
 };
@@ -420,7 +409,6 @@ export const uiExportSchema: FastifySchema = {
   tags: ['pages'],
   operationId: 'uiExportBatchCsv',
   summary: 'The batch export, for a browser logged in to the pages',
-  security: pageSecurity,
   params: batchIdParams,
   response: { 200: text('text/csv', 'the same CSV as /v1/batches/{id}/export.csv') },
 };
