@@ -15,7 +15,7 @@ export type CliContext = {
   readonly logger: Logger;
   readonly redis: Redis;
   readonly prefix: string;
-  /** `cli:<os user>`, for the audit trail. */
+  /** `cli:<USDC_BATCH_OPERATOR or OS user>`: who acts, for the audit, `submitted_by` and approvals. */
   readonly actor: string;
   producer(): Producer;
   /** Replica acknowledgements of this command's writes (README "Replicated Redis"). */
@@ -28,7 +28,9 @@ export type CliContext = {
   close(): Promise<void>;
 };
 
-export function cliActor(): string {
+/** `cli:<name>`: USDC_BATCH_OPERATOR when set (config.operatorName), else the OS user. */
+export function cliActor(operatorName?: string): string {
+  if (operatorName !== undefined) return `cli:${operatorName}`;
   try {
     return `cli:${userInfo().username}`;
   } catch {
@@ -54,7 +56,7 @@ export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(rea
     logger,
     redis,
     prefix: config.queuePrefix,
-    actor: cliActor(),
+    actor: cliActor(config.operatorName),
     producer() {
       producer ??= createProducer({ connection: redis, prefix: config.queuePrefix });
       return producer;

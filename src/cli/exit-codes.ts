@@ -4,6 +4,8 @@ export const EXIT = {
   rejected: 1,
   /** Usage or configuration error. */
   usage: 2,
-  /** A batch id reused with different content. */
+  /** A conflict: a batch id reused with different content; an approval digest that is not the batch's now. */
   conflict: 3,
+  /** Not permitted: four eyes (the submitter of a batch approving it). */
+  notPermitted: 4,
 } as const;

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
+import { FourEyesError } from '../ops/ops-error.ts';
 import { EXIT } from './exit-codes.ts';
 import { plainText } from './format.ts';
 
@@ -140,7 +141,13 @@ function registerOperations(r: Registrar): void {
     'resolve',
   );
   r.bind(
-    r.def('approve', 'release a batch held for approval').argument('<batch-id>', 'batch id', batchIdArgument),
+    r
+      .def('approve', 'approve a batch held for approval (four eyes: never its submitter)')
+      .argument('<batch-id>', 'batch id', batchIdArgument)
+      .option(
+        '--digest <digest>',
+        'the approval_digest of the rows reviewed (status --json); without it, approve shows the rows and asks',
+      ),
     'approve',
   );
   r.bind(
@@ -341,6 +348,10 @@ export function reportError(err: unknown): number {
     print(err.message);
     if (err.problems.some((p) => p.missing)) print(MISSING_CONFIG_HINT);
     return EXIT.usage;
+  }
+  if (err instanceof FourEyesError) {
+    print(`error: ${err.shortMessage}`);
+    return EXIT.notPermitted;
   }
   if (err instanceof ConflictError) {
     print(`error: ${err.shortMessage}`);

@@ -68,6 +68,10 @@ export type Config = RedisSettings & {
   readonly maxBatchUsdc: bigint | undefined;
   readonly maxDailyUsdc: bigint | undefined;
   readonly approvalThresholdUsdc: bigint | undefined;
+  /** Distinct approvers a held batch needs, none of them its submitter (README "Four eyes"). */
+  readonly approvalsRequired: number;
+  /** USDC_BATCH_OPERATOR: who the command line acts as (`cli:<name>`); undefined: the OS user. */
+  readonly operatorName: string | undefined;
   /** ACCESS_FILE's path (README "Access"); undefined: the three tokens name the credentials. */
   readonly accessFile: string | undefined;
   /**

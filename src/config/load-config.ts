@@ -71,6 +71,18 @@ function readNewRecipients(
   return { newRecipientPolicy: policy, newRecipientMaxUsdc: r.usdc('NEW_RECIPIENT_MAX_USDC') };
 }
 
+/** The name the command line acts as: `cli:<name>` in the audit, `submitted_by`, approvals. */
+export const OPERATOR_NAME_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
+
+function readOperatorName(r: EnvReader, problem: Problem): string | undefined {
+  const name = r.str('USDC_BATCH_OPERATOR');
+  if (name !== undefined && !OPERATOR_NAME_PATTERN.test(name)) {
+    problem('USDC_BATCH_OPERATOR', 'must be 1-64 characters of A-Z, a-z, 0-9, "_", ".", "@" or "-"');
+    return undefined;
+  }
+  return name;
+}
+
 function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[] | undefined {
   const list = r.list('SOLANA_ALLOWED_DESTINATIONS');
   for (const d of list ?? []) {
@@ -175,6 +187,8 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     maxBatchUsdc: r.usdc('MAX_BATCH_USDC'),
     maxDailyUsdc: r.usdc('MAX_DAILY_USDC'),
     approvalThresholdUsdc: r.usdc('APPROVAL_THRESHOLD_USDC'),
+    approvalsRequired: r.int('APPROVALS_REQUIRED', DEFAULTS.APPROVALS_REQUIRED, 1, 10),
+    operatorName: readOperatorName(r, problem),
     ...readAccessSettings(r, problem, { readFile: needs.access === true, book }),
     ...book,
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),

@@ -8,7 +8,7 @@ import Fastify, {
 import type { Credential } from '../domain/access.ts';
 import type { UsdcBatchError } from '../domain/errors.ts';
 import { ConflictError, ValidationError } from '../domain/errors.ts';
-import { NotFoundError } from '../ops/ops-error.ts';
+import { FourEyesError, NotFoundError, StaleDigestError } from '../ops/ops-error.ts';
 import { createQueueMonitor } from '../queue/queue-monitor.ts';
 import { createAccessList, credentialFor, type AccessList } from './access-list.ts';
 import { basicPassword, bearerToken } from './auth.ts';
@@ -154,7 +154,14 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   app.setErrorHandler(async (err: FastifyError | UsdcBatchError | Error, request, reply) => {
     const { status, code, message, errors, errorCount } = errorReply(err);
     if (status >= 500) request.log.error({ err }, 'request failed');
-    return reply.status(status).send(errorDocument(status, code, message, errors, errorCount));
+    const body = errorDocument(status, code, message, errors, errorCount);
+    // README "Four eyes": a 409 of an approval names the digest to review now.
+    if (err instanceof StaleDigestError) {
+      return reply
+        .status(status)
+        .send({ ...body, approval_digest: err.currentDigest, digest: err.currentDigest });
+    }
+    return reply.status(status).send(body);
   });
 
   app.setNotFoundHandler(async (request, reply) =>
@@ -313,6 +320,10 @@ function errorReply(err: FastifyError | UsdcBatchError | Error): {
     message = err.shortMessage;
     errors = err.errors;
     errorCount = err.errorCount;
+  } else if (err instanceof FourEyesError) {
+    status = 403;
+    code = err.code;
+    message = err.shortMessage;
   } else if (err instanceof NotFoundError) {
     status = 404;
     code = err.code;

@@ -35,7 +35,7 @@ export type EnqueueDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<Config, 'maxBatchUsdc' | 'callbackAllowedHosts'> & HoldConfig;
+  readonly config: Pick<Config, 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired'> & HoldConfig;
   readonly now?: () => number;
 };
 
@@ -333,6 +333,8 @@ async function writeBatchOf(
       batchId: batch.batchId,
       digest: batch.digest,
       source: options.source,
+      submittedBy: options.actor,
+      approvalsRequired: deps.config.approvalsRequired,
       createdAt: (deps.now ?? Date.now)(),
       // An existing batch keeps the hold it was written with (the writer reads it back).
       held: (holds?.reasons.length ?? 0) > 0,

@@ -28,7 +28,11 @@ export type FireDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<Config, 'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts'> & HoldConfig;
+  readonly config: Pick<
+    Config,
+    'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired'
+  > &
+    HoldConfig;
   readonly logger?: Logger | undefined;
   /** What a rebalance schedule's firing needs (keys, RPC, the service's estimates); absent: such firings are refused. */
   readonly rebalance?: RebalanceFiringDeps | undefined;

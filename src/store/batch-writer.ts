@@ -12,6 +12,10 @@ export type BatchPlan = {
   readonly batchId: string;
   readonly digest: string;
   readonly source: BatchSource;
+  /** Who enqueued it (README "Four eyes"): never one of its approvers. */
+  readonly submittedBy: string;
+  /** APPROVALS_REQUIRED when it was enqueued: the approvals a hold of it needs (at least). */
+  readonly approvalsRequired: number;
   readonly createdAt: number;
   /** Held for approval: records are written, jobs are added later by `addJobsForQueuedTransfers`. */
   readonly held: boolean;
@@ -233,6 +237,8 @@ function batchRecordFields(plan: BatchPlan): string[] {
     'created_at', String(plan.createdAt),
     'updated_at', String(plan.createdAt),
     'source', plan.source,
+    'submitted_by', plan.submittedBy,
+    'approvals_required', String(plan.approvalsRequired),
     'digest', plan.digest,
     'rows', String(planned.length),
     'amount', amount.toString(),

@@ -8,6 +8,8 @@ export function keys(prefix: string) {
     batchRows: (batchId: string) => `${prefix}:batch:${batchId}:rows`,
     batchState: (batchId: string, state: TransferState) => `${prefix}:batch:${batchId}:state:${state}`,
     transfer: (batchId: string, transferId: string) => `${prefix}:t:${batchId}:${transferId}`,
+    /** The approvals of a batch's current hold: name → `<at ms>|<digest>` (approvals.ts). */
+    batchApprovals: (batchId: string) => `${prefix}:batch:${batchId}:approvals`,
     payout: (payoutId: string) => `${prefix}:payout:${payoutId}`,
     /**
      * The payment fingerprints of the rows enqueued on one UTC day (`day` = ms since the epoch ÷ 24 h):

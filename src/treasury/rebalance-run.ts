@@ -37,7 +37,7 @@ export type RebalanceDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly config: TreasuryConfig &
-    Pick<Config, 'maxFeeBps' | 'maxBatchUsdc' | 'callbackAllowedHosts'> &
+    Pick<Config, 'maxFeeBps' | 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired'> &
     HoldConfig;
   /** Where the batch's transfer jobs go; needed for `run` only. */
   readonly jobs?: TransferJobSink | undefined;

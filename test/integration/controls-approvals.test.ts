@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.ts';
+import { approveCli } from '../helpers/approve.ts';
 import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { csvOf, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
 
@@ -69,7 +70,7 @@ describe('approvals hold through cancel, retry and many small batches', () => {
     expect(await paidTo(held.map((r) => r.recipient))).toEqual([]);
     expect((await stack.status('hole-1')).counts.queued).toBe(2);
 
-    const approve = await cli(['approve', 'hole-1']);
+    const approve = await approveCli('hole-1', stack.env);
     expect(approve.code).toBe(0);
     expect(approve.stdout).toMatch(/released 2/);
     const doc = await stack.waitComplete('hole-1', 60_000);
@@ -149,7 +150,7 @@ describe('approvals hold through cancel, retry and many small batches', () => {
     expect((await stack.waitComplete('canary-2', 60_000)).counts.submitted).toBe(1);
     expect(await paidTo(batch.map((r) => r.recipient))).toEqual([]);
 
-    expect((await cli(['approve', 'retry-held'])).code).toBe(0);
+    expect((await approveCli('retry-held', stack.env)).code).toBe(0);
     const doc = await stack.waitComplete('retry-held', 60_000);
     expect(doc).toMatchObject({ held: false, held_reason: null, counts: { submitted: 2 } });
     const paid = await paidTo(batch.map((r) => r.recipient));

@@ -279,8 +279,9 @@ describe('GET /openapi.json', () => {
     const body = res.json() as Record<string, unknown> & { transfers: Record<string, unknown>[] };
     // Fields the schema does not list (wait_reason is listed; these are the document's own) stay.
     expect(Object.keys(body)).toEqual([
-      'batch_id', 'created_at', 'source', 'complete', 'settled', 'held', 'held_reason', 'counts',
-      'intents', 'totals', 'transfers', 'next_cursor',
+      'batch_id', 'created_at', 'source', 'submitted_by', 'complete', 'settled', 'held', 'held_reason',
+      'approval_digest', 'approvals', 'approvals_required', 'counts', 'intents', 'totals', 'transfers',
+      'next_cursor',
     ]); // prettier-ignore
     const queued = body.transfers.find((t) => t['id'] === 'oa-2')!;
     expect(queued).toMatchObject({ intent_id: null, memo: null, error: null, fee: { total: null } });

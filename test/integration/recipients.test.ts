@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approveCli } from '../helpers/approve.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/logger.ts';
@@ -174,10 +175,17 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(before.filter((e) => e.recipient.toLowerCase() === attacker.toLowerCase())).toEqual([]);
 
     // Approving it (the approver's token) pays each row once, and puts the address in the book.
-    const byHook = await api.call('/v1/batches/feb/approve', { method: 'POST', token: HOOK });
-    expect(byHook.status).toBe(403);
-    const ok = await api.call('/v1/batches/feb/approve', { method: 'POST', token: APPROVER });
-    expect(await ok.json()).toEqual({ batch_id: 'feb', released: 4, already: false });
+    const digest = (await stack.status('feb')).approval_digest;
+    const approve = (token: string) =>
+      api.call('/v1/batches/feb/approve', {
+        method: 'POST',
+        token,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ digest }),
+      });
+    expect((await approve(HOOK)).status).toBe(403);
+    const ok = await approve(APPROVER);
+    expect(await ok.json()).toMatchObject({ batch_id: 'feb', released: 4, already: false, held: false });
     const feb = await stack.waitComplete('feb', 60_000);
     expect(feb).toMatchObject({ held: false, held_reason: null, counts: { submitted: 4 } });
     expectPaidOnce(feb, await stack.ledger());
@@ -212,7 +220,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(await stack.status('may')).toMatchObject({ held: true, counts: { queued: 2, cancelled: 1 } });
     expect((await cli(['cancel', 'may', '--transfer', 'no-such-row'])).code).toBe(2);
 
-    expect((await cli(['approve', 'may'])).stdout).toMatch(/released 2 transfer/);
+    expect((await approveCli('may', stack.env)).stdout).toMatch(/released 2 transfer/);
     const may = await stack.waitComplete('may', 60_000);
     expect(may.transfers.map((t) => [t.id, t.state, t.error?.code ?? null])).toEqual([
       ['may-ana', 'submitted', null],
@@ -387,7 +395,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(after.doc.held_reason).toMatch(
       /removed recipients: 1 row\(s\) pay 1 address\(es\) \(line 2\) removed from the address book/,
     );
-    expect((await cli(['approve', after.doc.batch_id as string], env)).code).toBe(0);
+    expect((await approveCli(after.doc.batch_id as string, env)).code).toBe(0);
     const book = JSON.parse((await cli(['recipients', 'list', '--json'], env)).stdout) as BookDoc;
     expect(book.recipients.map((r) => r.address)).not.toContain(known);
     expect((await enqueue([row('c6', '6', known)], [], env)).doc.held).toBe(true);

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approveCli } from '../helpers/approve.ts';
 import { createProducer } from '../../src/queue/producer.ts';
 import { fireSchedule } from '../../src/queue/schedule-firing.ts';
 import { isFiringOf } from '../../src/queue/schedule-identity.ts';
@@ -155,6 +156,7 @@ describe('schedule: recurring batches through the real CLI', () => {
             approvalThresholdUsdc: undefined,
             newRecipientPolicy: 'allow',
             newRecipientMaxUsdc: undefined,
+            approvalsRequired: 1,
             callbackAllowedHosts: [],
           },
         },
@@ -229,6 +231,7 @@ describe('schedule: recurring batches through the real CLI', () => {
           approvalThresholdUsdc: undefined,
           newRecipientPolicy: 'allow',
           newRecipientMaxUsdc: undefined,
+          approvalsRequired: 1,
           callbackAllowedHosts: [],
         },
       },
@@ -258,6 +261,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       callbackAllowedHosts: [],
       newRecipientPolicy: 'allow' as const,
       newRecipientMaxUsdc: undefined,
+      approvalsRequired: 1,
     };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
     try {
@@ -320,6 +324,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       approvalThresholdUsdc: undefined,
       newRecipientPolicy: 'hold' as const,
       newRecipientMaxUsdc: undefined,
+      approvalsRequired: 1,
     };
     const fire = (day: number) =>
       fireSchedule({ redis: stack.client, prefix, jobs, config }, 'book', Date.UTC(2031, 0, day, 2, 0, 0));
@@ -350,7 +355,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       expect(calls).toEqual([]);
 
       // Approving the second firing releases it alone, and vouches for its new address.
-      expect((await runCli(['approve', 'book-20310102T020000Z'], stack.env)).code).toBe(0);
+      expect((await approveCli('book-20310102T020000Z', stack.env)).code).toBe(0);
       expect((await stack.status('book-20310101T020000Z')).held).toBe(true);
       const book = JSON.parse((await runCli(['recipients', 'list', '--json'], stack.env)).stdout) as {
         recipients: { address: string; via: string }[];
@@ -368,7 +373,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       expect(calls).toEqual([]);
 
       for (const id of ['book-20310101T020000Z', 'book-20310103T020000Z']) {
-        expect((await runCli(['approve', id], stack.env)).code).toBe(0);
+        expect((await approveCli(id, stack.env)).code).toBe(0);
       }
       expect(await held()).toMatchObject({ held: false, held_firings: [] });
       expect(await fire(4)).toMatchObject({ outcome: { held: false } });

@@ -82,7 +82,7 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
   401: 'missing or wrong credentials',
   403: "the credential's roles do not cover this route (the answer's `roles` names those that do)",
   404: 'no such batch (or route)',
-  409: 'a batch id reused with other rows',
+  409: "a conflict: a batch id reused with other rows, or an approval digest that is not the batch's now (`approval_digest` names the current one)",
   413: 'body too large',
   415: 'unsupported content type',
   422: 'the input was rejected: per-row errors, nothing enqueued',

@@ -231,14 +231,35 @@ export const batchCancelSchema: FastifySchema = {
 export const batchApproveSchema: FastifySchema = {
   tags: ['operations'],
   operationId: 'approveBatch',
-  summary: 'Release a batch held for approval',
+  summary: 'Approve a batch held for approval (four eyes)',
+  description:
+    "Approves the rows whose approval_digest (GET /v1/batches/{id}) is `digest`, as the credential's name; the APPROVALS_REQUIRED-th distinct approver releases the batch. Never the batch's submitter (403 `four_eyes`); a digest that is not the batch's now (a row cancelled or re-queued since) is 409 with the current `approval_digest`, and approvals of an earlier digest no longer count.",
   params: batchIdParams,
+  body: {
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          required: ['digest'],
+          properties: { digest: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' } },
+        },
+      },
+    },
+  },
   response: {
     200: jsonAnswer(
-      'released (already: true when it was not held)',
-      answer({ batch_id: str, released: int, already: bool }),
+      'approved (released when it was the last approval needed; already: true when it was not held)',
+      answer({
+        batch_id: str,
+        released: int,
+        already: bool,
+        held: bool,
+        approvals: int,
+        approvals_required: int,
+        approval_digest: nullable(str),
+      }),
     ),
-    ...errorAnswers(401, 404),
+    ...errorAnswers(401, 404, 409),
   },
 };
 

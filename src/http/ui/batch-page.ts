@@ -32,10 +32,12 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
   const body = html`<h1>Batch <span class="mono" data-batch-id>${doc.batch_id}</span></h1>
     ${statusBadges(doc)}
     <p class="muted">
-      ${doc.source}, created ${shortTime(doc.created_at)}, ${rowCount(doc.counts)}
-      transfers.${refreshNote(refresh)}
+      ${doc.source}, created
+      ${shortTime(doc.created_at)}${doc.submitted_by ? html` by <span data-submitted-by>${doc.submitted_by}</span>` : null},
+      ${rowCount(doc.counts)} transfers.${refreshNote(refresh)}
     </p>
     ${doc.held ? html`<div class="held-reason" data-held-reason><b>Held for approval:</b> ${doc.held_reason ?? ''}</div>` : null}
+    ${approvalsPanel(doc)}
     <section class="panel">${stateBar(doc.counts)} ${stateFilter(doc, view, base)} ${figures(doc)}</section>
     <div class="links">
       <a href="${base}/export.csv" data-link="export">export (CSV)</a>
@@ -44,6 +46,53 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
     <h2>${view.state ? html`Transfers ${view.state.replace('_', ' ')}` : 'Transfers'}</h2>
     ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers)} ${pager(doc, view, base)}`;
   return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, body });
+}
+
+/**
+ * Four eyes (README "Four eyes"): while held, the digest an approval names and the approvals so far
+ * — those of an earlier digest marked void; once released, who approved it.
+ */
+function approvalsPanel(doc: BatchStatus): Html | null {
+  if (!doc.held && doc.approvals.length === 0) return null;
+  const counted = doc.approvals.filter(
+    (a) => a.digest === doc.approval_digest && a.name !== doc.submitted_by,
+  );
+  const items = doc.approvals.map(
+    (a) =>
+      html`<li data-approval="${a.name}">
+        <span class="mono">${a.name}</span>, ${shortTime(a.at)}
+        ${doc.held && a.digest !== doc.approval_digest ? html`<span class="muted" data-void>— given for an earlier digest (${a.digest.slice(0, 12)}…): does not count</span>` : null}
+      </li>`,
+  );
+  if (!doc.held) {
+    return html`<div class="panel" data-approvals>
+      <b>Approved by</b>
+      <ul>
+        ${items}
+      </ul>
+    </div>`;
+  }
+  return html`<div class="panel" data-approvals>
+    <div>
+      <b>approval_digest</b>
+      <code class="clip" title="${doc.approval_digest ?? ''}" data-approval-digest
+        >${doc.approval_digest ?? '–'}</code
+      >
+    </div>
+    <div>
+      approvals: <b data-approval-count>${counted.length}</b> of
+      <b data-approvals-required>${doc.approvals_required}</b> needed, from distinct approvers, never the
+      submitter${doc.submitted_by ? html` (${doc.submitted_by})` : null}; an approval names this digest:
+      <code>usdc-batch approve ${doc.batch_id}</code> shows the rows and asks.
+    </div>
+    ${
+      items.length > 0
+        ? html`<ul>
+            ${items}
+          </ul>`
+        : null
+    }
+  </div>`;
 }
 
 /** All / each state with its count, as links; the current one marked. */
