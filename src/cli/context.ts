@@ -8,6 +8,8 @@ import { createProducer, type Producer } from '../queue/producer.ts';
 import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/redis.ts';
 import { acknowledged, createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
 import { checkRedisTls } from '../store/redis-tls.ts';
+import type { AuditDeps } from '../store/audit.ts';
+import type { OpsDeps } from '../ops/ops-deps.ts';
 
 /** What a CLI command needs: config, a fail-fast Redis client, a producer on demand, the actor. */
 export type CliContext = {
@@ -69,6 +71,16 @@ export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(rea
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+}
+
+/** Where a command's audit entries go: the stream, and AUDIT_LOG_FILE when set. */
+export function auditOf(ctx: CliContext): AuditDeps {
+  return { redis: ctx.redis, prefix: ctx.prefix, auditLogFile: ctx.config.auditLogFile };
+}
+
+/** What an operator command acts with: Redis, a producer, who acts, where its audit goes. */
+export function opsOf(ctx: CliContext): OpsDeps {
+  return { ...auditOf(ctx), jobs: ctx.producer(), actor: ctx.actor };
 }
 
 /** Runs `fn` with a context and always closes it. */

@@ -251,8 +251,9 @@ function registerAccess(r: Registrar): void {
 function registerInspection(r: Registrar): void {
   r.bind(
     r
-      .def('audit', 'operator actions: who, when, what')
+      .def('audit', 'operator actions: who, when, what; --verify checks an AUDIT_LOG_FILE')
       .option('--batch <id>', 'only this batch', batchIdArgument)
+      .option('--verify <file>', "check an AUDIT_LOG_FILE's hash chain; prints the last hash")
       .option('--json', 'print JSON'),
     'audit',
   );

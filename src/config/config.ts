@@ -70,6 +70,8 @@ export type Config = RedisSettings & {
   readonly approvalThresholdUsdc: bigint | undefined;
   /** Distinct approvers a held batch needs, none of them its submitter (README "Four eyes"). */
   readonly approvalsRequired: number;
+  /** AUDIT_LOG_FILE: every audit entry is also appended there, hash-chained (README "Audit"). */
+  readonly auditLogFile: string | undefined;
   /** USDC_BATCH_OPERATOR: who the command line acts as (`cli:<name>`); undefined: the OS user. */
   readonly operatorName: string | undefined;
   /** ACCESS_FILE's path (README "Access"); undefined: the three tokens name the credentials. */

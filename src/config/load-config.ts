@@ -189,6 +189,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     approvalThresholdUsdc: r.usdc('APPROVAL_THRESHOLD_USDC'),
     approvalsRequired: r.int('APPROVALS_REQUIRED', DEFAULTS.APPROVALS_REQUIRED, 1, 10),
     operatorName: readOperatorName(r, problem),
+    auditLogFile: r.str('AUDIT_LOG_FILE'),
     ...readAccessSettings(r, problem, { readFile: needs.access === true, book }),
     ...book,
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),

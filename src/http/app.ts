@@ -25,6 +25,7 @@ import {
   noteAuthFailure,
   type AuthFailures,
 } from './auth-failures.ts';
+import { AuditFileError } from '../store/audit-file.ts';
 import { ReplicasNotConfirmedError } from '../store/replica-acks.ts';
 import { parseJsonBody } from './json-body.ts';
 import {
@@ -330,6 +331,11 @@ function errorReply(err: FastifyError | UsdcBatchError | Error): {
     message = err.shortMessage;
   } else if (err instanceof ConflictError) {
     status = 409;
+    code = err.code;
+    message = err.shortMessage;
+  } else if (err instanceof AuditFileError) {
+    // README "Audit": the action is done but its line is not in AUDIT_LOG_FILE: not acknowledged.
+    status = 503;
     code = err.code;
     message = err.shortMessage;
   } else if (err instanceof ReplicasNotConfirmedError) {

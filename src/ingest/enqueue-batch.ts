@@ -35,7 +35,11 @@ export type EnqueueDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<Config, 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired'> & HoldConfig;
+  readonly config: Pick<
+    Config,
+    'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
+  > &
+    HoldConfig;
   readonly now?: () => number;
 };
 
@@ -376,20 +380,23 @@ async function writtenOutcome(
   };
   const outcome = enqueuedOutcome(input, batchId, state, { created: true, resumed: !result.created });
   if (result.created) {
-    await recordAudit(deps.redis, deps.prefix, {
-      actor: options.actor,
-      action: 'enqueue',
-      batch: batchId,
-      detail: {
-        source: options.source,
-        rows: outcome.accepted,
-        amount: formatUsdc(outcome.totalAmount),
-        held: outcome.held,
-        ...(outcome.heldReason ? { held_reason: outcome.heldReason } : {}),
-        new_recipients: acceptedRows(input, state.dropped).filter((t) => batch.screen.notInBook.has(t.id))
-          .length,
+    await recordAudit(
+      { redis: deps.redis, prefix: deps.prefix, auditLogFile: deps.config.auditLogFile },
+      {
+        who: options.actor,
+        action: 'enqueue',
+        batch: batchId,
+        detail: {
+          source: options.source,
+          rows: outcome.accepted,
+          amount: formatUsdc(outcome.totalAmount),
+          held: outcome.held,
+          ...(outcome.heldReason ? { held_reason: outcome.heldReason } : {}),
+          new_recipients: acceptedRows(input, state.dropped).filter((t) => batch.screen.notInBook.has(t.id))
+            .length,
+        },
       },
-    });
+    );
   }
   return outcome;
 }

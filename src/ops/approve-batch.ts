@@ -79,8 +79,8 @@ export async function approveBatch(
       throw new StaleDigestError(batchId, reviewed, now2.digest);
     }
     const released = res.status === 'released' ? await addJobsForQueuedTransfers(jobDeps, batchId) : 0;
-    await recordAudit(deps.redis, deps.prefix, {
-      actor: deps.actor,
+    await recordAudit(deps, {
+      who: deps.actor,
       action: 'approve',
       batch: batchId,
       detail: {

@@ -49,12 +49,10 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
   }
   // A held batch stays held: only `approve` releases a hold (README "States and promises", promise 5). Setting
   // `held` to 0 here once let `retry` re-queue the cancelled rows with jobs, paying them unapproved.
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'cancel',
-    batch: batchId,
-    detail: { cancelled },
-  });
+  // A cancel that cancelled nothing changed nothing: not audited (README "Audit").
+  if (cancelled > 0) {
+    await recordAudit(deps, { who: deps.actor, action: 'cancel', batch: batchId, detail: { cancelled } });
+  }
   return { cancelled };
 }
 
@@ -92,11 +90,13 @@ export async function cancelTransfers(
       await announceCompletion(deps, batchId, res.completedGeneration);
     } else skipped.push({ id, state: res.current ?? 'missing' });
   }
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'cancel',
-    batch: batchId,
-    detail: { cancelled, not_cancelled: skipped },
-  });
+  if (cancelled.length > 0) {
+    await recordAudit(deps, {
+      who: deps.actor,
+      action: 'cancel',
+      batch: batchId,
+      detail: { cancelled, not_cancelled: skipped },
+    });
+  }
   return { cancelled, skipped };
 }

@@ -2,10 +2,16 @@ import { recordAudit } from '../store/audit.ts';
 import { keys } from '../store/keys.ts';
 import type { OpsDeps } from './ops-deps.ts';
 
-/** `pause` / `resume`: workers stop taking new transfers while the pause flag is set. */
-export async function setPaused(deps: Omit<OpsDeps, 'jobs'>, paused: boolean): Promise<void> {
+/**
+ * `pause` / `resume`: workers stop taking new transfers while the pause flag is set. Pausing what is
+ * paused, or resuming what runs, changes nothing and is not audited (nor does it move the time the
+ * pause began). Returns whether it changed anything.
+ */
+export async function setPaused(deps: Omit<OpsDeps, 'jobs'>, paused: boolean): Promise<boolean> {
   const k = keys(deps.prefix);
-  if (paused) await deps.redis.set(k.paused, String((deps.now ?? Date.now)()));
-  else await deps.redis.del(k.paused);
-  await recordAudit(deps.redis, deps.prefix, { actor: deps.actor, action: paused ? 'pause' : 'resume' });
+  const changed = paused
+    ? (await deps.redis.set(k.paused, String((deps.now ?? Date.now)()), 'NX')) === 'OK'
+    : (await deps.redis.del(k.paused)) > 0;
+  if (changed) await recordAudit(deps, { who: deps.actor, action: paused ? 'pause' : 'resume' });
+  return changed;
 }

@@ -60,12 +60,14 @@ export async function retryBatch(
   if (!held) {
     for (const [round, transfers] of byRound) await deps.jobs.addTransfers(batchId, transfers, round);
   }
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'retry',
-    batch: batchId,
-    detail: { requeued, ...(heldNow ? { held_reason: heldNow } : {}) },
-  });
+  // A retry that re-queued nothing and held nothing changed nothing: not audited (README "Audit").
+  if (requeued > 0 || heldNow)
+    await recordAudit(deps, {
+      who: deps.actor,
+      action: 'retry',
+      batch: batchId,
+      detail: { requeued, ...(heldNow ? { held_reason: heldNow } : {}) },
+    });
   return {
     requeued,
     heldReason: held ? ((await deps.redis.hget(k.batch(batchId), 'held_reason')) ?? '') : null,

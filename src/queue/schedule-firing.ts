@@ -30,7 +30,7 @@ export type FireDeps = {
   readonly jobs: TransferJobSink;
   readonly config: Pick<
     Config,
-    'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired'
+    'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
   > &
     HoldConfig;
   readonly logger?: Logger | undefined;

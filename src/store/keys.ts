@@ -22,6 +22,8 @@ export function keys(prefix: string) {
     spend: `${prefix}:spend`,
     spendAmounts: `${prefix}:spend:amounts`,
     audit: `${prefix}:audit`,
+    /** The lock of one AUDIT_LOG_FILE, `…:<file id>` (audit-file.ts). */
+    auditFileLock: `${prefix}:audit-file-lock`,
     paused: `${prefix}:paused`,
     schedule: (name: string) => `${prefix}:schedule:${name}`,
     /** Firings of a schedule that were held when they fired (pruned as they are approved). */

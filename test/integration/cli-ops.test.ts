@@ -120,11 +120,11 @@ describe('operator commands through the CLI', () => {
     expect(again.counts.submitted).toBe(6);
 
     const audit = JSON.parse((await cli(['audit', '--batch', batchId, '--json'])).stdout) as {
-      entries: { action: string; actor: string }[];
+      entries: { action: string; who: string }[];
     };
     expect(audit.entries.map((e) => e.action).sort()).toEqual(['enqueue', 'retry']);
     // (pause and resume are not about one batch: they appear in the unfiltered audit below)
-    for (const e of audit.entries) expect(e.actor).toMatch(/^cli:/);
+    for (const e of audit.entries) expect(e.who).toMatch(/^cli:/);
   });
 
   it('resolve refuses --not-sent while the permit can execute, and records --submitted', async () => {

@@ -256,9 +256,9 @@ describe('access: named credentials and roles (README "Access")', () => {
     const byApprover = await add(APPROVER);
     expect(byApprover.statusCode).toBe(201);
     const audit = await app.inject({ method: 'GET', url: '/v1/audit', headers: bearer(HOOK) });
-    const entries = (audit.json() as { entries: { action: string; actor: string }[] }).entries;
-    expect(entries.find((e) => e.action === 'recipient_add')?.actor).toBe('approver');
-    expect(entries.find((e) => e.action === 'enqueue')?.actor).toBe('hook');
+    const entries = (audit.json() as { entries: { action: string; who: string }[] }).entries;
+    expect(entries.find((e) => e.action === 'recipient_add')?.who).toBe('approver');
+    expect(entries.find((e) => e.action === 'enqueue')?.who).toBe('hook');
   });
 
   it('serves with the credentials `access token` makes, and re-reads ACCESS_FILE on SIGHUP (a bad file changes nothing)', async () => {

@@ -362,13 +362,15 @@ describe('HTTP status, export, retry, approve, audit (inject)', () => {
       payload: approveBody,
     });
     expect(twice.json()).toMatchObject({ batch_id: 'over-threshold', released: 0, already: true });
-    await held.inject({ method: 'POST', url: '/v1/batches/over-threshold/retry', headers: hook });
+    // A retry that re-queues nothing changes nothing: it is not in the audit (README "Audit").
+    expect(
+      (await held.inject({ method: 'POST', url: '/v1/batches/over-threshold/retry', headers: hook })).json(),
+    ).toMatchObject({ requeued: 0 });
 
     const audit = await held.inject({ method: 'GET', url: '/v1/audit?batch=over-threshold', headers: hook });
     expect(audit.statusCode).toBe(200);
-    const entries = (audit.json() as { entries: { action: string; actor: string; batch: string }[] }).entries;
-    expect(entries.map((e) => [e.action, e.actor])).toEqual([
-      ['retry', 'hook'],
+    const entries = (audit.json() as { entries: { action: string; who: string; batch: string }[] }).entries;
+    expect(entries.map((e) => [e.action, e.who])).toEqual([
       ['approve', 'approver'],
       ['enqueue', 'hook'],
     ]);

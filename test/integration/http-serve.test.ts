@@ -229,11 +229,9 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
     const body = await res.text();
     expect(body).not.toContain(HOOK);
     expect(body).not.toContain(APPROVER);
-    const entries = (
-      JSON.parse(body) as { entries: { action: string; actor: string; batch: string | null }[] }
-    ).entries;
-    const of = (batch: string) =>
-      entries.filter((e) => e.batch === batch).map((e) => `${e.action} ${e.actor}`);
+    const entries = (JSON.parse(body) as { entries: { action: string; who: string; batch: string | null }[] })
+      .entries;
+    const of = (batch: string) => entries.filter((e) => e.batch === batch).map((e) => `${e.action} ${e.who}`);
     expect(of('held-1')).toEqual(['approve approver', 'enqueue hook']);
     expect(of('retry-1')).toEqual(['retry hook', 'enqueue hook']);
     const one = (await (await get('/v1/audit?batch=retry-1')).json()) as {

@@ -27,7 +27,7 @@ type EnqueueDoc = {
   rejected: number;
   errors: { line: number | null; column: string | null; message: string }[];
 };
-type AuditDoc = { entries: { action: string; actor: string; batch: string | null; detail: unknown }[] };
+type AuditDoc = { entries: { action: string; who: string; batch: string | null; detail: unknown }[] };
 
 /** An audit entry's detail as text, whether it is a sentence or an object. */
 const detailText = (detail: unknown): string =>
@@ -286,7 +286,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
       .filter((e) => e.action.startsWith('recipient_'))
       .map((e) => [
         e.action,
-        e.actor,
+        e.who,
         detailText(e.detail).includes(address) || detailText(e.detail).includes(other) ? 'named' : 'other',
       ]);
     expect(changes.slice(0, 4)).toEqual([
@@ -297,7 +297,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     ]);
     expect(changes.at(-1)).toEqual(['recipient_import', expect.stringMatching(/^cli:/), 'other']);
     const approve = audit.entries.find((e) => e.action === 'approve' && e.batch === 'feb');
-    expect(approve?.actor).toBe('approver');
+    expect(approve?.who).toBe('approver');
     // The approval says it added a recipient to the book (released 4, added 1).
     expect(detailText(approve?.detail)).toMatch(/released\D{1,4}4\D.*\D1\D/);
     expect(detailText(approve?.detail)).toMatch(/recipient/);

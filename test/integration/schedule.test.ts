@@ -157,6 +157,7 @@ describe('schedule: recurring batches through the real CLI', () => {
             newRecipientPolicy: 'allow',
             newRecipientMaxUsdc: undefined,
             approvalsRequired: 1,
+            auditLogFile: undefined,
             callbackAllowedHosts: [],
           },
         },
@@ -210,14 +211,14 @@ describe('schedule: recurring batches through the real CLI', () => {
 
     // Each firing was created once (one `enqueue` audit entry), and the schedule changes were recorded.
     const audit = await readAudit(stack.client, prefix, { limit: 10_000 });
-    const enqueued = audit.filter((e) => e.action === 'enqueue' && e.actor === `schedule:${NAME}`);
+    const enqueued = audit.filter((e) => e.action === 'enqueue' && e.who === `schedule:${NAME}`);
     expect(enqueued.map((e) => e.batch).sort()).toEqual(batches);
     const changes = audit.filter((e) => e.action === 'schedule_add' || e.action === 'schedule_remove');
     expect(changes.filter((e) => e.detail['name'] === NAME).map((e) => e.action)).toEqual([
       'schedule_remove',
       'schedule_add',
     ]);
-    for (const e of changes) expect(e.actor).toBe(`cli:${userInfo().username}`);
+    for (const e of changes) expect(e.who).toBe(`cli:${userInfo().username}`);
 
     // A firing of a removed schedule makes no batch.
     const gone = await fireSchedule(
@@ -232,6 +233,7 @@ describe('schedule: recurring batches through the real CLI', () => {
           newRecipientPolicy: 'allow',
           newRecipientMaxUsdc: undefined,
           approvalsRequired: 1,
+          auditLogFile: undefined,
           callbackAllowedHosts: [],
         },
       },
@@ -262,6 +264,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       newRecipientPolicy: 'allow' as const,
       newRecipientMaxUsdc: undefined,
       approvalsRequired: 1,
+      auditLogFile: undefined,
     };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
     try {
@@ -325,6 +328,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       newRecipientPolicy: 'hold' as const,
       newRecipientMaxUsdc: undefined,
       approvalsRequired: 1,
+      auditLogFile: undefined,
     };
     const fire = (day: number) =>
       fireSchedule({ redis: stack.client, prefix, jobs, config }, 'book', Date.UTC(2031, 0, day, 2, 0, 0));

@@ -6,7 +6,7 @@ import { approveBatch, type ApproveOutcome } from '../../ops/approve-batch.ts';
 import { FourEyesError } from '../../ops/ops-error.ts';
 import { readApprovals, readReview } from '../../store/approvals.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';
-import { withCli, type CliContext } from '../context.ts';
+import { opsOf, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { table } from '../format.ts';
 
@@ -45,13 +45,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     }
     const res = await ctx.acknowledged(() =>
       approveBatch(
-        {
-          redis: ctx.redis,
-          prefix: ctx.prefix,
-          jobs: ctx.producer(),
-          actor: ctx.actor,
-          approvalsRequired: ctx.config.approvalsRequired,
-        },
+        { ...opsOf(ctx), approvalsRequired: ctx.config.approvalsRequired },
         batchId,
         digest ?? '0'.repeat(64),
       ),

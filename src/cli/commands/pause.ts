@@ -1,11 +1,13 @@
 import { setPaused } from '../../ops/pause.ts';
-import { withCli } from '../context.ts';
+import { auditOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 
 export async function run(): Promise<number> {
   return await withCli({}, async (ctx) => {
-    await ctx.acknowledged(() => setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, true));
-    process.stdout.write('paused: workers take no new transfers until `usdc-batch resume`\n');
+    const changed = await ctx.acknowledged(() => setPaused({ ...auditOf(ctx), actor: ctx.actor }, true));
+    process.stdout.write(
+      `${changed ? 'paused' : 'already paused'}: workers take no new transfers until \`usdc-batch resume\`\n`,
+    );
     return EXIT.ok;
   });
 }

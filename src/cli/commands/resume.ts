@@ -1,13 +1,11 @@
 import { setPaused } from '../../ops/pause.ts';
-import { withCli } from '../context.ts';
+import { auditOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 
 export async function run(): Promise<number> {
   return await withCli({}, async (ctx) => {
-    await ctx.acknowledged(() =>
-      setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, false),
-    );
-    process.stdout.write('resumed\n');
+    const changed = await ctx.acknowledged(() => setPaused({ ...auditOf(ctx), actor: ctx.actor }, false));
+    process.stdout.write(changed ? 'resumed\n' : 'not paused: nothing to resume\n');
     return EXIT.ok;
   });
 }

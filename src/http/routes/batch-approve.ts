@@ -24,6 +24,7 @@ export const batchApproveRoute: RoutePlugin = async (app, { deps }) => {
       prefix,
       jobs: deps.producer,
       actor: actorOf(request),
+      auditLogFile: deps.config.auditLogFile,
       approvalsRequired: deps.config.approvalsRequired,
       ...(deps.now ? { now: deps.now } : {}),
     };

@@ -24,6 +24,7 @@ export const batchCancelRoute: RoutePlugin = async (app, { deps }) => {
       prefix: deps.config.queuePrefix,
       jobs: deps.producer,
       actor: actorOf(request),
+      auditLogFile: deps.config.auditLogFile,
       ...(deps.now ? { now: deps.now } : {}),
     };
     if (only === undefined) {

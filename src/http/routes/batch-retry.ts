@@ -21,6 +21,7 @@ export const batchRetryRoute: RoutePlugin = async (app, { deps }) => {
           prefix: deps.config.queuePrefix,
           jobs: deps.producer,
           actor: actorOf(request),
+          auditLogFile: deps.config.auditLogFile,
           config: deps.config,
           ...(deps.now ? { now: deps.now } : {}),
         },

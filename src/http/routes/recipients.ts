@@ -29,6 +29,7 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
     redis: deps.redis,
     prefix,
     actor: actorOf(request),
+    auditLogFile: deps.config.auditLogFile,
     ...(deps.now ? { now: deps.now } : {}),
   });
   app.addContentTypeParser(CSV_TYPES, { parseAs: 'string' }, (_request, body, done) => done(null, body));

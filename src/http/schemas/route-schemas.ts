@@ -283,13 +283,13 @@ export const auditSchema: FastifySchema = {
           type: 'array',
           items: {
             type: 'object',
-            required: ['id', 'at', 'actor', 'action', 'batch', 'detail'],
+            required: ['id', 'at', 'who', 'action', 'batch', 'detail'],
             properties: {
               id: { type: 'string' },
               at: isoTime,
-              actor: {
+              who: {
                 type: 'string',
-                description: "cli:<name>, the HTTP credential's name, or schedule:<name>",
+                description: "the HTTP credential's name, cli:<name> or schedule:<name>; never a token",
               },
               action: { type: 'string', enum: [...AUDIT_ACTIONS] },
               batch: nullable({ type: 'string' }),
