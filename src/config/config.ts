@@ -102,6 +102,8 @@ export type Config = RedisSettings & {
   readonly httpMaxConnections: number;
   /** Failed authentications of one address within a minute that get it 429 for a minute; 0: never. */
   readonly httpAuthFailureLimit: number;
+  /** HTTP_TRUSTED_PROXIES: addresses, CIDRs (or loopback/linklocal/uniquelocal) whose X-Forwarded-For names the client. */
+  readonly httpTrustedProxies: readonly string[];
   readonly hookHmacSecret: Secret | undefined;
   readonly logLevel: string;
   /** Permit deadline, seconds from signing. */

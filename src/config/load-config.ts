@@ -105,6 +105,7 @@ function readHttpServer(
   | 'httpIdleTimeoutMs'
   | 'httpMaxConnections'
   | 'httpAuthFailureLimit'
+  | 'httpTrustedProxies'
 > {
   const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
   if (isIP(host) === 0 && !isHostName(host)) {
@@ -124,7 +125,33 @@ function readHttpServer(
     httpIdleTimeoutMs: r.int('HTTP_IDLE_TIMEOUT_MS', DEFAULTS.HTTP_IDLE_TIMEOUT_MS, 100, 600_000),
     httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', DEFAULTS.HTTP_MAX_CONNECTIONS, 1, 1_000_000),
     httpAuthFailureLimit: r.int('HTTP_AUTH_FAILURE_LIMIT', DEFAULTS.HTTP_AUTH_FAILURE_LIMIT, 0, 1_000_000),
+    httpTrustedProxies: readTrustedProxies(r, problem),
   };
+}
+
+/** proxy-addr's names for address ranges (Fastify's trustProxy), besides addresses and CIDRs. */
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** HTTP_TRUSTED_PROXIES: comma-separated IP addresses, CIDRs (`10.0.0.0/8`, `fd00::/8`) or range names. */
+function readTrustedProxies(r: EnvReader, problem: Problem): readonly string[] {
+  const entries = r.list('HTTP_TRUSTED_PROXIES') ?? [];
+  for (const entry of entries) {
+    const [address = '', bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const max = family === 6 ? 128 : 32;
+    const ok =
+      PROXY_RANGE_NAMES.includes(entry) ||
+      (family !== 0 &&
+        extra === undefined &&
+        (bits === undefined || (/^[0-9]{1,3}$/.test(bits) && Number(bits) <= max)));
+    if (!ok) {
+      problem(
+        'HTTP_TRUSTED_PROXIES',
+        `"${entry.slice(0, 60)}" is not an IP address, a CIDR (10.0.0.0/8) or one of ${PROXY_RANGE_NAMES.join(', ')}`,
+      );
+    }
+  }
+  return Object.freeze(entries);
 }
 
 function readLogLevel(r: EnvReader, problem: Problem): string {

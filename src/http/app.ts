@@ -72,8 +72,10 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   // Fastify's own per-request lines are off: the onResponse hook below logs one line per request.
   const app = Fastify({
     loggerInstance: deps.logger,
-    // Access is decided by the route table alone: a HEAD is a GET's (route-table.ts).
     bodyLimit,
+    // HTTP_TRUSTED_PROXIES: a request from one of these names its client in X-Forwarded-For, which
+    // the failure limit counts by (request.ip); from anywhere else the header is ignored.
+    trustProxy: deps.config.httpTrustedProxies.length > 0 ? [...deps.config.httpTrustedProxies] : false,
     logController: new LogController({ disableRequestLogging: true }),
     ...serverTimeouts(deps.config),
     // A path Fastify cannot route (a malformed %-escape, a parameter over 100 characters) is
@@ -194,9 +196,9 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
 type GateDeps = { readonly access: AccessList; readonly failures: AuthFailures; readonly now: () => number };
 
 /**
- * What every request meets before its route (README "Access"): a client blocked after repeated
- * failures is answered 429 (README: "429 on repeated failures"), a request without a known
- * credential 401, one whose credential's roles do not cover the route 403 naming the roles that
+ * What every request meets before its route (README "Access"): a request without a known
+ * credential 401 — or 429 while its client address is blocked after repeated failures (README: "429
+ * on repeated failures"; a valid credential is never refused by it) — one whose credential's roles do not cover the route 403 naming the roles that
  * do, and then, authenticated, a query parameter given twice 400. A request no route takes (a 404,
  * an unroutable path) needs a credential, any. Returns the reply when it answered, undefined when
  * the request goes on.
@@ -208,7 +210,12 @@ function gateRequest(
   rule: RouteRule | undefined,
 ): FastifyReply | undefined {
   if (rule?.access === 'public') return undefined;
-  const waitMs = blockedFor(deps.failures, clientOf(request), deps.now());
+  const header = request.headers.authorization;
+  const token = bearerToken(header) ?? (rule?.login ? basicPassword(header) : undefined);
+  const credential = token === undefined ? undefined : credentialFor(deps.access, token);
+  // The failure limit slows guessing down; it never refuses a valid credential (README "HTTP API"):
+  // a client address that failed too often gets 429 for anything else meanwhile.
+  const waitMs = credential ? 0 : blockedFor(deps.failures, clientOf(request), deps.now());
   if (waitMs > 0) {
     const seconds = Math.ceil(waitMs / 1000);
     return reply
@@ -223,9 +230,6 @@ function gateRequest(
         ),
       );
   }
-  const header = request.headers.authorization;
-  const token = bearerToken(header) ?? (rule?.login ? basicPassword(header) : undefined);
-  const credential = token === undefined ? undefined : credentialFor(deps.access, token);
   if (!credential) {
     if (rule?.login) {
       reply.header('www-authenticate', 'Basic realm="usdc-batch dashboard", charset="UTF-8"');

@@ -324,6 +324,48 @@ describe('access: named credentials and roles (README "Access")', () => {
     expect(refused.stderr).toContain('ACCESS_FILE: credentials[0] (x): sha256 must be 64 hex digits');
   });
 
+  it('counts failures per client address, behind HTTP_TRUSTED_PROXIES by X-Forwarded-For, and never refuses a valid credential', async () => {
+    const HOOK = 'hook-token-access-0123456789';
+    const env = { HOOK_TOKEN: HOOK, HTTP_AUTH_FAILURE_LIMIT: '3' };
+    const send = (
+      app: FastifyInstance,
+      remoteAddress: string,
+      token: string | undefined,
+      forwarded?: string,
+    ) =>
+      app.inject({
+        method: 'GET',
+        url: '/v1/batches',
+        remoteAddress,
+        headers: {
+          ...(token ? bearer(token) : {}),
+          ...(forwarded ? { 'x-forwarded-for': forwarded } : {}),
+        },
+      });
+    // Behind a proxy every client shares its address: the proxy's X-Forwarded-For names each one.
+    const proxied = await appWith({ ...env, HTTP_TRUSTED_PROXIES: '10.0.0.0/8,::1' });
+    for (let i = 0; i < 3; i++) {
+      expect((await send(proxied, '10.1.2.3', 'wrong-token-0123456789', '203.0.113.7')).statusCode).toBe(401);
+    }
+    expect((await send(proxied, '10.1.2.3', 'wrong-token-0123456789', '203.0.113.7')).statusCode).toBe(429);
+    expect((await send(proxied, '10.1.2.3', undefined, '198.51.100.1, 203.0.113.7')).statusCode).toBe(429);
+    // Another client behind the same proxy is not locked out, nor the right token from the blocked one.
+    expect((await send(proxied, '10.1.2.3', 'wrong-token-0123456789', '203.0.113.8')).statusCode).toBe(401);
+    expect((await send(proxied, '10.1.2.3', HOOK, '203.0.113.7')).statusCode).toBe(200);
+    // A connection from elsewhere cannot choose its address by the header.
+    const direct = await appWith(env);
+    for (let i = 0; i < 3; i++) {
+      expect((await send(direct, '192.0.2.9', 'wrong-token-0123456789', `203.0.113.${i}`)).statusCode).toBe(
+        401,
+      );
+    }
+    expect((await send(direct, '192.0.2.9', 'wrong-token-0123456789', '203.0.113.99')).statusCode).toBe(429);
+    expect((await send(direct, '192.0.2.9', HOOK)).statusCode).toBe(200);
+    expect(() => loadConfig({ HTTP_TRUSTED_PROXIES: '10.0.0.0/33,proxy.example' })).toThrow(
+      /HTTP_TRUSTED_PROXIES: "10\.0\.0\.0\/33" is not an IP address[\s\S]*HTTP_TRUSTED_PROXIES: "proxy\.example"/,
+    );
+  });
+
   it('answers 401 the same for a wrong token and none, and 404 only to a credential', async () => {
     const app = await appWith({ METRICS_TOKEN: TOKENS.metrics });
     const none = await app.inject({ method: 'GET', url: '/no-such-route' });
