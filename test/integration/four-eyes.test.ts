@@ -240,6 +240,9 @@ describe('four eyes over HTTP', () => {
       ['t2', 'queued'],
       ['t3', 'cancelled'],
     ]);
+    // A cancelled transfer is counted as such in the metrics too.
+    const metrics = await app.inject({ method: 'GET', url: '/metrics', headers: as('alice') });
+    expect(metrics.body).toMatch(/^usdc_batch_transfers\{state="cancelled"\} 1$/m);
   });
 
   it('records nothing when the queued rows moved after the digest was read (the release checks them in the same step)', async () => {
@@ -312,6 +315,9 @@ describe('four eyes through the CLI', () => {
     expect(stale.code).toBe(3);
     expect(stale.stderr).toContain(`approval_digest ${d}`);
 
+    const text = (await runCli(['status', 'cli-fe'], env)).stdout;
+    expect(text).toContain('by cli:ann)');
+    expect(text).toContain(`approval_digest: ${d}  approvals: 0 of 2`);
     const no = await runCli(['approve', 'cli-fe'], { ...env, USDC_BATCH_OPERATOR: 'ben' }, { input: 'n\n' });
     expect(no.code).toBe(1);
     expect(no.stdout).toContain('approving releases these 2 transfer(s)');
