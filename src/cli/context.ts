@@ -8,6 +8,8 @@ import { createProducer, type Producer } from '../queue/producer.ts';
 import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/redis.ts';
 import { acknowledged, createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
 import { checkRedisTls } from '../store/redis-tls.ts';
+import type { AuditDeps } from '../store/audit.ts';
+import type { OpsDeps } from '../ops/ops-deps.ts';
 
 /** What a CLI command needs: config, a fail-fast Redis client, a producer on demand, the actor. */
 export type CliContext = {
@@ -15,7 +17,7 @@ export type CliContext = {
   readonly logger: Logger;
   readonly redis: Redis;
   readonly prefix: string;
-  /** `cli:<os user>`, for the audit trail. */
+  /** `cli:<USDC_BATCH_OPERATOR or OS user>`: who acts, for the audit, `submitted_by` and approvals. */
   readonly actor: string;
   producer(): Producer;
   /** Replica acknowledgements of this command's writes (README "Replicated Redis"). */
@@ -28,7 +30,9 @@ export type CliContext = {
   close(): Promise<void>;
 };
 
-export function cliActor(): string {
+/** `cli:<name>`: USDC_BATCH_OPERATOR when set (config.operatorName), else the OS user. */
+export function cliActor(operatorName?: string): string {
+  if (operatorName !== undefined) return `cli:${operatorName}`;
   try {
     return `cli:${userInfo().username}`;
   } catch {
@@ -54,7 +58,7 @@ export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(rea
     logger,
     redis,
     prefix: config.queuePrefix,
-    actor: cliActor(),
+    actor: cliActor(config.operatorName),
     producer() {
       producer ??= createProducer({ connection: redis, prefix: config.queuePrefix });
       return producer;
@@ -67,6 +71,16 @@ export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(rea
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+}
+
+/** Where a command's audit entries go: the stream, and AUDIT_LOG_FILE when set. */
+export function auditOf(ctx: CliContext): AuditDeps {
+  return { redis: ctx.redis, prefix: ctx.prefix, auditLogFile: ctx.config.auditLogFile };
+}
+
+/** What an operator command acts with: Redis, a producer, who acts, where its audit goes. */
+export function opsOf(ctx: CliContext): OpsDeps {
+  return { ...auditOf(ctx), jobs: ctx.producer(), actor: ctx.actor };
 }
 
 /** Runs `fn` with a context and always closes it. */

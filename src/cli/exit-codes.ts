@@ -7,6 +7,8 @@ export const EXIT = {
    * line that does not exist (every "not found" exits 2: the command was asked about nothing).
    */
   usage: 2,
-  /** A batch id reused with different content. */
+  /** A conflict: a batch id reused with different content; an approval digest that is not the batch's now. */
   conflict: 3,
+  /** Not permitted: four eyes (the submitter of a batch approving it). */
+  notPermitted: 4,
 } as const;

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
+import { FourEyesError } from '../ops/ops-error.ts';
 import { EXIT } from './exit-codes.ts';
 import { endQuietlyOnClosedPipe, followNpmLauncher, isEnding } from './lifetime.ts';
 import { plainText } from './format.ts';
@@ -83,6 +84,7 @@ export function buildProgram(
   registerOperations(r);
   registerSchedule(r);
   registerRecipients(r);
+  registerAccess(r);
   registerInspection(r);
   registerSandbox(r);
   return program;
@@ -150,7 +152,13 @@ function registerOperations(r: Registrar): void {
     'resolve',
   );
   r.bind(
-    r.def('approve', 'release a batch held for approval').argument('<batch-id>', 'batch id', batchIdArgument),
+    r
+      .def('approve', 'approve a batch held for approval (four eyes: never its submitter)')
+      .argument('<batch-id>', 'batch id', batchIdArgument)
+      .option(
+        '--digest <digest>',
+        'the approval_digest of the rows reviewed (status --json); without it, approve shows the rows and asks',
+      ),
     'approve',
   );
   r.bind(
@@ -238,12 +246,31 @@ function registerRecipients(r: Registrar): void {
   );
 }
 
+/** `access token`: a credential of the HTTP API (README "Access"). */
+function registerAccess(r: Registrar): void {
+  const access = r.program.command('access').description("the HTTP API's credentials (token)");
+  r.bind(
+    access
+      .command('token')
+      .description('a fresh random token (shown once) and its ACCESS_FILE entry (its SHA-256)')
+      .argument('<name>', "the credential's name: who the audit shows")
+      .option(
+        '--role <role>',
+        'metrics, viewer, submitter, operator or approver (repeatable)',
+        (role: string, roles: string[] = []) => [...roles, role],
+      )
+      .option('--json', 'print JSON'),
+    'access',
+  );
+}
+
 /** `audit` and `wallets`. */
 function registerInspection(r: Registrar): void {
   r.bind(
     r
-      .def('audit', 'operator actions: who, when, what')
+      .def('audit', 'operator actions: who, when, what; --verify checks an AUDIT_LOG_FILE')
       .option('--batch <id>', 'only this batch', batchIdArgument)
+      .option('--verify <file>', "check an AUDIT_LOG_FILE's hash chain; prints the last hash")
       .option('--json', 'print JSON'),
     'audit',
   );
@@ -319,7 +346,7 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   // Command groups: the module gets the subcommand as its first argument.
-  if (chosen.name === 'schedule' || chosen.name === 'recipients') {
+  if (chosen.name === 'schedule' || chosen.name === 'recipients' || chosen.name === 'access') {
     const sub = argv[argv.indexOf(chosen.name) + 1] ?? '';
     chosen = { ...chosen, args: [sub, ...chosen.args] };
   }
@@ -351,6 +378,10 @@ export function reportError(err: unknown): number {
     print(err.message);
     if (err.problems.some((p) => p.missing)) print(MISSING_CONFIG_HINT);
     return EXIT.usage;
+  }
+  if (err instanceof FourEyesError) {
+    print(`error: ${err.shortMessage}`);
+    return EXIT.notPermitted;
   }
   if (err instanceof ConflictError) {
     print(`error: ${err.shortMessage}`);

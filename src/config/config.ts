@@ -1,3 +1,4 @@
+import type { Credential } from '../domain/access.ts';
 import type { EvmChain, Network } from '../domain/chains.ts';
 import type { RedisSettings } from './redis-settings.ts';
 import type { SigningKeyReader } from './signing-key-reader.ts';
@@ -67,7 +68,19 @@ export type Config = RedisSettings & {
   readonly maxBatchUsdc: bigint | undefined;
   readonly maxDailyUsdc: bigint | undefined;
   readonly approvalThresholdUsdc: bigint | undefined;
-  readonly approverToken: Secret | undefined;
+  /** Distinct approvers a held batch needs, none of them its submitter (README "Four eyes"). */
+  readonly approvalsRequired: number;
+  /** AUDIT_LOG_FILE: every audit entry is also appended there, hash-chained (README "Audit"). */
+  readonly auditLogFile: string | undefined;
+  /** USDC_BATCH_OPERATOR: who the command line acts as (`cli:<name>`); undefined: the OS user. */
+  readonly operatorName: string | undefined;
+  /** ACCESS_FILE's path (README "Access"); undefined: the three tokens name the credentials. */
+  readonly accessFile: string | undefined;
+  /**
+   * The API's credentials, tokens as SHA-256 digests: ACCESS_FILE's (read only with
+   * `ConfigNeeds.access`) or HOOK_TOKEN's, APPROVER_TOKEN's and METRICS_TOKEN's.
+   */
+  readonly credentials: readonly Credential[];
   /** What a row paying an address not in the address book gets: paid and flagged, the batch held, or refused. */
   readonly newRecipientPolicy: NewRecipientPolicy;
   /** micro-USDC: under `allow`, what a new recipient is paid across unfinished batches before a hold. */
@@ -89,7 +102,8 @@ export type Config = RedisSettings & {
   readonly httpMaxConnections: number;
   /** Failed authentications of one address within a minute that get it 429 for a minute; 0: never. */
   readonly httpAuthFailureLimit: number;
-  readonly hookToken: Secret | undefined;
+  /** HTTP_TRUSTED_PROXIES: addresses, CIDRs (or loopback/linklocal/uniquelocal) whose X-Forwarded-For names the client. */
+  readonly httpTrustedProxies: readonly string[];
   readonly hookHmacSecret: Secret | undefined;
   readonly logLevel: string;
   /** `LOG_FORMAT`; null (unset): pretty when stderr is a terminal, JSON otherwise. */
@@ -118,7 +132,8 @@ export type ConfigNeeds = {
    * has their key. No key at all is an error naming both variables.
    */
   readonly signingKey?: boolean;
-  readonly hook?: boolean;
+  /** `serve`: ACCESS_FILE is read and checked, and at least one credential is required. */
+  readonly access?: boolean;
   /**
    * Only a process that signs gives this (`worker`, `demo`: src/signing/evm/keystore.ts): with it
    * the key settings are read and keystores opened; without it they are ignored altogether.

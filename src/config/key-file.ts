@@ -15,7 +15,7 @@ export type KeyFileText =
   | { readonly ok: true; readonly text: string; readonly mode: number }
   | { readonly ok: false; readonly reason: string };
 
-const TOO_LARGE = 'is larger than 64 KiB, too large for a key or password file';
+const tooLarge = (what: string) => `is larger than 64 KiB, too large for ${what}`;
 
 /** What a file that is not a regular one is, in words; undefined for a regular file. */
 function otherKind(st: Stats): string | undefined {
@@ -29,10 +29,10 @@ function otherKind(st: Stats): string | undefined {
 }
 
 /** Why `st` is not a key file (not regular, or too large); undefined when it may be one. */
-function refusal(st: Stats): string | undefined {
+function refusal(st: Stats, what: string): string | undefined {
   const kind = otherKind(st);
   if (kind !== undefined) return `is ${kind}, not a regular file`;
-  if (st.size > MAX_KEY_FILE_BYTES) return TOO_LARGE;
+  if (st.size > MAX_KEY_FILE_BYTES) return tooLarge(what);
   return undefined;
 }
 
@@ -43,14 +43,14 @@ const unreadable = (err: unknown) => `cannot be read (${(err as NodeJS.ErrnoExce
  * `cannot be read (ENOENT)`, `is a FIFO (named pipe), not a regular file`, `is larger than 64 KiB…`.
  * The reason never holds a byte of the file.
  */
-export function readKeyFile(file: string): KeyFileText {
+export function readKeyFile(file: string, what = 'a key or password file'): KeyFileText {
   let st: Stats;
   try {
     st = statSync(file);
   } catch (err) {
     return { ok: false, reason: unreadable(err) };
   }
-  const before = refusal(st);
+  const before = refusal(st, what);
   if (before !== undefined) return { ok: false, reason: before };
   let fd: number;
   try {
@@ -62,7 +62,7 @@ export function readKeyFile(file: string): KeyFileText {
   const buffer = Buffer.alloc(MAX_KEY_FILE_BYTES + 1);
   try {
     const opened = fstatSync(fd);
-    const swapped = refusal(opened);
+    const swapped = refusal(opened, what);
     if (swapped !== undefined) return { ok: false, reason: swapped };
     let length = 0;
     while (length < buffer.length) {
@@ -71,7 +71,7 @@ export function readKeyFile(file: string): KeyFileText {
       length += n;
     }
     // It grew after the fstat: still no more than 64 KiB + 1 bytes were read.
-    if (length > MAX_KEY_FILE_BYTES) return { ok: false, reason: TOO_LARGE };
+    if (length > MAX_KEY_FILE_BYTES) return { ok: false, reason: tooLarge(what) };
     return { ok: true, text: buffer.toString('utf8', 0, length), mode: opened.mode };
   } catch (err) {
     return { ok: false, reason: unreadable(err) };

@@ -13,6 +13,7 @@ import {
 } from './config.ts';
 import { DEFAULTS } from './defaults.ts';
 import { createEnvReader, type Env, type EnvReader, type Problem } from './env-reader.ts';
+import { checkSecretLength, readAccessSettings } from './access-settings.ts';
 import { readTreasuryKeys } from './public-addresses.ts';
 import { readRedisSettings } from './redis-settings.ts';
 
@@ -41,41 +42,7 @@ function readPerChain(r: EnvReader): {
   return { permitSpenderByChain, evmRpcUrl };
 }
 
-/** The shortest token or secret accepted (README, HTTP API): a guessable one is refused at start. */
-export const MIN_SECRET_LENGTH = 16;
-
-/** A token or secret shorter than MIN_SECRET_LENGTH is a problem saying how to make a good one. */
-function checkSecretLength(r: EnvReader, problem: Problem, name: string): void {
-  const v = r.str(name);
-  if (v !== undefined && v.length < MIN_SECRET_LENGTH) {
-    problem(
-      name,
-      `is shorter than ${MIN_SECRET_LENGTH} characters: use a random one, e.g. \`openssl rand -hex 32\``,
-    );
-  }
-}
-
-/** The HTTP API's bearer tokens: the approver's must differ from the hook's. */
-function readTokens(
-  r: EnvReader,
-  problem: Problem,
-): { hookToken: Secret | undefined; approverToken: Secret | undefined } {
-  const approver = r.str('APPROVER_TOKEN');
-  const hook = r.str('HOOK_TOKEN');
-  if (approver !== undefined && approver === hook) problem('APPROVER_TOKEN', 'must differ from HOOK_TOKEN');
-  for (const [name, v] of [
-    ['APPROVER_TOKEN', approver],
-    ['HOOK_TOKEN', hook],
-  ] as const) {
-    if (v !== undefined && /\s/.test(v)) problem(name, 'must not contain spaces');
-  }
-  for (const name of ['APPROVER_TOKEN', 'HOOK_TOKEN', 'HOOK_HMAC_SECRET'])
-    checkSecretLength(r, problem, name);
-  return {
-    hookToken: hook !== undefined ? new Secret(hook) : undefined,
-    approverToken: approver !== undefined ? new Secret(approver) : undefined,
-  };
-}
+export { MIN_SECRET_LENGTH } from './access-settings.ts';
 
 /** `host` or `host:port` entries, lower-cased; anything else (a URL, a path, a bad port) is a problem. */
 function readCallbackAllowedHosts(r: EnvReader, problem: Problem): readonly string[] {
@@ -89,25 +56,31 @@ function readCallbackAllowedHosts(r: EnvReader, problem: Problem): readonly stri
 }
 
 /**
- * `NEW_RECIPIENT_POLICY` and `NEW_RECIPIENT_MAX_USDC`. `hold` and `reject` need `APPROVER_TOKEN`:
- * whoever submits batches (the hook token) must not be the one who vouches for their recipients.
+ * `NEW_RECIPIENT_POLICY` and `NEW_RECIPIENT_MAX_USDC`. Either one makes the address book a control,
+ * which needs an approver credential (access-settings.ts): whoever submits batches must not be the
+ * one who vouches for their recipients.
  */
 function readNewRecipients(
   r: EnvReader,
   problem: Problem,
-  approverToken: Secret | undefined,
 ): { newRecipientPolicy: NewRecipientPolicy; newRecipientMaxUsdc: bigint | undefined } {
   const text = (r.str('NEW_RECIPIENT_POLICY') ?? DEFAULTS.NEW_RECIPIENT_POLICY).toLowerCase();
   let policy: NewRecipientPolicy = DEFAULTS.NEW_RECIPIENT_POLICY;
   if ((NEW_RECIPIENT_POLICIES as readonly string[]).includes(text)) policy = text as NewRecipientPolicy;
   else problem('NEW_RECIPIENT_POLICY', `must be one of ${NEW_RECIPIENT_POLICIES.join(', ')}`);
-  if (policy !== 'allow' && approverToken === undefined) {
-    problem(
-      'APPROVER_TOKEN',
-      `is required with NEW_RECIPIENT_POLICY=${policy}: the address book is vouched for with the approver's token, not the hook's`,
-    );
-  }
   return { newRecipientPolicy: policy, newRecipientMaxUsdc: r.usdc('NEW_RECIPIENT_MAX_USDC') };
+}
+
+/** The name the command line acts as: `cli:<name>` in the audit, `submitted_by`, approvals. */
+export const OPERATOR_NAME_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
+
+function readOperatorName(r: EnvReader, problem: Problem): string | undefined {
+  const name = r.str('USDC_BATCH_OPERATOR');
+  if (name !== undefined && !OPERATOR_NAME_PATTERN.test(name)) {
+    problem('USDC_BATCH_OPERATOR', 'must be 1-64 characters of A-Z, a-z, 0-9, "_", ".", "@" or "-"');
+    return undefined;
+  }
+  return name;
 }
 
 function readSolanaAllowedDestinations(r: EnvReader, problem: Problem): string[] | undefined {
@@ -132,6 +105,7 @@ function readHttpServer(
   | 'httpIdleTimeoutMs'
   | 'httpMaxConnections'
   | 'httpAuthFailureLimit'
+  | 'httpTrustedProxies'
 > {
   const host = r.str('HTTP_HOST') ?? DEFAULTS.HTTP_HOST;
   if (isIP(host) === 0 && !isHostName(host)) {
@@ -151,6 +125,7 @@ function readHttpServer(
     httpIdleTimeoutMs: r.int('HTTP_IDLE_TIMEOUT_MS', DEFAULTS.HTTP_IDLE_TIMEOUT_MS, 100, 600_000),
     httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', DEFAULTS.HTTP_MAX_CONNECTIONS, 1, 1_000_000),
     httpAuthFailureLimit: r.int('HTTP_AUTH_FAILURE_LIMIT', DEFAULTS.HTTP_AUTH_FAILURE_LIMIT, 0, 1_000_000),
+    httpTrustedProxies: readTrustedProxies(r, problem),
   };
 }
 
@@ -161,6 +136,31 @@ function readLogFormat(r: EnvReader, problem: Problem): 'json' | 'pretty' | null
   if (format === 'json' || format === 'pretty') return format;
   problem('LOG_FORMAT', 'must be json or pretty (unset: pretty on a terminal, json elsewhere)');
   return null;
+}
+
+/** proxy-addr's names for address ranges (Fastify's trustProxy), besides addresses and CIDRs. */
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** HTTP_TRUSTED_PROXIES: comma-separated IP addresses, CIDRs (`10.0.0.0/8`, `fd00::/8`) or range names. */
+function readTrustedProxies(r: EnvReader, problem: Problem): readonly string[] {
+  const entries = r.list('HTTP_TRUSTED_PROXIES') ?? [];
+  for (const entry of entries) {
+    const [address = '', bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const max = family === 6 ? 128 : 32;
+    const ok =
+      PROXY_RANGE_NAMES.includes(entry) ||
+      (family !== 0 &&
+        extra === undefined &&
+        (bits === undefined || (/^[0-9]{1,3}$/.test(bits) && Number(bits) <= max)));
+    if (!ok) {
+      problem(
+        'HTTP_TRUSTED_PROXIES',
+        `"${entry.slice(0, 60)}" is not an IP address, a CIDR (10.0.0.0/8) or one of ${PROXY_RANGE_NAMES.join(', ')}`,
+      );
+    }
+  }
+  return Object.freeze(entries);
 }
 
 function readLogLevel(r: EnvReader, problem: Problem): string {
@@ -200,7 +200,8 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const apiRateLimit =
     r.str('API_RATE_LIMIT') === undefined ? undefined : r.int('API_RATE_LIMIT', 0, 1, 100_000);
 
-  const tokens = readTokens(r, problem);
+  const book = readNewRecipients(r, problem);
+  checkSecretLength(r, problem, 'HOOK_HMAC_SECRET');
   const config: Config = {
     redisUrl,
     redisUrlSet: r.str('REDIS_URL') !== undefined,
@@ -222,8 +223,11 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     maxBatchUsdc: r.usdc('MAX_BATCH_USDC'),
     maxDailyUsdc: r.usdc('MAX_DAILY_USDC'),
     approvalThresholdUsdc: r.usdc('APPROVAL_THRESHOLD_USDC'),
-    ...tokens,
-    ...readNewRecipients(r, problem, tokens.approverToken),
+    approvalsRequired: r.int('APPROVALS_REQUIRED', DEFAULTS.APPROVALS_REQUIRED, 1, 10),
+    operatorName: readOperatorName(r, problem),
+    auditLogFile: r.str('AUDIT_LOG_FILE'),
+    ...readAccessSettings(r, problem, { readFile: needs.access === true, book }),
+    ...book,
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),
@@ -329,7 +333,6 @@ function reportMissing(
       );
     }
   }
-  if (needs.hook) need('HOOK_TOKEN', config.hookToken, 'to authenticate HTTP requests');
 }
 
 /** The spender a permit on `chain` authorises. */

@@ -7,9 +7,20 @@ export const TRANSFER_STATES = [
   'failed',
   'rejected',
   'needs_review',
+  'cancelled',
 ] as const;
 export type TransferState = (typeof TRANSFER_STATES)[number];
-export const FINAL_STATES: readonly TransferState[] = ['submitted', 'failed', 'rejected', 'needs_review'];
+/**
+ * Every state a transfer can end in. `cancelled` is an operator's `cancel` of a transfer that was
+ * never sent: final like the others, and never re-queued by `retry` (README "States and promises").
+ */
+export const FINAL_STATES: readonly TransferState[] = [
+  'submitted',
+  'failed',
+  'rejected',
+  'needs_review',
+  'cancelled',
+];
 export function isFinalState(state: TransferState): boolean {
   return FINAL_STATES.includes(state);
 }

@@ -5,14 +5,16 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import type { Config } from '../config/config.ts';
+import type { Credential } from '../domain/access.ts';
 import type { UsdcBatchError } from '../domain/errors.ts';
 import { ConflictError, ValidationError } from '../domain/errors.ts';
-import { NotFoundError } from '../ops/ops-error.ts';
+import { FourEyesError, NotFoundError, StaleDigestError } from '../ops/ops-error.ts';
 import { createQueueMonitor } from '../queue/queue-monitor.ts';
-import { basicPassword, bearerToken, secretMatches } from './auth.ts';
-import { errorDocument, forbidden, HttpError, unauthorized } from './http-errors.ts';
-import type { AppDeps, RouteAuth, RouteDeps, RoutePlugin } from './route-deps.ts';
+import { createAccessList, credentialFor, type AccessList } from './access-list.ts';
+import { basicPassword, bearerToken } from './auth.ts';
+import { errorDocument, HttpError } from './http-errors.ts';
+import type { AppDeps, RouteDeps, RoutePlugin } from './route-deps.ts';
+import { mayUse, ROLES_FOR, rolesText, ruleOf, type RouteRule } from './route-table.ts';
 import { registerOpenApi } from './openapi.ts';
 import { ROUTES } from './routes/index.ts';
 import { capConnections, closeAfterRefusal, serverTimeouts } from './server-limits.ts';
@@ -23,6 +25,7 @@ import {
   noteAuthFailure,
   type AuthFailures,
 } from './auth-failures.ts';
+import { AuditFileError } from '../store/audit-file.ts';
 import { ReplicasNotConfirmedError } from '../store/replica-acks.ts';
 import { parseJsonBody } from './json-body.ts';
 import {
@@ -44,21 +47,35 @@ export type AppOptions = {
 
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
 
+/** A route the app registered, with its entry of the route table (the role matrix test walks them). */
+export type RegisteredRoute = { readonly method: string; readonly url: string; readonly rule: RouteRule };
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route registered, as registered (HEAD routes included), with its table entry. */
+    readonly registeredRoutes: readonly RegisteredRoute[];
+  }
+}
+
 /**
  * Builds the HTTP API (README "HTTP API") without starting it: `serve` listens, tests use `inject()`.
- * Every route but those marked `auth: 'none'` needs `Authorization: Bearer $HOOK_TOKEN` (or the
- * approver's token where the route says so); an app without the token configured refuses all.
+ * Every route needs a credential whose roles cover its entry in the route table (route-table.ts),
+ * checked before its handler; a route the table does not know stops the build.
  */
 export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise<FastifyInstance> {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const failures = createAuthFailures({ ...AUTH_FAILURE_LIMITS, limit: deps.config.httpAuthFailureLimit });
   const now = deps.now ?? Date.now;
-  const gate = (request: FastifyRequest, reply: FastifyReply, auth: RouteAuth) =>
-    gateRequest({ config: deps.config, failures, now }, request, reply, auth);
+  const access = deps.access ?? createAccessList(deps.config.credentials);
+  const gate = (request: FastifyRequest, reply: FastifyReply, rule: RouteRule | undefined) =>
+    gateRequest({ access, failures, now }, request, reply, rule);
   // Fastify's own per-request lines are off: the onResponse hook below logs one line per request.
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit,
+    // HTTP_TRUSTED_PROXIES: a request from one of these names its client in X-Forwarded-For, which
+    // the failure limit counts by (request.ip); from anywhere else the header is ignored.
+    trustProxy: deps.config.httpTrustedProxies.length > 0 ? [...deps.config.httpTrustedProxies] : false,
     logController: new LogController({ disableRequestLogging: true }),
     ...serverTimeouts(deps.config),
     // A path Fastify cannot route (a malformed %-escape, a parameter over 100 characters) is
@@ -67,6 +84,26 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       answerFrameworkError(gate, (client) => noteAuthFailure(failures, client, now()), err, request, reply),
   });
   capConnections(app.server, deps.config, deps.logger);
+  app.decorateRequest('credential', null as Credential | null);
+  const registered: RegisteredRoute[] = [];
+  app.decorate('registeredRoutes', registered);
+  // Before any route is added (its plugins inherit the hook): each route gets its table entry.
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    const rules = methods.map((m) => ruleOf(m, route.url));
+    if (rules.some((r) => r === undefined)) {
+      throw new Error(
+        `route ${methods.join(',')} ${route.url} has no entry in the route table (src/http/route-table.ts)`,
+      );
+    }
+    if (new Set(rules.map((r) => r?.access)).size > 1) {
+      throw new Error(
+        `route ${methods.join(',')} ${route.url} needs different roles per method: register them apart`,
+      );
+    }
+    route.config = { ...route.config, rule: rules[0] as RouteRule };
+    for (const method of methods) registered.push({ method, url: route.url, rule: rules[0] as RouteRule });
+  });
   app.addHook('onSend', closeAfterRefusal);
   app.addHook('onSend', securityHeaders);
   app.addHook('onSend', escapeJsonAnswer);
@@ -99,7 +136,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   // handler (bull-board's) answer it in this API's format too. Routes Fastify does not know (404)
   // are authenticated as well, so an unauthenticated caller learns nothing about them.
   app.addHook('onRequest', async (request, reply) => {
-    const refused = gate(request, reply, request.routeOptions.config?.auth ?? 'hook');
+    const refused = gate(request, reply, request.routeOptions.config?.rule);
     if (refused) return refused;
   });
 
@@ -120,7 +157,14 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   app.setErrorHandler(async (err: FastifyError | UsdcBatchError | Error, request, reply) => {
     const { status, code, message, errors, errorCount } = errorReply(err);
     if (status >= 500) request.log.error({ err }, 'request failed');
-    return reply.status(status).send(errorDocument(status, code, message, errors, errorCount));
+    const body = errorDocument(status, code, message, errors, errorCount);
+    // README "Four eyes": a 409 of an approval names the digest to review now.
+    if (err instanceof StaleDigestError) {
+      return reply
+        .status(status)
+        .send({ ...body, approval_digest: err.currentDigest, digest: err.currentDigest });
+    }
+    return reply.status(status).send(body);
   });
 
   app.setNotFoundHandler(async (request, reply) =>
@@ -149,22 +193,29 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   return app as unknown as FastifyInstance;
 }
 
-type GateDeps = { readonly config: Config; readonly failures: AuthFailures; readonly now: () => number };
+type GateDeps = { readonly access: AccessList; readonly failures: AuthFailures; readonly now: () => number };
 
 /**
- * What every request meets before its route: a client blocked after repeated failures is answered
- * 429 (README: "429 on repeated failures"), a request without the route's credential 401 (403 for
- * the hook token on an approver route), and then, authenticated, a query parameter given twice 400.
- * Returns the reply when it answered, undefined when the request goes on.
+ * What every request meets before its route (README "Access"): a request without a known
+ * credential 401 — or 429 while its client address is blocked after repeated failures (README: "429
+ * on repeated failures"; a valid credential is never refused by it) — one whose credential's roles do not cover the route 403 naming the roles that
+ * do, and then, authenticated, a query parameter given twice 400. A request no route takes (a 404,
+ * an unroutable path) needs a credential, any. Returns the reply when it answered, undefined when
+ * the request goes on.
  */
 function gateRequest(
   deps: GateDeps,
   request: FastifyRequest,
   reply: FastifyReply,
-  auth: RouteAuth,
+  rule: RouteRule | undefined,
 ): FastifyReply | undefined {
-  if (auth === 'none') return undefined;
-  const waitMs = blockedFor(deps.failures, clientOf(request), deps.now());
+  if (rule?.access === 'public') return undefined;
+  const header = request.headers.authorization;
+  const token = bearerToken(header) ?? (rule?.login ? basicPassword(header) : undefined);
+  const credential = token === undefined ? undefined : credentialFor(deps.access, token);
+  // The failure limit slows guessing down; it never refuses a valid credential (README "HTTP API"):
+  // a client address that failed too often gets 429 for anything else meanwhile.
+  const waitMs = credential ? 0 : blockedFor(deps.failures, clientOf(request), deps.now());
   if (waitMs > 0) {
     const seconds = Math.ceil(waitMs / 1000);
     return reply
@@ -179,16 +230,26 @@ function gateRequest(
         ),
       );
   }
-  const refused = authRefusal(deps.config, auth, request.headers.authorization);
-  if (refused) {
-    if (auth === 'dashboard' && refused.statusCode === 401) {
+  if (!credential) {
+    if (rule?.login) {
       reply.header('www-authenticate', 'Basic realm="usdc-batch dashboard", charset="UTF-8"');
     }
     // A refused client cannot keep the connection open by trickling a body (server-limits.ts).
-    if (refused.statusCode === 401) reply.header('connection', 'close');
     return reply
-      .status(refused.statusCode)
-      .send(errorDocument(refused.statusCode, refused.code, refused.shortMessage));
+      .status(401)
+      .header('connection', 'close')
+      .send(errorDocument(401, 'USDC_HTTP_UNAUTHORIZED', 'missing or wrong bearer token'));
+  }
+  request.credential = credential;
+  if (rule && !mayUse(credential.roles, rule.access)) {
+    return reply.status(403).send({
+      ...errorDocument(
+        403,
+        'USDC_HTTP_FORBIDDEN',
+        `this route needs ${rolesText(rule.access)}; the credential "${credential.name}" has ${credential.roles.join(', ')}`,
+      ),
+      roles: ROLES_FOR[rule.access],
+    });
   }
   const repeated = repeatedQueryParam(request.query);
   if (repeated !== undefined) {
@@ -206,7 +267,11 @@ function gateRequest(
  * gate, the headers and the request's log line are done here; the path is never echoed.
  */
 function answerFrameworkError(
-  gate: (request: FastifyRequest, reply: FastifyReply, auth: RouteAuth) => FastifyReply | undefined,
+  gate: (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    rule: RouteRule | undefined,
+  ) => FastifyReply | undefined,
   noteFailure: (client: string) => void,
   err: FastifyError,
   request: FastifyRequest,
@@ -220,7 +285,7 @@ function answerFrameworkError(
       'request',
     );
   });
-  const refused = gate(request, reply, 'hook');
+  const refused = gate(request, reply, undefined);
   if (refused) return refused;
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     return reply
@@ -239,25 +304,6 @@ function answerFrameworkError(
       .send(errorDocument(400, 'USDC_HTTP_BAD_URL', 'the path has a malformed %-escape'));
   }
   return reply.status(500).send(errorDocument(500, 'USDC_HTTP_INTERNAL', 'internal error'));
-}
-
-/** The credential check of a route; undefined when the request may pass. */
-function authRefusal(config: Config, auth: RouteAuth, header: string | undefined): HttpError | undefined {
-  const hook = config.hookToken;
-  if (auth === 'approver') {
-    const token = bearerToken(header);
-    const approver = config.approverToken;
-    if (token !== undefined && approver && secretMatches(token, approver)) return undefined;
-    if (token !== undefined && hook && secretMatches(token, hook)) {
-      return forbidden('the hook token cannot approve; this route needs the approver token');
-    }
-    return unauthorized(
-      approver ? 'this route needs the approver token' : 'APPROVER_TOKEN is not set: approve with the CLI',
-    );
-  }
-  const token = bearerToken(header) ?? (auth === 'dashboard' ? basicPassword(header) : undefined);
-  if (hook && token !== undefined && secretMatches(token, hook)) return undefined;
-  return unauthorized('missing or wrong bearer token');
 }
 
 /** The status, code and message of an error answer: the API's own errors keep theirs. */
@@ -279,12 +325,21 @@ function errorReply(err: FastifyError | UsdcBatchError | Error): {
     message = err.shortMessage;
     errors = err.errors;
     errorCount = err.errorCount;
+  } else if (err instanceof FourEyesError) {
+    status = 403;
+    code = err.code;
+    message = err.shortMessage;
   } else if (err instanceof NotFoundError) {
     status = 404;
     code = err.code;
     message = err.shortMessage;
   } else if (err instanceof ConflictError) {
     status = 409;
+    code = err.code;
+    message = err.shortMessage;
+  } else if (err instanceof AuditFileError) {
+    // README "Audit": the action is done but its line is not in AUDIT_LOG_FILE: not acknowledged.
+    status = 503;
     code = err.code;
     message = err.shortMessage;
   } else if (err instanceof ReplicasNotConfirmedError) {

@@ -1,10 +1,12 @@
 /*
  * Failed authentication slows its client down (README, HTTP API): a client address that fails
  * authentication `limit` times within `windowMs` is answered 429, with Retry-After, on every route
- * that needs a credential for `blockMs` — whatever it sends meanwhile, the right token included, so
- * guessing cannot go on during the pause. The count lives in the `serve` process (no Redis round
- * trip on a refused request) and holds at most `maxClients` addresses: a flood of addresses forgets
- * the oldest first.
+ * that needs a credential for `blockMs` — whatever it sends meanwhile but a valid credential, so
+ * guessing cannot go on during the pause while the right token (a Prometheus scrape, a colleague
+ * behind the same proxy) is never refused. The client is the connection's address, or the one
+ * X-Forwarded-For names when the connection comes from HTTP_TRUSTED_PROXIES. The count lives in the
+ * `serve` process (no Redis round trip on a refused request) and holds at most `maxClients`
+ * addresses: a flood of addresses forgets the oldest first.
  */
 
 export type AuthFailureLimits = {

@@ -1,27 +1,28 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
+import type { Credential } from '../domain/access.ts';
 import type { Logger } from '../log/logger.ts';
 import type { QueueMonitor } from '../queue/queue-monitor.ts';
 import type { TransferJobSink } from '../store/batch-writer.ts';
 import type { ReplicaAcks } from '../store/replica-acks.ts';
+import type { AccessList } from './access-list.ts';
+import type { RouteRule } from './route-table.ts';
 
 /*
- * What the app and its route plugins share: the dependencies a route receives, the credential a
- * route asks for, and the audit actors. Routes import this module, never app.ts, so that app.ts
- * (which imports every route) is the only way in and the imports run one way.
+ * What the app and its route plugins share: the dependencies a route receives and who is asking.
+ * Routes import this module, never app.ts, so that app.ts (which imports every route) is the only
+ * way in and the imports run one way. Which role a route needs is in route-table.ts.
  */
-
-/**
- * Which credential a route needs: the hook's bearer token (default), the approver's, none, or
- * (`dashboard`) the hook token as a bearer token or as the password of HTTP Basic auth, so that a
- * browser, which cannot add a bearer header, can open the dashboard after its login prompt.
- */
-export type RouteAuth = 'hook' | 'approver' | 'dashboard' | 'none';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    auth?: RouteAuth;
+    /** The route's entry of the route table, given by app.ts as the route is added. */
+    rule?: RouteRule;
+  }
+  interface FastifyRequest {
+    /** The credential the request was authenticated with; null on a public route. */
+    credential: Credential | null;
   }
 }
 
@@ -35,6 +36,8 @@ export type AppDeps = {
    */
   readonly acks?: ReplicaAcks | undefined;
   readonly logger: Logger;
+  /** The credentials accepted now (serve replaces them on SIGHUP); absent: the configuration's. */
+  readonly access?: AccessList;
   readonly now?: () => number;
   /** Handles on every queue (metrics, dashboard); opened on `redis` and closed with the app when absent. */
   readonly queues?: QueueMonitor;
@@ -46,5 +49,11 @@ export type RouteDeps = AppDeps & { readonly queues: QueueMonitor };
 /** A route plugin receives the app's dependencies as its options. */
 export type RoutePlugin = FastifyPluginAsync<{ deps: RouteDeps }>;
 
-/** The audit actor of a request authenticated with each token (never the token itself). */
-export const HTTP_ACTORS = { hook: 'http:hook', approver: 'http:approver' } as const;
+/**
+ * Who made an authenticated request, for the audit (`who`), `submitted_by` and approvals: its
+ * credential's name, never the token.
+ */
+export function actorOf(request: FastifyRequest): string {
+  if (!request.credential) throw new Error('a route that acts must not be public');
+  return request.credential.name;
+}

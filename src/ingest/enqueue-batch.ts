@@ -35,13 +35,17 @@ export type EnqueueDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<Config, 'maxBatchUsdc' | 'callbackAllowedHosts'> & HoldConfig;
+  readonly config: Pick<
+    Config,
+    'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
+  > &
+    HoldConfig;
   readonly now?: () => number;
 };
 
 export type EnqueueOptions = {
   readonly source: BatchSource;
-  /** Who asked (audit log): `cli:<os user>` or `http:hook`. */
+  /** Who asked (audit log, `submitted_by`): `cli:<name>`, an HTTP credential's name, `schedule:<name>`. */
   readonly actor: string;
   readonly batchId?: string | undefined;
   readonly skipInvalid?: boolean | undefined;
@@ -333,6 +337,8 @@ async function writeBatchOf(
       batchId: batch.batchId,
       digest: batch.digest,
       source: options.source,
+      submittedBy: options.actor,
+      approvalsRequired: deps.config.approvalsRequired,
       createdAt: (deps.now ?? Date.now)(),
       // An existing batch keeps the hold it was written with (the writer reads it back).
       held: (holds?.reasons.length ?? 0) > 0,
@@ -374,20 +380,23 @@ async function writtenOutcome(
   };
   const outcome = enqueuedOutcome(input, batchId, state, { created: true, resumed: !result.created });
   if (result.created) {
-    await recordAudit(deps.redis, deps.prefix, {
-      actor: options.actor,
-      action: 'enqueue',
-      batch: batchId,
-      detail: {
-        source: options.source,
-        rows: outcome.accepted,
-        amount: formatUsdc(outcome.totalAmount),
-        held: outcome.held,
-        ...(outcome.heldReason ? { held_reason: outcome.heldReason } : {}),
-        new_recipients: acceptedRows(input, state.dropped).filter((t) => batch.screen.notInBook.has(t.id))
-          .length,
+    await recordAudit(
+      { redis: deps.redis, prefix: deps.prefix, auditLogFile: deps.config.auditLogFile },
+      {
+        who: options.actor,
+        action: 'enqueue',
+        batch: batchId,
+        detail: {
+          source: options.source,
+          rows: outcome.accepted,
+          amount: formatUsdc(outcome.totalAmount),
+          held: outcome.held,
+          ...(outcome.heldReason ? { held_reason: outcome.heldReason } : {}),
+          new_recipients: acceptedRows(input, state.dropped).filter((t) => batch.screen.notInBook.has(t.id))
+            .length,
+        },
       },
-    });
+    );
   }
   return outcome;
 }

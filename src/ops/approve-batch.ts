@@ -1,47 +1,152 @@
 import type { Chain } from '../domain/chains.ts';
+import { ConflictError } from '../domain/errors.ts';
 import { bookAddressOf, type BookAddress } from '../domain/recipient-key.ts';
-import { addJobsForQueuedTransfers } from '../store/batch-writer.ts';
+import { readReview, recordApproval, readApprovals, type Approval } from '../store/approvals.ts';
 import { recordAudit } from '../store/audit.ts';
-import { keys } from '../store/keys.ts';
+import { addJobsForQueuedTransfers } from '../store/batch-writer.ts';
 import { queuedTransfers } from '../store/queued-transfers.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
 import { requireBatch, type OpsDeps } from './ops-deps.ts';
+import { FourEyesError, StaleDigestError } from './ops-error.ts';
 
-/** Releases a batch held for approval: its queued transfers get their jobs. */
+/** What an approval did (README "Four eyes"). */
+export type ApproveOutcome = {
+  /** Transfers given their jobs by this approval (0 until the last approval needed). */
+  readonly released: number;
+  /** The batch was not held: nothing to approve (nothing recorded). */
+  readonly already: boolean;
+  /** Still held after this approval: more approvals are needed. */
+  readonly held: boolean;
+  /** Approvals of the digest approved, distinct names, the submitter's never among them. */
+  readonly approvals: number;
+  readonly required: number;
+  readonly digest: string | null;
+  readonly recipientsAdded: number;
+};
+
+/** How many times the approval is tried while the batch's queued rows move under it. */
+const APPROVE_TRIES = 5;
+
+/**
+ * Approves a held batch as `deps.actor`, for the rows whose approval digest is `digest` (what the
+ * approver reviewed). Refused when the actor submitted the batch (FourEyesError) or the digest is
+ * not the batch's now (StaleDigestError, naming the current one). The approval counts toward
+ * `APPROVALS_REQUIRED` distinct names; the last one needed releases the batch: its queued
+ * transfers — exactly the reviewed ones, checked in the same script that releases — get their jobs.
+ */
 export async function approveBatch(
+  deps: OpsDeps & { readonly approvalsRequired: number },
+  batchId: string,
+  digest: string,
+): Promise<ApproveOutcome> {
+  const batch = await requireBatch(deps, batchId);
+  const jobDeps = { redis: deps.redis, prefix: deps.prefix, jobs: deps.jobs };
+  const reviewed = digest.toLowerCase();
+  if (batch['held'] !== '1') return await notHeld(deps, batchId, jobDeps);
+  if (batch['enqueued'] !== '1') {
+    throw new ConflictError(
+      'USDC_BATCH_BEING_WRITTEN',
+      `batch ${batchId} is still being enqueued: approve it once all its rows are in`,
+    );
+  }
+  if (batch['submitted_by'] && batch['submitted_by'] === deps.actor) {
+    throw new FourEyesError(batchId, deps.actor);
+  }
+  for (let attempt = 1; ; attempt++) {
+    const review = await readReview(deps.redis, deps.prefix, batchId);
+    if (review.digest !== reviewed) throw new StaleDigestError(batchId, reviewed, review.digest);
+    const before = await readApprovals(deps.redis, deps.prefix, batchId);
+    if (before.some((a) => a.name === deps.actor && a.digest === reviewed)) {
+      return { ...(await pendingOf(deps, batchId, reviewed, before)), recipientsAdded: 0 };
+    }
+    // Before the release, when this approval is the last one needed: an approve interrupted after
+    // it is run again, and the adds are idempotent.
+    const counted = countFor(before, reviewed, batch['submitted_by']) + 1;
+    const required = Math.max(Number(batch['approvals_required'] ?? 1) || 1, deps.approvalsRequired);
+    const recipientsAdded = counted >= required ? await vouchForRecipients(deps, batchId) : 0;
+    const now = (deps.now ?? Date.now)();
+    const res = await recordApproval(deps.redis, deps.prefix, batchId, {
+      rev: review.rev,
+      name: deps.actor,
+      at: now,
+      digest: reviewed,
+      required: deps.approvalsRequired,
+    });
+    if (res.status === 'not_held') return await notHeld(deps, batchId, jobDeps);
+    if (res.status === 'changed') {
+      if (attempt < APPROVE_TRIES) continue;
+      const now2 = await readReview(deps.redis, deps.prefix, batchId);
+      throw new StaleDigestError(batchId, reviewed, now2.digest);
+    }
+    const released = res.status === 'released' ? await addJobsForQueuedTransfers(jobDeps, batchId) : 0;
+    await recordAudit(deps, {
+      who: deps.actor,
+      action: 'approve',
+      batch: batchId,
+      detail: {
+        digest: reviewed,
+        approvals: res.count,
+        required: res.required,
+        released,
+        ...(res.status === 'released' ? { recipients_added: recipientsAdded } : {}),
+      },
+    });
+    return {
+      released,
+      already: false,
+      held: res.status !== 'released',
+      approvals: res.count,
+      required: res.required,
+      digest: reviewed,
+      recipientsAdded: res.status === 'released' ? recipientsAdded : 0,
+    };
+  }
+}
+
+/**
+ * Nothing to approve. An approve interrupted after it released the hold left transfers without
+ * their jobs: they get them now (a job that exists is not added twice). Changes nothing else, so it
+ * is not audited.
+ */
+async function notHeld(
   deps: OpsDeps,
   batchId: string,
-): Promise<{ released: number; already: boolean; recipientsAdded: number }> {
-  const batch = await requireBatch(deps, batchId);
-  const k = keys(deps.prefix);
-  const jobDeps = { redis: deps.redis, prefix: deps.prefix, jobs: deps.jobs };
-  if (batch['held'] !== '1') {
-    // Nothing to approve. An approve interrupted after it released the hold left transfers without
-    // their jobs: they get them now (a job that exists is not added twice).
-    await addJobsForQueuedTransfers(jobDeps, batchId);
-    return { released: 0, already: true, recipientsAdded: 0 };
-  }
-  // Before the release: an approve interrupted here is run again, and the adds are idempotent.
-  const recipientsAdded = await vouchForRecipients(deps, batchId);
-  await deps.redis.hset(
-    k.batch(batchId),
-    'held',
-    '0',
-    'held_reason',
-    '',
-    'approved_at',
-    String((deps.now ?? Date.now)()),
-    'approved_by',
-    deps.actor,
-  );
-  const released = await addJobsForQueuedTransfers(jobDeps, batchId);
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'approve',
-    batch: batchId,
-    detail: { released, recipients_added: recipientsAdded },
-  });
-  return { released, already: false, recipientsAdded };
+  jobDeps: Parameters<typeof addJobsForQueuedTransfers>[0],
+): Promise<ApproveOutcome> {
+  await addJobsForQueuedTransfers(jobDeps, batchId);
+  const b = await requireBatch(deps, batchId);
+  return {
+    released: 0,
+    already: true,
+    held: false,
+    approvals: 0,
+    required: Number(b['approvals_required'] ?? 1) || 1,
+    digest: null,
+    recipientsAdded: 0,
+  };
+}
+
+/** The actor already approved this digest: nothing changes (and nothing is audited). */
+async function pendingOf(
+  deps: OpsDeps & { readonly approvalsRequired: number },
+  batchId: string,
+  digest: string,
+  approvals: readonly Approval[],
+): Promise<Omit<ApproveOutcome, 'recipientsAdded'>> {
+  const b = await requireBatch(deps, batchId);
+  return {
+    released: 0,
+    already: false,
+    held: true,
+    approvals: countFor(approvals, digest, b['submitted_by']),
+    required: Math.max(Number(b['approvals_required'] ?? 1) || 1, deps.approvalsRequired),
+    digest,
+  };
+}
+
+/** Approvals of `digest` by names other than the submitter's. */
+function countFor(approvals: readonly Approval[], digest: string, submittedBy: string | undefined): number {
+  return approvals.filter((a) => a.digest === digest && a.name !== submittedBy).length;
 }
 
 /**

@@ -11,10 +11,16 @@ async function releaseReservation(deps: OpsDeps, batchId: string, id: string): P
   if (rec) await releaseOwnerReservation(deps.redis, deps.prefix, rec);
 }
 
+/** A cancel that made the batch's last open transfer final completed it: its callback goes out. */
+async function announceCompletion(deps: OpsDeps, batchId: string, generation: number | null): Promise<void> {
+  if (generation !== null) await deps.jobs.batchCompleted?.(batchId, generation);
+}
+
 /**
- * Cancels the batch's transfers that have not been sent: those still `queued` become `failed`
- * (`cancelled`). Transfers in progress are not cut off; a queued transfer holds no live payload.
- * The batch's hold is left as it is.
+ * Cancels the batch's transfers that have not been sent: those still `queued` become `cancelled`,
+ * a final state that `retry` never re-queues (README "States and promises", promise 5). Transfers
+ * in progress are not cut off; a queued transfer holds no live payload. The batch's hold is left as
+ * it is.
  */
 export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ cancelled: number }> {
   await requireBatch(deps, batchId);
@@ -28,12 +34,14 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
     for (const id of ids) {
       const res = await store.transition(batchId, id, {
         expected: ['queued'],
-        to: 'failed',
+        to: 'cancelled',
         fields: { error_code: 'cancelled', error_message: `cancelled by ${deps.actor}` },
+        clear: ['wait_reason'],
       });
       if (res.ok) {
         moved++;
         await releaseReservation(deps, batchId, id);
+        await announceCompletion(deps, batchId, res.completedGeneration);
       }
     }
     cancelled += moved;
@@ -41,17 +49,15 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
   }
   // A held batch stays held: only `approve` releases a hold (README "States and promises", promise 5). Setting
   // `held` to 0 here once let `retry` re-queue the cancelled rows with jobs, paying them unapproved.
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'cancel',
-    batch: batchId,
-    detail: { cancelled },
-  });
+  // A cancel that cancelled nothing changed nothing: not audited (README "Audit").
+  if (cancelled > 0) {
+    await recordAudit(deps, { who: deps.actor, action: 'cancel', batch: batchId, detail: { cancelled } });
+  }
   return { cancelled };
 }
 
 /**
- * `cancel BATCH --transfer ID…`: cancels single unsent rows (`queued` → `failed`, `cancelled`),
+ * `cancel BATCH --transfer ID…`: cancels single unsent rows (`queued` → `cancelled`),
  * typically of a held batch whose other rows are to be approved; the batch's hold is left as it is.
  * Every id must belong to the batch (else nothing is cancelled); a row that is not `queued` any more
  * is not cut off and is reported with its state.
@@ -74,20 +80,23 @@ export async function cancelTransfers(
   for (const id of unique) {
     const res = await store.transition(batchId, id, {
       expected: ['queued'],
-      to: 'failed',
+      to: 'cancelled',
       fields: { error_code: 'cancelled', error_message: `cancelled by ${deps.actor}` },
       clear: ['wait_reason'],
     });
     if (res.ok) {
       cancelled.push(id);
       await releaseReservation(deps, batchId, id);
+      await announceCompletion(deps, batchId, res.completedGeneration);
     } else skipped.push({ id, state: res.current ?? 'missing' });
   }
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'cancel',
-    batch: batchId,
-    detail: { cancelled, not_cancelled: skipped },
-  });
+  if (cancelled.length > 0) {
+    await recordAudit(deps, {
+      who: deps.actor,
+      action: 'cancel',
+      batch: batchId,
+      detail: { cancelled, not_cancelled: skipped },
+    });
+  }
   return { cancelled, skipped };
 }

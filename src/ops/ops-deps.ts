@@ -11,8 +11,10 @@ export type OpsDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  /** Who acts: `cli:<user>` or `http:<token name>`. */
+  /** Who acts: `cli:<name>`, or the HTTP credential's name. */
   readonly actor: string;
+  /** AUDIT_LOG_FILE: the action's audit entry is appended to it too (audit.ts). */
+  readonly auditLogFile?: string | undefined;
   readonly now?: () => number;
 };
 

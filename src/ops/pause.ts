@@ -16,7 +16,7 @@ export async function setPaused(
     ? await writePause(deps.redis, deps.prefix, { since: (deps.now ?? Date.now)(), by: deps.actor })
     : await clearPause(deps.redis, deps.prefix);
   if (changed) {
-    await recordAudit(deps.redis, deps.prefix, { actor: deps.actor, action: paused ? 'pause' : 'resume' });
+    await recordAudit(deps, { who: deps.actor, action: paused ? 'pause' : 'resume' });
   }
   return { changed, pause: await readPause(deps.redis, deps.prefix) };
 }

@@ -13,8 +13,9 @@ import { createRecipientBook, type BookEntry } from '../store/recipient-book.ts'
 type RecipientOpsDeps = {
   readonly redis: Redis;
   readonly prefix: string;
-  /** `cli:<user>`, `http:approver` (or `http:hook` where no approver token is configured). */
+  /** `cli:<user>`, or the name of the HTTP credential (role approver). */
   readonly actor: string;
+  readonly auditLogFile?: string | undefined;
   readonly now?: () => number;
 };
 
@@ -70,12 +71,14 @@ export async function addRecipient(
   if (bad) throw new ValidationError('USDC_RECIPIENT_LABEL', bad);
   const book = bookOf(deps);
   const was = (await book.statuses([address.key])).get(address.key)?.status ?? 'new';
-  await book.add([{ address, label }], deps.actor, 'add');
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'recipient_add',
-    detail: { address: address.address, family: address.family, label: label ?? null, was },
-  });
+  const { changed } = await book.add([{ address, label }], deps.actor, 'add');
+  // A known address given no new label changed nothing: not audited (README "Audit").
+  if (changed > 0)
+    await recordAudit(deps, {
+      who: deps.actor,
+      action: 'recipient_add',
+      detail: { address: address.address, family: address.family, label: label ?? null, was },
+    });
   return { address, was };
 }
 
@@ -90,8 +93,8 @@ export async function removeRecipient(
 ): Promise<{ address: BookAddress; existed: boolean }> {
   const address = checkAddress(text);
   const { existed } = await bookOf(deps).remove(address, deps.actor);
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
+  await recordAudit(deps, {
+    who: deps.actor,
     action: 'recipient_remove',
     detail: { address: address.address, family: address.family, was_in_book: existed },
   });
@@ -109,15 +112,16 @@ export async function importRecipients(
   source: string,
 ): Promise<ImportOutcome> {
   if (input.issues.length > 0) return { status: 'rejected', errors: [...input.issues] };
-  const { added, updated } = await bookOf(deps).add(
+  const { added, updated, changed } = await bookOf(deps).add(
     input.rows.map((r) => ({ address: r.address, label: r.label })),
     deps.actor,
     'import',
   );
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'recipient_import',
-    detail: { source: source.slice(0, 200), rows: input.rows.length, added, updated },
-  });
+  if (changed > 0)
+    await recordAudit(deps, {
+      who: deps.actor,
+      action: 'recipient_import',
+      detail: { source: source.slice(0, 200), rows: input.rows.length, added, updated },
+    });
   return { status: 'imported', rows: input.rows.length, added, updated };
 }

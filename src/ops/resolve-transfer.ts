@@ -67,8 +67,8 @@ export async function resolveTransfer(
   if (to === 'failed') await releaseOwnerReservation(deps.redis, deps.prefix, rec);
   // A resolved payment is followed like any submitted one, so that its batch can settle.
   if ('submitted' in decision) await deps.intents?.followIntent(batchId, transferId, decision.submitted);
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
+  await recordAudit(deps, {
+    who: deps.actor,
     action: 'resolve',
     batch: batchId,
     detail: {

@@ -11,11 +11,19 @@ import { createTransferStore } from '../store/transfer-store.ts';
 import { requireBatch, type OpsDeps } from './ops-deps.ts';
 
 /**
- * Re-queues the batch's `failed` transfers only (never submitted, never needs_review). The batch
+ * Re-queues the batch's `failed` transfers only (never submitted, never needs_review, never
+ * cancelled: `cancelled` is a state of its own, and a row cancelled by an older version, stored as
+ * `failed` with error code `cancelled`, is left alone too — LEGACY_CANCELLED). The batch
  * is re-opened (complete = false) before this returns. The re-queued rows pass the same holds as
  * new ones (README "States and promises", promise 5: the approval threshold over 24 hours, the address book); a
  * held batch — held before, or by this retry — gets no jobs until approved.
  */
+/**
+ * The error code older versions gave a cancelled transfer, which they stored as `failed`: such a
+ * row reads as it was written (state `failed`, error `cancelled`), and retry never sends it.
+ */
+export const LEGACY_CANCELLED = 'cancelled';
+
 export async function retryBatch(
   deps: OpsDeps & { readonly config: HoldConfig },
   batchId: string,
@@ -27,7 +35,7 @@ export async function retryBatch(
   const failed: TransferRecord[] = [];
   for (const id of ids) {
     const rec = await store.load(batchId, id);
-    if (rec?.state === 'failed') failed.push(rec);
+    if (rec?.state === 'failed' && rec.errorCode !== LEGACY_CANCELLED) failed.push(rec);
   }
   // Decided before any row is re-queued: a row must never get a job the hold would have denied.
   const heldNow = batch['held'] === '1' ? null : await holdRetried(deps, batchId, failed);
@@ -52,12 +60,14 @@ export async function retryBatch(
   if (!held) {
     for (const [round, transfers] of byRound) await deps.jobs.addTransfers(batchId, transfers, round);
   }
-  await recordAudit(deps.redis, deps.prefix, {
-    actor: deps.actor,
-    action: 'retry',
-    batch: batchId,
-    detail: { requeued, ...(heldNow ? { held_reason: heldNow } : {}) },
-  });
+  // A retry that re-queued nothing and held nothing changed nothing: not audited (README "Audit").
+  if (requeued > 0 || heldNow)
+    await recordAudit(deps, {
+      who: deps.actor,
+      action: 'retry',
+      batch: batchId,
+      detail: { requeued, ...(heldNow ? { held_reason: heldNow } : {}) },
+    });
   return {
     requeued,
     heldReason: held ? ((await deps.redis.hget(k.batch(batchId), 'held_reason')) ?? '') : null,

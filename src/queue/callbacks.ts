@@ -9,7 +9,34 @@ import { signRequest } from '../domain/request-signature.ts';
 import { queueOptions, workerConnection } from './queue-options.ts';
 import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 
-const QUEUE = 'callbacks';
+export const CALLBACK_QUEUE = 'callbacks';
+const QUEUE = CALLBACK_QUEUE;
+
+/**
+ * The batch completed (its `generation`-th time): a callback job on `queue` only when the batch has
+ * a `callback_url` (a batch without one would leave a job that does nothing in the queue). The job
+ * id names the completion, so however many processes announce it, one POST goes out.
+ */
+export async function addCompletionCallback(
+  queue: Queue,
+  redis: Redis,
+  prefix: string,
+  batchId: string,
+  generation: number,
+): Promise<void> {
+  if (!(await redis.hget(keys(prefix).batch(batchId), 'callback_url'))) return;
+  await queue.add(
+    'completed',
+    { batchId, generation },
+    {
+      jobId: `${batchId}/cb${generation}`,
+      attempts: 10,
+      backoff: { type: 'exponential', delay: 2_000 },
+      removeOnComplete: { age: 7 * 24 * 3600 },
+      removeOnFail: { age: 30 * 24 * 3600 },
+    },
+  );
+}
 
 /** `X-Signature: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">`: a body sent to a target without a query. */
 export function signatureHeader(secret: string, body: string, nowMs: number = Date.now()): string {
@@ -76,23 +103,9 @@ export function createCallbackSender(deps: {
   );
 
   return {
-    /**
-     * The batch completed (its `generation`-th time): a callback job only when the batch has a
-     * `callback_url` (a batch without one would leave a job that does nothing in the queue).
-     */
+    /** The batch completed (its `generation`-th time): see addCompletionCallback. */
     async completed(batchId: string, generation: number): Promise<void> {
-      if (!(await deps.redis.hget(k.batch(batchId), 'callback_url'))) return;
-      await queue.add(
-        'completed',
-        { batchId, generation },
-        {
-          jobId: `${batchId}/cb${generation}`,
-          attempts: 10,
-          backoff: { type: 'exponential', delay: 2_000 },
-          removeOnComplete: { age: 7 * 24 * 3600 },
-          removeOnFail: { age: 30 * 24 * 3600 },
-        },
-      );
+      await addCompletionCallback(queue, deps.redis, deps.prefix, batchId, generation);
     },
     async close(): Promise<void> {
       await worker.close();

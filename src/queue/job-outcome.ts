@@ -55,7 +55,7 @@ export function jobOutcome(rec: TransferRecord): JobOutcome {
 }
 
 /** Final states that put the job in BullMQ's failed set: nothing was paid, or nobody knows. */
-export const FAILING_STATES: readonly TransferState[] = ['failed', 'rejected', 'needs_review'];
+export const FAILING_STATES: readonly TransferState[] = ['failed', 'rejected', 'needs_review', 'cancelled'];
 
 export function failsJob(state: TransferState): boolean {
   return FAILING_STATES.includes(state);
@@ -67,7 +67,7 @@ export function failedReasonOf(o: Pick<JobOutcome, 'state' | 'error'>): string {
 }
 
 /**
- * The error a job fails with when its transfer ended failed, rejected or needs_review: BullMQ's
+ * The error a job fails with when its transfer ended failed, rejected, needs_review or cancelled: BullMQ's
  * UnrecoverableError, so the queue never retries it (the pipeline already decided), with no stack
  * (the job hash would keep a stack of the worker's own frames, which says nothing about the payout).
  */

@@ -2,6 +2,7 @@ import { Queue, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import type { TransferJobSpec } from '../store/batch-writer.ts';
+import { addCompletionCallback, CALLBACK_QUEUE } from './callbacks.ts';
 import { followIntent } from './intent-follower.ts';
 import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
 import { queueOptions } from './queue-options.ts';
@@ -48,6 +49,8 @@ export type Producer = {
   addTransfers(batchId: string, transfers: readonly TransferJobSpec[], round?: number): Promise<void>;
   /** Has the workers follow an intent an operator recorded (`resolve --submitted`). */
   followIntent(batchId: string, transferId: string, intentId: string): Promise<void>;
+  /** An operator's action (a `cancel`) completed the batch: its completion callback, if it has one. */
+  batchCompleted(batchId: string, generation: number): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -61,6 +64,7 @@ export function createProducer(options: ProducerOptions): Producer {
       : options.connection;
   if (owned) connection.on('error', () => {});
   const queues = new Map<Chain, Queue>();
+  let callbacks: Queue | undefined;
   const queueFor = (chain: Chain): Queue => {
     let q = queues.get(chain);
     if (!q) {
@@ -75,6 +79,13 @@ export function createProducer(options: ProducerOptions): Producer {
   return {
     async followIntent(batchId, transferId, intentId) {
       await followIntent(connection, options.prefix, { batchId, transferId, intentId });
+    },
+    async batchCompleted(batchId, generation) {
+      if (!callbacks) {
+        callbacks = new Queue(CALLBACK_QUEUE, queueOptions(connection, options.prefix));
+        callbacks.on('error', () => {});
+      }
+      await addCompletionCallback(callbacks, connection, options.prefix, batchId, generation);
     },
     async addTransfers(batchId, transfers, round = 0) {
       const byChain = new Map<Chain, TransferJobSpec[]>();
@@ -106,8 +117,9 @@ export function createProducer(options: ProducerOptions): Producer {
       if (failed) throw failed.reason;
     },
     async close() {
-      await Promise.all([...queues.values()].map((q) => q.close()));
+      await Promise.all([...queues.values(), ...(callbacks ? [callbacks] : [])].map((q) => q.close()));
       queues.clear();
+      callbacks = undefined;
       if (owned) await connection.quit().catch(() => connection.disconnect());
     },
   };

@@ -17,7 +17,7 @@ export const SIDE_QUEUES: readonly string[] = [INTENT_QUEUE, 'callbacks', SCHEDU
 export function queueDescription(name: string): string {
   const source = CHAINS.find((c) => queueNameFor(c) === name);
   if (source) {
-    return `Payouts from ${source}: one job per transfer and round, named route and amount. Completed = submitted (the result is the outcome). Failed = the transfer ended failed, rejected or needs_review (reason: state: code: message); the queue never retries those.`;
+    return `Payouts from ${source}: one job per transfer and round, named route and amount. Completed = submitted (the result is the outcome). Failed = the transfer ended failed, rejected, needs_review or cancelled (reason: state: code: message); the queue never retries those.`;
   }
   if (name === INTENT_QUEUE) return INTENT_QUEUE_DESCRIPTION;
   if (name === 'callbacks')

@@ -29,7 +29,11 @@ export type FireDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<Config, 'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts'> & HoldConfig;
+  readonly config: Pick<
+    Config,
+    'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
+  > &
+    HoldConfig;
   readonly logger?: Logger | undefined;
   /** What a rebalance schedule's firing needs (keys, RPC, the service's estimates); absent: such firings are refused. */
   readonly rebalance?: RebalanceFiringDeps | undefined;

@@ -1,7 +1,11 @@
 import type { Redis } from 'ioredis';
+import { appendAuditLine } from './audit-file.ts';
 import { keys } from './keys.ts';
 
-/** Operator actions (README "Using it" `audit`): an append-only Redis stream. */
+/**
+ * Operator actions (README "Audit"): an append-only Redis stream, and with AUDIT_LOG_FILE a
+ * hash-chained file too (audit-file.ts). An action that changed nothing is not recorded.
+ */
 export const AUDIT_ACTIONS = [
   'enqueue',
   'approve',
@@ -21,8 +25,11 @@ type AuditAction = (typeof AUDIT_ACTIONS)[number];
 export type AuditEntry = {
   readonly id: string;
   readonly at: string;
-  /** Who: `cli:<os user>` or `http:<which token>` — never a token itself. */
-  readonly actor: string;
+  /**
+   * Who: the HTTP credential's name, `cli:<name>` (USDC_BATCH_OPERATOR or the OS user),
+   * `schedule:<name>` — never a token. Entries of older versions read `http:hook`, `http:approver`.
+   */
+  readonly who: string;
   readonly action: AuditAction;
   readonly batch: string | null;
   /** What was done, as an object (`{ "requeued": 3 }`); entries of older versions read `{ "message": … }`. */
@@ -34,26 +41,47 @@ type AuditDetail = Readonly<Record<string, unknown>>;
 // A year of a busy operator's actions is far below this; the stream is trimmed only beyond it.
 const MAX_ENTRIES = 1_000_000;
 
+/** Where entries go: the stream in Redis, and AUDIT_LOG_FILE when set. */
+export type AuditDeps = {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly auditLogFile?: string | undefined;
+};
+
+/**
+ * Records an action: in the stream, then — with AUDIT_LOG_FILE — in the file, written and fsynced
+ * before this returns, so before the action is acknowledged (it throws an AuditFileError when the
+ * file cannot be written: the action is then not acknowledged).
+ */
 export async function recordAudit(
-  redis: Redis,
-  prefix: string,
-  entry: { actor: string; action: AuditAction; batch?: string | null; detail?: AuditDetail },
+  deps: AuditDeps,
+  entry: { who: string; action: AuditAction; batch?: string | null; detail?: AuditDetail },
 ): Promise<void> {
-  await redis.xadd(
-    keys(prefix).audit,
+  const detail = entry.detail ?? {};
+  const id = await deps.redis.xadd(
+    keys(deps.prefix).audit,
     'MAXLEN',
     '~',
     String(MAX_ENTRIES),
     '*',
-    'actor',
-    entry.actor,
+    'who',
+    entry.who,
     'action',
     entry.action,
     'batch',
     entry.batch ?? '',
     'detail',
-    JSON.stringify(entry.detail ?? {}),
+    JSON.stringify(detail),
   );
+  if (deps.auditLogFile === undefined || id === null) return;
+  await appendAuditLine(deps.redis, deps.prefix, deps.auditLogFile, {
+    id,
+    at: new Date(Number(id.split('-')[0])).toISOString(),
+    who: entry.who,
+    action: entry.action,
+    batch: entry.batch ?? null,
+    detail,
+  });
 }
 
 /** Newest first. */
@@ -76,7 +104,8 @@ export async function readAudit(
       out.push({
         id,
         at: new Date(Number(id.split('-')[0])).toISOString(),
-        actor: f['actor'] ?? '',
+        // Older entries named it `actor`.
+        who: f['who'] ?? f['actor'] ?? '',
         action: (f['action'] ?? 'enqueue') as AuditAction,
         batch: f['batch'] || null,
         detail: parseDetail(f['detail']),

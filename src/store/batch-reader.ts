@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { formatUsdc } from '../domain/money.ts';
+import { approvalDigestOf, approvalsOf, type Approval } from './approvals.ts';
 import { keys } from './keys.ts';
 import { readPause, type PauseState } from './pause-flag.ts';
 import { intentCounts, isSettled, paidTotals, type IntentCounts, type PaidTotals } from './settlement.ts';
@@ -44,6 +45,11 @@ export type BatchSummary = {
   batch_id: string;
   created_at: string | null;
   source: string;
+  /**
+   * Who enqueued it (README "Four eyes"): an HTTP credential's name, `cli:<name>`, `schedule:<name>`;
+   * null for a batch enqueued before it was recorded.
+   */
+  submitted_by: string | null;
   complete: boolean;
   /**
    * Complete, and every submitted intent has a final status; null when some submitted intent can
@@ -53,6 +59,15 @@ export type BatchSummary = {
   held: boolean;
   /** Why the batch waits for approval; null when it is not held. */
   held_reason: string | null;
+  /**
+   * While held: the SHA-256 of the rows an approval would release (approval-digest.ts), which an
+   * approval names; null when the batch is not held (or is still being written).
+   */
+  approval_digest: string | null;
+  /** The approvals of its current (or last) hold, oldest first; only those of `approval_digest` count. */
+  approvals: Approval[];
+  /** Distinct approvers a hold of it needs, none of them its submitter. */
+  approvals_required: number;
   counts: Record<TransferState, number>;
   /** The submitted transfers' intents by where they are (settlement.ts); they add up to `counts.submitted`. */
   intents: IntentCounts;
@@ -137,7 +152,14 @@ function heldReason(b: Record<string, string>): string | null {
   return b['held_reason'] || 'APPROVAL_THRESHOLD_USDC: waiting for approval';
 }
 
-export function summarize(batchId: string, b: Record<string, string>): BatchSummary {
+/** What the summary reads besides the batch record: its approvals and, while held, its digest. */
+export type ApprovalFacts = { readonly approvals: Approval[]; readonly digest: string | null };
+
+export function summarize(
+  batchId: string,
+  b: Record<string, string>,
+  facts: ApprovalFacts = { approvals: [], digest: null },
+): BatchSummary {
   const counts = {} as Record<TransferState, number>;
   for (const s of TRANSFER_STATES) counts[s] = Math.max(0, Number(b[`n_${s}`] ?? 0));
   const big = (v: string | undefined) => BigInt(v && /^-?[0-9]+$/.test(v) ? v : '0');
@@ -148,10 +170,14 @@ export function summarize(batchId: string, b: Record<string, string>): BatchSumm
     batch_id: batchId,
     created_at: iso(b['created_at']),
     source: b['source'] ?? 'csv',
+    submitted_by: b['submitted_by'] || null,
     complete,
     settled: isSettled(complete, intents),
     held: b['held'] === '1',
     held_reason: heldReason(b),
+    approval_digest: b['held'] === '1' ? facts.digest : null,
+    approvals: facts.approvals,
+    approvals_required: Math.max(1, Number(b['approvals_required'] ?? 1) || 1),
     counts,
     intents,
     totals: {
@@ -166,6 +192,29 @@ export function summarize(batchId: string, b: Record<string, string>): BatchSumm
 export function createBatchReader(deps: { redis: Redis; prefix: string }) {
   const { redis } = deps;
   const k = keys(deps.prefix);
+
+  /** The batches' summaries (those that exist), in the order asked: records and approvals in one pipeline. */
+  async function summaries(ids: readonly string[]): Promise<BatchSummary[]> {
+    if (ids.length === 0) return [];
+    const pipe = redis.pipeline();
+    for (const id of ids) pipe.hgetall(k.batch(id)).hgetall(k.batchApprovals(id));
+    const res = (await pipe.exec()) ?? [];
+    const out: BatchSummary[] = [];
+    for (const [i, id] of ids.entries()) {
+      const [errB, b] = res[2 * i] ?? [null, {}];
+      const [errA, a] = res[2 * i + 1] ?? [null, {}];
+      if (errB || errA) throw errB ?? errA;
+      const record = b as Record<string, string>;
+      if (!record['id']) continue;
+      // The digest is read only while it may be approved: held, and every row written.
+      const digest =
+        record['held'] === '1' && record['enqueued'] === '1'
+          ? await approvalDigestOf(redis, deps.prefix, id, record)
+          : null;
+      out.push(summarize(id, record, { approvals: approvalsOf(a as Record<string, string>), digest }));
+    }
+    return out;
+  }
 
   async function loadTransfers(batchId: string, ids: string[]): Promise<TransferRecord[]> {
     if (ids.length === 0) return [];
@@ -183,21 +232,12 @@ export function createBatchReader(deps: { redis: Redis; prefix: string }) {
 
   return {
     async summary(batchId: string): Promise<BatchSummary | undefined> {
-      const b = await redis.hgetall(k.batch(batchId));
-      if (!b['id']) return undefined;
-      return summarize(batchId, b);
+      return (await summaries([batchId]))[0];
     },
 
     /** Recent batches, newest first. */
     async list(limit = 50): Promise<BatchSummary[]> {
-      const ids = await redis.zrevrange(k.batches, 0, limit - 1);
-      const pipe = redis.pipeline();
-      for (const id of ids) pipe.hgetall(k.batch(id));
-      const res = (await pipe.exec()) ?? [];
-      return ids.flatMap((id, i) => {
-        const b = res[i]?.[1] as Record<string, string> | undefined;
-        return b && b['id'] ? [summarize(id, b)] : [];
-      });
+      return await summaries(await redis.zrevrange(k.batches, 0, limit - 1));
     },
 
     /**

@@ -12,6 +12,10 @@ export type BatchPlan = {
   readonly batchId: string;
   readonly digest: string;
   readonly source: BatchSource;
+  /** Who enqueued it (README "Four eyes"): never one of its approvers. */
+  readonly submittedBy: string;
+  /** APPROVALS_REQUIRED when it was enqueued: the approvals a hold of it needs (at least). */
+  readonly approvalsRequired: number;
   readonly createdAt: number;
   /** Held for approval: records are written, jobs are added later by `addJobsForQueuedTransfers`. */
   readonly held: boolean;
@@ -41,6 +45,11 @@ export type TransferJobSpec = {
 /** Adds one job per transfer; implemented by src/queue/producer.ts. */
 export type TransferJobSink = {
   addTransfers(batchId: string, transfers: readonly TransferJobSpec[], round?: number): Promise<void>;
+  /**
+   * An operator's action completed the batch (`generation`: its completion count): its completion
+   * callback goes out as when a worker completes it. Absent: nothing is announced (tools, tests).
+   */
+  batchCompleted?(batchId: string, generation: number): Promise<void>;
 };
 
 export type WriteOptions = {
@@ -228,6 +237,8 @@ function batchRecordFields(plan: BatchPlan): string[] {
     'created_at', String(plan.createdAt),
     'updated_at', String(plan.createdAt),
     'source', plan.source,
+    'submitted_by', plan.submittedBy,
+    'approvals_required', String(plan.approvalsRequired),
     'digest', plan.digest,
     'rows', String(planned.length),
     'amount', amount.toString(),
@@ -244,6 +255,7 @@ function batchRecordFields(plan: BatchPlan): string[] {
     'n_failed', '0',
     'n_rejected', '0',
     'n_needs_review', '0',
+    'n_cancelled', '0',
     'fee', '0',
     'net_receive', '0',
     'paid_amount', '0',

@@ -8,6 +8,8 @@ export function keys(prefix: string) {
     batchRows: (batchId: string) => `${prefix}:batch:${batchId}:rows`,
     batchState: (batchId: string, state: TransferState) => `${prefix}:batch:${batchId}:state:${state}`,
     transfer: (batchId: string, transferId: string) => `${prefix}:t:${batchId}:${transferId}`,
+    /** The approvals of a batch's current hold: name → `<at ms>|<digest>` (approvals.ts). */
+    batchApprovals: (batchId: string) => `${prefix}:batch:${batchId}:approvals`,
     payout: (payoutId: string) => `${prefix}:payout:${payoutId}`,
     /**
      * The payment fingerprints of the rows enqueued on one UTC day (`day` = ms since the epoch ÷ 24 h):
@@ -20,6 +22,8 @@ export function keys(prefix: string) {
     spend: `${prefix}:spend`,
     spendAmounts: `${prefix}:spend:amounts`,
     audit: `${prefix}:audit`,
+    /** The lock of one AUDIT_LOG_FILE, `…:<file id>` (audit-file.ts). */
+    auditFileLock: `${prefix}:audit-file-lock`,
     paused: `${prefix}:paused`,
     schedule: (name: string) => `${prefix}:schedule:${name}`,
     /** Firings of a schedule that were held when they fired (pruned as they are approved). */

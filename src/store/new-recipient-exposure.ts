@@ -107,12 +107,12 @@ export async function openAmounts(
     // The batch being judged: its rows count whatever its record says so far (a retried row is
     // still `failed` while it is judged), except those a guard rejected.
     if (m.batchId === options.batchId) {
-      if (state !== 'rejected') counts.push(m);
+      if (state !== 'rejected' && state !== 'cancelled') counts.push(m);
     } else if (!id) {
       if (options.now - m.at < UNWRITTEN_GRACE_MS) counts.push(m);
       else stale.push(m);
     } else if (complete === '1') stale.push(m);
-    else if (state !== 'failed' && state !== 'rejected') counts.push(m);
+    else if (state !== 'failed' && state !== 'rejected' && state !== 'cancelled') counts.push(m);
   });
   if (stale.length > 0) {
     const prune = redis.pipeline();

@@ -131,7 +131,7 @@ export async function addToBook(
   entries: readonly { address: BookAddress; label?: string | undefined }[],
   actor: string,
   via: 'add' | 'import',
-): Promise<{ added: number; updated: number }> {
+): Promise<{ added: number; updated: number; changed: number }> {
   const { redis } = book;
   const k = keys(book.prefix);
   const byKey = new Map(entries.map((e) => [e.address.key, e]));
@@ -146,6 +146,8 @@ export async function addToBook(
   });
   const at = (book.now ?? Date.now)();
   let added = 0;
+  // Entries that are new or whose label changed: an add that changes none changed nothing.
+  let changed = 0;
   const write = redis.multi();
   for (let i = 0; i < all.length; i += CHUNK) {
     const pairs: string[] = [];
@@ -154,6 +156,7 @@ export async function addToBook(
       const prev = parseEntry(existing[i + j] ?? null);
       if (!prev) added++;
       const label = e.label ? e.label : (prev?.label ?? null);
+      if (!prev || prev.label !== label) changed++;
       const entry: BookEntry = prev
         ? { ...prev, label }
         : {
@@ -171,7 +174,7 @@ export async function addToBook(
   }
   const res = (await write.exec()) ?? [];
   for (const [err] of res) if (err) throw err;
-  return { added, updated: all.length - added };
+  return { added, updated: all.length - added, changed };
 }
 /** What approving a batch adds: the addresses it paid that are neither known nor removed. */
 export async function addUnlessRemoved(

@@ -13,7 +13,8 @@ import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
  * completion flag true in the same step (so a status read of a 100,000-row batch reads counters,
  * never scans). Returns the new completion generation when this transition completed the batch.
  *
- * The batch's settlement counters (`paid_*`, `intents_*`: settlement.ts) move in the same step.
+ * The batch's settlement counters (`paid_*`, `intents_*`: settlement.ts) move in the same step, and
+ * `queued_rev` counts the changes to its set of `queued` transfers (approvals.ts).
  *
  * A transition may run twice: when a connection drops after Redis applied it but before its reply
  * arrived, the client re-sends it on reconnect (ioredis resends unanswered commands, which is what
@@ -82,6 +83,8 @@ local function moveTransfer(k, flat, m)
     redis.call('ZADD', k.states .. to, rec.line or '0', m.id)
     addTo(delta, 'n_' .. cur, '1', -1)
     addTo(delta, 'n_' .. to, '1', 1)
+    -- The set of queued transfers changed: what an approval reviewed may not be what it would release.
+    if cur == 'queued' or to == 'queued' then addTo(delta, 'queued_rev', '1', 1) end
     if isFinal[to] then reads = { 'n_queued', 'n_in_progress', 'complete' } end
   end
   if unestimated ~= 0 then table.insert(reads, 'unestimated') end

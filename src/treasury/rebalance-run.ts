@@ -37,7 +37,10 @@ export type RebalanceDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly config: TreasuryConfig &
-    Pick<Config, 'maxFeeBps' | 'maxBatchUsdc' | 'callbackAllowedHosts'> &
+    Pick<
+      Config,
+      'maxFeeBps' | 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
+    > &
     HoldConfig;
   /** Where the batch's transfer jobs go; needed for `run` only. */
   readonly jobs?: TransferJobSink | undefined;

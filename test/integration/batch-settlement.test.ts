@@ -121,7 +121,7 @@ describe('batch settlement counters', () => {
     for (const id of ids) {
       await store.transition('paid-none', id, {
         expected: ['queued'],
-        to: 'failed',
+        to: 'cancelled',
         fields: { error_code: 'cancelled', error_message: 'cancelled' },
       });
     }

@@ -3,7 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';
+import { startServe } from '../helpers/serve.ts';
 import { mixedRows, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
+
+const HOOK = 'hook-token-cli-ops-0123456789';
 
 /** The operator commands, each through the real `usdc-batch` entry point as its own process. */
 describe('operator commands through the CLI', () => {
@@ -53,6 +56,7 @@ describe('operator commands through the CLI', () => {
       failed: 2,
       rejected: 0,
       needs_review: 0,
+      cancelled: 0,
     });
     for (const key of [
       'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
@@ -116,11 +120,11 @@ describe('operator commands through the CLI', () => {
     expect(again.counts.submitted).toBe(6);
 
     const audit = JSON.parse((await cli(['audit', '--batch', batchId, '--json'])).stdout) as {
-      entries: { action: string; actor: string }[];
+      entries: { action: string; who: string }[];
     };
     expect(audit.entries.map((e) => e.action).sort()).toEqual(['enqueue', 'retry']);
     // (pause and resume are not about one batch: they appear in the unfiltered audit below)
-    for (const e of audit.entries) expect(e.actor).toMatch(/^cli:/);
+    for (const e of audit.entries) expect(e.who).toMatch(/^cli:/);
   });
 
   it('resolve refuses --not-sent while the permit can execute, and records --submitted', async () => {
@@ -179,24 +183,64 @@ describe('operator commands through the CLI', () => {
     expect(settled.intents).toEqual({ complete: 1, failed: 0, untracked: 0, open: 0 });
   });
 
-  it('pause holds new work, cancel fails unsent transfers, resume lets work go on', async () => {
+  it('pause holds new work; cancel (CLI and HTTP) makes unsent transfers cancelled for good: retry, CLI or HTTP, re-queues none and resume pays none', async () => {
     expect((await cli(['pause'])).code).toBe(0);
     const held = await stack.enqueue(mixedRows(4, 'paused'));
     const other = await stack.enqueue(mixedRows(3, 'later'));
+    const part = await stack.enqueue(mixedRows(2, 'part'));
     await new Promise((r) => setTimeout(r, 2_500));
     expect((await stack.status(held.batchId)).counts.queued).toBe(4);
 
     const cancel = await cli(['cancel', held.batchId]);
     expect(cancel.stdout).toMatch(/cancelled 4 unsent/);
     const cancelled = await stack.status(held.batchId);
-    expect(cancelled.counts.failed).toBe(4);
-    expect(cancelled.transfers.every((t) => t.error?.code === 'cancelled')).toBe(true);
+    expect(cancelled.counts).toMatchObject({ cancelled: 4, failed: 0, queued: 0 });
+    expect(cancelled.transfers.every((t) => t.state === 'cancelled' && t.error?.code === 'cancelled')).toBe(
+      true,
+    );
     expect(cancelled.complete).toBe(true);
+
+    // Finding 2 of issue 33: a cancelled row was `failed`, and retry — here the HTTP route — re-queued it.
+    const api = await startServe({ ...stack.env, HOOK_TOKEN: HOOK });
+    try {
+      const partIds = (await stack.status(part.batchId)).transfers.map((t) => t.id);
+      const one = await api.call(`/v1/batches/${part.batchId}/cancel`, {
+        method: 'POST',
+        token: HOOK,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ transfers: [partIds[0]] }),
+      });
+      expect(one.status).toBe(200);
+      expect(await one.json()).toEqual({
+        batch_id: part.batchId,
+        cancelled: 1,
+        transfers: [partIds[0]],
+        not_cancelled: [],
+      });
+      for (const id of [held.batchId, part.batchId]) {
+        const retried = await api.call(`/v1/batches/${id}/retry`, { method: 'POST', token: HOOK });
+        expect(retried.status).toBe(200);
+        expect(await retried.json()).toEqual({ batch_id: id, requeued: 0 });
+        expect((await cli(['retry', id])).stdout).toMatch(/re-queued 0 failed/);
+      }
+      const whole = await api.call(`/v1/batches/${held.batchId}/cancel`, { method: 'POST', token: HOOK });
+      expect(await whole.json()).toEqual({ batch_id: held.batchId, cancelled: 0, not_cancelled: [] });
+    } finally {
+      await api.stop();
+    }
+    expect(await stack.status(held.batchId)).toMatchObject({ complete: true, counts: { cancelled: 4 } });
 
     expect((await cli(['resume'])).code).toBe(0);
     const done = await stack.waitComplete(other.batchId, 60_000);
     expect(done.counts.submitted).toBe(3);
-    const recipients = new Set(cancelled.transfers.map((t) => t.recipient.toLowerCase()));
+    const partDone = await stack.waitComplete(part.batchId, 60_000);
+    expect(partDone.counts).toMatchObject({ submitted: 1, cancelled: 1 });
+    const recipients = new Set(
+      [...cancelled.transfers, ...partDone.transfers.filter((t) => t.state === 'cancelled')].map((t) =>
+        t.recipient.toLowerCase(),
+      ),
+    );
+    expect(recipients.size).toBe(5);
     expect((await stack.ledger()).filter((e) => recipients.has(e.recipient.toLowerCase()))).toEqual([]);
 
     const audit = JSON.parse((await cli(['audit', '--json'])).stdout) as { entries: { action: string }[] };

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
-import { waitFor } from '../helpers/cli.ts';
+import { runCli, waitFor } from '../helpers/cli.ts';
 import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
@@ -194,6 +194,35 @@ describe('treasury controls: callbacks only to allowed hosts, signed', () => {
     expect(await stack.client.keys(`${prefix}:callbacks:cb-none*`)).toEqual([]);
     // The batch with a callback has its job.
     expect(await stack.client.exists(`${prefix}:callbacks:cb-ok/cb1`)).toBe(1);
+  });
+
+  it('sends the callback of a batch that a cancel completed, as of any completion', async () => {
+    // Paused, no worker takes a row: the cancel makes every one of them final.
+    expect((await runCli(['pause'], stack.env)).code).toBe(0);
+    try {
+      const before = allowed.received.length;
+      const res = await postBatch({
+        batch_id: 'cb-cancel',
+        transfers: transfers('cx', 2),
+        callback_url: `http://127.0.0.1:${allowed.port}/payouts/done`,
+      });
+      expect(res.status).toBe(202);
+      const cancelled = await api.call('/v1/batches/cb-cancel/cancel', { method: 'POST', token: HOOK });
+      expect(await cancelled.json()).toMatchObject({ cancelled: 2 });
+      const delivered = await waitFor(
+        'the completion callback',
+        async () => allowed.received.slice(before).find((r) => r.body.includes('"cb-cancel"')),
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      expect(signatureValid(delivered.headers['x-signature'] as string, delivered, HMAC_SECRET)).toBe(true);
+      expect(JSON.parse(delivered.body)).toMatchObject({
+        batch_id: 'cb-cancel',
+        complete: true,
+        counts: { cancelled: 2, submitted: 0 },
+      });
+    } finally {
+      expect((await runCli(['resume'], stack.env)).code).toBe(0);
+    }
   });
 });
 

@@ -6,6 +6,7 @@ import { startServe, type ServeProcess } from '../helpers/serve.ts';
 import { EVM, keysUnder, newPrefix } from './ingest-fixtures.ts';
 
 const TOKEN = 'hook-token-hostile-0123456789';
+const METRICS = 'metrics-token-hostile-0123456789';
 const APPROVER = 'approver-token-hostile-98765';
 
 const cli = useCliSuite('usdc-hostile-');
@@ -427,25 +428,35 @@ describe('repeated authentication failures', () => {
   let port: number;
 
   beforeAll(async () => {
-    api = await startServe({ REDIS_URL: cli.suite.url, QUEUE_PREFIX: newPrefix(), HOOK_TOKEN: TOKEN });
+    api = await startServe({
+      REDIS_URL: cli.suite.url,
+      QUEUE_PREFIX: newPrefix(),
+      HOOK_TOKEN: TOKEN,
+      METRICS_TOKEN: METRICS,
+    });
     port = Number(new URL(api.url).port);
   });
   afterAll(async () => {
     await api?.stop();
   });
 
-  it('answers 429 with Retry-After to a client after 20 failures, even with the right token; /healthz stays open', async () => {
+  it('answers 429 with Retry-After to a client after 20 failures, but never to a valid credential; /healthz stays open', async () => {
     for (let i = 0; i < 20; i++) {
       const a = await rawRequest(port, '/v1/batches', {
         authorization: `Bearer wrong-token-${i}-0123456789`,
       });
       expect(a.status, `failure ${i + 1}`).toBe(401);
     }
-    const blocked = await rawRequest(port, '/v1/batches', { authorization: `Bearer ${TOKEN}` });
-    expect(blocked.status).toBe(429);
-    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
-    expect(Number(blocked.headers['retry-after'])).toBeLessThanOrEqual(60);
-    expect(JSON.parse(blocked.body)).toMatchObject({ code: 'USDC_HTTP_TOO_MANY_FAILURES' });
+    for (const headers of [{ authorization: `Bearer wrong-token-x-0123456789` }, {}]) {
+      const blocked = await rawRequest(port, '/v1/batches', headers);
+      expect(blocked.status).toBe(429);
+      expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+      expect(Number(blocked.headers['retry-after'])).toBeLessThanOrEqual(60);
+      expect(JSON.parse(blocked.body)).toMatchObject({ code: 'USDC_HTTP_TOO_MANY_FAILURES' });
+    }
+    // Finding 8 of issue 33: the right token, and the Prometheus scrape, were locked out for 60 s.
+    expect((await rawRequest(port, '/v1/batches', { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+    expect((await rawRequest(port, '/metrics', { authorization: `Bearer ${METRICS}` })).status).toBe(200);
     expect((await rawRequest(port, '/healthz')).status).toBe(200);
   });
 });

@@ -4,6 +4,7 @@ import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.ts';
+import { ROLES_FOR, ruleOf } from '../../src/http/route-table.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { createProducer, type Producer } from '../../src/queue/producer.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
@@ -25,6 +26,7 @@ const ROUTES = [
   'GET /v1/batches/{id}/export.csv',
   'GET /v1/batches/{id}/export.json',
   'POST /v1/batches/{id}/retry',
+  'POST /v1/batches/{id}/cancel',
   'POST /v1/batches/{id}/approve',
   'GET /v1/recipients',
   'POST /v1/recipients',
@@ -102,6 +104,33 @@ describe('GET /openapi.json', () => {
       const [method, path] = route.split(' ') as [HTTPMethods, string];
       expect(app.hasRoute({ method, url: path.replace(/\{(\w+)\}/g, ':$1') }), route).toBe(true);
     }
+  });
+
+  it("states each operation's roles, from the route table, and its 403", () => {
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const route = `${method.toUpperCase()} ${path}`;
+        const rule = ruleOf(method.toUpperCase(), path.replace(/\{(\w+)\}/g, ':$1'));
+        expect(rule, route).toBeDefined();
+        const { security, responses } = op as unknown as {
+          security: Record<string, string[]>[];
+          responses: Record<string, unknown>;
+          'x-roles'?: string[];
+        };
+        if (rule?.access === 'public') {
+          expect(security, route).toEqual([]);
+          expect(responses['403'], route).toBeUndefined();
+          continue;
+        }
+        const roles = [...ROLES_FOR[rule!.access]];
+        expect(security[0], route).toEqual({ bearer: roles });
+        expect((op as { 'x-roles'?: string[] })['x-roles'], route).toEqual(roles);
+        expect(responses['403'], route).toBeDefined();
+      }
+    }
+    const post = doc.paths['/v1/batches']?.['post'] as unknown as { security: unknown; description: string };
+    expect(post.security).toEqual([{ bearer: ['submitter'] }]);
+    expect(post.description).toContain('Roles: submitter.');
   });
 
   it('gives every operation its own operationId', () => {
@@ -221,6 +250,28 @@ describe('GET /openapi.json', () => {
     expectDescribed('POST /v1/batches', 422, rejected.json());
     const retried = await app.inject({ method: 'POST', url: '/v1/batches/oa-b1/retry', headers: hook });
     expectDescribed('POST /v1/batches/{id}/retry', 200, retried.json());
+    const cancelled = await app.inject({
+      method: 'POST',
+      url: '/v1/batches/oa-b1/cancel',
+      headers: { ...hook, 'content-type': 'application/json' },
+      payload: JSON.stringify({ transfers: ['oa-0', 'oa-1'] }),
+    });
+    // oa-1 was re-queued by the retry: cancelled; oa-0 was sent: left alone.
+    expect(cancelled.json()).toEqual({
+      batch_id: 'oa-b1',
+      cancelled: 1,
+      transfers: ['oa-1'],
+      not_cancelled: [{ id: 'oa-0', state: 'submitted' }],
+    });
+    expectDescribed('POST /v1/batches/{id}/cancel', 200, cancelled.json());
+    const badCancel = await app.inject({
+      method: 'POST',
+      url: '/v1/batches/oa-b1/cancel',
+      headers: { ...hook, 'content-type': 'application/json' },
+      payload: JSON.stringify({ transfers: 'oa-1' }),
+    });
+    expect(badCancel.statusCode).toBe(400);
+    expectDescribed('POST /v1/batches/{id}/cancel', 400, badCancel.json());
   });
 
   it('sends answers as the handlers build them: a declared schema drops or changes nothing', async () => {
@@ -228,8 +279,9 @@ describe('GET /openapi.json', () => {
     const body = res.json() as Record<string, unknown> & { transfers: Record<string, unknown>[] };
     // Fields the schema does not list (wait_reason is listed; these are the document's own) stay.
     expect(Object.keys(body)).toEqual([
-      'batch_id', 'created_at', 'source', 'complete', 'settled', 'held', 'held_reason', 'counts',
-      'intents', 'totals', 'paused', 'transfers', 'next_cursor',
+      'batch_id', 'created_at', 'source', 'submitted_by', 'complete', 'settled', 'held', 'held_reason',
+      'approval_digest', 'approvals', 'approvals_required', 'counts', 'intents', 'totals', 'paused',
+      'transfers', 'next_cursor',
     ]); // prettier-ignore
     const queued = body.transfers.find((t) => t['id'] === 'oa-2')!;
     // Not estimated yet: its fee and net are null (never 0.00), and so are the planned totals.

@@ -127,8 +127,8 @@ describe('HTTP API authentication (inject)', () => {
       }
     }
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-    // The approver's token is not the hook's: it opens only the approve route.
-    expect((await app.inject({ method: 'GET', url: '/v1/batches', headers: approver })).statusCode).toBe(401);
+    // The approver reads what it approves (README "Access": role viewer too).
+    expect((await app.inject({ method: 'GET', url: '/v1/batches', headers: approver })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/v1/batches', headers: hook })).statusCode).toBe(200);
     // Nothing the refused requests asked for happened.
     expect((await status(app, '/v1/batches/auth-b')).counts.queued).toBe(2);
@@ -137,15 +137,30 @@ describe('HTTP API authentication (inject)', () => {
   it('opens the approve route to the approver token only: 401 without, 403 with the hook token', async () => {
     const { app } = await newApp({ APPROVAL_THRESHOLD_USDC: '1' });
     await postBatch(app, 2, 'appr-auth');
-    const none = await app.inject({ method: 'POST', url: '/v1/batches/appr-auth/approve' });
-    expect(none.statusCode).toBe(401);
-    const byHook = await app.inject({ method: 'POST', url: '/v1/batches/appr-auth/approve', headers: hook });
+    const digest = (await status(app, '/v1/batches/appr-auth')).approval_digest;
+    const approve = (headers: Record<string, string>) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/batches/appr-auth/approve',
+        headers: { ...headers, 'content-type': 'application/json' },
+        payload: JSON.stringify({ digest }),
+      });
+    expect((await approve({})).statusCode).toBe(401);
+    const byHook = await approve(hook);
     expect(byHook.statusCode).toBe(403);
-    expect(byHook.json()).toMatchObject({ code: 'USDC_HTTP_FORBIDDEN' });
+    expect(byHook.json()).toMatchObject({ code: 'USDC_HTTP_FORBIDDEN', roles: ['approver'] });
     expect((await status(app, '/v1/batches/appr-auth')).held).toBe(true);
-    const ok = await app.inject({ method: 'POST', url: '/v1/batches/appr-auth/approve', headers: approver });
+    const ok = await approve(approver);
     expect(ok.statusCode).toBe(200);
-    expect(ok.json()).toEqual({ batch_id: 'appr-auth', released: 2, already: false });
+    expect(ok.json()).toEqual({
+      batch_id: 'appr-auth',
+      released: 2,
+      already: false,
+      held: false,
+      approvals: 1,
+      approvals_required: 1,
+      approval_digest: digest,
+    });
   });
 
   it('serves the dashboard only with the hook token (bearer or Basic), its static files without, and refuses writes', async () => {
@@ -330,29 +345,34 @@ describe('HTTP status, export, retry, approve, audit (inject)', () => {
     expect(jobs.filter((j) => j.startsWith('over-threshold/'))).toEqual([]);
     expect(jobs.filter((j) => j.startsWith('under-threshold/'))).toHaveLength(3);
 
+    const approveBody = JSON.stringify({ digest: doc.approval_digest });
     const ok = await held.inject({
       method: 'POST',
       url: '/v1/batches/over-threshold/approve',
-      headers: approver,
+      headers: { ...approver, 'content-type': 'application/json' },
+      payload: approveBody,
     });
-    expect(ok.json()).toEqual({ batch_id: 'over-threshold', released: 12, already: false });
+    expect(ok.json()).toMatchObject({ batch_id: 'over-threshold', released: 12, already: false });
     expect((await status(held, '/v1/batches/over-threshold')).held).toBe(false);
     expect((await jobIds(redis, heldPrefix)).filter((j) => j.startsWith('over-threshold/'))).toHaveLength(12);
     const twice = await held.inject({
       method: 'POST',
       url: '/v1/batches/over-threshold/approve',
-      headers: approver,
+      headers: { ...approver, 'content-type': 'application/json' },
+      payload: approveBody,
     });
-    expect(twice.json()).toEqual({ batch_id: 'over-threshold', released: 0, already: true });
-    await held.inject({ method: 'POST', url: '/v1/batches/over-threshold/retry', headers: hook });
+    expect(twice.json()).toMatchObject({ batch_id: 'over-threshold', released: 0, already: true });
+    // A retry that re-queues nothing changes nothing: it is not in the audit (README "Audit").
+    expect(
+      (await held.inject({ method: 'POST', url: '/v1/batches/over-threshold/retry', headers: hook })).json(),
+    ).toMatchObject({ requeued: 0 });
 
     const audit = await held.inject({ method: 'GET', url: '/v1/audit?batch=over-threshold', headers: hook });
     expect(audit.statusCode).toBe(200);
-    const entries = (audit.json() as { entries: { action: string; actor: string; batch: string }[] }).entries;
-    expect(entries.map((e) => [e.action, e.actor])).toEqual([
-      ['retry', 'http:hook'],
-      ['approve', 'http:approver'],
-      ['enqueue', 'http:hook'],
+    const entries = (audit.json() as { entries: { action: string; who: string; batch: string }[] }).entries;
+    expect(entries.map((e) => [e.action, e.who])).toEqual([
+      ['approve', 'approver'],
+      ['enqueue', 'hook'],
     ]);
     expect(entries.every((e) => e.batch === 'over-threshold')).toBe(true);
     const everything = await held.inject({ method: 'GET', url: '/v1/audit', headers: hook });

@@ -107,12 +107,14 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
     expect(waiting.transfers.every((t) => t.attempts === 0 && t.fee === null)).toBe(true);
     expect(await paidTo(held.map((r) => r.recipient))).toEqual([]);
 
-    const byHook = await post('/v1/batches/held-1/approve', HOOK);
+    const digest = waiting.approval_digest;
+    expect(digest).toMatch(/^[0-9a-f]{64}$/);
+    const byHook = await post('/v1/batches/held-1/approve', HOOK, { digest });
     expect(byHook.status).toBe(403);
     expect(await paidTo(held.map((r) => r.recipient))).toEqual([]);
-    const ok = await post('/v1/batches/held-1/approve', APPROVER);
+    const ok = await post('/v1/batches/held-1/approve', APPROVER, { digest });
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toEqual({ batch_id: 'held-1', released: 4, already: false });
+    expect(await ok.json()).toMatchObject({ batch_id: 'held-1', released: 4, already: false, held: false });
 
     const doc = await stack.waitComplete('held-1', 60_000);
     expect(doc).toMatchObject({ held: false, counts: { submitted: 4 } });
@@ -229,13 +231,11 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
     const body = await res.text();
     expect(body).not.toContain(HOOK);
     expect(body).not.toContain(APPROVER);
-    const entries = (
-      JSON.parse(body) as { entries: { action: string; actor: string; batch: string | null }[] }
-    ).entries;
-    const of = (batch: string) =>
-      entries.filter((e) => e.batch === batch).map((e) => `${e.action} ${e.actor}`);
-    expect(of('held-1')).toEqual(['approve http:approver', 'enqueue http:hook']);
-    expect(of('retry-1')).toEqual(['retry http:hook', 'enqueue http:hook']);
+    const entries = (JSON.parse(body) as { entries: { action: string; who: string; batch: string | null }[] })
+      .entries;
+    const of = (batch: string) => entries.filter((e) => e.batch === batch).map((e) => `${e.action} ${e.who}`);
+    expect(of('held-1')).toEqual(['approve approver', 'enqueue hook']);
+    expect(of('retry-1')).toEqual(['retry hook', 'enqueue hook']);
     const one = (await (await get('/v1/audit?batch=retry-1')).json()) as {
       entries: { action: string; detail: unknown }[];
     };

@@ -8,6 +8,7 @@ import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY, type PipelinePolicy } from '../../src/pipeline/policy.ts';
 import { finalizeAbandoned } from '../../src/pipeline/abandon.ts';
 import { runTransfer, type PipelineDeps } from '../../src/pipeline/run-transfer.ts';
+import { readReview } from '../../src/store/approvals.ts';
 import { approveBatch } from '../../src/ops/approve-batch.ts';
 import { resolveTransfer } from '../../src/ops/resolve-transfer.ts';
 import { retryBatch } from '../../src/ops/retry-batch.ts';
@@ -131,6 +132,8 @@ describe('pipeline decisions', () => {
           batchId,
           digest: batchId,
           source: 'csv',
+          submittedBy: 'cli:test',
+          approvalsRequired: 1,
           createdAt: Date.now(),
           held: false,
           callbackUrl: null,
@@ -752,7 +755,12 @@ describe('pipeline decisions', () => {
         for (const j of list) added.push(`${batchId}/${j.transferId}/r${round}`);
       },
     };
-    const approved = await approveBatch({ redis: client, prefix, jobs, actor: 'cli:approver' }, 'race');
+    const { digest } = await readReview(client, prefix, 'race');
+    const approved = await approveBatch(
+      { redis: client, prefix, jobs, actor: 'cli:approver', approvalsRequired: 1 },
+      'race',
+      digest,
+    );
     expect(approved).toMatchObject({ released: 1, recipientsAdded: 0 });
     expect(added).toEqual(['race/unsigned/r1']);
     expect(await drive('unsigned')).toBe('submitted');

@@ -109,6 +109,8 @@ describe('pipeline: the prepared next permit', () => {
         batchId,
         digest: batchId,
         source: 'csv',
+        submittedBy: 'cli:test',
+        approvalsRequired: 1,
         createdAt: Date.now(),
         held: false,
         callbackUrl: null,

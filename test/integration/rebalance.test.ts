@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approveCli } from '../helpers/approve.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { EvmChain } from '../../src/domain/chains.ts';
 import { formatUsdc } from '../../src/domain/money.ts';
@@ -273,7 +274,7 @@ describe('rebalance against the sandbox', () => {
     expect((await stack.status(batchId)).counts.queued).toBe(1);
     const again = await rebalance(big, [], { APPROVAL_THRESHOLD_USDC: '100' });
     expect(again.doc.waiting_for).toBe(batchId);
-    const approve = await runCli(['approve', batchId], stack.env);
+    const approve = await approveCli(batchId, stack.env);
     expect(approve.code).toBe(0);
     const done = await stack.waitComplete(batchId);
     expect(done.counts.submitted).toBe(1);

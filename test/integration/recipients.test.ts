@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approveCli } from '../helpers/approve.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/logger.ts';
@@ -26,7 +27,7 @@ type EnqueueDoc = {
   rejected: number;
   errors: { line: number | null; column: string | null; message: string }[];
 };
-type AuditDoc = { entries: { action: string; actor: string; batch: string | null; detail: unknown }[] };
+type AuditDoc = { entries: { action: string; who: string; batch: string | null; detail: unknown }[] };
 
 /** An audit entry's detail as text, whether it is a sentence or an object. */
 const detailText = (detail: unknown): string =>
@@ -174,16 +175,23 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(before.filter((e) => e.recipient.toLowerCase() === attacker.toLowerCase())).toEqual([]);
 
     // Approving it (the approver's token) pays each row once, and puts the address in the book.
-    const byHook = await api.call('/v1/batches/feb/approve', { method: 'POST', token: HOOK });
-    expect(byHook.status).toBe(403);
-    const ok = await api.call('/v1/batches/feb/approve', { method: 'POST', token: APPROVER });
-    expect(await ok.json()).toEqual({ batch_id: 'feb', released: 4, already: false });
+    const digest = (await stack.status('feb')).approval_digest;
+    const approve = (token: string) =>
+      api.call('/v1/batches/feb/approve', {
+        method: 'POST',
+        token,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ digest }),
+      });
+    expect((await approve(HOOK)).status).toBe(403);
+    const ok = await approve(APPROVER);
+    expect(await ok.json()).toMatchObject({ batch_id: 'feb', released: 4, already: false, held: false });
     const feb = await stack.waitComplete('feb', 60_000);
     expect(feb).toMatchObject({ held: false, held_reason: null, counts: { submitted: 4 } });
     expectPaidOnce(feb, await stack.ledger());
     const listed = JSON.parse((await cli(['recipients', 'list', '--json'])).stdout) as BookDoc;
     expect(listed.recipients.find((r) => r.address === attacker)).toMatchObject({
-      added_by: 'http:approver',
+      added_by: 'approver',
       via: 'approve:feb',
       family: 'evm',
     });
@@ -209,14 +217,14 @@ describe('known recipients: the address book and holds on new addresses', () => 
     const cancel = await cli(['cancel', 'may', '--transfer', 'may-fraud']);
     expect(cancel.code).toBe(0);
     expect(cancel.stdout).toMatch(/cancelled 1 unsent transfer of may: may-fraud/);
-    expect(await stack.status('may')).toMatchObject({ held: true, counts: { queued: 2, failed: 1 } });
+    expect(await stack.status('may')).toMatchObject({ held: true, counts: { queued: 2, cancelled: 1 } });
     expect((await cli(['cancel', 'may', '--transfer', 'no-such-row'])).code).toBe(2);
 
-    expect((await cli(['approve', 'may'])).stdout).toMatch(/released 2 transfer/);
+    expect((await approveCli('may', stack.env)).stdout).toMatch(/released 2 transfer/);
     const may = await stack.waitComplete('may', 60_000);
     expect(may.transfers.map((t) => [t.id, t.state, t.error?.code ?? null])).toEqual([
       ['may-ana', 'submitted', null],
-      ['may-fraud', 'failed', 'cancelled'],
+      ['may-fraud', 'cancelled', 'cancelled'],
       ['may-new', 'submitted', null],
     ]);
     const ledger = await stack.ledger();
@@ -231,7 +239,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(late.stdout).toMatch(/may-ana is submitted, not queued/);
   });
 
-  it('takes the approver token to change the book over HTTP, the hook token only where none is configured, and audits every change with its actor', async () => {
+  it('takes an approver to change the book over HTTP, never the hook credential, and audits every change with its actor', async () => {
     const address = randomEvmAddress();
     const post = (token: string | undefined, body: unknown) =>
       api.call('/v1/recipients', {
@@ -259,7 +267,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(listed.status).toBe(200);
     expect(((await listed.json()) as BookDoc).recipients.find((r) => r.address === address)).toMatchObject({
       label: 'vendor',
-      added_by: 'http:approver',
+      added_by: 'approver',
       via: 'add',
     });
     expect((await api.call(`/v1/recipients/${address}`, { method: 'DELETE', token: HOOK })).status).toBe(403);
@@ -278,24 +286,25 @@ describe('known recipients: the address book and holds on new addresses', () => 
       .filter((e) => e.action.startsWith('recipient_'))
       .map((e) => [
         e.action,
-        e.actor,
+        e.who,
         detailText(e.detail).includes(address) || detailText(e.detail).includes(other) ? 'named' : 'other',
       ]);
     expect(changes.slice(0, 4)).toEqual([
       ['recipient_remove', expect.stringMatching(/^cli:/), 'named'],
       ['recipient_add', expect.stringMatching(/^cli:/), 'named'],
-      ['recipient_remove', 'http:approver', 'named'],
-      ['recipient_add', 'http:approver', 'named'],
+      ['recipient_remove', 'approver', 'named'],
+      ['recipient_add', 'approver', 'named'],
     ]);
     expect(changes.at(-1)).toEqual(['recipient_import', expect.stringMatching(/^cli:/), 'other']);
     const approve = audit.entries.find((e) => e.action === 'approve' && e.batch === 'feb');
-    expect(approve?.actor).toBe('http:approver');
+    expect(approve?.who).toBe('approver');
     // The approval says it added a recipient to the book (released 4, added 1).
     expect(detailText(approve?.detail)).toMatch(/released\D{1,4}4\D.*\D1\D/);
     expect(detailText(approve?.detail)).toMatch(/recipient/);
     for (const e of audit.entries) expect(JSON.stringify(e)).not.toContain(APPROVER);
 
-    // Without an approver token configured, the hook token keeps the book (policy allow).
+    // The hook credential never keeps the book, even with no approver configured (policy allow):
+    // the book belongs to approvers (README "Access").
     const prefix = `${stack.env['QUEUE_PREFIX']}h`;
     const app = await buildApp({
       config: loadConfig({ HOOK_TOKEN: HOOK, QUEUE_PREFIX: prefix }),
@@ -312,8 +321,8 @@ describe('known recipients: the address book and holds on new addresses', () => 
           recipients: [{ address: randomEvmAddress() }, { address: randomSolanaAddress() }],
         }),
       });
-      expect(res.statusCode, res.body).toBe(200);
-      expect(res.json()).toEqual({ rows: 2, added: 2, updated: 0 });
+      expect(res.statusCode, res.body).toBe(403);
+      expect(res.json()).toMatchObject({ code: 'USDC_HTTP_FORBIDDEN', roles: ['approver'] });
     } finally {
       await app.close();
     }
@@ -386,7 +395,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(after.doc.held_reason).toMatch(
       /removed recipients: 1 row pays 1 address \(line 2\) removed from the address book/,
     );
-    expect((await cli(['approve', after.doc.batch_id as string], env)).code).toBe(0);
+    expect((await approveCli(after.doc.batch_id as string, env)).code).toBe(0);
     const book = JSON.parse((await cli(['recipients', 'list', '--json'], env)).stdout) as BookDoc;
     expect(book.recipients.map((r) => r.address)).not.toContain(known);
     expect((await enqueue([row('c6', '6', known)], [], env)).doc.held).toBe(true);

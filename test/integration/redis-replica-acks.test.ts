@@ -106,7 +106,8 @@ describe('replicated Redis: Sentinel, acknowledged actions, standalone', () => {
       expect(refused.stderr).toContain(
         'not acknowledged: waiting for Redis replicas: 0 of 1 acknowledged in 1 s; the change may be lost in a failover',
       );
-      const config = loadConfig({ ...s.env, HOOK_TOKEN: 'hook-token-for-this-test-0123456789' });
+      const HOOK = 'hook-token-for-this-test-0123456789';
+      const config = loadConfig({ ...s.env, HOOK_TOKEN: HOOK });
       const producer = createProducer({ connection: client, prefix: s.prefix });
       const acks = createReplicaAcks({ redis: client, prefix: s.prefix, setting: 'auto', timeoutMs: 1_000 });
       const app = await buildApp({ config, redis: client, producer, acks, logger: createLogger('silent') });
@@ -115,7 +116,7 @@ describe('replicated Redis: Sentinel, acknowledged actions, standalone', () => {
           method: 'POST',
           url: '/v1/batches',
           headers: {
-            authorization: `Bearer ${config.hookToken?.reveal() ?? ''}`,
+            authorization: `Bearer ${HOOK}`,
             'content-type': 'text/csv',
           },
           payload: csvOf(evmRows(3, 'httpcut')),

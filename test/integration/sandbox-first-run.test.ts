@@ -45,7 +45,7 @@ describe('usdc-batch sandbox for a first run', () => {
   });
 
   it('is a configuration a worker and serve accept as it is', () => {
-    const config = loadConfig(env, { keys: signingKeys, service: true, signingKey: true, hook: true });
+    const config = loadConfig(env, { keys: signingKeys, service: true, signingKey: true, access: true });
     expect(config.transferApiUrl).toBe(env['TRANSFER_API_URL']);
     expect(config.evmPrivateKeys).toHaveLength(1);
     expect(config.solanaSecretKey).toBeDefined();

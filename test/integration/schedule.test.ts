@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approveCli } from '../helpers/approve.ts';
 import { createProducer } from '../../src/queue/producer.ts';
 import { fireSchedule } from '../../src/queue/schedule-firing.ts';
 import { isFiringOf } from '../../src/queue/schedule-identity.ts';
@@ -156,6 +157,8 @@ describe('schedule: recurring batches through the real CLI', () => {
             approvalThresholdUsdc: undefined,
             newRecipientPolicy: 'allow',
             newRecipientMaxUsdc: undefined,
+            approvalsRequired: 1,
+            auditLogFile: undefined,
             callbackAllowedHosts: [],
           },
         },
@@ -209,14 +212,14 @@ describe('schedule: recurring batches through the real CLI', () => {
 
     // Each firing was created once (one `enqueue` audit entry), and the schedule changes were recorded.
     const audit = await readAudit(stack.client, prefix, { limit: 10_000 });
-    const enqueued = audit.filter((e) => e.action === 'enqueue' && e.actor === `schedule:${NAME}`);
+    const enqueued = audit.filter((e) => e.action === 'enqueue' && e.who === `schedule:${NAME}`);
     expect(enqueued.map((e) => e.batch).sort()).toEqual(batches);
     const changes = audit.filter((e) => e.action === 'schedule_add' || e.action === 'schedule_remove');
     expect(changes.filter((e) => e.detail['name'] === NAME).map((e) => e.action)).toEqual([
       'schedule_remove',
       'schedule_add',
     ]);
-    for (const e of changes) expect(e.actor).toBe(`cli:${userInfo().username}`);
+    for (const e of changes) expect(e.who).toBe(`cli:${userInfo().username}`);
 
     // A firing of a removed schedule makes no batch.
     const gone = await fireSchedule(
@@ -230,6 +233,8 @@ describe('schedule: recurring batches through the real CLI', () => {
           approvalThresholdUsdc: undefined,
           newRecipientPolicy: 'allow',
           newRecipientMaxUsdc: undefined,
+          approvalsRequired: 1,
+          auditLogFile: undefined,
           callbackAllowedHosts: [],
         },
       },
@@ -259,6 +264,8 @@ describe('schedule: recurring batches through the real CLI', () => {
       callbackAllowedHosts: [],
       newRecipientPolicy: 'allow' as const,
       newRecipientMaxUsdc: undefined,
+      approvalsRequired: 1,
+      auditLogFile: undefined,
     };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
     try {
@@ -321,6 +328,8 @@ describe('schedule: recurring batches through the real CLI', () => {
       approvalThresholdUsdc: undefined,
       newRecipientPolicy: 'hold' as const,
       newRecipientMaxUsdc: undefined,
+      approvalsRequired: 1,
+      auditLogFile: undefined,
     };
     const fire = (day: number) =>
       fireSchedule({ redis: stack.client, prefix, jobs, config }, 'book', Date.UTC(2031, 0, day, 2, 0, 0));
@@ -351,7 +360,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       expect(calls).toEqual([]);
 
       // Approving the second firing releases it alone, and vouches for its new address.
-      expect((await runCli(['approve', 'book-20310102T020000Z'], stack.env)).code).toBe(0);
+      expect((await approveCli('book-20310102T020000Z', stack.env)).code).toBe(0);
       expect((await stack.status('book-20310101T020000Z')).held).toBe(true);
       const book = JSON.parse((await runCli(['recipients', 'list', '--json'], stack.env)).stdout) as {
         recipients: { address: string; via: string }[];
@@ -369,7 +378,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       expect(calls).toEqual([]);
 
       for (const id of ['book-20310101T020000Z', 'book-20310103T020000Z']) {
-        expect((await runCli(['approve', id], stack.env)).code).toBe(0);
+        expect((await approveCli(id, stack.env)).code).toBe(0);
       }
       expect(await held()).toMatchObject({ held: false, held_firings: [] });
       expect(await fire(4)).toMatchObject({ outcome: { held: false } });

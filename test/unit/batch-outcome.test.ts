@@ -14,6 +14,7 @@ const NONE: Record<TransferState, number> = {
   failed: 0,
   rejected: 0,
   needs_review: 0,
+  cancelled: 0,
 };
 
 function batch(counts: Partial<Record<TransferState, number>>, over: Partial<BatchStatus> = {}): BatchStatus {
@@ -22,10 +23,14 @@ function batch(counts: Partial<Record<TransferState, number>>, over: Partial<Bat
     batch_id: 'b-1',
     created_at: '2025-06-01T12:00:00.000Z',
     source: 'csv',
+    submitted_by: 'cli:ops',
     complete: c.queued + c.in_progress === 0,
     settled: c.queued + c.in_progress === 0,
     held: false,
     held_reason: null,
+    approval_digest: null,
+    approvals: [],
+    approvals_required: 1,
     counts: c,
     intents: { complete: c.submitted, failed: 0, untracked: 0, open: 0 },
     totals: {
@@ -77,6 +82,22 @@ describe('a batch outcome: what people read first', () => {
     expect(batchOutcome(batch({}))).toEqual({ text: 'no transfers', tone: 'empty' });
   });
 
+  it('says cancelled rows, never as a failure: they take no part in the tone', () => {
+    expect(batchOutcome(batch({ cancelled: 2 }))).toEqual({ text: 'all cancelled', tone: 'cancelled' });
+    expect(batchOutcome(batch({ submitted: 3, cancelled: 2 }))).toEqual({
+      text: '3 paid, 2 cancelled',
+      tone: 'cancelled',
+    });
+    expect(batchOutcome(batch({ submitted: 1, queued: 2, cancelled: 1 }))).toEqual({
+      text: '1 of 3 paid so far, 1 cancelled',
+      tone: 'in_progress',
+    });
+    expect(batchOutcome(batch({ failed: 1, cancelled: 1 }))).toEqual({
+      text: '1 failed, 1 cancelled',
+      tone: 'failed',
+    });
+  });
+
   it('counts an intent that failed after submission against the batch', () => {
     const b = batch({ submitted: 2 }, { intents: { complete: 1, failed: 1, untracked: 0, open: 0 } });
     expect(batchOutcome(b)).toEqual({ text: '1 intent failed after submission', tone: 'failed' });
@@ -108,6 +129,50 @@ describe('a batch outcome on the pages and in the CLI', () => {
       tone: 'paid',
       text: 'all paid',
     });
+  });
+
+  it('shows a cancelled row as cancelled, in no failure colour, on both pages and in the CLI', () => {
+    const doc = batch(
+      { submitted: 1, cancelled: 1 },
+      {
+        transfers: [
+          {
+            id: 'c-1',
+            line: 2,
+            from: 'BASE',
+            to: 'ARB',
+            amount: '900.00',
+            recipient: '0x1111111111111111111111111111111111111111',
+            memo: null,
+            state: 'cancelled',
+            intent_id: null,
+            intent_status: null,
+            tx_hash: null,
+            tx_signature: null,
+            owner: null,
+            new_recipient: false,
+            fee: null,
+            net_receive: null,
+            attempts: 0,
+            error: { code: 'cancelled', message: 'cancelled by cli:ops' },
+            evidence: [],
+            wait_reason: null,
+            updated_at: null,
+          },
+        ],
+      },
+    );
+    const page = batchPage(doc, view).toString();
+    expect(outcomeBadge(page)).toEqual({ tone: 'cancelled', text: '1 paid, 1 cancelled' });
+    expect(page).toMatch(/<span class="dot cancelled"><\/span>cancelled/);
+    expect(page).not.toMatch(/class="err"/);
+    expect(page).toMatch(/data-count="cancelled">1</);
+    const list = batchesPage([doc], 100).toString();
+    expect(outcomeBadge(list)).toEqual({ tone: 'cancelled', text: '1 paid, 1 cancelled' });
+    expect(list).toContain('2/2 final');
+    expect(list).not.toMatch(/class="err"/);
+    expect(renderStatus(doc)).toMatch(/needs_review 0 {2}cancelled 1/);
+    expect(renderBatches([doc]).split('\n')[0]).toMatch(/\sreview\s+cancelled\s+amount/);
   });
 
   it('prints the outcome in status and batches text', () => {

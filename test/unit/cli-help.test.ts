@@ -45,6 +45,7 @@ describe('usdc-batch --help', () => {
     'resume',
     'schedule',
     'recipients',
+    'access',
     'audit',
     'wallets',
     'sandbox',

@@ -395,7 +395,14 @@ describe('.env.example', () => {
     'MAX_BATCH_USDC',
     'MAX_DAILY_USDC',
     'APPROVAL_THRESHOLD_USDC',
+    'APPROVALS_REQUIRED',
+    'AUDIT_LOG_FILE',
+    'USDC_BATCH_OPERATOR',
+    'HTTP_AUTH_FAILURE_LIMIT',
+    'HTTP_TRUSTED_PROXIES',
     'APPROVER_TOKEN',
+    'METRICS_TOKEN',
+    'ACCESS_FILE',
     'NEW_RECIPIENT_POLICY',
     'NEW_RECIPIENT_MAX_USDC',
     'CALLBACK_ALLOWED_HOSTS',
@@ -423,6 +430,7 @@ describe('.env.example', () => {
       'SOLANA_PRIVATE_KEY',
       'APPROVER_TOKEN',
       'HOOK_TOKEN',
+      'METRICS_TOKEN',
       'HOOK_HMAC_SECRET',
     ]) {
       expect(example[name], name).toBe('');

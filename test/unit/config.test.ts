@@ -9,6 +9,7 @@ import { DEFAULTS } from '../../src/config/defaults.ts';
 import { readEnv } from '../../src/config/env-reader.ts';
 import { loadConfig, spenderFor } from '../../src/config/load-config.ts';
 import { workerSourceChains } from '../../src/config/source-chains.ts';
+import { tokenDigest } from '../../src/domain/access.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
 import { signingKeys } from '../../src/signing/evm/keystore.ts';
@@ -152,8 +153,15 @@ describe('loadConfig', () => {
     expect(config.transferApiKey?.reveal()).toBe(API_KEY);
     expect(config.evmPrivateKeys.map((k) => k.reveal())).toEqual([EVM_KEY]);
     expect(config.solanaSecretKey).toEqual(solana);
-    expect(config.approverToken?.reveal()).toBe('approver-token-0123456789');
-    expect(config.hookToken?.reveal()).toBe('hook-token-0123456789');
+    // The tokens are kept as their SHA-256 only (README "Access"): the credentials hook and approver.
+    expect(config.credentials).toEqual([
+      {
+        name: 'hook',
+        roles: ['submitter', 'operator', 'viewer'],
+        sha256: tokenDigest('hook-token-0123456789'),
+      },
+      { name: 'approver', roles: ['approver', 'viewer'], sha256: tokenDigest('approver-token-0123456789') },
+    ]);
     expect(config.hookHmacSecret?.reveal()).toBe('hmac-secret-0123456789');
     expect(spenderFor(config, 'BASE')).toBe(SPENDER_BASE);
     expect(spenderFor(config, 'ETH')).toBe(SPENDER);
@@ -512,32 +520,47 @@ describe('loadConfig', () => {
     ).toMatchObject({
       newRecipientPolicy: 'hold',
     });
-    expect(loadConfig({ NEW_RECIPIENT_MAX_USDC: '1000' }).newRecipientMaxUsdc).toBe(1_000_000_000n);
+    expect(
+      loadConfig({ NEW_RECIPIENT_MAX_USDC: '1000', APPROVER_TOKEN: 'approver-token-0123456789' })
+        .newRecipientMaxUsdc,
+    ).toBe(1_000_000_000n);
     expect(problemsOf({ NEW_RECIPIENT_POLICY: 'maybe', NEW_RECIPIENT_MAX_USDC: '-1' }).problems).toEqual([
       { variable: 'NEW_RECIPIENT_POLICY', message: 'must be one of allow, hold, reject' },
       { variable: 'NEW_RECIPIENT_MAX_USDC', message: expect.stringMatching(/^must be a USDC amount/) },
     ]);
   });
 
-  it('makes hold and reject need the approver token: whoever submits batches must not vouch for recipients', () => {
-    for (const policy of ['hold', 'reject']) {
-      const problems = problemsOf({
-        NEW_RECIPIENT_POLICY: policy,
-        HOOK_TOKEN: 'hook-token-0123456789',
-      }).problems;
+  it('makes hold, reject and NEW_RECIPIENT_MAX_USDC need an approver credential: whoever submits batches must not vouch for recipients', () => {
+    for (const [setting, env] of [
+      ['NEW_RECIPIENT_POLICY=hold', { NEW_RECIPIENT_POLICY: 'hold' }],
+      ['NEW_RECIPIENT_POLICY=reject', { NEW_RECIPIENT_POLICY: 'reject' }],
+      // Finding 4 of issue 33: with the cap and no approver, the hook token added to the book.
+      ['NEW_RECIPIENT_MAX_USDC', { NEW_RECIPIENT_MAX_USDC: '500' }],
+    ] as const) {
+      const problems = problemsOf({ ...env, HOOK_TOKEN: 'hook-token-0123456789' }).problems;
       expect(problems).toEqual([
-        {
-          variable: 'APPROVER_TOKEN',
-          message: expect.stringContaining(`is required with NEW_RECIPIENT_POLICY=${policy}`),
-        },
+        { variable: 'APPROVER_TOKEN', message: expect.stringContaining(`is required with ${setting}`) },
       ]);
     }
   });
 
-  it('refuses an approver token equal to the hook token', () => {
+  it('refuses two tokens that are the same: two credentials never share a token', () => {
     expect(
-      problemsOf({ HOOK_TOKEN: 'same-token-0123456789', APPROVER_TOKEN: 'same-token-0123456789' }).problems,
-    ).toEqual([{ variable: 'APPROVER_TOKEN', message: 'must differ from HOOK_TOKEN' }]);
+      problemsOf({
+        HOOK_TOKEN: 'same-token-0123456789',
+        APPROVER_TOKEN: 'same-token-0123456789',
+        METRICS_TOKEN: 'same-token-0123456789',
+      }).problems,
+    ).toEqual([
+      {
+        variable: 'APPROVER_TOKEN',
+        message: 'must differ from HOOK_TOKEN: two credentials may not share a token',
+      },
+      {
+        variable: 'METRICS_TOKEN',
+        message: 'must differ from HOOK_TOKEN: two credentials may not share a token',
+      },
+    ]);
   });
 });
 
@@ -608,8 +631,19 @@ describe('what each command needs', () => {
     expect(workerSourceChains(baseOnly)).toEqual(['BASE', 'SOLANA']);
   });
 
-  it('makes serve ask for the hook token', () => {
-    expect(problemsOf({}, { hook: true }).problems.map((p) => p.variable)).toEqual(['HOOK_TOKEN']);
+  it('makes serve ask for a credential: ACCESS_FILE, or one of the three tokens', () => {
+    expect(problemsOf({}, { access: true }).problems).toEqual([
+      {
+        variable: 'HOOK_TOKEN',
+        message: expect.stringContaining(
+          'is required to authenticate HTTP requests (or APPROVER_TOKEN, METRICS_TOKEN; or ACCESS_FILE',
+        ),
+        missing: true,
+      },
+    ]);
+    expect(loadConfig({ METRICS_TOKEN: 'metrics-token-0123456789' }, { access: true }).credentials).toEqual([
+      { name: 'metrics', roles: ['metrics'], sha256: tokenDigest('metrics-token-0123456789') },
+    ]);
   });
 
   it('refuses tokens and secrets under 16 characters, saying how to make one, never echoing them', () => {
@@ -620,17 +654,17 @@ describe('what each command needs', () => {
     });
     const hint = 'is shorter than 16 characters: use a random one, e.g. `openssl rand -hex 32`';
     expect(err.problems).toEqual([
-      { variable: 'APPROVER_TOKEN', message: hint },
-      { variable: 'HOOK_TOKEN', message: hint },
       { variable: 'HOOK_HMAC_SECRET', message: hint },
+      { variable: 'HOOK_TOKEN', message: hint },
+      { variable: 'APPROVER_TOKEN', message: hint },
     ]);
     expect(JSON.stringify(err.problems)).not.toContain('0123456789abcde');
     expect(
       loadConfig({
         HOOK_TOKEN: '0123456789abcdef',
         HOOK_HMAC_SECRET: 'fedcba9876543210',
-      }).hookToken?.reveal(),
-    ).toBe('0123456789abcdef');
+      }).credentials.map((c) => c.sha256),
+    ).toEqual([tokenDigest('0123456789abcdef')]);
   });
 });
 

@@ -1,5 +1,5 @@
 import { cancelBatch, cancelTransfers } from '../../ops/cancel.ts';
-import { withCli } from '../context.ts';
+import { opsOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { counted } from '../../domain/plural.ts';
 
@@ -12,7 +12,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const batchId = args[0] as string;
   const only = Array.isArray(options['transfer']) ? (options['transfer'] as string[]) : [];
   return await withCli({}, async (ctx) => {
-    const deps = { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor };
+    const deps = opsOf(ctx);
     if (only.length === 0) {
       const { cancelled } = await ctx.acknowledged(() => cancelBatch(deps, batchId));
       process.stdout.write(

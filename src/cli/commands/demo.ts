@@ -152,7 +152,7 @@ export async function run(): Promise<number> {
     const outcome = await enqueueValidated(
       { redis: client, prefix: config.queuePrefix, jobs: producer, config },
       input,
-      { source: 'csv', actor: cliActor() },
+      { source: 'csv', actor: cliActor(config.operatorName) },
     );
     if (outcome.status !== 'enqueued' || !outcome.batchId) {
       process.stderr.write(`the sample did not enqueue: ${JSON.stringify(outcome.errors)}\n`);

@@ -344,7 +344,8 @@ async function waitForBatch(ctx: CliContext, batchId: string, showBar: boolean):
     if (showBar && (tty || b.complete || Date.now() - lastLine > 5_000)) {
       lastLine = Date.now();
       const held = b.held ? ' (held for approval)' : '';
-      const line = `${progressBar(done, rows)} submitted ${counts.submitted} failed ${counts.failed} rejected ${counts.rejected} review ${counts.needs_review}${held}`;
+      const cancelled = counts.cancelled > 0 ? ` cancelled ${counts.cancelled}` : '';
+      const line = `${progressBar(done, rows)} submitted ${counts.submitted} failed ${counts.failed} rejected ${counts.rejected} review ${counts.needs_review}${cancelled}${held}`;
       process.stderr.write(tty ? `\r${line}` : `${line}\n`);
     }
     if (b.complete) {

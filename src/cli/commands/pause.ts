@@ -1,14 +1,14 @@
 import { setPaused } from '../../ops/pause.ts';
 import { pausedView } from '../../store/batch-reader.ts';
 import { pausedSince } from '../batch-text.ts';
-import { withCli } from '../context.ts';
+import { auditOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 
 /** `usdc-batch pause`: workers take no new transfers until `resume`; says since when and by whom. */
 export async function run(): Promise<number> {
   return await withCli({}, async (ctx) => {
     const { changed, pause } = await ctx.acknowledged(() =>
-      setPaused({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, true),
+      setPaused({ ...auditOf(ctx), actor: ctx.actor }, true),
     );
     const view = pausedView(pause);
     const since = view ? ` ${pausedSince(view)}` : '';

@@ -92,7 +92,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     if (flags.json) out(jsonText({ ...rebalanceDocument(report), status: done }));
     else
       out(
-        `\nbatch ${report.batchId} complete: submitted ${done.counts.submitted}, failed ${done.counts.failed}, rejected ${done.counts.rejected}, needs review ${done.counts.needs_review}`,
+        `\nbatch ${report.batchId} complete: submitted ${done.counts.submitted}, failed ${done.counts.failed}, rejected ${done.counts.rejected}, needs review ${done.counts.needs_review}, cancelled ${done.counts.cancelled}`,
       );
     return unsuccessful > 0 ? EXIT.rejected : code;
   });

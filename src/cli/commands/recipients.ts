@@ -3,7 +3,7 @@ import { ValidationError } from '../../domain/errors.ts';
 import { formatIssue, sortIssues } from '../../ingest/ingest-issue.ts';
 import { readRecipientCsv } from '../../ingest/recipient-file.ts';
 import { addRecipient, importRecipients, listRecipients, removeRecipient } from '../../ops/recipients.ts';
-import { withCli, type CliContext } from '../context.ts';
+import { auditOf, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
 import { counted } from '../../domain/plural.ts';
@@ -63,7 +63,7 @@ async function list(ctx: CliContext, json: boolean): Promise<number> {
 async function add(ctx: CliContext, address: string, label: unknown): Promise<number> {
   const { address: a, was } = await ctx.acknowledged(() =>
     addRecipient(
-      { redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor },
+      { ...auditOf(ctx), actor: ctx.actor },
       address,
       typeof label === 'string' ? label : undefined,
     ),
@@ -78,7 +78,7 @@ async function add(ctx: CliContext, address: string, label: unknown): Promise<nu
 
 async function remove(ctx: CliContext, address: string): Promise<number> {
   const { address: a, existed } = await ctx.acknowledged(() =>
-    removeRecipient({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, address),
+    removeRecipient({ ...auditOf(ctx), actor: ctx.actor }, address),
   );
   out(
     `${existed ? 'removed' : 'marked as removed (it was not in the book)'} ${a.address}: every payment to it is held for approval until it is added again; transfers to it not yet signed are held`,
@@ -100,7 +100,7 @@ async function importFile(file: string): Promise<number> {
   const input = readRecipientCsv(text);
   return await withCli({}, async (ctx) => {
     const res = await ctx.acknowledged(() =>
-      importRecipients({ redis: ctx.redis, prefix: ctx.prefix, actor: ctx.actor }, input, file),
+      importRecipients({ ...auditOf(ctx), actor: ctx.actor }, input, file),
     );
     if (res.status === 'rejected') {
       const sorted = sortIssues(res.errors);

@@ -1,6 +1,6 @@
 import { ValidationError } from '../../domain/errors.ts';
 import { resolveTransfer } from '../../ops/resolve-transfer.ts';
-import { withCli } from '../context.ts';
+import { opsOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
@@ -15,13 +15,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   return await withCli({}, async (ctx) => {
     const res = await ctx.acknowledged(() =>
       resolveTransfer(
-        {
-          redis: ctx.redis,
-          prefix: ctx.prefix,
-          jobs: ctx.producer(),
-          intents: ctx.producer(),
-          actor: ctx.actor,
-        },
+        { ...opsOf(ctx), intents: ctx.producer() },
         args[0] as string,
         args[1] as string,
         submitted !== undefined ? { submitted } : { notSent: true },

@@ -1,15 +1,12 @@
 import { retryBatch } from '../../ops/retry-batch.ts';
-import { withCli } from '../context.ts';
+import { opsOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { counted } from '../../domain/plural.ts';
 
 export async function run(args: string[]): Promise<number> {
   return await withCli({}, async (ctx) => {
     const { requeued, heldReason } = await ctx.acknowledged(() =>
-      retryBatch(
-        { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), actor: ctx.actor, config: ctx.config },
-        args[0] as string,
-      ),
+      retryBatch({ ...opsOf(ctx), config: ctx.config }, args[0] as string),
     );
     process.stdout.write(`re-queued ${counted(requeued, 'failed transfer')} of ${args[0]}\n`);
     if (heldReason !== null) {

@@ -19,7 +19,7 @@ import {
 import { NotFoundError } from '../../ops/ops-error.ts';
 import { recordAudit } from '../../store/audit.ts';
 import { parsePolicy, readPolicyFile } from '../../treasury/policy.ts';
-import { withCli, type CliContext } from '../context.ts';
+import { auditOf, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, table } from '../format.ts';
 
@@ -128,8 +128,8 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
         rows: input.transfers.length,
         total,
       });
-      await recordAudit(ctx.redis, ctx.prefix, {
-        actor: ctx.actor,
+      await recordAudit(auditOf(ctx), {
+        who: ctx.actor,
         action: 'schedule_add',
         batch: null,
         detail: {
@@ -186,8 +186,8 @@ async function addRebalance(name: string, cron: string, tz: string, file: string
         rows: 0,
         total: 0n,
       });
-      await recordAudit(ctx.redis, ctx.prefix, {
-        actor: ctx.actor,
+      await recordAudit(auditOf(ctx), {
+        who: ctx.actor,
         action: 'schedule_add',
         batch: null,
         detail: {
@@ -275,8 +275,8 @@ async function remove(name: string): Promise<number> {
     const removed = await ctx.acknowledged(async () => {
       const gone = await removeSchedule(deps, name);
       if (gone) {
-        await recordAudit(ctx.redis, ctx.prefix, {
-          actor: ctx.actor,
+        await recordAudit(auditOf(ctx), {
+          who: ctx.actor,
           action: 'schedule_remove',
           batch: null,
           detail: { name },

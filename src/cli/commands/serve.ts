@@ -1,9 +1,13 @@
 import type { AddressInfo } from 'node:net';
+import { readAccessFile } from '../../config/access-file.ts';
+import { approverProblem } from '../../config/access-settings.ts';
+import type { Config } from '../../config/config.ts';
 import { readEnv } from '../../config/env-reader.ts';
 import { loadConfig } from '../../config/load-config.ts';
 import { ConfigError } from '../../domain/errors.ts';
 import { buildApp } from '../../http/app.ts';
-import { createLogger } from '../../log/logger.ts';
+import { createAccessList, type AccessList } from '../../http/access-list.ts';
+import { createLogger, type Logger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { watchPrimary } from '../../store/primary-watch.ts';
 import { createRedis, waitForRedis } from '../../store/redis.ts';
@@ -13,12 +17,13 @@ import { EXIT } from '../exit-codes.ts';
 import { holdUntilExit } from '../lifetime.ts';
 
 /**
- * `usdc-batch serve`: the HTTP API on HTTP_HOST:HTTP_PORT until SIGINT/SIGTERM. Needs HOOK_TOKEN
- * (checked with the rest of the configuration before anything starts). Prints the address it is
+ * `usdc-batch serve`: the HTTP API on HTTP_HOST:HTTP_PORT until SIGINT/SIGTERM. Needs a credential:
+ * ACCESS_FILE, or HOOK_TOKEN, APPROVER_TOKEN, METRICS_TOKEN (checked with the rest of the
+ * configuration before anything starts); re-reads ACCESS_FILE on SIGHUP. Prints the address it is
  * bound to (with the port the system chose for HTTP_PORT=0).
  */
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
-  const config = loadConfig(readEnv(), { hook: true });
+  const config = loadConfig(readEnv(), { access: true });
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
   await checkRedisTls(config);
   const redis = createRedis(config, { role: 'client', logger, quiet: true });
@@ -38,8 +43,12 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     logger,
   });
   const primary = watchPrimary({ redis, logger, intervalMs: 5_000 });
-  const app = await buildApp({ config, redis, producer, acks, logger });
+  const access = createAccessList(config.credentials);
+  const onHangup = () => reloadAccessFile(config, access, logger);
+  process.on('SIGHUP', onHangup);
+  const app = await buildApp({ config, redis, producer, acks, logger, access });
   const close = async () => {
+    process.off('SIGHUP', onHangup);
     await app.close();
     primary.stop();
     await acks.close();
@@ -67,6 +76,37 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     process.once('SIGTERM', onSignal);
   });
   return EXIT.ok;
+}
+
+/**
+ * SIGHUP: ACCESS_FILE read again (README "Access"). A good file replaces the credentials at once;
+ * a file with any problem (or without the approver the address book needs) changes nothing, and
+ * says why at `warn`.
+ */
+export function reloadAccessFile(config: Config, access: AccessList, logger: Logger): void {
+  if (config.accessFile === undefined) {
+    logger.info(
+      'SIGHUP: no ACCESS_FILE to re-read (the credentials are HOOK_TOKEN, APPROVER_TOKEN, METRICS_TOKEN)',
+    );
+    return;
+  }
+  const read = readAccessFile(config.accessFile);
+  const problems = [...read.problems];
+  if (problems.length === 0 && read.credentials.length === 0) problems.push('lists no credential');
+  const approver = problems.length === 0 ? approverProblem(read.credentials, config) : undefined;
+  if (approver) problems.push(approver);
+  if (problems.length > 0) {
+    logger.warn(
+      { problems, kept: access.current().map((c) => c.name) },
+      'ACCESS_FILE not reloaded: it has problems; the credentials in use are kept',
+    );
+    return;
+  }
+  access.replace(read.credentials);
+  logger.info(
+    { credentials: read.credentials.map((c) => ({ name: c.name, roles: c.roles })) },
+    'ACCESS_FILE reloaded',
+  );
 }
 
 /**

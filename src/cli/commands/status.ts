@@ -9,14 +9,27 @@ import { jsonText, table } from '../format.ts';
 
 const HUMAN_ROWS = 200;
 
+/** While held: the digest an approval names and the approvals of it so far (README "Four eyes"). */
+function approvalLines(doc: BatchStatus): string[] {
+  if (!doc.held || doc.approval_digest === null) return [];
+  const counted = doc.approvals.filter(
+    (a) => a.digest === doc.approval_digest && a.name !== doc.submitted_by,
+  );
+  const names = counted.length > 0 ? ` (${counted.map((a) => a.name).join(', ')})` : '';
+  return [
+    `approval_digest: ${doc.approval_digest}  approvals: ${counted.length} of ${doc.approvals_required}${names}`,
+  ];
+}
+
 export function renderStatus(doc: BatchStatus, state?: TransferState): string {
   const c = doc.counts;
   const lines = [
-    `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'})`,
+    `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'}${doc.submitted_by ? ` by ${doc.submitted_by}` : ''})`,
     ...(doc.paused ? [pausedLine(doc.paused)] : []),
     `outcome: ${outcomeText(doc)}`,
     `complete: ${doc.complete ? 'yes' : 'no'}  intents settled: ${settledText(doc.settled)}${doc.held ? `  HELD for approval: ${doc.held_reason ?? ''}` : ''}`,
-    `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}`,
+    `queued ${c.queued}  in_progress ${c.in_progress}  submitted ${c.submitted}  failed ${c.failed}  rejected ${c.rejected}  needs_review ${c.needs_review}  cancelled ${c.cancelled}`,
+    ...approvalLines(doc),
     intentsText(doc.intents),
     ...totalsLines(doc.totals),
     '',

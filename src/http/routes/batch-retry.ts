@@ -1,12 +1,12 @@
 import { retryBatch } from '../../ops/retry-batch.ts';
 import { acknowledged } from '../../store/replica-acks.ts';
-import { HTTP_ACTORS, type RoutePlugin } from '../route-deps.ts';
+import { actorOf, type RoutePlugin } from '../route-deps.ts';
 import { batchIdParam } from '../params.ts';
 import { ignoreBody } from './ignore-body.ts';
 import { batchRetrySchema } from '../schemas/route-schemas.ts';
 
 /**
- * `POST /v1/batches/:id/retry` (hook token): re-queues the batch's `failed` transfers only. The
+ * `POST /v1/batches/:id/retry` (role operator): re-queues the batch's `failed` transfers only. The
  * batch is re-opened (`complete: false`) before the answer; a held batch's transfers wait for approval,
  * and the re-queued rows pass the same holds as new ones.
  */
@@ -20,7 +20,8 @@ export const batchRetryRoute: RoutePlugin = async (app, { deps }) => {
           redis: deps.redis,
           prefix: deps.config.queuePrefix,
           jobs: deps.producer,
-          actor: HTTP_ACTORS.hook,
+          actor: actorOf(request),
+          auditLogFile: deps.config.auditLogFile,
           config: deps.config,
           ...(deps.now ? { now: deps.now } : {}),
         },

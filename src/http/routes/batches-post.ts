@@ -3,7 +3,7 @@ import { enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batc
 import { bufferSource } from '../../ingest/csv-source.ts';
 import { readJsonBatch } from '../../ingest/json-source.ts';
 import { validateCsv, validateJson, type ValidatedInput } from '../../ingest/validate-input.ts';
-import type { RoutePlugin } from '../route-deps.ts';
+import { actorOf, type RoutePlugin } from '../route-deps.ts';
 import { batchesPostSchema } from '../schemas/route-schemas.ts';
 import { verifySignature } from '../auth.ts';
 import { HttpError, unauthorized } from '../http-errors.ts';
@@ -79,7 +79,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
         input,
         {
           source: 'http',
-          actor: 'http:hook',
+          actor: actorOf(request),
           batchId,
           skipInvalid: flag(query['skip_invalid']),
           allowDuplicates: limits.allowDuplicates,

@@ -2,12 +2,11 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { RouteAuth, RoutePlugin } from '../route-deps.ts';
+import type { RoutePlugin } from '../route-deps.ts';
 import { errorDocument } from '../http-errors.ts';
 import { queueDescription } from '../../queue/queue-monitor.ts';
 
 export const DASHBOARD_PATH = '/dashboard';
-const STATIC_PATH = `${DASHBOARD_PATH}/static/`;
 
 /**
  * bull-board's pages: its own scripts, stylesheets, images (some as `data:` URLs), translations and
@@ -35,21 +34,17 @@ export const DASHBOARD_CSP = [
  * and step logs hold outcomes (intent ids, tx hashes, addresses, amounts, reasons) — never a key,
  * permit, signature or signed transaction — so showing them reveals no secret.
  *
- * Authentication: the HTML page and its `/dashboard/api/*` data routes need the hook token, as a
- * bearer token or as the password of HTTP Basic auth (a browser cannot add a bearer header, so a
- * 401 here asks it for a login: any user name, HOOK_TOKEN as the password). The browser then sends
- * the same credentials with every `/dashboard/api/*` call. Only the UI's own static files
- * (`/dashboard/static/*`: bull-board's JavaScript, CSS and images, the same for every install) are
- * served without credentials; they hold no data.
+ * Authentication (route-table.ts): the HTML page and its `/dashboard/api/*` data routes need a
+ * credential that may read, as a bearer token or as the password of HTTP Basic auth (a browser
+ * cannot add a bearer header, so a 401 here asks it for a login: any user name, the token as the
+ * password). The browser then sends the same credentials with every `/dashboard/api/*` call. Only
+ * the UI's own static files (`/dashboard/static/*`: bull-board's JavaScript, CSS and images, the
+ * same for every install) are served without credentials; they hold no data.
  *
  * Read-only twice over: every queue adapter is in `readOnlyMode` (bull-board refuses its actions),
  * and any request other than GET or HEAD is refused here before bull-board sees it.
  */
 export const dashboardRoute: RoutePlugin = async (app, { deps }) => {
-  app.addHook('onRoute', (route) => {
-    const auth: RouteAuth = route.url.startsWith(STATIC_PATH) ? 'none' : 'dashboard';
-    route.config = { ...route.config, auth };
-  });
   app.addHook('onRequest', async (request, reply) => {
     if (request.method === 'GET' || request.method === 'HEAD') return;
     return await refuseWrite(request, reply);

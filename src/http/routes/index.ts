@@ -1,6 +1,7 @@
 import type { RoutePlugin } from '../route-deps.ts';
 import { auditRoute } from './audit.ts';
 import { batchApproveRoute } from './batch-approve.ts';
+import { batchCancelRoute } from './batch-cancel.ts';
 import { batchExportRoute } from './batch-export.ts';
 import { batchRetryRoute } from './batch-retry.ts';
 import { batchStatusRoute } from './batch-status.ts';
@@ -25,6 +26,7 @@ export const ROUTES: readonly RoutePlugin[] = [
   batchStatusRoute,
   batchExportRoute,
   batchRetryRoute,
+  batchCancelRoute,
   batchApproveRoute,
   auditRoute,
   recipientsRoute,

@@ -1,7 +1,8 @@
+import type { FastifyRequest } from 'fastify';
 import { readRecipientCsv, type RecipientInput } from '../../ingest/recipient-file.ts';
 import type { IngestIssue } from '../../ingest/ingest-issue.ts';
 import { addRecipient, importRecipients, listRecipients, removeRecipient } from '../../ops/recipients.ts';
-import { HTTP_ACTORS, type RouteAuth, type RoutePlugin } from '../route-deps.ts';
+import { actorOf, type RoutePlugin } from '../route-deps.ts';
 import { HttpError } from '../http-errors.ts';
 import { queryOf } from '../params.ts';
 import {
@@ -17,76 +18,69 @@ import { counted } from '../../domain/plural.ts';
 const CSV_TYPES = ['text/csv', 'application/csv'];
 
 /**
- * `GET /v1/recipients` (hook token): the address book. `POST /v1/recipients` adds `{ address,
+ * `GET /v1/recipients` (any reader): the address book. `POST /v1/recipients` adds `{ address,
  * label? }`, or `{ recipients: [{ address, label? }] }` or a CSV (`address,label`) all or none, and
  * `DELETE /v1/recipients/:address` (or `DELETE /v1/recipients` with `{ address }` or `?address=`)
- * removes one — both with the approver's token when one is configured (whoever submits batches must
- * not vouch for their recipients), else with the hook token.
+ * removes one — both for the role approver only (route-table.ts): whoever submits batches must not
+ * vouch for their recipients.
  */
 export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
   const prefix = deps.config.queuePrefix;
-  const changeAuth: RouteAuth = deps.config.approverToken ? 'approver' : 'hook';
-  const ops = {
+  const opsOf = (request: FastifyRequest) => ({
     redis: deps.redis,
     prefix,
-    actor: changeAuth === 'approver' ? HTTP_ACTORS.approver : HTTP_ACTORS.hook,
+    actor: actorOf(request),
+    auditLogFile: deps.config.auditLogFile,
     ...(deps.now ? { now: deps.now } : {}),
-  };
+  });
   app.addContentTypeParser(CSV_TYPES, { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
   app.get('/v1/recipients', { schema: recipientsListSchema }, async () => ({
     recipients: await listRecipients({ redis: deps.redis, prefix }),
   }));
 
-  app.post(
-    '/v1/recipients',
-    { config: { auth: changeAuth }, schema: recipientsPostSchema },
-    async (request, reply) => {
-      const body = request.body;
-      if (typeof body === 'string' || Array.isArray(recipientsOf(body))) {
-        const input =
-          typeof body === 'string'
-            ? readRecipientCsv(body)
-            : readRecipientList(recipientsOf(body) as unknown[]);
-        const res = await acknowledged(deps.acks, () => importRecipients(ops, input, 'http'));
-        if (res.status === 'rejected') {
-          throw new HttpError(
-            422,
-            'USDC_RECIPIENTS_INVALID',
-            `${counted(res.errors.length, 'problem')}; nothing was added`,
-            res.errors,
-          );
-        }
-        return { rows: res.rows, added: res.added, updated: res.updated };
-      }
-      const { address, label } = (body ?? {}) as { address?: unknown; label?: unknown };
-      if (
-        typeof address !== 'string' ||
-        (label !== undefined && label !== null && typeof label !== 'string')
-      ) {
+  app.post('/v1/recipients', { schema: recipientsPostSchema }, async (request, reply) => {
+    const body = request.body;
+    if (typeof body === 'string' || Array.isArray(recipientsOf(body))) {
+      const input =
+        typeof body === 'string'
+          ? readRecipientCsv(body)
+          : readRecipientList(recipientsOf(body) as unknown[]);
+      const res = await acknowledged(deps.acks, () => importRecipients(opsOf(request), input, 'http'));
+      if (res.status === 'rejected') {
         throw new HttpError(
-          400,
-          'USDC_HTTP_BAD_BODY',
-          'send { "address": "…", "label"?: "…" }, { "recipients": […] } or text/csv',
+          422,
+          'USDC_RECIPIENTS_INVALID',
+          `${counted(res.errors.length, 'problem')}; nothing was added`,
+          res.errors,
         );
       }
-      const res = await acknowledged(deps.acks, () =>
-        addRecipient(ops, address, typeof label === 'string' ? label : undefined),
+      return { rows: res.rows, added: res.added, updated: res.updated };
+    }
+    const { address, label } = (body ?? {}) as { address?: unknown; label?: unknown };
+    if (typeof address !== 'string' || (label !== undefined && label !== null && typeof label !== 'string')) {
+      throw new HttpError(
+        400,
+        'USDC_HTTP_BAD_BODY',
+        'send { "address": "…", "label"?: "…" }, { "recipients": […] } or text/csv',
       );
-      return reply.status(res.was === 'known' ? 200 : 201).send({
-        address: res.address.address,
-        family: res.address.family,
-        added: res.was !== 'known',
-        was: res.was,
-      });
-    },
-  );
+    }
+    const res = await acknowledged(deps.acks, () =>
+      addRecipient(opsOf(request), address, typeof label === 'string' ? label : undefined),
+    );
+    return reply.status(res.was === 'known' ? 200 : 201).send({
+      address: res.address.address,
+      family: res.address.family,
+      added: res.was !== 'known',
+      was: res.was,
+    });
+  });
 
-  const remove = async (text: unknown) => {
+  const remove = async (request: FastifyRequest, text: unknown) => {
     if (typeof text !== 'string' || text === '') {
       throw new HttpError(400, 'USDC_HTTP_BAD_BODY', 'name the address: DELETE /v1/recipients/<address>');
     }
-    const res = await acknowledged(deps.acks, () => removeRecipient(ops, text));
+    const res = await acknowledged(deps.acks, () => removeRecipient(opsOf(request), text));
     return {
       address: res.address.address,
       family: res.address.family,
@@ -94,16 +88,11 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
       was_in_book: res.existed,
     };
   };
-  app.delete(
-    '/v1/recipients/:address',
-    { config: { auth: changeAuth }, schema: recipientDeleteSchema },
-    async (request) => remove((request.params as Record<string, unknown>)['address']),
+  app.delete('/v1/recipients/:address', { schema: recipientDeleteSchema }, async (request) =>
+    remove(request, (request.params as Record<string, unknown>)['address']),
   );
-  app.delete(
-    '/v1/recipients',
-    { config: { auth: changeAuth }, schema: recipientsDeleteSchema },
-    async (request) =>
-      remove(queryOf(request)['address'] ?? ((request.body ?? {}) as { address?: unknown }).address),
+  app.delete('/v1/recipients', { schema: recipientsDeleteSchema }, async (request) =>
+    remove(request, queryOf(request)['address'] ?? ((request.body ?? {}) as { address?: unknown }).address),
   );
 };
 

@@ -28,31 +28,30 @@ const UI_AUDIT_ENTRIES = 500;
  * batch and a page of its rows, `?state=`, `?cursor=`, `?limit=` as in `GET /v1/batches/:id`), with
  * the batch's export and audit entries beside it under `/ui/batches/:id/…` so that a browser logged
  * in once reaches them too. Server-rendered from the reader that builds the status document;
- * read-only (GET and HEAD only); behind the dashboard's credentials (the hook token as bearer, or
- * as the password of HTTP Basic login).
+ * read-only (GET and HEAD only); for every credential that may read (route-table.ts), as a bearer
+ * token or as the password of HTTP Basic login.
  */
 export const uiRoute: RoutePlugin = async (app, { deps }) => {
   const reader = createBatchReader({ redis: deps.redis, prefix: deps.config.queuePrefix });
-  const config = { auth: 'dashboard' as const };
   const read: PageReads = { reader, redis: deps.redis, prefix: deps.config.queuePrefix };
 
-  app.get('/ui', { config, schema: uiListSchema }, async (_request, reply) => {
+  app.get('/ui', { schema: uiListSchema }, async (_request, reply) => {
     const [batches, pause] = await Promise.all([reader.list(UI_BATCHES), readPause(read.redis, read.prefix)]);
     return sendPage(reply, batchesPage(batches, UI_BATCHES, pausedView(pause)));
   });
   app.get(
     '/ui/batches/:id',
-    { config, schema: uiBatchSchema(UI_PAGE_DEFAULT, UI_PAGE_MAX) },
+    { schema: uiBatchSchema(UI_PAGE_DEFAULT, UI_PAGE_MAX) },
     async (request, reply) => await pageOrError(reply, () => batchPageFor(read, request)),
   );
   app.get(
     '/ui/batches/:id/audit',
-    { config, schema: uiAuditSchema },
+    { schema: uiAuditSchema },
     async (request, reply) => await pageOrError(reply, () => auditPageFor(read, request)),
   );
   app.get(
     '/ui/batches/:id/export.csv',
-    { config, schema: uiExportSchema },
+    { schema: uiExportSchema },
     async (request, reply) => await sendBatchExport(reply, reader, batchIdParam(request), 'csv'),
   );
 };

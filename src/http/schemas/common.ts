@@ -80,9 +80,9 @@ export function errorAnswers(...statuses: number[]) {
 const ERROR_TEXT: Readonly<Record<number, string>> = {
   400: 'malformed request (body, query or parameter; a query parameter given twice; a JSON string too long)',
   401: 'missing or wrong credentials',
-  403: 'the hook token where the approver token is needed',
+  403: "the credential's roles do not cover this route (the answer's `roles` names those that do)",
   404: 'no such batch (or route)',
-  409: 'a batch id reused with other rows',
+  409: "a conflict: a batch id reused with other rows, or an approval digest that is not the batch's now (`approval_digest` names the current one)",
   413: 'body too large',
   415: 'unsupported content type',
   422: 'the input was rejected: per-row errors, nothing enqueued',

@@ -39,7 +39,6 @@ export const healthzSchema: FastifySchema = {
   tags: ['health'],
   operationId: 'getHealthz',
   summary: 'Liveness (no credentials)',
-  security: [],
   response: { 200: jsonAnswer('the process answers', ok('{ status: "ok" }')) },
 };
 
@@ -188,18 +187,79 @@ export const batchRetrySchema: FastifySchema = {
   },
 };
 
+export const batchCancelSchema: FastifySchema = {
+  tags: ['operations'],
+  operationId: 'cancelBatch',
+  summary: "Cancel the batch's unsent transfers (or the ones named)",
+  description:
+    'Transfers still `queued` become `cancelled`, a final state that retry never re-queues; nothing in flight is cut off, and a held batch stays held. Without a body: every queued transfer of the batch.',
+  params: batchIdParams,
+  body: {
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          properties: {
+            transfers: {
+              type: 'array',
+              minItems: 1,
+              maxItems: 10_000,
+              items: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+            },
+          },
+          additionalProperties: false,
+        },
+      },
+    },
+  },
+  response: {
+    200: jsonAnswer(
+      'cancelled (a named transfer that is not queued any more is listed in not_cancelled, with its state)',
+      answer({
+        batch_id: str,
+        cancelled: int,
+        not_cancelled: {
+          type: 'array',
+          items: answer({ id: str, state: { type: 'string', enum: [...TRANSFER_STATES] } }),
+        },
+      }),
+    ),
+    ...errorAnswers(400, 401, 404),
+  },
+};
+
 export const batchApproveSchema: FastifySchema = {
   tags: ['operations'],
   operationId: 'approveBatch',
-  summary: 'Release a batch held for approval (APPROVER_TOKEN)',
-  security: [{ approverToken: [] }],
+  summary: 'Approve a batch held for approval (four eyes)',
+  description:
+    "Approves the rows whose approval_digest (GET /v1/batches/{id}) is `digest`, as the credential's name; the APPROVALS_REQUIRED-th distinct approver releases the batch. Never the batch's submitter (403 `four_eyes`); a digest that is not the batch's now (a row cancelled or re-queued since) is 409 with the current `approval_digest`, and approvals of an earlier digest no longer count.",
   params: batchIdParams,
+  body: {
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          required: ['digest'],
+          properties: { digest: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' } },
+        },
+      },
+    },
+  },
   response: {
     200: jsonAnswer(
-      'released (already: true when it was not held)',
-      answer({ batch_id: str, released: int, already: bool }),
+      'approved (released when it was the last approval needed; already: true when it was not held)',
+      answer({
+        batch_id: str,
+        released: int,
+        already: bool,
+        held: bool,
+        approvals: int,
+        approvals_required: int,
+        approval_digest: nullable(str),
+      }),
     ),
-    ...errorAnswers(401, 403, 404),
+    ...errorAnswers(401, 404, 409),
   },
 };
 
@@ -223,11 +283,14 @@ export const auditSchema: FastifySchema = {
           type: 'array',
           items: {
             type: 'object',
-            required: ['id', 'at', 'actor', 'action', 'batch', 'detail'],
+            required: ['id', 'at', 'who', 'action', 'batch', 'detail'],
             properties: {
               id: { type: 'string' },
               at: isoTime,
-              actor: { type: 'string', description: 'cli:<os user>, http:hook or http:approver' },
+              who: {
+                type: 'string',
+                description: "the HTTP credential's name, cli:<name> or schedule:<name>; never a token",
+              },
               action: { type: 'string', enum: [...AUDIT_ACTIONS] },
               batch: nullable({ type: 'string' }),
               detail: { type: 'object', additionalProperties: true },
@@ -256,9 +319,6 @@ const bookEntry = {
   additionalProperties: true,
 } as const;
 
-/** Changes need the approver's token when one is configured, else the hook token. */
-const changeSecurity = [{ approverToken: [] }, { hookToken: [] }];
-
 export const recipientsListSchema: FastifySchema = {
   tags: ['recipients'],
   operationId: 'listRecipients',
@@ -278,7 +338,6 @@ export const recipientsPostSchema: FastifySchema = {
   tags: ['recipients'],
   operationId: 'addRecipients',
   summary: 'Add a recipient, or import a list all or none',
-  security: changeSecurity,
   body: {
     content: {
       'application/json': {
@@ -304,7 +363,7 @@ export const recipientsPostSchema: FastifySchema = {
   response: {
     200: jsonAnswer('already known, or the list imported ({ rows, added, updated })', ok('the change')),
     201: jsonAnswer('added', ok('{ address, family, added, was }')),
-    ...errorAnswers(400, 401, 403, 422),
+    ...errorAnswers(400, 401, 422),
   },
 };
 
@@ -317,18 +376,16 @@ export const recipientDeleteSchema: FastifySchema = {
   tags: ['recipients'],
   operationId: 'removeRecipient',
   summary: 'Remove a recipient: every later payment to it is held',
-  security: changeSecurity,
   params: { type: 'object', required: ['address'], properties: { address: { type: 'string' } } },
-  response: { 200: removed, ...errorAnswers(400, 401, 403) },
+  response: { 200: removed, ...errorAnswers(400, 401) },
 };
 
 export const recipientsDeleteSchema: FastifySchema = {
   tags: ['recipients'],
   operationId: 'removeRecipientByQuery',
   summary: 'Remove a recipient named by ?address= or { address }',
-  security: changeSecurity,
   querystring: { type: 'object', properties: { address: { type: 'string' } } },
-  response: { 200: removed, ...errorAnswers(400, 401, 403) },
+  response: { 200: removed, ...errorAnswers(400, 401) },
 };
 
 export const metricsSchema: FastifySchema = {
@@ -345,22 +402,17 @@ export const openapiSchema: FastifySchema = {
   response: { 200: jsonAnswer('the API described', ok('OpenAPI 3.1 document')), ...errorAnswers(401) },
 };
 
-/** The batch pages: HTML for people, the hook token as bearer or as the Basic password. */
-const pageSecurity = [{ hookToken: [] }, { browserLogin: [] }];
-
 export const uiListSchema: FastifySchema = {
   tags: ['pages'],
   operationId: 'uiListBatches',
   summary: 'Recent batches, for people',
-  security: pageSecurity,
-  response: { 200: html('the batches page'), 401: html('log in: any user name, HOOK_TOKEN as the password') },
+  response: { 200: html('the batches page'), 401: html('log in: any user name, a token as the password') },
 };
 
 export const uiBatchSchema = (pageDefault: number, pageMax: number): FastifySchema => ({
   tags: ['pages'],
   operationId: 'uiGetBatch',
   summary: 'One batch and a page of its rows, for people',
-  security: pageSecurity,
   params: batchIdParams,
   querystring: batchPageQuery(pageDefault, pageMax),
   response: { 200: html('the batch page'), 400: html('a bad filter or cursor'), 404: html('no such batch') },
@@ -370,7 +422,6 @@ export const uiAuditSchema: FastifySchema = {
   tags: ['pages'],
   operationId: 'uiBatchAudit',
   summary: 'The audit entries of one batch, for people',
-  security: pageSecurity,
   params: batchIdParams,
   response: { 200: html('the audit page'), 404: html('no such batch') },
 };
@@ -379,7 +430,6 @@ export const uiExportSchema: FastifySchema = {
   tags: ['pages'],
   operationId: 'uiExportBatchCsv',
   summary: 'The batch export, for a browser logged in to the pages',
-  security: pageSecurity,
   params: batchIdParams,
   response: { 200: text('text/csv', 'the same CSV as /v1/batches/{id}/export.csv') },
 };

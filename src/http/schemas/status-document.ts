@@ -68,11 +68,12 @@ export const transferView = {
 export const batchSummary = {
   $id: 'BatchSummary',
   type: 'object',
-  required: ['batch_id', 'created_at', 'source', 'complete', 'settled', 'held', 'held_reason', 'counts', 'totals'],
+  required: ['batch_id', 'created_at', 'source', 'submitted_by', 'complete', 'settled', 'held', 'held_reason', 'approval_digest', 'approvals', 'approvals_required', 'counts', 'totals'],
   properties: {
     batch_id: { type: 'string' },
     created_at: nullable(isoTime),
     source: { type: 'string', enum: ['csv', 'http', 'schedule', 'rebalance'] },
+    submitted_by: nullable({ type: 'string', description: 'who enqueued it: an HTTP credential\'s name, cli:<name>, schedule:<name>; null for a batch enqueued before this was recorded' }),
     complete: { type: 'boolean', description: 'every transfer is final' },
     settled: {
       type: ['boolean', 'null'],
@@ -80,6 +81,22 @@ export const batchSummary = {
     },
     held: { type: 'boolean' },
     held_reason: nullable({ type: 'string' }),
+    approval_digest: nullable({
+      type: 'string',
+      pattern: '^[0-9a-f]{64}$',
+      description: 'while held: SHA-256 of the lines "id,from,to,amount,recipient\\n" of its queued transfers in line order (what an approval names); null when not held',
+    }),
+    approvals: {
+      type: 'array',
+      description: 'the approvals of its current (or last) hold, oldest first; only those whose digest is approval_digest count',
+      items: {
+        type: 'object',
+        required: ['name', 'at', 'digest'],
+        properties: { name: { type: 'string' }, at: isoTime, digest: { type: 'string', pattern: '^[0-9a-f]{64}$' } },
+        additionalProperties: true,
+      },
+    },
+    approvals_required: { type: 'integer', minimum: 1, description: 'distinct approvers a hold needs, never its submitter' },
     counts,
     intents: {
       type: 'object',

@@ -99,7 +99,6 @@ export const uiTreasurySchema: FastifySchema = {
   operationId: 'uiTreasury',
   tags: ['pages'],
   summary: 'The treasury per chain and the scheduled rebalancing policies, for people',
-  security: [{ hookToken: [] }, { browserLogin: [] }],
   response: {
     200: { description: 'the treasury page', content: { 'text/html': { schema: { type: 'string' } } } },
   },

@@ -33,7 +33,7 @@ function auditTable(entries: readonly AuditEntry[]): Html {
           (e) =>
             html`<tr data-action="${e.action}">
               <td data-label="when" class="num">${shortTime(e.at)}</td>
-              <td data-label="who" class="mono">${e.actor}</td>
+              <td data-label="who" class="mono">${e.who}</td>
               <td data-label="action">${e.action}</td>
               <td data-label="detail" class="wrap">${formatAuditDetail(e.detail)}</td>
             </tr>`,

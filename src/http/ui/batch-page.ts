@@ -33,10 +33,12 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
   const body = html`<h1>Batch <span class="mono" data-batch-id>${doc.batch_id}</span></h1>
     ${statusBadges(doc)}
     <p class="muted">
-      ${doc.source}, created ${shortTime(doc.created_at)},
+      ${doc.source}, created
+      ${shortTime(doc.created_at)}${doc.submitted_by ? html` by <span data-submitted-by>${doc.submitted_by}</span>` : null},
       ${counted(rowCount(doc.counts), 'transfer')}.${refreshNote(refresh)}
     </p>
     ${doc.held ? html`<div class="held-reason" data-held-reason><b>Held for approval:</b> ${doc.held_reason ?? ''}</div>` : null}
+    ${approvalsPanel(doc)}
     <section class="panel">${stateBar(doc.counts)} ${stateFilter(doc, view, base)} ${figures(doc)}</section>
     <div class="links">
       <a href="${base}/export.csv" data-link="export">export (CSV)</a>
@@ -46,6 +48,51 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
     ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers, doc.paused !== null)}
     ${pager(doc, view, base)}`;
   return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, paused: doc.paused, body });
+}
+
+/**
+ * Four eyes (README "Four eyes"): while held, the digest an approval names and the approvals so far
+ * — those of an earlier digest marked void; once released, who approved it.
+ */
+function approvalsPanel(doc: BatchStatus): Html | null {
+  if (!doc.held && doc.approvals.length === 0) return null;
+  const valid = doc.approvals.filter((a) => a.digest === doc.approval_digest && a.name !== doc.submitted_by);
+  const items = doc.approvals.map(
+    (a) =>
+      html`<li data-approval="${a.name}">
+        <span class="mono">${a.name}</span>, ${shortTime(a.at)}
+        ${doc.held && a.digest !== doc.approval_digest ? html`<span class="muted" data-void>— given for an earlier digest (${a.digest.slice(0, 12)}…): does not count</span>` : null}
+      </li>`,
+  );
+  if (!doc.held) {
+    return html`<div class="panel" data-approvals>
+      <b>Approved by</b>
+      <ul>
+        ${items}
+      </ul>
+    </div>`;
+  }
+  return html`<div class="panel" data-approvals>
+    <div>
+      <b>approval_digest</b>
+      <code class="clip" title="${doc.approval_digest ?? ''}" data-approval-digest
+        >${doc.approval_digest ?? '–'}</code
+      >
+    </div>
+    <div>
+      approvals: <b data-approval-count>${valid.length}</b> of
+      <b data-approvals-required>${doc.approvals_required}</b> needed, from distinct approvers, never the
+      submitter${doc.submitted_by ? html` (${doc.submitted_by})` : null}; an approval names this digest:
+      <code>usdc-batch approve ${doc.batch_id}</code> shows the rows and asks.
+    </div>
+    ${
+      items.length > 0
+        ? html`<ul>
+            ${items}
+          </ul>`
+        : null
+    }
+  </div>`;
 }
 
 /** All / each state with its count, as links; the current one marked. */
@@ -138,12 +185,14 @@ function clipped(value: string): Html {
   return html`<span class="clip" title="${value}">${value}</span>`;
 }
 
-/** Its error, or what it waits for: a queued row of a paused system waits for `resume` at least. */
 function problemText(t: TransferView, paused: boolean): Html {
   const waitsFor =
     t.wait_reason ?? (paused && t.state === 'queued' ? 'processing is paused (usdc-batch resume)' : '');
+  // A cancelled row says who cancelled it, never in a failure's red.
   const said = t.error
-    ? html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`
+    ? t.state === 'cancelled'
+      ? html`<span class="muted"><code>${t.error.code}</code> ${t.error.message}</span>`
+      : html`<span class="err"><code>${t.error.code}</code> ${t.error.message}</span>`
     : html`${waitsFor}`;
   return html`${said}${evidenceList(t.evidence)}`;
 }

@@ -41,7 +41,7 @@ function batchesTable(batches: readonly BatchSummary[]): Html {
 
 function batchRow(b: BatchSummary): Html {
   const c = b.counts;
-  const done = c.submitted + c.failed + c.rejected + c.needs_review;
+  const done = c.submitted + c.failed + c.rejected + c.needs_review + c.cancelled;
   return html`<tr data-batch="${b.batch_id}">
     <td data-label="batch" class="id batch-id">
       <a href="/ui/batches/${encodeURIComponent(b.batch_id)}">${b.batch_id}</a>
@@ -61,5 +61,7 @@ function unpaid(b: BatchSummary): Html | null {
   const parts = (['failed', 'rejected', 'needs_review'] as const)
     .filter((s) => b.counts[s] > 0)
     .map((s) => `${b.counts[s]} ${s.replace('_', ' ')}`);
-  return parts.length > 0 ? html`, <span class="err">${parts.join(', ')}</span>` : null;
+  // Cancelled rows were not paid either, but by an operator's choice: said, not in red.
+  const cancelled = b.counts.cancelled > 0 ? html`, ${b.counts.cancelled} cancelled` : null;
+  return parts.length > 0 ? html`, <span class="err">${parts.join(', ')}</span>${cancelled}` : cancelled;
 }

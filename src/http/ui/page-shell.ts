@@ -12,7 +12,7 @@ import { constantMarkup, html, type Html, type HtmlValue } from './html.ts';
 const UI_CSS = `
 :root { color-scheme: light; --fg: #1d2330; --muted: #5b6475; --line: #dde1e8; --bg: #f6f7f9;
   --queued: #9aa3b2; --in_progress: #3b82f6; --submitted: #16a34a; --failed: #dc2626;
-  --rejected: #ea580c; --needs_review: #a855f7; }
+  --rejected: #ea580c; --needs_review: #a855f7; --cancelled: #475569; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
   color: var(--fg); background: var(--bg); }
@@ -40,6 +40,7 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .badge.outcome.rejected { background: #ffedd5; border-color: var(--rejected); color: #9a3412; }
 .badge.outcome.in_progress { background: #e8f0fe; border-color: var(--in_progress); color: #1e40af; }
 .badge.outcome.paid { background: #e3f6e8; border-color: var(--submitted); color: #14532d; }
+.badge.outcome.cancelled { background: #f1f5f9; border-color: var(--cancelled); color: #334155; }
 .panel { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
 .paused-banner { background: #fde8e8; border: 1px solid #f0a3a3; border-radius: 6px; padding: .5rem .8rem;
   margin: 0 0 .8rem; font-weight: 600; color: #7f1d1d; }
@@ -49,11 +50,13 @@ svg.bar { display: block; width: 100%; height: 12px; border-radius: 3px; backgro
 svg.bar rect.queued { fill: var(--queued); } svg.bar rect.in_progress { fill: var(--in_progress); }
 svg.bar rect.submitted { fill: var(--submitted); } svg.bar rect.failed { fill: var(--failed); }
 svg.bar rect.rejected { fill: var(--rejected); } svg.bar rect.needs_review { fill: var(--needs_review); }
+svg.bar rect.cancelled { fill: var(--cancelled); }
 .dot { display: inline-block; width: .65rem; height: .65rem; border-radius: 2px; margin-right: .25rem;
   vertical-align: baseline; }
 .dot.queued { background: var(--queued); } .dot.in_progress { background: var(--in_progress); }
 .dot.submitted { background: var(--submitted); } .dot.failed { background: var(--failed); }
 .dot.rejected { background: var(--rejected); } .dot.needs_review { background: var(--needs_review); }
+.dot.cancelled { background: var(--cancelled); }
 dl.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(10rem, 1fr)); gap: .3rem 1rem; margin: .6rem 0 0; }
 dl.figures div { min-width: 0; }
 dl.figures div.wide { grid-column: span 2; }

@@ -1,0 +1,179 @@
+import type { Redis } from 'ioredis';
+import { createApprovalDigest, type ReviewedRow } from '../domain/approval-digest.ts';
+import { formatUsdc } from '../domain/money.ts';
+import { keys } from './keys.ts';
+import { luaScript, runScript } from './lua-script.ts';
+import { queuedTransfers } from './queued-transfers.ts';
+
+/*
+ * Four eyes (README "Four eyes"): the approvals of a held batch, each bound to the digest of the
+ * rows it reviewed, and the release once enough distinct names, none the submitter's, approved the
+ * rows as they are now.
+ *
+ * The batch record's `queued_rev` counts the changes to its set of `queued` transfers (the
+ * transition script moves it), so "the rows as they are now" is one field: a digest computed
+ * between two equal readings of it is the digest of that set, and the release checks it again in
+ * the same script that releases.
+ */
+
+/** An approval of the current hold: who, when (ISO), and the digest it was given for. */
+export type Approval = { readonly name: string; readonly at: string; readonly digest: string };
+
+/** What an approver reviews: the rows a release would pay, their total and digest, at a revision. */
+export type Review = {
+  readonly digest: string;
+  /** `queued_rev` when it was read ('' for a batch none of whose transfers moved yet). */
+  readonly rev: string;
+  readonly rows: number;
+  /** micro-USDC */
+  readonly amount: bigint;
+};
+
+const REVIEW_FIELDS = ['from', 'to', 'amount', 'recipient'];
+/** Tries to read a consistent review while workers or operators move rows. */
+const REVIEW_TRIES = 5;
+
+/** A reviewed row and its amount in micro-USDC. */
+type CountedRow = { readonly row: ReviewedRow; readonly micro: bigint };
+
+/**
+ * The batch's queued rows in line order, a page at a time, as the status document shows them (the
+ * digest's lines; what `approve` prints).
+ */
+async function* reviewedRows(redis: Redis, prefix: string, batchId: string): AsyncGenerator<CountedRow[]> {
+  for await (const page of queuedTransfers(redis, prefix, batchId, REVIEW_FIELDS)) {
+    yield page.flatMap(({ id, values }) => {
+      const [from, to, amount, recipient] = values;
+      if (!from || !to || !amount || !recipient || !/^[0-9]+$/.test(amount)) return [];
+      const micro = BigInt(amount);
+      return [{ row: { id, from, to, amount: formatUsdc(micro), recipient }, micro }];
+    });
+  }
+}
+
+/**
+ * The review of the batch's queued rows now: read between two equal readings of `queued_rev`
+ * (tried again while rows move); `onRows` sees every row, for a caller that shows them.
+ */
+export async function readReview(
+  redis: Redis,
+  prefix: string,
+  batchId: string,
+  onRows?: (rows: readonly ReviewedRow[]) => void,
+): Promise<Review> {
+  const k = keys(prefix);
+  for (let attempt = 1; ; attempt++) {
+    const rev = (await redis.hget(k.batch(batchId), 'queued_rev')) ?? '';
+    const digest = createApprovalDigest();
+    const seen: ReviewedRow[][] = [];
+    let rows = 0;
+    let amount = 0n;
+    for await (const page of reviewedRows(redis, prefix, batchId)) {
+      const shown = page.map((r) => r.row);
+      digest.add(shown);
+      rows += page.length;
+      for (const r of page) amount += r.micro;
+      if (onRows) seen.push(shown);
+    }
+    const after = (await redis.hget(k.batch(batchId), 'queued_rev')) ?? '';
+    if (after === rev || attempt >= REVIEW_TRIES) {
+      for (const page of seen) onRows?.(page);
+      return { digest: digest.hex(), rev, rows, amount };
+    }
+  }
+}
+
+/**
+ * The held batch's `approval_digest` for the status document, kept in the batch record with the
+ * revision it was read at (`approval_digest`, `approval_digest_rev`): read again only once the
+ * queued rows changed, so a page of a 100,000-row held batch that reloads itself does not read them
+ * all each time.
+ */
+export async function approvalDigestOf(
+  redis: Redis,
+  prefix: string,
+  batchId: string,
+  batch: Readonly<Record<string, string>>,
+): Promise<string> {
+  const rev = batch['queued_rev'] ?? '';
+  const kept = batch['approval_digest'];
+  if (kept && batch['approval_digest_rev'] === rev) return kept;
+  const review = await readReview(redis, prefix, batchId);
+  await redis.hset(
+    keys(prefix).batch(batchId),
+    'approval_digest',
+    review.digest,
+    'approval_digest_rev',
+    review.rev,
+  );
+  return review.digest;
+}
+
+/** The approvals of the batch's current hold, oldest first. */
+export async function readApprovals(redis: Redis, prefix: string, batchId: string): Promise<Approval[]> {
+  return approvalsOf(await redis.hgetall(keys(prefix).batchApprovals(batchId)));
+}
+
+/** The approvals hash's entries (`name` → `<at ms>|<digest>`), oldest first. */
+export function approvalsOf(raw: Readonly<Record<string, string>>): Approval[] {
+  return Object.entries(raw)
+    .map(([name, value]) => {
+      const bar = value.indexOf('|');
+      return { name, ms: Number(value.slice(0, bar)), digest: value.slice(bar + 1) };
+    })
+    .sort((a, b) => a.ms - b.ms || (a.name < b.name ? -1 : 1))
+    .map(({ name, ms, digest }) => ({ name, at: new Date(ms).toISOString(), digest }));
+}
+
+/**
+ * Records an approval and releases the batch when it is the last one needed.
+ * KEYS: 1 batch, 2 its approvals. ARGV: 1 queued_rev the digest was read at, 2 name, 3 now (ms),
+ * 4 digest, 5 approvals required (this process's APPROVALS_REQUIRED; the batch's own, if larger,
+ * wins).
+ * Returns {status, count, required}: `not_held` (nothing recorded), `changed` (the queued rows moved
+ * since the digest was read: nothing recorded), `pending` (recorded; `count` distinct names, none the
+ * submitter's, approved this digest), `released` (recorded, and the batch released: `held` 0).
+ */
+const APPROVE = luaScript(`
+local b = redis.call('HMGET', KEYS[1], 'held', 'queued_rev', 'submitted_by', 'approvals_required')
+if b[1] ~= '1' then return {'not_held', 0, 0} end
+if (b[2] or '') ~= ARGV[1] then return {'changed', 0, 0} end
+local required = math.max(tonumber(b[4] or '1') or 1, tonumber(ARGV[5]))
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3] .. '|' .. ARGV[4])
+local all = redis.call('HGETALL', KEYS[2])
+local count, names = 0, {}
+for i = 1, #all, 2 do
+  local bar = string.find(all[i + 1], '|', 1, true)
+  if all[i] ~= b[3] and bar and string.sub(all[i + 1], bar + 1) == ARGV[4] then
+    count = count + 1
+    table.insert(names, all[i])
+  end
+end
+redis.call('HSET', KEYS[1], 'approvals_required', tostring(required))
+if count < required then return {'pending', count, required} end
+table.sort(names)
+redis.call('HSET', KEYS[1], 'held', '0', 'held_reason', '', 'approved_at', ARGV[3], 'approved_by', table.concat(names, ','))
+return {'released', count, required}
+`);
+
+export type ApprovalRecord = {
+  readonly status: 'not_held' | 'changed' | 'pending' | 'released';
+  readonly count: number;
+  readonly required: number;
+};
+
+export async function recordApproval(
+  redis: Redis,
+  prefix: string,
+  batchId: string,
+  approval: { rev: string; name: string; at: number; digest: string; required: number },
+): Promise<ApprovalRecord> {
+  const k = keys(prefix);
+  const [status, count, required] = (await runScript(
+    redis,
+    APPROVE,
+    [k.batch(batchId), k.batchApprovals(batchId)],
+    [approval.rev, approval.name, approval.at, approval.digest, approval.required],
+  )) as [ApprovalRecord['status'], number, number];
+  return { status, count, required };
+}
