@@ -320,11 +320,11 @@ describe('four eyes through the CLI', () => {
     expect(text).toContain(`approval_digest: ${d}  approvals: 0 of 2`);
     const no = await runCli(['approve', 'cli-fe'], { ...env, USDC_BATCH_OPERATOR: 'ben' }, { input: 'n\n' });
     expect(no.code).toBe(1);
-    expect(no.stdout).toContain('approving releases these 2 transfer(s)');
+    expect(no.stdout).toContain('approving releases these 2 transfers');
     expect(no.stdout).toMatch(new RegExp(`c-1\\s+BASE\\s+ARB\\s+12\\.50\\s+${recipient}`));
-    expect(no.stdout).toContain('total: 19.50 USDC in 2 transfer(s)');
+    expect(no.stdout).toContain('total: 19.50 USDC in 2 transfers');
     expect(no.stdout).toContain(`approval_digest: ${d}`);
-    expect(no.stdout).toContain('approve these 2 transfer(s), 19.50 USDC, as cli:ben? [y/N]');
+    expect(no.stdout).toContain('approve these 2 transfers, 19.50 USDC, as cli:ben? [y/N]');
     expect(no.stdout).toContain('not approved: cli-fe stays held');
     // No answer at all (stdin closed) is no as well.
     expect((await runCli(['approve', 'cli-fe'], { ...env, USDC_BATCH_OPERATOR: 'ben' })).code).toBe(1);
@@ -335,7 +335,7 @@ describe('four eyes through the CLI', () => {
     expect(yes.stdout).toContain('approved cli-fe as cli:ben (1 of 2 approvals): it stays held');
     const last = await runCli(['approve', 'cli-fe', '--digest', d], { ...env, USDC_BATCH_OPERATOR: 'cy' });
     expect(last.code, last.stderr).toBe(0);
-    expect(last.stdout).toContain('released 2 transfer(s)');
+    expect(last.stdout).toContain('released 2 transfers');
     const done = await status();
     expect(done.held).toBe(false);
     expect(done.approvals.map((a) => a.name)).toEqual(['cli:ben', 'cli:cy']);

@@ -66,18 +66,20 @@ async function reviewAndAsk(ctx: CliContext, batchId: string): Promise<string | 
   const approvals = (await readApprovals(ctx.redis, ctx.prefix, batchId)).filter(
     (a) => a.digest === review.digest,
   );
-  out(`batch ${batchId}: approving releases these ${review.rows} transfer(s):`);
+  out(
+    `batch ${batchId}: approving releases ${review.rows === 1 ? 'this transfer' : `these ${review.rows} transfers`}:`,
+  );
   out(
     table(
       ['id', 'from', 'to', 'amount', 'recipient'],
       rows.map((r) => [r.id, r.from, r.to, r.amount, r.recipient]),
     ),
   );
-  out(`total: ${formatUsdc(review.amount)} USDC in ${review.rows} transfer(s)`);
+  out(`total: ${formatUsdc(review.amount)} USDC in ${counted(review.rows, 'transfer')}`);
   out(`approval_digest: ${review.digest}`);
   if (approvals.length > 0) out(`approved so far by: ${approvals.map((a) => a.name).join(', ')}`);
   const answer = await ask(
-    `approve these ${review.rows} transfer(s), ${formatUsdc(review.amount)} USDC, as ${ctx.actor}? [y/N] `,
+    `approve ${review.rows === 1 ? 'this transfer' : `these ${review.rows} transfers`}, ${formatUsdc(review.amount)} USDC, as ${ctx.actor}? [y/N] `,
   );
   return answer !== undefined && /^(y|yes)$/i.test(answer.trim()) ? review.digest : undefined;
 }
