@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
-import { luaScript, runScript } from './lua-script.ts';
+import { luaScriptFile, runScript } from './lua-script.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -14,32 +14,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * only when it stays under the threshold — so two enqueues at the same moment cannot both slip
  * under it. An entry is counted at most once (its member is its name). Held entries are not
  * counted: they run only with an approval. Nothing is given back when a batch is cancelled: it was
- * enqueued unapproved all the same.
- *
- * KEYS: 1 zset member → time, 2 hash member → micro-USDC.
- * ARGV: 1 member, 2 amount, 3 threshold, 4 now, 5 window, 6 mode (`count` or `peek`).
- * Returns {reached (1/0), the sum before this entry, counted now (1/0)}: an entry already counted is
- * neither reached nor counted again.
+ * enqueued unapproved all the same (scripts/unapproved-judge.lua).
  */
-const JUDGE = luaScript(`
-local now = tonumber(ARGV[4])
-local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[5]))
-for _, m in ipairs(old) do
-  redis.call('ZREM', KEYS[1], m)
-  redis.call('HDEL', KEYS[2], m)
-end
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return {0, '0', 0} end
-local sum = 0
-for _, v in ipairs(redis.call('HVALS', KEYS[2])) do sum = sum + tonumber(v) end
-local reached = sum + tonumber(ARGV[2]) >= tonumber(ARGV[3])
-local counted = 0
-if ARGV[6] == 'count' and not reached then
-  redis.call('ZADD', KEYS[1], now, ARGV[1])
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-  counted = 1
-end
-return {reached and 1 or 0, string.format('%d', sum), counted}
-`);
+const JUDGE = luaScriptFile('unapproved-judge.lua');
 
 type WindowVerdict = { readonly reached: boolean; readonly before: bigint; readonly counted: boolean };
 

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { checksumEvmAddress } from '../domain/addresses.ts';
 import type { EvmChain } from '../domain/chains.ts';
 import { keys } from './keys.ts';
-import { luaScript, runScript } from './lua-script.ts';
+import { luaScriptFile, runScript } from './lua-script.ts';
 
 /*
  * What each treasury owner's USDC balance is already promised to, so that two workers never spend
@@ -34,73 +34,11 @@ export type ReserveResult =
   /** The reading is older than a block a decision was already made at: read again. */
   | { readonly ok: false; readonly stale: true; readonly floor: bigint };
 
-/**
- * KEYS: the owner's reservations, the transfer's record, the reservations of the owner the record
- * names now (or KEYS[1]). ARGV: holder, amount, balance, block, owner. Returns {1} reserved (or
- * already), {0, free} short, {2, floor} the reading is older than `_floor`. Reserving names the
- * owner in the record and drops a reservation on the owner it named before, in one step: the
- * record's `owner` is always the only owner holding a reservation for the transfer. One read of
- * the reservations (HGETALL, `_floor` with them) and one write (HSET: `_floor` when it moves up, and
- * the entry), the entries seen mined dropped in one HDEL.
- */
-const RESERVE = luaScript(`
-local block = tonumber(ARGV[4])
-local flat = redis.call('HGETALL', KEYS[1])
-local floor = -1
-for i = 1, #flat, 2 do if flat[i] == '_floor' then floor = tonumber(flat[i + 1]) end end
-if block < floor then return {2, string.format('%d', floor)} end
-local put = {}
-if block > floor then
-  table.insert(put, '_floor')
-  table.insert(put, ARGV[4])
-end
-local sum, mine, gone = 0, false, {}
-for i = 1, #flat, 2 do
-  local f, v = flat[i], flat[i + 1]
-  if f ~= '_floor' then
-    local amount, _, mined = string.match(v, '^([^|]*)|([^|]*)|(.*)$')
-    if mined ~= nil and mined ~= '' and tonumber(mined) <= block then
-      table.insert(gone, f)
-    else
-      if f == ARGV[1] then mine = true end
-      sum = sum + tonumber(amount)
-    end
-  end
-end
-if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
-if not mine then
-  local free = tonumber(ARGV[3]) - sum
-  if free < tonumber(ARGV[2]) then
-    if #put > 0 then redis.call('HSET', KEYS[1], unpack(put)) end
-    return {0, string.format('%d', free)}
-  end
-  table.insert(put, ARGV[1])
-  table.insert(put, ARGV[2] .. '||')
-end
-if #put > 0 then redis.call('HSET', KEYS[1], unpack(put)) end
-if KEYS[3] ~= KEYS[1] then redis.call('HDEL', KEYS[3], ARGV[1]) end
-redis.call('HSET', KEYS[2], 'owner', ARGV[5])
-return {1}
-`);
-
-/** KEYS: the owner's reservations. ARGV: holder, tx hash. The service accepted the transfer. */
-const NOTE_SENT = luaScript(`
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-if not v then return 0 end
-local amount = string.match(v, '^([^|]*)')
-redis.call('HSET', KEYS[1], ARGV[1], amount .. '|' .. ARGV[2] .. '|')
-return 1
-`);
-
-/** KEYS: the owner's reservations. ARGV: holder, tx hash, block. A receipt showed the transaction mined. */
-const NOTE_MINED = luaScript(`
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-if not v then return 0 end
-local amount, tx = string.match(v, '^([^|]*)|([^|]*)')
-if tx ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], amount .. '|' .. tx .. '|' .. ARGV[3])
-return 1
-`);
+/** The reservations' scripts (scripts/balance-*.lua). */
+const RESERVE = luaScriptFile('balance-reserve.lua');
+const NOTE_SENT = luaScriptFile('balance-note-sent.lua');
+const NOTE_MINED = luaScriptFile('balance-note-mined.lua');
+const DROP_UNHASHED = luaScriptFile('balance-drop-unhashed.lua');
 
 export type OwnerBalances = ReturnType<typeof createOwnerBalances>;
 
@@ -203,16 +141,6 @@ export async function releaseOwnerReservation(
   const r = reservationOf(prefix, rec);
   if (r) await redis.hdel(r.key, r.holder);
 }
-
-/** KEYS: the owner's reservations. ARGV: holder. Drops the entry only if it has no tx hash. */
-const DROP_UNHASHED = luaScript(`
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-if not v then return 0 end
-local _, tx = string.match(v, '^([^|]*)|([^|]*)')
-if tx ~= '' then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-return 1
-`);
 
 /**
  * The transfer's intent reached a final status (or is not followed): a reservation the service

@@ -1,31 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { luaScript, runScript } from './lua-script.ts';
+import { luaScriptFile, runScript } from './lua-script.ts';
 
 /**
  * A sliding one-second log shared by every worker process: a request goes only when fewer than the
  * limit went in the last second, so no second, wherever it starts, holds more than the limit. (A
  * fixed window, counting per calendar second, lets twice the limit through around each boundary,
  * and a service that limits over a sliding second answers 429 to the overflow.) One Redis clock,
- * `TIME`, serves every machine.
- *
- * KEYS: the log (a sorted set, member → admission time). ARGV: limit, window ms, a one-off member.
- * Returns 0 when admitted, else how many ms until the oldest entry leaves the window.
+ * `TIME`, serves every machine (scripts/rate-take.lua).
  */
-const TAKE = luaScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZSCORE', KEYS[1], ARGV[3]) then return 0 end
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window)
-  return 0
-end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return math.max(1, tonumber(oldest[2]) + window - now)
-`);
+const TAKE = luaScriptFile('rate-take.lua');
 
 const WINDOW_MS = 1_000;
 

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { AddressFamily, BookAddress } from '../domain/recipient-key.ts';
 import { keys } from './keys.ts';
-import { luaScript, runScript } from './lua-script.ts';
+import { luaScriptFile, runScript } from './lua-script.ts';
 
 /**
  * The address book of known recipients (README "Using it" `recipients`, "Configuration" `NEW_RECIPIENT_POLICY`):
@@ -34,31 +34,11 @@ export type BookStatus =
 
 const CHUNK = 1000;
 
-/**
- * Adds entries unless the address is in the book already or was removed: what approving a batch
- * does, atomically with `remove` (a removal between reading and writing cannot be undone by it).
- * KEYS: 1 book, 2 removed. ARGV: key, entry JSON pairs. Returns how many were added.
- */
-const ADD_UNLESS_REMOVED = luaScript(`
-local added = 0
-for i = 1, #ARGV, 2 do
-  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0 and redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
-    added = added + 1
-  end
-end
-return added
-`);
+/** Adds entries unless the address is in the book already or was removed: what approving a batch does. */
+const ADD_UNLESS_REMOVED = luaScriptFile('recipients-add-unless-removed.lua');
 
-/**
- * Takes an address out of the book and leaves its tombstone.
- * KEYS: 1 book, 2 removed. ARGV: 1 key, 2 tombstone JSON. Returns the entry it removed, or false.
- */
-const REMOVE = luaScript(`
-local prev = redis.call('HGET', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return prev
-`);
+/** Takes an address out of the book and leaves its tombstone. */
+const REMOVE = luaScriptFile('recipient-remove.lua');
 
 export type BookDeps = { readonly redis: Redis; readonly prefix: string; readonly now?: () => number };
 

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
+import { luaScriptFile, runScript } from './lua-script.ts';
 
 /**
  * A schedule's record in Redis (README "Using it" `schedule`): `P:schedule:<name>` (HASH: cron, tz,
@@ -134,11 +135,7 @@ export async function readFiringSource(redis: Redis, prefix: string, name: strin
 }
 
 /** Sets the `last_*` fields only while the record exists: a firing must not resurrect a removed schedule. */
-const SET_IF_EXISTS = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-return 1
-`;
+const SET_IF_EXISTS = luaScriptFile('schedule-note-firing.lua');
 
 /** Sets a firing's `last_*` fields on the record, only while the record exists. */
 export async function noteScheduleFiring(
@@ -148,5 +145,5 @@ export async function noteScheduleFiring(
   fields: Record<string, string>,
 ): Promise<void> {
   const flat = Object.entries(fields).flat();
-  await redis.eval(SET_IF_EXISTS, 1, keys(prefix).schedule(name), ...flat);
+  await runScript(redis, SET_IF_EXISTS, [keys(prefix).schedule(name)], flat);
 }
