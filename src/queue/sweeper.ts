@@ -6,7 +6,7 @@ import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import { abandonTransfer } from '../pipeline/abandon.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
-import { luaScript, runScript } from '../store/lua-script.ts';
+import { releaseTokenLock } from '../store/token-lock.ts';
 import { unfinishedTransfers, type UnfinishedTransfer } from '../store/unfinished-transfers.ts';
 import { transferJobId, transferJobName } from './jobs.ts';
 import { TRANSFER_JOB_OPTIONS } from './producer.ts';
@@ -27,10 +27,6 @@ export const MAX_SWEEP_REQUEUES = 3;
 export const BUSY_BATCH_SWEEP_MS = 10 * 60_000;
 /** One process sweeps at a time (`P:sweep:lock`); a crashed sweeper's lock lapses after this. */
 const SWEEP_LOCK_MS = 120_000;
-
-const RELEASE = luaScript(
-  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-);
 
 export type SweepDeps = {
   readonly redis: Redis;
@@ -82,7 +78,7 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
       }
     }
   } finally {
-    await runScript(deps.redis, RELEASE, [lock], [token]).catch(() => {});
+    await releaseTokenLock(deps.redis, lock, token).catch(() => {});
   }
   return n;
 }

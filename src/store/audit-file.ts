@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { auditLine, GENESIS_HASH } from '../domain/audit-chain.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
 import { keys } from './keys.ts';
-import { luaScript, runScript } from './lua-script.ts';
+import { releaseTokenLock } from './token-lock.ts';
 
 /*
  * AUDIT_LOG_FILE (README "Audit"): every audit entry is also appended to the file as one line of
@@ -26,10 +26,6 @@ const LOCK_TTL_MS = 10_000;
 const LOCK_WAIT_MS = 15_000;
 /** The most of the file's end read to find its last line: a line is far shorter. */
 const TAIL_BYTES = 64 * 1024;
-
-const UNLOCK = luaScript(
-  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-);
 
 /** Appends one entry (its fields; `prev` and `hash` are added) to the file, fsynced. */
 export async function appendAuditLine(
@@ -57,7 +53,7 @@ export async function appendAuditLine(
       writeAll(fd, Buffer.from(line, 'utf8'), file);
       fsyncSync(fd);
     } finally {
-      await runScript(redis, UNLOCK, [lock], [token]).catch(() => undefined);
+      await releaseTokenLock(redis, lock, token).catch(() => undefined);
     }
   } catch (err) {
     throw err instanceof AuditFileError

@@ -6,6 +6,7 @@ import { keys } from './keys.ts';
 import { transfersInState } from './queued-transfers.ts';
 import { txSignatureOf } from './transfer-record.ts';
 import { intentCounts } from './settlement.ts';
+import { releaseTokenLock } from './token-lock.ts';
 
 /*
  * What treasury rebalancing reads of the store (README "Treasury rebalancing"):
@@ -126,8 +127,6 @@ export async function noteRebalanceBatch(
   await redis.hset(runKey(prefix, policy), { last_batch: batchId, last_at: String(now) });
 }
 
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
-
 /**
  * Takes the policy's run lock, waiting for it up to `waitMs` (a run started at the same instant
  * decides after the first one, and finds its batch). The lock expires by itself after `ttlMs`
@@ -145,7 +144,7 @@ export async function takeRebalanceLock(
   for (;;) {
     if ((await redis.set(key, token, 'PX', options.ttlMs, 'NX')) === 'OK') {
       return async () => {
-        await redis.eval(RELEASE, 1, key, token);
+        await releaseTokenLock(redis, key, token);
       };
     }
     if (Date.now() > deadline) return undefined;

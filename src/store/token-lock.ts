@@ -1,0 +1,16 @@
+import type { Redis } from 'ioredis';
+import { luaScriptFile, runScript } from './lua-script.ts';
+
+/*
+ * Locks taken with a random token (`SET key token NX PX ttl`: the sweeper's, the audit file's, a
+ * rebalancing policy's run lock) expire by themselves should their holder die, and are released by
+ * their holder only: a holder whose lock expired while it was stalled, and which another then took,
+ * must not delete the other's (scripts/lock-release.lua).
+ */
+
+const RELEASE = luaScriptFile('lock-release.lua');
+
+/** Deletes the lock `key` only while it holds `token`; whether it did. */
+export async function releaseTokenLock(redis: Redis, key: string, token: string): Promise<boolean> {
+  return (await runScript(redis, RELEASE, [key], [token])) === 1;
+}
