@@ -1,0 +1,34 @@
+--[[
+  A state change (transfer-store.ts transition): moves the transfer if it is in an expected state,
+  writing the patch's fields and deleting its cleared ones in the same step (moveTransfer, in
+  move-transfer.lua). With a lock token, a move (or this op's earlier move) also frees the
+  transfer's processing lock if it still holds that token: the run that made its transfer final
+  needs it no more.
+
+  Input:
+    KEYS[1] the transfer record
+    KEYS[2] the batch record
+    KEYS[3] the batch's state-set prefix (`…:state:`)
+    KEYS[4] the transfer's processing lock
+    ARGV[1] expected states (comma list; '' = any)
+    ARGV[2] the state to move to
+    ARGV[3] transfer id
+    ARGV[4] now (ms)
+    ARGV[5] final states (comma list)
+    ARGV[6] operation id (one-off: a re-sent call returns the first answer)
+    ARGV[7] the run's lock token ('' = none)
+    ARGV[8] n, then n field/value pairs to set (a value '' deletes the field), then fields to delete
+
+  Output:
+    {1, previous, generation, record after} moved (generation > 0 when this move completed the
+    batch), {0, current, 0, record} not in an expected state, {-1, ''} no record
+]]
+--- @include "move-transfer"
+--- @include "compare-and-delete"
+local sets, dels = patchOf(8)
+local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, redis.call('HGETALL', KEYS[1]), {
+  expected = ARGV[1], to = ARGV[2], id = ARGV[3], now = ARGV[4], finals = ARGV[5], op = ARGV[6],
+  sets = sets, dels = dels,
+})
+if r[1] == 1 and ARGV[7] ~= '' then compareAndDelete(KEYS[4], ARGV[7]) end
+return r
