@@ -35,7 +35,7 @@ export async function runScript(
 }
 
 /** The store's scripts: `src/store/scripts/`. */
-export const STORE_SCRIPTS = new URL('./scripts/', import.meta.url);
+const STORE_SCRIPTS = new URL('./scripts/', import.meta.url);
 
 /** A script of `src/store/scripts/` (see loadLuaScript). */
 export function luaScriptFile(name: string): LuaScript {
