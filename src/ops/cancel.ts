@@ -35,8 +35,7 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
       const res = await store.transition(batchId, id, {
         expected: ['queued'],
         to: 'cancelled',
-        fields: { error_code: 'cancelled', error_message: `cancelled by ${deps.actor}` },
-        clear: ['wait_reason'],
+        fields: { error: { code: 'cancelled', message: `cancelled by ${deps.actor}` }, waitReason: null },
       });
       if (res.ok) {
         moved++;
@@ -81,8 +80,7 @@ export async function cancelTransfers(
     const res = await store.transition(batchId, id, {
       expected: ['queued'],
       to: 'cancelled',
-      fields: { error_code: 'cancelled', error_message: `cancelled by ${deps.actor}` },
-      clear: ['wait_reason'],
+      fields: { error: { code: 'cancelled', message: `cancelled by ${deps.actor}` }, waitReason: null },
     });
     if (res.ok) {
       cancelled.push(id);

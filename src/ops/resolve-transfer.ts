@@ -1,7 +1,7 @@
 import { ValidationError } from '../domain/errors.ts';
 import { recordAudit } from '../store/audit.ts';
 import { releaseOwnerReservation } from '../store/owner-balance.ts';
-import { savedSteps, type TransferPatch } from '../store/saved-steps.ts';
+import { savedSteps, type StepsPatch } from '../store/saved-steps.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
 import { requireBatch, type IntentFollowSink, type OpsDeps } from './ops-deps.ts';
 import { NotFoundError } from './ops-error.ts';
@@ -29,13 +29,13 @@ export async function resolveTransfer(
     );
   }
   let to: 'submitted' | 'failed';
-  let fields: TransferPatch;
+  let fields: StepsPatch;
   if ('submitted' in decision) {
     if (!/^[A-Za-z0-9_.:-]{1,200}$/.test(decision.submitted)) {
       throw new ValidationError('USDC_USAGE_INTENT', 'the intent id has characters an intent id never has');
     }
     to = 'submitted';
-    fields = { intent_id: decision.submitted, error_code: '', error_message: '', resolved_by: deps.actor };
+    fields = { intentId: decision.submitted, error: null, resolvedBy: deps.actor };
   } else {
     const steps = savedSteps(rec);
     const deadline = steps.permitDeadline ? steps.permitDeadline * 1000 : 0;
@@ -56,9 +56,8 @@ export async function resolveTransfer(
     }
     to = 'failed';
     fields = {
-      error_code: 'resolved_not_sent',
-      error_message: `an operator found it not sent (${deps.actor})`,
-      resolved_by: deps.actor,
+      error: { code: 'resolved_not_sent', message: `an operator found it not sent (${deps.actor})` },
+      resolvedBy: deps.actor,
     };
   }
   const res = await store.transition(batchId, transferId, { expected: ['needs_review'], to, fields });

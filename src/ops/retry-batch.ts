@@ -5,7 +5,7 @@ import type { TransferJobSpec } from '../store/batch-writer.ts';
 import { recordAudit } from '../store/audit.ts';
 import { holdBatch } from '../store/batch-hold.ts';
 import { keys } from '../store/keys.ts';
-import { RETRY_CLEARED_FIELDS, savedSteps } from '../store/saved-steps.ts';
+import { RETRY_CLEARED, savedSteps } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
 import { requireBatch, type OpsDeps } from './ops-deps.ts';
@@ -48,8 +48,7 @@ export async function retryBatch(
     const res = await store.transition(batchId, id, {
       expected: ['failed'],
       to: 'queued',
-      fields: { round, reestimate: 1 },
-      clear: RETRY_CLEARED_FIELDS,
+      fields: { ...RETRY_CLEARED, round, reestimate: true },
     });
     if (!res.ok) continue;
     requeued++;

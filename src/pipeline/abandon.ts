@@ -1,7 +1,7 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
-import { recordAfter, savedSteps, type SavedSteps, type TransferPatch } from '../store/saved-steps.ts';
+import { runRecordAfter, type RunRecord, type SavedSteps, type StepsPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { doubtOf } from './evm/evm-settle-review.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
@@ -12,60 +12,40 @@ import { DEFAULT_POLICY } from './policy.ts';
  * its final state from its saved steps so that no row stays `queued` or `in_progress` (promise 2).
  * A payload that may have been processed makes it `needs_review`; otherwise nothing moved: `failed`.
  * `jobRound` guards against an old job of an earlier round finalizing a transfer that `retry`
- * re-opened. Returns true when it changed the transfer.
- */
-export async function finalizeAbandoned(
-  deps: PipelineDeps,
-  batchId: string,
-  transferId: string,
-  reason: string,
-  jobRound?: number,
-): Promise<boolean> {
-  return (await abandonTransfer(deps, batchId, transferId, reason, jobRound)) !== undefined;
-}
-
-/**
- * finalizeAbandoned, returning how it ended the transfer (the record as the transition left it),
- * or undefined when it changed nothing.
+ * re-opened. `rec` is the transfer as the queue layer read it (no run holds it). Returns how it
+ * ended the transfer (the record as the transition left it), or undefined when it changed nothing.
  */
 export async function abandonTransfer(
   deps: PipelineDeps,
-  batchId: string,
-  transferId: string,
-  reason: string,
-  jobRound?: number,
+  rec: RunRecord | undefined,
+  why: { readonly reason: string; readonly jobRound?: number | undefined },
 ): Promise<(StepOutcome & { kind: 'done' }) | undefined> {
-  const rec = await deps.store.load(batchId, transferId);
   if (!rec || isFinalState(rec.state)) return undefined;
-  const steps = savedSteps(rec);
-  if (jobRound !== undefined && steps.round !== jobRound) return undefined;
+  const { batchId, id: transferId, steps } = rec;
+  if (why.jobRound !== undefined && steps.round !== why.jobRound) return undefined;
   const mayHaveMoved = steps.uncertain || steps.sendState === 'sending';
   const settleAt = mayHaveMoved ? payloadSettleAt(deps, steps) : null;
   const to = mayHaveMoved ? 'needs_review' : 'failed';
-  const decided: TransferPatch = mayHaveMoved
+  const error = mayHaveMoved
     ? {
-        error_code: 'abandoned_uncertain',
-        error_message: `${reason}; a send may have been processed: check the chain, then resolve`,
-        ...(settleAt === null ? {} : { settle_at: settleAt }),
+        code: 'abandoned_uncertain',
+        message: `${why.reason}; a send may have been processed: check the chain, then resolve`,
       }
-    : { error_code: 'abandoned', error_message: `${reason}; nothing was paid` };
-  const fields: TransferPatch = {
-    ...decided,
-    evidence: withEvidence(
-      rec.evidence,
-      (deps.now ?? Date.now)(),
-      `${to}: ${decided.error_code}: ${decided.error_message}`,
-    ),
+    : { code: 'abandoned', message: `${why.reason}; nothing was paid` };
+  const fields: StepsPatch = {
+    error,
+    waitReason: null,
+    ...(settleAt === null ? {} : { settleAt }),
+    evidence: withEvidence(rec.evidence, (deps.now ?? Date.now)(), `${to}: ${error.code}: ${error.message}`),
   };
   const res = await deps.store.transition(batchId, transferId, {
     expected: ['queued', 'in_progress'],
     to,
     fields,
-    clear: ['wait_reason'],
   });
   if (!res.ok) return undefined;
   deps.logger.warn(
-    { batchId, transferId, state: to, code: fields['error_code'], reason: fields['error_message'] },
+    { batchId, transferId, state: to, code: error.code, reason: error.message },
     `transfer ${to}: finalized an abandoned transfer`,
   );
   if (mayHaveMoved) await presumeUsed(deps, rec, steps);
@@ -73,7 +53,7 @@ export async function abandonTransfer(
   if (res.completedGeneration !== null)
     await deps.hooks?.onBatchCompleted?.(batchId, res.completedGeneration);
   if (mayHaveMoved) await deps.hooks?.onNeedsReview?.(batchId, transferId, settleAt);
-  const record = recordAfter(rec, { state: to, patch: fields, clear: ['wait_reason'] });
+  const record = runRecordAfter(rec, { state: to, patch: fields });
   return { kind: 'done', state: to, record, ended: true };
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from '../log/logger.ts';
-import { recordAfter, type TransferPatch } from '../store/saved-steps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
+import { runRecordAfter, type RunRecord, type StepsPatch } from '../store/saved-steps.ts';
+import { withEvidence } from '../store/transfer-evidence.ts';
 import type { PipelineDeps, WaitKind } from './pipeline-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
 
@@ -36,6 +36,14 @@ export type Ctx = {
    * frees it in its own step (`released`), so the run's end does not free it again.
    */
   readonly lock?: { readonly token: string; released: boolean } | undefined;
+  /**
+   * The transfer as this run carries it (see RunRecord): read once, when the run took it, with its
+   * own writes laid over it since (saveStep, noteWritten). While the run holds the transfer's lock
+   * no other run writes it, operators' commands move only transfers that are not `in_progress`
+   * (cancel: queued; retry: failed; resolve: needs_review), and the follower writes only submitted
+   * ones. Absent for a step taken on another transfer's behalf (otherTransfer).
+   */
+  readonly run?: { rec: RunRecord } | undefined;
 };
 
 /** The same run, acting on another transfer's record (settling a permit it left presumed used). */
@@ -43,8 +51,15 @@ export function otherTransfer(ctx: Ctx, batchId: string, transferId: string): Ct
   // Its lines go to this job's log, saying which transfer they are about; its steps are not ours.
   const report: StepReporter = (_step, message) => ctx.report(null, `${batchId}/${transferId}: ${message}`);
   const log = ctx.deps.logger.child({ batchId, transferId });
-  // The other transfer's lock is not this run's: its transitions free nothing.
-  return { ...ctx, batchId, transferId, report, log, lock: undefined };
+  // The other transfer's lock is not this run's: its transitions free nothing; its record is not
+  // carried (what is written to it is written in one step each, reading nothing first).
+  return { ...ctx, batchId, transferId, report, log, lock: undefined, run: undefined };
+}
+
+/** The transfer as this run carries it. */
+export function current(ctx: Ctx): RunRecord {
+  if (!ctx.run) throw new Error(`no record carried for ${ctx.batchId}/${ctx.transferId}`);
+  return ctx.run.rec;
 }
 
 /**
@@ -63,17 +78,36 @@ export class Later extends Error {
   }
 }
 
-export async function loadRecord(ctx: Ctx): Promise<TransferRecord> {
-  return (await ctx.deps.store.load(ctx.batchId, ctx.transferId)) as TransferRecord;
+/**
+ * The one way a run writes its transfer's saved steps (no state change): the write, in the run's
+ * terms (StepsPatch; only the store knows the stored fields), and the carried record with it laid
+ * over, which it returns.
+ */
+export async function saveStep(ctx: Ctx, patch: StepsPatch): Promise<RunRecord | undefined> {
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch);
+  return noteWritten(ctx, { patch });
 }
 
 /**
- * Saves a step of the run's transfer and returns the record the run carries with it laid over,
- * without reading it again (the patch never touches what makes a record readable).
+ * Lays a write another store function made (a state change, a reservation naming the owner, a
+ * fenced mark) over the carried record, and returns it; nothing is written here.
  */
-export async function saveStep(ctx: Ctx, rec: TransferRecord, patch: TransferPatch): Promise<TransferRecord> {
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch);
-  return recordAfter(rec, { patch }) ?? rec;
+export function noteWritten(ctx: Ctx, change: Parameters<typeof runRecordAfter>[1]): RunRecord | undefined {
+  if (!ctx.run) return undefined;
+  ctx.run.rec = runRecordAfter(ctx.run.rec, change);
+  return ctx.run.rec;
+}
+
+/**
+ * Appends a line to the transfer's evidence (what was seen that decides its fate: the status
+ * document's `evidence`), in one step in Redis, and to the carried record. The job's log gets it
+ * too (evidence never holds a secret: it describes, it does not copy payloads).
+ */
+export async function addEvidence(ctx: Ctx, line: string): Promise<void> {
+  ctx.report(null, line);
+  const at = ctx.now();
+  await ctx.deps.store.appendEvidence(ctx.batchId, ctx.transferId, line, at);
+  if (ctx.run) noteWritten(ctx, { evidence: withEvidence(ctx.run.rec.evidence, at, line) });
 }
 
 /** Waits inside the job; on shutdown the job is parked with its saved steps. */

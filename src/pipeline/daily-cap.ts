@@ -1,23 +1,22 @@
 import { formatUsdc } from '../domain/money.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { saveStep, type Ctx } from './context.ts';
+import { current, saveStep, type Ctx } from './context.ts';
 import { waitQueued } from './outcomes.ts';
-import { savedSteps } from '../store/saved-steps.ts';
 
 /**
  * The rolling 24-hour cap, checked atomically at the moment before a payload is made: over it, the
- * transfer waits `queued` with the reason shown, and goes when room frees up. Returns the record
- * as it then is.
+ * transfer waits `queued` with the reason shown, and goes when room frees up.
  */
-export async function reserveDailySpend(ctx: Ctx, rec: TransferRecord): Promise<TransferRecord> {
+export async function reserveDailySpend(ctx: Ctx): Promise<void> {
   const limit = ctx.deps.spendLimit;
-  if (!limit || savedSteps(rec).spendReserved) return rec;
+  const rec = current(ctx);
+  if (!limit || rec.steps.spendReserved) return;
   const res = await limit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
   if (res.ok) {
-    return await saveStep(ctx, rec, { spend_reserved: 1 });
+    await saveStep(ctx, { spendReserved: true });
+    return;
   }
   const at = new Date(res.retryAt).toISOString();
-  return await waitQueued(
+  await waitQueued(
     ctx,
     `MAX_DAILY_USDC: ${formatUsdc(res.used)} of ${formatUsdc(limit.cap)} USDC sent in the last 24 h; waiting (room frees up by ${at})`,
     Math.max(1_000, Math.min(60_000, res.retryAt - ctx.now())),

@@ -1,32 +1,48 @@
 import type { TransferState } from '../domain/transfer.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
-import { Later, type Ctx } from './context.ts';
+import { current, Later, noteWritten, type Ctx } from './context.ts';
+import { withEvidence } from '../store/transfer-evidence.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
-import { withEvidence } from '../store/transfer-evidence.ts';
-import { savedSteps, SUBMITTED_CLEARED_FIELDS, type TransferPatch } from '../store/saved-steps.ts';
+import { SUBMITTED_CLEARED, type StepsPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { TransitionChange, TransitionResult } from '../store/transfer-store.ts';
 
 /*
  * How a run ends: a final state (finish, submitted, needsReview), or back to `queued` to run again
- * later (moveBackToQueued, waitQueued, transientOrFinal).
+ * later (moveBackToQueued, waitQueued, transientOrFinal). Every one of them is a transition of the
+ * store, laid over the record the run carries.
  */
 
-export async function finish(ctx: Ctx, to: TransferState, fields: TransferPatch): Promise<StepOutcome> {
+export async function finish(ctx: Ctx, to: TransferState, fields: StepsPatch): Promise<StepOutcome> {
   if ((to === 'failed' || to === 'rejected') && ctx.deps.spendLimit) {
     // Nothing was sent: give the reserved room back to the daily cap.
     await ctx.deps.spendLimit.release(`${ctx.batchId}/${ctx.transferId}`);
-    fields = { ...fields, spend_reserved: '' };
+    fields = { ...fields, spendReserved: false };
   }
-  if (to === 'failed' || to === 'rejected') await releaseOwnerBalance(ctx);
-  if (to !== 'submitted') fields = { ...fields, evidence: await decisionEvidence(ctx, to, fields) };
-  const clear = to === 'submitted' ? SUBMITTED_CLEARED_FIELDS : (['wait_reason'] as const);
-  const res = await finalTransition(ctx, { expected: ['in_progress', 'queued'], to, fields, clear });
+  if (to === 'failed' || to === 'rejected') await releaseOwnerBalance(ctx, ctx.run?.rec);
+  // The decision, with its reason, is the evidence's last line, written in the transition that
+  // makes it final: whoever reads the final state reads why.
+  const evidence =
+    to !== 'submitted' && ctx.run
+      ? withEvidence(ctx.run.rec.evidence, ctx.now(), decisionLine(to, fields))
+      : undefined;
+  const clear: StepsPatch = to === 'submitted' ? SUBMITTED_CLEARED : { waitReason: null };
+  const res = await finalTransition(ctx, {
+    expected: ['in_progress', 'queued'],
+    to,
+    fields: { ...clear, ...fields, ...(evidence ? { evidence } : {}) },
+  });
   if (!res.ok) return { kind: 'done', state: res.current ?? to };
   // The record as the transition left it (read in its step, while this run holds the transfer's
   // lock): an operator's command landing after it cannot change what the job reports.
   return { kind: 'done', state: to, record: res.record, ended: true };
+}
+
+/** `failed: refused: the service refused …`: the state, the error's code and message. */
+function decisionLine(to: TransferState, fields: StepsPatch): string {
+  const error = fields.error;
+  return [to, error?.code, error?.message].filter((p) => p !== undefined && p !== '').join(': ');
 }
 
 /**
@@ -36,13 +52,14 @@ export async function finish(ctx: Ctx, to: TransferState, fields: TransferPatch)
  */
 async function finalTransition(
   ctx: Ctx,
-  change: TransitionChange & { readonly fields: TransferPatch },
+  change: TransitionChange & { readonly fields: StepsPatch },
 ): Promise<TransitionResult> {
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     ...change,
     ...(ctx.lock ? { unlock: ctx.lock.token } : {}),
   });
   if (!res.ok) return res;
+  noteWritten(ctx, { state: change.to, patch: change.fields });
   if (ctx.lock) ctx.lock.released = true;
   logFinal(ctx, change.to, change.fields);
   if (res.completedGeneration !== null) {
@@ -52,20 +69,10 @@ async function finalTransition(
 }
 
 /**
- * The evidence with the decision added (`failed: refused: the service refused …`): written in the
- * transition that makes it final, so whoever reads the final state reads why.
- */
-async function decisionEvidence(ctx: Ctx, to: TransferState, fields: TransferPatch): Promise<string> {
-  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
-  const line = [to, fields['error_code'], fields['error_message']].filter((p) => p !== undefined && p !== '');
-  return withEvidence(rec?.evidence ?? [], ctx.now(), line.join(': '));
-}
-
-/**
  * A transfer made final: `submitted` at info; `failed`, `rejected` and `needs_review` at warn,
  * with its code and message (the log's context names the batch and transfer).
  */
-function logFinal(ctx: Ctx, to: TransferState, fields: TransferPatch): void {
+function logFinal(ctx: Ctx, to: TransferState, fields: StepsPatch): void {
   // ctx.log is the run's child logger: it adds the batchId and transferId to every line.
   const facts = { state: to };
   if (to === 'submitted') {
@@ -73,20 +80,21 @@ function logFinal(ctx: Ctx, to: TransferState, fields: TransferPatch): void {
     return;
   }
   ctx.log.warn(
-    { ...facts, code: fields['error_code'] || undefined, reason: fields['error_message'] || undefined },
+    { ...facts, code: fields.error?.code || undefined, reason: fields.error?.message || undefined },
     `transfer ${to}`,
   );
 }
 
-export async function submitted(ctx: Ctx, fields: TransferPatch): Promise<StepOutcome> {
+export async function submitted(
+  ctx: Ctx,
+  answer: { readonly intentId: string; readonly intentStatus: string } & StepsPatch,
+): Promise<StepOutcome> {
   if (ctx.deps.spendLimit) {
     // Re-stamp the daily-cap reservation at the moment the payment was accepted.
-    const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
-    if (rec) await ctx.deps.spendLimit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
+    await ctx.deps.spendLimit.reserve(`${ctx.batchId}/${ctx.transferId}`, current(ctx).amount);
   }
-  const out = await finish(ctx, 'submitted', fields);
-  if (fields['intent_id'])
-    await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, fields['intent_id']);
+  const out = await finish(ctx, 'submitted', answer);
+  if (answer.intentId) await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, answer.intentId);
   return out;
 }
 
@@ -96,51 +104,54 @@ export async function needsReview(
   settleAt: number | null,
 ): Promise<StepOutcome> {
   const out = await finish(ctx, 'needs_review', {
-    error_code: 'outcome_unknown',
-    error_message: `the service may have executed this payment but its answer was lost (${describeFailure(f)}); check the chain, then use resolve`,
-    ...(settleAt ? { settle_at: settleAt } : {}),
+    error: {
+      code: 'outcome_unknown',
+      message: `the service may have executed this payment but its answer was lost (${describeFailure(f)}); check the chain, then use resolve`,
+    },
+    ...(settleAt ? { settleAt } : {}),
   });
   await ctx.deps.hooks?.onNeedsReview?.(ctx.batchId, ctx.transferId, settleAt);
   return out;
 }
 
 /** Nothing of this transfer will be paid: its owner's reserved balance goes back. */
-async function releaseOwnerBalance(ctx: Ctx): Promise<void> {
+async function releaseOwnerBalance(ctx: Ctx, rec: TransferRecord | undefined): Promise<void> {
   const balances = ctx.deps.evm?.balances;
-  if (!balances) return;
-  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
-  if (rec) await balances.releaseOf(rec);
+  if (balances && rec) await balances.releaseOf(rec);
 }
 
 /** A final transition out of `needs_review`, settled from the chain or the status route. */
 export async function settleReview(
   ctx: Ctx,
   to: 'failed' | 'submitted',
-  fields: TransferPatch,
+  fields: StepsPatch,
 ): Promise<StepOutcome> {
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
-  if (to === 'failed') await releaseOwnerBalance(ctx);
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: true });
+  noteWritten(ctx, { patch: { settled: true } });
   const res = await finalTransition(ctx, { expected: ['needs_review'], to, fields });
   if (!res.ok) return { kind: 'done', state: res.current ?? 'needs_review' };
+  if (to === 'failed') await releaseOwnerBalance(ctx, res.record);
   // Settled as paid: its intent is followed like any submitted one, so the batch can settle.
-  const intentId = fields['intent_id'];
+  const intentId = fields.intentId;
   if (to === 'submitted' && typeof intentId === 'string' && intentId) {
     await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, intentId);
   }
   return { kind: 'done', state: to, record: res.record };
 }
 
-export function pastDeadline(ctx: Ctx, rec: TransferRecord): boolean {
-  const first = savedSteps(rec).firstSeenAt ?? ctx.now();
+export function pastDeadline(ctx: Ctx): boolean {
+  const first = current(ctx).steps.firstSeenAt ?? ctx.now();
   return ctx.now() - first >= ctx.policy.transientDeadlineMs;
 }
 
 export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> {
-  await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+  const fields = { waitReason: reason };
+  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['in_progress'],
     to: 'queued',
-    fields: { wait_reason: reason },
+    fields,
   });
+  if (res.ok) noteWritten(ctx, { state: 'queued', patch: fields });
 }
 
 /**
@@ -148,34 +159,32 @@ export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> 
  * nonce pool): the 3-minute clock of transient failures starts again when it goes.
  */
 export async function waitQueued(ctx: Ctx, reason: string, delayMs: number, kind: WaitKind): Promise<never> {
-  await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+  const fields = { waitReason: reason, firstSeenAt: null };
+  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['in_progress'],
     to: 'queued',
-    fields: { wait_reason: reason },
-    clear: ['first_seen_at'],
+    fields,
   });
+  if (res.ok) noteWritten(ctx, { state: 'queued', patch: fields });
   throw new Later(delayMs, reason, kind);
 }
 
 /** A transient failure before any payload exists: wait, or fail once the deadline has passed. */
-export async function transientOrFinal(
-  ctx: Ctx,
-  rec: TransferRecord,
-  f: ServiceFailure,
-  what: string,
-): Promise<StepOutcome> {
+export async function transientOrFinal(ctx: Ctx, f: ServiceFailure, what: string): Promise<StepOutcome> {
   if (f.kind === 'rate_limited') await ctx.deps.hooks?.onRateLimited?.(f.retryAfterMs ?? 1_000);
-  if (pastDeadline(ctx, rec)) {
+  if (pastDeadline(ctx)) {
     return await finish(ctx, 'failed', {
-      error_code: 'service_unavailable',
-      error_message: `${what} kept failing for ${Math.round(ctx.policy.transientDeadlineMs / 1000)} s: ${describeFailure(f)}`,
+      error: {
+        code: 'service_unavailable',
+        message: `${what} kept failing for ${Math.round(ctx.policy.transientDeadlineMs / 1000)} s: ${describeFailure(f)}`,
+      },
     });
   }
   const delay =
     f.kind === 'rate_limited'
       ? (f.retryAfterMs ?? 1_000)
-      : backoffMs(ctx.policy, rec.attempts, ctx.deps.random);
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { last_error: describeFailure(f).slice(0, 300) });
+      : backoffMs(ctx.policy, current(ctx).attempts, ctx.deps.random);
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { lastError: describeFailure(f).slice(0, 300) });
   await moveBackToQueued(ctx, `${what} failed (${f.kind}); retrying`);
   throw new Later(
     delay,

@@ -3,9 +3,9 @@ import { bookAddressOf } from '../domain/recipient-key.ts';
 import type { TransferState } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
+import type { RunRecord } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
-import { savedSteps } from '../store/saved-steps.ts';
 
 /** What the check needs of the pipeline's dependencies (PipelineDeps has all of it). */
 export type ClearanceDeps = {
@@ -26,8 +26,11 @@ export type ClearanceDeps = {
  */
 export async function holdUnlessCleared(
   deps: ClearanceDeps,
-  rec: TransferRecord,
-): Promise<{ readonly kind: 'done'; readonly state: TransferState } | undefined> {
+  rec: RunRecord,
+): Promise<
+  | { readonly kind: 'done'; readonly state: TransferState; readonly record?: TransferRecord | undefined }
+  | undefined
+> {
   const gate = deps.approvals;
   if (!gate) return undefined;
   const facts = await gate.facts(rec.batchId, bookAddressOf(rec).key);
@@ -41,13 +44,13 @@ export async function holdUnlessCleared(
     expected: ['in_progress'],
     to: 'queued',
     fields: {
-      wait_reason: removedSince
+      waitReason: removedSince
         ? 'held for approval: its recipient was removed from the address book'
         : 'held for approval: the batch is held',
-      round: savedSteps(rec).round + 1,
+      round: rec.steps.round + 1,
+      // Waiting for an approval is not a transient failure: its 3-minute clock starts when it goes.
+      firstSeenAt: null,
     },
-    // Waiting for an approval is not a transient failure: its 3-minute clock starts when it goes.
-    clear: ['first_seen_at'],
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? 'failed' };
   // After the transfer is queued: an `approve` that runs in between finds the batch not held yet,
@@ -57,5 +60,6 @@ export async function holdUnlessCleared(
     { batchId: rec.batchId, transferId: rec.id, removedSince },
     'transfer held for approval before signing',
   );
-  return { kind: 'done', state: 'queued' };
+  // The record as the transition left it (its wait reason): what the job reports.
+  return { kind: 'done', state: 'queued', record: res.record };
 }

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
-import { recordAfter, hasPayload, savedSteps } from '../store/saved-steps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { Later, NO_REPORT, type Ctx, type StepReporter } from './context.ts';
+import { hasPayload, runRecordAfter, type RunRecord } from '../store/saved-steps.ts';
+import { addEvidence, current, Later, NO_REPORT, saveStep, type Ctx, type StepReporter } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
 import { evmFlow } from './evm/evm-flow.ts';
 import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
-import { addEvidence } from './evidence.ts';
 import { finish } from './outcomes.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
 import { DEFAULT_POLICY } from './policy.ts';
@@ -50,6 +48,15 @@ export async function runTransfer(
   const lockLost = new AbortController();
   const token = randomUUID();
   const lock = { token, released: false };
+  const taken = await deps.store.take(
+    batchId,
+    transferId,
+    { token, ttlMs: LOCK_TTL_MS },
+    !options.settleOnly,
+  );
+  if (!taken.locked) {
+    return { kind: 'later', delayMs: 1_000, reason: 'another job is processing this transfer', wait: 'lock' };
+  }
   const ctx: Ctx = {
     deps,
     policy: deps.policy ?? DEFAULT_POLICY,
@@ -60,20 +67,12 @@ export async function runTransfer(
     batchId,
     transferId,
     lock,
+    // One job at a time per transfer, whatever queued it: two runs of one transfer at once could
+    // each build and sign a payload. The queue's own lock is per job, so this one is per transfer.
+    // The lock, the record and (unless only settling) a queued transfer made `in_progress`, in one
+    // step: the run goes on from the record it returns, read once, its saved steps parsed once.
+    run: taken.record ? { rec: taken.record } : undefined,
   };
-  // One job at a time per transfer, whatever queued it: two runs of one transfer at once could
-  // each build and sign a payload. The queue's own lock is per job, so this one is per transfer.
-  // The lock, the record and (unless only settling) a queued transfer made `in_progress`, in one
-  // step: the run goes on from the record it returns, read once.
-  const taken = await deps.store.take(
-    batchId,
-    transferId,
-    { token, ttlMs: LOCK_TTL_MS },
-    !options.settleOnly,
-  );
-  if (!taken.locked) {
-    return { kind: 'later', delayMs: 1_000, reason: 'another job is processing this transfer', wait: 'lock' };
-  }
   const renew = setInterval(() => {
     deps.store.relock(batchId, transferId, token, LOCK_TTL_MS).then(
       (ok) => {
@@ -91,7 +90,7 @@ export async function runTransfer(
         return { kind: 'done', state: rec.state, record: rec };
       }
     }
-    return await withRecord(ctx, await step(ctx, rec, taken.paused));
+    return withRecord(ctx, await step(ctx, taken.paused));
   } catch (err) {
     if (err instanceof Later) {
       return { kind: 'later', delayMs: err.delayMs, reason: err.reason, wait: err.kind };
@@ -105,70 +104,57 @@ export async function runTransfer(
 }
 
 /**
- * A run that ended without a transition of its own (the transfer was final already, taken by an
- * operator's command, or held for approval) reports the record as it found it, read while it still
- * holds the transfer's lock, with the state it decided on.
+ * A run that ended without a transition of its own (the transfer was final already, or held for
+ * approval) reports the record it carries, with the state it decided on.
  */
-async function withRecord(ctx: Ctx, out: StepOutcome): Promise<StepOutcome> {
-  if (out.kind !== 'done' || out.record) return out;
-  const rec = await ctx.deps.store.load(ctx.batchId, ctx.transferId);
-  if (!rec) return out;
-  const record = rec.state === out.state ? rec : recordAfter(rec, { state: out.state });
-  return { ...out, record };
+function withRecord(ctx: Ctx, out: StepOutcome): StepOutcome {
+  if (out.kind !== 'done' || out.record || !ctx.run) return out;
+  const rec = ctx.run.rec;
+  return { ...out, record: rec.state === out.state ? rec : runRecordAfter(rec, { state: out.state }) };
 }
 
 /**
- * The run's steps from the record as the take left it (`in_progress` once it moved a queued one).
- * That record is carried, with this run's own writes laid over it, rather than read again: while
- * the run holds the transfer's lock, no other run writes it, operators' commands move only
- * transfers that are not `in_progress` (cancel: queued; retry: failed; resolve: needs_review), and
- * the follower writes only submitted ones. Only a job the queue gave up on is finalized without
- * the lock (abandon.ts), and every transition of a run expects the state it left. Reads stay
- * where time passes before a decision (a permit prepared while waiting for the lease,
- * evm/evm-permit.ts; a send after the owner's choice, evm/evm-flow.ts) and where the record is
- * appended to (evidence).
+ * The run's steps from the record as the take left it (`in_progress` once it moved a queued one),
+ * carried with the run's own writes laid over it (Ctx.run), never read again.
  */
-async function step(ctx: Ctx, taken: TransferRecord | undefined, paused: boolean): Promise<StepOutcome> {
-  const { store } = ctx.deps;
-  let rec = taken;
-  if (!rec) {
+async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
+  if (!ctx.run) {
     ctx.log.warn('job for a transfer that has no record; nothing to do');
     return { kind: 'done', state: 'failed' };
   }
-  if (rec.state === 'needs_review') return await settleNeedsReview(ctx, rec);
+  let rec: RunRecord = current(ctx);
+  if (rec.state === 'needs_review') return await settleNeedsReview(ctx);
   if (isFinalState(rec.state)) return { kind: 'done', state: rec.state, record: rec };
   if (paused) throw new Later(2_000, 'processing is paused (usdc-batch resume)', 'paused');
 
   // A crash between "sending" and the answer: that send may have been processed.
-  if (savedSteps(rec).sendState === 'sending') {
+  if (rec.steps.sendState === 'sending') {
     ctx.report('send', 'resuming after a send that was cut off (worker stopped before the answer)');
     await addEvidence(
       ctx,
       'a send was interrupted (worker stopped before the answer); its outcome is unknown',
     );
-    await store.save(ctx.batchId, ctx.transferId, { uncertain: 1, send_state: '' });
-    rec = (await store.load(ctx.batchId, ctx.transferId)) as TransferRecord;
+    await saveStep(ctx, { uncertain: true, sendState: 'idle' });
   }
 
-  if (!hasPayload(savedSteps(rec))) {
-    const guarded = await estimateAndGuard(ctx, rec);
-    if ('out' in guarded) return guarded.out;
-    rec = guarded.rec;
-    const held = await holdUnlessCleared(ctx.deps, rec);
+  if (!hasPayload(current(ctx).steps)) {
+    const guarded = await estimateAndGuard(ctx);
+    if (guarded) return guarded;
+    const held = await holdUnlessCleared(ctx.deps, current(ctx));
     if (held) return held;
     // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
-    if (!isEvmChain(rec.from)) rec = await reserveDailySpend(ctx, rec);
+    if (!isEvmChain(current(ctx).from)) await reserveDailySpend(ctx);
   }
+  rec = current(ctx);
   if (rec.from === 'SOLANA') {
     if (!ctx.deps.solana) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
-    return await solanaFlow(ctx, ctx.deps.solana, rec);
+    return await solanaFlow(ctx, ctx.deps.solana);
   }
   if (isEvmChain(rec.from)) {
     if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
-    return await evmFlow(ctx, ctx.deps.evm, rec.from, rec);
+    return await evmFlow(ctx, ctx.deps.evm, rec.from);
   }
   return await finish(ctx, 'failed', {
-    error_code: 'unsupported_route',
-    error_message: `cannot send from ${rec.from}`,
+    error: { code: 'unsupported_route', message: `cannot send from ${rec.from}` },
   });
 }

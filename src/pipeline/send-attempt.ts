@@ -1,9 +1,7 @@
-import { savedSteps, type TransferPatch } from '../store/saved-steps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
+import type { StepsPatch } from '../store/saved-steps.ts';
 import type { AckVerdict, WriteSite } from '../store/replica-acks.ts';
 import { fencedSaveOf, type FencedSave } from '../store/transfer-store.ts';
-import { jittered, Later, loadRecord, wait, type Ctx } from './context.ts';
-import { addEvidence } from './evidence.ts';
+import { addEvidence, current, jittered, Later, noteWritten, saveStep, wait, type Ctx } from './context.ts';
 import { asServiceFailure, describeFailure, failureDump, type ServiceFailure } from './failure.ts';
 import { pastDeadline } from './outcomes.ts';
 import {
@@ -41,42 +39,51 @@ export class LeaseNotConfirmed extends Error {
  */
 export async function beginSend(
   ctx: Ctx,
-  rec: TransferRecord,
-  send: { readonly call: string; readonly idempotencyKey: string; readonly payload?: string },
-  freshPayload?: TransferPatch,
-  gate?: SendGate,
+  send: {
+    readonly call: string;
+    readonly idempotencyKey: string;
+    readonly payload?: string;
+    /** A new payload's saved fields, written with the mark of its first send. */
+    readonly fresh?: StepsPatch | undefined;
+    /** What else must hold before it goes (the EVM nonce lease). */
+    readonly gate?: SendGate;
+  },
 ): Promise<void> {
-  const steps = savedSteps(rec);
-  const sends = freshPayload ? 1 : (steps.sends ?? 0) + 1;
-  const held = gate?.confirm().catch(() => false);
-  const mark = {
-    ...freshPayload,
-    send_state: 'sending',
+  const rec = current(ctx);
+  const { steps } = rec;
+  const fresh = send.fresh;
+  const sends = fresh ? 1 : (steps.sends ?? 0) + 1;
+  const held = send.gate?.confirm().catch(() => false);
+  const mark: StepsPatch = {
+    ...fresh,
+    sendState: 'sending',
     sends,
     attempts: rec.attempts + 1,
-    wait_reason: '',
-  } as const;
+    waitReason: null,
+  };
   const replicas = await markSending(ctx, mark);
+  noteWritten(ctx, { patch: mark });
   const gateOk = held === undefined || (await held);
   if (replicas.ok && gateOk) {
     ctx.report(
       'send',
-      `${send.call}: send ${sends} of ${send.payload ?? (freshPayload ? 'a new payload' : 'the same payload')}, Idempotency-Key ${send.idempotencyKey}`,
+      `${send.call}: send ${sends} of ${send.payload ?? (fresh ? 'a new payload' : 'the same payload')}, Idempotency-Key ${send.idempotencyKey}`,
     );
     return;
   }
   // It never left: take the mark back (a crash or failover before this write leaves it marked as
   // possibly sent, the careful side).
   const reason = replicas.ok ? '' : replicas.reason;
-  const back: TransferPatch = {
-    send_state: '',
-    sends: freshPayload ? 0 : (steps.sends ?? 0),
+  const back: StepsPatch = {
+    sendState: 'idle',
+    sends: fresh ? 0 : (steps.sends ?? 0),
     attempts: rec.attempts,
-    ...(steps.prepared && freshPayload?.prepared === '' ? { prepared: 1 } : {}),
-    ...(reason ? { wait_reason: reason } : {}),
+    ...(steps.prepared && fresh?.prepared === false ? { prepared: true } : {}),
+    ...(reason ? { waitReason: reason } : {}),
   };
   if (!(await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, back, lockToken(ctx))).held)
     lockLost(ctx);
+  noteWritten(ctx, { patch: back });
   if (!gateOk) throw new LeaseNotConfirmed();
   ctx.report('wait', `${reason}: nothing sent`);
   throw new Later(jittered(ctx, 1_000), reason, 'replicas');
@@ -92,7 +99,7 @@ function lockToken(ctx: Ctx): string {
  * REDIS_REPLICA_ACKS asks for hold it (on a standalone Redis nothing is waited for). A run that lost
  * the lock stops here, writing nothing: another run has the transfer now.
  */
-async function markSending(ctx: Ctx, mark: TransferPatch): Promise<AckVerdict> {
+async function markSending(ctx: Ctx, mark: StepsPatch): Promise<AckVerdict> {
   const token = lockToken(ctx);
   const { store, acks } = ctx.deps;
   if (!acks) {
@@ -130,7 +137,7 @@ export async function afterFailedSend(
   const f = asServiceFailure(err);
   if (!f) {
     // An unexpected local error after the request may have gone out: treat as uncertain.
-    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { send_state: '', uncertain: 1 });
+    await saveStep(ctx, { sendState: 'idle', uncertain: true });
     throw err;
   }
   const decision = decideAfterFailure(await recordFailedSend(ctx, f), ctx.policy);
@@ -160,8 +167,7 @@ function pauseOf(ctx: Ctx, pause: ResendPause): number {
  */
 async function recordFailedSend(ctx: Ctx, f: ServiceFailure): Promise<SendFailureFacts> {
   const { store } = ctx.deps;
-  const rec = await loadRecord(ctx);
-  const steps = savedSteps(rec);
+  const { steps } = current(ctx);
   const dump = failureDump(f);
   await addEvidence(
     ctx,
@@ -169,13 +175,17 @@ async function recordFailedSend(ctx: Ctx, f: ServiceFailure): Promise<SendFailur
   );
   let ambiguousAnswers = 0;
   let unavailableAnswers = 0;
-  if (f.kind === 'ambiguous') ambiguousAnswers = await store.incr(ctx.batchId, ctx.transferId, 'ambiguous');
-  if (f.kind === 'unavailable')
+  if (f.kind === 'ambiguous') {
+    ambiguousAnswers = await store.incr(ctx.batchId, ctx.transferId, 'ambiguous');
+    noteWritten(ctx, { patch: { ambiguous: ambiguousAnswers } });
+  }
+  if (f.kind === 'unavailable') {
     unavailableAnswers = await store.incr(ctx.batchId, ctx.transferId, 'unavailable');
-  await store.save(
-    ctx.batchId,
-    ctx.transferId,
-    f.kind === 'ambiguous' ? { send_state: '', uncertain: 1 } : { send_state: '' },
+    noteWritten(ctx, { patch: { unavailable: unavailableAnswers } });
+  }
+  await saveStep(
+    ctx,
+    f.kind === 'ambiguous' ? { sendState: 'idle', uncertain: true } : { sendState: 'idle' },
   );
   if (f.kind === 'rate_limited') await ctx.deps.hooks?.onRateLimited?.(f.retryAfterMs ?? 1_000);
   return {
@@ -184,6 +194,6 @@ async function recordFailedSend(ctx: Ctx, f: ServiceFailure): Promise<SendFailur
     uncertainBefore: steps.uncertain,
     ambiguousAnswers,
     unavailableAnswers,
-    pastDeadline: pastDeadline(ctx, rec),
+    pastDeadline: pastDeadline(ctx),
   };
 }

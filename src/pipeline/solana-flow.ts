@@ -2,10 +2,8 @@ import { isEvmChain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { shortAddress } from '../domain/addresses.ts';
 import type { SolanaSigner } from '../signing/types.ts';
-import { savedSteps, type SavedSteps, type TransferPatch } from '../store/saved-steps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import { loadRecord, type Ctx } from './context.ts';
-import { addEvidence } from './evidence.ts';
+import type { StepsPatch } from '../store/saved-steps.ts';
+import { addEvidence, current, saveStep, type Ctx } from './context.ts';
 import { decideAfterRefusedSolanaTx } from './failure-decision.ts';
 import { asServiceFailure, describeFailure, type ServiceFailure } from './failure.ts';
 import { finish, needsReview, submitted, transientOrFinal } from './outcomes.ts';
@@ -30,26 +28,19 @@ type SignedTx = {
   readonly gen: number;
   readonly intentId: string;
   readonly expiresAt: number;
-  readonly fresh?: TransferPatch;
+  readonly fresh?: StepsPatch;
 };
 
 /**
- * Sends the transfer's transaction (the saved one, or a new one) until an answer ends the run.
- * `taken` is the transfer as the run carries it (run-transfer.ts step); each later round reads it.
+ * Sends the transfer's transaction (the saved one, or a new one) until an answer ends the run,
+ * from the transfer as the run carries it (Ctx.run).
  */
-export async function solanaFlow(
-  ctx: Ctx,
-  signer: SolanaSigner,
-  taken: TransferRecord,
-): Promise<StepOutcome> {
+export async function solanaFlow(ctx: Ctx, signer: SolanaSigner): Promise<StepOutcome> {
   let rebuilds = 0;
-  let first: TransferRecord | undefined = taken;
   for (;;) {
-    const rec = first ?? (await loadRecord(ctx));
-    first = undefined;
-    const tx = await savedOrNewTx(ctx, signer, rec);
+    const tx = await savedOrNewTx(ctx, signer);
     if (tx.kind !== 'tx') return tx;
-    const out = await submitTx(ctx, rec, tx, rebuilds);
+    const out = await submitTx(ctx, tx, rebuilds);
     if (out === 'resend') continue;
     if (out === 'rebuild') {
       rebuilds++;
@@ -60,12 +51,8 @@ export async function solanaFlow(
 }
 
 /** The saved transaction, unless it was never processed and is about to expire; else a new one. */
-async function savedOrNewTx(
-  ctx: Ctx,
-  signer: SolanaSigner,
-  rec: TransferRecord,
-): Promise<SignedTx | StepOutcome> {
-  const steps = savedSteps(rec);
+async function savedOrNewTx(ctx: Ctx, signer: SolanaSigner): Promise<SignedTx | StepOutcome> {
+  const { steps } = current(ctx);
   const expiresAt = steps.solanaExpiresAt ?? NaN;
   const signed = steps.solanaSigned;
   if (signed && !steps.uncertain && Number.isFinite(expiresAt) && expiresAt - ctx.now() < TX_MIN_LIFE_MS) {
@@ -77,18 +64,15 @@ async function savedOrNewTx(
   } else if (signed) {
     return { kind: 'tx', signed, gen: steps.payloadGen ?? 1, intentId: steps.solanaIntent ?? '', expiresAt };
   }
-  return await buildCheckedTx(ctx, signer, rec, steps);
+  return await buildCheckedTx(ctx, signer);
 }
 
 /** build-tx, then the policy check (it does only the requested payment), then our signature. */
-async function buildCheckedTx(
-  ctx: Ctx,
-  signer: SolanaSigner,
-  rec: TransferRecord,
-  steps: SavedSteps,
-): Promise<SignedTx | StepOutcome> {
+async function buildCheckedTx(ctx: Ctx, signer: SolanaSigner): Promise<SignedTx | StepOutcome> {
+  const rec = current(ctx);
+  const { steps } = rec;
   if (rec.to === 'SOLANA' || !isEvmChain(rec.to)) {
-    return await finish(ctx, 'failed', { error_code: 'unsupported_route', error_message: 'SOLANA → SOLANA' });
+    return await finish(ctx, 'failed', { error: { code: 'unsupported_route', message: 'SOLANA → SOLANA' } });
   }
   let built;
   try {
@@ -99,7 +83,7 @@ async function buildCheckedTx(
       recipient: rec.recipient,
     });
   } catch (err) {
-    return await buildFailed(ctx, rec, err);
+    return await buildFailed(ctx, err);
   }
   ctx.report(
     'build',
@@ -112,11 +96,13 @@ async function buildCheckedTx(
   );
   if (!verdict.ok) {
     return await finish(ctx, 'rejected', {
-      error_code: 'policy_refused',
-      error_message: `refused to sign the built transaction${
-        verdict.instruction === null ? '' : ` (instruction ${verdict.instruction})`
-      }: ${verdict.reason}`,
-      solana_intent: built.intentId,
+      error: {
+        code: 'policy_refused',
+        message: `refused to sign the built transaction${
+          verdict.instruction === null ? '' : ` (instruction ${verdict.instruction})`
+        }: ${verdict.reason}`,
+      },
+      solanaIntent: built.intentId,
     });
   }
   const signed = await signer.sign(built.transaction);
@@ -133,11 +119,11 @@ async function buildCheckedTx(
     expiresAt: built.expiresAt ? Date.parse(built.expiresAt) : NaN,
     // Saved in the same write that marks its first send begun (beginSend).
     fresh: {
-      solana_intent: built.intentId,
-      solana_expires_at: built.expiresAt ?? '',
-      solana_signed: signed,
-      payload_gen: gen,
-      uncertain: 0,
+      solanaIntent: built.intentId,
+      solanaExpiresAt: built.expiresAt ?? null,
+      solanaSigned: signed,
+      payloadGen: gen,
+      uncertain: false,
       ambiguous: 0,
       unavailable: 0,
     },
@@ -145,27 +131,28 @@ async function buildCheckedTx(
 }
 
 /** build-tx failed: a refusal is final; anything else waits, within the transient deadline. */
-async function buildFailed(ctx: Ctx, rec: TransferRecord, err: unknown): Promise<StepOutcome> {
+async function buildFailed(ctx: Ctx, err: unknown): Promise<StepOutcome> {
   const f = asServiceFailure(err);
   if (!f) throw err;
   if (f.kind === 'rejected') {
     return await finish(ctx, 'failed', {
-      error_code: 'build_refused',
-      error_message: `the service refused to build the transaction: ${describeFailure(f)}`,
+      error: {
+        code: 'build_refused',
+        message: `the service refused to build the transaction: ${describeFailure(f)}`,
+      },
     });
   }
-  return await transientOrFinal(ctx, rec, f, 'build-tx');
+  return await transientOrFinal(ctx, f, 'build-tx');
 }
 
 /** One send of `tx`: how the run ends, or that it goes on (`resend` the same, `rebuild` a new one). */
 async function submitTx(
   ctx: Ctx,
-  rec: TransferRecord,
   tx: SignedTx,
   rebuilds: number,
 ): Promise<StepOutcome | 'resend' | 'rebuild'> {
   const key = `${ctx.batchId}/${ctx.transferId}/${tx.gen}`;
-  await beginSend(ctx, rec, { call: 'POST /sdk/v1/solana/submit', idempotencyKey: key }, tx.fresh);
+  await beginSend(ctx, { call: 'POST /sdk/v1/solana/submit', idempotencyKey: key, fresh: tx.fresh });
   try {
     const res = await ctx.deps.service.submitSolanaTx(
       { intentId: tx.intentId, signedTransaction: tx.signed },
@@ -176,10 +163,10 @@ async function submitTx(
       `accepted: intent ${res.intentId || tx.intentId} (${res.status}), signature ${res.txSignature ? shortAddress(res.txSignature) : 'not given'}`,
     );
     return await submitted(ctx, {
-      intent_id: res.intentId || tx.intentId,
-      intent_status: res.status,
-      tx_signature: res.txSignature ?? '',
-      send_state: '',
+      intentId: res.intentId || tx.intentId,
+      intentStatus: res.status,
+      txSignature: res.txSignature ?? null,
+      sendState: 'idle',
     });
   } catch (err) {
     const { after, f } = await afterFailedSend(ctx, err);
@@ -187,8 +174,10 @@ async function submitTx(
     if (after === 'refused_first') return await afterRefusedTx(ctx, tx, f, rebuilds);
     if (after === 'give_up_unprocessed') {
       return await finish(ctx, 'failed', {
-        error_code: 'service_unavailable',
-        error_message: `the service did not process the transaction: ${describeFailure(f)}`,
+        error: {
+          code: 'service_unavailable',
+          message: `the service did not process the transaction: ${describeFailure(f)}`,
+        },
       });
     }
     const settleAt = Number.isFinite(tx.expiresAt) ? tx.expiresAt + ctx.policy.settleMarginMs : null;
@@ -211,11 +200,10 @@ async function afterRefusedTx(
     ctx.policy,
   );
   if (decision === 'rebuild') {
-    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { solana_signed: '', uncertain: 0 });
+    await saveStep(ctx, { solanaSigned: null, uncertain: false });
     return 'rebuild';
   }
   return await finish(ctx, 'failed', {
-    error_code: 'refused',
-    error_message: `the service refused the transaction: ${describeFailure(f)}`,
+    error: { code: 'refused', message: `the service refused the transaction: ${describeFailure(f)}` },
   });
 }

@@ -131,13 +131,10 @@ async function act(deps: SweepDeps, t: UnfinishedTransfer, fate: JobFate): Promi
   }
   const sweeps = await deps.pipeline.store.incr(t.batchId, t.id, 'swept');
   if (sweeps > MAX_SWEEP_REQUEUES) {
-    const out = await abandonTransfer(
-      deps.pipeline,
-      t.batchId,
-      t.id,
-      `its job kept ending without finishing it (re-queued ${MAX_SWEEP_REQUEUES} times by the sweeper)`,
-      t.round,
-    );
+    const out = await abandonTransfer(deps.pipeline, await deps.pipeline.store.loadRun(t.batchId, t.id), {
+      reason: `its job kept ending without finishing it (re-queued ${MAX_SWEEP_REQUEUES} times by the sweeper)`,
+      jobRound: t.round,
+    });
     if (out?.record) deps.metrics?.transferEnded(t.from, out.state, out.record.errorCode, null);
     return out !== undefined;
   }

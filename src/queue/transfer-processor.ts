@@ -17,7 +17,7 @@ import {
 } from './job-outcome.ts';
 import { createJobReporter, jobReportSink, type JobReporter } from './job-reporter.ts';
 import { isSettleJob, parseTransferJobData, roundOfJobId, type TransferJobData } from './jobs.ts';
-import { savedSteps } from '../store/saved-steps.ts';
+import { runRecordOf, savedSteps } from '../store/saved-steps.ts';
 
 /** What the processor of one source chain's transfer jobs runs on (transfer-workers.ts wires it). */
 export type TransferProcessorDeps = {
@@ -85,13 +85,10 @@ async function afterUnexpectedError(
   const budget = (deps.pipeline.policy ?? DEFAULT_POLICY).transientDeadlineMs + 30_000;
   if (!rec || Date.now() - first <= budget) throw err;
   const message = (err as Error).message?.slice(0, 200) ?? String(err);
-  const out = await abandonTransfer(
-    deps.pipeline,
-    data.batchId,
-    data.transferId,
-    `kept failing with an unexpected error: ${message}`,
-    roundOfJobId(job.id),
-  );
+  const out = await abandonTransfer(deps.pipeline, runRecordOf(rec), {
+    reason: `kept failing with an unexpected error: ${message}`,
+    jobRound: roundOfJobId(job.id),
+  });
   if (!out) throw err;
   return out;
 }
@@ -150,10 +147,11 @@ export async function settleGivenUpJob(
   if (!data) return false;
   const out = await abandonTransfer(
     deps.pipeline,
-    data.batchId,
-    data.transferId,
-    `the queue gave up: ${job.failedReason ?? 'no reason given'}`,
-    roundOfJobId(job.id),
+    await deps.pipeline.store.loadRun(data.batchId, data.transferId),
+    {
+      reason: `the queue gave up: ${job.failedReason ?? 'no reason given'}`,
+      jobRound: roundOfJobId(job.id),
+    },
   );
   if (!out?.record) return false;
   const outcome = jobOutcome(out.record);

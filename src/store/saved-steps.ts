@@ -7,8 +7,9 @@ import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 /*
  * The transfer record's saved steps (docs/data-model.md, "Transfer record"): the worker's memory
  * across crashes, and what the no-double-payment rules rest on. This module owns their field
- * names: it reads them into a typed SavedSteps (the stored permit validated) and types the patches
- * written back (TransferPatch). Nothing outside src/store/ names a field of the hash.
+ * names: it reads them into a typed SavedSteps (the stored permit validated) and maps the patches
+ * written back, in the pipeline's own terms (StepsPatch), to stored fields (fieldsOf). Nothing
+ * outside src/store/ names a field of the hash.
  */
 
 /** `sending` from the durable mark before a send until its outcome is recorded. */
@@ -123,15 +124,23 @@ function refusalOf(raw: Readonly<Record<string, string>>): SavedRefusal | null {
   };
 }
 
-/** The saved steps of a transfer record; throws InvalidSavedPermitError for a damaged permit. */
-export function savedSteps(rec: TransferRecord): SavedSteps {
+/**
+ * The saved steps of a transfer record; throws InvalidSavedPermitError for a damaged permit.
+ * `known` is the permit already parsed from this very field (a run's own write), not validated again.
+ */
+export function savedSteps(rec: TransferRecord, known?: PermitPayload | null): SavedSteps {
   const raw = rec.raw;
   const permit = raw['permit'];
   const permitNonce = raw['permit_nonce'];
   const expires = raw['solana_expires_at'];
   return {
     owner: present(raw['owner']) ? raw['owner'] : null,
-    permit: present(permit) ? parsePermit(permit, { batchId: rec.batchId, transferId: rec.id }) : null,
+    permit:
+      known !== undefined
+        ? known
+        : present(permit)
+          ? parsePermit(permit, { batchId: rec.batchId, transferId: rec.id })
+          : null,
     permitNonce: present(permitNonce) && /^[0-9]+$/.test(permitNonce) ? BigInt(permitNonce) : null,
     permitDeadline: num(raw['permit_deadline']),
     prepared: raw['prepared'] === '1',
@@ -139,8 +148,8 @@ export function savedSteps(rec: TransferRecord): SavedSteps {
     solanaIntent: present(raw['solana_intent']) ? raw['solana_intent'] : null,
     solanaExpiresAt: present(expires) ? Date.parse(expires) : null,
     solanaSigned: present(raw['solana_signed']) ? raw['solana_signed'] : null,
-    payloadGen: raw['payload_gen'] === undefined ? null : Number(raw['payload_gen']),
-    sends: raw['sends'] === undefined ? null : Number(raw['sends']),
+    payloadGen: num(raw['payload_gen']),
+    sends: num(raw['sends']),
     sendState: raw['send_state'] === 'sending' ? 'sending' : 'idle',
     uncertain: raw['uncertain'] === '1',
     ambiguous: Number(raw['ambiguous'] ?? 0),
@@ -161,85 +170,79 @@ export function hasPayload(steps: SavedSteps): boolean {
   return steps.permit !== null || steps.solanaSigned !== null;
 }
 
-/** A flag as stored: `1` set, `''` cleared. */
-type Flag = 1 | '';
-
 /**
- * A write to a transfer record: the fields, each with the values it may take. Saved-step fields
- * first, then the outcome fields the pipeline and operator commands write. Written with
- * TransferStore.save (no state change) or with a transition.
+ * A write to a transfer record, in the pipeline's and operators' own terms: saved steps first, then
+ * the outcome fields. `null`, `false` and a zero counter clear a field (every write deletes it, so
+ * a read finds it missing). Only this module knows how
+ * each is stored (`fieldsOf`). Written with TransferStore.save, saveFenced (no state change) or with
+ * a transition.
  */
-export type TransferPatch = {
-  /** A permit is written as its JSON; `''` clears it. */
-  readonly permit?: PermitPayload | '';
-  readonly permit_nonce?: string;
-  readonly permit_deadline?: string;
-  readonly prepared?: Flag;
-  readonly prepared_at?: number | '';
-  readonly solana_intent?: string;
-  readonly solana_tx?: string;
-  readonly solana_expires_at?: string;
-  readonly solana_signed?: string | '';
-  readonly payload_gen?: number;
-  readonly sends?: number;
-  readonly send_state?: 'sending' | '';
-  readonly uncertain?: 0 | 1;
-  readonly ambiguous?: 0;
-  readonly unavailable?: 0;
-  readonly evidence?: string;
-  readonly first_seen_at?: number;
+export type StepsPatch = {
+  /** A new permit (its nonce and deadline copied for quick reads); `null` clears it. */
+  readonly permit?: PermitPayload | null;
+  readonly prepared?: boolean;
+  readonly preparedAt?: number | null;
+  readonly solanaIntent?: string | null;
+  /** As the service gave it (ISO). */
+  readonly solanaExpiresAt?: string | null;
+  readonly solanaSigned?: string | null;
+  readonly payloadGen?: number;
+  readonly sends?: number | null;
+  readonly sendState?: SendState;
+  readonly uncertain?: boolean;
+  /** Ambiguous and `unavailable` answers of the current payload (counted by `incr`; reset with 0). */
+  readonly ambiguous?: number;
+  readonly unavailable?: number;
+  readonly firstSeenAt?: number | null;
   readonly round?: number;
-  readonly reestimate?: Flag;
-  readonly spend_reserved?: Flag;
-  readonly refused_nonce?: string;
-  readonly refused_at?: number | '';
-  readonly refusal?: string;
-  readonly settle_at?: number;
-  readonly settled?: 1;
-  readonly last_error?: string;
+  readonly reestimate?: boolean;
+  readonly spendReserved?: boolean;
+  readonly refusal?: { readonly nonce: bigint; readonly at: number; readonly reason: string } | null;
+  readonly settleAt?: number | null;
+  readonly settled?: boolean;
+  readonly lastError?: string | null;
   readonly attempts?: number;
   readonly owner?: string;
-  readonly intent_id?: string;
-  readonly intent_status?: string;
-  readonly tx_hash?: string;
-  readonly tx_signature?: string;
-  readonly error_code?: string;
-  readonly error_message?: string;
-  readonly wait_reason?: string;
-  readonly resolved_by?: string;
+  readonly intentId?: string | null;
+  readonly intentStatus?: string | null;
+  readonly txHash?: string | null;
+  readonly txSignature?: string | null;
+  readonly error?: { readonly code: string; readonly message: string } | null;
+  readonly waitReason?: string | null;
+  readonly resolvedBy?: string;
+  /**
+   * The whole evidence list, in a transition that makes a transfer final (the decision its last
+   * line): a run that holds the lock carries the list whole. Other lines go by appendEvidence.
+   */
+  readonly evidence?: readonly string[];
 };
-
-/** The name of a field a patch may write or a transition may delete. */
-export type TransferField = keyof TransferPatch;
 
 /** Counters kept by HINCRBY. */
 export type TransferCounter = 'ambiguous' | 'unavailable' | 'swept';
 
 /** Clears a permit refused on its first send. */
-export const NO_REFUSAL = { refused_nonce: '', refused_at: '', refusal: '' } as const satisfies TransferPatch;
+export const NO_REFUSAL = { refusal: null } as const satisfies StepsPatch;
 
 /** Marks the refusal of the current permit's first send (its nonce, when, the service's reason). */
-export function refusalPatch(permit: PermitPayload, at: number, reason: string): TransferPatch {
-  return { refused_nonce: permit.nonce, refused_at: at, refusal: reason.slice(0, 300) };
+export function refusalPatch(permit: PermitPayload, at: number, reason: string): StepsPatch {
+  return { refusal: { nonce: BigInt(permit.nonce), at, reason: reason.slice(0, 300) } };
 }
 
 /**
  * The saved fields of a new permit, the transfer's payload number `gen` (its Idempotency-Key).
  * `preparedAt` (ms) marks it prepared and unsent; otherwise any earlier mark is cleared.
  */
-export function permitPatch(permit: PermitPayload, gen: number, preparedAt?: number): TransferPatch {
+export function permitPatch(permit: PermitPayload, gen: number, preparedAt?: number): StepsPatch {
   return {
     owner: permit.owner,
     permit,
-    permit_nonce: permit.nonce,
-    permit_deadline: permit.deadline,
-    payload_gen: gen,
-    uncertain: 0,
+    payloadGen: gen,
+    uncertain: false,
     ambiguous: 0,
     unavailable: 0,
     ...NO_REFUSAL,
-    prepared: preparedAt === undefined ? '' : 1,
-    prepared_at: preparedAt ?? '',
+    prepared: preparedAt !== undefined,
+    preparedAt: preparedAt ?? null,
   };
 }
 
@@ -250,95 +253,156 @@ export function permitPatch(permit: PermitPayload, gen: number, preparedAt?: num
  */
 export const COMPACT_VALUE_MAX = 64;
 
+const flag = (v: boolean) => (v ? '1' : '');
+const orEmpty = (v: string | number | null) => (v === null ? '' : String(v));
+
+/** How each field of a patch is stored: field/value pairs of the hash (`''` clears). */
+const STORED: {
+  readonly [K in keyof StepsPatch]-?: (v: NonNullable<StepsPatch[K]> | null) => Record<string, string>;
+} = {
+  permit: (p) =>
+    p === null
+      ? { permit: '' }
+      : { permit: JSON.stringify(p), permit_nonce: p.nonce, permit_deadline: p.deadline },
+  prepared: (v) => ({ prepared: flag(v === true) }),
+  preparedAt: (v) => ({ prepared_at: orEmpty(v) }),
+  // `solana_tx` (the built transaction, no longer saved) goes with the intent it was built for.
+  solanaIntent: (v) => (v === null ? { solana_intent: '', solana_tx: '' } : { solana_intent: v }),
+  solanaExpiresAt: (v) => ({ solana_expires_at: orEmpty(v) }),
+  solanaSigned: (v) => ({ solana_signed: orEmpty(v) }),
+  payloadGen: (v) => ({ payload_gen: orEmpty(v) }),
+  sends: (v) => ({ sends: orEmpty(v) }),
+  sendState: (v) => ({ send_state: v === 'sending' ? 'sending' : '' }),
+  uncertain: (v) => ({ uncertain: flag(v === true) }),
+  ambiguous: (v) => ({ ambiguous: v ? String(v) : '' }),
+  unavailable: (v) => ({ unavailable: v ? String(v) : '' }),
+  firstSeenAt: (v) => ({ first_seen_at: orEmpty(v) }),
+  round: (v) => ({ round: orEmpty(v) }),
+  reestimate: (v) => ({ reestimate: flag(v === true) }),
+  spendReserved: (v) => ({ spend_reserved: flag(v === true) }),
+  refusal: (r) =>
+    r === null
+      ? { refused_nonce: '', refused_at: '', refusal: '' }
+      : { refused_nonce: r.nonce.toString(), refused_at: String(r.at), refusal: r.reason },
+  settleAt: (v) => ({ settle_at: orEmpty(v) }),
+  settled: (v) => ({ settled: flag(v === true) }),
+  lastError: (v) => ({ last_error: orEmpty(v) }),
+  attempts: (v) => ({ attempts: orEmpty(v) }),
+  owner: (v) => ({ owner: orEmpty(v) }),
+  intentId: (v) => ({ intent_id: orEmpty(v) }),
+  intentStatus: (v) => ({ intent_status: orEmpty(v) }),
+  txHash: (v) => ({ tx_hash: orEmpty(v === null ? null : v.replace(/^0x(?=[0-9a-fA-F]{64}$)/, '')) }),
+  txSignature: (v) =>
+    v === null
+      ? { tx_signature: '', tx_signature_rest: '' }
+      : { tx_signature: v.slice(0, COMPACT_VALUE_MAX), tx_signature_rest: v.slice(COMPACT_VALUE_MAX) },
+  error: (e) =>
+    e === null ? { error_code: '', error_message: '' } : { error_code: e.code, error_message: e.message },
+  waitReason: (v) => ({ wait_reason: orEmpty(v) }),
+  resolvedBy: (v) => ({ resolved_by: orEmpty(v) }),
+  evidence: (v) => ({ evidence: v === null ? '' : JSON.stringify(v) }),
+};
+
 /**
- * Hash field/value pairs of a patch (a permit as its JSON). Two values are stored so that a finished
- * record stays compact (COMPACT_VALUE_MAX), and transfer-record.ts reads them back whole: a tx hash
- * without its `0x` (64 characters), and a Solana signature (88) as its first 64 characters in
- * `tx_signature` and the rest in `tx_signature_rest`.
+ * Hash field/value pairs of a patch: the stored names and encodings (`''` for a cleared field, which
+ * a transition deletes). Two values are stored so that a finished record stays compact
+ * (COMPACT_VALUE_MAX), and transfer-record.ts reads them back whole: a tx hash without its `0x` (64
+ * characters), and a Solana signature (88) as its first 64 characters in `tx_signature` and the
+ * rest in `tx_signature_rest`.
  */
-export function patchFields(patch: TransferPatch): Record<string, string> {
+export function fieldsOf(patch: StepsPatch): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [f, v] of Object.entries(patch)) {
-    if (v === undefined) continue;
-    out[f] = typeof v === 'object' ? JSON.stringify(v) : String(v);
-  }
-  const tx = out['tx_hash'];
-  if (tx !== undefined && /^0x[0-9a-fA-F]{64}$/.test(tx)) out['tx_hash'] = tx.slice(2);
-  const sig = out['tx_signature'];
-  if (sig !== undefined) {
-    out['tx_signature'] = sig.slice(0, COMPACT_VALUE_MAX);
-    out['tx_signature_rest'] = sig.slice(COMPACT_VALUE_MAX);
+  for (const [key, value] of Object.entries(patch) as [keyof StepsPatch, unknown][]) {
+    if (value === undefined) continue;
+    const store = STORED[key] as (v: unknown) => Record<string, string>;
+    Object.assign(out, store(value));
   }
   return out;
 }
 
 /**
- * What a transfer no longer needs once `submitted` (deleted in the transition that makes it so):
+ * What a transfer no longer needs once `submitted` (cleared in the transition that makes it so):
  * its signed payload and the marks of its sends (a Solana payload's intent id and expiry too: the
  * record's `intent_id` says the same once submitted). The intent id, tx hash or signature, fee, owner,
  * permit nonce and deadline, payload number, sends, when it was prepared (a permit signed while
  * another was in flight) and evidence stay: they are what it paid and how.
  * A finished record then holds short values only (an EVM one fits Redis's compact encoding).
  */
-export const SUBMITTED_CLEARED_FIELDS: readonly TransferField[] = [
-  'wait_reason',
-  'permit',
-  'prepared',
-  'solana_intent',
-  'solana_tx',
-  'solana_expires_at',
-  'solana_signed',
-  'uncertain',
-  'ambiguous',
-  'unavailable',
-  'send_state',
-  'refusal',
-  'refused_at',
-  'refused_nonce',
-  'last_error',
-  'error_code',
-  'error_message',
-];
+export const SUBMITTED_CLEARED = {
+  waitReason: null,
+  permit: null,
+  prepared: false,
+  solanaIntent: null,
+  solanaExpiresAt: null,
+  solanaSigned: null,
+  uncertain: false,
+  ambiguous: 0,
+  unavailable: 0,
+  sendState: 'idle',
+  refusal: null,
+  lastError: null,
+  error: null,
+} as const satisfies StepsPatch;
 
 /**
  * What `retry` clears of a `failed` transfer: the saved steps of its payload (provably dead), its
  * clock and error. `owner` is not one of them: a transfer keeps its EVM owner for life (only that
  * owner signs it).
  */
-export const RETRY_CLEARED_FIELDS: readonly TransferField[] = [
-  'permit',
-  'permit_nonce',
-  'permit_deadline',
-  'prepared',
-  'prepared_at',
-  'solana_intent',
-  'solana_tx',
-  'solana_expires_at',
-  'solana_signed',
-  'uncertain',
-  'sends',
-  'ambiguous',
-  'unavailable',
-  'send_state',
-  'settle_at',
-  'settled',
-  'first_seen_at',
-  'last_error',
-  'spend_reserved',
-  'error_code',
-  'error_message',
-];
+export const RETRY_CLEARED = {
+  permit: null,
+  prepared: false,
+  preparedAt: null,
+  solanaIntent: null,
+  solanaExpiresAt: null,
+  solanaSigned: null,
+  uncertain: false,
+  sends: null,
+  ambiguous: 0,
+  unavailable: 0,
+  sendState: 'idle',
+  settleAt: null,
+  settled: false,
+  firstSeenAt: null,
+  lastError: null,
+  spendReserved: false,
+  error: null,
+} as const satisfies StepsPatch;
 
 /**
- * The record as a write left it: `patch` laid over it, `clear` deleted and (when given) its new
- * state, without reading it again.
+ * A transfer as a run carries it: the record and its saved steps, parsed once (when the run took it,
+ * TransferStore.take), with the run's writes laid over both (`runRecordAfter`), never read again.
  */
-export function recordAfter(
-  rec: TransferRecord,
-  change: { state?: TransferState; patch?: TransferPatch; clear?: readonly TransferField[] },
-): TransferRecord | undefined {
-  const raw: Record<string, string> = { ...rec.raw, ...patchFields(change.patch ?? {}) };
-  for (const f of change.clear ?? []) delete raw[f];
+export type RunRecord = TransferRecord & { readonly steps: SavedSteps };
+
+/** A record with its saved steps parsed; throws InvalidSavedPermitError for a damaged permit. */
+export function runRecordOf(rec: TransferRecord): RunRecord {
+  return { ...rec, steps: savedSteps(rec) };
+}
+
+/**
+ * The record as a write left it: `patch` laid over it and (when given) its new state, without
+ * reading it again; the saved steps follow from the stored fields (a new permit is the one
+ * written, not parsed again).
+ */
+export function runRecordAfter(
+  rec: RunRecord,
+  change: {
+    readonly state?: TransferState;
+    readonly patch?: StepsPatch;
+    readonly evidence?: readonly string[];
+  },
+): RunRecord {
+  const fields = fieldsOf(change.patch ?? {});
+  const raw: Record<string, string> = { ...rec.raw };
+  for (const [f, v] of Object.entries(fields)) {
+    if (v === '') delete raw[f];
+    else raw[f] = v;
+  }
+  if (change.evidence) raw['evidence'] = JSON.stringify(change.evidence);
   if (change.state !== undefined) raw['state'] = change.state;
-  return parseTransferRecord(rec.batchId, raw);
+  const next = parseTransferRecord(rec.batchId, raw);
+  if (!next) return rec;
+  const permit = change.patch?.permit;
+  return { ...next, steps: savedSteps(next, permit !== undefined ? permit : rec.steps.permit) };
 }

@@ -20,8 +20,15 @@ export function parseEvidence(stored: string | undefined): string[] {
   }
 }
 
-/** The stored form of `list` with `line` added at `at` (ms): what to write to the `evidence` field. */
-export function withEvidence(list: readonly string[], at: number, line: string): string {
-  const clipped = line.length > EVIDENCE_LINE_CHARS ? `${line.slice(0, EVIDENCE_LINE_CHARS)}…` : line;
-  return JSON.stringify([...list, `${new Date(at).toISOString()} ${clipped}`].slice(-EVIDENCE_LINES));
+/** A line as it is kept: at most EVIDENCE_LINE_CHARS. */
+export function clipEvidenceLine(line: string): string {
+  return line.length > EVIDENCE_LINE_CHARS ? `${line.slice(0, EVIDENCE_LINE_CHARS)}…` : line;
+}
+
+/**
+ * `list` with `line` added at `at` (ms), its newest EVIDENCE_LINES kept: what the stored list holds
+ * once the line is appended (transfer-store.ts appendEvidence does it in Redis, in one step).
+ */
+export function withEvidence(list: readonly string[], at: number, line: string): string[] {
+  return [...list, `${new Date(at).toISOString()} ${clipEvidenceLine(line)}`].slice(-EVIDENCE_LINES);
 }

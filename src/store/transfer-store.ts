@@ -4,7 +4,14 @@ import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
 import { keys, type Keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import type { ScriptCall, WriteSite } from './replica-acks.ts';
-import { patchFields, type TransferCounter, type TransferField, type TransferPatch } from './saved-steps.ts';
+import {
+  fieldsOf,
+  runRecordOf,
+  type RunRecord,
+  type StepsPatch,
+  type TransferCounter,
+} from './saved-steps.ts';
+import { clipEvidenceLine, EVIDENCE_LINES } from './transfer-evidence.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
 /**
@@ -22,6 +29,7 @@ const LOCK = luaScriptFile('lock-take.lua');
 const RELOCK = luaScriptFile('lock-extend.lua');
 const UNLOCK = luaScriptFile('lock-release.lua');
 const FENCED_SAVE = luaScriptFile('fenced-save.lua');
+const APPEND_EVIDENCE = luaScriptFile('evidence-append.lua');
 
 /**
  * What a save made under the run's lock found (TransferStore.saveFenced): the run no longer holds
@@ -47,7 +55,7 @@ export type TransitionResult =
  */
 export type TakenTransfer =
   | { readonly locked: false }
-  | { readonly locked: true; readonly record: TransferRecord | undefined; readonly paused: boolean };
+  | { readonly locked: true; readonly record: RunRecord | undefined; readonly paused: boolean };
 
 export type TransferStore = ReturnType<typeof createTransferStore>;
 
@@ -70,14 +78,21 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
   return {
     keys: s.k,
     load: (batchId: string, transferId: string) => loadTransfer(s, batchId, transferId),
-    save: (batchId: string, transferId: string, patch: TransferPatch) =>
+    /** The record with its saved steps parsed (RunRecord), for a step outside a run (abandon.ts). */
+    loadRun: async (batchId: string, transferId: string) => {
+      const rec = await loadTransfer(s, batchId, transferId);
+      return rec && runRecordOf(rec);
+    },
+    save: (batchId: string, transferId: string, patch: StepsPatch) =>
       saveSteps(s, batchId, transferId, patch),
-    saveFenced: (batchId: string, transferId: string, patch: TransferPatch, token: string) =>
+    saveFenced: (batchId: string, transferId: string, patch: StepsPatch, token: string) =>
       saveFenced(s, batchId, transferId, patch, token),
+    appendEvidence: (batchId: string, transferId: string, line: string, at: number) =>
+      appendEvidence(s, batchId, transferId, line, at),
     fencedSaveCall: (
       batchId: string,
       transferId: string,
-      patch: TransferPatch,
+      patch: StepsPatch,
       fence: { readonly token: string; readonly known: string },
     ) => fencedSaveCall(s, batchId, transferId, patch, fence),
     lock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
@@ -127,12 +142,24 @@ async function loadTransfer(
   return parseTransferRecord(batchId, raw);
 }
 
-/** Writes saved-step fields (no state change). Each call is one atomic HSET. */
-async function saveSteps(s: Store, batchId: string, transferId: string, patch: TransferPatch): Promise<void> {
-  const flat: string[] = [];
-  for (const [f, v] of Object.entries(patchFields(patch))) flat.push(f, v);
-  flat.push('updated_at', String(s.now()));
-  await s.redis.hset(s.k.transfer(batchId, transferId), ...flat);
+/**
+ * Writes saved-step fields (no state change), deleting the cleared ones (a counter such as
+ * `ambiguous` must never be left an empty string: HINCRBY refuses it). One atomic MULTI.
+ */
+async function saveSteps(s: Store, batchId: string, transferId: string, patch: StepsPatch): Promise<void> {
+  const key = s.k.transfer(batchId, transferId);
+  const sets: string[] = [];
+  const gone: string[] = [];
+  for (const [f, v] of Object.entries(fieldsOf(patch))) {
+    if (v === '') gone.push(f);
+    else sets.push(f, v);
+  }
+  sets.push('updated_at', String(s.now()));
+  const tx = s.redis.multi().hset(key, ...sets);
+  if (gone.length > 0) tx.hdel(key, ...gone);
+  const replies = await tx.exec();
+  const failed = replies?.find(([err]) => err);
+  if (failed?.[0]) throw failed[0];
 }
 
 /**
@@ -145,11 +172,11 @@ function fencedSaveCall(
   s: Store,
   batchId: string,
   transferId: string,
-  patch: TransferPatch,
+  patch: StepsPatch,
   fence: { readonly token: string; readonly known: string },
 ): ScriptCall {
   const flat: string[] = [];
-  for (const [f, v] of Object.entries(patchFields(patch))) flat.push(f, v);
+  for (const [f, v] of Object.entries(fieldsOf(patch))) flat.push(f, v);
   flat.push('updated_at', String(s.now()));
   return {
     script: FENCED_SAVE,
@@ -171,7 +198,7 @@ async function saveFenced(
   s: Store,
   batchId: string,
   transferId: string,
-  patch: TransferPatch,
+  patch: StepsPatch,
   token: string,
 ): Promise<FencedSave> {
   const call = fencedSaveCall(s, batchId, transferId, patch, { token, known: '' });
@@ -228,7 +255,30 @@ async function takeTransfer(
     ],
   )) as [number, unknown?, string?];
   if (res[0] !== 1) return { locked: false };
-  return { locked: true, record: parseFlat(batchId, res[1]), paused: res[2] === 'paused' };
+  const rec = parseFlat(batchId, res[1]);
+  try {
+    return { locked: true, record: rec && runRecordOf(rec), paused: res[2] === 'paused' };
+  } catch (err) {
+    // A damaged saved permit (InvalidSavedPermitError): nothing may be assumed; the run does not
+    // go on, and the lock it took goes back.
+    await unlockTransfer(s, batchId, transferId, lock.token).catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * Appends a line, stamped with `at`, to the transfer's evidence (its newest EVIDENCE_LINES kept), in
+ * one step: nothing reads the list first, so a line of another writer is never lost.
+ */
+async function appendEvidence(
+  s: Store,
+  batchId: string,
+  transferId: string,
+  line: string,
+  at: number,
+): Promise<void> {
+  const stamped = `${new Date(at).toISOString()} ${clipEvidenceLine(line)}`;
+  await runScript(s.redis, APPEND_EVIDENCE, [s.k.transfer(batchId, transferId)], [stamped, EVIDENCE_LINES]);
 }
 
 /** Extends the lock if still ours; false when it was lost. */
@@ -273,18 +323,11 @@ async function saveEstimate(
 
 /** The record with an estimate laid over it, as saveEstimate writes it. */
 export function withEstimate(
-  rec: TransferRecord,
+  rec: RunRecord,
   fee: { total: bigint; platform: bigint; gas: bigint },
   netReceive: bigint,
-): TransferRecord {
-  const raw = {
-    ...rec.raw,
-    fee_total: fee.total.toString(),
-    fee_platform: fee.platform.toString(),
-    fee_gas: fee.gas.toString(),
-    net_receive: netReceive.toString(),
-  };
-  return parseTransferRecord(rec.batchId, raw) ?? rec;
+): RunRecord {
+  return { ...rec, feeTotal: fee.total, feePlatform: fee.platform, feeGas: fee.gas, netReceive };
 }
 
 /**
@@ -312,13 +355,12 @@ async function saveIntentStatus(
 
 /**
  * A state change: to `to` if the current state is one of `expected` (any when empty), writing
- * `fields` and deleting `clear` in the same atomic step.
+ * `fields` (a `null` deletes the field) in the same atomic step.
  */
 export type TransitionChange = {
   expected: readonly TransferState[];
   to: TransferState;
-  fields?: TransferPatch;
-  clear?: readonly TransferField[];
+  fields?: StepsPatch;
   /**
    * The run's lock token: a move frees the transfer's processing lock in the same step if the lock
    * still holds it (a run making its transfer final).
@@ -334,7 +376,7 @@ async function transition(
   change: TransitionChange,
 ): Promise<TransitionResult> {
   const pairs: string[] = [];
-  for (const [f, v] of Object.entries(patchFields(change.fields ?? {}))) pairs.push(f, v);
+  for (const [f, v] of Object.entries(fieldsOf(change.fields ?? {}))) pairs.push(f, v);
   const result = (await runScript(s.redis, TRANSITION, moveKeys(s, batchId, transferId), [
     change.expected.join(','),
     change.to,
@@ -345,7 +387,6 @@ async function transition(
     change.unlock ?? '',
     String(pairs.length / 2),
     ...pairs,
-    ...(change.clear ?? []),
   ])) as [number, string, number?, unknown?];
   const [code, cur, completed, flat] = result;
   if (code === 1) {

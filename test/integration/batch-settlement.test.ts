@@ -55,7 +55,7 @@ describe('batch settlement counters', () => {
     const res = await store.transition(batchId, id, {
       expected: ['in_progress'],
       to: 'submitted',
-      fields: { intent_id: `int-${batchId}-${id}`, intent_status: 'pending' },
+      fields: { intentId: `int-${batchId}-${id}`, intentStatus: 'pending' },
     });
     expect(res.ok).toBe(true);
   }
@@ -100,7 +100,7 @@ describe('batch settlement counters', () => {
     await store.transition('paid-1', ids[1]!, {
       expected: ['queued'],
       to: 'failed',
-      fields: { error_code: 'refused', error_message: 'no' },
+      fields: { error: { code: 'refused', message: 'no' } },
     });
     await store.transition('paid-1', ids[3]!, { expected: ['queued'], to: 'in_progress' });
     const s = await summary('paid-1');
@@ -122,7 +122,7 @@ describe('batch settlement counters', () => {
       await store.transition('paid-none', id, {
         expected: ['queued'],
         to: 'cancelled',
-        fields: { error_code: 'cancelled', error_message: 'cancelled' },
+        fields: { error: { code: 'cancelled', message: 'cancelled' } },
       });
     }
     const s = await summary('paid-none');
@@ -192,7 +192,7 @@ describe('batch settlement counters', () => {
     await store.transition('settle-review', ids[1]!, {
       expected: ['in_progress'],
       to: 'needs_review',
-      fields: { error_code: 'outcome_unknown', error_message: 'lost' },
+      fields: { error: { code: 'outcome_unknown', message: 'lost' } },
     });
     let s = await summary('settle-review');
     expect(s.totals.paid.amount).toBe('10.00');
@@ -200,7 +200,7 @@ describe('batch settlement counters', () => {
     await store.transition('settle-review', ids[1]!, {
       expected: ['needs_review'],
       to: 'submitted',
-      fields: { intent_id: 'int-resolved', intent_status: 'complete' },
+      fields: { intentId: 'int-resolved', intentStatus: 'complete' },
     });
     s = await summary('settle-review');
     expect(s.totals.paid).toEqual({ amount: '30.00', fee: '0.30', net_receive: '29.70' });

@@ -62,7 +62,7 @@ describe('cancelled is final', () => {
     await store.transition('cf-1', 'cf-1-1', {
       expected: ['queued'],
       to: 'failed',
-      fields: { error_code: 'refused', error_message: 'no' },
+      fields: { error: { code: 'refused', message: 'no' } },
     });
     expect(await cancelBatch(ops, 'cf-1')).toEqual({ cancelled: 1 });
     const reader = createBatchReader({ redis, prefix });
@@ -93,7 +93,7 @@ describe('cancelled is final', () => {
       await store.transition('cf-old', id, {
         expected: ['queued'],
         to: 'failed',
-        fields: { error_code: code, error_message: code === 'cancelled' ? 'cancelled by cli:root' : 'no' },
+        fields: { error: { code: code, message: code === 'cancelled' ? 'cancelled by cli:root' : 'no' } },
       });
     }
     jobs.length = 0;

@@ -263,7 +263,7 @@ describe('fees not estimated yet are null, never 0.00', () => {
     await store.transition(batchId, 'fee-2', {
       expected: ['queued'],
       to: 'failed',
-      fields: { error_code: 'x', error_message: 'y' },
+      fields: { error: { code: 'x', message: 'y' } },
     });
     const partly = await doc();
     expect(partly.totals).toMatchObject({ fee: null, net_receive: null });

@@ -180,7 +180,7 @@ describe('four eyes over HTTP', () => {
     await store.transition('fe-2', 't2', {
       expected: ['queued'],
       to: 'failed',
-      fields: { error_code: 'refused', error_message: 'the service refused it' },
+      fields: { error: { code: 'refused', message: 'the service refused it' } },
     });
     const seen = await status('fe-2');
     const d1 = seen.approval_digest as string;

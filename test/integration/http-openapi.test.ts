@@ -203,12 +203,12 @@ describe('GET /openapi.json', () => {
     await store.transition('oa-b1', 'oa-0', {
       expected: ['queued'],
       to: 'submitted',
-      fields: { intent_id: 'int_1', intent_status: 'pending', tx_hash: `0x${'ab'.repeat(32)}` },
+      fields: { intentId: 'int_1', intentStatus: 'pending', txHash: `0x${'ab'.repeat(32)}` },
     });
     await store.transition('oa-b1', 'oa-1', {
       expected: ['queued'],
       to: 'failed',
-      fields: { error_code: 'refused', error_message: 'no' },
+      fields: { error: { code: 'refused', message: 'no' } },
     });
 
     const checks: [string, string, number][] = [

@@ -8,6 +8,7 @@ import { createWorkerMetrics } from '../../src/metrics/worker-metrics.ts';
 import { EXPORT_COLUMNS } from '../../src/ops/export.ts';
 import { createProducer, type Producer } from '../../src/queue/producer.ts';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { StepsPatch } from '../../src/store/saved-steps.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';
 import { redisForSuite, startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
@@ -79,10 +80,10 @@ async function settle(prefix: string, batchId: string, decide: (line: number) =>
     const id = ids[i] as string;
     const line = Number(ids[i + 1]);
     const to = decide(line);
-    const fields: Record<string, string> =
+    const fields: StepsPatch =
       to === 'submitted'
-        ? { intent_id: `intent-${id}`, tx_hash: `0x${'ab'.repeat(32)}` }
-        : { error_code: 'estimate_refused', error_message: 'the service refused the estimate' };
+        ? { intentId: `intent-${id}`, txHash: `0x${'ab'.repeat(32)}` }
+        : { error: { code: 'estimate_refused', message: 'the service refused the estimate' } };
     const res = await store.transition(batchId, id, { expected: ['queued'], to, fields });
     expect(res.ok).toBe(true);
   }
@@ -409,7 +410,7 @@ describe('/metrics and /readyz (inject)', () => {
     await store.transition('m-a', id, {
       expected: ['in_progress'],
       to: 'queued',
-      fields: { wait_reason: 'x' },
+      fields: { waitReason: 'x' },
     });
     // Workers buffer their increments for a second; closing flushes them (and waits for Redis).
     await worker.close();

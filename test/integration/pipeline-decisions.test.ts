@@ -6,7 +6,7 @@ import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import type { TransferRequest } from '../../src/domain/transfer.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY, type PipelinePolicy } from '../../src/pipeline/policy.ts';
-import { finalizeAbandoned } from '../../src/pipeline/abandon.ts';
+import { abandonTransfer } from '../../src/pipeline/abandon.ts';
 import { runTransfer, type PipelineDeps } from '../../src/pipeline/run-transfer.ts';
 import { readReview } from '../../src/store/approvals.ts';
 import { approveBatch } from '../../src/ops/approve-batch.ts';
@@ -178,9 +178,9 @@ describe('pipeline decisions', () => {
     // transition go on from it and from what the transition returns).
     expect(loads).toEqual([]);
     const e = await runTransfer(counted, 'once', 'e');
-    // EVM: one more, before the first send, after the owner's balance was reserved (it names the
-    // owner in the record) — a read kept where a decision follows a wait.
-    expect(loads).toEqual(['e']);
+    // EVM: none either — the owner chosen, the balance reserved and the permit signed are laid over
+    // the record the run carries, as each write returns.
+    expect(loads).toEqual([]);
     expect([s.kind === 'done' && s.state, e.kind === 'done' && e.state]).toEqual(['submitted', 'submitted']);
     // What each run reports is what the store holds, and no lock is left behind.
     for (const [out, id] of [
@@ -421,7 +421,7 @@ describe('pipeline decisions', () => {
     const held = await t.store.load('b12', 'b');
     expect(held?.state).toBe('queued');
     expect(held?.raw['wait_reason']).toMatch(/b12\/a at nonce 0 lost its answer and could still execute/);
-    expect(held?.raw['permit']).toBe('');
+    expect(held?.raw['permit']).toBeUndefined();
     // c waits as well, without a permit sent.
     expect((await runTransfer(t.deps, 'b12', 'c')).kind).toBe('later');
     expect((await t.store.load('b12', 'c'))?.raw['wait_reason']).toMatch(/could still execute/);
@@ -504,7 +504,9 @@ describe('pipeline decisions', () => {
       intervalMs: 20,
     });
     await client.del(`${prefix}:t:b14:a:lock`);
-    expect(await finalizeAbandoned(deps, 'b14', 'a', 'stalled too often')).toBe(true);
+    expect(
+      await abandonTransfer(deps, await t.store.loadRun('b14', 'a'), { reason: 'stalled too often' }),
+    ).toMatchObject({ kind: 'done', state: 'needs_review' });
     const rec = await t.store.load('b14', 'a');
     expect(rec?.state).toBe('needs_review');
     const deadline = Number(rec?.raw['permit_deadline']) * 1000;

@@ -230,14 +230,7 @@ describe('pipeline: the prepared next permit', () => {
       nonce: 7n,
       deadline: BigInt(Math.floor(Date.now() / 1000) + 1800),
     });
-    await t.store.save('unc', 'p', {
-      permit: before,
-      permit_nonce: '7',
-      permit_deadline: before.deadline,
-      payload_gen: 1,
-      sends: 1,
-      uncertain: 1,
-    });
+    await t.store.save('unc', 'p', { permit: before, payloadGen: 1, sends: 1, uncertain: true });
     const holder = await t.manager.acquire('BASE', TEST_EVM_ADDRESS, 'other/holder');
     const run = runTransfer(t.deps, 'unc', 'p');
     // It is offered the slot and declines: the slot is free again for another waiter, its record

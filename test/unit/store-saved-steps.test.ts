@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import {
   InvalidSavedPermitError,
   NO_REFUSAL,
-  patchFields,
+  fieldsOf,
   permitPatch,
-  recordAfter,
+  runRecordAfter,
+  runRecordOf,
   savedSteps,
 } from '../../src/store/saved-steps.ts';
 import { parseTransferRecord, type TransferRecord } from '../../src/store/transfer-record.ts';
@@ -93,26 +94,53 @@ describe('saved steps', () => {
 
   it('writes a permit patch as the fields a read gives back', () => {
     const patch = permitPatch(PERMIT, 3, 1_700_000_000_000);
-    const fields = patchFields(patch);
+    const fields = fieldsOf(patch);
     expect(fields['permit']).toBe(JSON.stringify(PERMIT));
+    expect(fields['permit_nonce']).toBe('7');
+    expect(fields['permit_deadline']).toBe('1900000000');
     expect(fields['prepared']).toBe('1');
     expect(fields['refused_at']).toBe('');
-    const after = recordAfter(record({ refused_at: '5', refused_nonce: '6', uncertain: '1' }), { patch });
-    const steps = savedSteps(after!);
-    expect(steps.permit).toEqual(PERMIT);
-    expect(steps.payloadGen).toBe(3);
-    expect(steps.prepared).toBe(true);
-    expect(steps.preparedAt).toBe(1_700_000_000_000);
-    expect(steps.uncertain).toBe(false);
-    expect(steps.refusal).toBeNull();
-    expect(steps.owner).toBe(PERMIT.owner);
+    const before = runRecordOf(record({ refused_at: '5', refused_nonce: '6', uncertain: '1' }));
+    const after = runRecordAfter(before, { patch });
+    // What the run carries after its write is what a read of the stored fields gives back.
+    expect(after.steps).toEqual(savedSteps(after));
+    expect(after.steps.permit).toEqual(PERMIT);
+    expect(after.steps.permitNonce).toBe(7n);
+    expect(after.steps.payloadGen).toBe(3);
+    expect(after.steps.prepared).toBe(true);
+    expect(after.steps.preparedAt).toBe(1_700_000_000_000);
+    expect(after.steps.uncertain).toBe(false);
+    expect(after.steps.refusal).toBeNull();
+    expect(after.steps.owner).toBe(PERMIT.owner);
   });
 
-  it('clears fields and moves the state in recordAfter', () => {
-    const rec = record({ wait_reason: 'x', refused_at: '5' });
-    const after = recordAfter(rec, { state: 'failed', patch: NO_REFUSAL, clear: ['wait_reason'] });
-    expect(after?.state).toBe('failed');
-    expect(after?.waitReason).toBeNull();
-    expect(savedSteps(after!).refusal).toBeNull();
+  it('stores outcome fields in their compact forms and reads them back whole', () => {
+    const hash = `0x${'ab'.repeat(32)}`;
+    const signature = '5'.repeat(88);
+    const fields = fieldsOf({ txHash: hash, txSignature: signature, error: { code: 'x', message: 'y' } });
+    expect(fields['tx_hash']).toBe('ab'.repeat(32));
+    expect(fields['tx_signature']).toHaveLength(64);
+    expect(fields['tx_signature_rest']).toHaveLength(24);
+    const after = runRecordAfter(runRecordOf(record({})), {
+      patch: { txHash: hash, txSignature: signature, error: { code: 'x', message: 'y' } },
+    });
+    expect(after.txHash).toBe(hash);
+    expect(after.txSignature).toBe(signature);
+    expect([after.errorCode, after.errorMessage]).toEqual(['x', 'y']);
+  });
+
+  it('clears fields and moves the state in runRecordAfter', () => {
+    const rec = runRecordOf(record({ wait_reason: 'x', refused_at: '5' }));
+    const after = runRecordAfter(rec, { state: 'failed', patch: { ...NO_REFUSAL, waitReason: null } });
+    expect(after.state).toBe('failed');
+    expect(after.waitReason).toBeNull();
+    expect(after.steps.refusal).toBeNull();
+    expect(savedSteps(after).refusal).toBeNull();
+  });
+
+  it('replaces the evidence list when a change carries it', () => {
+    const rec = runRecordOf(record({ evidence: JSON.stringify(['a']) }));
+    const after = runRecordAfter(rec, { evidence: ['a', 'b'] });
+    expect(after.steps.evidence).toEqual(['a', 'b']);
   });
 });

@@ -2,23 +2,20 @@ import type { EvmChain } from '../../domain/chains.ts';
 import { shortAddress } from '../../domain/addresses.ts';
 import type { PermitPayload } from '../../service/types.ts';
 import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
-import type { EvmSigner, NonceLease } from '../../signing/types.ts';
 import {
   NO_REFUSAL,
   permitPatch,
   refusalPatch,
-  savedSteps,
-  type SavedSteps,
-  type TransferPatch,
+  type RunRecord,
+  type StepsPatch,
 } from '../../store/saved-steps.ts';
-import type { TransferRecord } from '../../store/transfer-record.ts';
-import { Later, loadRecord, type Ctx } from '../context.ts';
+import { addEvidence, current, Later, saveStep, type Ctx } from '../context.ts';
 import { reserveDailySpend } from '../daily-cap.ts';
 import { afterRefusedPermit, type Refusal, type RefusalVerdict } from './evm-refused-permit.ts';
 import { mayDiscardPermit } from './permit-discard.ts';
-import { holderOf, leaseAnOwner } from './evm-owner.ts';
+import { leaseAnOwner } from './evm-owner.ts';
+import { holderOf, type OwnerTurn } from './owner-turn.ts';
 import { PERMIT_MIN_LIFE_MS, preparePermit, signPermit } from './evm-permit.ts';
-import { addEvidence } from '../evidence.ts';
 import { decideAfterRefusedPermit, type ChainVerdict } from '../failure-decision.ts';
 import { describeFailure, type ServiceFailure } from '../failure.ts';
 import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from '../outcomes.ts';
@@ -32,33 +29,22 @@ import { afterFailedSend, beginSend, LeaseNotConfirmed } from '../send-attempt.t
  * in nonce order; a crashed transfer re-enters its own lease. While another transfer's permit is
  * in flight, a waiting transfer may prepare the next one (evm-permit.ts preparePermit): when the
  * lease is handed to it, its saved permit is sent at once. What happens after a refused permit is
- * decided in evm-refused-permit.ts.
+ * decided in evm-refused-permit.ts. Every step reads the transfer as the run carries it (Ctx.run).
  */
 
 /** The nonce lease lives 60 s; it is extended when a send comes this long after the last. */
 const LEASE_EXTEND_AFTER_MS = 10_000;
 
-/**
- * `rec` is the transfer as the run carries it (run-transfer.ts step): read when the run took it,
- * with the run's own writes since laid over it.
- */
-export async function evmFlow(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  rec: TransferRecord,
-): Promise<StepOutcome> {
-  // The record as this run last saved it while preparing: read again only if the lease came with
-  // another nonce. Nothing else writes an in_progress transfer's record while its run holds it.
-  let prepared: TransferRecord | undefined;
-  const { signer, lease } = await leaseAnOwner(ctx, evm, chain, rec, (owner) => async (nonce) => {
-    prepared = await preparePermit(ctx, evm, chain, owner, nonce);
-    return prepared !== undefined;
-  });
-  const ready = prepared && savedSteps(prepared).permitNonce === lease.nonce ? prepared : undefined;
+export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
+  const run = { ctx, evm, chain };
+  const { signer, lease } = await leaseAnOwner(
+    run,
+    (owner) => async (nonce) => (await preparePermit({ ...run, signer: owner }, nonce)) !== undefined,
+  );
+  const turn: OwnerTurn = { ...run, signer, lease };
   try {
-    await reserveDailyOrStepBack(ctx, evm, chain, rec, signer, lease);
-    return await sendWithLease(ctx, evm, chain, signer, lease, ready);
+    await reserveDailyOrStepBack(turn);
+    return await sendWithLease(turn);
   } catch (err) {
     // The lease lapsed and another transfer may now be sending this owner's permits: step back and
     // come again, in order. Leaving without a verdict otherwise (shutdown, a wait, a crash), the
@@ -74,16 +60,10 @@ export async function evmFlow(
  * under the cap); over the cap, the lease and the balance go back before the transfer waits. Taken
  * once per transfer (`spend_reserved`), before its first send, prepared permit or not.
  */
-async function reserveDailyOrStepBack(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  rec: TransferRecord,
-  signer: EvmSigner,
-  lease: NonceLease,
-): Promise<void> {
+async function reserveDailyOrStepBack(turn: OwnerTurn): Promise<void> {
+  const { ctx, evm, chain, signer, lease } = turn;
   try {
-    await reserveDailySpend(ctx, rec);
+    await reserveDailySpend(ctx);
   } catch (err) {
     await lease.release();
     await evm.balances?.release(chain, signer.address, holderOf(ctx));
@@ -91,8 +71,8 @@ async function reserveDailyOrStepBack(
   }
 }
 
-function savedRefusal(steps: SavedSteps, permit: PermitPayload): Refusal | undefined {
-  const { refusal } = steps;
+function savedRefusal(rec: RunRecord, permit: PermitPayload): Refusal | undefined {
+  const { refusal } = rec.steps;
   if (!refusal || refusal.nonce !== BigInt(permit.nonce)) return undefined;
   return { nonce: refusal.nonce, at: refusal.at, reason: refusal.reason };
 }
@@ -103,66 +83,49 @@ type PermitToSend = {
   readonly gen: number;
   /** Prepared while the permit before it was in flight, never sent: this is its first send. */
   readonly prepared: boolean;
-  readonly fresh: TransferPatch | undefined;
+  readonly fresh: StepsPatch | undefined;
 };
 
 /** Sends this transfer's permit (the kept one, or a new one at the lease's nonce) until a run ends. */
-async function sendWithLease(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  signer: EvmSigner,
-  lease: NonceLease,
-  ready: TransferRecord | undefined,
-): Promise<StepOutcome> {
+async function sendWithLease(turn: OwnerTurn): Promise<StepOutcome> {
+  const { ctx, lease } = turn;
   let refusals = 0;
   const extended = { at: Date.now() };
-  let first = ready;
   for (;;) {
-    const rec = first ?? (await loadRecord(ctx));
-    first = undefined;
-    const steps = savedSteps(rec);
-    const found = await keptPermit(ctx, evm, chain, steps, lease);
-    if ('review' in found) return await mayHavePaid(ctx, lease, found.review);
+    const found = await keptPermit(turn);
+    if ('review' in found) return await mayHavePaid(turn, found.review);
     const kept = found.permit;
-    const refusal = kept && savedRefusal(steps, kept);
+    const refusal = kept && savedRefusal(current(ctx), kept);
     if (refusal) {
-      const out = await settleRefusal(ctx, evm, chain, signer, lease, rec, refusal, ++refusals);
+      const out = await settleRefusal(turn, refusal, ++refusals);
       if (out) return out;
       continue;
     }
-    const live = await unlessNearDeadline(ctx, steps, kept);
-    const toSend = await permitToSend(ctx, chain, signer, lease, rec, steps, live);
+    const live = await unlessNearDeadline(ctx, kept);
+    const toSend = await permitToSend(turn, live);
     // Keep the (chain, owner) lease through slow sends and waits.
     if (Date.now() - extended.at > LEASE_EXTEND_AFTER_MS) {
       await lease.extend();
       extended.at = Date.now();
     }
-    const out = await sendPermit(ctx, evm, chain, lease, rec, steps, toSend);
+    const out = await sendPermit(turn, toSend);
     if (out !== 'again') return out;
   }
 }
 
 /** The kept permit, or a new one signed with the lease's nonce (saved with its first send). */
-async function permitToSend(
-  ctx: Ctx,
-  chain: EvmChain,
-  signer: EvmSigner,
-  lease: NonceLease,
-  rec: TransferRecord,
-  steps: SavedSteps,
-  kept: PermitPayload | undefined,
-): Promise<PermitToSend> {
+async function permitToSend(turn: OwnerTurn, kept: PermitPayload | undefined): Promise<PermitToSend> {
+  const { steps } = current(turn.ctx);
   if (kept) {
     const prepared = steps.prepared;
     return {
       permit: kept,
       gen: steps.payloadGen ?? 1,
       prepared,
-      fresh: prepared ? { prepared: '' } : undefined,
+      fresh: prepared ? { prepared: false } : undefined,
     };
   }
-  const permit = await signPermit(ctx, chain, signer, rec, lease.nonce, 'signed');
+  const permit = await signPermit(turn, turn.lease.nonce, 'signed');
   const gen = (steps.payloadGen ?? 0) + 1;
   // Saved in the same write that marks its first send begun (beginSend).
   return { permit, gen, prepared: false, fresh: permitPatch(permit, gen) };
@@ -172,18 +135,12 @@ async function permitToSend(
  * One send of the permit: the durable mark (with the lease confirmed in its round trip), the call,
  * and what its answer leads to; `again` to go round (a re-send, or a refusal to settle).
  */
-async function sendPermit(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  lease: NonceLease,
-  rec: TransferRecord,
-  steps: SavedSteps,
-  toSend: PermitToSend,
-): Promise<StepOutcome | 'again'> {
+async function sendPermit(turn: OwnerTurn, toSend: PermitToSend): Promise<StepOutcome | 'again'> {
+  const { ctx, evm, chain, lease } = turn;
+  const rec = current(ctx);
   const { permit, gen } = toSend;
   const idempotencyKey = `${ctx.batchId}/${ctx.transferId}/${gen}`;
-  await markSendingOrStepBack(ctx, chain, lease, rec, toSend, idempotencyKey);
+  await markSendingOrStepBack(turn, toSend, idempotencyKey);
   try {
     const res = await ctx.deps.service.transfer(
       { from: chain, to: rec.to, amount: rec.amount, recipient: rec.recipient, permit },
@@ -200,31 +157,29 @@ async function sendPermit(
     await evm.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
     ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
     return await submitted(ctx, {
-      intent_id: res.intentId,
-      intent_status: res.status,
-      tx_hash: res.txHash ?? '',
-      send_state: '',
+      intentId: res.intentId,
+      intentStatus: res.status,
+      txHash: res.txHash ?? null,
+      sendState: 'idle',
     });
   } catch (err) {
     const { after, f } = await afterFailedSend(ctx, err);
     if (after === 'resend') return 'again';
     if (after === 'refused_first') {
       // Saved before anything else: a run after a crash goes on settling, never re-sends it.
-      await ctx.deps.store.save(
-        ctx.batchId,
-        ctx.transferId,
-        refusalPatch(permit, ctx.now(), describeFailure(f)),
-      );
+      await saveStep(ctx, refusalPatch(permit, ctx.now(), describeFailure(f)));
       return 'again';
     }
     if (after === 'give_up_unprocessed') {
       await lease.release();
       return await finish(ctx, 'failed', {
-        error_code: 'service_unavailable',
-        error_message: `the service did not process the transfer: ${describeFailure(f)}`,
+        error: {
+          code: 'service_unavailable',
+          message: `the service did not process the transfer: ${describeFailure(f)}`,
+        },
       });
     }
-    return await presumedUsed(ctx, evm, chain, lease, permit, f);
+    return await presumedUsed(turn, permit, f);
   }
 }
 
@@ -235,26 +190,20 @@ async function sendPermit(
  * (NonceLeaseLostError).
  */
 async function markSendingOrStepBack(
-  ctx: Ctx,
-  chain: EvmChain,
-  lease: NonceLease,
-  rec: TransferRecord,
+  turn: OwnerTurn,
   toSend: PermitToSend,
   idempotencyKey: string,
 ): Promise<void> {
+  const { ctx, chain, lease } = turn;
   const { permit, prepared, fresh } = toSend;
   try {
-    await beginSend(
-      ctx,
-      rec,
-      {
-        call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
-        idempotencyKey,
-        ...(prepared ? { payload: 'the prepared payload' } : {}),
-      },
+    await beginSend(ctx, {
+      call: `POST /sdk/v1/transfer (permit nonce ${permit.nonce})`,
+      idempotencyKey,
+      ...(prepared ? { payload: 'the prepared payload' } : {}),
       fresh,
-      { confirm: () => lease.confirm() },
-    );
+      gate: { confirm: () => lease.confirm() },
+    });
   } catch (err) {
     if (!(err instanceof LeaseNotConfirmed)) throw err;
     throw new NonceLeaseLostError(
@@ -272,17 +221,15 @@ async function markSendingOrStepBack(
  * have, `review` says what the chain showed.
  */
 async function keptPermit(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  steps: SavedSteps,
-  lease: NonceLease,
+  turn: OwnerTurn,
 ): Promise<{ readonly permit: PermitPayload | undefined } | { readonly review: string }> {
+  const { ctx, lease } = turn;
+  const { steps } = current(ctx);
   const { permit } = steps;
   if (!permit) return { permit: undefined };
   // A transfer's permits are all its one owner's (evm-owner.ts), the lease's owner.
   if (steps.uncertain || BigInt(permit.nonce) === lease.nonce) return { permit };
-  const verdict = await mayDiscardPermit(ctx, evm, chain, steps, permit);
+  const verdict = await mayDiscardPermit(turn, permit);
   if (!verdict.discard) return { review: verdict.evidence };
   const what = steps.prepared ? 'prepared' : 'unsent';
   await addEvidence(
@@ -297,23 +244,24 @@ async function keptPermit(
  * it: it may have paid, so nothing new is signed; an operator settles it with `resolve`. The lease's
  * nonce was not this permit's: it goes back.
  */
-async function mayHavePaid(ctx: Ctx, lease: NonceLease, evidence: string): Promise<StepOutcome> {
-  await addEvidence(ctx, evidence);
-  await lease.release();
-  return await finish(ctx, 'needs_review', {
-    error_code: 'outcome_unknown',
-    error_message:
-      'a saved permit whose nonce the chain shows used may have paid this transfer; check the chain, then use resolve',
+async function mayHavePaid(turn: OwnerTurn, evidence: string): Promise<StepOutcome> {
+  await addEvidence(turn.ctx, evidence);
+  await turn.lease.release();
+  return await finish(turn.ctx, 'needs_review', {
+    error: {
+      code: 'outcome_unknown',
+      message:
+        'a saved permit whose nonce the chain shows used may have paid this transfer; check the chain, then use resolve',
+    },
   });
 }
 
 /** A never-processed permit too close to its deadline to be worth sending is replaced. */
 async function unlessNearDeadline(
   ctx: Ctx,
-  steps: SavedSteps,
   permit: PermitPayload | undefined,
 ): Promise<PermitPayload | undefined> {
-  if (!permit || steps.uncertain) return permit;
+  if (!permit || current(ctx).steps.uncertain) return permit;
   if (Number(permit.deadline) * 1000 - ctx.now() >= PERMIT_MIN_LIFE_MS) return permit;
   await addEvidence(ctx, `replaced unsent permit (nonce ${permit.nonce}) near its deadline`);
   return undefined;
@@ -330,24 +278,19 @@ function chainVerdict(verdict: RefusalVerdict): ChainVerdict {
  * acts: undefined to sign again (the lease has the nonce to use), or how this run ends.
  */
 async function settleRefusal(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  signer: EvmSigner,
-  lease: NonceLease,
-  rec: TransferRecord,
+  turn: OwnerTurn,
   refusal: Refusal,
   attempt: number,
 ): Promise<StepOutcome | undefined> {
-  const { store } = ctx.deps;
-  const verdict = await afterRefusedPermit(ctx, evm, chain, signer.address, lease, rec, refusal);
+  const { ctx, chain, lease } = turn;
+  const verdict = await afterRefusedPermit(turn, refusal);
   const decision = decideAfterRefusedPermit(
-    { verdict: chainVerdict(verdict), refusals: attempt, pastDeadline: pastDeadline(ctx, rec) },
+    { verdict: chainVerdict(verdict), refusals: attempt, pastDeadline: pastDeadline(ctx) },
     ctx.policy,
   );
   // Whatever the verdict, the refused permit is dead: the next permit is a new one.
-  const dead: TransferPatch = { permit: '', uncertain: 0, ...NO_REFUSAL };
-  if (decision !== 'fail_refused') await store.save(ctx.batchId, ctx.transferId, dead);
+  const dead: StepsPatch = { permit: null, uncertain: false, ...NO_REFUSAL };
+  if (decision !== 'fail_refused') await saveStep(ctx, dead);
   const note = verdict.kind === 'final' ? verdict.note : '';
   const { reason, delayMs } = verdict.kind === 'wait' ? verdict : { reason: '', delayMs: 0 };
   switch (decision) {
@@ -356,8 +299,10 @@ async function settleRefusal(
     case 'fail_kept_moving':
       await lease.release();
       return await finish(ctx, 'failed', {
-        error_code: 'refused',
-        error_message: `the service refused the transfer: ${refusal.reason} (the permit nonce kept moving under the worker)`,
+        error: {
+          code: 'refused',
+          message: `the service refused the transfer: ${refusal.reason} (the permit nonce kept moving under the worker)`,
+        },
       });
     case 'step_back':
       // The owner's nonce keeps moving under us: let the others go first, and come again.
@@ -371,8 +316,7 @@ async function settleRefusal(
     case 'fail_refused':
       return await finish(ctx, 'failed', {
         ...NO_REFUSAL,
-        error_code: 'refused',
-        error_message: `the service refused the transfer: ${refusal.reason}${note}`,
+        error: { code: 'refused', message: `the service refused the transfer: ${refusal.reason}${note}` },
       });
     case 'wait_transient':
       await moveBackToQueued(ctx, reason);
@@ -386,14 +330,8 @@ async function settleRefusal(
  * The permit may have executed (its answer was lost): its nonce is presumed used, recorded in the
  * pool until the chain settles it after the permit's deadline.
  */
-async function presumedUsed(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  lease: NonceLease,
-  permit: PermitPayload,
-  f: ServiceFailure,
-): Promise<StepOutcome> {
+async function presumedUsed(turn: OwnerTurn, permit: PermitPayload, f: ServiceFailure): Promise<StepOutcome> {
+  const { ctx, evm, chain, lease } = turn;
   const deadline = BigInt(permit.deadline);
   if (BigInt(permit.nonce) === lease.nonce) {
     await lease.presumeUsed(deadline);

@@ -1,5 +1,4 @@
 import { checksumEvmAddress, shortAddress } from '../../domain/addresses.ts';
-import type { EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import {
   NonceLeaseBusyError,
@@ -10,12 +9,11 @@ import {
 import { minedBlocks } from '../../signing/evm/chain-reader.ts';
 import type { EvmSigner, NonceLease } from '../../signing/types.ts';
 import type { BalanceReading, OwnerBalances } from '../../store/owner-balance.ts';
-import type { TransferRecord } from '../../store/transfer-record.ts';
-import { jittered, Later, type Ctx } from '../context.ts';
+import type { RunRecord } from '../../store/saved-steps.ts';
+import { current, jittered, Later, noteWritten, saveStep, type Ctx } from '../context.ts';
 import { HELD_RECHECK_MS } from './evm-refused-permit.ts';
 import { waitQueued } from '../outcomes.ts';
-import type { EvmDeps } from '../pipeline-deps.ts';
-import { savedSteps } from '../../store/saved-steps.ts';
+import { holderOf, type EvmRun } from './owner-turn.ts';
 
 /*
  * Which treasury owner pays an EVM transfer (issue 17). `EVM_PRIVATE_KEY` may hold several keys;
@@ -28,7 +26,7 @@ import { savedSteps } from '../../store/saved-steps.ts';
  * is no balance to read: owners are chosen by free lease alone.
  */
 
-export const holderOf = (ctx: Ctx) => `${ctx.batchId}/${ctx.transferId}`;
+export { holderOf } from './owner-turn.ts';
 
 /** How long a balance reading serves later choices in this process (a stale one only under-counts). */
 const BALANCE_READ_MAX_AGE_MS = 1_000;
@@ -41,14 +39,10 @@ export type OwnedLease = { readonly signer: EvmSigner; readonly lease: NonceLeas
  * The owner whose permit pays this transfer, with its nonce lease held. Throws Later (or waits
  * `queued`) while no owner can take it.
  */
-export async function leaseAnOwner(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  rec: TransferRecord,
-  prepareWith?: PrepareWith,
-): Promise<OwnedLease> {
-  const run: Run = { ctx, evm, chain, rec, prepareWith, coveredOn: undefined };
+export async function leaseAnOwner(evmRun: EvmRun, prepareWith?: PrepareWith): Promise<OwnedLease> {
+  const { ctx, evm } = evmRun;
+  const rec = current(ctx);
+  const run: Run = { ...evmRun, prepareWith, coveredOn: undefined };
   const fixed = fixedOwner(rec);
   if (fixed !== null) {
     const signer = evm.signers.find((s) => s.address === fixed);
@@ -64,10 +58,10 @@ export async function leaseAnOwner(
     const lease = await waitForLease(run, signer);
     // A permit that may have left keeps the reservation it was sent with; any other (none yet, one
     // prepared, one never sent) needs the amount reserved before it goes.
-    if (!savedSteps(rec).uncertain) await coverOrWait(run, signer, lease);
+    if (!rec.steps.uncertain) await coverOrWait(run, signer, lease);
     return { signer, lease };
   }
-  const order = preferSaved(evm.signers, savedSteps(rec).owner);
+  const order = preferSaved(evm.signers, rec.steps.owner);
   if (order.length === 1) {
     const signer = order[0] as EvmSigner;
     const lease = await waitForLease(run, signer);
@@ -80,19 +74,12 @@ export async function leaseAnOwner(
 /** Given the owner a waiting transfer may prepare for, what prepares its next permit (nonce-manager.ts). */
 export type PrepareWith = (signer: EvmSigner) => (nonce: bigint) => Promise<boolean>;
 
-/** One run's choice: its transfer as loaded, and the owner its balance was last reserved on. */
-type Run = {
-  readonly ctx: Ctx;
-  readonly evm: EvmDeps;
-  readonly chain: EvmChain;
-  readonly rec: TransferRecord;
-  readonly prepareWith: PrepareWith | undefined;
-  coveredOn: string | undefined;
-};
+/** One run's choice: the owner its balance was last reserved on (its transfer is the run's). */
+type Run = EvmRun & { readonly prepareWith: PrepareWith | undefined; coveredOn: string | undefined };
 
 /** The owner a permit of this transfer was ever signed by: the only one that may sign it again. */
-export function fixedOwner(rec: TransferRecord): string | null {
-  const { owner, payloadGen } = savedSteps(rec);
+export function fixedOwner(rec: RunRecord): string | null {
+  const { owner, payloadGen } = rec.steps;
   if (owner && (payloadGen ?? 0) >= 1) return checksumEvmAddress(owner);
   return null;
 }
@@ -109,7 +96,8 @@ function preferSaved(signers: readonly EvmSigner[], saved: string | null): reado
  * lease is taken, waits for the one this process's transfers wait for least.
  */
 async function chooseAmong(run: Run, order: readonly EvmSigner[]): Promise<OwnedLease> {
-  const { ctx, chain, rec } = run;
+  const { ctx, chain } = run;
+  const rec = current(ctx);
   const { nonces } = run.evm;
   const short: string[] = [];
   const busy: EvmSigner[] = [];
@@ -171,13 +159,12 @@ function spreadIndex(id: string, n: number): number {
 
 /** The owner is this transfer's from now on (until a permit is signed, another may still be chosen). */
 async function chosen(run: Run, signer: EvmSigner, lease: NonceLease): Promise<OwnedLease> {
-  const { ctx, chain, rec } = run;
-  const savedOwner = savedSteps(rec).owner;
+  const { ctx, chain } = run;
+  const savedOwner = current(ctx).steps.owner;
   const saved = savedOwner ? checksumEvmAddress(savedOwner) : undefined;
   if (saved !== signer.address) {
     // A reservation names the owner in the record itself (owner-balance.ts); without one, here.
-    if (run.coveredOn !== signer.address)
-      await ctx.deps.store.save(ctx.batchId, ctx.transferId, { owner: signer.address });
+    if (run.coveredOn !== signer.address) await saveStep(ctx, { owner: signer.address });
     ctx.report(null, `owner ${shortAddress(signer.address)} chosen on ${chain}`);
   }
   return { signer, lease };
@@ -237,7 +224,8 @@ async function coverOrWait(run: Run, signer: EvmSigner, lease: NonceLease): Prom
 }
 
 async function waitShort(run: Run, short: string[]): Promise<never> {
-  const { ctx, chain, rec } = run;
+  const { ctx, chain } = run;
+  const rec = current(ctx);
   const reason = `no owner's USDC balance on ${chain} covers ${formatUsdc(rec.amount)} USDC (${short.join('; ')}); waiting for a deposit or for payments in flight to land`;
   ctx.report('wait', reason);
   return await waitQueued(ctx, reason, jittered(ctx, SHORT_RECHECK_MS), 'balance');
@@ -248,23 +236,26 @@ async function waitShort(run: Run, short: string[]): Promise<never> {
  * when reserved (or when there is no balance to read), else why not, for the reason shown.
  */
 async function cover(run: Run, owner: string): Promise<string | null> {
-  const { ctx, evm, chain, rec } = run;
+  const { ctx, evm, chain } = run;
+  const rec = current(ctx);
   const { balances } = evm;
   if (!balances || run.coveredOn === owner) return null;
   let reading: BalanceReading | undefined;
   try {
-    reading = await readBalance(ctx, evm, chain, owner, false);
+    reading = await readBalance(run, owner, false);
     if (reading === undefined) return null;
-    const named = savedSteps(rec).owner;
+    const named = rec.steps.owner;
     let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     if (!r.ok) {
       // Short or stale on a shared reading: a fresh one decides (a deposit may have landed since).
-      reading = (await readBalance(ctx, evm, chain, owner, true)) as BalanceReading;
+      reading = (await readBalance(run, owner, true)) as BalanceReading;
       r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
     }
-    void learnMined(ctx, evm, chain, owner, balances);
+    void learnMined(run, owner, balances);
     if (r.ok) {
       run.coveredOn = owner;
+      // The reservation named the owner in the record (owner-balance.ts): the run carries it too.
+      noteWritten(ctx, { patch: { owner } });
       return null;
     }
     if (r.stale)
@@ -282,13 +273,8 @@ async function cover(run: Run, owner: string): Promise<string | null> {
  * since: it can only under-count what the owner has). Awaited only for the first reading, and when
  * `fresh` (a row found the owner short, or the reading older than one already used).
  */
-async function readBalance(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  owner: string,
-  fresh: boolean,
-): Promise<BalanceReading | undefined> {
+async function readBalance(run: EvmRun, owner: string, fresh: boolean): Promise<BalanceReading | undefined> {
+  const { ctx, evm, chain } = run;
   const cache = evm.ownerCaches.readings;
   const key = `${chain}|${owner}`;
   const hit = cache.get(key);
@@ -325,13 +311,8 @@ const RECEIPTS_PER_LOOK = 50;
  * past them drops them (their payment is in the balance then). In the background: until then they
  * only count as reserved.
  */
-async function learnMined(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  owner: string,
-  balances: OwnerBalances,
-): Promise<void> {
+async function learnMined(run: EvmRun, owner: string, balances: OwnerBalances): Promise<void> {
+  const { ctx, evm, chain } = run;
   const { lastLearned } = evm.ownerCaches;
   const key = `${chain}|${owner}`;
   const last = lastLearned.get(key) ?? 0;

@@ -1,13 +1,11 @@
 import type { EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import type { PermitPayload } from '../../service/types.ts';
-import { permitPatch, savedSteps } from '../../store/saved-steps.ts';
+import { permitPatch, type RunRecord } from '../../store/saved-steps.ts';
 import type { EvmSigner } from '../../signing/types.ts';
-import type { TransferRecord } from '../../store/transfer-record.ts';
-import { loadRecord, saveStep, type Ctx } from '../context.ts';
-import { addEvidence } from '../evidence.ts';
+import { addEvidence, current, saveStep } from '../context.ts';
+import type { EvmRun } from './owner-turn.ts';
 import { shortAddress } from '../../domain/addresses.ts';
-import type { EvmDeps } from '../pipeline-deps.ts';
 import { mayDiscardPermit } from './permit-discard.ts';
 
 /*
@@ -24,15 +22,14 @@ export const PERMIT_MIN_LIFE_MS = 60_000;
 
 const isoOfSeconds = (s: string) => new Date(Number(s) * 1000).toISOString();
 
-/** Signs a permit for `rec`'s amount with `nonce`, deadline PERMIT_DEADLINE_SECONDS from now. */
+/** Signs a permit for the transfer's amount with `nonce`, deadline PERMIT_DEADLINE_SECONDS from now. */
 export async function signPermit(
-  ctx: Ctx,
-  chain: EvmChain,
-  signer: EvmSigner,
-  rec: TransferRecord,
+  by: { readonly ctx: EvmRun['ctx']; readonly chain: EvmChain; readonly signer: EvmSigner },
   nonce: bigint,
   what: 'signed' | 'prepared',
 ): Promise<PermitPayload> {
+  const { ctx, chain, signer } = by;
+  const rec = current(ctx);
   const deadline = BigInt(Math.floor(ctx.now() / 1000) + ctx.deps.config.permitDeadlineSeconds);
   const permit = await signer.signPermit({ chain, amount: rec.amount, nonce, deadline });
   // The line reads the same either way (ops tools match it); a prepared permit says when it goes.
@@ -53,15 +50,13 @@ export async function signPermit(
  * replaced; one with this very nonce and time enough left is kept as it is.
  */
 export async function preparePermit(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  signer: EvmSigner,
+  run: EvmRun & { readonly signer: EvmSigner },
   nonce: bigint,
-): Promise<TransferRecord | undefined> {
-  const rec = await loadRecord(ctx);
+): Promise<RunRecord | undefined> {
+  const { ctx, signer } = run;
+  const rec = current(ctx);
   if (rec.state !== 'in_progress') return undefined;
-  const steps = savedSteps(rec);
+  const { steps } = rec;
   if (steps.uncertain || steps.sendState === 'sending' || steps.refusal) return undefined;
   const saved = steps.permit;
   if (saved && BigInt(saved.nonce) === nonce && saved.owner === signer.address) {
@@ -69,14 +64,13 @@ export async function preparePermit(
   }
   if (saved) {
     // Not over a permit the chain may have executed: the lease's turn settles that (evm-flow.ts).
-    if (BigInt(saved.nonce) !== nonce && !(await mayDiscardPermit(ctx, evm, chain, steps, saved)).discard)
-      return undefined;
+    if (BigInt(saved.nonce) !== nonce && !(await mayDiscardPermit(run, saved)).discard) return undefined;
     await addEvidence(
       ctx,
       `discarded unsent permit with nonce ${saved.nonce} (preparing one with nonce ${nonce})`,
     );
   }
-  const permit = await signPermit(ctx, chain, signer, rec, nonce, 'prepared');
+  const permit = await signPermit(run, nonce, 'prepared');
   const gen = (steps.payloadGen ?? 0) + 1;
-  return await saveStep(ctx, rec, permitPatch(permit, gen, ctx.now()));
+  return await saveStep(ctx, permitPatch(permit, gen, ctx.now()));
 }

@@ -1,12 +1,11 @@
 import type { EvmChain } from '../../domain/chains.ts';
 import { errorMessage } from '../../domain/errors.ts';
-import type { NonceDoubt, NonceLease, NonceReading } from '../../signing/types.ts';
-import type { TransferRecord } from '../../store/transfer-record.ts';
-import { jittered, otherTransfer, wait, type Ctx } from '../context.ts';
+import type { NonceDoubt, NonceReading } from '../../signing/types.ts';
+import { addEvidence, jittered, otherTransfer, wait } from '../context.ts';
 import { settleUnusedPermit } from './evm-settle-review.ts';
-import { addEvidence } from '../evidence.ts';
 import { pastDeadline } from '../outcomes.ts';
-import type { EvmDeps, NonceSettleOutcome } from '../pipeline-deps.ts';
+import type { NonceSettleOutcome } from '../pipeline-deps.ts';
+import type { OwnerTurn } from './owner-turn.ts';
 
 /*
  * What happens after the service refused the FIRST send of a permit: the one place that decides.
@@ -87,14 +86,9 @@ export function isAsNewAs(reading: NonceReading, atMs: number): boolean {
 }
 
 /** Re-reads nonces(owner) at the RPC's head block until a reading decides, or the window is over. */
-async function watchChain(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  owner: string,
-  lease: NonceLease,
-  refusal: Refusal,
-): Promise<Watch> {
+async function watchChain(turn: OwnerTurn, refusal: Refusal): Promise<Watch> {
+  const { ctx, evm, chain, lease } = turn;
+  const owner = turn.signer.address;
   const end = refusal.at + ctx.policy.nonceSettleWindowMs;
   let pause = FIRST_READ_MS;
   let extendedAt = -Infinity;
@@ -134,38 +128,25 @@ async function watchChain(
 }
 
 /** The chain settles the refusal of our permit at `refusal.nonce`; see the rules above. */
-export async function afterRefusedPermit(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  owner: string,
-  lease: NonceLease,
-  rec: TransferRecord,
-  refusal: Refusal,
-): Promise<RefusalVerdict> {
-  const watch = await watchChain(ctx, evm, chain, owner, lease, refusal);
+export async function afterRefusedPermit(turn: OwnerTurn, refusal: Refusal): Promise<RefusalVerdict> {
+  const { ctx, chain, lease } = turn;
+  const owner = turn.signer.address;
+  const watch = await watchChain(turn, refusal);
   const waitedMs = Math.max(0, ctx.now() - refusal.at);
-  const settled = (outcome: NonceSettleOutcome) => ctx.deps.metrics?.nonceSettled(chain, outcome, waitedMs);
-  const facts = { chain, owner, nonce: refusal.nonce.toString(), waitedMs };
+  const settling: Settling = {
+    facts: { chain, owner, nonce: refusal.nonce.toString(), waitedMs },
+    settled: (outcome) => ctx.deps.metrics?.nonceSettled(chain, outcome, waitedMs),
+  };
+  const { facts, settled } = settling;
   switch (watch.kind) {
     case 'no_rpc':
       await lease.release();
       settled('final');
       return { kind: 'final', note: ' (no RPC for this chain to tell whether the nonce was used elsewhere)' };
     case 'moved':
-      return await signedElsewhere(ctx, lease, refusal, watch.reading, facts, settled);
+      return await signedElsewhere(turn, refusal, watch.reading, settling);
     case 'below':
-      return await belowPresumedUsed(
-        ctx,
-        evm,
-        chain,
-        owner,
-        lease,
-        watch.reading,
-        watch.doubts,
-        facts,
-        settled,
-      );
+      return await belowPresumedUsed(turn, watch.reading, watch.doubts, settling);
     case 'at_ours':
       await lease.release();
       settled('final');
@@ -178,7 +159,7 @@ export async function afterRefusedPermit(
         { ...facts, chainNonce: watch.reading?.nonce.toString(), rpcError: watch.error },
         'the chain could not tell why a permit was refused',
       );
-      if (pastDeadline(ctx, rec)) {
+      if (pastDeadline(ctx)) {
         await lease.release();
         return {
           kind: 'final',
@@ -199,15 +180,17 @@ export async function afterRefusedPermit(
 
 type Facts = { chain: EvmChain; owner: string; nonce: string; waitedMs: number };
 
+/** What a refusal's settling logs and counts: its facts, and the metric of its outcome. */
+type Settling = { readonly facts: Facts; readonly settled: (o: NonceSettleOutcome) => void };
+
 /** Rule 1: the chain's nonce moved past ours. */
 async function signedElsewhere(
-  ctx: Ctx,
-  lease: NonceLease,
+  turn: OwnerTurn,
   refusal: Refusal,
   reading: NonceReading,
-  facts: Facts,
-  settled: (o: NonceSettleOutcome) => void,
+  { facts, settled }: Settling,
 ): Promise<RefusalVerdict> {
+  const { ctx, lease } = turn;
   await lease.moveTo(reading.nonce);
   settled('moved');
   ctx.log.warn(
@@ -228,27 +211,24 @@ async function signedElsewhere(
 
 /** Rule 2: the chain is below our nonce, behind permits presumed used. */
 async function belowPresumedUsed(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  owner: string,
-  lease: NonceLease,
+  turn: OwnerTurn,
   reading: NonceReading,
   doubts: readonly NonceDoubt[],
-  facts: Facts,
-  settled: (o: NonceSettleOutcome) => void,
+  settling: Settling,
 ): Promise<RefusalVerdict> {
+  const { ctx, evm, chain, lease } = turn;
+  const owner = turn.signer.address;
+  const { facts, settled } = settling;
   const live = doubts.filter((d) => d.deadline >= reading.block.timestamp);
   const chainNonce = reading.nonce;
   if (live.length === 0) {
     for (const d of doubts) {
       const [batchId = '', transferId = ''] = d.holder.split('/');
-      await settleUnusedPermit(otherTransfer(ctx, batchId, transferId), evm, chain, owner, d, reading);
+      await settleUnusedPermit({ ...turn, ctx: otherTransfer(ctx, batchId, transferId), owner }, d, reading);
     }
     // Recorded while we looked (a transfer the queue gave up on): judge those too before signing.
     const left = await evm.nonces.doubts(chain, owner, chainNonce);
-    if (left.length > 0)
-      return await belowPresumedUsed(ctx, evm, chain, owner, lease, reading, left, facts, settled);
+    if (left.length > 0) return await belowPresumedUsed(turn, reading, left, settling);
     await lease.moveTo(chainNonce);
     settled('rewound');
     ctx.log.warn(

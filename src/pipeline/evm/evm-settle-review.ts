@@ -1,13 +1,12 @@
-import { isEvmChain, type EvmChain } from '../../domain/chains.ts';
+import { isEvmChain } from '../../domain/chains.ts';
 import { errorMessage } from '../../domain/errors.ts';
 import type { PermitPayload } from '../../service/types.ts';
 import type { NonceDoubt, NonceReading } from '../../signing/types.ts';
-import { savedSteps } from '../../store/saved-steps.ts';
-import type { TransferRecord } from '../../store/transfer-record.ts';
-import { jittered, Later, type Ctx } from '../context.ts';
-import { addEvidence } from '../evidence.ts';
+import type { RunRecord } from '../../store/saved-steps.ts';
+import { addEvidence, jittered, Later, saveStep, type Ctx } from '../context.ts';
 import { settleReview } from '../outcomes.ts';
-import type { EvmDeps, StepOutcome } from '../pipeline-deps.ts';
+import type { StepOutcome } from '../pipeline-deps.ts';
+import type { EvmRun } from './owner-turn.ts';
 
 /*
  * EVM `needs_review` settled from the chain. A permit executes only in a block whose timestamp is
@@ -37,12 +36,8 @@ function describeBlock(reading: NonceReading): string {
  * sign a new permit, and a head block a reorganisation replaces may lack a permit that executed.
  * Undefined without RPC.
  */
-async function readPastDeadline(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  permit: PermitPayload,
-): Promise<NonceReading | undefined> {
+async function readPastDeadline(run: EvmRun, permit: PermitPayload): Promise<NonceReading | undefined> {
+  const { ctx, evm, chain } = run;
   let reading: NonceReading | undefined;
   try {
     reading = await evm.chain.permitNonceAtHead(chain, permit.owner, 'finalized');
@@ -66,27 +61,23 @@ async function readPastDeadline(
   return reading;
 }
 
-export async function settleEvmReview(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  permit: PermitPayload,
-): Promise<StepOutcome> {
-  const reading = await readPastDeadline(ctx, evm, chain, permit);
+export async function settleEvmReview(run: EvmRun, permit: PermitPayload): Promise<StepOutcome> {
+  const { ctx, evm, chain } = run;
+  const reading = await readPastDeadline(run, permit);
   if (reading === undefined) {
     await addEvidence(ctx, 'cannot settle automatically: no RPC for this chain');
-    await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
+    await saveStep(ctx, { settled: true });
     return { kind: 'done', state: 'needs_review' };
   }
   const doubt = doubtOf(ctx.batchId, ctx.transferId, permit);
   if (reading.nonce <= doubt.nonce)
-    return await settleUnusedPermit(ctx, evm, chain, permit.owner, doubt, reading);
+    return await settleUnusedPermit({ ...run, owner: permit.owner }, doubt, reading);
   await addEvidence(
     ctx,
     `at ${describeBlock(reading)}, past the permit deadline, the chain's nonce is ${reading.nonce} > ${permit.nonce}: the nonce was used`,
   );
   await evm.nonces.settleDoubt(chain, permit.owner, doubt, { used: true });
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: 1 });
+  await saveStep(ctx, { settled: true });
   return { kind: 'done', state: 'needs_review' };
 }
 
@@ -94,14 +85,14 @@ export async function settleEvmReview(
  * The transfer left `needs_review` another way (an operator's `resolve`) before its settle job ran:
  * its permit leaves the pool's review set once a block past its deadline says whether it was used.
  */
-export async function forgetResolvedPermit(ctx: Ctx, rec: TransferRecord): Promise<void> {
-  const { permit } = savedSteps(rec);
+export async function forgetResolvedPermit(ctx: Ctx, rec: RunRecord): Promise<void> {
+  const { permit } = rec.steps;
   const { evm } = ctx.deps;
   if (!permit || !isEvmChain(rec.from) || !evm) return;
   const doubt = doubtOf(ctx.batchId, ctx.transferId, permit);
   const listed = await evm.nonces.doubts(rec.from, permit.owner, doubt.nonce);
   if (!listed.some((d) => d.holder === doubt.holder && d.deadline === doubt.deadline)) return;
-  const reading = await readPastDeadline(ctx, evm, rec.from, permit);
+  const reading = await readPastDeadline({ ctx, evm, chain: rec.from }, permit);
   if (reading === undefined) return;
   await evm.nonces.settleDoubt(
     rec.from,
@@ -118,20 +109,20 @@ export async function forgetResolvedPermit(ctx: Ctx, rec: TransferRecord): Promi
  * never be read later as "the transfer in review was paid".
  */
 export async function settleUnusedPermit(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  owner: string,
+  run: EvmRun & { readonly owner: string },
   doubt: NonceDoubt,
   reading: NonceReading,
 ): Promise<StepOutcome> {
+  const { ctx, evm, chain, owner } = run;
   await addEvidence(
     ctx,
     `at ${describeBlock(reading)}, past the permit deadline, the chain's nonce is ${reading.nonce} (permit nonce ${doubt.nonce}): the permit never executed`,
   );
   const out = await settleReview(ctx, 'failed', {
-    error_code: 'expired_unused',
-    error_message: `the permit expired unused (chain nonce ${reading.nonce} ≤ ${doubt.nonce} at block ${reading.block.number}); safe to retry`,
+    error: {
+      code: 'expired_unused',
+      message: `the permit expired unused (chain nonce ${reading.nonce} ≤ ${doubt.nonce} at block ${reading.block.number}); safe to retry`,
+    },
   });
   await evm.nonces.settleDoubt(chain, owner, doubt, { used: false, chainNonce: reading.nonce });
   return out;

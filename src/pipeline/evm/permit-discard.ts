@@ -1,8 +1,6 @@
-import type { EvmChain } from '../../domain/chains.ts';
 import type { PermitPayload } from '../../service/types.ts';
-import type { SavedSteps } from '../../store/saved-steps.ts';
-import { Later, jittered, type Ctx } from '../context.ts';
-import type { EvmDeps } from '../pipeline-deps.ts';
+import { current, jittered, Later } from '../context.ts';
+import type { EvmRun } from './owner-turn.ts';
 
 /*
  * README "Replicated Redis": a saved permit is never taken for unsent while the chain shows its
@@ -23,15 +21,10 @@ export type DiscardVerdict =
  * `used` set, written only after such an acceptance). A chain without RPC says nothing: the record
  * alone decides, as before. A failed read waits (the run comes back to ask again).
  */
-export async function mayDiscardPermit(
-  ctx: Ctx,
-  evm: EvmDeps,
-  chain: EvmChain,
-  steps: SavedSteps,
-  permit: PermitPayload,
-): Promise<DiscardVerdict> {
+export async function mayDiscardPermit(run: EvmRun, permit: PermitPayload): Promise<DiscardVerdict> {
+  const { ctx, evm, chain } = run;
   const nonce = BigInt(permit.nonce);
-  if (steps.refusal?.nonce === nonce) return { discard: true };
+  if (current(ctx).steps.refusal?.nonce === nonce) return { discard: true };
   let reading;
   try {
     reading = await evm.chain.permitNonceAtHead(chain, permit.owner);

@@ -13,7 +13,7 @@
     ARGV[1] the run's lock token
     ARGV[2] '' not to report the primary's replicas; else what the caller last learnt of the
             primary, "<id>|<most>", or '?' for nothing
-    ARGV[3..] field/value pairs
+    ARGV[3..] field/value pairs; an empty value deletes the field (a cleared step)
 
   Output:
     {0} the lock is not the run's: nothing written
@@ -21,7 +21,17 @@
 ]]
 --- @include "primary-replicas"
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+local sets, gone = {}, {}
+for i = 3, #ARGV, 2 do
+  if ARGV[i + 1] == '' then
+    gone[#gone + 1] = ARGV[i]
+  else
+    sets[#sets + 1] = ARGV[i]
+    sets[#sets + 1] = ARGV[i + 1]
+  end
+end
+if #sets > 0 then redis.call('HSET', KEYS[1], unpack(sets)) end
+if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 if ARGV[2] == '' then return {1, '', 0} end
 local id, most = primaryReplicas(KEYS[3], ARGV[2], true)
 return {1, id, most}
