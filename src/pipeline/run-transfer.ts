@@ -42,9 +42,15 @@ export async function runTransfer(
   deps: PipelineDeps,
   batchId: string,
   transferId: string,
-  signal: AbortSignal = new AbortController().signal,
-  options: { settleOnly?: boolean; report?: StepReporter } = {},
+  options: {
+    /** Aborted when the worker shuts down: the run stops at its next wait, its steps saved. */
+    readonly signal?: AbortSignal;
+    /** A settle job: only a needs_review payload is looked at again. */
+    readonly settleOnly?: boolean;
+    readonly report?: StepReporter;
+  } = {},
 ): Promise<StepOutcome> {
+  const signal = options.signal ?? new AbortController().signal;
   const lockLost = new AbortController();
   const token = randomUUID();
   const lock = { token, released: false };
@@ -54,9 +60,7 @@ export async function runTransfer(
     { token, ttlMs: LOCK_TTL_MS },
     !options.settleOnly,
   );
-  if (!taken.locked) {
-    return { kind: 'later', delayMs: 1_000, reason: 'another job is processing this transfer', wait: 'lock' };
-  }
+  if (!taken.locked) return laterOf(new Later(1_000, 'another job is processing this transfer', 'lock'));
   const ctx: Ctx = {
     deps,
     policy: deps.policy ?? DEFAULT_POLICY,
@@ -92,15 +96,18 @@ export async function runTransfer(
     }
     return withRecord(ctx, await step(ctx, taken.paused));
   } catch (err) {
-    if (err instanceof Later) {
-      return { kind: 'later', delayMs: err.delayMs, reason: err.reason, wait: err.kind };
-    }
+    if (err instanceof Later) return laterOf(err);
     throw err;
   } finally {
     clearInterval(renew);
     // A run that made its transfer final freed the lock in that transition (outcomes.ts).
     if (!lock.released) await deps.store.unlock(batchId, transferId, token).catch(() => {});
   }
+}
+
+/** A step that said "wait" (threw Later, the pipeline's one way to say it), as the run's outcome. */
+function laterOf(err: Later): StepOutcome {
+  return { kind: 'later', delayMs: err.delayMs, reason: err.reason, wait: err.kind };
 }
 
 /**

@@ -109,7 +109,7 @@ export function createIntentFollower(deps: FollowerDeps) {
     concurrency: POLL_CONCURRENCY,
     claim: (now, limit) => {
       forgetStaleWaits(f, now);
-      return claimDueIntents(deps.redis, deps.prefix, now, timing.claimLeaseMs, limit);
+      return claimDueIntents(deps.redis, deps.prefix, now, { leaseMs: timing.claimLeaseMs, limit });
     },
     handle: (intent) => pollIntent(f, intent),
     release: (intents) => releaseClaims(deps.redis, deps.prefix, intents, Date.now()),

@@ -52,7 +52,8 @@ export async function processTransferJob(
   const reporter = createJobReporter(job, jobReportSink(deps.redis, job), deps.logger);
   let out: StepOutcome;
   try {
-    out = await runTransfer(deps.pipeline, data.batchId, data.transferId, deps.shutdown, {
+    out = await runTransfer(deps.pipeline, data.batchId, data.transferId, {
+      signal: deps.shutdown,
       settleOnly: isSettleJob(job.name),
       report: reporter.report,
     });

@@ -239,7 +239,7 @@ async function call<T>(c: Client, spec: CallSpec<T>): Promise<T> {
   if (c.deps.beforeRequest) await c.deps.beforeRequest();
   const started = performance.now();
   const done = (outcome: CallOutcome, status: number | null, extra: Record<string, unknown> = {}) =>
-    reportCall(c, spec, performance.now() - started, outcome, status, extra);
+    reportCall(c, spec, { elapsedMs: performance.now() - started, outcome, status, extra });
   let raw: RawResult;
   try {
     raw = await request(c, spec);
@@ -277,11 +277,14 @@ async function call<T>(c: Client, spec: CallSpec<T>): Promise<T> {
 function reportCall(
   c: Client,
   spec: CallSpec<unknown>,
-  elapsedMs: number,
-  outcome: CallOutcome,
-  status: number | null,
-  extra: Record<string, unknown>,
+  call: {
+    readonly elapsedMs: number;
+    readonly outcome: CallOutcome;
+    readonly status: number | null;
+    readonly extra: Record<string, unknown>;
+  },
 ): void {
+  const { elapsedMs, outcome, status, extra } = call;
   const ms = Math.round(elapsedMs);
   c.deps.onCall?.(spec.operation, outcome, ms);
   const entry = {

@@ -60,10 +60,10 @@ export async function claimDueIntents(
   redis: Redis,
   prefix: string,
   now: number,
-  leaseMs: number,
-  limit: number,
+  claim: { readonly leaseMs: number; readonly limit: number },
 ): Promise<FollowedIntent[]> {
-  const members = (await runScript(redis, CLAIM, [keys(prefix).follow], [now, leaseMs, limit])) as string[];
+  const args = [now, claim.leaseMs, claim.limit];
+  const members = (await runScript(redis, CLAIM, [keys(prefix).follow], args)) as string[];
   const out: FollowedIntent[] = [];
   for (const member of members) {
     const parsed = parseFollowMember(member);

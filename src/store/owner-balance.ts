@@ -73,11 +73,10 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
     async reserve(
       chain: EvmChain,
       owner: string,
-      holder: string,
-      amount: bigint,
+      claim: { readonly holder: string; readonly amount: bigint; readonly named: string | null },
       reading: BalanceReading,
-      named: string | null,
     ): Promise<ReserveResult> {
+      const { holder, amount, named } = claim;
       const args = [holder, amount.toString(), reading.balance.toString(), reading.block.toString(), owner];
       const ks = [key(chain, owner), recordKey(holder), key(chain, named ?? owner)];
       const r = (await runScript(redis, RESERVE, ks, args)) as [number, string?];
@@ -98,10 +97,9 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
       chain: EvmChain,
       owner: string,
       holder: string,
-      txHash: string,
-      block: bigint,
+      mined: { readonly txHash: string; readonly block: bigint },
     ): Promise<void> {
-      await runScript(redis, NOTE_MINED, [key(chain, owner)], [holder, txHash, block.toString()]);
+      await runScript(redis, NOTE_MINED, [key(chain, owner)], [holder, mined.txHash, mined.block.toString()]);
     },
     /** Drops `holder`'s reservation on `owner`: its permit died, or it was never sent. */
     async release(chain: EvmChain, owner: string, holder: string): Promise<void> {

@@ -2,6 +2,9 @@ import type { Redis } from 'ioredis';
 import type { TransferState } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 
+/** Transfers per page (one ZRANGEBYSCORE and one pipeline of HMGETs). */
+const PAGE_SIZE = 1000;
+
 type QueuedTransfer = { readonly id: string; readonly values: readonly (string | null)[] };
 
 /**
@@ -14,20 +17,18 @@ export function queuedTransfers(
   prefix: string,
   batchId: string,
   fields: readonly string[],
-  pageSize = 1000,
 ): AsyncGenerator<QueuedTransfer[]> {
-  return transfersInState(redis, prefix, batchId, 'queued', fields, pageSize);
+  return transfersInState(redis, prefix, { batchId, state: 'queued' }, fields);
 }
 
 /** The batch's transfers in `state`, a page at a time in line order (see queuedTransfers). */
 export async function* transfersInState(
   redis: Redis,
   prefix: string,
-  batchId: string,
-  state: TransferState,
+  where: { readonly batchId: string; readonly state: TransferState },
   fields: readonly string[],
-  pageSize = 1000,
 ): AsyncGenerator<QueuedTransfer[]> {
+  const { batchId, state } = where;
   const k = keys(prefix);
   let after = '-inf';
   for (;;) {
@@ -38,7 +39,7 @@ export async function* transfersInState(
       'WITHSCORES',
       'LIMIT',
       0,
-      pageSize,
+      PAGE_SIZE,
     );
     if (page.length === 0) return;
     const pipe = redis.pipeline();
@@ -52,7 +53,7 @@ export async function* transfersInState(
       if (err) throw err;
       return { id: ids[i] as string, values: values as (string | null)[] };
     });
-    if (page.length < pageSize * 2) return;
+    if (page.length < PAGE_SIZE * 2) return;
     after = `(${page[page.length - 1] as string}`;
   }
 }

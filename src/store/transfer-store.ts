@@ -59,6 +59,9 @@ export type TakenTransfer =
 
 export type TransferStore = ReturnType<typeof createTransferStore>;
 
+/** Which transfer a function of this file reads or writes. */
+type TransferAt = { readonly batchId: string; readonly transferId: string };
+
 /** A store's state: its Redis, its keys and clock. */
 type Store = {
   readonly redis: Redis;
@@ -77,48 +80,48 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
   };
   return {
     keys: s.k,
-    load: (batchId: string, transferId: string) => loadTransfer(s, batchId, transferId),
+    load: (batchId: string, transferId: string) => loadTransfer(s, { batchId, transferId }),
     /** The record with its saved steps parsed (RunRecord), for a step outside a run (abandon.ts). */
     loadRun: async (batchId: string, transferId: string) => {
-      const rec = await loadTransfer(s, batchId, transferId);
+      const rec = await loadTransfer(s, { batchId, transferId });
       return rec && runRecordOf(rec);
     },
     save: (batchId: string, transferId: string, patch: StepsPatch) =>
-      saveSteps(s, batchId, transferId, patch),
+      saveSteps(s, { batchId, transferId }, patch),
     saveFenced: (batchId: string, transferId: string, patch: StepsPatch, token: string) =>
-      saveFenced(s, batchId, transferId, patch, token),
+      saveFenced(s, { batchId, transferId }, patch, token),
     appendEvidence: (batchId: string, transferId: string, line: string, at: number) =>
-      appendEvidence(s, batchId, transferId, line, at),
+      appendEvidence(s, { batchId, transferId }, line, at),
     fencedSaveCall: (
       batchId: string,
       transferId: string,
       patch: StepsPatch,
       fence: { readonly token: string; readonly known: string },
-    ) => fencedSaveCall(s, batchId, transferId, patch, fence),
+    ) => fencedSaveCall(s, { batchId, transferId }, patch, fence),
     lock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
-      lockTransfer(s, batchId, transferId, token, ttlMs),
+      lockTransfer(s, { batchId, transferId }, token, ttlMs),
     take: (batchId: string, transferId: string, lock: { token: string; ttlMs: number }, move: boolean) =>
-      takeTransfer(s, batchId, transferId, lock, move),
+      takeTransfer(s, { batchId, transferId }, lock, move),
     relock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
-      relockTransfer(s, batchId, transferId, token, ttlMs),
+      relockTransfer(s, { batchId, transferId }, token, ttlMs),
     unlock: (batchId: string, transferId: string, token: string) =>
-      unlockTransfer(s, batchId, transferId, token),
+      unlockTransfer(s, { batchId, transferId }, token),
     incr: (batchId: string, transferId: string, field: TransferCounter, by = 1) =>
-      incrCounter(s, batchId, transferId, field, by),
+      incrCounter(s, { batchId, transferId }, field, by),
     saveEstimate: (
       batchId: string,
       transferId: string,
       fee: { total: bigint; platform: bigint; gas: bigint },
       netReceive: bigint,
-    ) => saveEstimate(s, batchId, transferId, fee, netReceive),
+    ) => saveEstimate(s, { batchId, transferId }, fee, netReceive),
     saveIntentStatus: (
       batchId: string,
       transferId: string,
       intentId: string,
       said: { status: string } | { untracked: true },
-    ) => saveIntentStatus(s, batchId, transferId, intentId, said),
+    ) => saveIntentStatus(s, { batchId, transferId }, intentId, said),
     transition: (batchId: string, transferId: string, change: TransitionChange) =>
-      transition(s, batchId, transferId, change),
+      transition(s, { batchId, transferId }, change),
   };
 }
 
@@ -133,11 +136,8 @@ const moveKeys = (s: Store, batchId: string, transferId: string): string[] => [
   lockKey(s, batchId, transferId),
 ];
 
-async function loadTransfer(
-  s: Store,
-  batchId: string,
-  transferId: string,
-): Promise<TransferRecord | undefined> {
+async function loadTransfer(s: Store, at: TransferAt): Promise<TransferRecord | undefined> {
+  const { batchId, transferId } = at;
   const raw = await s.redis.hgetall(s.k.transfer(batchId, transferId));
   return parseTransferRecord(batchId, raw);
 }
@@ -146,7 +146,8 @@ async function loadTransfer(
  * Writes saved-step fields (no state change), deleting the cleared ones (a counter such as
  * `ambiguous` must never be left an empty string: HINCRBY refuses it). One atomic MULTI.
  */
-async function saveSteps(s: Store, batchId: string, transferId: string, patch: StepsPatch): Promise<void> {
+async function saveSteps(s: Store, at: TransferAt, patch: StepsPatch): Promise<void> {
+  const { batchId, transferId } = at;
   const key = s.k.transfer(batchId, transferId);
   const sets: string[] = [];
   const gone: string[] = [];
@@ -170,11 +171,11 @@ async function saveSteps(s: Store, batchId: string, transferId: string, patch: S
  */
 function fencedSaveCall(
   s: Store,
-  batchId: string,
-  transferId: string,
+  at: TransferAt,
   patch: StepsPatch,
   fence: { readonly token: string; readonly known: string },
 ): ScriptCall {
+  const { batchId, transferId } = at;
   const flat: string[] = [];
   for (const [f, v] of Object.entries(fieldsOf(patch))) flat.push(f, v);
   flat.push('updated_at', String(s.now()));
@@ -194,14 +195,8 @@ export function fencedSaveOf(reply: unknown): FencedSave {
 }
 
 /** Writes saved-step fields only while `token` holds the transfer's processing lock (one script). */
-async function saveFenced(
-  s: Store,
-  batchId: string,
-  transferId: string,
-  patch: StepsPatch,
-  token: string,
-): Promise<FencedSave> {
-  const call = fencedSaveCall(s, batchId, transferId, patch, { token, known: '' });
+async function saveFenced(s: Store, at: TransferAt, patch: StepsPatch, token: string): Promise<FencedSave> {
+  const call = fencedSaveCall(s, at, patch, { token, known: '' });
   return fencedSaveOf(await runScript(s.redis, call.script, call.keys, call.args));
 }
 
@@ -209,13 +204,8 @@ async function saveFenced(
  * Exclusive processing of one transfer, whatever job runs it (a stalled job's second run, a retry
  * round, a settle job): `SET NX PX` with a token (see LOCK). Returns false when another holds it.
  */
-async function lockTransfer(
-  s: Store,
-  batchId: string,
-  transferId: string,
-  token: string,
-  ttlMs: number,
-): Promise<boolean> {
+async function lockTransfer(s: Store, at: TransferAt, token: string, ttlMs: number): Promise<boolean> {
+  const { batchId, transferId } = at;
   return (await runScript(s.redis, LOCK, [lockKey(s, batchId, transferId)], [token, ttlMs])) === 1;
 }
 
@@ -234,11 +224,11 @@ function parseFlat(batchId: string, flat: unknown): TransferRecord | undefined {
  */
 async function takeTransfer(
   s: Store,
-  batchId: string,
-  transferId: string,
+  at: TransferAt,
   lock: { token: string; ttlMs: number },
   move: boolean,
 ): Promise<TakenTransfer> {
+  const { batchId, transferId } = at;
   const res = (await runScript(
     s.redis,
     TAKE,
@@ -261,7 +251,7 @@ async function takeTransfer(
   } catch (err) {
     // A damaged saved permit (InvalidSavedPermitError): nothing may be assumed; the run does not
     // go on, and the lock it took goes back.
-    await unlockTransfer(s, batchId, transferId, lock.token).catch(() => {});
+    await unlockTransfer(s, at, lock.token).catch(() => {});
     throw err;
   }
 }
@@ -270,49 +260,35 @@ async function takeTransfer(
  * Appends a line, stamped with `at`, to the transfer's evidence (its newest EVIDENCE_LINES kept), in
  * one step: nothing reads the list first, so a line of another writer is never lost.
  */
-async function appendEvidence(
-  s: Store,
-  batchId: string,
-  transferId: string,
-  line: string,
-  at: number,
-): Promise<void> {
-  const stamped = `${new Date(at).toISOString()} ${clipEvidenceLine(line)}`;
+async function appendEvidence(s: Store, at: TransferAt, line: string, when: number): Promise<void> {
+  const { batchId, transferId } = at;
+  const stamped = `${new Date(when).toISOString()} ${clipEvidenceLine(line)}`;
   await runScript(s.redis, APPEND_EVIDENCE, [s.k.transfer(batchId, transferId)], [stamped, EVIDENCE_LINES]);
 }
 
 /** Extends the lock if still ours; false when it was lost. */
-async function relockTransfer(
-  s: Store,
-  batchId: string,
-  transferId: string,
-  token: string,
-  ttlMs: number,
-): Promise<boolean> {
+async function relockTransfer(s: Store, at: TransferAt, token: string, ttlMs: number): Promise<boolean> {
+  const { batchId, transferId } = at;
   return (await runScript(s.redis, RELOCK, [lockKey(s, batchId, transferId)], [token, ttlMs])) === 1;
 }
 
-async function unlockTransfer(s: Store, batchId: string, transferId: string, token: string): Promise<void> {
+async function unlockTransfer(s: Store, at: TransferAt, token: string): Promise<void> {
+  const { batchId, transferId } = at;
   await runScript(s.redis, UNLOCK, [lockKey(s, batchId, transferId)], [token]);
 }
 
-async function incrCounter(
-  s: Store,
-  batchId: string,
-  transferId: string,
-  field: TransferCounter,
-  by: number,
-): Promise<number> {
+async function incrCounter(s: Store, at: TransferAt, field: TransferCounter, by: number): Promise<number> {
+  const { batchId, transferId } = at;
   return await s.redis.hincrby(s.k.transfer(batchId, transferId), field, by);
 }
 
 async function saveEstimate(
   s: Store,
-  batchId: string,
-  transferId: string,
+  at: TransferAt,
   fee: { total: bigint; platform: bigint; gas: bigint },
   netReceive: bigint,
 ): Promise<void> {
+  const { batchId, transferId } = at;
   await runScript(
     s.redis,
     SAVE_ESTIMATE,
@@ -337,11 +313,11 @@ export function withEstimate(
  */
 async function saveIntentStatus(
   s: Store,
-  batchId: string,
-  transferId: string,
+  at: TransferAt,
   intentId: string,
   said: { status: string } | { untracked: true },
 ): Promise<boolean> {
+  const { batchId, transferId } = at;
   const status = 'status' in said ? said.status : '';
   const untracked = 'untracked' in said ? '1' : '';
   const res = await runScript(
@@ -369,12 +345,8 @@ export type TransitionChange = {
 };
 
 /** Moves the transfer (see TRANSITION): its previous state, or why it did not move. */
-async function transition(
-  s: Store,
-  batchId: string,
-  transferId: string,
-  change: TransitionChange,
-): Promise<TransitionResult> {
+async function transition(s: Store, at: TransferAt, change: TransitionChange): Promise<TransitionResult> {
+  const { batchId, transferId } = at;
   const pairs: string[] = [];
   for (const [f, v] of Object.entries(fieldsOf(change.fields ?? {}))) pairs.push(f, v);
   const result = (await runScript(s.redis, TRANSITION, moveKeys(s, batchId, transferId), [

@@ -67,7 +67,7 @@ export async function movingTransfers(redis: Redis, prefix: string): Promise<Mov
     });
     for (const batchId of open) {
       for (const state of MOVING_STATES) {
-        for await (const page of transfersInState(redis, prefix, batchId, state, FIELDS)) {
+        for await (const page of transfersInState(redis, prefix, { batchId, state }, FIELDS)) {
           for (const { id, values } of page) {
             const t = moving(batchId, id, state, values);
             if (t) out.push(t);
@@ -121,10 +121,9 @@ export async function noteRebalanceBatch(
   redis: Redis,
   prefix: string,
   policy: string,
-  batchId: string,
-  now: number,
+  batch: { readonly id: string; readonly at: number },
 ): Promise<void> {
-  await redis.hset(runKey(prefix, policy), { last_batch: batchId, last_at: String(now) });
+  await redis.hset(runKey(prefix, policy), { last_batch: batch.id, last_at: String(batch.at) });
 }
 
 /**

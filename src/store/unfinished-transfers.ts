@@ -50,7 +50,7 @@ export async function* unfinishedTransfers(
     });
     for (const batchId of open) {
       for (const state of ['queued', 'in_progress'] as const) {
-        for await (const page of transfersInState(redis, prefix, batchId, state, FIELDS)) {
+        for await (const page of transfersInState(redis, prefix, { batchId, state }, FIELDS)) {
           const quiet = page.flatMap(({ id, values }) => {
             const t = unfinished(batchId, id, values);
             return t && options.now - t.updatedAt >= options.quietMs ? [t] : [];

@@ -237,7 +237,7 @@ export async function runRebalance(
       },
     );
     if (outcome.status === 'enqueued')
-      await noteRebalanceBatch(deps.redis, deps.prefix, policy.name, batchId, now());
+      await noteRebalanceBatch(deps.redis, deps.prefix, policy.name, { id: batchId, at: now() });
     deps.logger?.info(
       {
         policy: policy.name,

@@ -41,7 +41,7 @@ describe('owner balance reservations', () => {
     const reading = { balance: 100n * USDC, block: 5n };
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        (i % 2 ? x : y)!.reserve('BASE', A, `bt/${i}`, 10n * USDC, reading, null),
+        (i % 2 ? x : y)!.reserve('BASE', A, { holder: `bt/${i}`, amount: 10n * USDC, named: null }, reading),
       ),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(10);
@@ -51,7 +51,9 @@ describe('owner balance reservations', () => {
     const okIndex = results.findIndex((r) => r.ok);
     expect(await a.hget(keys(prefix()).transfer('bt', String(okIndex)), 'owner')).toBe(A);
     // A re-run of a reserved row is not counted twice.
-    expect(await x!.reserve('BASE', A, `bt/${okIndex}`, 10n * USDC, reading, A)).toEqual({ ok: true });
+    expect(
+      await x!.reserve('BASE', A, { holder: `bt/${okIndex}`, amount: 10n * USDC, named: A }, reading),
+    ).toEqual({ ok: true });
     expect((await x!.pending('BASE', A)).length).toBe(10);
   });
 
@@ -59,31 +61,53 @@ describe('owner balance reservations', () => {
     n++;
     const ob = createOwnerBalances({ redis: a, prefix: prefix() });
     expect(
-      await ob.reserve('ARB', A, 'bt/1', 60n * USDC, { balance: 100n * USDC, block: 10n }, null),
+      await ob.reserve(
+        'ARB',
+        A,
+        { holder: 'bt/1', amount: 60n * USDC, named: null },
+        { balance: 100n * USDC, block: 10n },
+      ),
     ).toEqual({ ok: true });
     await ob.noteSent('ARB', A, 'bt/1', '0xabc');
     // Mined at block 12; the RPC still answers from block 11, where the balance is still 100.
-    await ob.noteMined('ARB', A, 'bt/1', '0xabc', 12n);
+    await ob.noteMined('ARB', A, 'bt/1', { txHash: '0xabc', block: 12n });
     expect(
-      await ob.reserve('ARB', A, 'bt/2', 60n * USDC, { balance: 100n * USDC, block: 11n }, null),
+      await ob.reserve(
+        'ARB',
+        A,
+        { holder: 'bt/2', amount: 60n * USDC, named: null },
+        { balance: 100n * USDC, block: 11n },
+      ),
     ).toEqual({
       ok: false,
       stale: false,
       free: 40n * USDC,
     });
     // At block 12 the balance shows the payment (40 left): the reservation is dropped, not subtracted twice.
-    expect(await ob.reserve('ARB', A, 'bt/2', 30n * USDC, { balance: 40n * USDC, block: 12n }, null)).toEqual(
-      { ok: true },
-    );
+    expect(
+      await ob.reserve(
+        'ARB',
+        A,
+        { holder: 'bt/2', amount: 30n * USDC, named: null },
+        { balance: 40n * USDC, block: 12n },
+      ),
+    ).toEqual({ ok: true });
     expect((await ob.pending('ARB', A)).map((e) => e.holder)).toEqual(['bt/2']);
     // A reading older than one already used is refused: it could show money already spent.
-    expect(await ob.reserve('ARB', A, 'bt/3', 1n, { balance: 100n * USDC, block: 11n }, null)).toEqual({
+    expect(
+      await ob.reserve(
+        'ARB',
+        A,
+        { holder: 'bt/3', amount: 1n, named: null },
+        { balance: 100n * USDC, block: 11n },
+      ),
+    ).toEqual({
       ok: false,
       stale: true,
       floor: 12n,
     });
     // A noteMined for another transaction hash changes nothing.
-    await ob.noteMined('ARB', A, 'bt/2', '0xother', 12n);
+    await ob.noteMined('ARB', A, 'bt/2', { txHash: '0xother', block: 12n });
     expect((await ob.pending('ARB', A)).map((e) => e.holder)).toEqual(['bt/2']);
   });
 
@@ -92,8 +116,10 @@ describe('owner balance reservations', () => {
     const p = prefix();
     const ob = createOwnerBalances({ redis: a, prefix: p });
     const reading = { balance: 50n * USDC, block: 1n };
-    await ob.reserve('POLYGON', A, 'bt/7', 20n * USDC, reading, null);
-    expect(await ob.reserve('POLYGON', B, 'bt/7', 20n * USDC, reading, A)).toEqual({ ok: true });
+    await ob.reserve('POLYGON', A, { holder: 'bt/7', amount: 20n * USDC, named: null }, reading);
+    expect(await ob.reserve('POLYGON', B, { holder: 'bt/7', amount: 20n * USDC, named: A }, reading)).toEqual(
+      { ok: true },
+    );
     expect(await a.hget(ownerReserveKey(p, 'POLYGON', A), 'bt/7')).toBeNull();
     expect(await a.hget(keys(p).transfer('bt', '7'), 'owner')).toBe(B);
 
@@ -107,7 +133,12 @@ describe('owner balance reservations', () => {
     await dropUnhashedReservation(a, p, rec);
     expect(await ob.pending('POLYGON', B)).toHaveLength(0);
     // Cancelled or failed: released.
-    await ob.reserve('POLYGON', B, 'bt/8', 5n * USDC, { balance: 50n * USDC, block: 2n }, null);
+    await ob.reserve(
+      'POLYGON',
+      B,
+      { holder: 'bt/8', amount: 5n * USDC, named: null },
+      { balance: 50n * USDC, block: 2n },
+    );
     await releaseOwnerReservation(a, p, { batchId: 'bt', id: '8', from: 'POLYGON', raw: { owner: B } });
     expect(await ob.pending('POLYGON', B)).toHaveLength(0);
   });

@@ -322,7 +322,7 @@ describe('pipeline decisions', () => {
     await new Promise((r) => setTimeout(r, Math.max(0, settleAt - Date.now()) + 50));
     // Past the deadline by the worker's clock, but the RPC is 45 s behind: its newest block is from
     // before the deadline, and the permit is not judged unused from it.
-    expect((await runTransfer(t.deps, 'b6', 'a', undefined, { settleOnly: true })).kind).toBe('later');
+    expect((await runTransfer(t.deps, 'b6', 'a', { settleOnly: true })).kind).toBe('later');
     expect((await t.store.load('b6', 'a'))?.state).toBe('needs_review');
     sandbox.admin.configure({ rpcNonceLagMs: 0 });
     // The verdict rests on the finalized block (a head block a reorganisation replaces could lack a
@@ -367,7 +367,7 @@ describe('pipeline decisions', () => {
     await new Promise((r) => setTimeout(r, Math.max(0, settleAt - Date.now()) + 50));
     // Past its deadline by the worker's clock; the RPC's newest block is 45 s old and still shows
     // the nonce unused. That block is from before the deadline: it proves nothing.
-    await runTransfer(t.deps, 'b10', 'a', undefined, { settleOnly: true });
+    await runTransfer(t.deps, 'b10', 'a', { settleOnly: true });
     expect((await t.store.load('b10', 'a'))?.state).toBe('needs_review');
     // The RPC catches up and an operator retries the batch: nothing is paid again.
     sandbox.admin.configure({ rpcNonceLagMs: 0 });
@@ -461,12 +461,12 @@ describe('pipeline decisions', () => {
     });
     // Past the deadline by the worker's clock, no block it can read is stamped past it yet: the
     // permit could still have executed for all the chain shows, and stays in the review set.
-    expect((await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true })).kind).toBe('later');
+    expect((await runTransfer(t.deps, 'b13', 'a', { settleOnly: true })).kind).toBe('later');
     expect(await nonces.doubts('BASE', TEST_EVM_ADDRESS, 0n)).toHaveLength(1);
     sandbox.admin.configure({ rpcNonceLagMs: 0 });
     // The settle job comes later and finds the transfer resolved: the pool forgets its permit.
     for (let i = 0; i < 50; i++) {
-      const out = await runTransfer(t.deps, 'b13', 'a', undefined, { settleOnly: true });
+      const out = await runTransfer(t.deps, 'b13', 'a', { settleOnly: true });
       if (out.kind === 'done') break;
       await new Promise((r) => setTimeout(r, 100));
     }

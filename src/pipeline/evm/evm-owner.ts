@@ -244,12 +244,12 @@ async function cover(run: Run, owner: string): Promise<string | null> {
   try {
     reading = await readBalance(run, owner, false);
     if (reading === undefined) return null;
-    const named = rec.steps.owner;
-    let r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
+    const claim = { holder: holderOf(ctx), amount: rec.amount, named: rec.steps.owner };
+    let r = await balances.reserve(chain, owner, claim, reading);
     if (!r.ok) {
       // Short or stale on a shared reading: a fresh one decides (a deposit may have landed since).
       reading = (await readBalance(run, owner, true)) as BalanceReading;
-      r = await balances.reserve(chain, owner, holderOf(ctx), rec.amount, reading, named);
+      r = await balances.reserve(chain, owner, claim, reading);
     }
     void learnMined(run, owner, balances);
     if (r.ok) {
@@ -324,7 +324,7 @@ async function learnMined(run: EvmRun, owner: string, balances: OwnerBalances): 
     const hashOf = new Map(pending.map((e) => [e.holder, e.txHash as string]));
     await Promise.all(
       [...mined].map(([holder, block]) =>
-        balances.noteMined(chain, owner, holder, hashOf.get(holder) as string, block),
+        balances.noteMined(chain, owner, holder, { txHash: hashOf.get(holder) as string, block }),
       ),
     );
   } catch (err) {

@@ -187,16 +187,19 @@ type Preparing = {
   since: number | undefined;
 };
 
+/** One acquire in progress: whose, for which pool, with what options, until when. */
+type Acquiring = {
+  readonly keys: PoolKeys;
+  readonly holder: string;
+  readonly options: AcquireOptions;
+  /** When a waiter that is not preparing gives up (ms; Infinity without giveUpAfterMs). */
+  readonly giveUpAt: number;
+  readonly p: Preparing;
+};
+
 /** How long to wait before the next try, after `got` (not a lease); throws once it is time to give up. */
-async function afterTry(
-  m: Manager,
-  keys: PoolKeys,
-  holder: string,
-  got: Exclude<Try, { kind: 'lease' }>,
-  p: Preparing,
-  options: AcquireOptions,
-  giveUpAt: number,
-): Promise<number> {
+async function afterTry(m: Manager, a: Acquiring, got: Exclude<Try, { kind: 'lease' }>): Promise<number> {
+  const { keys, holder, p, options, giveUpAt } = a;
   if (got.kind === 'prepare') {
     p.since ??= Date.now();
     if (p.nonce !== got.nonce) {
@@ -266,7 +269,7 @@ async function acquireLease(
           leased = true;
           return got.lease;
         }
-        const ms = await afterTry(m, keys, holder, got, p, options, giveUpAt);
+        const ms = await afterTry(m, { keys, holder, options, giveUpAt, p }, got);
         if (ms > 0) await waitForWakeup(waiter.woken, Math.max(1, ms), signal);
         // Going round again uses the wake-up; leaving (aborted, closed) hands it on.
         usedWakeup = !signal?.aborted && !m.closed;

@@ -270,7 +270,7 @@ function checkInstruction(ix: Ix, i: number, want: Wanted, ctx: PolicyContext): 
   const ours = ix.accounts.includes(ctx.wallet);
   if (!ALLOWED_PROGRAMS.has(ix.program)) return refuseProgram(ix, i, ours);
   if (TOKEN_MESSENGER_MINTERS.has(ix.program) && startsWith(ix.data, DEPOSIT_FOR_BURN_DISCRIMINATOR)) {
-    return checkBurn(ix, i, ours, want, ctx);
+    return checkBurn(ix, i, want, ctx);
   }
   // Instructions not involving our key cannot use our signature; the service's own business.
   if (!ours) return PAYS_NOTHING;
@@ -297,7 +297,7 @@ function refuseProgram(ix: Ix, i: number, ours: boolean): PolicyRefusal {
  * A CCTP deposit_for_burn. Every burn is checked, ours or not: a burn in our payment's transaction
  * that sends elsewhere is the service redirecting the payment.
  */
-function checkBurn(ix: Ix, i: number, ours: boolean, want: Wanted, ctx: PolicyContext): Seen {
+function checkBurn(ix: Ix, i: number, want: Wanted, ctx: PolicyContext): Seen {
   if (ix.data.length < DEPOSIT_FOR_BURN_V1_LEN) return refuse(i, 'deposit_for_burn data is too short');
   const destinationDomain = u32(ix.data, 16);
   const mintRecipient = ix.data.subarray(20, 52);
@@ -311,7 +311,7 @@ function checkBurn(ix: Ix, i: number, ours: boolean, want: Wanted, ctx: PolicyCo
       i,
       `CCTP burn to mint_recipient ${hex(mintRecipient)}, expected ${want.expected.recipient}`,
     );
-  if (!ours) return PAYS_NOTHING;
+  if (!ix.accounts.includes(ctx.wallet)) return PAYS_NOTHING;
   // Accounts (V1 and V2 alike): 0 owner, 1 event_rent_payer, 2 sender_authority_pda, 3 burn_token_account.
   if (ix.accounts[0] !== ctx.wallet)
     return refuse(i, 'our key appears in a CCTP burn without being its owner');
