@@ -282,6 +282,25 @@ function registerInspection(r: Registrar): void {
   );
 }
 
+/** What `sandbox --help` says of the admin routes (docs/sandbox.md "Admin routes"). */
+const SANDBOX_ADMIN_HELP = [
+  '',
+  'Admin routes, for drills (loopback only; JSON bodies; docs/sandbox.md):',
+  '  GET/POST /__admin/config  faults, latency, a lagging RPC, bad Solana txs',
+  '  GET /__admin/balances?address=A  on-chain USDC of A; funds no one',
+  '  POST /__admin/balance     {"chain","address","amount"}: set a USDC balance',
+  '                            (a drained chain: docs/rebalancing.md uses it)',
+  '  POST /__admin/outside-permit  {"chain","owner","count"}: use an owner\'s',
+  '                            next nonces as a signer elsewhere would',
+  '  POST /__admin/bump-nonce  {"chain","owner","by"}: the same, counted in "by"',
+  '  POST /__admin/intent-status  {"intent_id","status"}: force an intent\'s status',
+  '  GET /__admin/ledger       what executed, with its transactions',
+  '  GET /__admin/requests     when each request arrived',
+  '  POST /__admin/reset       revert every chain to its start',
+  'e.g.: curl -XPOST http://127.0.0.1:8787/__admin/balance \\',
+  '        -d \'{"chain":"SOLANA","address":"<SOLANA_ADDRESS>","amount":"200"}\'',
+].join('\n');
+
 /** `sandbox` and `demo`: the service's simulator and the whole thing on defaults. */
 function registerSandbox(r: Registrar): void {
   r.bind(
@@ -305,8 +324,13 @@ function registerSandbox(r: Registrar): void {
       .option('--redis', 'also start a private, durable redis-server (from PATH) for this run')
       .option(
         '--write-env <file>',
-        'write the environment, throwaway keys and a throwaway HOOK_TOKEN to FILE for other terminals (removed on exit)',
-      ),
+        'write the environment, throwaway keys and throwaway HOOK_TOKEN and METRICS_TOKEN to FILE for other terminals (removed on exit)',
+      )
+      .option(
+        '--metrics-token-file <file>',
+        'with --write-env: write that METRICS_TOKEN alone to FILE, readable by all, for a Prometheus (role metrics only; removed on exit)',
+      )
+      .addHelpText('after', SANDBOX_ADMIN_HELP),
     'sandbox',
   );
   r.bind(

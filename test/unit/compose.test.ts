@@ -235,6 +235,35 @@ describe('docker-compose.yml', () => {
     expect(job?.static_configs[0]?.targets).toEqual([`api:${environment(service('api'))['HTTP_PORT']}`]);
   });
 
+  it("monitoring with the sandbox profile: a second job scrapes the sandbox's API with the sandbox's metrics token", () => {
+    const prometheus = service('prometheus');
+    const config = mounts(prometheus).find((m) => m.target === '/etc/prometheus/prometheus.yml');
+    const scrape = parseYaml(read(config?.source as string)) as {
+      scrape_configs: {
+        job_name: string;
+        authorization: { type: string; credentials_file: string };
+        static_configs: { targets: string[] }[];
+      }[];
+    };
+    const job = scrape.scrape_configs.find((j) => j.job_name === 'usdc-batch-sandbox');
+    // The sandbox's API listens in the sandbox service's network namespace, on its HTTP_PORT.
+    expect(service('sandbox-api').network_mode).toBe('service:sandbox');
+    expect(job?.static_configs[0]?.targets).toEqual([
+      `sandbox:${environment(service('sandbox-api'))['HTTP_PORT']}`,
+    ]);
+    expect(job?.authorization.type).toBe('Bearer');
+    // The token file: the sandbox writes it (--metrics-token-file) on a volume Prometheus mounts read-only.
+    const tokenFile = flag(words(service('sandbox').command), '--metrics-token-file') as string;
+    expect(job?.authorization.credentials_file).toBe(tokenFile);
+    const sandboxVolume = mounts(service('sandbox')).find((m) => tokenFile.startsWith(`${m.target}/`));
+    expect(sandboxVolume, 'the token file is on a volume of the sandbox').toBeDefined();
+    expect(mounts(prometheus)).toContainEqual({
+      source: sandboxVolume?.source,
+      target: sandboxVolume?.target,
+      mode: 'ro',
+    });
+  });
+
   it('monitoring: Grafana has the compose Prometheus and the shipped dashboard provisioned', () => {
     const grafana = service('grafana');
     const mounted = (source: string) => mounts(grafana).find((m) => m.source === source);
