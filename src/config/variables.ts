@@ -175,7 +175,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: 'none',
     meaning:
       'every audit entry is also appended to this file (created `0600`), one JSON line each, ' +
-      'hash-chained and fsynced before the action is acknowledged ([docs/audit.md](audit.md))',
+      'hash-chained and fsynced before the action is acknowledged ([audit.md](audit.md))',
   },
   {
     names: ['USDC_BATCH_OPERATOR'],

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,16 @@ import { loadConfig } from '../../src/config/load-config.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
+/** The README and every page of the guide in docs/, as one text. */
+const guide = () =>
+  [
+    'README.md',
+    ...readdirSync(join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ]
+    .map(read)
+    .join('\n');
 
 type Service = {
   image?: string;
@@ -307,7 +317,7 @@ describe('docker-compose.yml', () => {
       expect(operatorProvided, name).toContain(file);
       expect(existsSync(join(ROOT, dirname(file))), file).toBe(true);
       expect(read('secrets/README.md')).toContain(basename(file));
-      expect(read('README.md')).toContain(file.replace(/^\.\//, ''));
+      expect(guide()).toContain(file.replace(/^\.\//, ''));
     }
     // The key directory is there on a fresh clone, and its content never committed nor built in.
     expect(read('.gitignore').split('\n')).toEqual(
@@ -316,7 +326,7 @@ describe('docker-compose.yml', () => {
     expect(read('.dockerignore').split('\n')).toContain('secrets');
   });
 
-  it('documents every variable it reads, in README.md and .env.example', () => {
+  it('documents every variable it reads, in the guide (README.md, docs/) and .env.example', () => {
     const referenced = new Set(
       [...composeText.matchAll(/\$\{([A-Z_][A-Z0-9_]*)/g)].map((m) => m[1] as string),
     );
@@ -334,7 +344,7 @@ describe('docker-compose.yml', () => {
         'REDIS_URL',
       ]),
     );
-    const readme = read('README.md');
+    const readme = guide();
     const example = Object.keys(parseDotenv(read('.env.example')));
     for (const name of referenced) {
       expect(readme, name).toContain(`\`${name}\``);
@@ -393,7 +403,7 @@ describe('Dockerfile', () => {
 });
 
 describe('.env.example', () => {
-  // Every variable of README "Configuration".
+  // Every variable of docs/configuration.md.
   const PRODUCT_VARIABLES = [
     'REDIS_URL',
     'ALLOW_VOLATILE_REDIS',
