@@ -12,7 +12,7 @@ import { plainText } from './format.ts';
 type CommandModule = { run: (args: string[], options: Record<string, unknown>) => Promise<number> };
 
 /**
- * Every command of README "Using it" lives in `./commands/<name>.ts`. Each action loads its module
+ * Every command of docs/operating.md "The commands" lives in `./commands/<name>.ts`. Each action loads its module
  * lazily (so `--help` and light commands start fast); a command whose module does not exist yet
  * says so and exits 2.
  */
@@ -246,7 +246,7 @@ function registerRecipients(r: Registrar): void {
   );
 }
 
-/** `access token`: a credential of the HTTP API (README "Access"). */
+/** `access token`: a credential of the HTTP API (docs/access.md). */
 function registerAccess(r: Registrar): void {
   const access = r.program.command('access').description("the HTTP API's credentials (token)");
   r.bind(
@@ -392,7 +392,7 @@ export async function main(argv: string[]): Promise<number> {
 const MISSING_CONFIG_HINT = [
   'Settings are read from the environment and from a .env file in the working directory;',
   '.env.example (in the checkout) describes each one. To try it locally, `usdc-batch sandbox --redis',
-  '--write-env sandbox.env` writes a working set to source (README "First run").',
+  '--write-env sandbox.env` writes a working set to source (docs/getting-started.md "First run").',
 ].join('\n');
 
 /** Prints an error for people (its message may quote input: control characters are escaped). */

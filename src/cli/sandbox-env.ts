@@ -15,7 +15,7 @@ const MARKER = '# written by usdc-batch sandbox:';
 
 /**
  * `EVM_PRIVATE_KEY_FILE=…` and `SOLANA_KEYPAIR_FILE=…`, after a line saying they are throwaway, and
- * their public addresses for the commands that hold no key (README "Keys stay in the worker").
+ * their public addresses for the commands that hold no key (docs/keys.md).
  */
 export function throwawayKeyLines(keys: ThrowawayKeys): string[] {
   return [

@@ -5,7 +5,7 @@
 export const DEFAULTS = {
   REDIS_URL: 'redis://127.0.0.1:6379',
   QUEUE_PREFIX: 'usdc',
-  // docs/production.md "Replicated Redis": wait for every replica the primary has had, at most 5 s a write.
+  // docs/replicated-redis.md: wait for every replica the primary has had, at most 5 s a write.
   REDIS_REPLICA_ACKS: 'auto',
   REDIS_REPLICA_ACK_TIMEOUT_MS: 5_000,
   NETWORK: 'testnet',

@@ -7,7 +7,7 @@ import { removedAtOf } from './recipient-book.ts';
  * Holds a batch for approval after it was enqueued (`retry` of rows that meet a hold, a worker that
  * finds a recipient removed from the book): `held=1`, and the reason is added to `held_reason`
  * unless it is there already. Only `approve` sets `held` back to 0. A hold that begins, or a reason
- * that is new, voids the approvals given so far (README "Four eyes"): they were given for another
+ * that is new, voids the approvals given so far (docs/access.md "Four eyes"): they were given for another
  * hold, or before this reason was known.
  * KEYS: 1 batch, 2 its approvals. ARGV: 1 reason. Returns 0 when the batch does not exist.
  */

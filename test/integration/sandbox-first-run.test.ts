@@ -79,7 +79,7 @@ describe('usdc-batch sandbox for a first run', () => {
     expect(config.transferApiUrl).toBe(env['TRANSFER_API_URL']);
     expect(config.evmPrivateKeys).toHaveLength(1);
     expect(config.solanaSecretKey).toBeDefined();
-    // Their public addresses, for the commands that hold no key (README "Keys stay in the worker"):
+    // Their public addresses, for the commands that hold no key (docs/keys.md):
     // the worker accepts them only as its own keys' addresses.
     expect(env['EVM_OWNER_ADDRESSES']).toMatch(/^0x[0-9a-fA-F]{40}$/);
     expect(config.evmOwnerAddresses).toEqual([env['EVM_OWNER_ADDRESSES']]);

@@ -29,7 +29,7 @@ function listedCommands(help: string): Map<string, string> {
 }
 
 describe('usdc-batch --help', () => {
-  // Every command of README "Using it".
+  // Every command of docs/operating.md "The commands".
   const PRODUCT_COMMANDS = [
     'worker',
     'serve',

@@ -308,3 +308,54 @@ describe('the guide names every metric the code exports', () => {
     expect([...names].filter((n) => !page.includes(`\`${n}`)).sort()).toEqual([]);
   });
 });
+
+describe('code cites the guide by page and section, and every citation is there', () => {
+  it('names pages of docs/ that exist, and headings those pages have', () => {
+    const files: string[] = [];
+    const walk = (dir: string) => {
+      for (const f of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+        if (f.isDirectory()) walk(join(dir, f.name));
+        else if (/\.(ts|js|ya?ml|md|lua)$/.test(f.name)) files.push(join(dir, f.name));
+      }
+    };
+    for (const dir of ['src', 'test', 'bench', 'support', 'deploy', 'docs', 'scripts', 'bin']) walk(dir);
+    files.push(
+      'docker-compose.yml',
+      'Dockerfile',
+      'eslint.config.js',
+      '.env.example',
+      'secrets/README.md',
+      '.ci/run',
+    );
+    const headings = (page: string) =>
+      [...splitPage(read(page)).prose.matchAll(/^#{1,6} +(.+?) *$/gm)].map((m) =>
+        (m[1] as string).replace(/`/g, ''),
+      );
+    const problems: string[] = [];
+    let count = 0;
+    for (const file of files) {
+      // A citation may run over a comment's line break (` * `, `# `, `// `).
+      const text = read(file).replace(/\n[ \t]*(?:\*|#|\/\/)?[ \t]*/g, ' ');
+      for (const m of text.matchAll(/docs\/([a-z][a-z-]*\.md)(?: "([^"]+)")?/g)) {
+        count++;
+        const page = `docs/${m[1]}`;
+        if (!existsSync(join(ROOT, page))) {
+          problems.push(`${file}: ${m[0]} — no ${page}`);
+          continue;
+        }
+        const section = m[2];
+        if (section !== undefined && /^[A-Z]/.test(section)) {
+          // A heading, a bold run-in paragraph (`**Memory.**`) or a row of a table (`| \`NAME\``).
+          const prose = splitPage(read(page)).prose;
+          const found =
+            headings(page).some((h) => h.startsWith(section)) ||
+            prose.includes(`**${section}`) ||
+            prose.includes(`| \`${section}\``);
+          if (!found) problems.push(`${file}: ${m[0]} — ${page} has no heading "${section}"`);
+        }
+      }
+    }
+    expect(count, 'citations checked').toBeGreaterThan(100);
+    expect(problems).toEqual([]);
+  });
+});

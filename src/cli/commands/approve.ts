@@ -14,7 +14,7 @@ import { table } from '../format.ts';
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
 /**
- * `usdc-batch approve BATCH [--digest D]` (README "Four eyes"): approves a held batch as
+ * `usdc-batch approve BATCH [--digest D]` (docs/access.md "Four eyes"): approves a held batch as
  * `cli:<USDC_BATCH_OPERATOR or OS user>`. Without `--digest` it prints the rows the approval would
  * release, their total and digest, and asks; `--digest D` approves those rows without a question,
  * for scripts. Exit 4 when the approver submitted the batch, 3 when the digest is not the batch's
