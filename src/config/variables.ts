@@ -20,6 +20,11 @@ export type ConfigVariable = {
   readonly default: string;
   /** What it does, in Markdown; links are relative to docs/. */
   readonly meaning: string;
+  /**
+   * Who reads it when loadConfig does not (e.g. a library that reads its own standard variables
+   * from the environment): the test then does not look for it among loadConfig's reads.
+   */
+  readonly readElsewhere?: string;
 };
 
 /** DEFAULTS' values as the reference shows them: `` `5000` ``, comma-separated. */

@@ -71,16 +71,15 @@ const rowOf = (name: string): ConfigVariable | undefined =>
 describe('the configuration reference (src/config/variables.ts → docs/configuration.md)', () => {
   it('has a row for every variable loadConfig reads, and reads every variable it has a row for', () => {
     const read = [...everyVariableRead()].filter((n) => /^[A-Z][A-Z0-9_]+$/.test(n)).sort();
-    const documented = CONFIG_VARIABLES.flatMap(expandedNames).sort();
+    const all = CONFIG_VARIABLES.flatMap(expandedNames);
+    // A row read elsewhere (a library's own standard variables) is not looked for among loadConfig's reads.
+    const byLoadConfig = CONFIG_VARIABLES.filter((r) => r.readElsewhere === undefined).flatMap(expandedNames);
     expect(
-      read.filter((n) => !documented.includes(n)),
+      read.filter((n) => !all.includes(n)),
       'read but without a row',
     ).toEqual([]);
-    expect(
-      documented.filter((n) => !read.includes(n)),
-      'a row that nothing reads',
-    ).toEqual([]);
-    expect(new Set(documented).size, 'each variable in one row').toBe(documented.length);
+    expect(byLoadConfig.filter((n) => !read.includes(n)).sort(), 'a row that nothing reads').toEqual([]);
+    expect(new Set(all).size, 'each variable in one row').toBe(all.length);
   });
 
   it('shows every default the code has, as DEFAULTS holds it', () => {
