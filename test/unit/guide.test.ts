@@ -358,4 +358,29 @@ describe('code cites the guide by page and section, and every citation is there'
     expect(count, 'citations checked').toBeGreaterThan(100);
     expect(problems).toEqual([]);
   });
+
+  it('cites the README only by the sections the front page has (the rest moved to docs/)', () => {
+    const front = splitPage(read('README.md'))
+      .prose.split('\n')
+      .filter((l) => /^#{1,6} /.test(l))
+      .map((l) => l.replace(/^#+ +/, '').replace(/`/g, ''));
+    const problems: string[] = [];
+    const walk = (dir: string) => {
+      for (const f of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+        const path = join(dir, f.name);
+        if (f.isDirectory()) walk(path);
+        else if (/\.(ts|js|ya?ml|md|lua)$/.test(f.name)) {
+          const text = read(path).replace(/\n[ \t]*(?:\*|#|\/\/)?[ \t]*/g, ' ');
+          for (const m of text.matchAll(/README,? "([^"]+)"/g)) {
+            if (!front.some((h) => h.startsWith(m[1] as string)))
+              problems.push(
+                `${path}: README ${JSON.stringify(m[1])}: no such section there; cite the docs/ page that holds it`,
+              );
+          }
+        }
+      }
+    };
+    for (const dir of ['src', 'test', 'bench', 'support', 'deploy', 'docs', 'scripts']) walk(dir);
+    expect(problems).toEqual([]);
+  });
 });
