@@ -11,7 +11,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 
 # The production install: no dev tools (compiler, test runners) and no optional packages, which are
-# the sandbox's local chains (anvil, LiteSVM): see README "Production".
+# the sandbox's local chains (anvil, LiteSVM): see docs/production.md "The image: lean, non-root".
 FROM base AS production-deps
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 

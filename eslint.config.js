@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 /*
- * Layer boundaries (README "Layout"): each heavy dependency is imported in one
+ * Layer boundaries (docs/development.md "Layout"): each heavy dependency is imported in one
  * place only, so the rest of the code reaches it through that layer's own functions.
  */
 const BOUNDARIES = {
@@ -48,7 +48,7 @@ export default tseslint.config(
   { files: ['src/queue/**/*.ts', 'src/worker/**/*.ts'], rules: boundaries('queue') },
   {
     // Config holds no cryptography and imports no signing code: a process that signs hands it
-    // src/signing's key reader (ConfigNeeds.keys, README "Keys stay in the worker").
+    // src/signing's key reader (ConfigNeeds.keys, docs/keys.md).
     files: ['src/config/**/*.ts'],
     rules: {
       'no-restricted-imports': [

@@ -164,7 +164,7 @@ function summary(r: BenchResults): string[] {
     rows.push(
       `| 4 | Redis commands per transfer (ingest + work + following) | ${fmt(cmds, 0)} | ≤ 80 | ${verdict(cmds <= 80)} |`,
       `| 4 | Redis memory per finished transfer, its BullMQ jobs included (used_memory once final), Redis defaults | ${bytes(final)} | ≤ 4 KiB | ${verdict(final <= 4096)} |`,
-      `| 4 | … with \`hash-max-listpack-value 1024\` (as docker-compose.yml and the README set it) | ${bytes(finalLp)} | ≤ 2 KiB | ${verdict(finalLp <= 2048)} |`,
+      `| 4 | … with \`hash-max-listpack-value 1024\` (as docker-compose.yml and docs/production.md set it) | ${bytes(finalLp)} | ≤ 2 KiB | ${verdict(finalLp <= 2048)} |`,
       `| 4 | Redis memory per retained transfer (records, payout ids, batch sets; once BullMQ dropped the jobs) | ${bytes(kept)} | ≤ 2 KB | ${verdict(kept <= 2048)} |`,
     );
   }
@@ -382,7 +382,7 @@ function solana(x: SolanaResult): string[] {
     'the raw one skips: it takes a per-transfer processing lock (one job at a time per transfer), saves each',
     'step in the transfer record before the next (the built transaction; the signed one together with the',
     '`sending` mark, in one write; the outcome) — each an fsynced Redis write —, decodes and checks the built',
-    'transaction against the policy before signing (README "States and promises", promise 3), counts every service call for',
+    'transaction against the policy before signing (docs/promises.md, promise 3), counts every service call for',
     '`/metrics`, and follows every submitted intent on the status route (more sandbox calls and Redis jobs).',
     '',
     '**Done since the first full report** (0.62×; worker 4.07, total 7.88 CPU ms and 112 Redis commands per',
@@ -533,7 +533,7 @@ function replicaCost(c: ReplicaCost): { paceRatio: number; extraCommands: number
 
 function replicaLines(costs: readonly ReplicaCost[]): string[] {
   const lines = [
-    '**With a replica** (README "Replicated Redis"): the same batch on a Redis with one durable replica on loopback, runs',
+    '**With a replica** (docs/replicated-redis.md): the same batch on a Redis with one durable replica on loopback, runs',
     'alternated with runs on a standalone Redis. Before every send the worker waits until the replica holds its',
     'sending mark: one round (a write and `WAIT`) on a connection of its own, shared by the sends of that moment; a',
     'standalone Redis makes none. Target: the steady pace within 3 % of standalone, at most 3 more Redis commands per',
@@ -697,7 +697,7 @@ function evm(x: EvmResult): string[] {
     '',
     `Command: \`BENCH_ONLY=evm npm run bench\`. One \`usdc-batch worker\` (WORKER_CONCURRENCY=${x.concurrency}), sandbox at ${x.latencyMs} ms per`,
     `call. First ${fmt(x.oneChain.rows)} BASE→ARB rows: one (chain, owner), whose permits must reach the service one at a time`,
-    'in nonce order (README "States and promises", promise 4), so the bound is 1 / transfer-call time whatever the concurrency',
+    'in nonce order (docs/promises.md, promise 4), so the bound is 1 / transfer-call time whatever the concurrency',
     `(the estimates run in parallel; only the transfer call is serial). Then ${fmt(x.fourChains.rows)} rows spread over four source`,
     'chains (ETH, BASE, ARB, POLYGON): four independent nonce sequences, four times the bound.',
     ...(x.oneChainRealistic
@@ -970,7 +970,7 @@ function redis(footprint: RedisFootprint): string[] {
     '  its `P:batch:<id>*` and `P:t:<id>:*` keys after, say, 90 days, which holds',
     `  ~${bytes(kept * YEAR_ROWS_PER_NIGHT * 90)} at steady state. The product has no such command yet: it would be an operator`,
     '  command next to `export`, refusing a batch that is not complete.',
-    '- **Payout ids are kept for as long as the project runs** (README "CSV format": a payout id is paid at most once,',
+    '- **Payout ids are kept for as long as the project runs** (docs/operating.md "CSV format": a payout id is paid at most once,',
     `  for as long as its record is kept): ${bytes(payout)} each, ~${perYear(payout)} a year. An archive step must keep them:`,
     '  they are what refuses paying the same invoice id again next year.',
     '- The audit stream (`P:audit`) grows by one entry per operator action: negligible next to the above.',

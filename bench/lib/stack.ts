@@ -26,7 +26,7 @@ export type BenchRedis = {
 /**
  * A durable Redis for one run; with `replica`, a durable replica of it too (`--replicaof`, on
  * loopback), in sync before this returns: the worker then waits for its acknowledgement before
- * every send (README "Replicated Redis").
+ * every send (docs/replicated-redis.md).
  */
 export async function startBenchRedis(
   extraArgs?: readonly string[],

@@ -102,7 +102,7 @@ function countPrepared(chains: readonly string[]) {
 }
 
 /**
- * 3. EVM-source rows. Permits of one (chain, owner) are sent one at a time in nonce order (README "States and promises", promise 4), so one chain can do at most 1 / (transfer-call latency) per second whatever the
+ * 3. EVM-source rows. Permits of one (chain, owner) are sent one at a time in nonce order (docs/promises.md, promise 4), so one chain can do at most 1 / (transfer-call latency) per second whatever the
  * concurrency; four source chains have four independent nonce sequences. The one-owner flow is also
  * run against a sandbox at REALISTIC_LATENCY_MS. The sandbox's own log gives the time each transfer
  * call took at the service (the latency plus its chain's execution) and the gap the worker left

@@ -44,7 +44,7 @@ export type OwnersResult = {
     readonly runs: readonly OwnersRun[];
   }[];
   /**
-   * The cost of a replica (README "Replicated Redis"): the same batch with a replica of the run's
+   * The cost of a replica (docs/replicated-redis.md): the same batch with a replica of the run's
    * Redis on loopback and without, runs interleaved, per owner count.
    */
   readonly replica?: readonly ReplicaCost[] | undefined;

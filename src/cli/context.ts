@@ -20,7 +20,7 @@ export type CliContext = {
   /** `cli:<USDC_BATCH_OPERATOR or OS user>`: who acts, for the audit, `submitted_by` and approvals. */
   readonly actor: string;
   producer(): Producer;
-  /** Replica acknowledgements of this command's writes (README "Replicated Redis"). */
+  /** Replica acknowledgements of this command's writes (docs/replicated-redis.md). */
   acks(): ReplicaAcks;
   /**
    * Runs an operator's action and returns once the replicas hold what it wrote (or throws a

@@ -12,7 +12,7 @@ const TERMINAL_COLUMN_WIDTH = 60;
 
 /**
  * Whether values may be cut to fit a screen: only when stdout is a terminal. A pipe or a file gets
- * every value whole (README "Using it").
+ * every value whole (docs/operating.md "What the commands print").
  */
 export function cutsForScreen(): boolean {
   return process.stdout.isTTY === true;

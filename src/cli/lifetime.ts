@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 
 /*
- * How a command process ends (README "Using it"): nothing a command started — a private Redis, the
+ * How a command process ends (docs/operating.md "What the commands print"): nothing a command started — a private Redis, the
  * sandbox's chains, a temp directory with throwaway keys, an environment file — outlives it, whether
  * it ends normally, by Ctrl-C or SIGTERM, or because the reader of its output went away (`| head`);
  * a closed pipe ends it quietly (no stack trace, exit 0).

@@ -12,7 +12,7 @@ import { plainText } from './format.ts';
 type CommandModule = { run: (args: string[], options: Record<string, unknown>) => Promise<number> };
 
 /**
- * Every command of README "Using it" lives in `./commands/<name>.ts`. Each action loads its module
+ * Every command of docs/operating.md "The commands" lives in `./commands/<name>.ts`. Each action loads its module
  * lazily (so `--help` and light commands start fast); a command whose module does not exist yet
  * says so and exits 2.
  */
@@ -246,7 +246,7 @@ function registerRecipients(r: Registrar): void {
   );
 }
 
-/** `access token`: a credential of the HTTP API (README "Access"). */
+/** `access token`: a credential of the HTTP API (docs/access.md). */
 function registerAccess(r: Registrar): void {
   const access = r.program.command('access').description("the HTTP API's credentials (token)");
   r.bind(
@@ -282,6 +282,25 @@ function registerInspection(r: Registrar): void {
   );
 }
 
+/** What `sandbox --help` says of the admin routes (docs/sandbox.md "Admin routes"). */
+const SANDBOX_ADMIN_HELP = [
+  '',
+  'Admin routes, for drills (loopback only; JSON bodies; docs/sandbox.md):',
+  '  GET/POST /__admin/config  faults, latency, a lagging RPC, bad Solana txs',
+  '  GET /__admin/balances?address=A  on-chain USDC of A; funds no one',
+  '  POST /__admin/balance     {"chain","address","amount"}: set a USDC balance',
+  '                            (a drained chain: docs/rebalancing.md uses it)',
+  '  POST /__admin/outside-permit  {"chain","owner","count"}: use an owner\'s',
+  '                            next nonces as a signer elsewhere would',
+  '  POST /__admin/bump-nonce  {"chain","owner","by"}: the same, counted in "by"',
+  '  POST /__admin/intent-status  {"intent_id","status"}: force an intent\'s status',
+  '  GET /__admin/ledger       what executed, with its transactions',
+  '  GET /__admin/requests     when each request arrived',
+  '  POST /__admin/reset       revert every chain to its start',
+  'e.g.: curl -XPOST http://127.0.0.1:8787/__admin/balance \\',
+  '        -d \'{"chain":"SOLANA","address":"<SOLANA_ADDRESS>","amount":"200"}\'',
+].join('\n');
+
 /** `sandbox` and `demo`: the service's simulator and the whole thing on defaults. */
 function registerSandbox(r: Registrar): void {
   r.bind(
@@ -305,8 +324,13 @@ function registerSandbox(r: Registrar): void {
       .option('--redis', 'also start a private, durable redis-server (from PATH) for this run')
       .option(
         '--write-env <file>',
-        'write the environment, throwaway keys and a throwaway HOOK_TOKEN to FILE for other terminals (removed on exit)',
-      ),
+        'write the environment, throwaway keys and throwaway HOOK_TOKEN and METRICS_TOKEN to FILE for other terminals (removed on exit)',
+      )
+      .option(
+        '--metrics-token-file <file>',
+        'with --write-env: write that METRICS_TOKEN alone to FILE, readable by all, for a Prometheus (role metrics only; removed on exit)',
+      )
+      .addHelpText('after', SANDBOX_ADMIN_HELP),
     'sandbox',
   );
   r.bind(
@@ -368,7 +392,7 @@ export async function main(argv: string[]): Promise<number> {
 const MISSING_CONFIG_HINT = [
   'Settings are read from the environment and from a .env file in the working directory;',
   '.env.example (in the checkout) describes each one. To try it locally, `usdc-batch sandbox --redis',
-  '--write-env sandbox.env` writes a working set to source (README "First run").',
+  '--write-env sandbox.env` writes a working set to source (docs/getting-started.md "First run").',
 ].join('\n');
 
 /** Prints an error for people (its message may quote input: control characters are escaped). */

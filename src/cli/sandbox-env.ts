@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { UsdcBatchError } from '../domain/errors.ts';
 import type { ThrowawayKeys } from './throwaway-keys.ts';
 
@@ -15,7 +15,7 @@ const MARKER = '# written by usdc-batch sandbox:';
 
 /**
  * `EVM_PRIVATE_KEY_FILE=…` and `SOLANA_KEYPAIR_FILE=…`, after a line saying they are throwaway, and
- * their public addresses for the commands that hold no key (README "Keys stay in the worker").
+ * their public addresses for the commands that hold no key (docs/keys.md).
  */
 export function throwawayKeyLines(keys: ThrowawayKeys): string[] {
   return [
@@ -28,9 +28,54 @@ export function throwawayKeyLines(keys: ThrowawayKeys): string[] {
   ];
 }
 
-/** A random HOOK_TOKEN for `serve` against this sandbox, marked throwaway in its value. */
-export function throwawayHookToken(): string {
+/** A random token (HOOK_TOKEN, METRICS_TOKEN) for `serve` against this sandbox, marked throwaway in its value. */
+export function throwawayToken(): string {
   return `throwaway-${randomBytes(16).toString('hex')}`;
+}
+
+/**
+ * Writes the sandbox's throwaway METRICS_TOKEN alone to `path`, for a Prometheus that runs as
+ * another user (the compose monitoring profile's runs as `nobody`): readable by all (0644). It is a
+ * credential of role metrics only — `/metrics` and `/readyz` of the sandbox's `serve`, nothing else.
+ * Refuses a path that exists and was not written by a sandbox, as the env file does.
+ */
+export function writeMetricsTokenFile(path: string, token: string): void {
+  assertMetricsTokenFileFree(path);
+  const fd = openSync(path, 'w', 0o644);
+  try {
+    writeSync(fd, `${token}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  chmodSync(path, 0o644);
+}
+
+/** A throwaway token on one line: what a metrics token file this command wrote holds. */
+const TOKEN_FILE = /^throwaway-[0-9a-f]{32}\n$/;
+
+/** Refuses (exit 2) a metrics token file that exists and is not a throwaway token a sandbox wrote. */
+export function assertMetricsTokenFileFree(path: string): void {
+  let text: string | undefined;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+  }
+  if (text === undefined || !TOKEN_FILE.test(text)) {
+    throw new UsdcBatchError(
+      'USDC_SANDBOX_ENV_FILE_EXISTS',
+      `${path} exists and was not written by usdc-batch sandbox: not overwriting it (choose another --metrics-token-file)`,
+    );
+  }
+}
+
+/** Removes the metrics token file if this sandbox's token is what it holds. */
+export function removeMetricsTokenFile(path: string, token: string): void {
+  try {
+    if (readFileSync(path, 'utf8') === `${token}\n`) rmSync(path, { force: true });
+  } catch {
+    // Gone already.
+  }
 }
 
 /**

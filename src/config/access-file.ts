@@ -3,7 +3,7 @@ import { CREDENTIAL_NAME_PATTERN, isRole, ROLES, type Credential, type Role } fr
 import { readKeyFile } from './key-file.ts';
 
 /*
- * ACCESS_FILE (README "Access"): the API's credentials, tokens stored as their SHA-256 only.
+ * ACCESS_FILE (docs/access.md): the API's credentials, tokens stored as their SHA-256 only.
  *
  *   credentials:
  *     - { name: payroll-hook, roles: [submitter], sha256: 3f2a… }

@@ -4,11 +4,11 @@ import type { NewRecipientPolicy } from './config.ts';
 import type { EnvReader, Problem } from './env-reader.ts';
 
 /*
- * The API's credentials (README "Access"): ACCESS_FILE, or — without it — the three tokens
+ * The API's credentials (docs/access.md): ACCESS_FILE, or — without it — the three tokens
  * HOOK_TOKEN, APPROVER_TOKEN and METRICS_TOKEN as the credentials `hook`, `approver` and `metrics`.
  */
 
-/** The shortest token or secret accepted (README, HTTP API): a guessable one is refused at start. */
+/** The shortest token or secret accepted (docs/http-api.md): a guessable one is refused at start. */
 export const MIN_SECRET_LENGTH = 16;
 
 const BOOK_REASON = 'the address book is vouched for by approvers, never by whoever submits batches';
@@ -22,7 +22,7 @@ export type AccessSettings = {
   readonly credentials: readonly Credential[];
 };
 
-/** The settings that decide whether the address book needs an approver (README "NEW_RECIPIENT_POLICY"). */
+/** The settings that decide whether the address book needs an approver (docs/configuration.md "NEW_RECIPIENT_POLICY"). */
 export type BookSettings = {
   readonly newRecipientPolicy: NewRecipientPolicy;
   readonly newRecipientMaxUsdc: bigint | undefined;

@@ -26,7 +26,7 @@ export class Secret {
 export const NEW_RECIPIENT_POLICIES = ['allow', 'hold', 'reject'] as const;
 export type NewRecipientPolicy = (typeof NEW_RECIPIENT_POLICIES)[number];
 
-/** Everything the product reads from the environment, parsed once and frozen (README "Configuration"). */
+/** Everything the product reads from the environment, parsed once and frozen (docs/configuration.md). */
 export type Config = RedisSettings & {
   readonly redisUrl: string;
   /** Whether REDIS_URL was set explicitly (the demo starts its own Redis otherwise). */
@@ -68,13 +68,13 @@ export type Config = RedisSettings & {
   readonly maxBatchUsdc: bigint | undefined;
   readonly maxDailyUsdc: bigint | undefined;
   readonly approvalThresholdUsdc: bigint | undefined;
-  /** Distinct approvers a held batch needs, none of them its submitter (README "Four eyes"). */
+  /** Distinct approvers a held batch needs, none of them its submitter (docs/access.md "Four eyes"). */
   readonly approvalsRequired: number;
-  /** AUDIT_LOG_FILE: every audit entry is also appended there, hash-chained (README "Audit"). */
+  /** AUDIT_LOG_FILE: every audit entry is also appended there, hash-chained (docs/audit.md). */
   readonly auditLogFile: string | undefined;
   /** USDC_BATCH_OPERATOR: who the command line acts as (`cli:<name>`); undefined: the OS user. */
   readonly operatorName: string | undefined;
-  /** ACCESS_FILE's path (README "Access"); undefined: the three tokens name the credentials. */
+  /** ACCESS_FILE's path (docs/access.md); undefined: the three tokens name the credentials. */
   readonly accessFile: string | undefined;
   /**
    * The API's credentials, tokens as SHA-256 digests: ACCESS_FILE's (read only with
@@ -95,7 +95,7 @@ export type Config = RedisSettings & {
   /** The address `serve` listens on (default loopback only). */
   readonly httpHost: string;
   readonly httpPort: number;
-  /** Slow and idle clients (README "HTTP API"): time limits, milliseconds, and the connection cap. */
+  /** Slow and idle clients (docs/http-api.md): time limits, milliseconds, and the connection cap. */
   readonly httpHeadersTimeoutMs: number;
   readonly httpRequestTimeoutMs: number;
   readonly httpIdleTimeoutMs: number;

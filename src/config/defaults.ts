@@ -1,13 +1,18 @@
-/** Every default in one place (graphile-worker's habit); README's configuration table mirrors this. */
+/**
+ * Every default in one place (graphile-worker's habit); the configuration reference
+ * (src/config/variables.ts → docs/configuration.md) shows these values.
+ */
 export const DEFAULTS = {
   REDIS_URL: 'redis://127.0.0.1:6379',
   QUEUE_PREFIX: 'usdc',
-  // README "Replicated Redis": wait for every replica the primary has had, at most 5 s a write.
+  // docs/replicated-redis.md: wait for every replica the primary has had, at most 5 s a write.
   REDIS_REPLICA_ACKS: 'auto',
   REDIS_REPLICA_ACK_TIMEOUT_MS: 5_000,
   NETWORK: 'testnet',
   MAX_FEE_BPS: 100,
   WORKER_CONCURRENCY: 16,
+  // How often each worker reads the treasury's balances for /metrics; 0: never.
+  TREASURY_BALANCE_INTERVAL_MS: 60_000,
   HTTP_HOST: '127.0.0.1',
   HTTP_PORT: 8080,
   // A request's headers must arrive within 10 s of the connection (or of the previous request),

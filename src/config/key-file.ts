@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 
 /*
- * Key, keystore and password files as the worker reads them (README "Keys stay in the worker"):
+ * Key, keystore and password files as the worker reads them (docs/keys.md):
  * regular files of at most 64 KiB. Anything else is refused before a byte is read, so that
  * `/dev/zero` cannot grow the process without bound and a FIFO cannot hang it: the path is stat'ed
  * first (a FIFO, a device or a directory is never opened), then opened non-blocking and fstat'ed

@@ -231,7 +231,12 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),
-    treasuryBalanceIntervalMs: r.int('TREASURY_BALANCE_INTERVAL_MS', 60_000, 0, 86_400_000),
+    treasuryBalanceIntervalMs: r.int(
+      'TREASURY_BALANCE_INTERVAL_MS',
+      DEFAULTS.TREASURY_BALANCE_INTERVAL_MS,
+      0,
+      86_400_000,
+    ),
     apiRateLimit,
     ...readHttpServer(r, problem),
     hookHmacSecret:

@@ -6,7 +6,7 @@ import { readKeyFile } from './key-file.ts';
 import { readEvmKeys, readSolanaKey } from './signing-keys.ts';
 
 /*
- * Keys stay in the worker (README "Keys stay in the worker"): only a process that signs (`worker`,
+ * Keys stay in the worker (docs/keys.md): only a process that signs (`worker`,
  * `demo`: `needs.keys`) reads a private key or opens a keystore. Every other command ignores the key
  * settings altogether — one it cannot read does not stop it — and knows the treasury by its public
  * addresses: EVM_OWNER_ADDRESSES and SOLANA_ADDRESS, else the keystores' public `address` field

@@ -7,7 +7,7 @@ import type { EnvReader, Problem } from './env-reader.ts';
 export type SentinelAddress = { readonly host: string; readonly port: number };
 
 /**
- * How many replicas must hold a write before money moves on it (README "Replicated Redis"):
+ * How many replicas must hold a write before money moves on it (docs/replicated-redis.md):
  * `auto` — the most replicas the current primary has reported connected since it became primary
  * (0 on a Redis that never had one) — or a fixed number.
  */

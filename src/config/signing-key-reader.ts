@@ -1,5 +1,5 @@
 /*
- * Keys stay in the worker (README "Keys stay in the worker"): the configuration reads key settings
+ * Keys stay in the worker (docs/keys.md): the configuration reads key settings
  * only when the command gives it a SigningKeyReader (`worker`, `demo`; src/signing/evm/keystore.ts
  * has the one there is). The cryptography it needs — opening a V3 keystore, deriving an EVM
  * address — lives in src/signing, which imports viem and ox; config imports neither.

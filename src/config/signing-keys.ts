@@ -1,5 +1,5 @@
 /**
- * Signing keys read from the environment, by the worker only (README "Keys stay in the worker"):
+ * Signing keys read from the environment, by the worker only (docs/keys.md):
  * the treasury's EVM keys (inline, key file or keystores) and the Solana key.
  */
 import { createPrivateKey, createPublicKey } from 'node:crypto';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /*
- * Who may use the HTTP API (README "Access"): named credentials, each with one or more roles. A
+ * Who may use the HTTP API (docs/access.md): named credentials, each with one or more roles. A
  * credential is known by the SHA-256 of its token only, so neither ACCESS_FILE nor the process
  * holds a token it could show.
  */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /*
- * What an approval names (README "Four eyes"): the batch's `approval_digest`, the lowercase hex
+ * What an approval names (docs/access.md "Four eyes"): the batch's `approval_digest`, the lowercase hex
  * SHA-256 of the lines `id,from,to,amount,recipient\n` of its `queued` transfers — those an approval
  * would release — in line order, each value exactly as the status document shows it (the amount as
  * a decimal string, `900.00`). A transfer cancelled, or re-queued by `retry`, since changes it.

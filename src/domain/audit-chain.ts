@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /*
- * AUDIT_LOG_FILE's hash chain (README "Audit", docs/audit.md). Each line is one JSON object: an
+ * AUDIT_LOG_FILE's hash chain (docs/audit.md, docs/audit.md). Each line is one JSON object: an
  * audit entry's fields (`id`, `at`, `who`, `action`, `batch`, `detail`), `prev` — the previous
  * line's `hash`, 64 zeros on the first line — and `hash`:
  *

@@ -1,4 +1,4 @@
-/** What a payout id and a batch id may be (README "CSV format", "HTTP API"): one rule for the CLI, HTTP and ingest. */
+/** What a payout id and a batch id may be (docs/operating.md "CSV format", docs/http-api.md): one rule for the CLI, HTTP and ingest. */
 
 /** A payout id (the CSV's `id`), also a transfer id. */
 export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 
 /*
- * The request signatures of README "HTTP API", one definition for the hook that checks them and the
+ * The request signatures of docs/http-api.md, one definition for the hook that checks them and the
  * callbacks that send them. Each is a hex HMAC-SHA256 with the shared secret:
  * - `v1` of `t.body`: the body only, so valid only on a request without a query string;
  * - `v2` of `t.METHOD.PATH?QUERY.body`: the method and the request target exactly as sent, then the

@@ -12,7 +12,7 @@ export const TRANSFER_STATES = [
 export type TransferState = (typeof TRANSFER_STATES)[number];
 /**
  * Every state a transfer can end in. `cancelled` is an operator's `cancel` of a transfer that was
- * never sent: final like the others, and never re-queued by `retry` (README "States and promises").
+ * never sent: final like the others, and never re-queued by `retry` (docs/promises.md).
  */
 export const FINAL_STATES: readonly TransferState[] = [
   'submitted',

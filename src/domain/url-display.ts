@@ -1,6 +1,6 @@
 /**
  * What the project shows of a URL — in command output, logs, pages, API answers and BullMQ job
- * logs (README "Security"): its scheme, host and port. RPC providers put API keys in the path
+ * logs (docs/production.md "Security"): its scheme, host and port. RPC providers put API keys in the path
  * (`https://x.quiknode.pro/<key>/`, `…/v2/<key>`), the query (`?apikey=`) or the user part
  * (`user:pass@`); Redis URLs carry a password in the user part. None of it is ever shown. A URL is
  * kept whole only where it must be called later (a batch's `callback_url`, in Redis).

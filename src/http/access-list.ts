@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { tokenDigest, type Credential } from '../domain/access.ts';
 
 /**
- * The credentials `serve` accepts now (README "Access"): ACCESS_FILE's, replaced as a whole when a
+ * The credentials `serve` accepts now (docs/access.md): ACCESS_FILE's, replaced as a whole when a
  * SIGHUP re-reads a good file (serve.ts), or the three tokens'.
  */
 export type AccessList = {

@@ -58,7 +58,7 @@ declare module 'fastify' {
 }
 
 /**
- * Builds the HTTP API (README "HTTP API") without starting it: `serve` listens, tests use `inject()`.
+ * Builds the HTTP API (docs/http-api.md) without starting it: `serve` listens, tests use `inject()`.
  * Every route needs a credential whose roles cover its entry in the route table (route-table.ts),
  * checked before its handler; a route the table does not know stops the build.
  */
@@ -158,7 +158,7 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     const { status, code, message, errors, errorCount } = errorReply(err);
     if (status >= 500) request.log.error({ err }, 'request failed');
     const body = errorDocument(status, code, message, errors, errorCount);
-    // README "Four eyes": a 409 of an approval names the digest to review now.
+    // docs/access.md "Four eyes": a 409 of an approval names the digest to review now.
     if (err instanceof StaleDigestError) {
       return reply
         .status(status)
@@ -196,8 +196,8 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
 type GateDeps = { readonly access: AccessList; readonly failures: AuthFailures; readonly now: () => number };
 
 /**
- * What every request meets before its route (README "Access"): a request without a known
- * credential 401 — or 429 while its client address is blocked after repeated failures (README: "429
+ * What every request meets before its route (docs/access.md): a request without a known
+ * credential 401 — or 429 while its client address is blocked after repeated failures (docs/http-api.md: "429
  * on repeated failures"; a valid credential is never refused by it) — one whose credential's roles do not cover the route 403 naming the roles that
  * do, and then, authenticated, a query parameter given twice 400. A request no route takes (a 404,
  * an unroutable path) needs a credential, any. Returns the reply when it answered, undefined when
@@ -213,7 +213,7 @@ function gateRequest(
   const header = request.headers.authorization;
   const token = bearerToken(header) ?? (rule?.login ? basicPassword(header) : undefined);
   const credential = token === undefined ? undefined : credentialFor(deps.access, token);
-  // The failure limit slows guessing down; it never refuses a valid credential (README "HTTP API"):
+  // The failure limit slows guessing down; it never refuses a valid credential (docs/http-api.md):
   // a client address that failed too often gets 429 for anything else meanwhile.
   const waitMs = credential ? 0 : blockedFor(deps.failures, clientOf(request), deps.now());
   if (waitMs > 0) {
@@ -338,12 +338,12 @@ function errorReply(err: FastifyError | UsdcBatchError | Error): {
     code = err.code;
     message = err.shortMessage;
   } else if (err instanceof AuditFileError) {
-    // README "Audit": the action is done but its line is not in AUDIT_LOG_FILE: not acknowledged.
+    // docs/audit.md: the action is done but its line is not in AUDIT_LOG_FILE: not acknowledged.
     status = 503;
     code = err.code;
     message = err.shortMessage;
   } else if (err instanceof ReplicasNotConfirmedError) {
-    // README "Replicated Redis": the change may be lost in a failover, so it is not acknowledged.
+    // docs/replicated-redis.md: the change may be lost in a failover, so it is not acknowledged.
     status = 503;
     code = err.code;
     message = err.shortMessage;

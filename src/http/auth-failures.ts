@@ -1,5 +1,5 @@
 /*
- * Failed authentication slows its client down (README, HTTP API): a client address that fails
+ * Failed authentication slows its client down (docs/http-api.md): a client address that fails
  * authentication `limit` times within `windowMs` is answered 429, with Retry-After, on every route
  * that needs a credential for `blockMs` — whatever it sends meanwhile but a valid credential, so
  * guessing cannot go on during the pause while the right token (a Prometheus scrape, a colleague

@@ -32,13 +32,13 @@ export function basicPassword(header: string | undefined): string | undefined {
   return colon === -1 ? undefined : decoded.slice(colon + 1);
 }
 
-/** How far a signature's time may be from ours, either way (README "HTTP API": 5 minutes). */
+/** How far a signature's time may be from ours, either way (docs/http-api.md: 5 minutes). */
 export const SIGNATURE_TOLERANCE_S = 5 * 60;
 
 export type SignatureCheck = { ok: true } | { ok: false; reason: string };
 
 /**
- * Checks `X-Signature` over a request (README "HTTP API"). Two schemes, each an HMAC-SHA256 in hex:
+ * Checks `X-Signature` over a request (docs/http-api.md). Two schemes, each an HMAC-SHA256 in hex:
  * - `v1=` of `t.body`: covers the body only, so it is valid only on a request without a query
  *   string (a query such as `batch_id` or `allow_duplicates` shapes the batch: a v1 request
  *   replayed with another query would make another batch of the same rows);

@@ -16,7 +16,7 @@ import { escapeJsonControls } from '../domain/text.ts';
 export const API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /**
- * The headers every answer carries (README "Security"): it says what it is (`nosniff`: a browser
+ * The headers every answer carries (docs/production.md "Security"): it says what it is (`nosniff`: a browser
  * never guesses a type from the body), is never stored by a browser or a proxy (`no-store`: status
  * documents, exports and the pages are money data), and is never framed (`X-Frame-Options` and the
  * CSP's `frame-ancestors`, against clickjacking). A CSP the route set is kept.

@@ -31,7 +31,7 @@ export type AppDeps = {
   readonly redis: Redis;
   readonly producer: TransferJobSink;
   /**
-   * Replica acknowledgements (README "Replicated Redis"): a change is answered only once the
+   * Replica acknowledgements (docs/replicated-redis.md): a change is answered only once the
    * replicas hold it. Absent: answered once Redis has it (tests, tools).
    */
   readonly acks?: ReplicaAcks | undefined;

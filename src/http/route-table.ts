@@ -1,7 +1,7 @@
 import type { Role } from '../domain/access.ts';
 
 /*
- * Which role each route of the API needs (README "Access"), declared once, here. The app gives
+ * Which role each route of the API needs (docs/access.md), declared once, here. The app gives
  * every route it registers its entry as it is added (app.ts, `onRoute`) and checks it before the
  * route's handler runs; a route without an entry stops the app from being built, so no route can
  * be added unprotected. OpenAPI states each operation's roles from the same entries (openapi.ts).
@@ -36,7 +36,7 @@ export type RouteRule = {
   readonly login?: boolean;
 };
 
-/** Every route of the API and the pages (README "HTTP API"). */
+/** Every route of the API and the pages (docs/http-api.md). */
 export const ROUTE_TABLE: readonly RouteRule[] = [
   { method: 'GET', url: '/healthz', access: 'public' },
   { method: 'GET', url: '/readyz', access: 'metrics' },

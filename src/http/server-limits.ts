@@ -4,7 +4,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 
 /*
- * What keeps slow and idle clients from holding the HTTP API (README "HTTP API": "slow and idle
+ * What keeps slow and idle clients from holding the HTTP API (docs/http-api.md: "slow and idle
  * connections are closed"). A connection is only worth its file descriptor while it makes progress:
  * its headers must arrive within HTTP_HEADERS_TIMEOUT_MS, the whole request within
  * HTTP_REQUEST_TIMEOUT_MS (both answered 408 and closed by Node), a kept-alive connection may idle

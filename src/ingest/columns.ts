@@ -1,6 +1,6 @@
 import type { IngestIssue } from './ingest-issue.ts';
 
-/** The columns of README "CSV format", in their documented order (also the JSON transfer fields). */
+/** The columns of docs/operating.md "CSV format", in their documented order (also the JSON transfer fields). */
 export const COLUMNS = ['id', 'from', 'to', 'amount', 'recipient', 'memo'] as const;
 export type Column = (typeof COLUMNS)[number];
 export const REQUIRED_COLUMNS: readonly Column[] = ['from', 'to', 'amount', 'recipient'];

@@ -16,7 +16,7 @@ import { counted } from '../domain/plural.ts';
 
 /**
  * The holds every row entering the queue passes — a new batch, a schedule's firing, or the rows
- * `retry` re-queues (README "States and promises", promise 5) — and what `NEW_RECIPIENT_POLICY=reject` refuses:
+ * `retry` re-queues (docs/promises.md, promise 5) — and what `NEW_RECIPIENT_POLICY=reject` refuses:
  * - a row paying an address removed from the address book holds its batch, under every policy
  *   (removal is how ops answer a reported fraud);
  * - under `hold`, a row paying an address not in the book holds its batch;

@@ -5,7 +5,7 @@ import type { IngestIssue } from './ingest-issue.ts';
 import { IssueList } from './issue-list.ts';
 
 /**
- * The in-file half of the likely-duplicate rule (README "CSV format"): a row without id that repeats the
+ * The in-file half of the likely-duplicate rule (docs/operating.md "CSV format"): a row without id that repeats the
  * (from, to, amount, recipient) of another row of the same input. A row with an id is the payer's
  * own key and never a duplicate itself, but it makes an id-less copy of it one; of several id-less
  * copies the first is kept. `duplicates` lists the first of them (MAX_LISTED_ISSUES), `count` all.

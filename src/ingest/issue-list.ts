@@ -1,6 +1,6 @@
 import { sortIssues, type IngestIssue } from './ingest-issue.ts';
 
-/** How many problems an answer lists (README "Using it": `errors` holds the first 1,000). */
+/** How many problems an answer lists (docs/operating.md "CSV format": `errors` holds the first 1,000). */
 export const MAX_LISTED_ISSUES = 1_000;
 
 /**

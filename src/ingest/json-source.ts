@@ -4,7 +4,7 @@ import { isColumn, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
 import { IssueList } from './issue-list.ts';
 
-/** The JSON document of `POST /v1/batches` (README "CSV format"), checked field by field. */
+/** The JSON document of `POST /v1/batches` (docs/operating.md "CSV format"), checked field by field. */
 export type JsonBatchInput = {
   readonly batchId: string | undefined;
   /** The transfers as rows, made one at a time as they are read (a large body is not copied whole). */

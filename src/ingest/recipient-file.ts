@@ -14,7 +14,7 @@ export type RecipientInput = {
 const COLUMNS = ['address', 'label'] as const;
 
 /**
- * `recipients import FILE.csv` (README "Using it"): a CSV with a header naming `address` (required) and
+ * `recipients import FILE.csv` (docs/operating.md "The commands"): a CSV with a header naming `address` (required) and
  * `label` (optional), case-insensitive, in any order; a BOM, CRLF and blank lines are tolerated, as
  * for payout files. Each address is checked as `recipients add` checks it (EIP-55 when mixed case;
  * base58 of 32 bytes for Solana). An address book file is small (10,000 lines is under a megabyte),

@@ -33,7 +33,7 @@ const ADDRESS_CACHE_SIZE = 4096;
 // A row without id gets `line-<N>`; an explicit id of that form could collide with it.
 const DERIVED_ID = /^line-[0-9]+$/;
 
-/** The id a row without `id` gets (README "HTTP API": "one derived from its line"). */
+/** The id a row without `id` gets (docs/http-api.md: "one derived from its line"). */
 export function derivedTransferId(line: number): string {
   return `line-${line}`;
 }

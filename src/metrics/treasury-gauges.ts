@@ -5,7 +5,7 @@ import { rebalanceSchedules, storedTreasuryBalances } from '../store/treasury-fl
 import { parsePolicy } from '../treasury/policy.ts';
 
 /**
- * The treasury's series on `/metrics` (README "Treasury rebalancing"), read from Redis at scrape
+ * The treasury's series on `/metrics` (docs/rebalancing.md), read from Redis at scrape
  * time: `usdc_batch_treasury_balance_usdc{chain}` (as the workers last read it, every
  * TREASURY_BALANCE_INTERVAL_MS) and, for each scheduled rebalancing policy,
  * `usdc_batch_treasury_min_usdc{chain,policy}` and `usdc_batch_treasury_target_usdc{chain,policy}`.

@@ -10,7 +10,7 @@ import type { TransferStore } from '../store/transfer-store.ts';
 
 /**
  * Worker-side metrics, kept in Redis rather than in each worker's memory: workers run as many
- * processes on many machines with no HTTP port of their own (the README gives them none), and
+ * processes on many machines with no HTTP port of their own (docs/http-api.md "Metrics": they have none), and
  * `usdc-batch serve` answers `/metrics` for all of them. Counters are Redis hashes incremented with
  * HINCRBY, so every worker adds to the same totals, and they survive restarts (Prometheus counters
  * only ever grow, as these do).

@@ -9,7 +9,7 @@ import { createRecipientBook } from '../store/recipient-book.ts';
 import { requireBatch, type OpsDeps } from './ops-deps.ts';
 import { FourEyesError, StaleDigestError } from './ops-error.ts';
 
-/** What an approval did (README "Four eyes"). */
+/** What an approval did (docs/access.md "Four eyes"). */
 export type ApproveOutcome = {
   /** Transfers given their jobs by this approval (0 until the last approval needed). */
   readonly released: number;

@@ -21,7 +21,7 @@ export type ChainPreflight = {
   readonly chain: string;
   /**
    * Whether a balance could be read at all for this chain (an RPC, and a treasury address: `no_key`
-   * when no public address of the chain's family is known, README "Keys stay in the worker").
+   * when no public address of the chain's family is known, docs/keys.md).
    */
   readonly source: 'read' | 'no_key' | 'no_rpc' | 'unreadable';
   readonly rows: number;
@@ -137,7 +137,7 @@ export function balancePreflightOf(
   });
 }
 
-/** The `balances` entries of `enqueue --dry-run --json` (README, "enqueue --dry-run"). */
+/** The `balances` entries of `enqueue --dry-run --json` (docs/scaling.md "Several treasury owners"). */
 export function preflightJson(p: ChainPreflight) {
   return {
     chain: p.chain,

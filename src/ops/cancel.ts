@@ -18,7 +18,7 @@ async function announceCompletion(deps: OpsDeps, batchId: string, generation: nu
 
 /**
  * Cancels the batch's transfers that have not been sent: those still `queued` become `cancelled`,
- * a final state that `retry` never re-queues (README "States and promises", promise 5). Transfers
+ * a final state that `retry` never re-queues (docs/promises.md, promise 5). Transfers
  * in progress are not cut off; a queued transfer holds no live payload. The batch's hold is left as
  * it is.
  */
@@ -46,9 +46,9 @@ export async function cancelBatch(deps: OpsDeps, batchId: string): Promise<{ can
     cancelled += moved;
     if (moved === 0) break;
   }
-  // A held batch stays held: only `approve` releases a hold (README "States and promises", promise 5). Setting
+  // A held batch stays held: only `approve` releases a hold (docs/promises.md, promise 5). Setting
   // `held` to 0 here once let `retry` re-queue the cancelled rows with jobs, paying them unapproved.
-  // A cancel that cancelled nothing changed nothing: not audited (README "Audit").
+  // A cancel that cancelled nothing changed nothing: not audited (docs/audit.md).
   if (cancelled > 0) {
     await recordAudit(deps, { who: deps.actor, action: 'cancel', batch: batchId, detail: { cancelled } });
   }

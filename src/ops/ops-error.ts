@@ -6,7 +6,7 @@ export class NotFoundError extends UsdcBatchError {
 }
 
 /**
- * Four eyes (README "Four eyes"): the submitter of a batch may not approve it. HTTP 403 with code
+ * Four eyes (docs/access.md "Four eyes"): the submitter of a batch may not approve it. HTTP 403 with code
  * `four_eyes`; the CLI exits 4.
  */
 export class FourEyesError extends UsdcBatchError {

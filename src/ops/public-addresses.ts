@@ -5,8 +5,8 @@ import { usdcTokenAccount } from '../signing/solana/solana-signer.ts';
 import { readPublishedAddresses } from '../store/published-addresses.ts';
 
 /*
- * The treasury's own public addresses, for every process that does not sign (README "Keys stay in
- * the worker"): from the configuration (EVM_OWNER_ADDRESSES and SOLANA_ADDRESS, or the keystores'
+ * The treasury's own public addresses, for every process that does not sign (docs/keys.md
+ * ): from the configuration (EVM_OWNER_ADDRESSES and SOLANA_ADDRESS, or the keystores'
  * `address` fields: src/config/public-addresses.ts), else what the running workers last published
  * to Redis (src/store/published-addresses.ts). No key is read to know them.
  */

@@ -72,7 +72,7 @@ export async function addRecipient(
   const book = bookOf(deps);
   const was = (await book.statuses([address.key])).get(address.key)?.status ?? 'new';
   const { changed } = await book.add([{ address, label }], deps.actor, 'add');
-  // A known address given no new label changed nothing: not audited (README "Audit").
+  // A known address given no new label changed nothing: not audited (docs/audit.md).
   if (changed > 0)
     await recordAudit(deps, {
       who: deps.actor,

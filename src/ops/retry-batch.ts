@@ -15,7 +15,7 @@ import { requireBatch, type OpsDeps } from './ops-deps.ts';
  * cancelled: `cancelled` is a state of its own, and a row cancelled by an older version, stored as
  * `failed` with error code `cancelled`, is left alone too — LEGACY_CANCELLED). The batch
  * is re-opened (complete = false) before this returns. The re-queued rows pass the same holds as
- * new ones (README "States and promises", promise 5: the approval threshold over 24 hours, the address book); a
+ * new ones (docs/promises.md, promise 5: the approval threshold over 24 hours, the address book); a
  * held batch — held before, or by this retry — gets no jobs until approved.
  */
 /**
@@ -59,7 +59,7 @@ export async function retryBatch(
   if (!held) {
     for (const [round, transfers] of byRound) await deps.jobs.addTransfers(batchId, transfers, round);
   }
-  // A retry that re-queued nothing and held nothing changed nothing: not audited (README "Audit").
+  // A retry that re-queued nothing and held nothing changed nothing: not audited (docs/audit.md).
   if (requeued > 0 || heldNow)
     await recordAudit(deps, {
       who: deps.actor,

@@ -11,7 +11,7 @@ import { createOwnerBalances, type OwnerBalances, type Reserved } from '../store
 import { treasuryAddresses, type AddressOrigin, type TreasuryAddresses } from './public-addresses.ts';
 
 /**
- * What `usdc-batch wallets` reports (README "Using it"): public addresses, and what the chains and
+ * What `usdc-batch wallets` reports (docs/operating.md "The commands"): public addresses, and what the chains and
  * Redis say about them. Built only from public facts: no key, seed or RPC credential goes in.
  */
 type EvmChainReport = {
@@ -81,7 +81,7 @@ export type WalletsReport = {
   } | null;
   readonly redis: 'ok' | 'unavailable';
   /**
-   * Where each family's public addresses came from (README "Keys stay in the worker"): the
+   * Where each family's public addresses came from (docs/keys.md): the
    * configuration (EVM_OWNER_ADDRESSES, SOLANA_ADDRESS, the keystores' address fields), what the
    * running workers published to Redis, or nowhere (null: that family is not shown).
    */

@@ -18,7 +18,7 @@ export type PipelineDeps = {
   readonly config: Config;
   readonly store: TransferStore;
   /**
-   * Replica acknowledgements (README "Replicated Redis"): a send waits until the replicas
+   * Replica acknowledgements (docs/replicated-redis.md): a send waits until the replicas
    * REDIS_REPLICA_ACKS asks for hold its mark. Absent: nothing is waited for (tests, tools).
    */
   readonly acks?: ReplicaAcks | undefined;

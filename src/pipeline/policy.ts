@@ -1,5 +1,5 @@
 /**
- * Timings and bounds of one transfer's pipeline. Defaults keep the promise of README "States and promises", promise 2: a
+ * Timings and bounds of one transfer's pipeline. Defaults keep the promise of docs/promises.md, promise 2: a
  * transfer whose calls keep failing transiently is final within 3 minutes.
  */
 export type PipelinePolicy = {

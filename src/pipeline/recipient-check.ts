@@ -16,7 +16,7 @@ export type ClearanceDeps = {
 };
 
 /**
- * The last look before a transfer's first payload is made (README "States and promises", promise 5, and a race
+ * The last look before a transfer's first payload is made (docs/promises.md, promise 5, and a race
  * between `recipients remove` and a batch in flight): a transfer whose batch is held, or whose
  * recipient was removed from the address book after the batch was enqueued or last approved, is
  * not signed. It goes back to `queued` with the reason (never `failed`: nothing was wrong with it),

@@ -24,7 +24,7 @@ export type { StepName, StepReporter } from './context.ts';
  * stalled job, run again, resumes from the saved steps: the queue delivers at least once; these
  * records are what make that safe.
  *
- * The money rules (README "States and promises", promise 1), in terms of the saved fields:
+ * The money rules (docs/promises.md, promise 1), in terms of the saved fields:
  * - `sends` counts sends of the current payload *begun*; `send_state=sending` is written before
  *   each call, so a crash mid-call is seen on resume and counts as an uncertain send.
  * - `uncertain=1` once any send of the current payload may have been processed (an ambiguous answer,

@@ -32,8 +32,8 @@ export class LeaseNotConfirmed extends Error {
  * Written durably before every send: on resume, `send_state=sending` means this send's outcome is
  * unknown. `attempts` (shown to operators) counts sends to the service across payloads. The mark
  * (with a fresh payload, in the same write) is made only while the run holds its transfer's lock,
- * and nothing is sent until the replicas REDIS_REPLICA_ACKS asks for hold it (README "Replicated
- * Redis"): a failover can then not bring back a record without the payload or its mark. When the
+ * and nothing is sent until the replicas REDIS_REPLICA_ACKS asks for hold it (docs/replicated-redis.md
+ * ): a failover can then not bring back a record without the payload or its mark. When the
  * lock was lost the run stops (nothing written); when the replicas or the `gate` do not confirm in
  * time the mark is taken back and the transfer waits, nothing sent.
  */

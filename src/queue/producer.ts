@@ -9,7 +9,7 @@ import { queueOptions } from './queue-options.ts';
 
 /**
  * Job options of every transfer job. The queue is only the transport: the worker's saved steps in
- * the transfer record decide when a transfer is final (README "States and promises"), so BullMQ must never give up
+ * the transfer record decide when a transfer is final (docs/promises.md), so BullMQ must never give up
  * on a job before the worker does —
  * - `attempts` is far above what the worker's own time budget (final within 3 minutes of transient
  *   failures) can use at this backoff, so "attempts exhausted" is a safety net, not a policy;

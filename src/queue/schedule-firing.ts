@@ -22,7 +22,7 @@ export type FiringOutcome =
       readonly batchId: string;
       readonly outcome: EnqueueOutcome;
     }
-  /** A rebalance schedule's firing: what its run did (README "Treasury rebalancing"). */
+  /** A rebalance schedule's firing: what its run did (docs/rebalancing.md). */
   | { readonly status: 'rebalance'; readonly batchId: string; readonly result: string };
 
 export type FireDeps = {

@@ -11,7 +11,7 @@ import { heldFirings } from '../store/schedule-holds.ts';
 import { queueOptions } from './queue-options.ts';
 
 /**
- * Recurring batches (README "Using it" `schedule`). A schedule is a record in Redis holding the CSV
+ * Recurring batches (docs/operating.md "Operations", schedules). A schedule is a record in Redis holding the CSV
  * itself (`P:schedule:<name>`: cron, tz, csv, created_at, created_by, …; names in `P:schedules`),
  * so a firing never depends on the file still existing, plus a BullMQ job scheduler of the same
  * name on the `schedules` queue. BullMQ makes one job per firing (its id carries the firing time),

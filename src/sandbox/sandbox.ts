@@ -36,7 +36,7 @@ export type SandboxOptions = Partial<SandboxConfig> & {
   readonly solanaFeePayerSeed?: string;
 };
 
-/** The processes and in-process runtimes behind the sandbox (for `/__admin/info` and the README's costs). */
+/** The processes and in-process runtimes behind the sandbox (for `/__admin/info` and docs/sandbox.md's costs). */
 type SandboxNodes = {
   readonly evm: Readonly<
     Record<EvmChain, { readonly kind: string; readonly url: string | null; readonly pid: number | null }>
@@ -96,7 +96,7 @@ export class SandboxNetworkError extends Error {
 }
 
 /**
- * A strict HTTP implementation of the transfer service (docs/transfer-service.md §4, README "States and promises") on real local
+ * A strict HTTP implementation of the transfer service (docs/transfer-service.md §4, docs/promises.md) on real local
  * chains: an anvil per EVM chain (its testnet chain id, the USDC token at USDC's address) and
  * LiteSVM for Solana, with a lagging JSON-RPC per chain, fault injection and a ledger. Started at
  * once; `close()` stops every anvil it started. Admin routes (`/__admin/*`) answer loopback only.

@@ -46,7 +46,7 @@ import {
 import { USDC_DECIMALS } from '../domain/money.ts';
 
 /**
- * Every kind of transaction the signing policy (README "States and promises", promise 3) must refuse. Each one is
+ * Every kind of transaction the signing policy (docs/promises.md, promise 3) must refuse. Each one is
  * the legitimate payment with exactly one thing wrong.
  */
 export const MALICIOUS_SOLANA_KINDS = [

@@ -171,7 +171,7 @@ export type SolanaSigner = {
   /** Our public key (base58). */
   readonly address: string;
   /**
-   * Decodes and checks a built transaction against the policy of README "States and promises", promise 3. A
+   * Decodes and checks a built transaction against the policy of docs/promises.md, promise 3. A
    * refusal is logged at warn with `about` (the batch and transfer it was built for).
    */
   check(transactionBase64: string, expected: SolanaExpectation, about?: TransferRef): PolicyVerdict;

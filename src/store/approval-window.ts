@@ -5,7 +5,7 @@ import { luaScriptFile, runScript } from './lua-script.ts';
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
- * `APPROVAL_THRESHOLD_USDC` over the rolling 24 hours (README "Configuration"): what was enqueued without
+ * `APPROVAL_THRESHOLD_USDC` over the rolling 24 hours (docs/configuration.md): what was enqueued without
  * approval — whole batches, and the rows `retry` re-queued — is summed, and the enqueue that takes
  * the sum to the threshold (itself included) is held. Judging each batch alone let two batches of
  * 999.99 under a 1,000 threshold both run unheld.

@@ -6,7 +6,7 @@ import { luaScriptFile, runScript } from './lua-script.ts';
 import { queuedTransfers } from './queued-transfers.ts';
 
 /*
- * Four eyes (README "Four eyes"): the approvals of a held batch, each bound to the digest of the
+ * Four eyes (docs/access.md "Four eyes"): the approvals of a held batch, each bound to the digest of the
  * rows it reviewed, and the release once enough distinct names, none the submitter's, approved the
  * rows as they are now.
  *

@@ -7,7 +7,7 @@ import { keys } from './keys.ts';
 import { releaseTokenLock } from './token-lock.ts';
 
 /*
- * AUDIT_LOG_FILE (README "Audit"): every audit entry is also appended to the file as one line of
+ * AUDIT_LOG_FILE (docs/audit.md): every audit entry is also appended to the file as one line of
  * a hash chain (src/domain/audit-chain.ts), written and fsynced before the action it records is
  * acknowledged. Every process that records entries (the CLI, `serve`, a worker firing schedules)
  * appends to its AUDIT_LOG_FILE; processes sharing one file take turns under a lock in Redis, named

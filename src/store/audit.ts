@@ -3,7 +3,7 @@ import { appendAuditLine } from './audit-file.ts';
 import { keys } from './keys.ts';
 
 /**
- * Operator actions (README "Audit"): an append-only Redis stream, and with AUDIT_LOG_FILE a
+ * Operator actions (docs/audit.md): an append-only Redis stream, and with AUDIT_LOG_FILE a
  * hash-chained file too (audit-file.ts). An action that changed nothing is not recorded.
  */
 export const AUDIT_ACTIONS = [

@@ -7,7 +7,7 @@ import { readPause, type PauseState } from './pause-flag.ts';
 import { intentCounts, isSettled, paidTotals, type IntentCounts, type PaidTotals } from './settlement.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 
-/** The status document of README "HTTP API" (`status --json`, `GET /v1/batches/:id`, callbacks). */
+/** The status document of docs/http-api.md (`status --json`, `GET /v1/batches/:id`, callbacks). */
 export type TransferView = {
   id: string;
   line: number;
@@ -46,7 +46,7 @@ export type BatchSummary = {
   created_at: string | null;
   source: string;
   /**
-   * Who enqueued it (README "Four eyes"): an HTTP credential's name, `cli:<name>`, `schedule:<name>`;
+   * Who enqueued it (docs/access.md "Four eyes"): an HTTP credential's name, `cli:<name>`, `schedule:<name>`;
    * null for a batch enqueued before it was recorded.
    */
   submitted_by: string | null;
@@ -79,7 +79,7 @@ export type BatchSummary = {
   totals: { amount: string; fee: string | null; net_receive: string | null; paid: PaidTotals };
 };
 
-/** Processing paused (README `pause`): since when (ISO) and by whom; null while it runs. */
+/** Processing paused (docs/operating.md, `pause`): since when (ISO) and by whom; null while it runs. */
 export type PausedView = { since: string; by: string | null };
 
 export type BatchStatus = BatchSummary & {

@@ -12,7 +12,7 @@ export type BatchPlan = {
   readonly batchId: string;
   readonly digest: string;
   readonly source: BatchSource;
-  /** Who enqueued it (README "Four eyes"): never one of its approvers. */
+  /** Who enqueued it (docs/access.md "Four eyes"): never one of its approvers. */
   readonly submittedBy: string;
   /** APPROVALS_REQUIRED when it was enqueued: the approvals a hold of it needs (at least). */
   readonly approvalsRequired: number;

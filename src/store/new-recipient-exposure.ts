@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 
 /**
- * `NEW_RECIPIENT_MAX_USDC` (README "Configuration"): what a recipient that is not in the address book is
+ * `NEW_RECIPIENT_MAX_USDC` (docs/configuration.md): what a recipient that is not in the address book is
  * being paid across unfinished batches. Each row paying a new recipient is registered in
  * `P:recipient-open:<recipient key>` (ZSET, member `<batch>/<transfer>/<micro-USDC>`, score = when)
  * before the sum is read, so that of two enqueues racing to the same new address the later one

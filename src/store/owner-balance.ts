@@ -6,7 +6,7 @@ import { luaScriptFile, runScript } from './lua-script.ts';
 
 /*
  * What each treasury owner's USDC balance is already promised to, so that two workers never spend
- * the same balance and a lagging RPC never counts a payment twice (issue 17, README "Configuration").
+ * the same balance and a lagging RPC never counts a payment twice (issue 17, docs/configuration.md).
  *
  * HASH `P:reserve:<CHAIN>:<owner>`: field `<batchId>/<transferId>` → `<amount>|<tx hash>|<mined>`
  * (micro-USDC; the transfer's source transaction once the service accepted it; the block it was

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 
 /*
- * `P:paused` (README "Using it" `pause`): while it exists workers take no transfer (the take script
+ * `P:paused` (docs/operating.md "The commands" `pause`): while it exists workers take no transfer (the take script
  * checks that it exists). Its value says since when and by whom: `{"since":<ms>,"by":"cli:<name>"}`;
  * a value written before that was the time alone (`<ms>`), read as paused by nobody known.
  */

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
 
 /*
- * README "Replicated Redis": what a process sees of its Redis's replication, read from `INFO
+ * docs/replicated-redis.md: what a process sees of its Redis's replication, read from `INFO
  * replication` every few seconds. A change of the primary's replication id is a failover (a
  * replica promoted: its previous id is the old primary's) or a restart of the primary: logged at
  * warn, since writes the old primary had not replicated are gone. Replicas dropping away are

@@ -3,7 +3,7 @@ import { checkEvmAddress, checkSolanaAddress } from '../domain/addresses.ts';
 
 /*
  * The treasury's public addresses as the workers publish them (docs/data-model.md,
- * `P:treasury:addresses`), for the processes that hold no key (README "Keys stay in the worker"):
+ * `P:treasury:addresses`), for the processes that hold no key (docs/keys.md):
  * a ZSET whose members are `evm:<position>:<owner>` (the owner's place in that worker's configured
  * order, from 1) and `solana:<address>`, scored with the time (ms) a worker holding that key last
  * said so — at its start and every PUBLISH_EVERY_MS while it runs. What the workers "last

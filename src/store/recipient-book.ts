@@ -4,7 +4,7 @@ import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 
 /**
- * The address book of known recipients (README "Using it" `recipients`, "Configuration" `NEW_RECIPIENT_POLICY`):
+ * The address book of known recipients (docs/operating.md "Approvals and the address book", docs/configuration.md `NEW_RECIPIENT_POLICY`):
  * `P:recipients` (HASH: recipient key → entry JSON) and `P:recipients:removed` (HASH: recipient
  * key → tombstone JSON). A key is in at most one of them. A removed address stays a tombstone —
  * held every time it is paid — until someone adds it again explicitly; approving a batch never

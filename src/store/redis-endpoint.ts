@@ -2,7 +2,7 @@ import type { RedisOptions } from 'ioredis';
 import { displayUrl } from '../domain/url-display.ts';
 
 /**
- * Where the project's Redis is (README "Configuration", "Replicated Redis"): `REDIS_URL`, or the
+ * Where the project's Redis is (docs/configuration.md, docs/replicated-redis.md): `REDIS_URL`, or the
  * Sentinels (`REDIS_SENTINELS`) that name its current primary (`REDIS_SENTINEL_NAME`); the URL's
  * user, password, database and scheme (`rediss:` for TLS) apply either way. Every connection of
  * every process is made from this, so every one of them follows a failover by itself.

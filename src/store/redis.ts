@@ -112,7 +112,7 @@ type Durability =
   { durable: true } | { durable: false; reason: string } | { durable: 'unknown'; reason: string };
 
 /**
- * README "Configuration": the worker refuses a Redis that can lose acknowledged writes (`appendonly` off,
+ * docs/configuration.md: the worker refuses a Redis that can lose acknowledged writes (`appendonly` off,
  * or `appendfsync` other than `always`), and warns where it cannot ask (`CONFIG` disabled).
  */
 export async function checkDurability(redis: Redis): Promise<Durability> {

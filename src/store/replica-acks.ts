@@ -5,7 +5,7 @@ import { keys } from './keys.ts';
 import { luaScriptFile, runScript, type LuaScript } from './lua-script.ts';
 
 /*
- * README "Replicated Redis". Redis replicates asynchronously: a failover keeps only what the
+ * docs/replicated-redis.md. Redis replicates asynchronously: a failover keeps only what the
  * promoted replica had received. Before money moves on a write (the mark before a send), and
  * before an operator's action is acknowledged, the write is held by the replicas the setting asks
  * for, counted by `WAIT` — which counts the replicas holding the writes of the connection it is sent

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 
 /**
- * While a firing of a schedule is held for approval, its later firings are held too (README "Using it", issue 18): a nightly file that gained a new address must not be paid the next night because
+ * While a firing of a schedule is held for approval, its later firings are held too (docs/operating.md "Approvals and the address book", issue 18): a nightly file that gained a new address must not be paid the next night because
  * nobody has looked yet. `P:schedule:<name>:held` (SET) names the firings that were held when they
  * fired; one counts while its batch is still held with transfers waiting (approving it, or
  * cancelling all of it, lets the next firings go). Approving one firing approves only that one.

@@ -3,7 +3,7 @@ import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 
 /**
- * A schedule's record in Redis (README "Using it" `schedule`): `P:schedule:<name>` (HASH: cron, tz,
+ * A schedule's record in Redis (docs/operating.md "Operations", schedules): `P:schedule:<name>` (HASH: cron, tz,
  * csv or policy and policy_file, created_at, created_by, rows, total, last_*), its name in
  * `P:schedules` (SET). Read back as a ScheduleRecord here, at the store's edge.
  */

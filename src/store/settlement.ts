@@ -43,7 +43,7 @@ export function intentCounts(b: Record<string, string>): IntentCounts {
 }
 
 /**
- * `settled` (README "HTTP API"): true once the batch is complete and every submitted intent has a
+ * `settled` (docs/http-api.md): true once the batch is complete and every submitted intent has a
  * final status; null when that can never be known because the service had no status route for
  * some of them; false otherwise.
  */

@@ -9,7 +9,7 @@ import { intentCounts } from './settlement.ts';
 import { releaseTokenLock } from './token-lock.ts';
 
 /*
- * What treasury rebalancing reads of the store (README "Treasury rebalancing"):
+ * What treasury rebalancing reads of the store (docs/rebalancing.md):
  * - the transfers still moving money: not final (queued, held, in progress) or submitted with an
  *   intent that is not final yet, from which a chain's `outgoing` and `incoming` are counted;
  * - per policy, the last batch a run enqueued (`P:rebalance:<policy>`: `last_batch`), and a short

@@ -9,7 +9,7 @@ import { NO_ADDRESS_HINT, type TreasuryAddresses } from '../ops/public-addresses
 import { createChainReader, type EvmChainReader } from '../signing/evm/chain-reader.ts';
 
 /**
- * The treasury's USDC on each chain (README "Treasury rebalancing"): every EVM owner's `balanceOf`
+ * The treasury's USDC on each chain (docs/rebalancing.md): every EVM owner's `balanceOf`
  * over `EVM_RPC_URL_<CHAIN>` and the Solana wallet's USDC account over `SOLANA_RPC_URL`, all read
  * in parallel, the same reads `wallets` makes, at the treasury's public addresses
  * (src/ops/public-addresses.ts: no key is read). A chain whose balance cannot be read is an error

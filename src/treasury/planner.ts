@@ -4,7 +4,7 @@ import { bpsOf, formatUsdc } from '../domain/money.ts';
 import type { ChainTarget, RebalancePolicy } from './policy.ts';
 
 /**
- * The rebalancing plan (README "Treasury rebalancing"): a pure function of the chains' positions,
+ * The rebalancing plan (docs/rebalancing.md): a pure function of the chains' positions,
  * the policy and a fee estimator. Needs are served largest first, each from the chain with the most
  * to give (several donors where one is not enough); a move's amount is solved on the estimator's
  * answers so that its estimated `net_receive` covers what it serves, the fee on top from the donor,

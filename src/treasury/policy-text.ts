@@ -1,7 +1,7 @@
 import { isAlias, isMap, isScalar, isSeq, parseDocument, type Document } from 'yaml';
 
 /*
- * A policy file's text as values (README "Treasury rebalancing"): YAML, or JSON read by the same
+ * A policy file's text as values (docs/rebalancing.md): YAML, or JSON read by the same
  * YAML reader once JSON itself has accepted it. Numbers stay the text the file wrote — an amount
  * never goes through a float (9007199254740993 stays …993), and `0x10`, `0o777` or `1e3` stay what
  * they look like, for the rules to refuse. A key given twice is a problem naming it (JSON.parse and

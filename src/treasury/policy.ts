@@ -7,7 +7,7 @@ import { counted } from '../domain/plural.ts';
 import { keyPath, NumberText, readPolicyText, type PolicyMap, type PolicyValue } from './policy-text.ts';
 
 /**
- * A treasury rebalancing policy (README "Treasury rebalancing"): how much USDC each chain should
+ * A treasury rebalancing policy (docs/rebalancing.md): how much USDC each chain should
  * hold. Parsed at the edge from YAML (or the same as JSON); every problem is reported at once, each
  * naming its key (`chains.ARB.min: must not exceed target`). Amounts are exact micro-USDC, read
  * from the text the file wrote (policy-text.ts), never through a float.

@@ -7,7 +7,7 @@ import type { ChainBalance, TreasuryAddresses, TreasuryConfig } from './balances
 import type { ChainPosition } from './planner.ts';
 
 /**
- * A chain's position (README "Treasury rebalancing"): its balance, minus `outgoing` — transfers
+ * A chain's position (docs/rebalancing.md): its balance, minus `outgoing` — transfers
  * from it that are queued, held, in progress, or submitted but not yet shown by the chain — plus
  * `incoming` — the net of submitted transfers to the treasury's own addresses there whose intents
  * are not final yet.

@@ -22,7 +22,7 @@ import type { RebalancePolicy } from './policy.ts';
 import { treasuryPositions, type TreasuryPosition } from './positions.ts';
 
 /**
- * One rebalancing run (README "Treasury rebalancing"): balances read now, positions from the store,
+ * One rebalancing run (docs/rebalancing.md): balances read now, positions from the store,
  * the plan, and — unless it is a dry run or a check — the moves enqueued as one ordinary batch
  * through the same path as `enqueue` (fee guard, limits, approval holds, audit), the treasury's own
  * addresses counting as known recipients. One run in flight per policy: while the policy's last
@@ -260,7 +260,7 @@ export async function runRebalance(
   }
 }
 
-/** The `rebalance --json` document (README "Treasury rebalancing"). */
+/** The `rebalance --json` document (docs/rebalancing.md). */
 export function rebalanceDocument(r: RebalanceReport) {
   const amount = (v: bigint) => formatUsdc(v);
   const doc = {
@@ -304,7 +304,7 @@ export function rebalanceDocument(r: RebalanceReport) {
 }
 
 /**
- * The exit code of a run (README): 1 when the moves were refused or some chain's `after` stays
+ * The exit code of a run (docs/rebalancing.md, docs/exit-codes.md): 1 when the moves were refused or some chain's `after` stays
  * below its min (for `--check`: its position), else 0 — also when an earlier run is in flight.
  */
 export function rebalanceExit(r: RebalanceReport): 0 | 1 {

@@ -17,7 +17,7 @@ import { parsePolicy, type RebalancePolicy } from './policy.ts';
 import { treasuryPositions, type TreasuryPosition } from './positions.ts';
 
 /**
- * What `GET /v1/treasury` and `/ui/treasury` show (README "Treasury rebalancing"): per chain the
+ * What `GET /v1/treasury` and `/ui/treasury` show (docs/rebalancing.md): per chain the
  * balance (and per owner), incoming, outgoing and position, and for each scheduled rebalancing
  * policy its min/target and each chain's state. Each chain is read on its own: one that cannot be
  * read is shown with its error, the others still are.

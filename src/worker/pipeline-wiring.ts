@@ -91,7 +91,7 @@ export function wirePipeline(deps: {
   readonly redis: Redis;
   readonly prefix: string;
   readonly store: TransferStore;
-  /** Replica acknowledgements before sends (README "Replicated Redis"). */
+  /** Replica acknowledgements before sends (docs/replicated-redis.md). */
   readonly acks?: PipelineDeps['acks'];
   readonly service: ServiceClient;
   /** `wireEvm`'s parts; the pipeline needs only their interfaces (a test may watch its nonce pool). */

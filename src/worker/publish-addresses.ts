@@ -3,8 +3,8 @@ import type { Logger } from '../log/logger.ts';
 import { PUBLISH_EVERY_MS, publishAddresses } from '../store/published-addresses.ts';
 
 /**
- * A worker tells the processes that hold no key which addresses its keys have (README "Keys stay in
- * the worker"; docs/data-model.md `P:treasury:addresses`): once before it takes work, then every
+ * A worker tells the processes that hold no key which addresses its keys have (docs/keys.md
+ * ; docs/data-model.md `P:treasury:addresses`): once before it takes work, then every
  * PUBLISH_EVERY_MS while it runs. The addresses stay published when it stops: "what the workers
  * last published" is what `serve`, `wallets` and `rebalance` use when the configuration names none.
  */

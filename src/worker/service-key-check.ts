@@ -8,7 +8,7 @@ import type { ServiceClient } from '../service/types.ts';
 const KEY_CHECK_TIMEOUT_MS = 15_000;
 
 /**
- * README "Configuration": a wrong `TRANSFER_API_KEY` is found before any row fails. The worker asks
+ * docs/configuration.md: a wrong `TRANSFER_API_KEY` is found before any row fails. The worker asks
  * for one estimate of the smallest amount (0.000001 USDC, from a chain it serves) before it takes
  * work: a 401 or 403 stops the start (ApiKeyRefusedError: exit 2, naming the variable); any other
  * refusal means the service accepted the key and judged the request; a service that does not

@@ -68,7 +68,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   const metrics = (started.metrics = createWorkerMetrics({ redis, prefix, logger }));
   const service = (started.service = wireServiceClient({ config, redis, prefix, logger, metrics }));
   const store = metrics.countRetries(createTransferStore({ redis, prefix }));
-  // README "Replicated Redis": sends wait for the replicas; a failover seen is logged.
+  // docs/replicated-redis.md: sends wait for the replicas; a failover seen is logged.
   const acks = (started.acks = createReplicaAcks({
     redis,
     prefix,

@@ -4,7 +4,7 @@ import { runCli, type CliResult } from './cli.ts';
 export const APPROVER_NAME = 'second-pair-of-eyes';
 
 /**
- * `usdc-batch approve BATCH` as another operator (README "Four eyes": the submitter may not),
+ * `usdc-batch approve BATCH` as another operator (docs/access.md "Four eyes": the submitter may not),
  * answering its question yes — or with `--digest` when one is given.
  */
 export async function approveCli(

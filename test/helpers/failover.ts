@@ -10,7 +10,7 @@ import { csvOf, randomEvmAddress, type Row } from './fixtures.ts';
 import type { SandboxProcess } from './sandbox.ts';
 
 /*
- * The product over a replicated Redis, for the failover tests (README "Replicated Redis"): the
+ * The product over a replicated Redis, for the failover tests (docs/replicated-redis.md): the
  * environment (its Redis settings given), a status reader on the test's own client, enqueue through
  * the real CLI, and a wait for completion that, when it times out, says what is stuck.
  */

@@ -24,7 +24,7 @@ const linesOf = (file: string): Line[] =>
     .filter((l) => l !== '')
     .map((l) => JSON.parse(l) as Line);
 
-describe('the audit chain (README "Audit")', () => {
+describe('the audit chain (docs/audit.md)', () => {
   it('hashes the canonical JSON of a line without its hash: sorted keys, no whitespace', () => {
     const fields = {
       id: '1700000000000-0',

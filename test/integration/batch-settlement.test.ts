@@ -5,7 +5,7 @@ import { redisForSuite } from '../helpers/redis.ts';
 import { EVM, ingestHarness, type IngestHarness } from './ingest-fixtures.ts';
 
 /**
- * The status document's money and settlement (README "HTTP API"): `totals` as planned, `totals.paid`
+ * The status document's money and settlement (docs/http-api.md): `totals` as planned, `totals.paid`
  * over submitted transfers only, `settled` once every submitted intent is final, and the intents'
  * counters — all kept by the store's scripts as transfers move, never computed by a scan.
  */

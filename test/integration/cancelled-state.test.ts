@@ -30,7 +30,7 @@ async function enqueueRows(redis: Redis, prefix: string, batchId: string, n: num
 }
 
 /**
- * README "States and promises": `cancelled` is a final state of its own — counted as such, never
+ * docs/promises.md: `cancelled` is a final state of its own — counted as such, never
  * re-queued by `retry` — and a row an older version cancelled (stored `failed` with error code
  * `cancelled`) is left alone by `retry` too.
  */

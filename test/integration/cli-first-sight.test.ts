@@ -35,7 +35,7 @@ async function enqueued(tag: string, n: number) {
 }
 
 describe('not found: every command that names a missing batch, transfer or schedule exits 2', () => {
-  it('status, export, retry, cancel, cancel --transfer, resolve and schedule remove agree', async () => {
+  it('status, export, retry, cancel, approve, cancel --transfer, resolve and schedule remove agree', async () => {
     const { env, batchId } = await enqueued('nf', 1);
     const cases: [string[], RegExp][] = [
       [['status', 'no-such-batch'], /batch no-such-batch does not exist/],
@@ -43,6 +43,7 @@ describe('not found: every command that names a missing batch, transfer or sched
       [['export', 'no-such-batch'], /batch no-such-batch does not exist/],
       [['retry', 'no-such-batch'], /batch no-such-batch does not exist/],
       [['cancel', 'no-such-batch'], /batch no-such-batch does not exist/],
+      [['approve', 'no-such-batch'], /batch no-such-batch does not exist/],
       [['cancel', batchId, '--transfer', 'no-such-transfer'], /transfer no-such-transfer is not in batch/],
       [['resolve', batchId, 'no-such-transfer', '--not-sent'], /transfer no-such-transfer is not in batch/],
       [['schedule', 'remove', 'no-such-schedule'], /no schedule named no-such-schedule/],

@@ -16,7 +16,7 @@ import { findRedisServer } from '../helpers/redis.ts';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox.ts';
 
 /**
- * Redis Cluster (README "Configuration": "use a hash tag such as {usdc} on Redis Cluster"). The product's
+ * Redis Cluster (docs/configuration.md: "use a hash tag such as {usdc} on Redis Cluster"). The product's
  * clients are single-node clients: with a hash-tag prefix every key, ours and BullMQ's, hashes to one
  * slot, so REDIS_URL must name the master that owns that slot. This runs a real 3-master cluster.
  */

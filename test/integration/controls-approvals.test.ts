@@ -20,7 +20,7 @@ function rows(n: number, tag: string, amount: string): Row[] {
 type EnqueueDoc = { batch_id: string; held: boolean; accepted: number };
 
 /**
- * README "States and promises", promise 5, through the real CLI against the sandbox with a worker running: only
+ * docs/promises.md, promise 5, through the real CLI against the sandbox with a worker running: only
  * `approve` releases a held batch — not `cancel`, not `retry` — and the approval threshold counts
  * everything enqueued without approval over the rolling 24 hours, not one batch at a time.
  */

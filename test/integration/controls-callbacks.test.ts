@@ -30,7 +30,7 @@ async function receiver(): Promise<{ server: Server; port: number; received: Rec
 }
 
 /**
- * The hook's signature rule (README "HTTP API"), checked independently of the product's code: on a
+ * The hook's signature rule (docs/http-api.md), checked independently of the product's code: on a
  * request without a query string `v1` = HMAC-SHA256 of "t.body"; on one with a query, which v1
  * does not cover, only `v2` = HMAC-SHA256 of "t.METHOD.PATH?QUERY.body", the target as received.
  */
@@ -59,7 +59,7 @@ function signed(body: string): Record<string, string> {
 }
 
 /**
- * Callback safety (README "Configuration" CALLBACK_ALLOWED_HOSTS, "HTTP API"): only the allowed loopback receiver
+ * Callback safety (docs/configuration.md CALLBACK_ALLOWED_HOSTS, docs/http-api.md "Callbacks"): only the allowed loopback receiver
  * (listed as host:port) is ever called; a second receiver on the same interface but another port is
  * not listed and must never get a request.
  */

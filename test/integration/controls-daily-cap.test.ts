@@ -11,7 +11,7 @@ const toMicro = (amount: string): bigint => {
 };
 
 /**
- * MAX_DAILY_USDC across worker processes (README "Configuration", "States and promises", promise 5): two batches enqueued at
+ * MAX_DAILY_USDC across worker processes (docs/configuration.md, "States and promises", promise 5): two batches enqueued at
  * once through the real CLI, two worker processes taking jobs from four source-chain queues, one
  * cap of 55 USDC for 80 USDC of 10-USDC rows — exactly five rows fit.
  */

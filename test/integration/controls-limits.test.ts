@@ -13,7 +13,7 @@ type EnqueueDoc = {
   errors: { line: number | null; column: string | null; message: string }[];
 };
 
-/** Spend limits at ingest (README "Configuration"), through the real `usdc-batch enqueue` process. */
+/** Spend limits at ingest (docs/configuration.md), through the real `usdc-batch enqueue` process. */
 describe('treasury controls: per-transfer and per-batch limits', () => {
   let redis: TestRedis;
   let dir: string;

@@ -17,7 +17,7 @@ import {
 const THIRD_EVM_KEY = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a' as const;
 
 /*
- * Issue 33: the dry run reads no key (README "Keys stay in the worker"): these runs, without a Redis
+ * Issue 33: the dry run reads no key (docs/keys.md): these runs, without a Redis
  * where workers publish their addresses, name the treasury by EVM_OWNER_ADDRESSES (they set
  * EVM_PRIVATE_KEY before).
  */

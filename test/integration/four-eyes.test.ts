@@ -30,7 +30,7 @@ const PEOPLE: Record<string, { roles: Role[]; token: string }> = {
 const as = (name: string) => ({ authorization: `Bearer ${PEOPLE[name]?.token}` });
 
 /**
- * README "Four eyes": every held batch is released by APPROVALS_REQUIRED approvals from distinct
+ * docs/access.md "Four eyes": every held batch is released by APPROVALS_REQUIRED approvals from distinct
  * names, never its submitter's, each naming the digest of the rows it reviewed; a digest that is
  * not the batch's now is refused with the current one, and approvals of an earlier one stop counting.
  */

@@ -13,7 +13,7 @@ const HOOK = 'hook-token-signatures-0123456789';
 const SECRET = 'whsec-signatures-0123456789abcdef';
 
 /**
- * The signature schemes of README "HTTP API", computed here independently of the product's code:
+ * The signature schemes of docs/http-api.md "Signed requests", computed here independently of the product's code:
  * `v1` = HMAC-SHA256 of "t.body", `v2` = HMAC-SHA256 of "t.METHOD.PATH?QUERY.body".
  */
 const now = () => Math.floor(Date.now() / 1000);
@@ -140,15 +140,15 @@ describe('POST /v1/batches signatures cover the query that shapes the batch', ()
   const haveTools = ['openssl', 'curl', 'bash'].every(
     (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0,
   );
-  it.runIf(haveTools)('accepts the README’s openssl + curl examples of v1 and v2 as written', () => {
-    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-    const block = /<!-- signed-request example[^>]*-->\n```sh\n([\s\S]*?)```/.exec(readme)?.[1];
-    expect(block, 'the README has the signed-request example').toBeDefined();
+  it.runIf(haveTools)('accepts the guide’s openssl + curl examples of v1 and v2 as written', () => {
+    const page = readFileSync(join(REPO_ROOT, 'docs/http-api.md'), 'utf8');
+    const block = /<!-- signed-request example[^>]*-->\n```sh\n([\s\S]*?)```/.exec(page)?.[1];
+    expect(block, 'docs/http-api.md has the signed-request example').toBeDefined();
     // Two independent examples (v1, then v2), each run on its own file of fresh rows.
     const examples = (block as string).split('\n\n');
     expect(examples).toHaveLength(2);
     const answers = examples.map((script, i) => {
-      const dir = mkdtempSync(join(tmpdir(), 'usdc-readme-sig-'));
+      const dir = mkdtempSync(join(tmpdir(), 'usdc-guide-sig-'));
       try {
         writeFileSync(
           join(dir, 'payouts.csv'),

@@ -50,7 +50,7 @@ function concrete(url: string, batchId: string, address: string): string {
     .replace('*', 'x');
 }
 
-describe('access: named credentials and roles (README "Access")', () => {
+describe('access: named credentials and roles (docs/access.md)', () => {
   let suite: Awaited<ReturnType<typeof redisForSuite>>;
   let redis: Redis;
   const opened: { app: FastifyInstance; producer: Producer }[] = [];

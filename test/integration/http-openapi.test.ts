@@ -16,7 +16,7 @@ const HOOK = 'hook-token-openapi-0123456789';
 const APPROVER = 'approver-token-openapi-98765';
 const hook = { authorization: `Bearer ${HOOK}` };
 
-/** Every route of README "HTTP API", and the pages' own, as OpenAPI writes them. */
+/** Every route of docs/http-api.md, and the pages' own, as OpenAPI writes them. */
 const ROUTES = [
   'GET /healthz',
   'GET /readyz',

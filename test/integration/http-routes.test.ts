@@ -128,7 +128,7 @@ describe('HTTP API authentication (inject)', () => {
       }
     }
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-    // The approver reads what it approves (README "Access": role viewer too).
+    // The approver reads what it approves (docs/access.md: role viewer too).
     expect((await app.inject({ method: 'GET', url: '/v1/batches', headers: approver })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/v1/batches', headers: hook })).statusCode).toBe(200);
     // Nothing the refused requests asked for happened.
@@ -363,7 +363,7 @@ describe('HTTP status, export, retry, approve, audit (inject)', () => {
       payload: approveBody,
     });
     expect(twice.json()).toMatchObject({ batch_id: 'over-threshold', released: 0, already: true });
-    // A retry that re-queues nothing changes nothing: it is not in the audit (README "Audit").
+    // A retry that re-queues nothing changes nothing: it is not in the audit (docs/audit.md).
     expect(
       (await held.inject({ method: 'POST', url: '/v1/batches/over-threshold/retry', headers: hook })).json(),
     ).toMatchObject({ requeued: 0 });

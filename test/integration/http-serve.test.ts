@@ -81,7 +81,7 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
     expect((await get('/dashboard/api/queues')).status).toBe(200);
   });
 
-  it('answers 405 to every write on /dashboard (with the token; 401 without), as the README says', async () => {
+  it('answers 405 to every write on /dashboard (with the token; 401 without), as docs/http-api.md says', async () => {
     for (const method of ['PUT', 'POST', 'DELETE', 'PATCH']) {
       for (const path of ['/dashboard', '/dashboard/', '/dashboard/api/queues', '/dashboard/anything/else']) {
         const res = await api.call(path, { method, token: HOOK });

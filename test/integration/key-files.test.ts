@@ -8,7 +8,7 @@ import { TEST_EVM_KEY } from '../helpers/fixtures.ts';
 import { v3Keystore } from '../helpers/v3-keystore.ts';
 
 /*
- * Key files as the worker reads them (README "Keys stay in the worker", issue 33): key files,
+ * Key files as the worker reads them (docs/keys.md, issue 33): key files,
  * keystores and password files must be regular files of at most 64 KiB. `/dev/zero` (which grew the
  * worker to 9 GB), a FIFO (which hung it silently), a directory and a file over 64 KiB each get a
  * one-line configuration error naming the variable. The worker runs as a user runs it, a process

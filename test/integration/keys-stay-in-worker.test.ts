@@ -12,7 +12,7 @@ import { startServe } from '../helpers/serve.ts';
 import { v3Keystore } from '../helpers/v3-keystore.ts';
 
 /*
- * Keys stay in the worker (README "Keys stay in the worker", issue 33). `serve`, `enqueue`,
+ * Keys stay in the worker (docs/keys.md, issue 33). `serve`, `enqueue`,
  * `batches`, `status` and `wallets` never read a key nor open a keystore: the key settings of an
  * operator's `.env` — here compose's container paths (/secrets/…), which do not exist on this host,
  * as on an operator's machine next to that `.env` — do not stop them. The keystore below has its

@@ -109,7 +109,7 @@ describe('rebalance against the sandbox', () => {
     });
     // The sandbox's Solana RPC, so a policy may name SOLANA.
     stack.env['SOLANA_RPC_URL'] = stack.sandbox.rpc.SOLANA;
-    // Issue 33: `rebalance` and `serve` read no key (README "Keys stay in the worker"), and the first
+    // Issue 33: `rebalance` and `serve` read no key (docs/keys.md), and the first
     // runs here come before any worker has published its addresses: the treasury's public addresses.
     stack.env['EVM_OWNER_ADDRESSES'] = TEST_EVM_ADDRESS;
     stack.env['SOLANA_ADDRESS'] = stack.solanaAddress;

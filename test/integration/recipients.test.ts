@@ -304,7 +304,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
     for (const e of audit.entries) expect(JSON.stringify(e)).not.toContain(APPROVER);
 
     // The hook credential never keeps the book, even with no approver configured (policy allow):
-    // the book belongs to approvers (README "Access").
+    // the book belongs to approvers (docs/access.md).
     const prefix = `${stack.env['QUEUE_PREFIX']}h`;
     const app = await buildApp({
       config: loadConfig({ HOOK_TOKEN: HOOK, QUEUE_PREFIX: prefix }),

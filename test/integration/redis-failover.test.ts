@@ -11,7 +11,7 @@ import { startSandboxProcess, TEST_EVM_ADDRESS, type SandboxProcess } from '../h
 import { startReplicatedRedis } from '../../support/replicated-redis.ts';
 
 /*
- * README "Replicated Redis": a failover to a replica that had not received the primary's last
+ * docs/replicated-redis.md: a failover to a replica that had not received the primary's last
  * writes. A primary and a durable replica, the project through one endpoint (a proxy), the
  * replica's link cut (or closed) while the worker pays, the primary killed, the replica promoted and
  * the endpoint moved to it. The service here does not honour Idempotency-Key (the contract allows

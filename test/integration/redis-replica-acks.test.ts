@@ -17,7 +17,7 @@ import { startSandboxProcess, TEST_EVM_ADDRESS, type SandboxProcess } from '../h
 import { startReplicatedRedis, startSentinel } from '../../support/replicated-redis.ts';
 
 /*
- * README "Replicated Redis", the other half: a real Sentinel doing the promotion; operator actions
+ * docs/replicated-redis.md, the other half: a real Sentinel doing the promotion; operator actions
  * acknowledged only once the replicas hold them; and a standalone Redis that pays nothing for any
  * of it.
  */

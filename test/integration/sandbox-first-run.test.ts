@@ -7,16 +7,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { runCli, spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
+import { startServe } from '../helpers/serve.ts';
 
-/** `usdc-batch sandbox --redis --write-env FILE`: a ready environment for a worker and `serve`. */
+/**
+ * `usdc-batch sandbox --redis --write-env FILE --metrics-token-file TOKEN`: a ready environment for a
+ * worker and `serve`, and the metrics credential a Prometheus scrapes that `serve` with (compose's
+ * sandbox and monitoring profiles together).
+ */
 describe('usdc-batch sandbox for a first run', () => {
   const dir = mkdtempSync(join(tmpdir(), 'usdc-first-run-'));
   const file = join(dir, 'sandbox.env');
+  const tokenFile = join(dir, 'metrics-token');
   let sandbox: SpawnedProcess;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    sandbox = spawnCli(['sandbox', '--port', '0', '--redis', '--write-env', file], {});
+    sandbox = spawnCli(
+      ['sandbox', '--port', '0', '--redis', '--write-env', file, '--metrics-token-file', tokenFile],
+      {},
+    );
     await waitFor('the sandbox to start', async () => sandbox.output().includes('press Ctrl-C to stop'), {
       timeoutMs: 30_000,
       intervalMs: 100,
@@ -44,12 +53,33 @@ describe('usdc-batch sandbox for a first run', () => {
     expect(sandbox.output()).not.toContain(env['HOOK_TOKEN']);
   });
 
+  it('writes a throwaway METRICS_TOKEN, and that token alone to a file a Prometheus of another user can read', () => {
+    expect(env['METRICS_TOKEN']).toMatch(/^throwaway-[0-9a-f]{32}$/);
+    expect(env['METRICS_TOKEN']).not.toBe(env['HOOK_TOKEN']);
+    expect(readFileSync(tokenFile, 'utf8')).toBe(`${env['METRICS_TOKEN']}\n`);
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o644);
+    expect(sandbox.output()).not.toContain(env['METRICS_TOKEN']);
+  });
+
+  it("lets the file's token scrape serve's /metrics and nothing else (role metrics)", async () => {
+    const api = await startServe(env);
+    try {
+      const token = readFileSync(tokenFile, 'utf8').trim();
+      const metrics = await api.call('/metrics', { token });
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toContain('usdc_batch_workers');
+      expect((await api.call('/v1/batches', { token })).status).toBe(403);
+    } finally {
+      await api.stop();
+    }
+  });
+
   it('is a configuration a worker and serve accept as it is', () => {
     const config = loadConfig(env, { keys: signingKeys, service: true, signingKey: true, access: true });
     expect(config.transferApiUrl).toBe(env['TRANSFER_API_URL']);
     expect(config.evmPrivateKeys).toHaveLength(1);
     expect(config.solanaSecretKey).toBeDefined();
-    // Their public addresses, for the commands that hold no key (README "Keys stay in the worker"):
+    // Their public addresses, for the commands that hold no key (docs/keys.md):
     // the worker accepts them only as its own keys' addresses.
     expect(env['EVM_OWNER_ADDRESSES']).toMatch(/^0x[0-9a-fA-F]{40}$/);
     expect(config.evmOwnerAddresses).toEqual([env['EVM_OWNER_ADDRESSES']]);
@@ -66,10 +96,11 @@ describe('usdc-batch sandbox for a first run', () => {
     }
   });
 
-  it('leaves nothing behind when it stops: no env file, no keys, no Redis', async () => {
+  it('leaves nothing behind when it stops: no env file, no token file, no keys, no Redis', async () => {
     const keyDir = env['EVM_PRIVATE_KEY_FILE']!.replace(/\/[^/]+$/, '');
     expect(await sandbox.stop(10_000)).toBe(0);
     expect(existsSync(file)).toBe(false);
+    expect(existsSync(tokenFile)).toBe(false);
     expect(existsSync(keyDir)).toBe(false);
     const redis = new Redis(env['REDIS_URL']!, {
       lazyConnect: true,
@@ -88,5 +119,17 @@ describe('usdc-batch sandbox for a first run', () => {
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/was not written by usdc-batch sandbox: not overwriting it/);
     expect(readFileSync(mine, 'utf8')).toBe('EVM_PRIVATE_KEY_FILE=/real/treasury.key\n');
+    const notToken = join(dir, 'not-a-token');
+    writeFileSync(notToken, 'my real metrics token\n');
+    const other = await runCli(
+      ['sandbox', '--port', '0', '--write-env', join(dir, 'other.env'), '--metrics-token-file', notToken],
+      {},
+    );
+    expect(other.code).toBe(2);
+    expect(other.stderr).toMatch(/not-a-token exists and was not written by usdc-batch sandbox/);
+    expect(readFileSync(notToken, 'utf8')).toBe('my real metrics token\n');
+    const alone = await runCli(['sandbox', '--port', '0', '--metrics-token-file', join(dir, 't')], {});
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--metrics-token-file needs --write-env/);
   });
 });

@@ -12,7 +12,7 @@ import { randomEvmAddress } from '../helpers/fixtures.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
 
 /*
- * README "Security": wherever the project prints, logs or serves a URL it shows its scheme, host and
+ * docs/production.md "Security": wherever the project prints, logs or serves a URL it shows its scheme, host and
  * port only. RPC providers put the API key in the path (QuickNode, GetBlock), the query or the user
  * part: here one RPC endpoint of each kind, all failing (HTTP 500), so that their URLs end up in
  * errors — in `wallets`, `status`, `rebalance --check`, /v1/treasury, /ui/treasury, the status

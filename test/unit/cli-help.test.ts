@@ -29,7 +29,7 @@ function listedCommands(help: string): Map<string, string> {
 }
 
 describe('usdc-batch --help', () => {
-  // Every command of README "Using it".
+  // Every command of docs/operating.md "The commands".
   const PRODUCT_COMMANDS = [
     'worker',
     'serve',
@@ -122,6 +122,23 @@ describe('usdc-batch --help', () => {
       for (const arg of args)
         expect(section, `${command.join(' ')} <${arg}>`).toMatch(new RegExp(`^ {2}${arg} +\\S`, 'm'));
     }
+  });
+
+  it('says what the sandbox admin routes do, the balance route included (a drill sets a drained chain)', () => {
+    const { code, stdout } = cli('sandbox', '--help');
+    expect(code).toBe(0);
+    const admin = stdout.split(/^Admin routes/m)[1] ?? '';
+    for (const route of [
+      '/__admin/config',
+      '/__admin/balances',
+      '/__admin/balance ',
+      '/__admin/outside-permit',
+      '/__admin/ledger',
+      '/__admin/reset',
+    ])
+      expect(admin, route).toContain(route);
+    expect(admin).toMatch(/POST \/__admin\/balance +\{"chain","address","amount"\}: set a USDC balance/);
+    expect(stdout).toContain('--metrics-token-file <file>');
   });
 
   it('exits 2 with a hint on an unknown command', () => {

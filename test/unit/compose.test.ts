@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,16 @@ import { loadConfig } from '../../src/config/load-config.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
+/** The README and every page of the guide in docs/, as one text. */
+const guide = () =>
+  [
+    'README.md',
+    ...readdirSync(join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ]
+    .map(read)
+    .join('\n');
 
 type Service = {
   image?: string;
@@ -235,6 +245,35 @@ describe('docker-compose.yml', () => {
     expect(job?.static_configs[0]?.targets).toEqual([`api:${environment(service('api'))['HTTP_PORT']}`]);
   });
 
+  it("monitoring with the sandbox profile: a second job scrapes the sandbox's API with the sandbox's metrics token", () => {
+    const prometheus = service('prometheus');
+    const config = mounts(prometheus).find((m) => m.target === '/etc/prometheus/prometheus.yml');
+    const scrape = parseYaml(read(config?.source as string)) as {
+      scrape_configs: {
+        job_name: string;
+        authorization: { type: string; credentials_file: string };
+        static_configs: { targets: string[] }[];
+      }[];
+    };
+    const job = scrape.scrape_configs.find((j) => j.job_name === 'usdc-batch-sandbox');
+    // The sandbox's API listens in the sandbox service's network namespace, on its HTTP_PORT.
+    expect(service('sandbox-api').network_mode).toBe('service:sandbox');
+    expect(job?.static_configs[0]?.targets).toEqual([
+      `sandbox:${environment(service('sandbox-api'))['HTTP_PORT']}`,
+    ]);
+    expect(job?.authorization.type).toBe('Bearer');
+    // The token file: the sandbox writes it (--metrics-token-file) on a volume Prometheus mounts read-only.
+    const tokenFile = flag(words(service('sandbox').command), '--metrics-token-file') as string;
+    expect(job?.authorization.credentials_file).toBe(tokenFile);
+    const sandboxVolume = mounts(service('sandbox')).find((m) => tokenFile.startsWith(`${m.target}/`));
+    expect(sandboxVolume, 'the token file is on a volume of the sandbox').toBeDefined();
+    expect(mounts(prometheus)).toContainEqual({
+      source: sandboxVolume?.source,
+      target: sandboxVolume?.target,
+      mode: 'ro',
+    });
+  });
+
   it('monitoring: Grafana has the compose Prometheus and the shipped dashboard provisioned', () => {
     const grafana = service('grafana');
     const mounted = (source: string) => mounts(grafana).find((m) => m.source === source);
@@ -278,7 +317,7 @@ describe('docker-compose.yml', () => {
       expect(operatorProvided, name).toContain(file);
       expect(existsSync(join(ROOT, dirname(file))), file).toBe(true);
       expect(read('secrets/README.md')).toContain(basename(file));
-      expect(read('README.md')).toContain(file.replace(/^\.\//, ''));
+      expect(guide()).toContain(file.replace(/^\.\//, ''));
     }
     // The key directory is there on a fresh clone, and its content never committed nor built in.
     expect(read('.gitignore').split('\n')).toEqual(
@@ -287,7 +326,7 @@ describe('docker-compose.yml', () => {
     expect(read('.dockerignore').split('\n')).toContain('secrets');
   });
 
-  it('documents every variable it reads, in README.md and .env.example', () => {
+  it('documents every variable it reads, in the guide (README.md, docs/) and .env.example', () => {
     const referenced = new Set(
       [...composeText.matchAll(/\$\{([A-Z_][A-Z0-9_]*)/g)].map((m) => m[1] as string),
     );
@@ -305,7 +344,7 @@ describe('docker-compose.yml', () => {
         'REDIS_URL',
       ]),
     );
-    const readme = read('README.md');
+    const readme = guide();
     const example = Object.keys(parseDotenv(read('.env.example')));
     for (const name of referenced) {
       expect(readme, name).toContain(`\`${name}\``);
@@ -364,7 +403,7 @@ describe('Dockerfile', () => {
 });
 
 describe('.env.example', () => {
-  // Every variable of README "Configuration".
+  // Every variable of docs/configuration.md.
   const PRODUCT_VARIABLES = [
     'REDIS_URL',
     'ALLOW_VOLATILE_REDIS',

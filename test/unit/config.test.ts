@@ -21,7 +21,7 @@ const EVM_KEY = `0x${'4c'.repeat(32)}`;
 const SPENDER = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 const SPENDER_BASE = '0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359';
 const API_KEY = 'sk_test_Zq81hJ2kLmN0pQ';
-/** What a process that signs gives loadConfig (README "Keys stay in the worker"): key settings are read. */
+/** What a process that signs gives loadConfig (docs/keys.md): key settings are read. */
 const KEYS = { keys: signingKeys } as const;
 
 /** A real Ed25519 keypair in solana-keygen's layout: 32-byte seed ‖ 32-byte public key. */
@@ -153,7 +153,7 @@ describe('loadConfig', () => {
     expect(config.transferApiKey?.reveal()).toBe(API_KEY);
     expect(config.evmPrivateKeys.map((k) => k.reveal())).toEqual([EVM_KEY]);
     expect(config.solanaSecretKey).toEqual(solana);
-    // The tokens are kept as their SHA-256 only (README "Access"): the credentials hook and approver.
+    // The tokens are kept as their SHA-256 only (docs/access.md): the credentials hook and approver.
     expect(config.credentials).toEqual([
       {
         name: 'hook',

@@ -17,7 +17,7 @@ import {
 } from '../../src/signing/evm/keystore.ts';
 import { v3Keystore } from '../helpers/v3-keystore.ts';
 
-/** The worker's view: key settings are read (README "Keys stay in the worker"). */
+/** The worker's view: key settings are read (docs/keys.md). */
 const KEYS = { keys: signingKeys } as const;
 
 /*

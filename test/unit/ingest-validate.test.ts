@@ -253,7 +253,7 @@ describe('hook credentials', () => {
   const now = 1_750_000_000_000;
   const plain = { method: 'POST', target: '/v1/batches', body };
   const withQuery = { method: 'POST', target: '/v1/batches?batch_id=b1&allow_duplicates=true', body };
-  // The v2 text, computed here from README "HTTP API" rather than with the product's code.
+  // The v2 text, computed here from docs/http-api.md rather than with the product's code.
   const v2 = (r: { method: string; target: string; body: Buffer }, t = Math.floor(now / 1000)) =>
     `t=${t},v2=${createHmac('sha256', secret.reveal()).update(`${t}.${r.method}.${r.target}.${r.body.toString()}`).digest('hex')}`;
 

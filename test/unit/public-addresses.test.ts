@@ -12,7 +12,7 @@ import { signingKeys } from '../../src/signing/evm/keystore.ts';
 import { v3Keystore } from '../helpers/v3-keystore.ts';
 
 /*
- * The treasury's public addresses in the configuration (README "Keys stay in the worker", issue 33):
+ * The treasury's public addresses in the configuration (docs/keys.md, issue 33):
  * EVM_OWNER_ADDRESSES and SOLANA_ADDRESS, else the keystores' `address` fields (read without the
  * password) in a process that does not sign; in the worker, its keys' addresses, which
  * EVM_OWNER_ADDRESSES and SOLANA_ADDRESS must agree with.

@@ -14,7 +14,7 @@ const position = (chain: ChainPosition['chain'], usdc: bigint): ChainPosition =>
 /*
  * Issue 35, finding 8: `short: SOLANA stays 8.00 below its target` was printed for a chain above
  * its min, as if something were wrong. `short` lists every chain with a min whose `after` stays below
- * its target (README "Treasury rebalancing"); the text says which of them are still below their min.
+ * its target (docs/rebalancing.md); the text says which of them are still below their min.
  */
 describe('rebalance text: chains that stay below their target', () => {
   it('says "below its min" only for a chain still below it, and "above its min" otherwise', () => {

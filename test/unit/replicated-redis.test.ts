@@ -16,7 +16,7 @@ function problems(env: Record<string, string>): string[] {
   }
 }
 
-describe('replicated Redis settings (README "Replicated Redis")', () => {
+describe('replicated Redis settings (docs/replicated-redis.md)', () => {
   it('reads REDIS_SENTINELS and REDIS_SENTINEL_NAME, and keeps REDIS_URL for credentials, database and TLS', () => {
     const c = loadConfig({
       REDIS_URL: 'rediss://app:s3cret@ignored.example:6390/3',

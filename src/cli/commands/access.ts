@@ -18,7 +18,7 @@ const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE
 export const TOKEN_PREFIX = 'ubt_';
 
 /**
- * `usdc-batch access token NAME --role ROLE [--role ROLE…] [--json]` (README "Access"): a fresh
+ * `usdc-batch access token NAME --role ROLE [--role ROLE…] [--json]` (docs/access.md): a fresh
  * random token (256 bits, shown once, stored nowhere) and the ACCESS_FILE entry that names it by
  * its SHA-256. Needs no configuration, Redis or file: nothing is written.
  */

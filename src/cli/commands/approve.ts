@@ -3,7 +3,7 @@ import { isDigest, type ReviewedRow } from '../../domain/approval-digest.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import { approveBatch, type ApproveOutcome } from '../../ops/approve-batch.ts';
-import { FourEyesError } from '../../ops/ops-error.ts';
+import { FourEyesError, NotFoundError } from '../../ops/ops-error.ts';
 import { readApprovals, readReview } from '../../store/approvals.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';
 import { opsOf, withCli, type CliContext } from '../context.ts';
@@ -14,11 +14,12 @@ import { table } from '../format.ts';
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
 /**
- * `usdc-batch approve BATCH [--digest D]` (README "Four eyes"): approves a held batch as
+ * `usdc-batch approve BATCH [--digest D]` (docs/access.md "Four eyes"): approves a held batch as
  * `cli:<USDC_BATCH_OPERATOR or OS user>`. Without `--digest` it prints the rows the approval would
  * release, their total and digest, and asks; `--digest D` approves those rows without a question,
  * for scripts. Exit 4 when the approver submitted the batch, 3 when the digest is not the batch's
- * now (it prints the current one), 1 when the question is not answered yes.
+ * now (it prints the current one), 2 when the batch does not exist, 1 when the question is not
+ * answered yes.
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
   const batchId = args[0] as string;
@@ -31,10 +32,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   }
   return await withCli({}, async (ctx) => {
     const batch = await createBatchReader({ redis: ctx.redis, prefix: ctx.prefix }).summary(batchId);
-    if (!batch) {
-      process.stderr.write(`error: batch ${batchId} does not exist\n`);
-      return EXIT.rejected;
-    }
+    if (!batch) throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
     if (batch.held && batch.submitted_by === ctx.actor) throw new FourEyesError(batchId, ctx.actor);
     let digest = typeof given === 'string' ? given : undefined;
     if (digest === undefined && batch.held) {

@@ -9,8 +9,8 @@ import { jsonText, table } from '../format.ts';
 
 /**
  * `usdc-batch audit [--batch ID] [--json]`: the operator actions recorded, newest first.
- * `usdc-batch audit --verify FILE [--json]`: recomputes an AUDIT_LOG_FILE's hash chain (README
- * "Audit"); names the first line that does not check out (exit 1), and prints the last line's hash,
+ * `usdc-batch audit --verify FILE [--json]`: recomputes an AUDIT_LOG_FILE's hash chain
+ * (docs/audit.md); names the first line that does not check out (exit 1), and prints the last line's hash,
  * to keep elsewhere: a tail cut off is found by comparing it. Needs no configuration or Redis.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {

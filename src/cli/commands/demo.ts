@@ -33,7 +33,7 @@ const SAMPLE = fileURLToPath(new URL('../../../samples/payouts.csv', import.meta
 
 /** The demo's last line: where to look next (its Redis and chains are gone when it exits). */
 const NEXT_STEPS =
-  'next: run it yourself in three terminals (README "First run"): `npx usdc-batch sandbox --redis --write-env sandbox.env`, ' +
+  'next: run it yourself in three terminals (docs/getting-started.md "First run"): `npx usdc-batch sandbox --redis --write-env sandbox.env`, ' +
   'then `usdc-batch worker`, `usdc-batch enqueue FILE.csv --wait` and `usdc-batch status BATCH_ID` (intents settle after the batch completes)';
 
 type Counts = { submitted: number; failed: number; rejected: number; needs_review: number };

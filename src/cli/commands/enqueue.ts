@@ -49,7 +49,7 @@ const WAIT_POLL_MS = 500;
 const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE_${code}`, message);
 
 /**
- * `usdc-batch enqueue FILE.csv`: validates the whole file, then enqueues it as one batch (README "Using it"). Exit 0 enqueued (or already enqueued), 1 rejected (or, with --wait, some transfer did not
+ * `usdc-batch enqueue FILE.csv`: validates the whole file, then enqueues it as one batch (docs/operating.md "The commands"). Exit 0 enqueued (or already enqueued), 1 rejected (or, with --wait, some transfer did not
  * succeed), 2 usage/configuration, 3 conflict. `--json` prints exactly one document on stdout.
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
@@ -461,7 +461,7 @@ function printBalances(balances: readonly ChainPreflight[]): void {
  * Needed vs available per source chain (ops/balance-preflight.ts): EVM balances over
  * `EVM_RPC_URL_<CHAIN>` (`balanceOf` of every treasury owner, summed, and whether the rows split
  * over them), Solana over `SOLANA_RPC_URL`; unknown where no RPC (or no treasury address) tells.
- * The addresses are public ones (README "Keys stay in the worker"): the configuration's, else what
+ * The addresses are public ones (docs/keys.md): the configuration's, else what
  * the workers published, read over one short-lived Redis connection (a dry run needs no Redis).
  */
 async function balancePreflight(

@@ -27,8 +27,8 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
 const WAIT_POLL_MS = 500;
 
 /**
- * `usdc-batch rebalance POLICY.yaml [--dry-run] [--check] [--wait] [--json]` (README "Treasury
- * rebalancing"): exit 0 a plan was made (or nothing to do, or an earlier run is in flight), 1 a
+ * `usdc-batch rebalance POLICY.yaml [--dry-run] [--check] [--wait] [--json]` (docs/rebalancing.md
+ * ): exit 0 a plan was made (or nothing to do, or an earlier run is in flight), 1 a
  * chain stays below its min or a balance could not be read (with --wait: some move did not
  * succeed), 2 usage, configuration or policy error.
  */

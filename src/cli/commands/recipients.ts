@@ -16,7 +16,7 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
 
 /**
  * `usdc-batch recipients list [--json]`, `recipients add ADDRESS [--label L]`, `recipients remove
- * ADDRESS`, `recipients import FILE.csv` (README "Using it"): the address book of known recipients.
+ * ADDRESS`, `recipients import FILE.csv` (docs/operating.md "The commands"): the address book of known recipients.
  * Exit 1 when an address or the file is refused (nothing is changed), 2 for usage.
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {

@@ -10,9 +10,12 @@ import { endOnSignals, holdUntilExit, removeOnExit } from '../lifetime.ts';
 import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
 import {
   assertEnvFileFree,
+  assertMetricsTokenFileFree,
+  removeMetricsTokenFile,
   removeSandboxEnvFile,
-  throwawayHookToken,
   throwawayKeyLines,
+  throwawayToken,
+  writeMetricsTokenFile,
   writeSandboxEnvFile,
 } from '../sandbox-env.ts';
 import { loadSandboxModule } from '../sandbox-packages.ts';
@@ -48,7 +51,9 @@ export function sandboxEnvLines(sandbox: Sandbox): string[] {
  * SIGINT/SIGTERM, then stops every anvil it started. Prints, on stdout, the environment a worker
  * needs to use it, with throwaway signing keys made for this run (files removed when it stops);
  * `--redis` also starts a private durable Redis, and `--write-env FILE` writes the environment (and
- * a throwaway HOOK_TOKEN) where other terminals can source it.
+ * a throwaway HOOK_TOKEN and METRICS_TOKEN) where other terminals can source it;
+ * `--metrics-token-file FILE` writes that METRICS_TOKEN alone, for a Prometheus (compose's
+ * monitoring profile scrapes the sandbox profile's API with it).
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   const port = whole('port', options['port'], 0, 65_535);
@@ -66,7 +71,16 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     ...(typeof options['apiKey'] === 'string' ? { apiKey: options['apiKey'] } : {}),
   };
   const envFile = typeof options['writeEnv'] === 'string' ? options['writeEnv'] : undefined;
+  const tokenFile = typeof options['metricsTokenFile'] === 'string' ? options['metricsTokenFile'] : undefined;
+  if (tokenFile && !envFile) {
+    process.stderr.write(
+      'error: --metrics-token-file needs --write-env FILE: the token is a credential of the serve that reads that file\n',
+    );
+    return EXIT.usage;
+  }
   if (envFile) assertEnvFileFree(envFile);
+  if (tokenFile) assertMetricsTokenFileFree(tokenFile);
+  const metricsToken = throwawayToken();
   // Loaded here, not imported: a production install has no anvil or LiteSVM (exit 2, saying how to add them).
   const sandboxModule = await loadSandboxModule('sandbox');
   if (!sandboxModule) return EXIT.usage;
@@ -83,6 +97,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     await sandbox?.close();
     await redis?.stop();
     if (envFile) removeSandboxEnvFile(envFile);
+    if (tokenFile) removeMetricsTokenFile(tokenFile, metricsToken);
     removeDir();
   });
   const stopSignals = endOnSignals();
@@ -114,11 +129,13 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     if (envFile) {
       writeSandboxEnvFile(envFile, [
         ...env,
-        '# THROWAWAY token for `usdc-batch serve` against this sandbox',
-        `HOOK_TOKEN=${throwawayHookToken()}`,
+        '# THROWAWAY tokens for `usdc-batch serve` against this sandbox (METRICS_TOKEN: /metrics and /readyz only)',
+        `HOOK_TOKEN=${throwawayToken()}`,
+        `METRICS_TOKEN=${metricsToken}`,
       ]);
     }
-    process.stdout.write(`${startedLines(sandbox, started, env, redis, envFile).join('\n')}\n`);
+    if (tokenFile) writeMetricsTokenFile(tokenFile, metricsToken);
+    process.stdout.write(`${startedLines(sandbox, started, env, redis, envFile, tokenFile).join('\n')}\n`);
     // Up: a signal now is its normal end (exit 0, after the orderly stop below).
     stopSignals();
     await untilSignal();
@@ -137,6 +154,7 @@ function startedLines(
   env: readonly string[],
   redis: PrivateRedis | undefined,
   envFile: string | undefined,
+  tokenFile: string | undefined,
 ): string[] {
   const anvils = EVM_CHAINS.map((c) => `${c} pid ${sandbox.nodes.evm[c].pid ?? '?'}`).join(', ');
   return [
@@ -148,13 +166,19 @@ function startedLines(
     '',
     ...(envFile
       ? [
-          `wrote these settings and a throwaway HOOK_TOKEN to ${envFile} (removed when the sandbox stops); in another terminal:`,
+          `wrote these settings and throwaway HOOK_TOKEN and METRICS_TOKEN to ${envFile} (removed when the sandbox stops); in another terminal:`,
           `  set -a; . ${shellPath(envFile)}; set +a`,
           '',
         ]
       : []),
+    ...(tokenFile
+      ? [
+          `wrote that METRICS_TOKEN alone to ${tokenFile}, readable by all (role metrics only), for a Prometheus`,
+          '',
+        ]
+      : []),
     `solana fee payer: ${sandbox.solanaFeePayer}`,
-    `admin (loopback only): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit`,
+    `admin (loopback only; usdc-batch sandbox --help says what each does): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit`,
     'press Ctrl-C to stop',
   ];
 }

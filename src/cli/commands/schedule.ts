@@ -32,7 +32,7 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
 
 /**
  * `usdc-batch schedule add NAME --cron EXPR --file FILE.csv [--tz ZONE]`, `schedule list [--json]`,
- * `schedule remove NAME` (README "Using it"). `add` validates the file now, as `enqueue` would, and
+ * `schedule remove NAME` (docs/operating.md "The commands"). `add` validates the file now, as `enqueue` would, and
  * stores its content; exit 1 when the file is refused, 2 for a bad name, cron or time zone.
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {

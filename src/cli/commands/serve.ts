@@ -34,7 +34,7 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     throw err;
   }
   const producer = createProducer({ connection: redis, prefix: config.queuePrefix });
-  // README "Replicated Redis": changes are answered once the replicas hold them.
+  // docs/replicated-redis.md: changes are answered once the replicas hold them.
   const acks = createReplicaAcks({
     redis,
     prefix: config.queuePrefix,
@@ -79,7 +79,7 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
 }
 
 /**
- * SIGHUP: ACCESS_FILE read again (README "Access"). A good file replaces the credentials at once;
+ * SIGHUP: ACCESS_FILE read again (docs/access.md). A good file replaces the credentials at once;
  * a file with any problem (or without the approver the address book needs) changes nothing, and
  * says why at `warn`.
  */

@@ -9,7 +9,7 @@ import { jsonText, table } from '../format.ts';
 
 const HUMAN_ROWS = 200;
 
-/** While held: the digest an approval names and the approvals of it so far (README "Four eyes"). */
+/** While held: the digest an approval names and the approvals of it so far (docs/access.md "Four eyes"). */
 function approvalLines(doc: BatchStatus): string[] {
   if (!doc.held || doc.approval_digest === null) return [];
   const counted = doc.approvals.filter(

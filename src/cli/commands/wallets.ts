@@ -10,11 +10,11 @@ import { jsonText, plainText, table } from '../format.ts';
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
 /**
- * `usdc-batch wallets` (README "Using it"): the server wallets' public addresses — every EVM owner, in
+ * `usdc-batch wallets` (docs/operating.md "The commands"): the server wallets' public addresses — every EVM owner, in
  * configured order — and, where RPC is configured, each chain's permit nonce and USDC balance per
  * owner, plus the nonce pool and the balance reserved in flight that Redis holds. Needs
  * no service configuration; a source that does not answer is shown as unavailable. Never a secret,
- * and no key read (README "Keys stay in the worker"): the addresses are EVM_OWNER_ADDRESSES and
+ * and no key read (docs/keys.md): the addresses are EVM_OWNER_ADDRESSES and
  * SOLANA_ADDRESS, the keystores' address fields, or what the running workers published.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {

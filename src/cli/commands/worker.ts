@@ -13,7 +13,7 @@ import { holdUntilExit } from '../lifetime.ts';
  * exits at once.
  */
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
-  // The one command that reads keys (README "Keys stay in the worker"); `demo` runs a worker too.
+  // The one command that reads keys (docs/keys.md); `demo` runs a worker too.
   const config = loadConfig(readEnv(), { service: true, signingKey: true, keys: signingKeys });
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
   const running = await startWorker(config, logger);

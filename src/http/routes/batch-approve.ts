@@ -9,11 +9,11 @@ import { batchIdParam } from '../params.ts';
 import { batchApproveSchema } from '../schemas/route-schemas.ts';
 
 /**
- * `POST /v1/batches/:id/approve` `{ "digest" }` (role approver; README "Four eyes"): approves the
+ * `POST /v1/batches/:id/approve` `{ "digest" }` (role approver; docs/access.md "Four eyes"): approves the
  * held batch's rows whose approval digest is `digest`, as the credential's name. The last approval
  * needed releases the batch. 403 `four_eyes` for its submitter, 409 with the current digest when
  * the rows changed since the digest was read, 400 (with the current digest) without one. Answered
- * once the replicas hold the approval (README "Replicated Redis").
+ * once the replicas hold the approval (docs/replicated-redis.md).
  */
 export const batchApproveRoute: RoutePlugin = async (app, { deps }) => {
   app.post('/v1/batches/:id/approve', { schema: batchApproveSchema }, async (request, reply) => {

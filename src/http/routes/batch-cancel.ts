@@ -13,7 +13,7 @@ export const MAX_CANCEL_IDS = 10_000;
  * `POST /v1/batches/:id/cancel` (role operator; as the CLI's `cancel`): cancels the batch's unsent (`queued`)
  * transfers, or, with `{ "transfers": [id…] }`, only those. They become `cancelled`, a final state
  * that `retry` never re-queues; nothing in flight is cut off, and a held batch stays held. Answered
- * once the replicas hold the change (README "Replicated Redis").
+ * once the replicas hold the change (docs/replicated-redis.md).
  */
 export const batchCancelRoute: RoutePlugin = async (app, { deps }) => {
   app.post('/v1/batches/:id/cancel', { schema: batchCancelSchema }, async (request) => {

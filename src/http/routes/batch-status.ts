@@ -9,7 +9,7 @@ export const STATUS_PAGE_DEFAULT = 1_000;
 export const STATUS_PAGE_MAX = 10_000;
 
 /**
- * `GET /v1/batches/:id`: the status document of README "HTTP API", its transfers in line order and
+ * `GET /v1/batches/:id`: the status document of docs/http-api.md, its transfers in line order and
  * paged (`?limit=`, default 1 000, at most 10 000; `?cursor=` the previous page's `next_cursor`,
  * which is null on the last page), optionally only one `?state=`. Counts and totals always cover
  * the whole batch. Reads the batch's counters and sorted sets, never scans the transfers.

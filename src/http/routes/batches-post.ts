@@ -16,7 +16,7 @@ const JSON_TYPE = 'application/json';
 const flag = (v: unknown): boolean => v === 'true' || v === '1' || v === '';
 
 /**
- * `POST /v1/batches` (README "CSV format", "HTTP API"): a CSV (`text/csv`) or a JSON document, validated by the
+ * `POST /v1/batches` (docs/operating.md "CSV format", docs/http-api.md): a CSV (`text/csv`) or a JSON document, validated by the
  * same code as `usdc-batch enqueue`. Query options: `skip_invalid`, `allow_duplicates`, and for CSV
  * `batch_id`. The body is taken raw (this plugin's own parsers), because the HMAC signature covers
  * the exact bytes sent.

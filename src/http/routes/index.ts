@@ -17,7 +17,7 @@ import { uiTreasuryRoute } from './ui-treasury.ts';
 import { uiRoute } from './ui.ts';
 import { openapiRoute } from '../openapi.ts';
 
-/** The API's routes (README "HTTP API"); each file registers one concern. */
+/** The API's routes (docs/http-api.md); each file registers one concern. */
 export const ROUTES: readonly RoutePlugin[] = [
   healthzRoute,
   readyzRoute,

@@ -9,7 +9,7 @@ const PING_TIMEOUT_MS = 2_000;
 /**
  * `GET /readyz`: 200 while a Redis primary answers, 503 otherwise (liveness is `/healthz`). A
  * replica answers but takes no writes: during a failover, until the endpoint (or the Sentinels)
- * lead to the new primary, the process is not ready (README "Replicated Redis").
+ * lead to the new primary, the process is not ready (docs/replicated-redis.md).
  */
 export const readyzRoute: RoutePlugin = async (app, { deps }) => {
   app.get('/readyz', { schema: readyzSchema }, async (_request, reply) => {

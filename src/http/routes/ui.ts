@@ -24,7 +24,7 @@ export const UI_PAGE_MAX = 1_000;
 const UI_AUDIT_ENTRIES = 500;
 
 /**
- * The batch pages for people (README "HTTP API"): `/ui` (recent batches) and `/ui/batches/:id` (one
+ * The batch pages for people (docs/http-api.md): `/ui` (recent batches) and `/ui/batches/:id` (one
  * batch and a page of its rows, `?state=`, `?cursor=`, `?limit=` as in `GET /v1/batches/:id`), with
  * the batch's export and audit entries beside it under `/ui/batches/:id/…` so that a browser logged
  * in once reaches them too. Server-rendered from the reader that builds the status document;

@@ -5,7 +5,7 @@ import { batchIdParams, errorAnswers, isoTime, jsonAnswer, nullable, usdc } from
 
 /*
  * Each route's request and answers, for GET /openapi.json (see common.ts: they describe; the
- * handlers check and shape). Tags group them the way README "HTTP API" does.
+ * handlers check and shape). Tags group them the way docs/http-api.md does.
  */
 
 /** An answer object with these fields (all present), open to more. */

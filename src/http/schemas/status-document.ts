@@ -1,7 +1,7 @@
 import { TRANSFER_STATES } from '../../domain/transfer.ts';
 import { isoTime, nullable, usdc } from './common.ts';
 
-/* The status document of README "HTTP API" (`GET /v1/batches/:id`, `status --json`, callbacks). */
+/* The status document of docs/http-api.md (`GET /v1/batches/:id`, `status --json`, callbacks). */
 
 const counts = {
   type: 'object',

@@ -2,7 +2,7 @@ import type { FastifySchema } from 'fastify';
 import { CHAINS } from '../../domain/chains.ts';
 import { errorAnswers, isoTime, jsonAnswer, nullable, usdc } from './common.ts';
 
-/** `GET /v1/treasury` (README "Treasury rebalancing"), for GET /openapi.json. */
+/** `GET /v1/treasury` (docs/rebalancing.md), for GET /openapi.json. */
 const chain = { type: 'string', enum: [...CHAINS] } as const;
 const amountOrNull = nullable(usdc);
 

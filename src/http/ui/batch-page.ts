@@ -51,7 +51,7 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
 }
 
 /**
- * Four eyes (README "Four eyes"): while held, the digest an approval names and the approvals so far
+ * Four eyes (docs/access.md "Four eyes"): while held, the digest an approval names and the approvals so far
  * — those of an earlier digest marked void; once released, who approved it.
  */
 function approvalsPanel(doc: BatchStatus): Html | null {

@@ -123,7 +123,7 @@ export type PageFrame = {
   readonly title: string;
   /** Reload the page after this many seconds (while a batch is still moving); none when absent. */
   readonly refreshSeconds?: number | undefined;
-  /** Processing is paused (README `pause`): every page says so, since when and by whom, on top. */
+  /** Processing is paused (docs/operating.md, `pause`): every page says so, since when and by whom, on top. */
   readonly paused?: PausedView | null | undefined;
   readonly body: HtmlValue;
 };

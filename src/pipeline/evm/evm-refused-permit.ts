@@ -38,7 +38,7 @@ import type { OwnerTurn } from './owner-turn.ts';
  *    than the window, or failing), or with c < n and nothing to explain it (permits the service
  *    accepted and has not mined yet): nothing is concluded. The pool is held briefly, the transfer
  *    waits `queued` and tries again with a fresh permit, until the 3-minute budget of transient
- *    failures (README "States and promises", promise 2) makes the refusal final.
+ *    failures (docs/promises.md, promise 2) makes the refusal final.
  *
  * An RPC that cannot say which block it answered from proves nothing: its answers are ignored.
  */

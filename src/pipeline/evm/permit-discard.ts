@@ -3,7 +3,7 @@ import { current, jittered, Later } from '../context.ts';
 import type { EvmRun } from './owner-turn.ts';
 
 /*
- * README "Replicated Redis": a saved permit is never taken for unsent while the chain shows its
+ * docs/replicated-redis.md: a saved permit is never taken for unsent while the chain shows its
  * nonce used. A record brought back by a failover can show a permit without the mark of the send
  * that paid it (the mark is acknowledged by the replicas before every send, so only a setting that
  * asks for fewer replicas than Redis has, or data older than that rule, leaves such a record): the

@@ -7,8 +7,8 @@ import { evmAddressOfKey } from './owner-address.ts';
 /*
  * The treasury's EVM keys at rest: Ethereum V3 keystore files (the Web3 Secret Storage definition:
  * scrypt or pbkdf2, aes-128-ctr, a keccak-256 MAC), as geth, Foundry's `cast wallet` and ethers
- * write them, opened with viem's own `ox` Keystore module. Only the worker opens them (README "Keys
- * stay in the worker"): the configuration reads the files (bounded, src/config/key-file.ts) and
+ * write them, opened with viem's own `ox` Keystore module. Only the worker opens them (docs/keys.md
+ * ): the configuration reads the files (bounded, src/config/key-file.ts) and
  * hands their text here. A reason never holds the password or a byte of a key.
  */
 

@@ -39,7 +39,7 @@ const PROGRAM_NAMES: Readonly<Record<string, string>> = {
     [LEGACY_MEMO_PROGRAM_ADDRESS_V1, ...SUPPORTED_MEMO_PROGRAM_ADDRESSES].map((a) => [a, 'Memo']),
   ),
 };
-/** Programs a transaction we sign may call at top level (README "States and promises", promise 3). */
+/** Programs a transaction we sign may call at top level (docs/promises.md, promise 3). */
 export const ALLOWED_PROGRAMS: ReadonlySet<string> = new Set(Object.keys(PROGRAM_NAMES));
 const KNOWN_NAMES: Readonly<Record<string, string>> = {
   ...PROGRAM_NAMES,
@@ -184,7 +184,7 @@ function instructionsOf(message: CompiledTransactionMessage): Ix[] | string {
 }
 
 /**
- * Checks a built Solana transaction against README "States and promises", promise 3 before our key signs it. Pure:
+ * Checks a built Solana transaction against docs/promises.md, promise 3 before our key signs it. Pure:
  * no RPC (there is none to ask), so every rule is decided from the bytes alone, and anything it
  * cannot prove harmless is refused.
  */

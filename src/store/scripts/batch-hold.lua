@@ -1,7 +1,7 @@
 --[[
   Holds a batch for approval after it was enqueued (batch-hold.ts holdBatch): `held=1`, and the
   reason is added to `held_reason` unless it is there already. Only `approve` sets `held` back to 0.
-  A hold that begins, or a reason that is new, voids the approvals given so far (README "Four
+  A hold that begins, or a reason that is new, voids the approvals given so far (docs/access.md "Four
   eyes"): they were given for another hold, or before this reason was known.
 
   Input:

@@ -2,7 +2,7 @@
   primaryReplicas(key, known, keep): this primary's replication id, and the most replicas it has reported
   connected since it became primary, kept in the hash `key` (P:replicas, field = replication id, so
   a promoted replica, which takes a new id, starts from what it reports). A replica that drops away
-  still counts: writes wait for it (README "Replicated Redis", REDIS_REPLICA_ACKS=auto).
+  still counts: writes wait for it (docs/replicated-redis.md, REDIS_REPLICA_ACKS=auto).
   `known` is what the caller last learnt, "<id>|<most>" (or ''): while this primary is that one and
   reports no more replicas than that, the hash is not read. With `keep` false a higher count is
   returned but not written (a read-only probe).
