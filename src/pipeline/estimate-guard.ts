@@ -21,6 +21,10 @@ export async function estimateAndGuard(
   let fee = rec.feeTotal;
   // `retry` asks for a fresh estimate: fees move, and the guard must judge today's fee.
   if (fee === null || reestimate) {
+    ctx.report(
+      'estimate',
+      `asking the service for the fee of ${formatUsdc(rec.amount)} USDC ${rec.from}→${rec.to}`,
+    );
     try {
       const est = await service.estimate({ from: rec.from, to: rec.to, amount: rec.amount });
       ctx.report(
@@ -46,6 +50,7 @@ export async function estimateAndGuard(
       return { out: await transientOrFinal(ctx, rec, f, 'estimate') };
     }
   }
+  ctx.report('guard', `checking the fee of ${formatUsdc(fee)} USDC against MAX_FEE_BPS and MAX_FEE_USDC`);
   const breach = feeCapBreach(fee, rec.amount, config);
   if (breach?.cap === 'bps') {
     return {

@@ -91,6 +91,7 @@ async function buildCheckedTx(
     return await finish(ctx, 'failed', { error_code: 'unsupported_route', error_message: 'SOLANA → SOLANA' });
   }
   let built;
+  ctx.report('build', 'asking the service to build the transaction');
   try {
     built = await ctx.deps.service.buildSolanaTx({
       to: rec.to,
@@ -105,6 +106,7 @@ async function buildCheckedTx(
     'build',
     `intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${shortAddress(rec.recipient)}, expires ${built.expiresAt ?? 'not given'}`,
   );
+  ctx.report('verify', 'checking that it does only the requested payment');
   const verdict = signer.check(
     built.transaction,
     { amount: rec.amount, recipient: rec.recipient, to: rec.to },

@@ -7,6 +7,7 @@ import type { ScriptCall, WriteSite } from './replica-acks.ts';
 import { SETTLEMENT_LUA } from './settlement.ts';
 import { patchFields, type TransferCounter, type TransferField, type TransferPatch } from './saved-steps.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
+import { readTraceFacts, saveTraceRoot, type TraceRoot } from './transfer-trace.ts';
 
 /**
  * Moves a transfer between states atomically, keeping the batch's counters, state sets and
@@ -375,6 +376,10 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
     ) => saveIntentStatus(s, batchId, transferId, intentId, said),
     transition: (batchId: string, transferId: string, change: TransitionChange) =>
       transition(s, batchId, transferId, change),
+    /** The transfer's trace and route, for its run's spans (transfer-trace.ts). */
+    traceFacts: (batchId: string, transferId: string) => readTraceFacts(s.redis, s.k, batchId, transferId),
+    saveTraceRoot: (batchId: string, transferId: string, root: TraceRoot) =>
+      saveTraceRoot(s.redis, s.k, batchId, transferId, root),
   };
 }
 

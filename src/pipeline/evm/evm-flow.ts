@@ -51,6 +51,7 @@ export async function evmFlow(
   // The record as this run last saved it while preparing: read again only if the lease came with
   // another nonce. Nothing else writes an in_progress transfer's record while its run holds it.
   let prepared: TransferRecord | undefined;
+  ctx.report('sign', `choosing a ${chain} owner and taking its permit nonce`);
   const { signer, lease } = await leaseAnOwner(ctx, evm, chain, rec, (owner) => async (nonce) => {
     prepared = await preparePermit(ctx, evm, chain, owner, nonce);
     return prepared !== undefined;
