@@ -42,7 +42,9 @@ export async function startCommandTracing(
     warn: (message) => logger.warn({ tracing: settings.serviceName }, message),
   });
   await traceTransferQueues();
-  logger.info(
+  // Said once by the processes that run on; a command's own output is not cluttered with it.
+  (command === 'enqueue' ? logger.debug : logger.info).call(
+    logger,
     {
       endpoint: displayUrl(settings.endpoint),
       protocol: settings.protocol,
