@@ -114,7 +114,9 @@ export function spansOfJson(body: string): ReceivedSpan[] {
   return out;
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/** `keepBodies: false` counts requests and bytes only (the bench: no memory grows with the spans). */
+export async function startOtlpReceiver(options: { keepBodies?: boolean } = {}): Promise<OtlpReceiver> {
+  const keep = options.keepBodies ?? true;
   const bodies: string[] = [];
   const json: string[] = [];
   let requests = 0;
@@ -126,10 +128,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       let body = Buffer.concat(chunks);
       requests++;
       bytes += body.length;
-      if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
       const isJson = (req.headers['content-type'] ?? '').includes('json');
-      bodies.push(body.toString(isJson ? 'utf8' : 'latin1'));
-      if (isJson) json.push(body.toString('utf8'));
+      if (keep) {
+        if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
+        bodies.push(body.toString(isJson ? 'utf8' : 'latin1'));
+        if (isJson) json.push(body.toString('utf8'));
+      }
       // An empty ExportTraceServiceResponse: every span accepted.
       res.writeHead(200, { 'content-type': isJson ? 'application/json' : 'application/x-protobuf' });
       res.end(isJson ? '{}' : '');

@@ -7,6 +7,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { traceSettings } from '../../src/trace/trace-settings.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -206,7 +207,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('monitoring: Prometheus scrapes the API with the token from a file and loads the shipped alert rules', () => {
-    expect(profiled('monitoring')).toEqual(['grafana', 'prometheus']);
+    expect(profiled('monitoring')).toEqual(['grafana', 'jaeger', 'prometheus']);
     const prometheus = service('prometheus');
     expect(words(prometheus.command)).toContain('--config.file=/etc/prometheus/prometheus.yml');
     const mounted = (target: string) => mounts(prometheus).find((m) => m.target === target);
@@ -233,6 +234,63 @@ describe('docker-compose.yml', () => {
     expect(compose.secrets?.[secret.source]?.file).toBe('${METRICS_TOKEN_FILE:-./secrets/metrics-token}');
     // The API listens on 8080 in its container, as the production api's environment says.
     expect(job?.static_configs[0]?.targets).toEqual([`api:${environment(service('api'))['HTTP_PORT']}`]);
+  });
+
+  it("monitoring works with the sandbox profile: Prometheus scrapes the sandbox's API with its throwaway metrics credential", () => {
+    const scrape = parseYaml(read('deploy/prometheus/prometheus-compose.yml')) as {
+      scrape_configs: {
+        job_name: string;
+        metrics_path: string;
+        authorization: { type: string; credentials?: string };
+        static_configs: { targets: string[] }[];
+      }[];
+    };
+    const sandboxJob = scrape.scrape_configs.find((j) => j.job_name === 'usdc-batch-sandbox');
+    const api = service('sandbox-api');
+    // sandbox-api listens in the sandbox service's network namespace: reached as `sandbox`.
+    expect(api.network_mode).toBe('service:sandbox');
+    expect(sandboxJob?.static_configs[0]?.targets).toEqual([`sandbox:${environment(api)['HTTP_PORT']}`]);
+    expect(sandboxJob?.metrics_path).toBe('/metrics');
+    const token = environment(api)['METRICS_TOKEN'];
+    expect(sandboxJob?.authorization).toEqual({ type: 'Bearer', credentials: token });
+    // The sandbox's API takes it beside the throwaway HOOK_TOKEN the sandbox writes.
+    const config = loadConfig(
+      { HOOK_TOKEN: 'usdc-batch-sandbox-throwaway-0123456789abcdef', METRICS_TOKEN: token },
+      { access: true },
+    );
+    expect(config.credentials.map((c) => [c.name, c.roles])).toContainEqual(['metrics', ['metrics']]);
+  });
+
+  it('monitoring: Jaeger receives OTLP over HTTP from the worker, the API and the host, and Grafana reads it', () => {
+    const jaeger = service('jaeger');
+    expect(jaeger.image).toMatch(/^jaegertracing\/jaeger:2\.[0-9]+\.[0-9]+$/);
+    const command = words(jaeger.command);
+    expect(flag(command, '--set')).toBe('receivers.otlp.protocols.http.endpoint=0.0.0.0:4318');
+    expect(jaeger.ports).toEqual([
+      '127.0.0.1:${JAEGER_PORT:-16686}:16686',
+      '127.0.0.1:${OTLP_HTTP_PORT:-4318}:4318',
+    ]);
+    const grafana = service('grafana');
+    expect(grafana.depends_on).toContain('jaeger');
+    const datasources = parseYaml(read('deploy/grafana/provisioning/datasources/jaeger.yml')) as {
+      datasources: { type: string; url: string; uid: string }[];
+    };
+    expect(datasources.datasources).toEqual([
+      expect.objectContaining({ type: 'jaeger', uid: 'jaeger', url: 'http://jaeger:16686' }),
+    ]);
+    // The endpoint the README gives the worker and the API names the receiver's port.
+    const settings = traceSettings(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' },
+      'usdc-batch-worker',
+    );
+    expect(settings?.endpoint).toBe('http://jaeger:4318/v1/traces');
+    expect(read('README.md')).toContain('OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318');
+    // The sandbox profile traces only when told where to (the monitoring profile's Jaeger).
+    for (const name of ['sandbox-worker', 'sandbox-api']) {
+      expect(environment(service(name))['OTEL_EXPORTER_OTLP_ENDPOINT'], name).toBe(
+        '${SANDBOX_OTLP_ENDPOINT:-}',
+      );
+    }
   });
 
   it('monitoring: Grafana has the compose Prometheus and the shipped dashboard provisioned', () => {
@@ -299,10 +357,13 @@ describe('docker-compose.yml', () => {
       expect.arrayContaining([
         'GRAFANA_PORT',
         'HTTP_PORT',
+        'JAEGER_PORT',
         'METRICS_TOKEN_FILE',
+        'OTLP_HTTP_PORT',
         'PROMETHEUS_PORT',
         'REDIS_PORT',
         'REDIS_URL',
+        'SANDBOX_OTLP_ENDPOINT',
       ]),
     );
     const readme = read('README.md');
@@ -416,6 +477,14 @@ describe('.env.example', () => {
     'HOOK_HMAC_SECRET',
     'LOG_LEVEL',
     'LOG_FORMAT',
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    'OTEL_EXPORTER_OTLP_PROTOCOL',
+    'OTEL_EXPORTER_OTLP_HEADERS',
+    'OTEL_SERVICE_NAME',
+    'OTEL_TRACES_SAMPLER',
+    'OTEL_TRACES_SAMPLER_ARG',
+    'OTEL_SDK_DISABLED',
   ];
   const example = parseDotenv(read('.env.example'));
 
