@@ -122,6 +122,8 @@ export async function startTracing(settings: TraceSettings, options: TracingOpti
     },
     async shutdown() {
       for (const i of instrumentations) i.disable();
+      // ESM's named imports of the builtins follow their unpatched exports again.
+      syncBuiltinESMExports();
       await Promise.race([
         provider.shutdown().catch(() => {}),
         new Promise((resolve) => setTimeout(resolve, SHUTDOWN_WAIT_MS).unref()),
