@@ -20,6 +20,23 @@ const BOUNDARIES = {
   },
 };
 
+/*
+ * README "Traces": with tracing off, no OpenTelemetry SDK, exporter or instrumentation is loaded.
+ * Their code is reached only through `import()` of the files that may import them (start-tracing.ts
+ * and the queue's run spans, loaded once tracing is on); elsewhere only type imports, which are
+ * erased, and the API from src/trace's own files.
+ */
+const TRACING = {
+  patterns: [
+    {
+      group: ['@opentelemetry/*', 'bullmq-otel'],
+      allowTypeImports: true,
+      message:
+        'OpenTelemetry is loaded only when tracing is on: reach it through src/trace/tracing.ts (activeTracing), or from a file loaded with import() once it is (src/trace/start-tracing.ts, src/queue/run-spans.ts).',
+    },
+  ],
+};
+
 /** The `no-restricted-imports` rule forbidding every boundary but the `allowed` ones. */
 function boundaries(...allowed) {
   const patterns = Object.entries(BOUNDARIES)
@@ -46,6 +63,11 @@ export default tseslint.config(
   { files: ['src/signing/**/*.ts', 'src/sandbox/**/*.ts'], rules: boundaries('chains') },
   { files: ['src/service/**/*.ts'], rules: boundaries('http') },
   { files: ['src/queue/**/*.ts', 'src/worker/**/*.ts'], rules: boundaries('queue') },
+  { files: ['src/**/*.ts'], rules: { '@typescript-eslint/no-restricted-imports': ['error', TRACING] } },
+  {
+    files: ['src/trace/start-tracing.ts', 'src/queue/run-spans.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': 'off' },
+  },
   {
     // Config holds no cryptography and imports no signing code: a process that signs hands it
     // src/signing's key reader (ConfigNeeds.keys, docs/keys.md).

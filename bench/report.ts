@@ -8,6 +8,7 @@ import type { OwnersResult, OwnersRun, ReplicaCost } from './sections/owners.ts'
 import type { RedisFootprint, RedisRun } from './sections/redis-footprint.ts';
 import type { ScaleResult } from './sections/scale.ts';
 import type { SolanaResult } from './sections/solana.ts';
+import type { TracingResult } from './sections/tracing.ts';
 import type { FlowRun } from './sections/throughput.ts';
 
 export type BenchResults = {
@@ -23,6 +24,7 @@ export type BenchResults = {
   readonly redis?: RedisFootprint | undefined;
   readonly scale?: ScaleResult | undefined;
   readonly cluster?: ClusterResult | undefined;
+  readonly tracing?: TracingResult | undefined;
   readonly errors: readonly { readonly section: string; readonly message: string }[];
 };
 
@@ -91,7 +93,7 @@ export function renderReport(r: BenchResults): string {
     `| service latency | the sandbox (\`usdc-batch sandbox --latency ${r.latencyMs}\`) in its own process answers every call after ${r.latencyMs} ms |`,
     '| chains | the sandbox executes on real local chains (issue 16): an anvil process per EVM chain (permit + transferFrom per EVM transfer, a mint at `minted`) and LiteSVM inside the sandbox process for Solana; its CPU per transfer includes theirs. There is no in-memory chain mode |',
     '',
-    'Reproduce everything with `npm run bench` (about 20 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster`',
+    'Reproduce everything with `npm run bench` (about 20 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing`',
     'picks sections, `BENCH_RUNS=N` sets the runs, `BENCH_QUICK=1` shrinks every size for a smoke run.',
     'Every process the bench starts (redis-servers, the sandbox, workers, the cluster) is its own OS',
     'process on 127.0.0.1 and is stopped at the end, also on failure or Ctrl-C.',
@@ -111,6 +113,7 @@ export function renderReport(r: BenchResults): string {
   if (r.scale) push(...scale(r.scale), '');
   if (r.cluster) push(...cluster(r.cluster), '');
   if (r.owners) push(...owners(r.owners), '');
+  if (r.tracing) push(...tracing(r.tracing), '');
   push(...method());
   return `${out.join('\n')}\n`;
 }
@@ -187,7 +190,79 @@ function summary(r: BenchResults): string[] {
       `| 6 | Redis Cluster (3 masters, QUEUE_PREFIX=${'{usdc}'}): ${fmt(r.cluster.rows)}-row batch | ${fmt(r.cluster.submitted)} submitted, ${r.cluster.crossslotErrors} CROSSSLOT | completes, no CROSSSLOT | ${verdict(ok)} |`,
     );
   }
+  if (r.tracing) {
+    const f = tracingFigures(r.tracing);
+    rows.push(
+      `| 8 | Solana flow with tracing on (every trace sampled, exported over OTLP to a local receiver) / off, transfers/s | ${fmt(f.ratio, 2)}× | (as measured) | |`,
+      `| 8 | … worker CPU per transfer, on − off | +${fmt(f.cpuOn - f.cpuOff, 2)} ms (${fmt(f.cpuOff, 2)} → ${fmt(f.cpuOn, 2)}) | (as measured) | |`,
+    );
+  }
   return rows;
+}
+
+/** The figures of section 8: medians of the runs. */
+function tracingFigures(x: TracingResult) {
+  const ratios = x.runs.map((r) => r.on.perSecond / r.off.perSecond);
+  return {
+    ratios,
+    ratio: median(ratios),
+    off: med(
+      x.runs.map((r) => r.off),
+      (r) => r.perSecond,
+    ),
+    on: med(
+      x.runs.map((r) => r.on),
+      (r) => r.perSecond,
+    ),
+    cpuOff: med(
+      x.runs.map((r) => r.off),
+      (r) => r.cpuMsPerTransfer.worker,
+    ),
+    cpuOn: med(
+      x.runs.map((r) => r.on),
+      (r) => r.cpuMsPerTransfer.worker,
+    ),
+    bytes: median(x.runs.map((r) => r.on.exportBytes / x.rows)),
+    requests: median(x.runs.map((r) => r.on.exportRequests)),
+  };
+}
+
+function tracing(x: TracingResult): string[] {
+  const f = tracingFigures(x);
+  const off = x.runs.map((r) => r.off);
+  const on = x.runs.map((r) => r.on);
+  return [
+    '## 8. What tracing costs',
+    '',
+    `Command: \`BENCH_ONLY=tracing npm run bench\`. The Solana flow of section 2 (${fmt(x.rows)} SOLANA→EVM rows, one`,
+    `\`usdc-batch worker\`, WORKER_CONCURRENCY=${x.concurrency}) — the most CPU-bound flow, where a cost shows most —`,
+    'with tracing off (the default: nothing of OpenTelemetry is loaded) and on (docs/traces.md):',
+    '`OTEL_EXPORTER_OTLP_ENDPOINT` pointing at an OTLP/HTTP receiver the bench runs on loopback (it counts what',
+    'arrives; its CPU is the bench’s, not the worker’s), `OTEL_TRACES_SAMPLER=always_on` (every transfer’s trace',
+    'kept: the most a deployment can ask), http/protobuf, the `enqueue` traced too. Alternating order, a fresh',
+    'Redis per run; every traced run checks that every transfer’s record holds its trace id.',
+    '',
+    '| tracing | transfers/s (runs) | worker CPU ms / transfer |',
+    '|---|---|---|',
+    `| off | ${fmt(f.off, 1)} (${runsOf(
+      off.map((r) => r.perSecond),
+      1,
+    )}) | ${fmt(f.cpuOff, 2)} |`,
+    `| on | ${fmt(f.on, 1)} (${runsOf(
+      on.map((r) => r.perSecond),
+      1,
+    )}) | ${fmt(f.cpuOn, 2)} |`,
+    `| on / off | **${fmt(f.ratio, 2)}×** (${runsOf(f.ratios, 2)}) | +${fmt(f.cpuOn - f.cpuOff, 2)} ms |`,
+    '',
+    `Exported per transfer: ${bytes(f.bytes)} of OTLP (protobuf, its root, its run, six step spans, its HTTP client`,
+    `calls, and its intent's polls once the first comes due), in ${fmt(f.requests, 0)} export requests for the whole batch (spans go out in batches of up to 1,024 every`,
+    '2 s). The cost is the worker’s own: the spans it makes, the instrumentation of every HTTP call, the',
+    'export, and one more Redis round trip per run (the transfer’s trace id, read, and saved on its first run).',
+    '',
+    ...CPU_HEADER,
+    cpuRow('tracing off', off),
+    cpuRow('tracing on', on),
+  ];
 }
 
 /** The fill levels of an ingest result (older results have none: every run was in an empty Redis). */

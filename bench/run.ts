@@ -20,6 +20,7 @@ import { benchIngest } from './sections/ingest.ts';
 import { benchRedisFootprint } from './sections/redis-footprint.ts';
 import { benchScale } from './sections/scale.ts';
 import { benchSolana } from './sections/solana.ts';
+import { benchTracing } from './sections/tracing.ts';
 import type { Context } from './sections/throughput.ts';
 
 const LATENCY_MS = 20;
@@ -87,7 +88,9 @@ let failed = false;
 try {
   results.ingest = await section('ingest', () => benchIngest({ rows: sizes.ingestRows, runs, dir, log }));
 
-  const needsSandbox = (['solana', 'evm', 'owners', 'redis', 'scale', 'cluster'] as const).some(want);
+  const needsSandbox = (['solana', 'evm', 'owners', 'redis', 'scale', 'cluster', 'tracing'] as const).some(
+    want,
+  );
   if (needsSandbox) {
     const sandbox = await startBenchSandbox(LATENCY_MS);
     const ctx: Context = { sandbox, solanaKeyFile: solanaKeypairFile(dir).file, dir, log };
@@ -108,6 +111,7 @@ try {
     );
     results.scale = await section('scale', () => benchScale(ctx, { rows: sizes.scaleRows, runs }));
     results.cluster = await section('cluster', () => benchCluster(ctx, { rows: sizes.clusterRows }));
+    results.tracing = await section('tracing', () => benchTracing(ctx, { rows: sizes.tracingRows, runs }));
     await sandbox.close();
   }
 } catch (err) {

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 // The CLI entry: Node ≥ 22.18 (and 24 LTS) runs the erasable TypeScript sources directly, so the
-// bin works right after `npm ci` with no build step. Node 22.12–22.17 need the type-stripping flag:
+// bin works right after `npm ci` with no build step. Node 22.15–22.17 need the type-stripping flag:
 // the entry re-runs itself with it.
 import { spawn } from 'node:child_process';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
-if (major < 22 || (major === 22 && minor < 12)) {
+if (major < 22 || (major === 22 && minor < 15)) {
   process.stderr.write(
-    `usdc-batch needs Node.js 22.12 or newer (24 LTS recommended); this is ${process.version}.\n`,
+    `usdc-batch needs Node.js 22.15 or newer (24 LTS recommended); this is ${process.version}.\n`,
   );
   process.exit(2);
 }

@@ -2,11 +2,20 @@
  * Bench knobs, from the environment (the bench is a dev tool, not the product: it reads env here).
  * - BENCH_RUNS: runs per measurement (default 3; the median is reported).
  * - BENCH_QUICK=1: small sizes and one run, to develop the bench itself; its numbers mean little.
- * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster: a subset of the sections.
+ * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing: a subset of the sections.
  * - BENCH_OUT: where to write the report (default BENCHMARKS.md at the repository root).
  * - BENCH_TRACE_FILE: the redis section's MONITOR run also writes every command it saw there.
  */
-export const SECTIONS = ['ingest', 'solana', 'evm', 'owners', 'redis', 'scale', 'cluster'] as const;
+export const SECTIONS = [
+  'ingest',
+  'solana',
+  'evm',
+  'owners',
+  'redis',
+  'scale',
+  'cluster',
+  'tracing',
+] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export type BenchOptions = {
@@ -23,6 +32,7 @@ export type BenchOptions = {
     readonly redisRows: number;
     readonly scaleRows: number;
     readonly clusterRows: number;
+    readonly tracingRows: number;
   };
 };
 
@@ -50,6 +60,7 @@ export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
           redisRows: 300,
           scaleRows: 300,
           clusterRows: 200,
+          tracingRows: 300,
         }
       : {
           ingestRows: 100_000,
@@ -59,6 +70,7 @@ export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
           redisRows: 2_000,
           scaleRows: 2_000,
           clusterRows: 1_000,
+          tracingRows: 2_000,
         },
   };
 }

@@ -7,6 +7,8 @@ import { FourEyesError } from '../ops/ops-error.ts';
 import { EXIT } from './exit-codes.ts';
 import { endQuietlyOnClosedPipe, followNpmLauncher, isEnding } from './lifetime.ts';
 import { plainText } from './format.ts';
+import type { CommandTracing } from './trace-start.ts';
+import { SPAN } from '../trace/attributes.ts';
 
 /** A command module exports `run(args, options)` and returns its exit code. */
 type CommandModule = { run: (args: string[], options: Record<string, unknown>) => Promise<number> };
@@ -374,13 +376,49 @@ export async function main(argv: string[]): Promise<number> {
     const sub = argv[argv.indexOf(chosen.name) + 1] ?? '';
     chosen = { ...chosen, args: [sub, ...chosen.args] };
   }
-  const mod = await loadCommand(chosen.name);
+  let traced: CommandTracing | undefined;
+  try {
+    traced = await startTracing(chosen.name);
+  } catch (err) {
+    return reportError(err);
+  }
+  try {
+    return await runCommand(chosen.name, chosen.args, chosen.options, traced);
+  } finally {
+    await traced?.stop();
+  }
+}
+
+/** The commands that may trace (docs/traces.md; their service names in cli/trace-start.ts). */
+const TRACING_COMMANDS = new Set(['worker', 'serve', 'enqueue']);
+
+/**
+ * Tracing for a command that traces, when an OTLP endpoint is set: started before the command's
+ * module is loaded. Its code is loaded only for those commands (the others start as fast as ever).
+ */
+async function startTracing(command: string): Promise<CommandTracing | undefined> {
+  if (!TRACING_COMMANDS.has(command)) return undefined;
+  const { startCommandTracing } = await import('./trace-start.ts');
+  return await startCommandTracing(command, packageVersion());
+}
+
+/** Loads and runs a command; an `enqueue` that traces runs inside its own span. */
+async function runCommand(
+  name: string,
+  args: string[],
+  options: Record<string, unknown>,
+  traced: CommandTracing | undefined,
+): Promise<number> {
+  const mod = await loadCommand(name);
   if (!mod) {
-    process.stderr.write(`usdc-batch ${chosen.name}: this command is not implemented yet.\n`);
+    process.stderr.write(`usdc-batch ${name}: this command is not implemented yet.\n`);
     return EXIT.usage;
   }
   try {
-    return await mod.run(chosen.args, chosen.options);
+    const run = () => mod.run(args, options);
+    return await (traced && name === 'enqueue'
+      ? traced.tracing.inSpan(SPAN.enqueue, { 'usdc_batch.command': name }, run)
+      : run());
   } catch (err) {
     // Ending (a signal, a closed pipe): what failed because of it is not news.
     if (isEnding()) return EXIT.ok;

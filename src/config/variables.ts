@@ -319,6 +319,24 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       '(`12:34:56.789 WARN  message key=value …`), on stderr too. Nothing is ever logged to stdout',
   },
   {
+    names: [
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_PROTOCOL',
+      'OTEL_EXPORTER_OTLP_HEADERS',
+      'OTEL_SERVICE_NAME',
+      'OTEL_TRACES_SAMPLER',
+      'OTEL_TRACES_SAMPLER_ARG',
+      'OTEL_SDK_DISABLED',
+    ],
+    default: 'off',
+    meaning:
+      'OpenTelemetry traces of `worker`, `serve` and `enqueue`, with the standard variables’ meanings ' +
+      '(OTLP over HTTP: `http/protobuf`, the default, or `http/json`); off unless an endpoint is set, ' +
+      'and with `OTEL_SDK_DISABLED=true` ([production.md](production.md#traces), [traces.md](traces.md))',
+    readElsewhere: 'src/trace/trace-settings.ts, before the command loads its configuration',
+  },
+  {
     names: ['PERMIT_DEADLINE_SECONDS'],
     default: shown('PERMIT_DEADLINE_SECONDS'),
     meaning: "a permit's deadline after signing (short on purpose)",
@@ -370,6 +388,25 @@ export const COMPOSE_VARIABLES: readonly ConfigVariable[] = [
     names: ['GRAFANA_PORT'],
     default: '`3000`',
     meaning: 'the host port of the `monitoring` profile’s Grafana, on `127.0.0.1` only',
+  },
+  {
+    names: ['JAEGER_PORT'],
+    default: '`16686`',
+    meaning: 'the host port of the `monitoring` profile’s Jaeger UI, on `127.0.0.1` only',
+  },
+  {
+    names: ['OTLP_HTTP_PORT'],
+    default: '`4318`',
+    meaning:
+      'the host port of the `monitoring` profile’s Jaeger OTLP/HTTP receiver, on `127.0.0.1` only ' +
+      '(for `enqueue` on this host)',
+  },
+  {
+    names: ['SANDBOX_OTLP_ENDPOINT'],
+    default: 'none (no traces)',
+    meaning:
+      'where the `sandbox` profile’s worker and API send traces; with the `monitoring` profile up, ' +
+      '`http://jaeger:4318` ([production.md](production.md#traces))',
   },
   {
     names: ['METRICS_TOKEN_FILE'],

@@ -28,6 +28,7 @@ import {
 import { AuditFileError } from '../store/audit-file.ts';
 import { ReplicasNotConfirmedError } from '../store/replica-acks.ts';
 import { parseJsonBody } from './json-body.ts';
+import { activeTracing } from '../trace/tracing.ts';
 import {
   clientOf,
   drainRefusedBody,
@@ -132,6 +133,14 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   if (!deps.queues) app.addHook('onClose', async () => await queues.close());
   const routeDeps: RouteDeps = { ...deps, queues };
 
+  // With tracing on (docs/traces.md), a request's span is named after its route (before the
+  // gate: a refused request's too).
+  const tracing = activeTracing();
+  if (tracing) {
+    app.addHook('onRequest', async (request) => {
+      if (request.routeOptions.url) tracing.nameRequest(request.method, request.routeOptions.url);
+    });
+  }
   // The refusal is sent from the hook itself (not thrown): routes of plugins with their own error
   // handler (bull-board's) answer it in this API's format too. Routes Fastify does not know (404)
   // are authenticated as well, so an unauthenticated caller learns nothing about them.

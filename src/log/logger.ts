@@ -2,6 +2,7 @@ import { format as formatText } from 'node:util';
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { displayUrl, hideUrlSecrets } from '../domain/url-display.ts';
 import { prettyLine } from './pretty-line.ts';
+import { activeTracing } from '../trace/tracing.ts';
 
 export type { Logger };
 
@@ -76,7 +77,8 @@ const SECRET_SUFFIXES = [
   'keypair',
 ];
 
-function isSecretKey(name: string): boolean {
+/** Whether a field of that name holds a secret (any letter case, `-`/`_` ignored): logs and traces drop it. */
+export function isSecretKey(name: string): boolean {
   const n = name.toLowerCase().replace(/[-_]/g, '');
   return SECRET_NAMES.has(n) || SECRET_SUFFIXES.some((suffix) => n.endsWith(suffix));
 }
@@ -86,9 +88,9 @@ function isSecretKey(name: string): boolean {
  * `sk_` keys, bearer credentials, 65-byte hex signatures, and whatever a URL carries beyond its
  * scheme, host and port (an RPC provider's key in its path, query or user part). A 32-byte hex
  * string is left alone: it is as likely a transaction hash as a key, and keys never reach a
- * message in the first place.
+ * message in the first place. Used for log lines and for every text a trace exports.
  */
-function scrubText(text: string): string {
+export function scrubText(text: string): string {
   return hideUrlSecrets(text)
     .replace(/\bsk_[A-Za-z0-9_-]{4,}/g, `sk_${CENSOR}`)
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${CENSOR}`)
@@ -144,10 +146,13 @@ export function createLogger(
   destination?: DestinationStream,
   format: LogFormat = null,
 ): Logger {
+  const tracing = activeTracing();
   const logger = pino(
     {
       level,
       base: { pid: process.pid },
+      // With tracing on (docs/traces.md): a line written inside a span names it.
+      ...(tracing ? { mixin: () => tracing.logFields() ?? {} } : {}),
       redact: { paths: REDACT_PATHS, censor: CENSOR },
       serializers: {
         // `formatters.log` has already turned errors into redacted plain objects; this catches any

@@ -5,11 +5,13 @@ import type { PipelineDeps, WaitKind } from './pipeline-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
 
 /**
- * The steps a run reports (the job's progress shows the current one): estimate → sign (EVM) or
- * build → sign (Solana: checked, then signed) → send → answer; `wait` for anything that hands the
- * job back, `settle` for a needs_review payload looked at again.
+ * The steps a run reports (the job's progress shows the current one; with tracing on, each is a
+ * span: docs/traces.md): estimate → guard → sign (EVM) or build → verify → sign (Solana) → send →
+ * answer; `wait` for anything that hands the job back, `settle` for a needs_review payload looked
+ * at again. A step is reported as it begins, and again with what it found.
  */
-export type StepName = 'estimate' | 'build' | 'sign' | 'send' | 'answer' | 'wait' | 'settle';
+export type StepName =
+  'estimate' | 'guard' | 'build' | 'verify' | 'sign' | 'send' | 'answer' | 'wait' | 'settle';
 
 /**
  * Where a run says what it does, a line per call, wait and decision with its reason: the queue

@@ -17,6 +17,10 @@ export async function estimateAndGuard(ctx: Ctx): Promise<StepOutcome | undefine
   let fee = rec.feeTotal;
   // `retry` asks for a fresh estimate: fees move, and the guard must judge today's fee.
   if (fee === null || reestimate) {
+    ctx.report(
+      'estimate',
+      `asking the service for the fee of ${formatUsdc(rec.amount)} USDC ${rec.from}→${rec.to}`,
+    );
     try {
       const est = await service.estimate({ from: rec.from, to: rec.to, amount: rec.amount });
       ctx.report(
@@ -42,6 +46,7 @@ export async function estimateAndGuard(ctx: Ctx): Promise<StepOutcome | undefine
       return await transientOrFinal(ctx, f, 'estimate');
     }
   }
+  ctx.report('guard', `checking the fee of ${formatUsdc(fee)} USDC against MAX_FEE_BPS and MAX_FEE_USDC`);
   const breach = feeCapBreach(fee, rec.amount, config);
   if (breach?.cap === 'bps') {
     return await finish(ctx, 'rejected', {

@@ -20,6 +20,7 @@ import { startFollowLoop } from './follow-loop.ts';
 import { addFailedIntentJob, createIntentFailures, type IntentFailures } from './intent-failures.ts';
 import { syncIntentStatusInResult, type ResultSync } from './job-outcome.ts';
 import { queueNameFor, transferJobId } from './jobs.ts';
+import type { TransferSpans } from './run-spans.ts';
 
 /**
  * How the follower paces itself (docs/data-model.md "Following intents"). The first poll waits
@@ -66,6 +67,8 @@ type FollowerDeps = {
   redis: Redis;
   metrics?: TransferJobMetrics | undefined;
   timing?: Partial<FollowTiming>;
+  /** With tracing on: each poll is a `follow` span of its transfer's trace (run-spans.ts). */
+  spans?: TransferSpans | undefined;
 };
 
 type Follower = {
@@ -111,7 +114,8 @@ export function createIntentFollower(deps: FollowerDeps) {
       forgetStaleWaits(f, now);
       return claimDueIntents(deps.redis, deps.prefix, now, { leaseMs: timing.claimLeaseMs, limit });
     },
-    handle: (intent) => pollIntent(f, intent),
+    handle: (intent) =>
+      deps.spans ? deps.spans.follow(intent, (said) => pollIntent(f, intent, said)) : pollIntent(f, intent),
     release: (intents) => releaseClaims(deps.redis, deps.prefix, intents, Date.now()),
     onError: (err, intent) =>
       deps.logger.warn(
@@ -139,8 +143,15 @@ function forgetStaleWaits(f: Follower, now: number): void {
 
 const isFinal = (status: string) => (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
 
-/** One claimed intent: poll it (unless a final status already seen waits for its job), then decide. */
-async function pollIntent(f: Follower, intent: FollowedIntent): Promise<void> {
+/**
+ * One claimed intent: poll it (unless a final status already seen waits for its job), then decide.
+ * `said` hears the status the service gave (its span's, with tracing on).
+ */
+async function pollIntent(
+  f: Follower,
+  intent: FollowedIntent,
+  said: (status: string) => void = () => {},
+): Promise<void> {
   const { deps } = f;
   let status = f.waiting.get(intent.member)?.status;
   if (status === undefined) {
@@ -148,6 +159,7 @@ async function pollIntent(f: Follower, intent: FollowedIntent): Promise<void> {
       const res = await deps.service.getIntentStatus(intent.intentId);
       if (res === undefined) return await notFound(f, intent);
       status = res.status;
+      said(status);
     } catch (err) {
       deps.logger.debug(
         { err: { message: (err as Error).message }, intentId: intent.intentId },

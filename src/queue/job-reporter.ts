@@ -26,7 +26,9 @@ export type JobProgress = { readonly step: string; readonly progress: number; re
 /** How far each step is along a run, for the ring; a wait keeps the step it interrupted. */
 const STEP_PERCENT: Record<StepName, number> = {
   estimate: 10,
+  guard: 15,
   build: 25,
+  verify: 35,
   sign: 45,
   send: 60,
   answer: 80,

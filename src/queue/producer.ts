@@ -6,6 +6,9 @@ import { addCompletionCallback, CALLBACK_QUEUE } from './callbacks.ts';
 import { followIntent } from './intent-follower.ts';
 import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
 import { queueOptions } from './queue-options.ts';
+import { transferQueueTelemetry } from './queue-telemetry.ts';
+import { ATTR } from '../trace/attributes.ts';
+import { activeTracing } from '../trace/tracing.ts';
 
 /**
  * Job options of every transfer job. The queue is only the transport: the worker's saved steps in
@@ -68,7 +71,11 @@ export function createProducer(options: ProducerOptions): Producer {
   const queueFor = (chain: Chain): Queue => {
     let q = queues.get(chain);
     if (!q) {
-      q = new Queue(queueNameFor(chain), queueOptions(connection, options.prefix));
+      const telemetry = transferQueueTelemetry();
+      q = new Queue(queueNameFor(chain), {
+        ...queueOptions(connection, options.prefix),
+        ...(telemetry ? { telemetry } : {}),
+      });
       // Errors reach the caller of addBulk; this only keeps an 'error' event from crashing the process.
       q.on('error', () => {});
       queues.set(chain, q);
@@ -88,6 +95,8 @@ export function createProducer(options: ProducerOptions): Producer {
       await addCompletionCallback(callbacks, connection, options.prefix, batchId, generation);
     },
     async addTransfers(batchId, transfers, round = 0) {
+      // The request or command that enqueues (docs/traces.md): which batch, how many.
+      activeTracing()?.annotate({ [ATTR.batchId]: batchId, [ATTR.transfers]: transfers.length });
       const byChain = new Map<Chain, TransferJobSpec[]>();
       for (const t of transfers) {
         const list = byChain.get(t.from) ?? [];

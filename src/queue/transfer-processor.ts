@@ -17,6 +17,7 @@ import {
 } from './job-outcome.ts';
 import { createJobReporter, jobReportSink, type JobReporter } from './job-reporter.ts';
 import { isSettleJob, parseTransferJobData, roundOfJobId, type TransferJobData } from './jobs.ts';
+import type { RunSpans, TransferSpans } from './run-spans.ts';
 import { runRecordOf, savedSteps } from '../store/saved-steps.ts';
 
 /** What the processor of one source chain's transfer jobs runs on (transfer-workers.ts wires it). */
@@ -29,6 +30,8 @@ export type TransferProcessorDeps = {
   readonly metrics?: TransferJobMetrics | undefined;
   /** Aborted when the worker stops: in-flight waits park their jobs. */
   readonly shutdown: AbortSignal;
+  /** With tracing on: each run's spans in its transfer's trace (run-spans.ts). */
+  readonly spans?: TransferSpans | undefined;
 };
 
 type Done = StepOutcome & { kind: 'done' };
@@ -50,23 +53,53 @@ export async function processTransferJob(
     throw finalFailure('invalid: job data is not a transfer pointer ({batchId, transferId})');
   }
   const reporter = createJobReporter(job, jobReportSink(deps.redis, job), deps.logger);
-  let out: StepOutcome;
+  // Tracing never stops a payment: a run whose trace cannot be read or begun runs untraced.
+  const spans = await deps.spans?.startRun(job, data, deps.source).catch(() => undefined);
   try {
-    out = await runTransfer(deps.pipeline, data.batchId, data.transferId, {
+    return await runJob(deps, job, token, { data, reporter, spans });
+  } catch (err) {
+    if (!(err instanceof DelayedError)) spans?.failed(err);
+    throw err;
+  }
+}
+
+/** The run and the job's end (processTransferJob), with its spans when tracing is on. */
+async function runJob(
+  deps: TransferProcessorDeps,
+  job: Job,
+  token: string | undefined,
+  with_: {
+    readonly data: TransferJobData;
+    readonly reporter: JobReporter;
+    readonly spans: RunSpans | undefined;
+  },
+): Promise<JobOutcome> {
+  const { data, reporter, spans } = with_;
+  const run = () =>
+    runTransfer(deps.pipeline, data.batchId, data.transferId, {
       signal: deps.shutdown,
       settleOnly: isSettleJob(job.name),
-      report: reporter.report,
+      report: spans ? spans.reporting(reporter.report) : reporter.report,
     });
+  let out: StepOutcome;
+  try {
+    out = spans ? await spans.within(run) : await run();
   } catch (err) {
     await reporter.flush();
     out = await afterUnexpectedError(deps, job, data, err);
   }
   if (out.kind === 'later') {
     reporter.waiting(out.reason, out.delayMs);
+    spans?.handedBack(out.reason);
     deps.metrics?.waited(deps.source, out.wait);
     await reporter.flush();
     await job.moveToDelayed(Date.now() + Math.max(0, out.delayMs), token);
     throw new DelayedError(out.reason);
+  }
+  if (spans) {
+    spans.ended(
+      out.record ? jobOutcome(out.record) : { state: out.state, error: null, intent_id: null, attempts: 0 },
+    );
   }
   return await endJob(deps, job, out, reporter);
 }

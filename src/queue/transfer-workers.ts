@@ -9,6 +9,7 @@ import { queueNameFor, settleJobName, transferJobId, transferJobName } from './j
 import { TRANSFER_JOBS_KEPT } from './producer.ts';
 import { sweepUnfinished } from './sweeper.ts';
 import { processTransferJob, settleGivenUpJob, type TransferProcessorDeps } from './transfer-processor.ts';
+import type { TransferSpans } from './run-spans.ts';
 import { savedSteps } from '../store/saved-steps.ts';
 import { queueOptions, workerConnection } from './queue-options.ts';
 import type { RedisEndpoint } from '../store/redis-endpoint.ts';
@@ -63,6 +64,8 @@ export type TransferWorkersDeps = {
   redis: Redis;
   /** Outcomes, waits and times to final, for `/metrics` (worker-metrics.ts). */
   metrics?: TransferJobMetrics | undefined;
+  /** With tracing on: each run's spans (run-spans.ts). */
+  spans?: TransferSpans | undefined;
 };
 
 export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorkers {
@@ -128,6 +131,7 @@ function startWorker(
     redis: deps.redis,
     metrics: deps.metrics,
     shutdown,
+    spans: deps.spans,
   };
   const worker = new Worker(
     name,

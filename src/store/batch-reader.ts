@@ -38,6 +38,8 @@ export type TransferView = {
    */
   evidence: string[];
   wait_reason: string | null;
+  /** Its trace (docs/traces.md); null when no traced run of it started. */
+  trace_id: string | null;
   updated_at: string | null;
 };
 
@@ -120,6 +122,7 @@ export function transferView(t: TransferRecord): TransferView {
     error: t.errorCode ? { code: t.errorCode, message: t.errorMessage ?? '' } : null,
     evidence: [...t.evidence],
     wait_reason: t.waitReason,
+    trace_id: t.traceId,
     updated_at: iso(t.updatedAt === null ? null : String(t.updatedAt)),
   };
 }

@@ -1,6 +1,7 @@
 import { isChain, type Chain } from '../domain/chains.ts';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { parseEvidence } from './transfer-evidence.ts';
+import { traceRootOf } from './transfer-trace.ts';
 
 /** A transfer as stored in `P:t:<batchId>:<transferId>` (docs/data-model.md), parsed at the edge. */
 export type TransferRecord = {
@@ -32,6 +33,8 @@ export type TransferRecord = {
   readonly waitReason: string | null;
   /** What the worker saw that decided its fate, oldest first (transfer-evidence.ts). */
   readonly evidence: readonly string[];
+  /** Its trace's id (docs/traces.md), once a traced run of it started; null otherwise. */
+  readonly traceId: string | null;
   readonly updatedAt: number | null;
   /**
    * The hash as stored. Code reads the saved steps through savedSteps (saved-steps.ts), which owns
@@ -88,6 +91,7 @@ export function parseTransferRecord(
     errorMessage: str(raw['error_message']),
     waitReason: str(raw['wait_reason']),
     evidence: parseEvidence(raw['evidence']),
+    traceId: traceRootOf(raw['trace'])?.traceId ?? null,
     updatedAt: raw['updated_at'] ? Number(raw['updated_at']) : null,
     raw,
   };

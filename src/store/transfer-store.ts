@@ -13,6 +13,7 @@ import {
 } from './saved-steps.ts';
 import { clipEvidenceLine, EVIDENCE_LINES } from './transfer-evidence.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
+import { readTraceFacts, saveTraceRoot, type TraceRoot } from './transfer-trace.ts';
 
 /**
  * The scripts of a transfer's record (scripts/, each headed by its KEYS, ARGV and output). A state
@@ -122,6 +123,10 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
     ) => saveIntentStatus(s, { batchId, transferId }, intentId, said),
     transition: (batchId: string, transferId: string, change: TransitionChange) =>
       transition(s, { batchId, transferId }, change),
+    /** The transfer's trace and route, for its run's spans (transfer-trace.ts). */
+    traceFacts: (batchId: string, transferId: string) => readTraceFacts(s.redis, s.k, batchId, transferId),
+    saveTraceRoot: (batchId: string, transferId: string, root: TraceRoot) =>
+      saveTraceRoot(s.redis, s.k, { batchId, transferId }, root),
   };
 }
 

@@ -7,11 +7,13 @@ import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineHooks } from '../pipeline/pipeline-deps.ts';
 import { watchPrimary } from '../store/primary-watch.ts';
 import { createReplicaAcks, wantedReplicas, type ReplicaAcks } from '../store/replica-acks.ts';
-import { createTransferStore } from '../store/transfer-store.ts';
+import { createTransferStore, type TransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from '../queue/callbacks.ts';
 import { createIntentFollower } from '../queue/intent-follower.ts';
 import { createScheduleRunner } from '../queue/schedule-runner.ts';
 import { createTransferWorkers, type TransferWorkers } from '../queue/transfer-workers.ts';
+import type { TransferSpans } from '../queue/run-spans.ts';
+import { activeTracing } from '../trace/tracing.ts';
 import { treasuryAddresses } from '../ops/public-addresses.ts';
 import { startTreasurySampler } from '../treasury/balance-sampler.ts';
 import { serviceEstimator } from '../treasury/planner.ts';
@@ -97,7 +99,14 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   });
 
   const connection = { endpoint: config, prefix, redis, logger };
-  const follower = (started.follower = createIntentFollower({ ...connection, service, store, metrics }));
+  const spans = await transferSpans(store);
+  const follower = (started.follower = createIntentFollower({
+    ...connection,
+    service,
+    store,
+    metrics,
+    spans,
+  }));
   const callbacks = (started.callbacks = createCallbackSender({ ...connection, config }));
   // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
   started.schedules = createScheduleRunner({
@@ -144,6 +153,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
         concurrency: config.workerConcurrency,
         pipeline,
         metrics,
+        spans,
       }));
   // `/metrics` counts the worker processes alive from these beats (usdc_batch_workers).
   started.heartbeat = startHeartbeat({ redis, prefix, sources, logger });
@@ -160,6 +170,17 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     'worker started',
   );
   return workers;
+}
+
+/**
+ * With tracing on (docs/traces.md), each transfer's runs and intent polls as spans of its trace;
+ * their code (and OpenTelemetry's API) is loaded only then.
+ */
+async function transferSpans(store: TransferStore): Promise<TransferSpans | undefined> {
+  const tracing = activeTracing();
+  if (!tracing) return undefined;
+  const { createTransferSpans } = await import('../queue/run-spans.ts');
+  return createTransferSpans({ tracer: tracing.tracer, store });
 }
 
 /** Closes what was started, in the order a running worker stops. */

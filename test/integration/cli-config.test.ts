@@ -100,6 +100,37 @@ describe('usdc-batch worker with a broken configuration', () => {
     expect(r.stderr).not.toContain(MALFORMED_KEY);
   });
 
+  it('stops at an OTEL_* variable it cannot use (docs/traces.md), read from .env too, never printing the endpoint', async () => {
+    const cwd = mkdtempSync(join(work, 'otel-'));
+    writeFileSync(
+      join(cwd, '.env'),
+      [
+        'OTEL_EXPORTER_OTLP_ENDPOINT=https://ops:s3cr3tCollectorPass@collector.example:4318',
+        'OTEL_EXPORTER_OTLP_PROTOCOL=grpc',
+      ].join('\n'),
+    );
+    const r = await run(
+      process.execPath,
+      [BIN, 'worker'],
+      { OTEL_TRACES_SAMPLER_ARG: '2', OTEL_TRACES_SAMPLER: 'traceidratio' },
+      cwd,
+    );
+    expect(r.code).toBe(2);
+    expect(problemLines(r.stderr).map((l) => l.slice(4, l.indexOf(':')))).toEqual([
+      'OTEL_EXPORTER_OTLP_PROTOCOL',
+      'OTEL_TRACES_SAMPLER_ARG',
+    ]);
+    expect(r.stdout + r.stderr).not.toContain('s3cr3tCollectorPass');
+    // Tracing is off unless an endpoint is set: the same malformed sampler then changes nothing.
+    const off = await run(
+      process.execPath,
+      [BIN, 'worker'],
+      { ...env, OTEL_TRACES_SAMPLER: 'nonsense' },
+      work,
+    );
+    expectFourProblems(off);
+  });
+
   it('names both key variables when the worker has no signing key at all', async () => {
     const r = await run(
       process.execPath,

@@ -60,10 +60,12 @@ describe('operator commands through the CLI', () => {
     });
     for (const key of [
       'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
-      'tx_hash', 'tx_signature', 'fee', 'net_receive', 'attempts', 'error', 'evidence', 'updated_at',
+      'tx_hash', 'tx_signature', 'fee', 'net_receive', 'attempts', 'error', 'evidence', 'trace_id', 'updated_at',
     ]) {
       expect(doc.transfers[0]).toHaveProperty(key);
     } // prettier-ignore
+    // Tracing is off unless an OTLP endpoint is set (docs/traces.md): no transfer has a trace.
+    for (const t of doc.transfers) expect(t['trace_id']).toBeNull();
     // A plain submitted transfer has no evidence; a failed one says what decided it.
     const byState = (s: string) => doc.transfers.filter((t) => t['state'] === s);
     for (const t of byState('submitted')) expect(t['evidence']).toEqual([]);

@@ -157,6 +157,7 @@ describe('a batch outcome on the pages and in the CLI', () => {
             error: { code: 'cancelled', message: 'cancelled by cli:ops' },
             evidence: [],
             wait_reason: null,
+            trace_id: null,
             updated_at: null,
           },
         ],

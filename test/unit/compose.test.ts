@@ -7,6 +7,7 @@ import { parse as parseDotenv } from 'dotenv';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../../src/config/load-config.ts';
+import { traceSettings } from '../../src/trace/trace-settings.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -216,7 +217,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('monitoring: Prometheus scrapes the API with the token from a file and loads the shipped alert rules', () => {
-    expect(profiled('monitoring')).toEqual(['grafana', 'prometheus']);
+    expect(profiled('monitoring')).toEqual(['grafana', 'jaeger', 'prometheus']);
     const prometheus = service('prometheus');
     expect(words(prometheus.command)).toContain('--config.file=/etc/prometheus/prometheus.yml');
     const mounted = (target: string) => mounts(prometheus).find((m) => m.target === target);
@@ -272,6 +273,38 @@ describe('docker-compose.yml', () => {
       target: sandboxVolume?.target,
       mode: 'ro',
     });
+  });
+
+  it('monitoring: Jaeger receives OTLP over HTTP from the worker, the API and the host, and Grafana reads it', () => {
+    const jaeger = service('jaeger');
+    expect(jaeger.image).toMatch(/^jaegertracing\/jaeger:2\.[0-9]+\.[0-9]+$/);
+    const command = words(jaeger.command);
+    expect(flag(command, '--set')).toBe('receivers.otlp.protocols.http.endpoint=0.0.0.0:4318');
+    expect(jaeger.ports).toEqual([
+      '127.0.0.1:${JAEGER_PORT:-16686}:16686',
+      '127.0.0.1:${OTLP_HTTP_PORT:-4318}:4318',
+    ]);
+    const grafana = service('grafana');
+    expect(grafana.depends_on).toContain('jaeger');
+    const datasources = parseYaml(read('deploy/grafana/provisioning/datasources/jaeger.yml')) as {
+      datasources: { type: string; url: string; uid: string }[];
+    };
+    expect(datasources.datasources).toEqual([
+      expect.objectContaining({ type: 'jaeger', uid: 'jaeger', url: 'http://jaeger:16686' }),
+    ]);
+    // The endpoint the guide gives the worker and the API names the receiver's port.
+    const settings = traceSettings(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318' },
+      'usdc-batch-worker',
+    );
+    expect(settings?.endpoint).toBe('http://jaeger:4318/v1/traces');
+    expect(read('docs/production.md')).toContain('OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318');
+    // The sandbox profile traces only when told where to (the monitoring profile's Jaeger).
+    for (const name of ['sandbox-worker', 'sandbox-api']) {
+      expect(environment(service(name))['OTEL_EXPORTER_OTLP_ENDPOINT'], name).toBe(
+        '${SANDBOX_OTLP_ENDPOINT:-}',
+      );
+    }
   });
 
   it('monitoring: Grafana has the compose Prometheus and the shipped dashboard provisioned', () => {
@@ -338,10 +371,13 @@ describe('docker-compose.yml', () => {
       expect.arrayContaining([
         'GRAFANA_PORT',
         'HTTP_PORT',
+        'JAEGER_PORT',
         'METRICS_TOKEN_FILE',
+        'OTLP_HTTP_PORT',
         'PROMETHEUS_PORT',
         'REDIS_PORT',
         'REDIS_URL',
+        'SANDBOX_OTLP_ENDPOINT',
       ]),
     );
     const readme = guide();
@@ -455,6 +491,14 @@ describe('.env.example', () => {
     'HOOK_HMAC_SECRET',
     'LOG_LEVEL',
     'LOG_FORMAT',
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    'OTEL_EXPORTER_OTLP_PROTOCOL',
+    'OTEL_EXPORTER_OTLP_HEADERS',
+    'OTEL_SERVICE_NAME',
+    'OTEL_TRACES_SAMPLER',
+    'OTEL_TRACES_SAMPLER_ARG',
+    'OTEL_SDK_DISABLED',
   ];
   const example = parseDotenv(read('.env.example'));
 

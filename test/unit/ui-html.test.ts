@@ -30,6 +30,7 @@ function transfer(over: Partial<TransferView> = {}): TransferView {
     error: null,
     evidence: [],
     wait_reason: null,
+    trace_id: null,
     updated_at: null,
     ...over,
   };

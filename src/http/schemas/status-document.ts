@@ -22,7 +22,7 @@ export const transferView = {
   type: 'object',
   required: [
     'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
-    'tx_hash', 'tx_signature', 'owner', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'evidence', 'updated_at',
+    'tx_hash', 'tx_signature', 'owner', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'evidence', 'trace_id', 'updated_at',
   ],
   properties: {
     id: { type: 'string', description: 'the CSV id, or one derived from the line' },
@@ -60,6 +60,11 @@ export const transferView = {
       description: 'what the worker saw that decided its fate when it was not simply accepted (a lost answer, a refusal, a chain reading, a deadline passed), oldest first, each "<ISO time> <what>"; empty for a plain submitted',
     },
     wait_reason: nullable({ type: 'string', description: 'why a queued transfer waits' }),
+    trace_id: nullable({
+      type: 'string',
+      pattern: '^[0-9a-f]{32}$',
+      description: 'its OpenTelemetry trace (docs/traces.md): null when tracing was off while it ran',
+    }),
     updated_at: nullable(isoTime),
   },
   additionalProperties: true,

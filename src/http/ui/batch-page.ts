@@ -136,6 +136,7 @@ function transfersTable(transfers: readonly TransferView[], paused: boolean): Ht
           <th>tx</th>
           <th>fee</th>
           <th>error / waiting for</th>
+          <th>trace</th>
         </tr>
       </thead>
       <tbody>
@@ -174,6 +175,15 @@ function transferRow(t: TransferView, paused: boolean): Html {
       ${t.fee ? t.fee.total : html`<span class="muted" title="not estimated yet">—</span>`}
     </td>
     <td data-label="error / waiting for" class="wrap">${problemText(t, paused)}</td>
+    <td data-label="trace" class="mono">
+      ${
+        t.trace_id
+          ? html`<span class="clip" title="its trace: look it up by this id in the trace store" data-trace-id
+              >${t.trace_id}</span
+            >`
+          : html`<span class="muted" title="tracing was off while it ran">–</span>`
+      }
+    </td>
   </tr>`;
 }
 

@@ -37,6 +37,7 @@ const LEASE_EXTEND_AFTER_MS = 10_000;
 
 export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
   const run = { ctx, evm, chain };
+  ctx.report('sign', `choosing a ${chain} owner and taking its permit nonce`);
   const { signer, lease } = await leaseAnOwner(
     run,
     (owner) => async (nonce) => (await preparePermit({ ...run, signer: owner }, nonce)) !== undefined,
