@@ -359,9 +359,18 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
 
 /**
  * What docker-compose.yml reads from `.env` or the shell (`${NAME:-default}`), beside the product's
- * variables: the published ports and the metrics token's file. The defaults shown are the file's.
+ * variables: the Redis password, the published ports and the metrics token's file. The defaults shown
+ * are the file's.
  */
 export const COMPOSE_VARIABLES: readonly ConfigVariable[] = [
+  {
+    names: ['REDIS_PASSWORD'],
+    default: 'none (no password)',
+    meaning:
+      'the compose Redis’s password, given to the worker and the API in their `REDIS_URL`: letters, ' +
+      'digits and `. _ ~ -` only (e.g. `openssl rand -hex 32`); the CLI on the host then uses ' +
+      '`redis://:PASSWORD@127.0.0.1:6379` (docs/security.md "In compose")',
+  },
   {
     names: ['REDIS_PORT'],
     default: '`6379`',

@@ -36,7 +36,10 @@ type Service = {
   network_mode?: string;
   working_dir?: string;
   secrets?: (string | { source: string; target?: string })[];
+  entrypoint?: string[];
 };
+/** How every service reaches the compose Redis: with REDIS_PASSWORD when one is set. */
+const COMPOSE_REDIS_URL = 'redis://:${REDIS_PASSWORD:-}@redis:6379';
 
 const composeText = read('docker-compose.yml');
 const compose = parseYaml(composeText) as {
@@ -108,12 +111,15 @@ describe('docker-compose.yml', () => {
   it('runs redis with AOF fsynced on every write, no eviction, a ping healthcheck, published on loopback only', () => {
     const redis = service('redis');
     expect(redis.image).toMatch(/^redis:\d/);
-    const command = words(redis.command);
-    expect(command[0]).toBe('redis-server');
-    expect(flag(command, '--appendonly')).toBe('yes');
-    expect(flag(command, '--appendfsync')).toBe('always');
-    expect(flag(command, '--maxmemory-policy')).toBe('noeviction');
-    expect(words(redis.healthcheck?.test).join(' ')).toMatch(/redis-cli ping$/);
+    // A shell script (its password goes in on stdin, test/integration/compose-redis-password.test.ts
+    // runs it) that ends in the image's entrypoint with these flags.
+    expect(redis.entrypoint).toEqual(['/bin/sh', '-c']);
+    const script = words(redis.command).join(' ').replace(/\\\s+/g, ' ');
+    const start = words(script.slice(script.indexOf('exec docker-entrypoint.sh redis-server -')));
+    expect(flag(start, '--appendonly')).toBe('yes');
+    expect(flag(start, '--appendfsync')).toBe('always');
+    expect(flag(start, '--maxmemory-policy')).toBe('noeviction');
+    expect(words(redis.healthcheck?.test).join(' ')).toMatch(/redis-cli --no-auth-warning ping\b/);
     expect(redis.volumes?.some((v) => v.endsWith(':/data'))).toBe(true);
     expect(redis.ports).toEqual(['127.0.0.1:${REDIS_PORT:-6379}:6379']);
     // In every profile: the only service without one, so `up redis` and each profile start it.
@@ -151,7 +157,7 @@ describe('docker-compose.yml', () => {
     expect(words(api.command)).toEqual(['serve']);
     for (const s of [worker, api]) {
       expect(envFiles(s)).toEqual([{ path: '.env', required: false }]);
-      expect(environment(s)['REDIS_URL']).toBe('redis://redis:6379');
+      expect(environment(s)['REDIS_URL']).toBe(COMPOSE_REDIS_URL);
       const dependsOn = s.depends_on as Record<string, { condition?: string }>;
       expect(dependsOn['redis']?.condition).toBe('service_healthy');
       for (const m of mounts(s)) expect(m.mode, `${m.source}`).toBe('ro');
@@ -202,7 +208,7 @@ describe('docker-compose.yml', () => {
       expect(s.network_mode, name).toBe('service:sandbox');
       expect(s.working_dir, name).toBe(dir);
       expect(mounts(s), name).toContainEqual({ source: shared?.source, target: dir, mode: 'ro' });
-      expect(environment(s)['REDIS_URL'], name).toBe('redis://redis:6379');
+      expect(environment(s)['REDIS_URL'], name).toBe(COMPOSE_REDIS_URL);
       // Never the production queues, should both run on one Redis.
       expect(environment(s)['QUEUE_PREFIX'], name).toBe('sandbox');
       const dependsOn = s.depends_on as Record<string, { condition?: string; restart?: boolean }>;
@@ -375,6 +381,7 @@ describe('docker-compose.yml', () => {
         'METRICS_TOKEN_FILE',
         'OTLP_HTTP_PORT',
         'PROMETHEUS_PORT',
+        'REDIS_PASSWORD',
         'REDIS_PORT',
         'REDIS_URL',
         'SANDBOX_OTLP_ENDPOINT',
