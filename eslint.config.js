@@ -1,7 +1,32 @@
 import tseslint from 'typescript-eslint';
+import layersPlugin from './lint/import-layers.js';
 
 /*
- * Layer boundaries (docs/development.md "Layout"): each heavy dependency is imported in one
+ * The project's own arrows (docs/development.md "Layers"): src/'s directories top to bottom. A file
+ * imports only from its own directory and from those of a layer below; directories of one layer do
+ * not import each other. The sandbox is a separate program (the simulated transfer service): it
+ * imports only src/domain, and only src/cli (which starts it) imports it.
+ */
+const LAYERS = [
+  ['cli'],
+  ['http', 'worker'],
+  ['queue'],
+  ['metrics'],
+  ['treasury'],
+  ['ops'],
+  ['ingest', 'pipeline'],
+  ['signing'],
+  ['service'],
+  ['store'],
+  ['log'],
+  ['trace'],
+  ['config'],
+  ['sandbox'],
+  ['domain'],
+];
+
+/*
+ * Layer boundaries (docs/development.md "Layers"): each heavy dependency is imported in one
  * place only, so the rest of the code reaches it through that layer's own functions.
  */
 const BOUNDARIES = {
@@ -64,6 +89,16 @@ export default tseslint.config(
   { files: ['src/service/**/*.ts'], rules: boundaries('http') },
   { files: ['src/queue/**/*.ts', 'src/worker/**/*.ts'], rules: boundaries('queue') },
   { files: ['src/**/*.ts'], rules: { '@typescript-eslint/no-restricted-imports': ['error', TRACING] } },
+  {
+    files: ['src/**/*.ts'],
+    plugins: { layers: layersPlugin },
+    rules: {
+      'layers/import-layers': [
+        'error',
+        { root: 'src', layers: LAYERS, importedOnlyBy: { sandbox: ['cli'] } },
+      ],
+    },
+  },
   {
     files: ['src/trace/start-tracing.ts', 'src/queue/run-spans.ts'],
     rules: { '@typescript-eslint/no-restricted-imports': 'off' },

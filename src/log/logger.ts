@@ -1,12 +1,11 @@
 import { format as formatText } from 'node:util';
 import { pino, type Logger, type DestinationStream } from 'pino';
-import { displayUrl, hideUrlSecrets } from '../domain/url-display.ts';
+import { REDACTED as CENSOR, isSecretKey, scrubText } from '../domain/secret-text.ts';
+import { displayUrl } from '../domain/url-display.ts';
 import { prettyLine } from './pretty-line.ts';
 import { activeTracing } from '../trace/tracing.ts';
 
 export type { Logger };
-
-const CENSOR = '[redacted]';
 
 /**
  * Paths pino itself replaces (fast-redact). They are kept as a first layer; `redactDeep` below
@@ -46,56 +45,6 @@ const REDACT_PATHS = [
   '*.headers.authorization',
   '*.headers["x-api-key"]',
 ];
-
-// Key names compared lower-case with `-`/`_` removed. `tx_signature` and `tx_hash` are public
-// on-chain ids and stay visible; a permit's `signature` (and its `r`, `s`) authorises a payment.
-const SECRET_NAMES = new Set([
-  'authorization',
-  'proxyauthorization',
-  'cookie',
-  'setcookie',
-  'xapikey',
-  'xsignature',
-  'signature',
-  'permit',
-  'r',
-  's',
-  'signed',
-  'signedtx',
-  'solanasigned',
-  'seed',
-  'mnemonic',
-]);
-const SECRET_SUFFIXES = [
-  'privatekey',
-  'secretkey',
-  'secret',
-  'apikey',
-  'token',
-  'password',
-  'signedtransaction',
-  'keypair',
-];
-
-/** Whether a field of that name holds a secret (any letter case, `-`/`_` ignored): logs and traces drop it. */
-export function isSecretKey(name: string): boolean {
-  const n = name.toLowerCase().replace(/[-_]/g, '');
-  return SECRET_NAMES.has(n) || SECRET_SUFFIXES.some((suffix) => n.endsWith(suffix));
-}
-
-/**
- * Secrets that can hide inside free text (an error message quoting a request): the service's
- * `sk_` keys, bearer credentials, 65-byte hex signatures, and whatever a URL carries beyond its
- * scheme, host and port (an RPC provider's key in its path, query or user part). A 32-byte hex
- * string is left alone: it is as likely a transaction hash as a key, and keys never reach a
- * message in the first place. Used for log lines and for every text a trace exports.
- */
-export function scrubText(text: string): string {
-  return hideUrlSecrets(text)
-    .replace(/\bsk_[A-Za-z0-9_-]{4,}/g, `sk_${CENSOR}`)
-    .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, `$1 ${CENSOR}`)
-    .replace(/\b0x[0-9a-fA-F]{130}\b/g, CENSOR);
-}
 
 const MAX_DEPTH = 8;
 

@@ -1,7 +1,7 @@
 import type { AttributeValue, Attributes } from '@opentelemetry/api';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { displayUrl } from '../domain/url-display.ts';
-import { isSecretKey, scrubText } from '../log/logger.ts';
+import { REDACTED, isSecretKey, scrubText } from '../domain/secret-text.ts';
 
 /*
  * Nothing secret leaves in a trace (docs/traces.md): every span passes through here as it ends,
@@ -24,7 +24,7 @@ const PAYLOAD = /[A-Za-z0-9+/_-]{200,}={0,2}/g;
 
 /** A text as it may leave the process in a trace. */
 export function scrubbedText(text: string): string {
-  return scrubText(text).replace(PAYLOAD, '[redacted]');
+  return scrubText(text).replace(PAYLOAD, REDACTED);
 }
 
 function scrubbedValue(value: AttributeValue): AttributeValue {

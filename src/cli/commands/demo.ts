@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { readEnv } from '../../config/env-reader.ts';
+import type { Config } from '../../config/config.ts';
+import { readEnv, type Env } from '../../config/env-reader.ts';
 import { loadConfig } from '../../config/load-config.ts';
 import { EVM_CHAINS } from '../../domain/chains.ts';
 import { displayUrl } from '../../domain/url-display.ts';
@@ -15,16 +16,17 @@ import { evmAddressOfKey } from '../../signing/evm/owner-address.ts';
 import { createLogger } from '../../log/logger.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { startWorker, type RunningWorker } from '../../worker/start-worker.ts';
+import type * as SandboxModule from '../../sandbox/sandbox.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
 import { balancesTable, demoAccounts, readChainBalances } from '../demo-balances.ts';
-import { createBatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader, type BatchReader, type BatchStatus } from '../../store/batch-reader.ts';
 import { EXIT } from '../exit-codes.ts';
 import { progressBar, table } from '../format.ts';
 import { cliActor } from '../context.ts';
 import { endOnSignals, holdUntilExit, isEnding, removeOnExit } from '../lifetime.ts';
 import { startPrivateRedis, type PrivateRedis } from '../private-redis.ts';
 import { loadSandboxModule } from '../sandbox-packages.ts';
-import { makeThrowawayKeys } from '../throwaway-keys.ts';
+import { makeThrowawayKeys, type ThrowawayKeys } from '../throwaway-keys.ts';
 import { counted } from '../../domain/plural.ts';
 
 /** What the demo's throwaway treasury holds on each chain before the batch. */
@@ -67,6 +69,35 @@ function progressReporter(total: number) {
   };
 }
 
+/** What the demo has started so far: each is stopped once, whatever ends the demo. */
+type Started = {
+  privateRedis?: PrivateRedis;
+  sandbox?: Sandbox;
+  worker?: RunningWorker;
+  client?: Redis;
+  producer?: ReturnType<typeof createProducer>;
+};
+
+/** Stops what `started` holds: the worker and producer first, the Redis last. */
+async function stopStarted(started: Started): Promise<void> {
+  await started.worker?.close().catch(() => {});
+  await started.producer?.close().catch(() => {});
+  started.client?.disconnect();
+  await started.sandbox?.close().catch(() => {});
+  await started.privateRedis?.stop();
+}
+
+/** The demo's running parts, once all have started. */
+type DemoParts = {
+  readonly sandbox: Sandbox;
+  readonly client: Redis;
+  readonly producer: ReturnType<typeof createProducer>;
+  readonly config: Config;
+  readonly throwaway: ThrowawayKeys;
+};
+
+const out = (s: string) => process.stdout.write(s);
+
 /**
  * `usdc-batch demo`: the whole thing on embedded defaults — a private Redis (unless REDIS_URL is
  * set), the sandbox, a worker with throwaway keys, the bundled sample CSV, a progress bar and a
@@ -76,134 +107,172 @@ export async function run(): Promise<number> {
   // Loaded here, not imported: a production install has no anvil or LiteSVM (exit 2, saying how to add them).
   const sandboxModule = await loadSandboxModule('demo');
   if (!sandboxModule) return EXIT.usage;
-  const { createSandbox } = sandboxModule;
   const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-demo-'));
   // The throwaway keys live in `dir`: it goes whatever ends the demo (cli/lifetime.ts).
   const removeDir = removeOnExit(dir);
-  let privateRedis: PrivateRedis | undefined;
-  let sandbox: Sandbox | undefined;
-  let worker: RunningWorker | undefined;
-  let client: Redis | undefined;
-  let producer: ReturnType<typeof createProducer> | undefined;
+  const started: Started = {};
   // Everything it started, stopped once: at the end, on Ctrl-C or SIGTERM, or when the reader of
   // its output goes away (`demo | head`).
   const release = holdUntilExit(async () => {
-    await worker?.close().catch(() => {});
-    await producer?.close().catch(() => {});
-    client?.disconnect();
-    await sandbox?.close().catch(() => {});
-    await privateRedis?.stop();
+    await stopStarted(started);
     removeDir();
   });
   const stopSignals = endOnSignals('interrupted: stopping everything the demo started…');
-
   try {
-    const out = (s: string) => process.stdout.write(s);
-    const outside = readEnv();
-    let redisUrl = outside['REDIS_URL'];
-    if (!redisUrl) {
-      privateRedis = await startPrivateRedis(dir);
-      redisUrl = privateRedis.url;
-      out(`started a private, durable Redis at ${redisUrl} (data in ${dir})\n`);
-    } else {
-      // Which one, by scheme, host and port only: its user part may hold a password.
-      out(`using REDIS_URL ${displayUrl(redisUrl)}\n`);
-    }
-    sandbox = await createSandbox({ port: 0, statusStepMs: 1_000 });
-    const sb = sandbox;
-    const anvils = EVM_CHAINS.map((c) => `${c} (anvil pid ${sb.nodes.evm[c].pid ?? '?'})`).join(', ');
-    out(
-      `started the transfer-service sandbox at ${sandbox.url} on local chains: ${anvils}, SOLANA (LiteSVM)\n`,
-    );
-
-    // Throwaway keys: a random EVM treasury key and a fresh Solana keypair, never written outside `dir`.
-    const throwaway = makeThrowawayKeys(dir);
-    const env: Record<string, string> = {
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: `demo-${randomBytes(3).toString('hex')}`,
-      TRANSFER_API_URL: sandbox.url,
-      TRANSFER_API_KEY: sandbox.apiKey,
-      PERMIT_SPENDER: sandbox.spender,
-      SOLANA_RPC_URL: sandbox.rpcUrl('SOLANA'),
-      EVM_PRIVATE_KEY_FILE: throwaway.evmKeyFile,
-      SOLANA_KEYPAIR_FILE: throwaway.solanaKeyFile,
-      LOG_LEVEL: outside['LOG_LEVEL'] ?? 'warn',
-      ALLOW_VOLATILE_REDIS: outside['REDIS_URL'] ? (outside['ALLOW_VOLATILE_REDIS'] ?? 'false') : 'false',
-    };
-    for (const chain of EVM_CHAINS) env[`EVM_RPC_URL_${chain}`] = sandbox.rpcUrl(chain);
-    const config = loadConfig(env, { service: true, signingKey: true, keys: signingKeys });
-    const logger = createLogger(config.logLevel, undefined, config.logFormat);
-    worker = await startWorker(config, logger);
-    out(`started a worker with throwaway keys (Solana wallet ${throwaway.solanaAddress})\n\n`);
-
-    client = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-    client.on('error', () => {});
-    producer = createProducer({ connection: client, prefix: config.queuePrefix });
-    const input = await validateCsv(createReadStream(SAMPLE), {});
-    // The throwaway treasury starts with DEMO_TREASURY_USDC on every chain it pays from.
-    const treasury = {
-      evm: evmAddressOfKey(throwaway.evmPrivateKey),
-      solana: throwaway.solanaAddress,
-    };
-    const accounts = demoAccounts(input.transfers, treasury);
-    for (const a of accounts.filter((x) => x.who === 'treasury'))
-      await sandbox.admin.setBalance(a.chain, a.address, DEMO_TREASURY_USDC);
-    const before = await readChainBalances(sandbox, accounts);
-    const outcome = await enqueueValidated(
-      { redis: client, prefix: config.queuePrefix, jobs: producer, config },
-      input,
-      { source: 'csv', actor: cliActor(config.operatorName) },
-    );
-    if (outcome.status !== 'enqueued' || !outcome.batchId) {
-      process.stderr.write(`the sample did not enqueue: ${JSON.stringify(outcome.errors)}\n`);
-      return EXIT.rejected;
-    }
-    const batchId = outcome.batchId;
-    out(`enqueued samples/payouts.csv as batch ${batchId}: ${counted(outcome.accepted, 'transfer')}\n`);
-
-    const reader = createBatchReader({ redis: client, prefix: config.queuePrefix });
-    const deadline = Date.now() + 120_000;
-    const progress = progressReporter(outcome.accepted);
-    let summary = await reader.summary(batchId);
-    while (summary && !summary.complete && Date.now() < deadline) {
-      progress.show(summary.counts);
-      await new Promise((r) => setTimeout(r, 200));
-      summary = await reader.summary(batchId);
-    }
-    const doc = await reader.status(batchId);
-    if (!doc) return EXIT.rejected;
-    const c = doc.counts;
-    progress.end(c);
-    out(
-      `${table(
-        ['id', 'route', 'amount', 'fee', 'state', 'intent_id', 'intent', 'tx'],
-        doc.transfers.map((t) => [
-          t.id,
-          `${t.from}→${t.to}`,
-          t.amount,
-          t.fee?.total ?? null,
-          t.state,
-          t.intent_id,
-          t.intent_status,
-          // The source chain's transaction: a hash on EVM, a signature on Solana.
-          t.tx_hash ?? t.tx_signature,
-        ]),
-      )}\n\n`,
-    );
-    out(
-      `submitted ${c.submitted}, failed ${c.failed}, rejected ${c.rejected}, needs_review ${c.needs_review}; ` +
-        `total ${doc.totals.amount} USDC, fees ${doc.totals.fee ?? '—'}, net ${doc.totals.net_receive ?? '—'}\n\n`,
-    );
-    // The service pays each recipient on its chain when the intent reaches `minted` (2 s here).
-    while (sb.ledger().some((e) => e.destination_tx === null) && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 200));
-    const after = await readChainBalances(sandbox, accounts);
-    out(`USDC balances read from the chains (anvil, LiteSVM), before and after:\n`);
-    out(`${balancesTable(accounts, before, after)}\n\n`);
-    out(`${NEXT_STEPS}\n`);
-    return doc.complete && c.submitted === outcome.accepted ? EXIT.ok : EXIT.rejected;
+    const parts = await startParts(sandboxModule.createSandbox, dir, started);
+    return await payTheSample(parts);
   } finally {
     stopSignals();
     await release();
   }
+}
+
+/** Starts the Redis, the sandbox, a worker with throwaway keys and a producer, saying so on stdout. */
+async function startParts(
+  createSandbox: typeof SandboxModule.createSandbox,
+  dir: string,
+  started: Started,
+): Promise<DemoParts> {
+  const outside = readEnv();
+  const redisUrl = await startRedis(dir, outside['REDIS_URL'], started);
+  const sandbox = await createSandbox({ port: 0, statusStepMs: 1_000 });
+  started.sandbox = sandbox;
+  const anvils = EVM_CHAINS.map((c) => `${c} (anvil pid ${sandbox.nodes.evm[c].pid ?? '?'})`).join(', ');
+  out(
+    `started the transfer-service sandbox at ${sandbox.url} on local chains: ${anvils}, SOLANA (LiteSVM)\n`,
+  );
+
+  // Throwaway keys: a random EVM treasury key and a fresh Solana keypair, never written outside `dir`.
+  const throwaway = makeThrowawayKeys(dir);
+  const env = workerEnv(redisUrl, sandbox, throwaway, outside);
+  const config = loadConfig(env, { service: true, signingKey: true, keys: signingKeys });
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
+  started.worker = await startWorker(config, logger);
+  out(`started a worker with throwaway keys (Solana wallet ${throwaway.solanaAddress})\n\n`);
+
+  const client = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+  started.client = client;
+  client.on('error', () => {});
+  const producer = createProducer({ connection: client, prefix: config.queuePrefix });
+  started.producer = producer;
+  return { sandbox, client, producer, config, throwaway };
+}
+
+/** REDIS_URL when it is set; otherwise a private, durable Redis with its data in `dir`. */
+async function startRedis(dir: string, outsideUrl: string | undefined, started: Started): Promise<string> {
+  if (outsideUrl) {
+    // Which one, by scheme, host and port only: its user part may hold a password.
+    out(`using REDIS_URL ${displayUrl(outsideUrl)}\n`);
+    return outsideUrl;
+  }
+  started.privateRedis = await startPrivateRedis(dir);
+  out(`started a private, durable Redis at ${started.privateRedis.url} (data in ${dir})\n`);
+  return started.privateRedis.url;
+}
+
+/** The worker's environment: the sandbox's service and chains, the throwaway keys, a fresh queue prefix. */
+function workerEnv(
+  redisUrl: string,
+  sandbox: Sandbox,
+  throwaway: ThrowawayKeys,
+  outside: Env,
+): Record<string, string> {
+  const env: Record<string, string> = {
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: `demo-${randomBytes(3).toString('hex')}`,
+    TRANSFER_API_URL: sandbox.url,
+    TRANSFER_API_KEY: sandbox.apiKey,
+    PERMIT_SPENDER: sandbox.spender,
+    SOLANA_RPC_URL: sandbox.rpcUrl('SOLANA'),
+    EVM_PRIVATE_KEY_FILE: throwaway.evmKeyFile,
+    SOLANA_KEYPAIR_FILE: throwaway.solanaKeyFile,
+    LOG_LEVEL: outside['LOG_LEVEL'] ?? 'warn',
+    ALLOW_VOLATILE_REDIS: outside['REDIS_URL'] ? (outside['ALLOW_VOLATILE_REDIS'] ?? 'false') : 'false',
+  };
+  for (const chain of EVM_CHAINS) env[`EVM_RPC_URL_${chain}`] = sandbox.rpcUrl(chain);
+  return env;
+}
+
+/**
+ * Funds the throwaway treasury, enqueues the sample, follows the batch to its end and prints its
+ * transfers, its totals and the balances read from the chains before and after.
+ */
+async function payTheSample(parts: DemoParts): Promise<number> {
+  const { sandbox, client, producer, config, throwaway } = parts;
+  const input = await validateCsv(createReadStream(SAMPLE), {});
+  // The throwaway treasury starts with DEMO_TREASURY_USDC on every chain it pays from.
+  const treasury = {
+    evm: evmAddressOfKey(throwaway.evmPrivateKey),
+    solana: throwaway.solanaAddress,
+  };
+  const accounts = demoAccounts(input.transfers, treasury);
+  for (const a of accounts.filter((x) => x.who === 'treasury'))
+    await sandbox.admin.setBalance(a.chain, a.address, DEMO_TREASURY_USDC);
+  const before = await readChainBalances(sandbox, accounts);
+  const outcome = await enqueueValidated(
+    { redis: client, prefix: config.queuePrefix, jobs: producer, config },
+    input,
+    { source: 'csv', actor: cliActor(config.operatorName) },
+  );
+  if (outcome.status !== 'enqueued' || !outcome.batchId) {
+    process.stderr.write(`the sample did not enqueue: ${JSON.stringify(outcome.errors)}\n`);
+    return EXIT.rejected;
+  }
+  out(`enqueued samples/payouts.csv as batch ${outcome.batchId}: ${counted(outcome.accepted, 'transfer')}\n`);
+
+  const reader = createBatchReader({ redis: client, prefix: config.queuePrefix });
+  const deadline = Date.now() + 120_000;
+  const doc = await followBatch(reader, outcome.batchId, outcome.accepted, deadline);
+  if (!doc) return EXIT.rejected;
+  const c = doc.counts;
+  out(`${batchTable(doc)}\n\n`);
+  out(
+    `submitted ${c.submitted}, failed ${c.failed}, rejected ${c.rejected}, needs_review ${c.needs_review}; ` +
+      `total ${doc.totals.amount} USDC, fees ${doc.totals.fee ?? '—'}, net ${doc.totals.net_receive ?? '—'}\n\n`,
+  );
+  // The service pays each recipient on its chain when the intent reaches `minted` (2 s here).
+  while (sandbox.ledger().some((e) => e.destination_tx === null) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 200));
+  const after = await readChainBalances(sandbox, accounts);
+  out(`USDC balances read from the chains (anvil, LiteSVM), before and after:\n`);
+  out(`${balancesTable(accounts, before, after)}\n\n`);
+  out(`${NEXT_STEPS}\n`);
+  return doc.complete && c.submitted === outcome.accepted ? EXIT.ok : EXIT.rejected;
+}
+
+/** The batch's status once complete (or at `deadline`), its progress shown on stderr meanwhile. */
+async function followBatch(
+  reader: BatchReader,
+  batchId: string,
+  total: number,
+  deadline: number,
+): Promise<BatchStatus | undefined> {
+  const progress = progressReporter(total);
+  let summary = await reader.summary(batchId);
+  while (summary && !summary.complete && Date.now() < deadline) {
+    progress.show(summary.counts);
+    await new Promise((r) => setTimeout(r, 200));
+    summary = await reader.summary(batchId);
+  }
+  const doc = await reader.status(batchId);
+  if (doc) progress.end(doc.counts);
+  return doc;
+}
+
+/** One line per transfer: its route, amount, fee, state, intent and source-chain transaction. */
+function batchTable(doc: BatchStatus): string {
+  return table(
+    ['id', 'route', 'amount', 'fee', 'state', 'intent_id', 'intent', 'tx'],
+    doc.transfers.map((t) => [
+      t.id,
+      `${t.from}→${t.to}`,
+      t.amount,
+      t.fee?.total ?? null,
+      t.state,
+      t.intent_id,
+      t.intent_status,
+      // The source chain's transaction: a hash on EVM, a signature on Solana.
+      t.tx_hash ?? t.tx_signature,
+    ]),
+  );
 }
