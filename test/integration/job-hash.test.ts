@@ -1,7 +1,7 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobReportSink, writeJobResult } from '../../src/queue/job-hash.ts';
+import { jobReportSink, readJobFates, writeJobResult } from '../../src/queue/job-hash.ts';
 import { JOB_LOG_LINES } from '../../src/queue/job-reporter.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
@@ -82,6 +82,44 @@ describe('job-hash.ts: our writes into BullMQ jobs, read back through BullMQ', (
       expect(again.failedReason).toBe('needs_review: stalled: x');
     } finally {
       await worker.close();
+    }
+  });
+
+  it("reads the sweeper's job fates as BullMQ's own states say", async () => {
+    const fates = new Queue('fates', { connection: { url: redis.url }, prefix });
+    const worker = new Worker(
+      'fates',
+      async (job) => {
+        if (job.data.fail) throw new Error('no');
+        return 'ok';
+      },
+      { connection: { url: redis.url, maxRetriesPerRequest: null }, prefix },
+    );
+    try {
+      await fates.add('done', { fail: false }, { jobId: 'done' });
+      await fates.add('bad', { fail: true }, { jobId: 'bad' });
+      await waitFor('both jobs to finish', async () => {
+        const states = await Promise.all([fates.getJobState('done'), fates.getJobState('bad')]);
+        return states[0] === 'completed' && states[1] === 'failed';
+      });
+      await worker.close();
+      await fates.add('waiting', {}, { jobId: 'waiting' });
+      await fates.add('later', {}, { jobId: 'later', delay: 60_000 });
+      expect([
+        await fates.getJobState('waiting'),
+        await fates.getJobState('later'),
+        await fates.getJobState('nothing'),
+      ]).toEqual(['waiting', 'delayed', 'unknown']);
+      const ids = ['done', 'bad', 'waiting', 'later', 'nothing'];
+      expect(
+        await readJobFates(
+          client,
+          ids.map((jobId) => ({ queue: fates, jobId })),
+        ),
+      ).toEqual(['finished', 'failed', 'live', 'live', 'missing']);
+    } finally {
+      await worker.close();
+      await fates.close();
     }
   });
 });
