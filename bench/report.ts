@@ -1183,7 +1183,11 @@ function retention(x: RetentionResult): string[] {
     `jobs stay at 1,000 per queue whatever the batch size. ${atCap(x) ? `Here the first batch already filled every queue’s cap (${fmt(x.first.jobsKept)} jobs kept), so the second batch’s rate is the marginal one.` : `Here the first batch left ${fmt(x.first.jobsKept)} jobs kept, below the cap of the five transfer queues (5,000): the second batch’s rate still includes kept jobs, and the payroll figure is an upper bound.`}`,
     'Commands: the second batch’s',
     `${fmt(commandsOf(x.second), 1)} per transfer against ≤ ${COMMANDS_TARGET}, ${verdict(commandsOf(x.second) <= COMMANDS_TARGET)}; past the cap each`,
-    'finished job also trims an older one (BullMQ’s removal of the job, its log and its entry).',
+    'finished job also trims an older one (BullMQ’s removal of the job, its log and its entry). The worker',
+    'phase includes the following done while the batch runs (here most intents turn final before it is',
+    'complete) and the worker’s background work (the sweeper’s look at unfinished transfers every 30 s,',
+    'heartbeats, metrics), which grows with how long a batch runs; section 4’s MONITOR run breaks a',
+    'batch’s commands down by what they touch.',
   ];
 }
 
