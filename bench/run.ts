@@ -18,6 +18,7 @@ import { benchEvm } from './sections/evm.ts';
 import { benchOwners } from './sections/owners.ts';
 import { benchIngest } from './sections/ingest.ts';
 import { benchRedisFootprint } from './sections/redis-footprint.ts';
+import { benchRetention } from './sections/retention.ts';
 import { benchScale } from './sections/scale.ts';
 import { benchSolana } from './sections/solana.ts';
 import { benchTracing } from './sections/tracing.ts';
@@ -88,9 +89,9 @@ let failed = false;
 try {
   results.ingest = await section('ingest', () => benchIngest({ rows: sizes.ingestRows, runs, dir, log }));
 
-  const needsSandbox = (['solana', 'evm', 'owners', 'redis', 'scale', 'cluster', 'tracing'] as const).some(
-    want,
-  );
+  const needsSandbox = (
+    ['solana', 'evm', 'owners', 'redis', 'scale', 'cluster', 'tracing', 'retention'] as const
+  ).some(want);
   if (needsSandbox) {
     const sandbox = await startBenchSandbox(LATENCY_MS);
     const ctx: Context = { sandbox, solanaKeyFile: solanaKeypairFile(dir).file, dir, log };
@@ -112,6 +113,7 @@ try {
     results.scale = await section('scale', () => benchScale(ctx, { rows: sizes.scaleRows, runs }));
     results.cluster = await section('cluster', () => benchCluster(ctx, { rows: sizes.clusterRows }));
     results.tracing = await section('tracing', () => benchTracing(ctx, { rows: sizes.tracingRows, runs }));
+    results.retention = await section('retention', () => benchRetention(ctx, { rows: sizes.retentionRows }));
     await sandbox.close();
   }
 } catch (err) {

@@ -68,7 +68,7 @@ export type KeyBytes = {
 /**
  * 4. What a batch costs Redis: commands per transfer (ingest, the worker until the batch is
  * complete, then the intent follower until every intent is final) and memory per transfer, both
- * with BullMQ's finished jobs still kept (the transfer workers keep them a day: TRANSFER_JOBS_KEPT) and after they are
+ * with BullMQ's finished jobs still kept (the transfer workers keep them by TRANSFER_JOBS_KEPT) and after they are
  * removed — what stays for good is the transfer record, its place in the batch's sets and the
  * payout id.
  */
@@ -265,7 +265,11 @@ async function keyBytes(redis: BenchRedis, prefix: string): Promise<KeyBytes> {
  * Until the intent follower follows nothing (every intent reached a final status: the follow set
  * `P:follow` is empty) and the `intents` queue (failed intents' jobs) has no job left to run.
  */
-async function waitIntentsFollowed(redis: BenchRedis, prefix: string, timeoutMs: number): Promise<void> {
+export async function waitIntentsFollowed(
+  redis: BenchRedis,
+  prefix: string,
+  timeoutMs: number,
+): Promise<void> {
   const q = new Queue(INTENT_QUEUE, { connection: { url: redis.url }, prefix, skipMetasUpdate: true });
   q.on('error', () => {});
   try {

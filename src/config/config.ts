@@ -1,6 +1,7 @@
 import type { Credential } from '../domain/access.ts';
 import type { EvmChain, Network } from '../domain/chains.ts';
 import type { RedisSettings } from './redis-settings.ts';
+import type { JobsKept } from './jobs-kept.ts';
 import type { SigningKeyReader } from './signing-key-reader.ts';
 
 /** Secrets are held as `Secret` so that no accidental `String()`, JSON or log line shows them. */
@@ -88,6 +89,8 @@ export type Config = RedisSettings & {
   readonly callbackAllowedHosts: readonly string[];
   readonly solanaAllowedDestinations: readonly string[] | undefined;
   readonly workerConcurrency: number;
+  /** Finished transfer jobs BullMQ keeps per queue (TRANSFER_JOBS_KEPT). */
+  readonly transferJobsKept: JobsKept;
   /** How often a worker reads the treasury's balances for `/metrics` (ms); 0: never. */
   readonly treasuryBalanceIntervalMs: number;
   /** Requests per second to the service across all workers; undefined for no limit. */

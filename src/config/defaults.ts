@@ -11,6 +11,8 @@ export const DEFAULTS = {
   NETWORK: 'testnet',
   MAX_FEE_BPS: 100,
   WORKER_CONCURRENCY: 16,
+  // Finished transfer jobs kept per queue: completed a day / 1,000, failed a week / 100,000.
+  TRANSFER_JOBS_KEPT: '1d/1000,7d/100000',
   // How often each worker reads the treasury's balances for /metrics; 0: never.
   TREASURY_BALANCE_INTERVAL_MS: 60_000,
   HTTP_HOST: '127.0.0.1',

@@ -12,6 +12,7 @@ import {
   type NewRecipientPolicy,
 } from './config.ts';
 import { DEFAULTS } from './defaults.ts';
+import { JOBS_KEPT_FORM, parseJobsKept, type JobsKept } from './jobs-kept.ts';
 import { createEnvReader, type Env, type EnvReader, type Problem } from './env-reader.ts';
 import { checkSecretLength, readAccessSettings } from './access-settings.ts';
 import { readTreasuryKeys } from './public-addresses.ts';
@@ -169,6 +170,16 @@ function readLogLevel(r: EnvReader, problem: Problem): string {
   return level;
 }
 
+/** TRANSFER_JOBS_KEPT, or its default when unset or wrong (a wrong one is a problem naming it). */
+function readJobsKept(r: EnvReader, problem: Problem): JobsKept {
+  const fallback = parseJobsKept(DEFAULTS.TRANSFER_JOBS_KEPT) as JobsKept;
+  const text = r.str('TRANSFER_JOBS_KEPT');
+  if (text === undefined) return fallback;
+  const kept = parseJobsKept(text);
+  if (!kept) problem('TRANSFER_JOBS_KEPT', JOBS_KEPT_FORM);
+  return kept ?? fallback;
+}
+
 /** A Redis URL's path is its database number, if anything (ioredis would SELECT any other text). */
 function redisDatabaseProblem(u: URL): string | undefined {
   return /^(\/[0-9]*)?$/.test(u.pathname)
@@ -231,6 +242,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),
+    transferJobsKept: readJobsKept(r, problem),
     treasuryBalanceIntervalMs: r.int(
       'TREASURY_BALANCE_INTERVAL_MS',
       DEFAULTS.TREASURY_BALANCE_INTERVAL_MS,

@@ -242,6 +242,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "owner's permits go one at a time: the jobs beyond wait in the queue, at no cost)",
   },
   {
+    names: ['TRANSFER_JOBS_KEPT'],
+    default: shown('TRANSFER_JOBS_KEPT'),
+    meaning:
+      'how long and how many finished transfer jobs BullMQ keeps, per queue (one per source chain): ' +
+      '`AGE/COUNT` for completed jobs, then for failed ones (AGE a whole number with `s`, `m`, `h` ' +
+      "or `d`); trimmed as jobs finish. Every transfer's outcome stays in `status`, `export` and the " +
+      'pages ([data-model.md](data-model.md))',
+  },
+  {
     names: ['TREASURY_BALANCE_INTERVAL_MS'],
     default: shown('TREASURY_BALANCE_INTERVAL_MS'),
     meaning:

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { TransferJobSink } from '../queue/jobs.ts';
 import type { Config } from '../config/config.ts';
 import { callbackUrlProblem } from '../domain/callback-url.ts';
 import { ConflictError } from '../domain/errors.ts';
@@ -7,10 +8,8 @@ import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
 import {
   readBatchState,
-  writeBatch,
   type BatchState,
   type DroppedRow,
-  type TransferJobSink,
   type WriteOptions,
   type WriteResult,
 } from '../store/batch-writer.ts';
@@ -26,7 +25,7 @@ import {
   type RecipientScreen,
 } from './hold-rules.ts';
 import type { IngestIssue, WholeInputRefusal } from './ingest-issue.ts';
-import { handOffToJobs } from './job-hand-off.ts';
+import { writeBatchWithJobs } from './job-hand-off.ts';
 import { firstIssues } from './issue-list.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
 import type { ValidatedInput } from './validate-input.ts';
@@ -331,8 +330,8 @@ async function writeBatchOf(
   decision: NewBatchDecision,
 ): Promise<WriteResult> {
   const { holds } = decision;
-  return await writeBatch(
-    { ...deps, fingerprint: paymentFingerprint, onQueued: handOffToJobs(deps.jobs) },
+  return await writeBatchWithJobs(
+    { ...deps, fingerprint: paymentFingerprint },
     {
       batchId: batch.batchId,
       digest: batch.digest,

@@ -2,7 +2,8 @@ import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
-import { finalFailure, jobKeyOf, writeJobResult } from './job-outcome.ts';
+import { writeJobResult } from './job-hash.ts';
+import { finalFailure } from './job-outcome.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueOptions, workerConnection } from './queue-options.ts';
 import type { RedisEndpoint } from '../store/redis-endpoint.ts';
@@ -125,7 +126,7 @@ async function failIntentJob(deps: FailureDeps, job: Job): Promise<never> {
     ended: 'final',
     followed_s: Math.round(data.followedMs / 1000),
   };
-  await writeJobResult(deps.redis, jobKeyOf(job), result);
+  await writeJobResult(deps.redis, job, result);
   const rec = await deps.store.load(data.batchId, data.transferId);
   const route = rec ? ` (${rec.from}→${rec.to}, ${rec.recipient})` : '';
   throw finalFailure(

@@ -18,8 +18,8 @@ import type { TransferRecord } from '../store/transfer-record.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import { startFollowLoop } from './follow-loop.ts';
 import { addFailedIntentJob, createIntentFailures, type IntentFailures } from './intent-failures.ts';
-import { syncIntentStatusInResult, type ResultSync } from './job-outcome.ts';
-import { queueNameFor, transferJobId } from './jobs.ts';
+import { createIntentJobLog, type IntentJobLog, type IntentLine } from './intent-job-log.ts';
+import { transferJobId } from './jobs.ts';
 import type { TransferSpans } from './run-spans.ts';
 
 /**
@@ -63,7 +63,7 @@ type FollowerDeps = {
   service: ServiceClient;
   store: TransferStore;
   logger: Logger;
-  /** The shared client: the follow set, reservations and the transfer jobs' results. */
+  /** The shared client: the follow set, reservations and the transfer jobs' logs. */
   redis: Redis;
   metrics?: TransferJobMetrics | undefined;
   timing?: Partial<FollowTiming>;
@@ -75,6 +75,8 @@ type Follower = {
   readonly deps: FollowerDeps;
   readonly timing: FollowTiming;
   readonly failures: IntentFailures;
+  /** Where a final status is told to the transfer job that submitted the intent. */
+  readonly jobLog: IntentJobLog;
   /**
    * Final statuses waiting for their transfer job to end (member → status, waits spent, last seen).
    * Another process may claim such an intent between two waits and end it: its entry here is then
@@ -105,7 +107,13 @@ export async function followIntent(
  */
 export function createIntentFollower(deps: FollowerDeps) {
   const timing = { ...FOLLOW_TIMING, ...deps.timing };
-  const f: Follower = { deps, timing, failures: createIntentFailures(deps), waiting: new Map() };
+  const f: Follower = {
+    deps,
+    timing,
+    failures: createIntentFailures(deps),
+    jobLog: createIntentJobLog(deps.redis, deps.prefix),
+    waiting: new Map(),
+  };
   const loop = startFollowLoop<FollowedIntent>({
     tickMs: timing.tickMs,
     limit: CLAIM_LIMIT,
@@ -130,6 +138,7 @@ export function createIntentFollower(deps: FollowerDeps) {
     async close(): Promise<void> {
       await loop.stop();
       await f.failures.close();
+      await f.jobLog.close();
     },
   };
 }
@@ -208,10 +217,10 @@ async function nextPoll(f: Follower, intent: FollowedIntent): Promise<void> {
 }
 
 /**
- * A final status: the owner reservation ends, the record and the transfer job's result say it (a
- * job not yet ended is waited for), an intent that failed gets its failed job, and it is no longer
- * followed. An intent that ended `failed` after its transfer was submitted — the service took the
- * USDC and did not deliver it — is counted once.
+ * A final status: the owner reservation ends, the record says it and the transfer job's log gets a
+ * line for it (a job not yet ended is waited for), an intent that failed gets its failed job, and it
+ * is no longer followed. An intent that ended `failed` after its transfer was submitted — the
+ * service took the USDC and did not deliver it — is counted once.
  */
 async function finalStatus(
   f: Follower,
@@ -221,21 +230,11 @@ async function finalStatus(
 ): Promise<void> {
   const { deps } = f;
   const waited = f.waiting.get(intent.member);
-  if (!waited) {
-    await endReservation(f, intent, rec);
-    if (status === 'failed' && rec.intentStatus !== 'failed') {
-      deps.metrics?.intentFailed(rec.from);
-      deps.logger.warn(
-        { batchId: intent.batchId, transferId: intent.transferId, intentId: intent.intentId },
-        `intent ${intent.intentId} is failed`,
-      );
-    }
-  }
-  const sync = waited
-    ? await syncTransferJobs(f, rec, intent, status)
-    : await recordStatus(f, intent, rec, status);
+  if (!waited) await firstSeenFinal(f, intent, rec, status);
+  const recorded = waited !== undefined || (await recordStatus(f, intent, rec, status));
+  const line = recorded ? await logOnTransferJob(f, rec, intent, status) : 'other';
   const waits = waited?.waits ?? 0;
-  if (sync === 'unfinished' && waits < f.timing.maxResultWaits) {
+  if (line === 'unfinished' && waits < f.timing.maxResultWaits) {
     // The transfer job that submitted it has not ended yet: come back when its result exists.
     f.waiting.set(intent.member, { status, waits: waits + 1, at: Date.now() });
     return await scheduleNextPoll(deps.redis, deps.prefix, intent, Date.now() + f.timing.resultWaitMs);
@@ -247,21 +246,32 @@ async function finalStatus(
   await dropFollowedIntent(deps.redis, deps.prefix, intent);
 }
 
-/** Records the status on the transfer (while the intent is still its own) and in its job's result. */
+/** A final status seen the first time: the owner reservation ends, a failed intent is counted. */
+async function firstSeenFinal(
+  f: Follower,
+  intent: FollowedIntent,
+  rec: TransferRecord,
+  status: string,
+): Promise<void> {
+  await endReservation(f, intent, rec);
+  if (status === 'failed' && rec.intentStatus !== 'failed') {
+    f.deps.metrics?.intentFailed(rec.from);
+    f.deps.logger.warn(
+      { batchId: intent.batchId, transferId: intent.transferId, intentId: intent.intentId },
+      `intent ${intent.intentId} is failed`,
+    );
+  }
+}
+
+/** Records the status on the transfer while the intent is still its own; false when it is not. */
 async function recordStatus(
   f: Follower,
   intent: FollowedIntent,
   rec: TransferRecord,
   status: string,
-): Promise<ResultSync> {
-  const { deps } = f;
-  if (rec.intentStatus !== status) {
-    const saved = await deps.store.saveIntentStatus(intent.batchId, intent.transferId, intent.intentId, {
-      status,
-    });
-    if (!saved) return 'other';
-  }
-  return await syncTransferJobs(f, rec, intent, status);
+): Promise<boolean> {
+  if (rec.intentStatus === status) return true;
+  return await f.deps.store.saveIntentStatus(intent.batchId, intent.transferId, intent.intentId, { status });
 }
 
 /** The intent is settled (or will not be followed): an owner reservation with no tx hash ends. */
@@ -275,28 +285,21 @@ async function endReservation(
 }
 
 /**
- * The job hashes that may hold the transfer's submitted result: its round's transfer job, and the
- * settle job of its payload (a needs_review transfer the chain or status route settled as paid).
+ * The jobs that may hold the transfer's submitted result: its round's transfer job, and the settle
+ * job of its payload (a needs_review transfer the chain or status route settled as paid).
  */
-export function transferJobKeys(prefix: string, rec: TransferRecord): string[] {
-  const queue = `${prefix}:${queueNameFor(rec.from)}`;
+export function transferJobIds(rec: TransferRecord): string[] {
   const { round, payloadGen } = savedSteps(rec);
   const id = transferJobId(rec.batchId, rec.id, round);
-  return [`${queue}:${id}`, `${queue}:${id}/settle${payloadGen ?? 0}`];
+  return [id, `${id}/settle${payloadGen ?? 0}`];
 }
 
-/** Carries the status into the transfer job's result; `unfinished` when that job has not ended. */
-async function syncTransferJobs(
+/** Adds the final status to the transfer job's log; `unfinished` when that job has not ended. */
+async function logOnTransferJob(
   f: Follower,
   rec: TransferRecord,
   intent: FollowedIntent,
   status: string,
-): Promise<ResultSync> {
-  let unfinished = false;
-  for (const key of transferJobKeys(f.deps.prefix, rec)) {
-    const sync = await syncIntentStatusInResult(f.deps.redis, key, intent, status);
-    if (sync === 'updated') return 'updated';
-    if (sync === 'unfinished') unfinished = true;
-  }
-  return unfinished ? 'unfinished' : 'other';
+): Promise<IntentLine> {
+  return await f.jobLog.add(rec.from, transferJobIds(rec), intent, status);
 }

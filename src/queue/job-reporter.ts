@@ -1,10 +1,6 @@
-import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { hideUrlSecrets } from '../domain/url-display.ts';
 import type { Logger } from '../log/logger.ts';
 import type { StepName, StepReporter } from '../pipeline/run-transfer.ts';
-import { luaScript, runScript } from '../store/lua-script.ts';
-import { jobKeyOf } from './job-outcome.ts';
 
 /** Log lines kept per job (BullMQ `keepLogs`): the newest win, so a long wait cannot grow a job's log. */
 export const JOB_LOG_LINES = 20;
@@ -49,40 +45,31 @@ export type JobReporter = {
 
 /**
  * Where a report goes: the lines said since the last write, and the newest progress if it changed.
- * One call is one write (jobReportSink: one script, one round trip).
+ * One call is one write (job-hash.ts jobReportSink: one script, one round trip).
  */
 export type JobReportSink = (lines: readonly string[], progress: JobProgress | undefined) => Promise<void>;
 
-/**
- * Appends lines to a job's log (the newest JOB_LOG_LINES kept, as BullMQ's `keepLogs`) and sets its
- * progress, in one step and only while the job exists — what `job.log()` per line and
- * `job.updateProgress()` did in a script each (minus the progress event on the queue's stream,
- * which nothing reads). The list is trimmed only once it is longer than it may be.
- * KEYS[1] the job's `:logs` list, KEYS[2] the job hash; ARGV[1] lines kept, ARGV[2] the progress JSON or
- * '', ARGV[3..] the lines. Returns 1, or 0 when the job is gone.
- */
-const WRITE_REPORT = luaScript(`
-if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-if #ARGV > 2 then
-  local kept = tonumber(ARGV[1])
-  if redis.call('RPUSH', KEYS[1], unpack(ARGV, 3)) > kept then redis.call('LTRIM', KEYS[1], -kept, -1) end
-end
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[2], 'progress', ARGV[2]) end
-return 1
-`);
-
-/** The sink of a transfer job: its hash and log in Redis (docs/data-model.md "Step logs"). */
-export function jobReportSink(redis: Redis, job: Pick<Job, 'queueQualifiedName' | 'id'>): JobReportSink {
-  const key = jobKeyOf(job);
-  return async (lines, progress) => {
-    await runScript(
-      redis,
-      WRITE_REPORT,
-      [`${key}:logs`, key],
-      [JOB_LOG_LINES, progress ? JSON.stringify(progress) : '', ...lines],
-    );
-  };
-}
+/** What a reporter holds between writes. */
+type ReporterState = {
+  readonly jobId: string | undefined;
+  readonly sink: JobReportSink;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly progressAfterMs: number;
+  /** The step the run is at, how far along, and the reason of the last wait (not logged twice). */
+  step: string;
+  percent: number;
+  lastWait: string | undefined;
+  /** Lines said and the newest progress (a state, not a history), until the next write takes them. */
+  lines: string[];
+  pending: JobProgress | undefined;
+  /** A step's progress that waits PROGRESS_AFTER_MS; a newer step, a wait or the end replaces it. */
+  soon: { timer: NodeJS.Timeout; next: JobProgress } | undefined;
+  /** Writes in order: the last one queued, whether one is queued and not begun, whether a failure was logged. */
+  chain: Promise<void>;
+  queued: boolean;
+  warned: boolean;
+};
 
 /**
  * Writes a run's report to its BullMQ job: a line per report (`<ISO time> <step>: <message>`), and
@@ -100,100 +87,129 @@ export function createJobReporter(
   now: () => number = Date.now,
   progressAfterMs = PROGRESS_AFTER_MS,
 ): JobReporter {
-  let chain: Promise<void> = Promise.resolve();
-  let warned = false;
   const fetched = asProgress(job.progress);
-  let step = fetched?.step ?? '';
-  let percent = fetched?.progress ?? 0;
-  let lastWait = fetched?.step === 'wait' ? fetched.message : undefined;
-  const short = (m: string) => hideUrlSecrets(m).slice(0, 200);
-
-  // Lines said and the newest progress (a state, not a history), until the next write takes them.
-  let lines: string[] = [];
-  let pending: JobProgress | undefined;
-  let queued = false;
-  const send = () => {
-    if (queued) return;
-    queued = true;
-    chain = chain
-      .then(async () => {
-        queued = false;
-        const out = lines;
-        const p = pending;
-        lines = [];
-        pending = undefined;
-        if (out.length > 0 || p) await sink(out, p);
-      })
-      .then(
-        () => {},
-        (err: unknown) => {
-          if (warned) return;
-          warned = true;
-          logger.warn(
-            { jobId: job.id, err: { message: (err as Error).message } },
-            'could not write to the job log',
-          );
-        },
-      );
+  const r: ReporterState = {
+    jobId: job.id,
+    sink,
+    logger,
+    now,
+    progressAfterMs,
+    step: fetched?.step ?? '',
+    percent: fetched?.progress ?? 0,
+    lastWait: fetched?.step === 'wait' ? fetched.message : undefined,
+    lines: [],
+    pending: undefined,
+    soon: undefined,
+    chain: Promise.resolve(),
+    queued: false,
+    warned: false,
   };
-  // A line may quote an error naming a URL (an RPC's): only its scheme, host and port are kept.
-  const line = (label: string, message: string) => {
-    lines.push(`${new Date(now()).toISOString()} ${label}: ${hideUrlSecrets(message)}`.slice(0, MAX_LINE));
-  };
-  const progress = (next: JobProgress) => {
-    pending = next;
-    send();
-  };
-  // A step's progress waits PROGRESS_AFTER_MS; a newer step, a wait or the end replaces it.
-  let soon: { timer: NodeJS.Timeout; next: JobProgress } | undefined;
-  const cancelSoon = () => {
-    if (soon) clearTimeout(soon.timer);
-    soon = undefined;
-  };
-  const progressSoon = (next: JobProgress) => {
-    cancelSoon();
-    const timer = setTimeout(() => {
-      soon = undefined;
-      progress(next);
-    }, progressAfterMs);
-    timer.unref();
-    soon = { timer, next };
-  };
-
   return {
-    report(name, message) {
-      line(name ?? 'seen', message);
-      if (name === null || name === step) return;
-      step = name;
-      if (name !== 'wait') percent = STEP_PERCENT[name];
-      lastWait = undefined;
-      progressSoon({ step, progress: percent, message: short(message) });
-    },
-    waiting(reason, delayMs) {
-      if (short(reason) === lastWait) return;
-      lastWait = short(reason);
-      step = 'wait';
-      line('wait', `${reason} (again in ${(delayMs / 1000).toFixed(1)} s)`);
-      cancelSoon();
-      progress({ step: 'wait', progress: percent, message: short(reason) });
-    },
-    ended(state, message) {
-      line(state, message);
-      cancelSoon();
-      progress({ step: state, progress: 100, message: short(message) });
-    },
-    async flush() {
-      // A run that ends without `ended` or `waiting` (an unexpected error) shows the step it was at.
-      if (soon) {
-        const { next } = soon;
-        cancelSoon();
-        progress(next);
-      } else if (lines.length > 0) {
-        send();
-      }
-      await chain;
-    },
+    report: (name, message) => reported(r, name, message),
+    waiting: (reason, delayMs) => waiting(r, reason, delayMs),
+    ended: (state, message) => ended(r, state, message),
+    flush: () => flush(r),
   };
+}
+
+/** A progress message: no URL secret, at most 200 characters. */
+function short(message: string): string {
+  return hideUrlSecrets(message).slice(0, 200);
+}
+
+/** A report: its line, and its step as progress (soon) when the step changed. */
+function reported(r: ReporterState, name: StepName | null, message: string): void {
+  addLine(r, name ?? 'seen', message);
+  if (name === null || name === r.step) return;
+  r.step = name;
+  if (name !== 'wait') r.percent = STEP_PERCENT[name];
+  r.lastWait = undefined;
+  progressSoon(r, { step: name, progress: r.percent, message: short(message) });
+}
+
+/** The job is handed back: a line and the progress at once, unless the same wait was said last. */
+function waiting(r: ReporterState, reason: string, delayMs: number): void {
+  if (short(reason) === r.lastWait) return;
+  r.lastWait = short(reason);
+  r.step = 'wait';
+  addLine(r, 'wait', `${reason} (again in ${(delayMs / 1000).toFixed(1)} s)`);
+  cancelSoon(r);
+  progressNow(r, { step: 'wait', progress: r.percent, message: short(reason) });
+}
+
+/** The run ended: the closing line and the final progress. */
+function ended(r: ReporterState, state: string, message: string): void {
+  addLine(r, state, message);
+  cancelSoon(r);
+  progressNow(r, { step: state, progress: 100, message: short(message) });
+}
+
+/** Writes what is still held; a run that ends without `ended` or `waiting` shows the step it was at. */
+async function flush(r: ReporterState): Promise<void> {
+  if (r.soon) {
+    const { next } = r.soon;
+    cancelSoon(r);
+    progressNow(r, next);
+  } else if (r.lines.length > 0) {
+    send(r);
+  }
+  await r.chain;
+}
+
+/** A line to write with the next write; one quoting an error that names a URL keeps only its scheme, host and port. */
+function addLine(r: ReporterState, label: string, message: string): void {
+  r.lines.push(`${new Date(r.now()).toISOString()} ${label}: ${hideUrlSecrets(message)}`.slice(0, MAX_LINE));
+}
+
+function progressNow(r: ReporterState, next: JobProgress): void {
+  r.pending = next;
+  send(r);
+}
+
+function progressSoon(r: ReporterState, next: JobProgress): void {
+  cancelSoon(r);
+  const timer = setTimeout(() => {
+    r.soon = undefined;
+    progressNow(r, next);
+  }, r.progressAfterMs);
+  timer.unref();
+  r.soon = { timer, next };
+}
+
+function cancelSoon(r: ReporterState): void {
+  if (r.soon) clearTimeout(r.soon.timer);
+  r.soon = undefined;
+}
+
+/** Queues one write of what is held (once: a write not yet begun takes everything said until it begins). */
+function send(r: ReporterState): void {
+  if (r.queued) return;
+  r.queued = true;
+  r.chain = r.chain
+    .then(() => writeHeld(r))
+    .then(
+      () => {},
+      (err: unknown) => warnOnce(r, err),
+    );
+}
+
+async function writeHeld(r: ReporterState): Promise<void> {
+  r.queued = false;
+  const out = r.lines;
+  const p = r.pending;
+  r.lines = [];
+  r.pending = undefined;
+  if (out.length > 0 || p) await r.sink(out, p);
+}
+
+/** A failed write is logged once per run; the payment goes on. */
+function warnOnce(r: ReporterState, err: unknown): void {
+  if (r.warned) return;
+  r.warned = true;
+  r.logger.warn(
+    { jobId: r.jobId, err: { message: (err as Error).message } },
+    'could not write to the job log',
+  );
 }
 
 function asProgress(p: unknown): JobProgress | undefined {

@@ -1,7 +1,8 @@
 import { Queue, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
+import type { JobsKept } from '../config/jobs-kept.ts';
 import type { Chain } from '../domain/chains.ts';
-import type { TransferJobSpec } from '../store/batch-writer.ts';
+import type { TransferJobSpec } from './jobs.ts';
 import { addCompletionCallback, CALLBACK_QUEUE } from './callbacks.ts';
 import { followIntent } from './intent-follower.ts';
 import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
@@ -19,7 +20,7 @@ import { activeTracing } from '../trace/tracing.ts';
  * - a fixed, jittered backoff keeps retries of many transfers from arriving in step.
  * Every job hash keeps its options (BullMQ's `opts`) for as long as the job is kept, so what is the
  * same for every transfer job and only its worker reads lives there instead: how long finished
- * jobs are kept (TRANSFER_JOBS_KEPT). The step log needs no `keepLogs`: the job reporter writes and
+ * jobs are kept (transferJobsKept). The step log needs no `keepLogs`: the job reporter writes and
  * trims it itself (job-reporter.ts).
  */
 export const TRANSFER_JOB_OPTIONS = {
@@ -28,15 +29,16 @@ export const TRANSFER_JOB_OPTIONS = {
 } as const satisfies JobsOptions;
 
 /**
- * How long the transfer workers keep finished transfer jobs (BullMQ applies a worker's
- * `removeOnComplete`/`removeOnFail` to every job that does not set its own): trimmed by age and
- * count (the record keeps the outcome), a completed one kept for a day so that a job id re-added
- * within that time is still recognised as a duplicate, a failed one a week for ops to read.
+ * How the transfer workers keep finished transfer jobs (TRANSFER_JOBS_KEPT, docs/data-model.md; BullMQ
+ * applies a worker's `removeOnComplete`/`removeOnFail` to every job that does not set its own):
+ * trimmed by age and count as jobs finish — the record keeps every outcome.
  */
-export const TRANSFER_JOBS_KEPT = {
-  removeOnComplete: { age: 24 * 3600, count: 100_000 },
-  removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
-} as const satisfies Pick<WorkerOptions, 'removeOnComplete' | 'removeOnFail'>;
+export function transferJobsKept(kept: JobsKept): Pick<WorkerOptions, 'removeOnComplete' | 'removeOnFail'> {
+  return {
+    removeOnComplete: { age: kept.completed.ageSeconds, count: kept.completed.count },
+    removeOnFail: { age: kept.failed.ageSeconds, count: kept.failed.count },
+  };
+}
 
 /** Jobs per `addBulk` call: one Redis round trip each, bounded in size. */
 const BULK_CHUNK = 1000;

@@ -8,6 +8,7 @@ import { abandonTransfer } from '../pipeline/abandon.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { releaseTokenLock } from '../store/token-lock.ts';
 import { unfinishedTransfers, type UnfinishedTransfer } from '../store/unfinished-transfers.ts';
+import { readJobFates, type JobFate } from './job-hash.ts';
 import { transferJobId, transferJobName } from './jobs.ts';
 import { TRANSFER_JOB_OPTIONS } from './producer.ts';
 import { settleGivenUpJob } from './transfer-processor.ts';
@@ -42,7 +43,6 @@ export type SweepDeps = {
 };
 
 /** Where a transfer's job of its current round stands. */
-type JobFate = 'live' | 'failed' | 'finished' | 'missing';
 
 /**
  * Promise 2 from the store, not from the queue: every `queued` or `in_progress` transfer of an open,
@@ -100,24 +100,15 @@ function readNow(
   return true;
 }
 
-/** One pipeline for the page: each job hash's existence and `finishedOn`, and the failed set. */
+/** What became of each transfer's job of its round (job-hash.ts: one pipeline for the page). */
 async function jobFates(deps: SweepDeps, page: readonly UnfinishedTransfer[]): Promise<JobFate[]> {
-  if (page.length === 0) return [];
-  const pipe = deps.redis.pipeline();
-  for (const t of page) {
-    const queue = deps.queues.get(t.from) as Queue;
-    const jobId = transferJobId(t.batchId, t.id, t.round);
-    pipe.exists(queue.toKey(jobId));
-    pipe.hget(queue.toKey(jobId), 'finishedOn');
-    pipe.zscore(queue.toKey('failed'), jobId);
-  }
-  const res = (await pipe.exec()) ?? [];
-  return page.map((_, i) => {
-    const [exists, finishedOn, failed] = [0, 1, 2].map((j) => res[i * 3 + j]?.[1]);
-    if (exists !== 1) return 'missing';
-    if (!finishedOn) return 'live';
-    return failed !== null && failed !== undefined ? 'failed' : 'finished';
-  });
+  return await readJobFates(
+    deps.redis,
+    page.map((t) => ({
+      queue: deps.queues.get(t.from) as Queue,
+      jobId: transferJobId(t.batchId, t.id, t.round),
+    })),
+  );
 }
 
 async function act(deps: SweepDeps, t: UnfinishedTransfer, fate: JobFate): Promise<boolean> {

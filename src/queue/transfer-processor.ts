@@ -6,16 +6,9 @@ import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import { abandonTransfer } from '../pipeline/abandon.ts';
 import { DEFAULT_POLICY } from '../pipeline/policy.ts';
 import { runTransfer, type PipelineDeps, type StepOutcome } from '../pipeline/run-transfer.ts';
-import {
-  failedReasonOf,
-  failsJob,
-  finalFailure,
-  jobKeyOf,
-  jobOutcome,
-  writeJobResult,
-  type JobOutcome,
-} from './job-outcome.ts';
-import { createJobReporter, jobReportSink, type JobReporter } from './job-reporter.ts';
+import { jobReportSink, writeJobResult } from './job-hash.ts';
+import { failedReasonOf, failsJob, finalFailure, jobOutcome, type JobOutcome } from './job-outcome.ts';
+import { createJobReporter, type JobReporter } from './job-reporter.ts';
 import { isSettleJob, parseTransferJobData, roundOfJobId, type TransferJobData } from './jobs.ts';
 import type { RunSpans, TransferSpans } from './run-spans.ts';
 import { runRecordOf, savedSteps } from '../store/saved-steps.ts';
@@ -164,7 +157,7 @@ async function endJob(
   }
   await reporter.flush();
   if (!failsJob(outcome.state)) return outcome;
-  await writeJobResult(deps.redis, jobKeyOf(job), outcome);
+  await writeJobResult(deps.redis, job, outcome);
   throw finalFailure(failedReasonOf(outcome));
 }
 
@@ -195,6 +188,6 @@ export async function settleGivenUpJob(
     outcome.error?.code ?? null,
     Date.now() - job.timestamp,
   );
-  await writeJobResult(deps.redis, jobKeyOf(job), outcome, failedReasonOf(outcome));
+  await writeJobResult(deps.redis, job, outcome, failedReasonOf(outcome));
   return true;
 }

@@ -1,12 +1,13 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { JobsKept } from '../config/jobs-kept.ts';
 import { isEvmChain, type Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, settleJobName, transferJobId, transferJobName } from './jobs.ts';
-import { TRANSFER_JOBS_KEPT } from './producer.ts';
+import { transferJobsKept } from './producer.ts';
 import { sweepUnfinished } from './sweeper.ts';
 import { processTransferJob, settleGivenUpJob, type TransferProcessorDeps } from './transfer-processor.ts';
 import type { TransferSpans } from './run-spans.ts';
@@ -58,6 +59,8 @@ export type TransferWorkersDeps = {
   prefix: string;
   sources: readonly Chain[];
   concurrency: number;
+  /** Finished transfer jobs kept (TRANSFER_JOBS_KEPT). */
+  jobsKept: JobsKept;
   pipeline: PipelineDeps;
   logger: Logger;
   /** Redis client for the pipeline's own records and job results (shared). */
@@ -143,7 +146,7 @@ function startWorker(
       lockDuration: WORKER_LOCK_MS,
       stalledInterval: WORKER_STALLED_INTERVAL_MS,
       maxStalledCount: WORKER_MAX_STALLED,
-      ...TRANSFER_JOBS_KEPT,
+      ...transferJobsKept(deps.jobsKept),
       autorun: true,
     },
   );

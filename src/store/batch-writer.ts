@@ -1,11 +1,9 @@
 import type { Redis } from 'ioredis';
-import type { Chain } from '../domain/chains.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
 import { inLanes } from '../domain/pool.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
-import { queuedTransfers } from './queued-transfers.ts';
 
 /** What ingest asks the writer to store: one batch and its accepted rows. */
 export type BatchPlan = {
@@ -17,7 +15,7 @@ export type BatchPlan = {
   /** APPROVALS_REQUIRED when it was enqueued: the approvals a hold of it needs (at least). */
   readonly approvalsRequired: number;
   readonly createdAt: number;
-  /** Held for approval: records are written, jobs are added later by `addJobsForQueuedTransfers`. */
+  /** Held for approval: records are written, jobs are added on approval (src/queue/queued-jobs.ts). */
   readonly held: boolean;
   /** Why it is held (the batch's `held_reason`). */
   readonly heldReason?: string | undefined;
@@ -30,27 +28,6 @@ export type BatchPlan = {
 };
 
 export type DroppedRow = { readonly line: number; readonly column: string | null; readonly message: string };
-
-/**
- * One transfer's job: its queue is its source chain; its destination and amount name the job
- * (`BASE→ARB 125.00 USDC`), so bull-board says what each job pays.
- */
-export type TransferJobSpec = {
-  readonly transferId: string;
-  readonly from: Chain;
-  readonly to?: Chain | undefined;
-  readonly amount?: bigint | undefined;
-};
-
-/** Adds one job per transfer; implemented by src/queue/producer.ts. */
-export type TransferJobSink = {
-  addTransfers(batchId: string, transfers: readonly TransferJobSpec[], round?: number): Promise<void>;
-  /**
-   * An operator's action completed the batch (`generation`: its completion count): its completion
-   * callback goes out as when a worker completes it. Absent: nothing is announced (tools, tests).
-   */
-  batchCompleted?(batchId: string, generation: number): Promise<void>;
-};
 
 export type WriteOptions = {
   /**
@@ -83,8 +60,6 @@ export type WriteResult =
       readonly rows: number;
       readonly amount: bigint;
       readonly dropped: DroppedRow[];
-      /** Transfers this run added jobs for (0 when held). */
-      readonly jobsAdded: number;
     }
   | { readonly status: 'exists'; readonly state: BatchState }
   | { readonly status: 'conflict'; readonly existingDigest: string }
@@ -112,17 +87,9 @@ const CLAIM_PAYOUTS = luaScriptFile('payout-claim.lua');
 const RELEASE_PAYOUTS = luaScriptFile('payout-release.lua');
 const WRITE_TRANSFERS = luaScriptFile('transfers-write.lua');
 
-/**
- * Receives the rows of a batch that a write left `queued`, a chunk at a time as they are written:
- * the row → job hand-off, which ingest makes (src/ingest/job-hand-off.ts). Not called for a held
- * batch: its jobs are added on approval (`addJobsForQueuedTransfers`).
- */
-export type QueuedRowsSink = (batchId: string, rows: readonly TransferRequest[]) => Promise<void>;
-
 export type BatchWriterDeps = {
   readonly redis: Redis;
   readonly prefix: string;
-  readonly onQueued: QueuedRowsSink;
   readonly fingerprint: (t: TransferRequest) => string;
   readonly now?: () => number;
 };
@@ -148,18 +115,47 @@ export async function readBatchState(
 
 /**
  * Writes a batch so that nothing accepted is lost and nothing is registered twice: the batch record
- * first (`enqueued=0`), then the payout-id claims, then transfer records and their hand-off to jobs
- * in chunks, then `enqueued=1`. A run that dies anywhere leaves `enqueued=0`; running the same input
- * again finds the record with the same digest and completes it — claims, records and job ids are all
- * idempotent.
+ * first (`enqueued=0`), then the payout-id claims, then transfer records in chunks, then
+ * `enqueued=1`. A run that dies anywhere leaves `enqueued=0`; running the same input again finds the
+ * record with the same digest and completes it — claims and records are idempotent. Records only:
+ * ingest gives each chunk's rows their jobs between the chunks (src/ingest/job-hand-off.ts), with
+ * the three steps below.
  */
 export async function writeBatch(
   deps: BatchWriterDeps,
   plan: BatchPlan,
   options: WriteOptions,
 ): Promise<WriteResult> {
+  const open = await openBatch(deps, plan, options);
+  if (open.status !== 'open') return open;
+  for await (const _ of writeTransferChunks(deps, plan, open.transfers, options)) {
+    // Records only: the rows left queued are ingest's to hand to the queue.
+  }
+  return await closeBatch(deps, plan.batchId, open);
+}
+
+/** A batch whose record and claims are in: its transfers are to be written, then the batch closed. */
+export type OpenBatch = {
+  readonly status: 'open';
+  /** False when an earlier, interrupted run had created the batch and this one completes it. */
+  readonly created: boolean;
+  /** Held for approval (an interrupted run's hold when it completes one): no jobs until approved. */
+  readonly held: boolean;
+  /** The transfers to write: the plan's, less the rows dropped and those whose payout id another batch owns. */
+  readonly transfers: readonly TransferRequest[];
+  readonly dropped: DroppedRow[];
+};
+
+/**
+ * The first steps of a write: the batch record (or the earlier run's, to complete it with the
+ * decisions it recorded), and the payout-id claims. Anything but `open` ends the write.
+ */
+export async function openBatch(
+  deps: BatchWriterDeps,
+  plan: BatchPlan,
+  options: WriteOptions,
+): Promise<OpenBatch | Exclude<WriteResult, { status: 'written' }>> {
   const { redis, prefix } = deps;
-  const now = deps.now ?? Date.now;
   const creation = await createBatchRecord(deps, plan);
   let created = true;
   let held = plan.held;
@@ -194,18 +190,24 @@ export async function writeBatch(
     await undoBatch(deps, plan.batchId, claims.claimedKeys);
     return { status: 'refused', dropped };
   }
+  return { status: 'open', created, held, transfers, dropped };
+}
 
-  const jobsAdded = await writeTransfers(deps, plan, transfers, { ...options, held });
-
-  await redis.hset(keys(prefix).batch(plan.batchId), 'enqueued', '1', 'updated_at', String(now()));
-  const final = await readBatchState(redis, prefix, plan.batchId);
+/** The last step of a write: every transfer is in (and handed on): `enqueued=1`, and what was written. */
+export async function closeBatch(
+  deps: BatchWriterDeps,
+  batchId: string,
+  open: OpenBatch,
+): Promise<Extract<WriteResult, { status: 'written' }>> {
+  const now = deps.now ?? Date.now;
+  await deps.redis.hset(keys(deps.prefix).batch(batchId), 'enqueued', '1', 'updated_at', String(now()));
+  const final = await readBatchState(deps.redis, deps.prefix, batchId);
   return {
     status: 'written',
-    created,
-    rows: final?.rows ?? transfers.length,
-    amount: final?.amount ?? transfers.reduce((s, t) => s + t.amount, 0n),
-    dropped,
-    jobsAdded,
+    created: open.created,
+    rows: final?.rows ?? open.transfers.length,
+    amount: final?.amount ?? open.transfers.reduce((s, t) => s + t.amount, 0n),
+    dropped: open.dropped,
   };
 }
 
@@ -357,31 +359,37 @@ async function claimChunk(
 }
 
 /**
- * Writes the transfer records in chunks, several in flight, and hands each chunk's rows still
- * `queued` to `onQueued` (unless the batch is held). Each chunk's Redis arguments are built just
- * before it is sent, so only the chunks in flight hold them. Returns how many rows were handed off.
+ * Writes the transfer records in chunks, `inFlight` of them at a time, and yields each chunk's rows
+ * left `queued`, in order, as its write is done (the next chunks are being written meanwhile). Each
+ * chunk's Redis arguments are built just before it is sent, so only the chunks in flight hold them.
+ * When it ends early (an error, or its reader stops), it waits for the writes in flight first.
  */
-export async function writeTransfers(
+export async function* writeTransferChunks(
   deps: BatchWriterDeps,
   plan: BatchPlan,
   transfers: readonly TransferRequest[],
-  options: WriteOptions & { readonly held: boolean },
-): Promise<number> {
-  const chunkSize = options.chunkSize ?? 1000;
+  options: WriteOptions,
+): AsyncGenerator<TransferRequest[]> {
+  const chunks = chunksOf(transfers, options.chunkSize ?? 1000);
   const inFlight = Math.max(1, options.inFlight ?? 4);
-  let started = 0;
-  let handedOff = 0;
-  await inLanes(chunksOf(transfers, chunkSize), inFlight, async (range) => {
-    if (options.stopAfterChunks !== undefined && started >= options.stopAfterChunks) {
-      throw new SimulatedCrashError('USDC_TEST_SIMULATED_CRASH', 'simulated crash mid-enqueue');
+  const pending: Promise<TransferRequest[]>[] = [];
+  let next = 0;
+  try {
+    while (next < chunks.length || pending.length > 0) {
+      while (pending.length < inFlight && next < chunks.length) {
+        if (options.stopAfterChunks !== undefined && next >= options.stopAfterChunks) {
+          throw new SimulatedCrashError('USDC_TEST_SIMULATED_CRASH', 'simulated crash mid-enqueue');
+        }
+        const write = writeTransferChunk(deps, plan, sliceOf(transfers, chunks[next++] as Chunk));
+        // Awaited below, in order; a failure meanwhile is not an unhandled rejection.
+        write.catch(() => {});
+        pending.push(write);
+      }
+      yield await (pending.shift() as Promise<TransferRequest[]>);
     }
-    started++;
-    const queued = await writeTransferChunk(deps, plan, sliceOf(transfers, range));
-    if (options.held || queued.length === 0) return;
-    await deps.onQueued(plan.batchId, queued);
-    handedOff += queued.length;
-  });
-  return handedOff;
+  } finally {
+    await Promise.allSettled(pending);
+  }
 }
 
 /** One chunk's records (transfers-write.lua); returns the transfers of the chunk still `queued`. */
@@ -480,40 +488,4 @@ function droppedRows(raw: Record<string, string>): DroppedRow[] {
     });
   }
   return out.sort((a, b) => a.line - b.line);
-}
-
-/**
- * Adds jobs for every transfer of the batch that is still `queued`: for a batch released from
- * approval (`approve`), or any batch whose jobs may be missing. Job ids are deterministic, so a
- * transfer whose job still exists is not added twice; transfers past `queued` are not touched.
- * Each transfer's job is of its own round (`round` in its record): a transfer `retry` re-queued, or
- * one a worker put back to wait for approval, has a finished job of an earlier round, and re-adding
- * that job id would be ignored while the old job is kept.
- */
-export async function addJobsForQueuedTransfers(
-  deps: { readonly redis: Redis; readonly prefix: string; readonly jobs: TransferJobSink },
-  batchId: string,
-): Promise<number> {
-  let added = 0;
-  const fields = ['from', 'state', 'round', 'to', 'amount'];
-  for await (const page of queuedTransfers(deps.redis, deps.prefix, batchId, fields)) {
-    const byRound = new Map<number, TransferJobSpec[]>();
-    for (const { id, values } of page) {
-      const [from, state, round, to, amount] = values;
-      if (!from || state !== 'queued') continue;
-      const r = Number(round ?? 0);
-      const spec: TransferJobSpec = {
-        transferId: id,
-        from: from as Chain,
-        to: (to ?? undefined) as Chain | undefined,
-        amount: amount && /^[0-9]+$/.test(amount) ? BigInt(amount) : undefined,
-      };
-      byRound.set(r, [...(byRound.get(r) ?? []), spec]);
-    }
-    for (const [round, transfers] of byRound) {
-      await deps.jobs.addTransfers(batchId, transfers, round);
-      added += transfers.length;
-    }
-  }
-  return added;
 }

@@ -12,7 +12,7 @@ export class LuaScriptError extends UsdcBatchError {
   override name = 'LuaScriptError';
 }
 
-/** A script from its text: only for the loader below and the queue scripts issue 34 item 3 replaces. */
+/** A script from its text: only for the loader below. */
 export function luaScript(text: string): LuaScript {
   return { text, sha: createHash('sha1').update(text).digest('hex') };
 }

@@ -151,6 +151,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
         ...connection,
         sources,
         concurrency: config.workerConcurrency,
+        jobsKept: config.transferJobsKept,
         pipeline,
         metrics,
         spans,

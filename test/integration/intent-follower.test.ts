@@ -214,15 +214,16 @@ describe('intent follower', () => {
         string,
         unknown
       > | null;
+    const logs = async () => (await queue.getJobLogs(`b/${id}`)).logs;
     const close = async () => {
       release();
       await worker.close();
       await queue.close();
     };
-    return { release, result, close };
+    return { release, result, logs, close };
   }
 
-  it('carries the final intent status into the result of the transfer job that submitted it', async () => {
+  it('adds the final intent status to the log of the transfer job that submitted it, and leaves its result', async () => {
     const intent = await submittedTransfer('t3');
     const job = await transferJob('t3', intent);
     try {
@@ -232,33 +233,33 @@ describe('intent follower', () => {
       });
       expect(await job.result()).toMatchObject({ intent_id: intent, intent_status: 'pending' });
       await follower.follow('b', 't3', intent);
-      const done = await waitFor(
-        'the job result to say complete',
+      const logs = await waitFor(
+        'the job log to say intent complete',
         async () => {
-          const r = await job.result();
-          return r?.['intent_status'] === 'complete' ? r : undefined;
+          const l = await job.logs();
+          return l.some((line) => / intent complete$/.test(line)) ? l : undefined;
         },
         { timeoutMs: 15_000 },
       );
-      // Only the intent status changed, the rest of the outcome is as the job left it (its order too).
+      expect(logs.filter((line) => / intent complete$/.test(line))).toHaveLength(1);
+      // The result is the transfer as the job left it: never rewritten.
       expect(await client.hget(`${prefix}:transfers-BASE:b/t3`, 'returnvalue')).toBe(
         JSON.stringify({
           batch_id: 'b',
           transfer_id: 't3',
           state: 'submitted',
           intent_id: intent,
-          intent_status: 'complete',
+          intent_status: 'pending',
           amount: '2.00',
         }),
       );
-      expect(done['intent_status']).toBe('complete');
       expect((await recordOf('t3'))['intent_status']).toBe('complete');
     } finally {
       await job.close();
     }
   });
 
-  it('waits for a transfer job that ends after its intent is final, then updates its result', async () => {
+  it('waits for a transfer job that ends after its intent is final, then adds the line to its log', async () => {
     const intent = await submittedTransfer('t4');
     const job = await transferJob('t4', intent);
     try {
@@ -273,11 +274,12 @@ describe('intent follower', () => {
         },
       );
       expect(await job.result()).toBeNull();
+      expect(await job.logs()).toEqual([]);
       expect((await followed()).some((m) => m.startsWith('b/t4/'))).toBe(true);
       job.release();
       await waitFor(
-        'the job result to say complete',
-        async () => (await job.result())?.['intent_status'] === 'complete',
+        'the job log to say intent complete',
+        async () => (await job.logs()).some((line) => / intent complete$/.test(line)),
         {
           timeoutMs: 15_000,
         },
@@ -290,7 +292,7 @@ describe('intent follower', () => {
     }
   });
 
-  it('leaves a job result about another intent alone', async () => {
+  it('leaves a job about another intent alone', async () => {
     const intent = await submittedTransfer('t5');
     const job = await transferJob('t5', 'int-of-an-earlier-payload');
     try {
@@ -313,6 +315,7 @@ describe('intent follower', () => {
         intent_id: 'int-of-an-earlier-payload',
         intent_status: 'pending',
       });
+      expect(await job.logs()).toEqual([]);
     } finally {
       await job.close();
     }

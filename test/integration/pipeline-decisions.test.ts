@@ -119,7 +119,6 @@ describe('pipeline decisions', () => {
     const writer = createBatchWriter({
       redis: client,
       prefix,
-      onQueued: async () => {},
       fingerprint: (t) => `${t.recipient}${t.amount}`,
     });
     const rows: TransferRequest[] = [];

@@ -91,7 +91,6 @@ describe('pipeline: the prepared next permit', () => {
     const writer = createBatchWriter({
       redis: client,
       prefix,
-      onQueued: async () => {},
       fingerprint: (t) => `${t.recipient}${t.amount}`,
     });
     const row: TransferRequest = {

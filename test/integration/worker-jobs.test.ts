@@ -422,13 +422,13 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     expect((await stack.status(batchId)).transfers.find((t) => t.id === victim.id)?.intent_status).toBe(
       'failed',
     );
-    // The transfer job's own result says it too: dashboards reading job results are not left at pending.
+    // The transfer job's log says it as one more line; its result is the transfer as the job left it.
     const transferJob = await jobOf(victim);
     expect(JSON.parse(transferJob.hash['returnvalue'] ?? '{}')).toMatchObject({
       state: 'submitted',
       intent_id: victim.intent_id,
-      intent_status: 'failed',
     });
+    expect(transferJob.logs.at(-1)).toMatch(/ intent failed$/);
     const metrics = await scrape((text) => /^usdc_batch_intents_failed_total\{chain="BASE"\} 1$/m.test(text));
     expect(metrics).toMatch(/^usdc_batch_intents_failed_total\{chain="BASE"\} 1$/m);
   }, 120_000);

@@ -1,0 +1,78 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Chain } from '../domain/chains.ts';
+import { JOB_LOG_LINES } from './job-reporter.ts';
+import { queueNameFor } from './jobs.ts';
+import { queueOptions } from './queue-options.ts';
+
+/*
+ * An intent's final status told to the transfer job that submitted it (docs/data-model.md
+ * "Transfer job hash"): one more line in that job's log (`intent complete`, `intent failed`),
+ * through BullMQ's API. The job's return value stays the transfer as the job left it.
+ */
+
+/** The intent a line is about. */
+export type IntentRef = { readonly batchId: string; readonly transferId: string; readonly intentId: string };
+
+/**
+ * What became of the line: `logged`, `unfinished` (the job has not ended: no result yet) or `other`
+ * (no such job, or its result is not about this intent: an earlier round, a needs_review job that
+ * `resolve` settled).
+ */
+export type IntentLine = 'logged' | 'unfinished' | 'other';
+
+export type IntentJobLog = {
+  /** Logs `intent <status>` on the first of `jobIds` (in `source`'s queue) whose result names the intent. */
+  add(source: Chain, jobIds: readonly string[], intent: IntentRef, status: string): Promise<IntentLine>;
+  close(): Promise<void>;
+};
+
+/** The transfer queues' jobs as the follower sees them, on the shared client. */
+export function createIntentJobLog(redis: Redis, prefix: string): IntentJobLog {
+  const queues = new Map<Chain, Queue>();
+  const queueOf = (source: Chain): Queue => {
+    let q = queues.get(source);
+    if (!q) {
+      q = new Queue(queueNameFor(source), queueOptions(redis, prefix));
+      // Errors reach the caller of each call; this only keeps an 'error' event from crashing the process.
+      q.on('error', () => {});
+      queues.set(source, q);
+    }
+    return q;
+  };
+  return {
+    async add(source, jobIds, intent, status) {
+      let unfinished = false;
+      for (const id of jobIds) {
+        const line = await logOnJob(queueOf(source), id, intent, status);
+        if (line === 'logged') return line;
+        if (line === 'unfinished') unfinished = true;
+      }
+      return unfinished ? 'unfinished' : 'other';
+    },
+    async close() {
+      await Promise.all([...queues.values()].map((q) => q.close()));
+      queues.clear();
+    },
+  };
+}
+
+/** Whether a job's result is about this intent: the same batch, transfer and intent. */
+function namesIntent(result: unknown, intent: IntentRef): boolean {
+  if (typeof result !== 'object' || result === null) return false;
+  const r = result as Record<string, unknown>;
+  return (
+    r['batch_id'] === intent.batchId &&
+    r['transfer_id'] === intent.transferId &&
+    r['intent_id'] === intent.intentId
+  );
+}
+
+async function logOnJob(queue: Queue, jobId: string, intent: IntentRef, status: string): Promise<IntentLine> {
+  const job = await queue.getJob(jobId);
+  if (!job) return 'other';
+  if (!job.finishedOn || job.returnvalue === null || job.returnvalue === undefined) return 'unfinished';
+  if (!namesIntent(job.returnvalue, intent)) return 'other';
+  await queue.addJobLog(jobId, `${new Date().toISOString()} follow: intent ${status}`, JOB_LOG_LINES);
+  return 'logged';
+}
