@@ -4,7 +4,7 @@ import type { Config } from '../config/config.ts';
 import type { Credential } from '../domain/access.ts';
 import type { Logger } from '../log/logger.ts';
 import type { QueueMonitor } from '../queue/queue-monitor.ts';
-import type { TransferJobSink } from '../queue/jobs.ts';
+import type { TransferJobSink } from '../domain/transfer-jobs.ts';
 import type { ReplicaAcks } from '../store/replica-acks.ts';
 import type { AccessList } from './access-list.ts';
 import type { RouteRule } from './route-table.ts';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { TransferJobSink } from '../queue/jobs.ts';
+import type { TransferJobSink } from '../domain/transfer-jobs.ts';
 import type { Config } from '../config/config.ts';
 import { callbackUrlProblem } from '../domain/callback-url.ts';
 import { ConflictError } from '../domain/errors.ts';

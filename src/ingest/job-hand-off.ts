@@ -1,5 +1,5 @@
 import type { TransferRequest } from '../domain/transfer.ts';
-import type { TransferJobSink, TransferJobSpec } from '../queue/jobs.ts';
+import type { TransferJobSink, TransferJobSpec } from '../domain/transfer-jobs.ts';
 import {
   closeBatch,
   openBatch,
@@ -14,7 +14,7 @@ import {
  * Where a row becomes a job: the store writes the batch's records (src/store/batch-writer.ts) and
  * yields each chunk's rows it left `queued`; each gets one job on its source chain's queue, named by
  * its destination and amount, before the batch is marked enqueued (a held batch's rows wait for
- * approval: src/queue/queued-jobs.ts). The job id comes from the transfer id, so a re-run after a
+ * approval: src/ingest/queued-jobs.ts). The job id comes from the transfer id, so a re-run after a
  * crash between the two — which finds the batch not yet enqueued and completes it — adds none twice
  * and misses none (src/queue/producer.ts; the sweeper re-queues any transfer still without a job).
  */

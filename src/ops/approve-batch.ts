@@ -3,7 +3,7 @@ import { ConflictError } from '../domain/errors.ts';
 import { bookAddressOf, type BookAddress } from '../domain/recipient-key.ts';
 import { readReview, recordApproval, readApprovals, type Approval } from '../store/approvals.ts';
 import { recordAudit } from '../store/audit.ts';
-import { addJobsForQueuedTransfers } from '../queue/queued-jobs.ts';
+import { addJobsForQueuedTransfers } from '../ingest/queued-jobs.ts';
 import { queuedTransfers } from '../store/queued-transfers.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
 import { requireBatch, type OpsDeps } from './ops-deps.ts';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { TransferJobSink } from '../queue/jobs.ts';
+import type { TransferJobSink } from '../domain/transfer-jobs.ts';
 import { keys } from '../store/keys.ts';
 import { NotFoundError } from './ops-error.ts';
 

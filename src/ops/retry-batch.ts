@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { bookAddressOf } from '../domain/recipient-key.ts';
 import { decideHolds, screenRecipients, type HoldConfig } from '../ingest/hold-rules.ts';
-import type { TransferJobSpec } from '../queue/jobs.ts';
+import type { TransferJobSpec } from '../domain/transfer-jobs.ts';
 import { recordAudit } from '../store/audit.ts';
 import { holdBatch } from '../store/batch-hold.ts';
 import { keys } from '../store/keys.ts';

@@ -2,7 +2,7 @@ import { Queue, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { JobsKept } from '../config/jobs-kept.ts';
 import type { Chain } from '../domain/chains.ts';
-import type { TransferJobSpec } from './jobs.ts';
+import type { TransferJobSpec } from '../domain/transfer-jobs.ts';
 import { addCompletionCallback, CALLBACK_QUEUE } from './callbacks.ts';
 import { followIntent } from './intent-follower.ts';
 import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';

@@ -7,7 +7,7 @@ import { formatIssue } from '../ingest/ingest-issue.ts';
 import { bufferSource } from '../ingest/csv-source.ts';
 import { validateCsv } from '../ingest/validate-input.ts';
 import type { Logger } from '../log/logger.ts';
-import type { TransferJobSink } from './jobs.ts';
+import type { TransferJobSink } from '../domain/transfer-jobs.ts';
 import { heldFirings, noteHeldFiring } from '../store/schedule-holds.ts';
 import { noteScheduleFiring, readFiringSource } from '../store/schedule-records.ts';
 import { fireRebalance, type RebalanceFiringDeps } from '../treasury/rebalance-firing.ts';

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { workerConnection } from './queue-options.ts';
 import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 import type { Logger } from '../log/logger.ts';
-import type { TransferJobSink } from './jobs.ts';
+import type { TransferJobSink } from '../domain/transfer-jobs.ts';
 import type { RebalanceFiringDeps } from '../treasury/rebalance-firing.ts';
 import { createProducer, type Producer } from './producer.ts';
 import { fireSchedule, type FireDeps } from './schedule-firing.ts';

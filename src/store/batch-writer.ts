@@ -15,7 +15,7 @@ export type BatchPlan = {
   /** APPROVALS_REQUIRED when it was enqueued: the approvals a hold of it needs (at least). */
   readonly approvalsRequired: number;
   readonly createdAt: number;
-  /** Held for approval: records are written, jobs are added on approval (src/queue/queued-jobs.ts). */
+  /** Held for approval: records are written, jobs are added on approval (src/ingest/queued-jobs.ts). */
   readonly held: boolean;
   /** Why it is held (the batch's `held_reason`). */
   readonly heldReason?: string | undefined;

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { errorMessage } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { Logger } from '../log/logger.ts';
-import type { TransferJobSink } from '../queue/jobs.ts';
+import type { TransferJobSink } from '../domain/transfer-jobs.ts';
 import { noteHeldFiring } from '../store/schedule-holds.ts';
 import { BalanceReadError } from './balances.ts';
 import type { FeeEstimator } from './planner.ts';

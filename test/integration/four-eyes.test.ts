@@ -11,7 +11,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { recordApproval } from '../../src/store/approvals.ts';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
-import type { TransferJobSpec } from '../../src/queue/jobs.ts';
+import type { TransferJobSpec } from '../../src/domain/transfer-jobs.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { runCli } from '../helpers/cli.ts';
 import { csvOf, randomEvmAddress } from '../helpers/fixtures.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchConflictError } from '../../src/ingest/enqueue-batch.ts';
-import { addJobsForQueuedTransfers } from '../../src/queue/queued-jobs.ts';
+import { addJobsForQueuedTransfers } from '../../src/ingest/queued-jobs.ts';
 import { SimulatedCrashError } from '../../src/store/batch-writer.ts';
 import { redisForSuite } from '../helpers/redis.ts';
 import {

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import { queuedTransfers } from '../store/queued-transfers.ts';
-import type { TransferJobSink, TransferJobSpec } from './jobs.ts';
+import type { TransferJobSink, TransferJobSpec } from '../domain/transfer-jobs.ts';
 
 /**
  * Adds jobs for every transfer of the batch that is still `queued`: for a batch released from
