@@ -1,11 +1,10 @@
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Chain } from '../../src/domain/chains.ts';
-import { metricKeys } from '../../src/metrics/worker-metrics.ts';
 import { queueNameFor, transferJobId } from '../../src/queue/jobs.ts';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
-import { startStack, type Stack } from '../helpers/e2e.ts';
+import { startStack, transferJobStates, waitsCounted, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress, type Row } from '../helpers/fixtures.ts';
 
 const CAP = 55n * 1_000_000n;
@@ -74,45 +73,32 @@ describe('treasury controls: the daily cap with two batches and two workers', ()
     );
     expect(held).toHaveLength(3);
     const queues = new Map<string, Queue>();
-    const queueOf = (from: string): Queue => {
-      const name = queueNameFor(from as Chain);
-      const q = queues.get(name) ?? new Queue(name, { connection: { url: stack.redis.url }, prefix });
-      queues.set(name, q);
-      return q;
-    };
-    const capWaits = async (): Promise<number> => {
-      const counters = await stack.client.hgetall(metricKeys(prefix).counters);
-      return Object.entries(counters)
-        .filter(([field]) => field.endsWith('|daily_cap'))
-        .reduce((s, [, v]) => s + Number(v), 0);
-    };
-    const allDelayed = async (): Promise<boolean> => {
-      const states = await Promise.all(
-        held.map((t) => queueOf(t.from).getJobState(transferJobId(t.batchId, t.id))),
-      );
-      return states.every((s) => s === 'delayed');
-    };
+    const allDelayed = async (): Promise<boolean> =>
+      (await transferJobStates(stack, held)).every((s) => s === 'delayed');
+    const capWaits = () => waitsCounted(stack.client, prefix, 'daily_cap');
+    const firstLooks = await waitFor(
+      'the three capped jobs delayed and their waits counted',
+      async () => {
+        const n = await capWaits();
+        return n >= 3 && (await allDelayed()) ? n : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     try {
-      const firstLooks = await waitFor(
-        'the three capped jobs delayed and their waits counted',
-        async () => {
-          const n = await capWaits();
-          return n >= 3 && (await allDelayed()) ? n : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 250 },
-      );
       for (const t of held) {
-        const job = await queueOf(t.from).getJob(transferJobId(t.batchId, t.id));
-        await job?.promote();
+        const name = queueNameFor(t.from as Chain);
+        const q = queues.get(name) ?? new Queue(name, { connection: { url: stack.redis.url }, prefix });
+        queues.set(name, q);
+        await (await q.getJob(transferJobId(t.batchId, t.id)))?.promote();
       }
-      await waitFor(
-        'each capped job looked at again and held again',
-        async () => (await capWaits()) >= firstLooks + 3 && (await allDelayed()),
-        { timeoutMs: 30_000, intervalMs: 250 },
-      );
     } finally {
       await Promise.all([...queues.values()].map((q) => q.close()));
     }
+    await waitFor(
+      'each capped job looked at again and held again',
+      async () => (await capWaits()) >= firstLooks + 3 && (await allDelayed()),
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     const ledger = await stack.ledger();
     const sum = ledger.reduce((s, e) => s + BigInt(e.amount), 0n);
     expect(ledger).toHaveLength(5);
