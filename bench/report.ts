@@ -6,6 +6,7 @@ import type { EvmResult, EvmRun } from './sections/evm.ts';
 import type { IngestResult } from './sections/ingest.ts';
 import type { OwnersResult, OwnersRun, ReplicaCost } from './sections/owners.ts';
 import type { RedisFootprint, RedisRun } from './sections/redis-footprint.ts';
+import type { ResponsivenessResult } from './sections/responsiveness.ts';
 import type { ScaleResult } from './sections/scale.ts';
 import type { SolanaResult } from './sections/solana.ts';
 import type { TracingResult } from './sections/tracing.ts';
@@ -27,6 +28,7 @@ export type BenchResults = {
   readonly cluster?: ClusterResult | undefined;
   readonly tracing?: TracingResult | undefined;
   readonly retention?: RetentionResult | undefined;
+  readonly responsiveness?: ResponsivenessResult | undefined;
   readonly errors: readonly { readonly section: string; readonly message: string }[];
 };
 
@@ -95,7 +97,7 @@ export function renderReport(r: BenchResults): string {
     `| service latency | the sandbox (\`usdc-batch sandbox --latency ${r.latencyMs}\`) in its own process answers every call after ${r.latencyMs} ms |`,
     '| chains | the sandbox executes on real local chains (issue 16): an anvil process per EVM chain (permit + transferFrom per EVM transfer, a mint at `minted`) and LiteSVM inside the sandbox process for Solana; its CPU per transfer includes theirs. There is no in-memory chain mode |',
     '',
-    'Reproduce everything with `npm run bench` (about 20 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention`',
+    'Reproduce everything with `npm run bench` (about 20 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness`',
     'picks sections, `BENCH_RUNS=N` sets the runs, `BENCH_QUICK=1` shrinks every size for a smoke run.',
     'Every process the bench starts (redis-servers, the sandbox, workers, the cluster) is its own OS',
     'process on 127.0.0.1 and is stopped at the end, also on failure or Ctrl-C.',
@@ -117,6 +119,7 @@ export function renderReport(r: BenchResults): string {
   if (r.owners) push(...owners(r.owners), '');
   if (r.tracing) push(...tracing(r.tracing), '');
   if (r.retention) push(...retention(r.retention), '');
+  if (r.responsiveness) push(...responsiveness(r.responsiveness), '');
   push(...method());
   return `${out.join('\n')}\n`;
 }
@@ -201,7 +204,52 @@ function summary(r: BenchResults): string[] {
     );
   }
   if (r.retention) rows.push(...retentionSummary(r.retention));
+  if (r.responsiveness) rows.push(...responsivenessRows(r.responsiveness));
   return rows;
+}
+
+/** Section 9's summary rows: medians of the runs against the bounds the tests once timed. */
+function responsivenessRows(x: ResponsivenessResult): string[] {
+  const m = <T>(runs: readonly T[], f: (r: T) => number) => median(runs.map(f));
+  const first8 = m(x.limiter, (r) => r.firstEightMs);
+  const spacing = m(x.limiter, (r) => r.minSpacingMs);
+  const refusal = m(x.hostile, (r) => Math.max(r.jsonRefusalMs, r.csvRefusalMs));
+  const hostileHealthz = m(x.hostile, (r) => Math.max(r.jsonWorstHealthzMs, r.csvWorstHealthzMs));
+  const p95 = m(x.slowClients, (r) => r.healthzP95Ms);
+  const max = m(x.slowClients, (r) => r.healthzMaxMs);
+  const refusedClose = m(x.slowClients, (r) => r.refusedClosedAfterMs);
+  return [
+    `| 10 | API_RATE_LIMIT=8 over two connections: the first eight admitted within | ${fmt(first8, 0)} ms | < 900 ms | ${verdict(first8 < 900)} |`,
+    `| 10 | … the smallest gap between an admission and the one eight before it (client clock) | ${fmt(spacing, 0)} ms | > 600 ms | ${verdict(spacing > 600)} |`,
+    `| 10 | serve: hostile input (150,000-character JSON recipient, 8 × 64 KB CSV recipients) refused within | ${fmt(refusal, 0)} ms | < 2,000 ms | ${verdict(refusal < 2000)} |`,
+    `| 10 | … slowest /healthz answer meanwhile | ${fmt(hostileHealthz, 0)} ms | < 1,000 ms | ${verdict(hostileHealthz < 1000)} |`,
+    `| 10 | serve with 300 slow or idle connections: /healthz p95 / max | ${fmt(p95, 0)} / ${fmt(max, 0)} ms | < 1,000 / < 3,000 ms | ${verdict(p95 < 1000 && max < 3000)} |`,
+    `| 10 | … a refused slow body closed after its headers within | ${fmt(refusedClose, 0)} ms | < 2,000 ms (the headers timeout) | ${verdict(refusedClose < 2000)} |`,
+  ];
+}
+
+function responsiveness(x: ResponsivenessResult): string[] {
+  return [
+    '## 10. Responsiveness of the guards',
+    '',
+    'Command: `BENCH_ONLY=responsiveness npm run bench`. The speed figures the tests do not time: the tests check',
+    'what happens (the limiter holds the ninth request until the oldest leaves the second, by Redis’s own clock;',
+    'hostile input is refused; slow connections are closed by the server; /healthz answers throughout), and this',
+    'section says how quickly, on this machine.',
+    '',
+    '| measure | runs (ms) |',
+    '|---|---|',
+    `| limiter (8/s, two connections, 16 takes at once): eighth admission | ${runsOf(x.limiter.map((r) => r.firstEightMs))} |`,
+    `| … smallest gap between an admission and the one eight before it | ${runsOf(x.limiter.map((r) => r.minSpacingMs))} |`,
+    `| serve: JSON batch with a 150,000-character recipient refused (400) in | ${runsOf(x.hostile.map((r) => r.jsonRefusalMs))} |`,
+    `| … slowest /healthz meanwhile | ${runsOf(x.hostile.map((r) => r.jsonWorstHealthzMs))} |`,
+    `| serve: CSV with eight 64 KB recipients refused (422) in | ${runsOf(x.hostile.map((r) => r.csvRefusalMs))} |`,
+    `| … slowest /healthz meanwhile | ${runsOf(x.hostile.map((r) => r.csvWorstHealthzMs))} |`,
+    `| serve, 300 slow/idle connections (headers 2 s, request 4 s, idle 1 s): /healthz p95 | ${runsOf(x.slowClients.map((r) => r.healthzP95Ms))} |`,
+    `| … /healthz max | ${runsOf(x.slowClients.map((r) => r.healthzMaxMs))} |`,
+    `| … a refused slow body (401) closed after its headers, the slowest | ${runsOf(x.slowClients.map((r) => r.refusedClosedAfterMs))} |`,
+    `| … every connection closed by the server, after the first opened | ${runsOf(x.slowClients.map((r) => r.allClosedAfterMs))} |`,
+  ];
 }
 
 /** The figures of section 8: medians of the runs. */

@@ -19,6 +19,7 @@ import { benchOwners } from './sections/owners.ts';
 import { benchIngest } from './sections/ingest.ts';
 import { benchRedisFootprint } from './sections/redis-footprint.ts';
 import { benchRetention } from './sections/retention.ts';
+import { benchResponsiveness } from './sections/responsiveness.ts';
 import { benchScale } from './sections/scale.ts';
 import { benchSolana } from './sections/solana.ts';
 import { benchTracing } from './sections/tracing.ts';
@@ -88,6 +89,7 @@ async function section<T>(name: Section, fn: () => Promise<T>): Promise<T | unde
 let failed = false;
 try {
   results.ingest = await section('ingest', () => benchIngest({ rows: sizes.ingestRows, runs, dir, log }));
+  results.responsiveness = await section('responsiveness', () => benchResponsiveness({ runs, log }));
 
   const needsSandbox = (
     ['solana', 'evm', 'owners', 'redis', 'scale', 'cluster', 'tracing', 'retention'] as const

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Chain } from '../../src/domain/chains.ts';
 import { queueNameFor, transferJobId } from '../../src/queue/jobs.ts';
@@ -16,6 +17,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import { EVM_CHAINS } from '../../src/domain/chains.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 import { productEnv } from '../../support/product-env.ts';
+import { metricKeys } from '../../src/metrics/worker-metrics.ts';
 
 export { productEnv };
 
@@ -267,4 +269,39 @@ export function checkLedger(
     }
   }
   return { paidTwice, problems };
+}
+
+/**
+ * The BullMQ state of each transfer's job (round 0), read through BullMQ's API: `delayed` once a
+ * worker ran it and handed it back to wait, `waiting` before any worker took it.
+ */
+export async function transferJobStates(
+  stack: Pick<Stack, 'redis' | 'env'>,
+  transfers: readonly { readonly batchId: string; readonly id: string; readonly from: string }[],
+): Promise<string[]> {
+  const prefix = stack.env['QUEUE_PREFIX'] as string;
+  const queues = new Map<string, Queue>();
+  try {
+    return await Promise.all(
+      transfers.map(async (t) => {
+        const name = queueNameFor(t.from as Chain);
+        const q = queues.get(name) ?? new Queue(name, { connection: { url: stack.redis.url }, prefix });
+        queues.set(name, q);
+        return await q.getJobState(transferJobId(t.batchId, t.id));
+      }),
+    );
+  } finally {
+    await Promise.all([...queues.values()].map((q) => q.close()));
+  }
+}
+
+/**
+ * How many times the workers handed a transfer job back to the queue to wait for `kind` (`paused`,
+ * `daily_cap`, …), all chains: the counter behind `usdc_batch_waits_total`, flushed once a second.
+ */
+export async function waitsCounted(client: Redis, prefix: string, kind: string): Promise<number> {
+  const counters = await client.hgetall(metricKeys(prefix).counters);
+  return Object.entries(counters)
+    .filter(([field]) => field.startsWith('waits|') && field.endsWith(`|${kind}`))
+    .reduce((sum, [, v]) => sum + Number(v), 0);
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, waitFor } from '../helpers/cli.ts';
-import { startStack, type Stack } from '../helpers/e2e.ts';
+import { startStack, transferJobStates, waitsCounted, type Stack } from '../helpers/e2e.ts';
 import { startServe } from '../helpers/serve.ts';
 import { mixedRows, randomEvmAddress, type Row } from '../helpers/fixtures.ts';
 
@@ -187,11 +187,31 @@ describe('operator commands through the CLI', () => {
 
   it('pause holds new work; cancel (CLI and HTTP) makes unsent transfers cancelled for good: retry, CLI or HTTP, re-queues none and resume pays none', async () => {
     expect((await cli(['pause'])).code).toBe(0);
+    const prefix = stack.env['QUEUE_PREFIX'] as string;
+    const pausedBefore = await waitsCounted(stack.client, prefix, 'paused');
     const held = await stack.enqueue(mixedRows(4, 'paused'));
     const other = await stack.enqueue(mixedRows(3, 'later'));
     const part = await stack.enqueue(mixedRows(2, 'part'));
-    await new Promise((r) => setTimeout(r, 2_500));
+    // The running worker takes each job and hands it back to wait for the resume: every job is
+    // delayed and the paused waits are counted, and each transfer is still queued.
+    const jobs = (
+      await Promise.all(
+        [held, other, part].map(async ({ batchId }) =>
+          (await stack.status(batchId)).transfers.map((t) => ({ batchId, id: t.id, from: t.from })),
+        ),
+      )
+    ).flat();
+    expect(jobs).toHaveLength(9);
+    await waitFor(
+      'the worker to hand every job back while paused',
+      async () =>
+        (await waitsCounted(stack.client, prefix, 'paused')) >= pausedBefore + 9 &&
+        (await transferJobStates(stack, jobs)).every((s) => s === 'delayed'),
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
     expect((await stack.status(held.batchId)).counts.queued).toBe(4);
+    expect((await stack.status(other.batchId)).counts.queued).toBe(3);
+    expect((await stack.status(part.batchId)).counts.queued).toBe(2);
 
     const cancel = await cli(['cancel', held.batchId]);
     expect(cancel.stdout).toMatch(/cancelled 4 unsent/);

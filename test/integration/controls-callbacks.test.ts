@@ -1,6 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CALLBACK_QUEUE } from '../../src/queue/callbacks.ts';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
@@ -124,7 +126,10 @@ describe('treasury controls: callbacks only to allowed hosts, signed', () => {
       expect(body.errors).toEqual([expect.objectContaining({ column: 'callback_url' })]);
     }
     expect((await api.call('/v1/batches/cb-refused', { token: HOOK })).status).toBe(404);
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Nothing can send later either: no transfer job and no callback job exist for it.
+    const prefix = stack.env['QUEUE_PREFIX'] as string;
+    expect(await jobsOfBatch(stack.client, prefix, 'cb-refused')).toEqual([]);
+    expect(await stack.client.keys(`${prefix}:${CALLBACK_QUEUE}:cb-refused*`)).toEqual([]);
     expect(unlisted.received).toEqual([]);
     expect(allowed.received).toEqual([]);
     expect(await stack.ledger()).toEqual([]);
@@ -170,8 +175,30 @@ describe('treasury controls: callbacks only to allowed hosts, signed', () => {
     expect(checkLedger(doc, ledger)).toEqual({ paidTwice: [], problems: [] });
     expect(doc.transfers.every((t) => t.intent_id !== null)).toBe(true);
 
-    // One completion, one callback; the unlisted receiver never heard from us.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // One completion, one callback: the batch's one callback job has finished, as sent (read through
+    // BullMQ's API), so no other POST can follow; the unlisted receiver never heard from us.
+    const callbacks = new Queue(CALLBACK_QUEUE, {
+      connection: { url: stack.redis.url },
+      prefix: stack.env['QUEUE_PREFIX'] as string,
+    });
+    try {
+      const job = await waitFor(
+        'the callback job to finish',
+        async () => {
+          const j = await callbacks.getJob('cb-ok/cb1');
+          return j?.finishedOn ? j : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+      expect(await job.getState()).toBe('completed');
+      expect(job.returnvalue).toBe('sent');
+      const ofBatch = (await callbacks.getJobs()).filter(
+        (j) => (j.data as { batchId?: string }).batchId === 'cb-ok',
+      );
+      expect(ofBatch.map((j) => j.id)).toEqual(['cb-ok/cb1']);
+    } finally {
+      await callbacks.close();
+    }
     expect(allowed.received).toHaveLength(1);
     expect(unlisted.received).toEqual([]);
   });

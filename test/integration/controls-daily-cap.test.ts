@@ -1,7 +1,10 @@
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Chain } from '../../src/domain/chains.ts';
+import { queueNameFor, transferJobId } from '../../src/queue/jobs.ts';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
-import { startStack, type Stack } from '../helpers/e2e.ts';
+import { startStack, transferJobStates, waitsCounted, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress, type Row } from '../helpers/fixtures.ts';
 
 const CAP = 55n * 1_000_000n;
@@ -61,8 +64,41 @@ describe('treasury controls: the daily cap with two batches and two workers', ()
     );
     expect(docA.counts.submitted + docB.counts.submitted).toBe(5);
 
-    // The workers keep running: a while later still nothing more has been sent.
-    await new Promise((r) => setTimeout(r, 4_000));
+    // The workers keep running and look at the held rows again: each capped job, run again now (as
+    // when its delay ends), is held again. Observed, not slept on: every worker's count of daily-cap
+    // waits grows by the three second looks, and the three jobs are back in the delayed set.
+    const prefix = stack.env['QUEUE_PREFIX'] as string;
+    const held = [docA, docB].flatMap((d) =>
+      d.transfers.filter((t) => t.state === 'queued').map((t) => ({ ...t, batchId: d.batch_id })),
+    );
+    expect(held).toHaveLength(3);
+    const queues = new Map<string, Queue>();
+    const allDelayed = async (): Promise<boolean> =>
+      (await transferJobStates(stack, held)).every((s) => s === 'delayed');
+    const capWaits = () => waitsCounted(stack.client, prefix, 'daily_cap');
+    const firstLooks = await waitFor(
+      'the three capped jobs delayed and their waits counted',
+      async () => {
+        const n = await capWaits();
+        return n >= 3 && (await allDelayed()) ? n : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    try {
+      for (const t of held) {
+        const name = queueNameFor(t.from as Chain);
+        const q = queues.get(name) ?? new Queue(name, { connection: { url: stack.redis.url }, prefix });
+        queues.set(name, q);
+        await (await q.getJob(transferJobId(t.batchId, t.id)))?.promote();
+      }
+    } finally {
+      await Promise.all([...queues.values()].map((q) => q.close()));
+    }
+    await waitFor(
+      'each capped job looked at again and held again',
+      async () => (await capWaits()) >= firstLooks + 3 && (await allDelayed()),
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     const ledger = await stack.ledger();
     const sum = ledger.reduce((s, e) => s + BigInt(e.amount), 0n);
     expect(ledger).toHaveLength(5);

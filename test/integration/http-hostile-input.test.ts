@@ -34,41 +34,33 @@ async function rawRequest(
   });
 }
 
-// The slowest /healthz answer allowed while a hostile request runs. Before the fix it was seconds
-// (2.9 s for the CSV, no answer for 16 s for the JSON); here it is a few milliseconds, with room for
-// a machine busy with other test processes.
-const HEALTHZ_BOUND_MS = 1_000;
-
 /**
- * Runs `during` while GET /healthz is asked again and again on its own connections, and returns the
- * slowest /healthz answer seen (ms) with what `during` returned.
+ * Runs `during` while GET /healthz is asked again and again on its own connections; every answer
+ * must be 200. How fast the refusal and /healthz are: the bench, `BENCH_ONLY=responsiveness`.
  */
-async function withHealthzProbe<T>(
-  api: ServeProcess,
-  during: () => Promise<T>,
-): Promise<{ result: T; worstMs: number; samples: number }> {
+async function withHealthzProbe<T>(api: ServeProcess, during: () => Promise<T>): Promise<{ result: T }> {
   let done = false;
-  const latencies: number[] = [];
+  const statuses: number[] = [];
   const probe = (async () => {
     while (!done) {
-      const started = performance.now();
       const res = await fetch(`${api.url}/healthz`, { signal: AbortSignal.timeout(20_000) });
       await res.arrayBuffer();
-      expect(res.status).toBe(200);
-      latencies.push(performance.now() - started);
+      statuses.push(res.status);
     }
   })();
   try {
-    return { result: await during(), worstMs: Math.max(0, ...latencies), samples: latencies.length };
+    return { result: await during() };
   } finally {
     done = true;
     await probe;
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
   }
 }
 
 /**
- * Section 1 of issue 23, against a running `serve`: hostile input is refused in well under a second
- * without holding up anyone else, refusals are readable, and nothing is learned without the token.
+ * Section 1 of issue 23, against a running `serve`: hostile input is refused while /healthz keeps
+ * answering, refusals are readable, and nothing is learned without the token. (How fast: the bench,
+ * `BENCH_ONLY=responsiveness`.)
  */
 describe('usdc-batch serve under hostile input', () => {
   let api: ServeProcess;
@@ -86,7 +78,7 @@ describe('usdc-batch serve under hostile input', () => {
     });
     port = Number(new URL(api.url).port);
     // The first requests load and compile code (the CSV parser's first pass over a large body is
-    // interpreted): warm up before anything is measured.
+    // interpreted): warm up first.
     expect((await api.call('/healthz')).status).toBe(200);
     expect((await api.call('/v1/batches', { token: TOKEN })).status).toBe(200);
     const warm = await api.call('/v1/batches', {
@@ -105,36 +97,32 @@ describe('usdc-batch serve under hostile input', () => {
     const body = JSON.stringify({
       transfers: [{ from: 'BASE', to: 'BASE', amount: '1.00', recipient: '2'.repeat(150_000) }],
     });
-    const { result, worstMs } = await withHealthzProbe(api, async () => {
-      const started = performance.now();
+    const { result } = await withHealthzProbe(api, async () => {
       const res = await api.call('/v1/batches', {
         method: 'POST',
         token: TOKEN,
         headers: { 'content-type': 'application/json' },
         body,
       });
-      return { res, text: await res.text(), ms: performance.now() - started };
+      return { res, text: await res.text() };
     });
     expect(result.res.status).toBe(400);
     expect(JSON.parse(result.text)).toMatchObject({ code: 'USDC_HTTP_STRING_TOO_LONG' });
     expect(result.text.length).toBeLessThan(1_000);
-    expect(result.ms).toBeLessThan(2_000);
-    expect(worstMs).toBeLessThan(HEALTHZ_BOUND_MS);
     expect(await keysUnder(cli.redis, prefix)).toEqual([]);
   });
 
   it('refuses CSV rows with 64 KB recipients at once, at their line and column, /healthz answering throughout', async () => {
     const long = '2'.repeat(64 * 1024 - 100);
     const rows = Array.from({ length: 8 }, () => `BASE,BASE,1.00,${long}`).join('\n');
-    const { result, worstMs } = await withHealthzProbe(api, async () => {
-      const started = performance.now();
+    const { result } = await withHealthzProbe(api, async () => {
       const res = await api.call('/v1/batches', {
         method: 'POST',
         token: TOKEN,
         headers: { 'content-type': 'text/csv' },
         body: `from,to,amount,recipient\n${rows}\n`,
       });
-      return { res, text: await res.text(), ms: performance.now() - started };
+      return { res, text: await res.text() };
     });
     expect(result.res.status).toBe(422);
     const doc = JSON.parse(result.text) as { errors: { line: number; column: string; message: string }[] };
@@ -144,8 +132,6 @@ describe('usdc-batch serve under hostile input', () => {
       column: 'recipient',
       message: `recipient is ${long.length} characters long; at most 64 are allowed`,
     });
-    expect(result.ms).toBeLessThan(2_000);
-    expect(worstMs).toBeLessThan(HEALTHZ_BOUND_MS);
   });
 
   it('refuses a callback_url over 2,048 characters', async () => {

@@ -483,11 +483,10 @@ describe('/metrics and /readyz (inject)', () => {
       expect((await down.inject({ method: 'GET', url: '/readyz', headers: hook })).statusCode).toBe(200);
       await dead.stop();
       dead = undefined;
-      const started = Date.now();
+      // An answer at all is the point: a /readyz that waited on Redis would time the test out.
       const res = await down.inject({ method: 'GET', url: '/readyz', headers: hook });
       expect(res.statusCode).toBe(503);
       expect(res.json()).toMatchObject({ code: 'USDC_HTTP_NOT_READY' });
-      expect(Date.now() - started).toBeLessThan(5_000);
       const metrics = await down.inject({ method: 'GET', url: '/metrics', headers: hook });
       expect(metrics.statusCode).toBe(503);
       expect(metrics.json()).toMatchObject({ code: 'USDC_HTTP_METRICS_UNAVAILABLE' });

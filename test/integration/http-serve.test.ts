@@ -2,7 +2,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
 import { waitFor } from '../helpers/cli.ts';
-import { checkLedger, startStack, type Stack } from '../helpers/e2e.ts';
+import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
 
@@ -100,8 +100,9 @@ describe('usdc-batch serve on a real port, with a worker process', () => {
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ batch_id: 'held-1', held: true, accepted: 4 });
 
-    // A running worker gets nothing to do: after a while nothing is estimated, signed or paid.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // A running worker gets nothing to do: the held batch has no transfer job to take (its rows get
+    // their jobs when it is released), so nothing is estimated, signed or paid.
+    expect(await jobsOfBatch(stack.client, stack.env['QUEUE_PREFIX'] as string, 'held-1')).toEqual([]);
     const waiting = await statusOf('/v1/batches/held-1');
     expect(waiting).toMatchObject({ held: true, complete: false, counts: { queued: 4 } });
     expect(waiting.transfers.every((t) => t.attempts === 0 && t.fee === null)).toBe(true);

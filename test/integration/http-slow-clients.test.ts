@@ -23,8 +23,6 @@ type Kind =
 type SlowClient = {
   readonly kind: Kind;
   readonly socket: Socket;
-  /** When it had sent what it sends at once (connected, request line or headers written). */
-  readonly openedAt: number;
   /** Resolves with the time the server closed the connection (we never close it first). */
   readonly closed: Promise<number>;
   /** What the server sent before closing. */
@@ -74,21 +72,20 @@ async function openSlowClient(port: number, kind: Kind): Promise<SlowClient> {
       socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n');
       break;
   }
-  return { kind, socket, openedAt: Date.now(), closed, received: () => data };
+  return { kind, socket, closed, received: () => data };
 }
 
-/** One GET /healthz on a fresh connection: its status and how long it took. */
-async function healthz(url: string): Promise<{ status: number; ms: number }> {
-  const started = performance.now();
+/** One GET /healthz on a fresh connection: its status (0 when it got no answer). */
+async function healthz(url: string): Promise<{ status: number }> {
   try {
     const res = await fetch(`${url}/healthz`, {
       headers: { connection: 'close' },
       signal: AbortSignal.timeout(5_000),
     });
     await res.arrayBuffer();
-    return { status: res.status, ms: performance.now() - started };
+    return { status: res.status };
   } catch {
-    return { status: 0, ms: performance.now() - started };
+    return { status: 0 };
   }
 }
 
@@ -150,7 +147,7 @@ describe('usdc-batch serve closes slow and idle connections', () => {
       expect(clients).toHaveLength(300);
 
       // /healthz, polled on fresh connections while the slow ones are open, until all are closed.
-      const checks: { status: number; ms: number }[] = [];
+      const checks: { status: number }[] = [];
       let allClosed = false;
       const everyClosed = Promise.all(clients.map((c) => c.closed)).then((times) => {
         allClosed = true;
@@ -177,11 +174,8 @@ describe('usdc-batch serve closes slow and idle connections', () => {
       const closedAfter = async (kind: Kind) =>
         Math.max(...(await Promise.all(clients.filter((c) => c.kind === kind).map((c) => c.closed)))) -
         opened;
-      // A refusal closes its connection at once, without waiting for a deadline: each one timed
-      // from its own headers (opening all 300 takes seconds on a busy machine).
-      const refused = clients.filter((c) => c.kind === 'slow-body-no-token');
-      const refusedAfter = await Promise.all(refused.map(async (c) => (await c.closed) - c.openedAt));
-      expect(Math.max(...refusedAfter)).toBeLessThan(HEADERS_MS);
+      // A refusal answers 401 and closes its connection without waiting for the body (a few bytes of
+      // its 100,000 came); how soon after its headers: `BENCH_ONLY=responsiveness`.
       for (const c of clients.filter((x) => x.kind === 'slow-body-no-token')) {
         expect(c.received()).toMatch(/^HTTP\/1\.1 401 /);
         expect(c.received()).toMatch(/\r\nconnection: close\r\n/i);
@@ -195,14 +189,10 @@ describe('usdc-batch serve closes slow and idle connections', () => {
         expect(c.received()).toMatch(/^HTTP\/1\.1 200 /);
       }
 
-      // /healthz answered every time it was asked, and quickly (judged loosely: the machine is shared).
+      // /healthz answered every time it was asked while the slow ones were open (its latency is
+      // measured by the bench, `BENCH_ONLY=responsiveness`).
       expect(checks.length).toBeGreaterThan(5);
       expect(checks.filter((c) => c.status !== 200)).toEqual([]);
-      const sorted = checks.map((c) => c.ms).sort((a, b) => a - b);
-      const shown = `healthz latencies (ms): ${sorted.map(Math.round).join(',')}`;
-      const p95 = sorted[Math.floor(sorted.length * 0.95)] as number;
-      expect(p95, shown).toBeLessThan(1_000);
-      expect(sorted.at(-1), shown).toBeLessThan(3_000);
     } finally {
       for (const c of clients) c.socket.destroy();
     }

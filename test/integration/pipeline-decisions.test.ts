@@ -243,11 +243,16 @@ describe('pipeline decisions', () => {
     await t.write('b3');
     const wrong = { ...config, permitSpender: randomEvmAddress(), permitSpenderByChain: {} } as Config;
     const t2 = await setup({ config: wrong });
-    const started = Date.now();
     expect(await t2.drive('b3', 'a')).toBe('failed');
-    // It waited for the chain (the window is 4 s here) before taking the refusal as final.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(fast.nonceSettleWindowMs);
     const rec = await t.store.load('b3', 'a');
+    // It waited for the chain (the window is 4 s here) before taking the refusal as final: the
+    // record's own evidence, stamped by the worker, shows the refusal and the verdict that far apart.
+    const [refused, final] = (rec?.evidence ?? []).map((line) => Date.parse(line.split(' ')[0] ?? ''));
+    expect(rec?.evidence).toEqual([
+      expect.stringMatching(/ send 1 failed: rejected: HTTP 400: permit_spender_mismatch/),
+      expect.stringMatching(/ failed: refused: /),
+    ]);
+    expect(final! - refused!).toBeGreaterThanOrEqual(fast.nonceSettleWindowMs);
     expect(rec?.errorCode).toBe('refused');
     expect(rec?.errorMessage).toMatch(/permit_spender_mismatch/);
     expect(rec?.raw['payload_gen']).toBe('1');
@@ -289,10 +294,14 @@ describe('pipeline decisions', () => {
     t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 7_000_000n, recipient: randomEvmAddress() });
     await t.write('b4');
     sandbox.admin.configure({ faults: { transfer: { fail_before: 1 } } });
-    const started = Date.now();
     expect(await t.drive('b4', 'a')).toBe('failed');
-    expect(Date.now() - started).toBeLessThan(10_000);
-    expect((await t.store.load('b4', 'a'))?.errorCode).toBe('service_unavailable');
+    // Each send was answered 503 and the transfer ended failed after them (evidence, in order).
+    const rec = await t.store.load('b4', 'a');
+    expect(rec?.errorCode).toBe('service_unavailable');
+    const evidence = rec?.evidence ?? [];
+    expect(evidence.at(-1)).toMatch(/ failed: service_unavailable: /);
+    expect(evidence.slice(0, -1).length).toBeGreaterThan(0);
+    for (const line of evidence.slice(0, -1)) expect(line).toMatch(/ send \d+ failed: unavailable: HTTP 503/);
     expect(sandbox.ledger()).toHaveLength(0);
   });
 

@@ -422,7 +422,7 @@ describe('known recipients: the address book and holds on new addresses', () => 
 });
 
 describe('recipients import of a large address book', () => {
-  it('imports 10,000 addresses in seconds with a few pipelined writes, all or none', async () => {
+  it('imports 10,000 addresses with a few pipelined writes, all or none', async () => {
     const redis = await startPrivateRedis({ durable: false });
     const client = new Redis(redis.url);
     const dir = mkdtempSync(join(tmpdir(), 'usdc-book-'));
@@ -440,14 +440,11 @@ describe('recipients import of a large address book', () => {
         return count('hset') + count('hmget') + count('hdel');
       };
       const before = await calls();
-      const started = Date.now();
       const res = await runCli(['recipients', 'import', path], env);
-      const elapsed = Date.now() - started;
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout).toMatch(/imported 10000 addresses: 10000 added, 0 already in the book/);
       // A thousand addresses per command: a read, a write and a tombstone clear per thousand.
       expect((await calls()) - before).toBeLessThanOrEqual(30);
-      expect(elapsed).toBeLessThan(15_000);
       expect(await client.hlen('big:recipients')).toBe(10_000);
 
       // One bad line refuses the file: nothing of it is written.

@@ -104,11 +104,10 @@ describe.runIf(findRedisServer() !== undefined)('a private redis-server', () => 
   });
 
   it("fails fast with redis-server's own complaint when it cannot start, leaving nothing behind", async () => {
-    const t0 = Date.now();
+    // It saw the server exit and says why (not a wait for a port that never opens).
     await expect(startPrivateRedis({ extraArgs: ['--no-such-directive', 'x'] })).rejects.toThrow(
       /redis-server exited.*Bad directive/s,
     );
-    expect(Date.now() - t0).toBeLessThan(10_000);
   });
 });
 

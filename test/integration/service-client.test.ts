@@ -270,13 +270,12 @@ describe('the service client against the sandbox', () => {
       responseTimeoutMs: 800,
       retryMinDelayMs: 10,
     });
-    const started = Date.now();
     try {
+      // The client's own response timeout ended the call (ETIMEDOUT), not the service.
       const e = await expectFailure(
         short.submitSolanaTx({ intentId: 'int_x', signedTransaction: 'AQID' }, {}),
         'ambiguous',
       );
-      expect(Date.now() - started).toBeLessThan(3_000);
       expect(e.details).toContain('ETIMEDOUT');
     } finally {
       short.close();

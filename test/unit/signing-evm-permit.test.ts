@@ -325,8 +325,10 @@ describe('EVM chain reader', () => {
   it('fails fast when the RPC does not answer', async () => {
     rpc.mode = 'hang';
     const reader = createChainReader({ config: loadConfig({ EVM_RPC_URL_BASE: rpc.url }), timeoutMs: 200 });
-    const started = Date.now();
-    await expect(reader.permitNonce('BASE', OWNER)).rejects.toMatchObject({ code: 'USDC_RPC_FAILED' });
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // Its own timeout ended the read (a read that waited on would time the test out instead).
+    await expect(reader.permitNonce('BASE', OWNER)).rejects.toMatchObject({
+      code: 'USDC_RPC_FAILED',
+      message: expect.stringMatching(/no answer within 200 ms/),
+    });
   });
 });

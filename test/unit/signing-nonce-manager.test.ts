@@ -121,25 +121,24 @@ describe('nonce manager', () => {
   it('makes another holder wait, and wakes it on the release, long before its next poll', async () => {
     const prefix = `${suite.prefix}-wake`;
     const { reader } = fakeChain();
-    // With a 30 s poll, only the release's wake-up can bring the waiter in before then. (It comes
-    // milliseconds after the release on an idle machine; the bound below leaves a busy one 10 s,
-    // a third of the poll.)
+    // With a 30 s poll, past this test's 20 s timeout, only the release's wake-up can bring the
+    // waiter in.
     const p1 = manager(reader, { prefix, maxWaitMs: 30_000 });
     const p2 = manager(reader, { prefix, maxWaitMs: 30_000 });
     const held = await p1.acquire('POLYGON', OWNER, 'b/1');
-    let releasedAt = 0;
-    let gotAt = 0;
+    let got = false;
     const waiting = p2.acquire('POLYGON', OWNER, 'b/2').then((l) => {
-      gotAt = Date.now();
+      got = true;
       return l;
     });
-    await new Promise((r) => setTimeout(r, 400));
-    expect(gotAt).toBe(0);
-    releasedAt = Date.now();
+    await waitFor('the second holder to wait', async () => p2.waiting('POLYGON', OWNER) === 1, {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
+    expect(got).toBe(false);
     await held.commit();
     const next = await waiting;
     expect(next.nonce).toBe(held.nonce + 1n);
-    expect(gotAt - releasedAt).toBeLessThan(10_000);
   });
 
   it('counts the transfers of this process that wait for a lease, until each has it', async () => {

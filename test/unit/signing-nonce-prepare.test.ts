@@ -26,6 +26,28 @@ const connections: Redis[] = [];
 const managers: RedisNonceManager[] = [];
 let n = 0;
 
+/** How many pool scripts each manager's connection has run: every look at the pool is one. */
+const scriptRuns = new Map<RedisNonceManager, { n: number }>();
+const looksOf = (m: RedisNonceManager): number => scriptRuns.get(m)?.n ?? 0;
+
+/** A connection that counts the scripts run on it. */
+function counted(redis: Redis, runs: { n: number }): Redis {
+  return new Proxy(redis, {
+    get(target, prop, receiver) {
+      if (prop === 'evalsha' || prop === 'eval') {
+        const call = (Reflect.get(target, prop, target) as (...a: unknown[]) => Promise<unknown>).bind(
+          target,
+        );
+        return (...args: unknown[]) => {
+          runs.n++;
+          return call(...args);
+        };
+      }
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+}
+
 /** One "process": its own connection and manager on a shared prefix. */
 function manager(
   prefix: string,
@@ -33,7 +55,9 @@ function manager(
 ) {
   const redis = new Redis(suite.url, { maxRetriesPerRequest: 1 });
   connections.push(redis);
-  const m = createNonceManager({ redis, prefix, chainReader: noRpc, ...opts });
+  const runs = { n: 0 };
+  const m = createNonceManager({ redis: counted(redis, runs), prefix, chainReader: noRpc, ...opts });
+  scriptRuns.set(m, runs);
   managers.push(m);
   return m;
 }
@@ -187,8 +211,14 @@ describe('nonce pool: preparing the next permit', () => {
     await waitFor('n + 1 prepared', async () => p.offered.length > 0);
     await held.extend({ refusedAt: Date.now() });
     expect(await m.state('ETH', OWNER)).toMatchObject({ prepHolder: null, settling: expect.any(String) });
-    await new Promise((r) => setTimeout(r, 200)); // the preparer looks again ~10 times meanwhile
+    // The preparer looks again (and again) meanwhile, and is not given the slot.
+    const looked = looksOf(m);
+    await waitFor('the preparer to look again', async () => looksOf(m) >= looked + 5, {
+      timeoutMs: 10_000,
+      intervalMs: 10,
+    });
     expect((await m.state('ETH', OWNER)).prepHolder).toBeNull();
+    expect(p.offered).toEqual([1n]);
     await held.release();
     expect((await p.acquired).nonce).toBe(0n);
     expect(p.offered).toEqual([1n]);
@@ -216,8 +246,14 @@ describe('nonce pool: preparing the next permit', () => {
     expect(await m.settleDoubt('POLYGON', OWNER, doubt, { used: false, chainNonce: 0n })).toBe(true);
     // The holder's 1 is now above the pool's next (0): the chain will refuse it, so 2 is moot.
     expect(await m.state('POLYGON', OWNER)).toMatchObject({ next: 0n, prepHolder: null });
-    await new Promise((r) => setTimeout(r, 600));
+    // The preparer looks again meanwhile, and is not offered 2 (moot) nor anything else.
+    const looked = looksOf(m);
+    await waitFor('the preparer to look again', async () => looksOf(m) >= looked + 3, {
+      timeoutMs: 10_000,
+      intervalMs: 10,
+    });
     expect((await m.state('POLYGON', OWNER)).prepHolder).toBeNull();
+    expect(p.offered).toEqual([2n]);
     await held.release();
     expect((await p.acquired).nonce).toBe(0n);
   });
