@@ -97,7 +97,7 @@ export function renderReport(r: BenchResults): string {
     `| service latency | the sandbox (\`usdc-batch sandbox --latency ${r.latencyMs}\`) in its own process answers every call after ${r.latencyMs} ms |`,
     '| chains | the sandbox executes on real local chains (issue 16): an anvil process per EVM chain (permit + transferFrom per EVM transfer, a mint at `minted`) and LiteSVM inside the sandbox process for Solana; its CPU per transfer includes theirs. There is no in-memory chain mode |',
     '',
-    'Reproduce everything with `npm run bench` (about 20 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness`',
+    'Reproduce everything with `npm run bench` (about 35 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness`',
     'picks sections, `BENCH_RUNS=N` sets the runs, `BENCH_QUICK=1` shrinks every size for a smoke run.',
     'Every process the bench starts (redis-servers, the sandbox, workers, the cluster) is its own OS',
     'process on 127.0.0.1 and is stopped at the end, also on failure or Ctrl-C.',
@@ -1215,10 +1215,20 @@ function retention(x: RetentionResult): string[] {
     row('used_memory growth once final', (b) => bytes(b.bytesOnceFinal)),
     row('finished transfer jobs kept afterwards (all transfer queues)', (b) => fmt(b.jobsKept)),
     row('time, enqueue to every intent final', (b) => `${fmt(b.seconds, 0)} s`),
-    row('transfers not submitted (a busy shared machine)', (b) => fmt(b.notSubmitted?.length ?? 0)),
+    row('transfers not submitted (each listed below with the reason its record gives)', (b) =>
+      fmt(b.notSubmitted?.length ?? 0),
+    ),
     '',
     ...[x.first, x.second].flatMap((b) => (b.notSubmitted ?? []).map((t) => `- not submitted: \`${t}\``)),
     ...(x.first.notSubmitted?.length || x.second.notSubmitted?.length ? [''] : []),
+    ...([x.first, x.second].some((b) => b.notSubmitted?.some((t) => t.includes('outcome_unknown')))
+      ? [
+          'An `outcome_unknown` transfer is the promise at work, not a loss: a send got no answer, the re-send',
+          'of the same permit was refused because its nonce had been used (most likely by that first send), so',
+          'the transfer waits for review instead of being signed again (docs/promises.md "The promises").',
+          '',
+        ]
+      : []),
     `Most frequent commands while working the second batch, per transfer: ${x.second.topWork}.`,
     '',
     `**A ${fmt(PAYROLL_ROWS)}-row payroll**, from these: the first batch’s memory beyond its rows at the`,
