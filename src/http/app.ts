@@ -4,7 +4,11 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
 } from 'fastify';
+import type { Logger } from '../log/logger.ts';
 import type { Credential } from '../domain/access.ts';
 import type { UsdcBatchError } from '../domain/errors.ts';
 import { ConflictError, ValidationError } from '../domain/errors.ts';
@@ -86,9 +90,36 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
   });
   capConnections(app.server, deps.config, deps.logger);
   app.decorateRequest('credential', null as Credential | null);
+  noteRouteRules(app);
+  addAnswerHooks(app, deps.config.httpRequestTimeoutMs);
+
+  useBoundedJsonParser(app);
+
+  const queues =
+    deps.queues ?? createQueueMonitor({ connection: deps.redis, prefix: deps.config.queuePrefix });
+  if (!deps.queues) app.addHook('onClose', async () => await queues.close());
+  const routeDeps: RouteDeps = { ...deps, queues };
+
+  addRequestHooks(app, { failures, now }, gate);
+
+  setErrorAnswers(app);
+
+  describeOnly(app);
+  await registerOpenApi(app as unknown as FastifyInstance);
+
+  for (const route of [...ROUTES, ...(options.extraRoutes ?? [])])
+    await app.register(route, { deps: routeDeps });
+  // Typed with the base logger so route plugins need not know it is pino.
+  return app as unknown as FastifyInstance;
+}
+
+/** The app as buildApp makes it (its logger is the process's pino logger). */
+type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, Logger>;
+
+/** Before any route is added (its plugins inherit the hook): each route gets its table entry. */
+function noteRouteRules(app: App): void {
   const registered: RegisteredRoute[] = [];
   app.decorate('registeredRoutes', registered);
-  // Before any route is added (its plugins inherit the hook): each route gets its table entry.
   app.addHook('onRoute', (route) => {
     const methods = [route.method].flat();
     const rules = methods.map((m) => ruleOf(m, route.url));
@@ -105,6 +136,10 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
     route.config = { ...route.config, rule: rules[0] as RouteRule };
     for (const method of methods) registered.push({ method, url: route.url, rule: rules[0] as RouteRule });
   });
+}
+
+/** What every answer gets on its way out: refusals close, security headers, escaped JSON, drained 413s. */
+function addAnswerHooks(app: App, requestTimeoutMs: number): void {
   app.addHook('onSend', closeAfterRefusal);
   app.addHook('onSend', securityHeaders);
   app.addHook('onSend', escapeJsonAnswer);
@@ -113,12 +148,14 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       // Fastify closes the connection after any body it could not parse; a 413's is drained
       // instead (request-guards.ts), so the client reads its answer and may keep the connection.
       reply.removeHeader('connection');
-      drainRefusedBody(request.raw, deps.config.httpRequestTimeoutMs);
+      drainRefusedBody(request.raw, requestTimeoutMs);
     }
     return payload;
   });
+}
 
-  // Every JSON body goes through the bounded parser (no string over MAX_JSON_STRING_LENGTH).
+/** Every JSON body goes through the bounded parser (no string over MAX_JSON_STRING_LENGTH). */
+function useBoundedJsonParser(app: App): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     try {
@@ -127,12 +164,19 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       done(err as Error, undefined);
     }
   });
+}
 
-  const queues =
-    deps.queues ?? createQueueMonitor({ connection: deps.redis, prefix: deps.config.queuePrefix });
-  if (!deps.queues) app.addHook('onClose', async () => await queues.close());
-  const routeDeps: RouteDeps = { ...deps, queues };
-
+/** The request's trace name, the access gate before every route, and one log line per request. */
+function addRequestHooks(
+  app: App,
+  auth: { readonly failures: AuthFailures; readonly now: () => number },
+  gate: (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    rule: RouteRule | undefined,
+  ) => ReturnType<typeof gateRequest>,
+): void {
+  const { failures, now } = auth;
   // With tracing on (docs/traces.md), a request's span is named after its route (before the
   // gate: a refused request's too).
   const tracing = activeTracing();
@@ -162,7 +206,10 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
       'request',
     );
   });
+}
 
+/** Errors and unknown routes answer in the API's own error document. */
+function setErrorAnswers(app: App): void {
   app.setErrorHandler(async (err: FastifyError | UsdcBatchError | Error, request, reply) => {
     const { status, code, message, errors, errorCount } = errorReply(err);
     if (status >= 500) request.log.error({ err }, 'request failed');
@@ -183,23 +230,19 @@ export async function buildApp(deps: AppDeps, options: AppOptions = {}): Promise
         errorDocument(404, 'USDC_HTTP_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`),
       ),
   );
+}
 
-  // The routes' schemas describe the API (GET /openapi.json); they neither check requests nor shape
-  // answers. The handlers check their inputs (params.ts and the ingest code) and answer in the API's
-  // own error format — a batch id no batch can have is a 404, a bad query a USDC_HTTP_BAD_QUERY —
-  // where schema validation would answer 400 FST_ERR_VALIDATION and coerce query strings to
-  // numbers. Answers go out as the handlers built them (JSON.stringify, as without schemas): a
-  // serializer compiled from a schema drops undeclared fields and turns a null into "" or 0 where
-  // a schema slips, and a status document must never lose or change a field for that.
-  // test/integration/http-openapi.test.ts checks real answers against the declared schemas.
+// The routes' schemas describe the API (GET /openapi.json); they neither check requests nor shape
+// answers. The handlers check their inputs (params.ts and the ingest code) and answer in the API's
+// own error format — a batch id no batch can have is a 404, a bad query a USDC_HTTP_BAD_QUERY —
+// where schema validation would answer 400 FST_ERR_VALIDATION and coerce query strings to
+// numbers. Answers go out as the handlers built them (JSON.stringify, as without schemas): a
+// serializer compiled from a schema drops undeclared fields and turns a null into "" or 0 where
+// a schema slips, and a status document must never lose or change a field for that.
+// test/integration/http-openapi.test.ts checks real answers against the declared schemas.
+function describeOnly(app: App): void {
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  await registerOpenApi(app as unknown as FastifyInstance);
-
-  for (const route of [...ROUTES, ...(options.extraRoutes ?? [])])
-    await app.register(route, { deps: routeDeps });
-  // Typed with the base logger so route plugins need not know it is pino.
-  return app as unknown as FastifyInstance;
 }
 
 type GateDeps = { readonly access: AccessList; readonly failures: AuthFailures; readonly now: () => number };

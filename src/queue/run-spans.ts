@@ -199,23 +199,6 @@ function runSpans(tracer: Tracer, run: Span, runContext: Context, base: Attribut
       answered: false,
     };
   };
-  // A send's line says which send of its payload it is (`send 2 of the same payload`): a re-send.
-  const noteSend = (message: string) => {
-    const n = /\bsend ([0-9]+) of\b/.exec(message);
-    if (!n || !open) return;
-    open.span.setAttribute(ATTR.sendNumber, Number(n[1]));
-    open.span.setAttribute(ATTR.resend, Number(n[1]) > 1);
-  };
-  // The service's answer to a send: its kind, and an error status unless it was accepted.
-  const noteAnswer = (message: string) => {
-    if (!open) return;
-    open.answered = true;
-    const kind = /^([a-z_]+):/.exec(message)?.[1];
-    if (!kind) return;
-    open.span.setAttribute(ATTR.answer, kind);
-    if (kind !== 'accepted')
-      open.span.setStatus({ code: SpanStatusCode.ERROR, message: hideUrlSecrets(message).slice(0, 300) });
-  };
   const report = (step: StepName | null, message: string) => {
     if (done) return;
     const opensStep =
@@ -225,24 +208,11 @@ function runSpans(tracer: Tracer, run: Span, runContext: Context, base: Attribut
       (step !== open?.name || (step === 'send' && open.answered));
     if (opensStep) beginStep(step);
     current().addEvent(step ?? 'seen', { [ATTR.message]: hideUrlSecrets(message).slice(0, 500) });
-    if (step === 'send') noteSend(message);
-    if (step === 'answer') noteAnswer(message);
+    if (step === 'send' && open) noteSend(open, message);
+    if (step === 'answer' && open) noteAnswer(open, message);
   };
   // The span the run's context holds: whichever step is open (the run itself between steps).
-  const cursor: Span = {
-    spanContext: () => current().spanContext(),
-    setAttribute: (k, v) => (current().setAttribute(k, v), cursor),
-    setAttributes: (a) => (current().setAttributes(a), cursor),
-    addEvent: (n, a, t) => (current().addEvent(n, a, t), cursor),
-    addLink: (l) => (current().addLink(l), cursor),
-    addLinks: (l) => (current().addLinks(l), cursor),
-    setStatus: (s) => (current().setStatus(s), cursor),
-    updateName: (n) => (current().updateName(n), cursor),
-    // Whoever holds the context does not end the run's spans: the processor does.
-    end: () => {},
-    isRecording: () => current().isRecording(),
-    recordException: (e, t) => current().recordException(e, t),
-  };
+  const cursor = cursorSpan(current);
   const finish = () => {
     done = true;
     closeStep();
@@ -267,26 +237,7 @@ function runSpans(tracer: Tracer, run: Span, runContext: Context, base: Attribut
     },
     ended(outcome) {
       if (done) return;
-      const facts: Attributes = {
-        [ATTR.state]: outcome.state,
-        ...(outcome.intent_id ? { [ATTR.intentId]: outcome.intent_id } : {}),
-        'usdc_batch.attempts': outcome.attempts,
-      };
-      run.setAttributes(facts);
-      open?.span.setAttributes(facts);
-      if (FAILED_STATES.has(outcome.state)) {
-        const status = {
-          code: SpanStatusCode.ERROR,
-          message: outcome.error
-            ? `${outcome.error.code}: ${outcome.error.message}`.slice(0, 300)
-            : outcome.state,
-        };
-        const code = outcome.error ? { [ATTR.errorCode]: outcome.error.code } : {};
-        for (const span of open ? [open.span, run] : [run]) {
-          span.setStatus(status);
-          span.setAttributes(code);
-        }
-      }
+      markOutcome(run, open, outcome);
       finish();
     },
     failed(err) {
@@ -299,6 +250,67 @@ function runSpans(tracer: Tracer, run: Span, runContext: Context, base: Attribut
       finish();
     },
   };
+}
+
+/** A send's line says which send of its payload it is (`send 2 of the same payload`): a re-send. */
+function noteSend(open: OpenStep, message: string): void {
+  const n = /\bsend ([0-9]+) of\b/.exec(message);
+  if (!n) return;
+  open.span.setAttribute(ATTR.sendNumber, Number(n[1]));
+  open.span.setAttribute(ATTR.resend, Number(n[1]) > 1);
+}
+
+/** The service's answer to a send: its kind, and an error status unless it was accepted. */
+function noteAnswer(open: OpenStep, message: string): void {
+  open.answered = true;
+  const kind = /^([a-z_]+):/.exec(message)?.[1];
+  if (!kind) return;
+  open.span.setAttribute(ATTR.answer, kind);
+  if (kind !== 'accepted')
+    open.span.setStatus({ code: SpanStatusCode.ERROR, message: hideUrlSecrets(message).slice(0, 300) });
+}
+
+/** A span that stands for whichever span `current` names now; ending it ends nothing. */
+function cursorSpan(current: () => Span): Span {
+  const cursor: Span = {
+    spanContext: () => current().spanContext(),
+    setAttribute: (k, v) => (current().setAttribute(k, v), cursor),
+    setAttributes: (a) => (current().setAttributes(a), cursor),
+    addEvent: (n, a, t) => (current().addEvent(n, a, t), cursor),
+    addLink: (l) => (current().addLink(l), cursor),
+    addLinks: (l) => (current().addLinks(l), cursor),
+    setStatus: (s) => (current().setStatus(s), cursor),
+    updateName: (n) => (current().updateName(n), cursor),
+    // Whoever holds the context does not end the run's spans: the processor does.
+    end: () => {},
+    isRecording: () => current().isRecording(),
+    recordException: (e, t) => current().recordException(e, t),
+  };
+  return cursor;
+}
+
+/** The run's outcome on the run's span and its open step's; a failed state marks both as errors. */
+function markOutcome(run: Span, open: OpenStep | undefined, outcome: Parameters<RunSpans['ended']>[0]): void {
+  const facts: Attributes = {
+    [ATTR.state]: outcome.state,
+    ...(outcome.intent_id ? { [ATTR.intentId]: outcome.intent_id } : {}),
+    'usdc_batch.attempts': outcome.attempts,
+  };
+  run.setAttributes(facts);
+  open?.span.setAttributes(facts);
+  if (FAILED_STATES.has(outcome.state)) {
+    const status = {
+      code: SpanStatusCode.ERROR,
+      message: outcome.error
+        ? `${outcome.error.code}: ${outcome.error.message}`.slice(0, 300)
+        : outcome.state,
+    };
+    const code = outcome.error ? { [ATTR.errorCode]: outcome.error.code } : {};
+    for (const span of open ? [open.span, run] : [run]) {
+      span.setStatus(status);
+      span.setAttributes(code);
+    }
+  }
 }
 
 async function followSpan<T>(

@@ -82,21 +82,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   const evm = wireEvm({ config, redis, prefix, logger });
   started.nonces = evm?.nonces;
   const solana = await wireSolana({ config, logger });
-  // Its keys' public addresses: published for the processes that hold no key, and sampled below.
-  const own = await treasuryAddresses({
-    config: {
-      network: config.network,
-      evmOwnerAddresses: evm?.signers.map((s) => s.address) ?? [],
-      solanaAddress: solana?.address,
-    },
-    prefix,
-  });
-  started.addresses = await startAddressPublisher({
-    redis,
-    prefix,
-    addresses: { evm: own.evmOwners, solana: own.solana?.address },
-    logger,
-  });
+  const own = await publishOwnAddresses(started, { config, prefix, logger, evm, solana });
 
   const connection = { endpoint: config, prefix, redis, logger };
   const spans = await transferSpans(store);
@@ -119,14 +105,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
 
   // The hooks need the workers, which need the hooks: the reference is filled in below.
   const ref: { workers?: TransferWorkers } = {};
-  const hooks: PipelineHooks = {
-    onBatchCompleted: (batchId, generation) => callbacks.completed(batchId, generation),
-    onSubmitted: (batchId, transferId, intentId) => follower.follow(batchId, transferId, intentId),
-    onNeedsReview: async (batchId, transferId, settleAt) => {
-      if (settleAt !== null) await ref.workers?.scheduleSettle(batchId, transferId, settleAt);
-    },
-    onRateLimited: (ms) => ref.workers?.rateLimit(ms),
-  };
+  const hooks = pipelineHooks(ref, callbacks, follower);
   const pipeline = wirePipeline({
     config,
     redis,
@@ -158,6 +137,68 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
       }));
   // `/metrics` counts the worker processes alive from these beats (usdc_batch_workers).
   started.heartbeat = startHeartbeat({ redis, prefix, sources, logger });
+  await logStarted({ acks, config, logger }, { sources, evm, solana });
+  return workers;
+}
+
+/** The treasury's public addresses: published for the processes that hold no key, and sampled. */
+async function publishOwnAddresses(
+  started: Started,
+  p: {
+    readonly config: Config;
+    readonly prefix: string;
+    readonly logger: Logger;
+    readonly evm: ReturnType<typeof wireEvm>;
+    readonly solana: Awaited<ReturnType<typeof wireSolana>>;
+  },
+): Promise<Awaited<ReturnType<typeof treasuryAddresses>>> {
+  const { config, prefix, logger, evm, solana } = p;
+  const redis = started.redis;
+  const own = await treasuryAddresses({
+    config: {
+      network: config.network,
+      evmOwnerAddresses: evm?.signers.map((s) => s.address) ?? [],
+      solanaAddress: solana?.address,
+    },
+    prefix,
+  });
+  started.addresses = await startAddressPublisher({
+    redis,
+    prefix,
+    addresses: { evm: own.evmOwners, solana: own.solana?.address },
+    logger,
+  });
+
+  return own;
+}
+
+/** What the pipeline tells the rest of the worker: completions, intents to follow, settles, 429s. */
+function pipelineHooks(
+  ref: { workers?: TransferWorkers },
+  callbacks: ReturnType<typeof createCallbackSender>,
+  follower: ReturnType<typeof createIntentFollower>,
+): PipelineHooks {
+  return {
+    onBatchCompleted: (batchId, generation) => callbacks.completed(batchId, generation),
+    onSubmitted: (batchId, transferId, intentId) => follower.follow(batchId, transferId, intentId),
+    onNeedsReview: async (batchId, transferId, settleAt) => {
+      if (settleAt !== null) await ref.workers?.scheduleSettle(batchId, transferId, settleAt);
+    },
+    onRateLimited: (ms) => ref.workers?.rateLimit(ms),
+  };
+}
+
+/** The start's one line: what this worker takes, and what its sends wait for. */
+async function logStarted(
+  deps: { readonly acks: ReplicaAcks; readonly config: Config; readonly logger: Logger },
+  what: {
+    readonly sources: ReturnType<typeof workerSourceChains>;
+    readonly evm: ReturnType<typeof wireEvm>;
+    readonly solana: Awaited<ReturnType<typeof wireSolana>>;
+  },
+): Promise<void> {
+  const { acks, config, logger } = deps;
+  const { sources, evm, solana } = what;
   // What sends wait for: the replicas Redis has had (REDIS_REPLICA_ACKS=auto) or the setting.
   const site = await acks.site();
   logger.info(
@@ -170,7 +211,6 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     },
     'worker started',
   );
-  return workers;
 }
 
 /**

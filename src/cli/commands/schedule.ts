@@ -70,6 +70,40 @@ async function withSchedules<T>(fn: (ctx: CliContext, deps: ScheduleDeps) => Pro
   });
 }
 
+/** The schedule's CSV, read whole (a schedule keeps its file in Redis): a usage error names the file. */
+function readScheduleCsv(file: string): Buffer {
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) throw usage('FILE', `${file} is not a file`);
+    if (st.size > MAX_SCHEDULE_CSV_BYTES) {
+      throw usage(
+        'FILE',
+        `${file} is larger than ${MAX_SCHEDULE_CSV_BYTES / 1024 / 1024} MiB; a schedule keeps its file in Redis`,
+      );
+    }
+    return readFileSync(file);
+  } catch (err) {
+    if (err instanceof ValidationError) throw err;
+    throw usage('FILE', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+/** What would refuse every firing of this file: its rows' problems, or a total over MAX_BATCH_USDC. */
+function csvProblems(input: Awaited<ReturnType<typeof validateCsv>>, cap: bigint | undefined): IngestIssue[] {
+  const problems: IngestIssue[] = [...input.issues, ...input.duplicates];
+  if (!input.fatal && problems.length === 0) {
+    const total = input.transfers.reduce((s, t) => s + t.amount, 0n);
+    if (cap !== undefined && total > cap) {
+      problems.push({
+        line: null,
+        column: 'amount',
+        message: `batch total ${formatUsdc(total)} is above MAX_BATCH_USDC (${formatUsdc(cap)})`,
+      });
+    }
+  }
+  return problems;
+}
+
 async function add(name: string, options: Record<string, unknown>): Promise<number> {
   const cron = typeof options['cron'] === 'string' ? options['cron'] : '';
   const tz = typeof options['tz'] === 'string' ? options['tz'] : 'UTC';
@@ -80,37 +114,12 @@ async function add(name: string, options: Record<string, unknown>): Promise<numb
   const spec = checkScheduleSpec(cron, tz);
   if (!spec.ok) throw usage('SCHEDULE_CRON', spec.message);
   if (rebalance !== undefined) return await addRebalance(name, cron, tz, rebalance);
-  let csv: Buffer;
-  try {
-    const st = statSync(file);
-    if (!st.isFile()) throw usage('FILE', `${file} is not a file`);
-    if (st.size > MAX_SCHEDULE_CSV_BYTES) {
-      throw usage(
-        'FILE',
-        `${file} is larger than ${MAX_SCHEDULE_CSV_BYTES / 1024 / 1024} MiB; a schedule keeps its file in Redis`,
-      );
-    }
-    csv = readFileSync(file);
-  } catch (err) {
-    if (err instanceof ValidationError) throw err;
-    throw usage('FILE', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
+  const csv = readScheduleCsv(file);
 
   return await withSchedules(async (ctx, deps) => {
     // Strict, as `enqueue` without flags: a schedule that would be refused at every firing is refused now.
     const input = await validateCsv(bufferSource(csv), { maxTransferUsdc: ctx.config.maxTransferUsdc });
-    const problems: IngestIssue[] = [...input.issues, ...input.duplicates];
-    if (!input.fatal && problems.length === 0) {
-      const cap = ctx.config.maxBatchUsdc;
-      const total = input.transfers.reduce((s, t) => s + t.amount, 0n);
-      if (cap !== undefined && total > cap) {
-        problems.push({
-          line: null,
-          column: 'amount',
-          message: `batch total ${formatUsdc(total)} is above MAX_BATCH_USDC (${formatUsdc(cap)})`,
-        });
-      }
-    }
+    const problems = csvProblems(input, ctx.config.maxBatchUsdc);
     if (input.fatal || problems.length > 0) {
       out(`rejected: schedule ${name} was not added`);
       const count = problems.length + input.omittedIssues + input.omittedDuplicates;
