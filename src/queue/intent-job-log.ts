@@ -1,9 +1,8 @@
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
-import { queueNameFor } from './jobs.ts';
-import { queueOptions } from './queue-options.ts';
+import { openTransferQueues } from './transfer-queues.ts';
 
 /*
  * An intent's final status told to the transfer job that submitted it (docs/data-model.md
@@ -29,30 +28,19 @@ export type IntentJobLog = {
 
 /** The transfer queues' jobs as the follower sees them, on the shared client. */
 export function createIntentJobLog(redis: Redis, prefix: string): IntentJobLog {
-  const queues = new Map<Chain, Queue>();
-  const queueOf = (source: Chain): Queue => {
-    let q = queues.get(source);
-    if (!q) {
-      q = new Queue(queueNameFor(source), queueOptions(redis, prefix));
-      // Errors reach the caller of each call; this only keeps an 'error' event from crashing the process.
-      q.on('error', () => {});
-      queues.set(source, q);
-    }
-    return q;
-  };
+  const queues = openTransferQueues(redis, prefix);
   return {
     async add(source, jobIds, intent, status) {
       let unfinished = false;
       for (const id of jobIds) {
-        const line = await logOnJob(queueOf(source), id, intent, status);
+        const line = await logOnJob(queues.of(source), id, intent, status);
         if (line === 'logged') return line;
         if (line === 'unfinished') unfinished = true;
       }
       return unfinished ? 'unfinished' : 'other';
     },
     async close() {
-      await Promise.all([...queues.values()].map((q) => q.close()));
-      queues.clear();
+      await queues.close();
     },
   };
 }

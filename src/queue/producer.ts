@@ -5,9 +5,10 @@ import type { Chain } from '../domain/chains.ts';
 import type { TransferJobSpec } from '../domain/transfer-jobs.ts';
 import { addCompletionCallback, CALLBACK_QUEUE } from './callbacks.ts';
 import { followIntent } from './intent-follower.ts';
-import { queueNameFor, transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
+import { transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
 import { queueOptions } from './queue-options.ts';
 import { transferQueueTelemetry } from './queue-telemetry.ts';
+import { openTransferQueues } from './transfer-queues.ts';
 import { ATTR } from '../trace/attributes.ts';
 import { activeTracing } from '../trace/tracing.ts';
 
@@ -68,22 +69,11 @@ export function createProducer(options: ProducerOptions): Producer {
       ? new Redis(options.connection, { maxRetriesPerRequest: 2, connectTimeout: 5_000 })
       : options.connection;
   if (owned) connection.on('error', () => {});
-  const queues = new Map<Chain, Queue>();
   let callbacks: Queue | undefined;
-  const queueFor = (chain: Chain): Queue => {
-    let q = queues.get(chain);
-    if (!q) {
-      const telemetry = transferQueueTelemetry();
-      q = new Queue(queueNameFor(chain), {
-        ...queueOptions(connection, options.prefix),
-        ...(telemetry ? { telemetry } : {}),
-      });
-      // Errors reach the caller of addBulk; this only keeps an 'error' event from crashing the process.
-      q.on('error', () => {});
-      queues.set(chain, q);
-    }
-    return q;
-  };
+  const queues = openTransferQueues(connection, options.prefix, () => {
+    const telemetry = transferQueueTelemetry();
+    return telemetry ? { telemetry } : {};
+  });
 
   return {
     async followIntent(batchId, transferId, intentId) {
@@ -108,7 +98,7 @@ export function createProducer(options: ProducerOptions): Producer {
       // The chains' bulks go out together, one round trip for all of them rather than one per chain.
       const adds: Promise<unknown>[] = [];
       for (const [chain, list] of byChain) {
-        const queue = queueFor(chain);
+        const queue = queues.of(chain);
         for (let i = 0; i < list.length; i += BULK_CHUNK) {
           adds.push(
             queue.addBulk(
@@ -128,8 +118,7 @@ export function createProducer(options: ProducerOptions): Producer {
       if (failed) throw failed.reason;
     },
     async close() {
-      await Promise.all([...queues.values(), ...(callbacks ? [callbacks] : [])].map((q) => q.close()));
-      queues.clear();
+      await Promise.all([queues.close(), callbacks?.close()]);
       callbacks = undefined;
       if (owned) await connection.quit().catch(() => connection.disconnect());
     },
