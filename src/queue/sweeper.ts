@@ -42,8 +42,6 @@ export type SweepDeps = {
   readonly busyReadAt?: Map<string, number>;
 };
 
-/** Where a transfer's job of its current round stands. */
-
 /**
  * Promise 2 from the store, not from the queue: every `queued` or `in_progress` transfer of an open,
  * unheld batch (unfinished-transfers.ts) whose job of its current round is not live —

@@ -113,26 +113,14 @@ export async function readBatchState(
   };
 }
 
-/**
- * Writes a batch so that nothing accepted is lost and nothing is registered twice: the batch record
- * first (`enqueued=0`), then the payout-id claims, then transfer records in chunks, then
- * `enqueued=1`. A run that dies anywhere leaves `enqueued=0`; running the same input again finds the
- * record with the same digest and completes it — claims and records are idempotent. Records only:
- * ingest gives each chunk's rows their jobs between the chunks (src/ingest/job-hand-off.ts), with
- * the three steps below.
+/*
+ * A batch is written so that nothing accepted is lost and nothing is registered twice: the batch
+ * record first (`enqueued=0`, openBatch), then the payout-id claims, then transfer records in chunks
+ * (writeTransferChunks), then `enqueued=1` (closeBatch). A run that dies anywhere leaves
+ * `enqueued=0`; running the same input again finds the record with the same digest and completes it
+ * — claims and records are idempotent. Ingest gives each chunk's rows their jobs between the chunks
+ * (src/ingest/job-hand-off.ts).
  */
-export async function writeBatch(
-  deps: BatchWriterDeps,
-  plan: BatchPlan,
-  options: WriteOptions,
-): Promise<WriteResult> {
-  const open = await openBatch(deps, plan, options);
-  if (open.status !== 'open') return open;
-  for await (const _ of writeTransferChunks(deps, plan, open.transfers, options)) {
-    // Records only: the rows left queued are ingest's to hand to the queue.
-  }
-  return await closeBatch(deps, plan.batchId, open);
-}
 
 /** A batch whose record and claims are in: its transfers are to be written, then the batch closed. */
 export type OpenBatch = {
@@ -443,15 +431,6 @@ async function undoBatch(
   }
   await deps.redis.multi().del(k.batch(batchId)).zrem(k.batches, batchId).exec();
 }
-
-/** The writer's functions bound to their dependencies. */
-export function createBatchWriter(deps: BatchWriterDeps) {
-  return {
-    write: (plan: BatchPlan, options: WriteOptions) => writeBatch(deps, plan, options),
-    readBatchState: (batchId: string) => readBatchState(deps.redis, deps.prefix, batchId),
-  };
-}
-export type BatchWriter = ReturnType<typeof createBatchWriter>;
 
 type Chunk = { readonly start: number; readonly end: number };
 

@@ -15,7 +15,7 @@ import { retryBatch } from '../../src/ops/retry-batch.ts';
 import { addRecipient, listRecipients, removeRecipient } from '../../src/ops/recipients.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { createBatchReader } from '../../src/store/batch-reader.ts';
-import { createBatchWriter } from '../../src/store/batch-writer.ts';
+import { writeBatchWithJobs } from '../../src/ingest/job-hand-off.ts';
 import { createRedis } from '../../src/store/redis.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { wireEvm, wirePipeline, wireServiceClient, wireSolana } from '../../src/worker/pipeline-wiring.ts';
@@ -116,17 +116,20 @@ describe('pipeline decisions', () => {
       policy: options.policy ?? fast,
     });
     const jobs = { addTransfers: async () => {} };
-    const writer = createBatchWriter({
+    // The records as ingest writes them; this test runs the transfers itself, so no job is added.
+    const writer = {
       redis: client,
       prefix,
-      fingerprint: (t) => `${t.recipient}${t.amount}`,
-    });
+      fingerprint: (t: TransferRequest) => `${t.recipient}${t.amount}`,
+      jobs: jobs,
+    };
     const rows: TransferRequest[] = [];
     const add = (row: Omit<TransferRequest, 'line' | 'hasPayoutId' | 'memo'>) => {
       rows.push({ ...row, line: rows.length + 2, hasPayoutId: true, memo: null });
     };
     const write = async (batchId: string) => {
-      await writer.write(
+      await writeBatchWithJobs(
+        writer,
         {
           batchId,
           digest: batchId,

@@ -11,7 +11,7 @@ import { runTransfer, type PipelineDeps, type StepOutcome } from '../../src/pipe
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import type { RedisNonceManager } from '../../src/signing/evm/nonce-manager.ts';
 import type { NonceLease, NonceManager } from '../../src/signing/types.ts';
-import { createBatchWriter } from '../../src/store/batch-writer.ts';
+import { writeBatchWithJobs } from '../../src/ingest/job-hand-off.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { wireEvm, wirePipeline, wireServiceClient, wireSolana } from '../../src/worker/pipeline-wiring.ts';
 import { waitFor } from '../helpers/cli.ts';
@@ -88,11 +88,13 @@ describe('pipeline: the prepared next permit', () => {
       solana: await wireSolana(on),
       policy: { ...DEFAULT_POLICY, leaseWaitMs: 60_000 },
     });
-    const writer = createBatchWriter({
+    // The records as ingest writes them; this test runs the transfers itself, so no job is added.
+    const writer = {
       redis: client,
       prefix,
-      fingerprint: (t) => `${t.recipient}${t.amount}`,
-    });
+      fingerprint: (t: TransferRequest) => `${t.recipient}${t.amount}`,
+      jobs: { addTransfers: async () => {} },
+    };
     const row: TransferRequest = {
       id: 'p',
       from: 'BASE',
@@ -103,7 +105,8 @@ describe('pipeline: the prepared next permit', () => {
       hasPayoutId: true,
       memo: null,
     };
-    await writer.write(
+    await writeBatchWithJobs(
+      writer,
       {
         batchId,
         digest: batchId,
