@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,10 +30,13 @@ const compose = parseYaml(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8')
 const redisService = compose.services['redis'] as RedisService;
 /** What compose hands the container: `$$` is a literal `$`. */
 const unescaped = (text: string) => text.replaceAll('$$', '$');
+/** The redis service's start: its entrypoint (`/bin/sh -c`) and its command, the script. */
+const [SHELL = '', ...SHELL_ARGS] = redisService.entrypoint ?? [];
+const START = [...SHELL_ARGS, unescaped(redisService.command?.[0] ?? '')];
 
 const scratch = mkdtempSync(join(tmpdir(), 'usdc-batch-compose-redis-'));
 const stand = join(scratch, 'bin');
-spawnSync('mkdir', ['-p', stand]);
+mkdirSync(stand);
 const REDIS_CLI = spawnSync('sh', ['-c', 'command -v redis-cli'], { encoding: 'utf8' }).stdout.trim();
 function script(name: string, body: string) {
   writeFileSync(join(stand, name), `#!/bin/sh\n${body}\n`);
@@ -67,8 +70,7 @@ async function startComposeRedis(password: string): Promise<Started> {
     TEST_PORT: String(port),
     TEST_DIR: dir,
   };
-  const [shell = '', ...shellArgs] = redisService.entrypoint ?? [];
-  const child = spawn(shell, [...shellArgs, unescaped(redisService.command?.[0] ?? '')], {
+  const child = spawn(SHELL, START, {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -150,14 +152,10 @@ describe('the compose Redis password (REDIS_PASSWORD)', () => {
   });
 
   it('refuses a password that would need escaping in REDIS_URL, naming the variable', () => {
-    const r = spawnSync(
-      (redisService.entrypoint ?? [])[0] ?? '',
-      [...(redisService.entrypoint ?? []).slice(1), unescaped(redisService.command?.[0] ?? '')],
-      {
-        env: { ...process.env, PATH: `${stand}:${process.env['PATH'] ?? ''}`, REDIS_PASSWORD: 'p@ss word' },
-        encoding: 'utf8',
-      },
-    );
+    const r = spawnSync(SHELL, START, {
+      env: { ...process.env, PATH: `${stand}:${process.env['PATH'] ?? ''}`, REDIS_PASSWORD: 'p@ss word' },
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(64);
     expect(r.stderr).toMatch(/^REDIS_PASSWORD: use letters, digits/);
   });
