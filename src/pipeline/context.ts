@@ -1,6 +1,7 @@
 import type { Logger } from '../log/logger.ts';
 import { runRecordAfter, type RunRecord, type StepsPatch } from '../store/saved-steps.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
+import type { FeeEstimate } from '../store/transfer-store.ts';
 import type { PipelineDeps, WaitKind } from './pipeline-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
 
@@ -44,8 +45,11 @@ export type Ctx = {
    * no other run writes it, operators' commands move only transfers that are not `in_progress`
    * (cancel: queued; retry: failed; resolve: needs_review), and the follower writes only submitted
    * ones. Absent for a step taken on another transfer's behalf (otherTransfer).
+   * `estimate` is the run's fee estimate while no write has carried it yet: the mark of the first
+   * send carries it (send-attempt.ts), or it is saved alone before a state change or a wait
+   * (saveEstimateNow), in both cases one step with the batch's totals.
    */
-  readonly run?: { rec: RunRecord } | undefined;
+  readonly run?: { rec: RunRecord; estimate?: FeeEstimate | undefined } | undefined;
 };
 
 /** The same run, acting on another transfer's record (settling a permit it left presumed used). */
@@ -86,8 +90,19 @@ export class Later extends Error {
  * over, which it returns.
  */
 export async function saveStep(ctx: Ctx, patch: StepsPatch): Promise<RunRecord | undefined> {
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch);
+  await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch, ctx.run?.rec);
   return noteWritten(ctx, { patch });
+}
+
+/**
+ * Saves the run's fee estimate if no write has carried it yet (Ctx.run): before a state change,
+ * and when the run hands its job back to wait, so that the record and the batch's totals show it.
+ */
+export async function saveEstimateNow(ctx: Ctx): Promise<void> {
+  const estimate = ctx.run?.estimate;
+  if (!ctx.run || !estimate) return;
+  await ctx.deps.store.saveEstimate(ctx.batchId, ctx.transferId, estimate);
+  ctx.run.estimate = undefined;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { TransferState } from '../domain/transfer.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
-import { current, Later, noteWritten, type Ctx } from './context.ts';
+import { current, Later, noteWritten, saveEstimateNow, type Ctx } from './context.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
@@ -54,6 +54,7 @@ async function finalTransition(
   ctx: Ctx,
   change: TransitionChange & { readonly fields: StepsPatch },
 ): Promise<TransitionResult> {
+  await saveEstimateNow(ctx);
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     ...change,
     ...(ctx.lock ? { unlock: ctx.lock.token } : {}),
@@ -146,6 +147,7 @@ export function pastDeadline(ctx: Ctx): boolean {
 
 export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> {
   const fields = { waitReason: reason };
+  await saveEstimateNow(ctx);
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['in_progress'],
     to: 'queued',
@@ -160,6 +162,7 @@ export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> 
  */
 export async function waitQueued(ctx: Ctx, reason: string, delayMs: number, kind: WaitKind): Promise<never> {
   const fields = { waitReason: reason, firstSeenAt: null };
+  await saveEstimateNow(ctx);
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     expected: ['in_progress'],
     to: 'queued',

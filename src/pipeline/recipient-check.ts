@@ -22,11 +22,13 @@ export type ClearanceDeps = {
  * not signed. It goes back to `queued` with the reason (never `failed`: nothing was wrong with it),
  * in a new round so that `approve` gives it a new job, and its batch is held — the same approval
  * releases it. A transfer that already has a payload never comes here: what was signed is not cut
- * off. Returns the outcome when it held the transfer, undefined when it may go on.
+ * off. `beforeMove` runs just before that transition (the run saves its estimate). Returns the
+ * outcome when it held the transfer, undefined when it may go on.
  */
 export async function holdUnlessCleared(
   deps: ClearanceDeps,
   rec: RunRecord,
+  beforeMove: () => Promise<void> = async () => {},
 ): Promise<
   | { readonly kind: 'done'; readonly state: TransferState; readonly record?: TransferRecord | undefined }
   | undefined
@@ -40,6 +42,7 @@ export async function holdUnlessCleared(
   const batchReason = removedSince
     ? `removed recipients: ${rec.recipient} (line ${rec.line}, ${formatUsdc(rec.amount)} USDC) was removed from the address book while the batch was in flight`
     : undefined;
+  await beforeMove();
   const res = await deps.store.transition(rec.batchId, rec.id, {
     expected: ['in_progress'],
     to: 'queued',

@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
 import { hasPayload, runRecordAfter, type RunRecord } from '../store/saved-steps.ts';
-import { addEvidence, current, Later, NO_REPORT, saveStep, type Ctx, type StepReporter } from './context.ts';
+import {
+  addEvidence,
+  current,
+  Later,
+  NO_REPORT,
+  saveEstimateNow,
+  saveStep,
+  type Ctx,
+  type StepReporter,
+} from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
@@ -96,7 +105,13 @@ export async function runTransfer(
     }
     return withRecord(ctx, await step(ctx, taken.paused));
   } catch (err) {
-    if (err instanceof Later) return laterOf(err);
+    if (err instanceof Later) {
+      // Waiting, the transfer shows its fee (an estimate no write carried yet is saved now).
+      await saveEstimateNow(ctx).catch((e: unknown) =>
+        ctx.log.warn({ err: { message: (e as Error).message } }, 'could not save the fee estimate'),
+      );
+      return laterOf(err);
+    }
     throw err;
   } finally {
     clearInterval(renew);
@@ -147,7 +162,7 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
   if (!hasPayload(current(ctx).steps)) {
     const guarded = await estimateAndGuard(ctx);
     if (guarded) return guarded;
-    const held = await holdUnlessCleared(ctx.deps, current(ctx));
+    const held = await holdUnlessCleared(ctx.deps, current(ctx), () => saveEstimateNow(ctx));
     if (held) return held;
     // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
     if (!isEvmChain(current(ctx).from)) await reserveDailySpend(ctx);

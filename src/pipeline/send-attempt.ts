@@ -81,8 +81,9 @@ export async function beginSend(
     ...(steps.prepared && fresh?.prepared === false ? { prepared: true } : {}),
     ...(reason ? { waitReason: reason } : {}),
   };
-  if (!(await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, back, lockToken(ctx))).held)
-    lockLost(ctx);
+  const fence = { token: lockToken(ctx), carried: current(ctx), estimate: ctx.run?.estimate };
+  if (!(await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, back, fence)).held) lockLost(ctx);
+  if (ctx.run) ctx.run.estimate = undefined;
   noteWritten(ctx, { patch: back });
   if (!gateOk) throw new LeaseNotConfirmed();
   ctx.report('wait', `${reason}: nothing sent`);
@@ -100,18 +101,21 @@ function lockToken(ctx: Ctx): string {
  * the lock stops here, writing nothing: another run has the transfer now.
  */
 async function markSending(ctx: Ctx, mark: StepsPatch): Promise<AckVerdict> {
-  const token = lockToken(ctx);
   const { store, acks } = ctx.deps;
+  // The run's estimate, if no write carried it yet, goes with the mark (saving it again is harmless).
+  const fence = { token: lockToken(ctx), carried: current(ctx), estimate: ctx.run?.estimate };
   if (!acks) {
-    if (!(await store.saveFenced(ctx.batchId, ctx.transferId, mark, token)).held) lockLost(ctx);
+    if (!(await store.saveFenced(ctx.batchId, ctx.transferId, mark, fence)).held) lockLost(ctx);
+    if (ctx.run) ctx.run.estimate = undefined;
     return { ok: true, wanted: 0 };
   }
   const { reply, verdict } = await acks.writeAcked(
-    (known) => store.fencedSaveCall(ctx.batchId, ctx.transferId, mark, { token, known }),
+    (known) => store.fencedSaveCall(ctx.batchId, ctx.transferId, mark, { ...fence, known }),
     (r) => siteOfMark(fencedSaveOf(r)),
   );
   // A round cut off before its answer (reply unknown) may have written the mark: it is taken back.
   if (reply !== undefined && !fencedSaveOf(reply).held) lockLost(ctx);
+  if (reply !== undefined && ctx.run) ctx.run.estimate = undefined;
   return verdict;
 }
 

@@ -320,6 +320,26 @@ export function fieldsOf(patch: StepsPatch): Record<string, string> {
   return out;
 }
 
+/** One write of a patch: the field/value pairs it sets and the fields it deletes. */
+export type StoredWrite = { readonly sets: readonly string[]; readonly gone: readonly string[] };
+
+/**
+ * A patch as one write (fieldsOf). With `carried`, the record as the run that writes it carries it
+ * (RunRecord: no other writer touches it while the run holds its lock, pipeline/context.ts), a
+ * cleared field the record does not hold is left out: deleting a field that is not there is a
+ * Redis command for nothing (most saves clear `uncertain`, `ambiguous` and the like, which are
+ * rarely set).
+ */
+export function storedWrite(patch: StepsPatch, carried?: TransferRecord): StoredWrite {
+  const sets: string[] = [];
+  const gone: string[] = [];
+  for (const [f, v] of Object.entries(fieldsOf(patch))) {
+    if (v !== '') sets.push(f, v);
+    else if (!carried || carried.raw[f] !== undefined) gone.push(f);
+  }
+  return { sets, gone };
+}
+
 /**
  * What a transfer no longer needs once `submitted` (cleared in the transition that makes it so):
  * its signed payload and the marks of its sends (a Solana payload's intent id and expiry too: the

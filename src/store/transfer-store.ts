@@ -7,6 +7,7 @@ import type { ScriptCall, WriteSite } from './replica-acks.ts';
 import {
   fieldsOf,
   runRecordOf,
+  storedWrite,
   type RunRecord,
   type StepsPatch,
   type TransferCounter,
@@ -87,18 +88,14 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
       const rec = await loadTransfer(s, { batchId, transferId });
       return rec && runRecordOf(rec);
     },
-    save: (batchId: string, transferId: string, patch: StepsPatch) =>
-      saveSteps(s, { batchId, transferId }, patch),
-    saveFenced: (batchId: string, transferId: string, patch: StepsPatch, token: string) =>
-      saveFenced(s, { batchId, transferId }, patch, token),
+    save: (batchId: string, transferId: string, patch: StepsPatch, carried?: TransferRecord) =>
+      saveSteps(s, { batchId, transferId }, patch, carried),
+    saveFenced: (batchId: string, transferId: string, patch: StepsPatch, fence: SaveFence) =>
+      saveFenced(s, { batchId, transferId }, patch, fence),
     appendEvidence: (batchId: string, transferId: string, line: string, at: number) =>
       appendEvidence(s, { batchId, transferId }, line, at),
-    fencedSaveCall: (
-      batchId: string,
-      transferId: string,
-      patch: StepsPatch,
-      fence: { readonly token: string; readonly known: string },
-    ) => fencedSaveCall(s, { batchId, transferId }, patch, fence),
+    fencedSaveCall: (batchId: string, transferId: string, patch: StepsPatch, fence: SaveFence) =>
+      fencedSaveCall(s, { batchId, transferId }, patch, fence),
     lock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
       lockTransfer(s, { batchId, transferId }, token, ttlMs),
     take: (batchId: string, transferId: string, lock: { token: string; ttlMs: number }, move: boolean) =>
@@ -109,12 +106,8 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
       unlockTransfer(s, { batchId, transferId }, token),
     incr: (batchId: string, transferId: string, field: TransferCounter, by = 1) =>
       incrCounter(s, { batchId, transferId }, field, by),
-    saveEstimate: (
-      batchId: string,
-      transferId: string,
-      fee: { total: bigint; platform: bigint; gas: bigint },
-      netReceive: bigint,
-    ) => saveEstimate(s, { batchId, transferId }, fee, netReceive),
+    saveEstimate: (batchId: string, transferId: string, estimate: FeeEstimate) =>
+      saveEstimate(s, { batchId, transferId }, estimate),
     saveIntentStatus: (
       batchId: string,
       transferId: string,
@@ -149,45 +142,78 @@ async function loadTransfer(s: Store, at: TransferAt): Promise<TransferRecord | 
 
 /**
  * Writes saved-step fields (no state change), deleting the cleared ones (a counter such as
- * `ambiguous` must never be left an empty string: HINCRBY refuses it). One atomic MULTI.
+ * `ambiguous` must never be left an empty string: HINCRBY refuses it), in one step: one HSET, or a
+ * MULTI with the HDEL. `carried` (a run's record) leaves out cleared fields it does not hold
+ * (storedWrite).
  */
-async function saveSteps(s: Store, at: TransferAt, patch: StepsPatch): Promise<void> {
+async function saveSteps(
+  s: Store,
+  at: TransferAt,
+  patch: StepsPatch,
+  carried?: TransferRecord,
+): Promise<void> {
   const { batchId, transferId } = at;
   const key = s.k.transfer(batchId, transferId);
-  const sets: string[] = [];
-  const gone: string[] = [];
-  for (const [f, v] of Object.entries(fieldsOf(patch))) {
-    if (v === '') gone.push(f);
-    else sets.push(f, v);
+  const { sets, gone } = storedWrite(patch, carried);
+  const pairs = [...sets, 'updated_at', String(s.now())];
+  if (gone.length === 0) {
+    await s.redis.hset(key, ...pairs);
+    return;
   }
-  sets.push('updated_at', String(s.now()));
-  const tx = s.redis.multi().hset(key, ...sets);
-  if (gone.length > 0) tx.hdel(key, ...gone);
-  const replies = await tx.exec();
+  const replies = await s.redis
+    .multi()
+    .hset(key, ...pairs)
+    .hdel(key, ...gone)
+    .exec();
   const failed = replies?.find(([err]) => err);
   if (failed?.[0]) throw failed[0];
 }
 
+/** A fee estimate as a run has it: saved alone (saveEstimate) or with a send's mark (FencedWrite). */
+export type FeeEstimate = {
+  readonly fee: { readonly total: bigint; readonly platform: bigint; readonly gas: bigint };
+  readonly netReceive: bigint;
+};
+
 /**
- * The fenced save as a script call (fenced-save.lua): saved-step fields written only while `token`
- * holds the transfer's processing lock, and where the write landed when `known` is not '' (what the
- * caller last learnt of the primary, or '?'). Run by replica-acks.ts (writeAcked) for a send's mark,
- * or by saveFenced.
+ * What fences a save (fenced-save.lua): the run's lock token; with `known` (what the caller last
+ * learnt of the primary, or '?') where the write landed is asked for; `carried`, the run's record
+ * (storedWrite); `estimate`, the run's fee estimate not saved yet, written in the same step.
  */
-function fencedSaveCall(
-  s: Store,
-  at: TransferAt,
-  patch: StepsPatch,
-  fence: { readonly token: string; readonly known: string },
-): ScriptCall {
+export type SaveFence = {
+  readonly token: string;
+  readonly known?: string;
+  readonly carried?: TransferRecord | undefined;
+  readonly estimate?: FeeEstimate | undefined;
+};
+
+/**
+ * The fenced save as a script call (fenced-save.lua): saved-step fields (and the fence's estimate)
+ * written only while the fence's token holds the transfer's processing lock, and where the write
+ * landed when `known` is given. Run by replica-acks.ts (writeAcked) for a send's mark, or by
+ * saveFenced.
+ */
+function fencedSaveCall(s: Store, at: TransferAt, patch: StepsPatch, fence: SaveFence): ScriptCall {
   const { batchId, transferId } = at;
-  const flat: string[] = [];
-  for (const [f, v] of Object.entries(fieldsOf(patch))) flat.push(f, v);
-  flat.push('updated_at', String(s.now()));
+  const { sets, gone } = storedWrite(patch, fence.carried);
+  const est = fence.estimate;
   return {
     script: FENCED_SAVE,
-    keys: [s.k.transfer(batchId, transferId), lockKey(s, batchId, transferId), s.k.replicas],
-    args: [fence.token, fence.known, ...flat],
+    keys: [
+      s.k.transfer(batchId, transferId),
+      lockKey(s, batchId, transferId),
+      s.k.replicas,
+      s.k.batch(batchId),
+    ],
+    args: [
+      fence.token,
+      fence.known ?? '',
+      est ? [est.fee.total, est.fee.platform, est.fee.gas, est.netReceive].join('|') : '',
+      ...sets,
+      'updated_at',
+      String(s.now()),
+      ...gone.flatMap((f) => [f, '']),
+    ],
   };
 }
 
@@ -199,9 +225,14 @@ export function fencedSaveOf(reply: unknown): FencedSave {
   return { held: true, site: primary === '' ? undefined : { primary, replicas: Number(res[2] ?? 0) } };
 }
 
-/** Writes saved-step fields only while `token` holds the transfer's processing lock (one script). */
-async function saveFenced(s: Store, at: TransferAt, patch: StepsPatch, token: string): Promise<FencedSave> {
-  const call = fencedSaveCall(s, at, patch, { token, known: '' });
+/** Writes saved-step fields only while the fence's token holds the transfer's processing lock. */
+async function saveFenced(
+  s: Store,
+  at: TransferAt,
+  patch: StepsPatch,
+  fence: SaveFence,
+): Promise<FencedSave> {
+  const call = fencedSaveCall(s, at, patch, { ...fence, known: '' });
   return fencedSaveOf(await runScript(s.redis, call.script, call.keys, call.args));
 }
 
@@ -287,13 +318,9 @@ async function incrCounter(s: Store, at: TransferAt, field: TransferCounter, by:
   return await s.redis.hincrby(s.k.transfer(batchId, transferId), field, by);
 }
 
-async function saveEstimate(
-  s: Store,
-  at: TransferAt,
-  fee: { total: bigint; platform: bigint; gas: bigint },
-  netReceive: bigint,
-): Promise<void> {
+async function saveEstimate(s: Store, at: TransferAt, estimate: FeeEstimate): Promise<void> {
   const { batchId, transferId } = at;
+  const { fee, netReceive } = estimate;
   await runScript(
     s.redis,
     SAVE_ESTIMATE,
@@ -303,11 +330,8 @@ async function saveEstimate(
 }
 
 /** The record with an estimate laid over it, as saveEstimate writes it. */
-export function withEstimate(
-  rec: RunRecord,
-  fee: { total: bigint; platform: bigint; gas: bigint },
-  netReceive: bigint,
-): RunRecord {
+export function withEstimate(rec: RunRecord, estimate: FeeEstimate): RunRecord {
+  const { fee, netReceive } = estimate;
   return { ...rec, feeTotal: fee.total, feePlatform: fee.platform, feeGas: fee.gas, netReceive };
 }
 

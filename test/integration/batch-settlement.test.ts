@@ -40,12 +40,10 @@ describe('batch settlement counters', () => {
     const ids = lines.map((_, i) => `${batchId}-r${i}`);
     for (const [i, id] of ids.entries()) {
       const fee = 100_000n * BigInt(i + 1);
-      await store.saveEstimate(
-        batchId,
-        id,
-        { total: fee, platform: fee - 10_000n, gas: 10_000n },
-        10_000_000n * BigInt(i + 1) - fee,
-      );
+      await store.saveEstimate(batchId, id, {
+        fee: { total: fee, platform: fee - 10_000n, gas: 10_000n },
+        netReceive: 10_000_000n * BigInt(i + 1) - fee,
+      });
     }
     return ids;
   }
@@ -74,7 +72,10 @@ describe('batch settlement counters', () => {
     await h.redis.hset(`${h.prefix}:t:big-1:${ids[0]!}`, 'amount', '1152921504606846977');
     const fee = 123_456_789_012_345_678n;
     const net = 1_029_464_715_594_501_299n;
-    await store.saveEstimate('big-1', ids[0]!, { total: fee, platform: fee - 1n, gas: 1n }, net);
+    await store.saveEstimate('big-1', ids[0]!, {
+      fee: { total: fee, platform: fee - 1n, gas: 1n },
+      netReceive: net,
+    });
     let b = await h.redis.hgetall(batchKey);
     // The batch's estimates: row 1's 0.2 USDC beside row 0's new one.
     expect(b['fee']).toBe((fee + 200_000n).toString());
@@ -210,12 +211,10 @@ describe('batch settlement counters', () => {
   it('keeps the paid fee equal to the estimate of a submitted transfer when it is estimated again', async () => {
     const ids = await batchOf(1, 'settle-reestimate');
     await submit('settle-reestimate', ids[0]!);
-    await store.saveEstimate(
-      'settle-reestimate',
-      ids[0]!,
-      { total: 250_000n, platform: 240_000n, gas: 10_000n },
-      9_750_000n,
-    );
+    await store.saveEstimate('settle-reestimate', ids[0]!, {
+      fee: { total: 250_000n, platform: 240_000n, gas: 10_000n },
+      netReceive: 9_750_000n,
+    });
     const s = await summary('settle-reestimate');
     expect(s.totals.paid).toEqual({ amount: '10.00', fee: '0.25', net_receive: '9.75' });
     expect(s.totals.fee).toBe('0.25');
@@ -227,12 +226,10 @@ describe('batch settlement counters', () => {
       batchId: 'settle-big',
     });
     expect(out.status).toBe('enqueued');
-    await store.saveEstimate(
-      'settle-big',
-      'big',
-      { total: 123_456_789_012n, platform: 123_456_789_012n, gas: 0n },
-      89_876_543_334_445n,
-    );
+    await store.saveEstimate('settle-big', 'big', {
+      fee: { total: 123_456_789_012n, platform: 123_456_789_012n, gas: 0n },
+      netReceive: 89_876_543_334_445n,
+    });
     await submit('settle-big', 'big');
     const s = await summary('settle-big');
     expect(s.totals.paid).toEqual({
@@ -240,5 +237,52 @@ describe('batch settlement counters', () => {
       fee: '123456.789012',
       net_receive: '89876543.334445',
     });
+  });
+  it('moves the batch totals the same whether an estimate is saved alone or with a send mark', async () => {
+    // Two like batches, enqueued unestimated: one saves its estimates alone, the other with the
+    // fenced mark of a first send (what a run does, send-attempt.ts), only while it holds the lock.
+    for (const batchId of ['est-alone', 'est-marked']) {
+      const rows = `id,from,to,amount,recipient,memo\n${batchId}-0,BASE,ARB,10,${EVM[0]},a\n${batchId}-1,BASE,ARB,20,${EVM[1]},b\n`;
+      const out = await h.enqueue(rows, { batchId, allowDuplicates: true });
+      expect(out.status).toBe('enqueued');
+      expect((await summary(batchId)).totals.fee).toBeNull();
+    }
+    const estimate = (n: bigint) => ({
+      fee: { total: 100_000n * n, platform: 90_000n * n, gas: 10_000n * n },
+      netReceive: 10_000_000n * n - 100_000n * n,
+    });
+    await store.saveEstimate('est-alone', 'est-alone-0', estimate(1n));
+    const token = 'run-token';
+    expect(await store.lock('est-marked', 'est-marked-0', token, 30_000)).toBe(true);
+    const mark = { sendState: 'sending', sends: 1, uncertain: false } as const;
+    // Without the lock nothing is written, the estimate neither.
+    expect(
+      (await store.saveFenced('est-marked', 'est-marked-1', mark, { token, estimate: estimate(2n) })).held,
+    ).toBe(false);
+    const saved = await store.saveFenced('est-marked', 'est-marked-0', mark, {
+      token,
+      estimate: estimate(1n),
+    });
+    expect(saved.held).toBe(true);
+    const alone = await summary('est-alone');
+    const marked = await summary('est-marked');
+    // One of two rows estimated: the fee total is unknown until both are, in both batches.
+    expect(marked.totals.fee).toBeNull();
+    expect(alone.totals.fee).toBeNull();
+    const key = (b: string) => `${h.prefix}:batch:${b}`;
+    for (const f of ['fee', 'net_receive', 'unestimated'])
+      expect(await h.redis.hget(key('est-marked'), f)).toBe(await h.redis.hget(key('est-alone'), f));
+    expect(await h.redis.hget(key('est-marked'), 'unestimated')).toBe('1');
+    // The mark and the fee are one write of the record; an estimate carried again changes nothing.
+    const rec = await store.load('est-marked', 'est-marked-0');
+    expect([rec?.feeTotal, rec?.raw['send_state']]).toEqual([100_000n, 'sending']);
+    await store.saveFenced('est-marked', 'est-marked-0', mark, { token, estimate: estimate(1n) });
+    await store.saveEstimate('est-alone', 'est-alone-1', estimate(2n));
+    await store.saveFenced('est-marked', 'est-marked-1', mark, { token: 'other', estimate: estimate(2n) });
+    expect(await store.lock('est-marked', 'est-marked-1', 'other', 30_000)).toBe(true);
+    await store.saveFenced('est-marked', 'est-marked-1', mark, { token: 'other', estimate: estimate(2n) });
+    for (const f of ['fee', 'net_receive', 'unestimated'])
+      expect(await h.redis.hget(key('est-marked'), f)).toBe(await h.redis.hget(key('est-alone'), f));
+    expect((await summary('est-marked')).totals).toMatchObject({ fee: '0.30', net_receive: '29.70' });
   });
 });

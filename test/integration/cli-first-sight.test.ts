@@ -255,12 +255,10 @@ describe('fees not estimated yet are null, never 0.00', () => {
     expect(text).not.toMatch(/^planned.*fee 0\.00/m);
 
     // One estimated; one ends failed before its estimate: the third may still be sent, unestimated.
-    await store.saveEstimate(
-      batchId,
-      'fee-1',
-      { total: 100_000n, platform: 90_000n, gas: 10_000n },
-      1_400_000n,
-    );
+    await store.saveEstimate(batchId, 'fee-1', {
+      fee: { total: 100_000n, platform: 90_000n, gas: 10_000n },
+      netReceive: 1_400_000n,
+    });
     await store.transition(batchId, 'fee-2', {
       expected: ['queued'],
       to: 'failed',
@@ -274,12 +272,10 @@ describe('fees not estimated yet are null, never 0.00', () => {
     });
 
     // The last one that may be sent is estimated: the totals sum the estimates made.
-    await store.saveEstimate(
-      batchId,
-      'fee-3',
-      { total: 200_000n, platform: 150_000n, gas: 50_000n },
-      3_300_000n,
-    );
+    await store.saveEstimate(batchId, 'fee-3', {
+      fee: { total: 200_000n, platform: 150_000n, gas: 50_000n },
+      netReceive: 3_300_000n,
+    });
     expect((await doc()).totals).toMatchObject({ fee: '0.30', net_receive: '4.70' });
     expect((await runCli(['status', batchId], env)).stdout).toMatch(
       /^planned {2}amount 7\.50 USDC {2}fee 0\.30 {2}net 4\.70$/m,

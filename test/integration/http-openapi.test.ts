@@ -194,12 +194,10 @@ describe('GET /openapi.json', () => {
 
     // One row submitted, one failed, one still queued: every kind of value a row can hold.
     const store = createTransferStore({ redis, prefix });
-    await store.saveEstimate(
-      'oa-b1',
-      'oa-0',
-      { total: 100_000n, platform: 90_000n, gas: 10_000n },
-      1_150_000n,
-    );
+    await store.saveEstimate('oa-b1', 'oa-0', {
+      fee: { total: 100_000n, platform: 90_000n, gas: 10_000n },
+      netReceive: 1_150_000n,
+    });
     await store.transition('oa-b1', 'oa-0', {
       expected: ['queued'],
       to: 'submitted',

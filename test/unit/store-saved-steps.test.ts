@@ -7,6 +7,7 @@ import {
   runRecordAfter,
   runRecordOf,
   savedSteps,
+  storedWrite,
 } from '../../src/store/saved-steps.ts';
 import { parseTransferRecord, type TransferRecord } from '../../src/store/transfer-record.ts';
 
@@ -143,4 +144,24 @@ describe('saved steps', () => {
     const after = runRecordAfter(rec, { evidence: ['a', 'b'] });
     expect(after.steps.evidence).toEqual(['a', 'b']);
   });
+  it('deletes in one write only the cleared fields the carried record holds', () => {
+    const patch = permitPatch(PERMIT, 2);
+    // Without a carried record every cleared field is deleted.
+    const blind = storedWrite(patch);
+    expect(blind.gone).toEqual(
+      expect.arrayContaining(['uncertain', 'ambiguous', 'unavailable', 'refusal', 'prepared']),
+    );
+    // The run's record holds `ambiguous` and `prepared` only: those two go, the absent ones are left.
+    const carried = record({ ambiguous: '2', prepared: '1' });
+    const write = storedWrite(patch, carried);
+    expect(write.gone.sort()).toEqual(['ambiguous', 'prepared']);
+    expect(write.sets).toEqual(blind.sets);
+    expect(Object.fromEntries(pairsOf(write.sets))).toMatchObject({ permit_nonce: '7', payload_gen: '2' });
+  });
 });
+
+function pairsOf(flat: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i]!, flat[i + 1]!]);
+  return out;
+}

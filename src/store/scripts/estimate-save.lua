@@ -1,6 +1,8 @@
 --[[
   Saves a transfer's fee estimate (transfer-store.ts saveEstimate) and keeps the batch's fee/net
-  totals equal to the sum over its transfers (and, for a submitted transfer, its paid totals).
+  totals equal to the sum over its transfers (writeEstimate, in estimate.lua). A run saves its
+  estimate this way only when no send's mark carries it (fenced-save.lua): it ends, or waits,
+  before it sends.
 
   Input:
     KEYS[1] the transfer record
@@ -13,23 +15,6 @@
   Output:
     1
 ]]
---- @include "settlement"
-local fields = tallyFields(redis.call('HMGET', KEYS[1], unpack(TALLY_FIELDS)), 0)
-local before = tallyOf(fields)
-local delta = {}
-addTo(delta, 'fee', fields.fee_total or '0', -1)
-addTo(delta, 'fee', ARGV[1], 1)
-addTo(delta, 'net_receive', fields.net_receive or '0', -1)
-addTo(delta, 'net_receive', ARGV[4], 1)
--- A first estimate of a transfer that may still be sent lowers the batch's 'unestimated' count
--- (where the batch keeps one: see moveTransfer).
-if (fields.fee_total == nil or fields.fee_total == '') and (fields.state == 'queued' or fields.state == 'in_progress')
-  and redis.call('HEXISTS', KEYS[2], 'unestimated') == 1 then
-  redis.call('HINCRBY', KEYS[2], 'unestimated', -1)
-end
-redis.call('HSET', KEYS[1], 'fee_total', ARGV[1], 'fee_platform', ARGV[2], 'fee_gas', ARGV[3], 'net_receive', ARGV[4])
-fields.fee_total = ARGV[1]
-fields.net_receive = ARGV[4]
-retally(delta, before, tallyOf(fields))
-batchAdd(KEYS[2], delta)
+--- @include "estimate"
+writeEstimate(KEYS[1], KEYS[2], { total = ARGV[1], platform = ARGV[2], gas = ARGV[3], net = ARGV[4] }, {})
 return 1

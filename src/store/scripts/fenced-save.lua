@@ -4,25 +4,29 @@
   does not go. A run that lost its lock (it expired while the run was stalled, or a failover lost
   it) writes nothing and stops before it sends: two runs of one transfer never both send.
   With ARGV[2] set it also says where the write landed, for the replica acknowledgement that must
-  come before the send (replica-acks.ts).
+  come before the send (replica-acks.ts). The run's fee estimate, not saved yet, comes with the
+  first mark (writeEstimate, in estimate.lua: the batch's totals move in the same step).
 
   Input:
     KEYS[1] the transfer record
     KEYS[2] its processing lock
     KEYS[3] the replicas hash (P:replicas)
+    KEYS[4] the batch record
     ARGV[1] the run's lock token
     ARGV[2] '' not to report the primary's replicas; else what the caller last learnt of the
             primary, "<id>|<most>", or '?' for nothing
-    ARGV[3..] field/value pairs; an empty value deletes the field (a cleared step)
+    ARGV[3] '' or the estimate to save with it: "<fee total>|<platform fee>|<gas fee>|<net receive>"
+    ARGV[4..] field/value pairs; an empty value deletes the field (a cleared step)
 
   Output:
     {0} the lock is not the run's: nothing written
     {1, replication id, most replicas since it became primary} written ({1, '', 0} when not asked)
 ]]
 --- @include "primary-replicas"
+--- @include "estimate"
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
 local sets, gone = {}, {}
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   if ARGV[i + 1] == '' then
     gone[#gone + 1] = ARGV[i]
   else
@@ -30,7 +34,12 @@ for i = 3, #ARGV, 2 do
     sets[#sets + 1] = ARGV[i + 1]
   end
 end
-if #sets > 0 then redis.call('HSET', KEYS[1], unpack(sets)) end
+if ARGV[3] ~= '' then
+  local total, platform, gas, net = string.match(ARGV[3], '^([^|]+)|([^|]+)|([^|]+)|([^|]+)$')
+  writeEstimate(KEYS[1], KEYS[4], { total = total, platform = platform, gas = gas, net = net }, sets)
+elseif #sets > 0 then
+  redis.call('HSET', KEYS[1], unpack(sets))
+end
 if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 if ARGV[2] == '' then return {1, '', 0} end
 local id, most = primaryReplicas(KEYS[3], ARGV[2], true)

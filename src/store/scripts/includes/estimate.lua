@@ -1,0 +1,37 @@
+--[[
+  writeEstimate(t, b, est, sets): a transfer's fee estimate written with `sets` (more field/value
+  pairs of the same record, or {}) in one HSET of the record `t`, keeping the batch record `b`'s
+  fee/net totals equal to the sum over its transfers (and, for a submitted transfer, its paid
+  totals: settlement.lua). `est` = { total, platform, gas, net } (micro-USDC, decimal strings).
+  A first estimate of a transfer that may still be sent (queued, in progress) lowers the batch's
+  `unestimated` count, where the batch keeps one (see moveTransfer).
+  One read and one write of the record (HMGET, HSET), and of the batch record when its totals move
+  (HMGET, HSET).
+]]
+--- @include "settlement"
+local function writeEstimate(t, b, est, sets)
+  local fields = tallyFields(redis.call('HMGET', t, unpack(TALLY_FIELDS)), 0)
+  local before = tallyOf(fields)
+  local delta = {}
+  addTo(delta, 'fee', fields.fee_total or '0', -1)
+  addTo(delta, 'fee', est.total, 1)
+  addTo(delta, 'net_receive', fields.net_receive or '0', -1)
+  addTo(delta, 'net_receive', est.net, 1)
+  local first = (fields.fee_total == nil or fields.fee_total == '')
+    and (fields.state == 'queued' or fields.state == 'in_progress')
+  for _, x in ipairs({ 'fee_total', est.total, 'fee_platform', est.platform, 'fee_gas', est.gas, 'net_receive', est.net }) do
+    table.insert(sets, x)
+  end
+  redis.call('HSET', t, unpack(sets))
+  fields.fee_total = est.total
+  fields.net_receive = est.net
+  retally(delta, before, tallyOf(fields))
+  for f, d in pairs(delta) do if d == '0' then delta[f] = nil end end
+  local vals = batchValues(b, delta, first and { 'unestimated' } or {})
+  local batchSets = {}
+  if first and vals.unestimated then
+    batchSets = { 'unestimated', string.format('%d', tonumber(vals.unestimated) - 1) }
+  end
+  local pairs_ = batchPairs(delta, vals, batchSets)
+  if #pairs_ > 0 then redis.call('HSET', b, unpack(pairs_)) end
+end
