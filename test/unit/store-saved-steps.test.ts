@@ -154,7 +154,7 @@ describe('saved steps', () => {
     // The run's record holds `ambiguous` and `prepared` only: those two go, the absent ones are left.
     const carried = record({ ambiguous: '2', prepared: '1' });
     const write = storedWrite(patch, carried);
-    expect(write.gone.sort()).toEqual(['ambiguous', 'prepared']);
+    expect([...write.gone].sort()).toEqual(['ambiguous', 'prepared']);
     expect(write.sets).toEqual(blind.sets);
     expect(Object.fromEntries(pairsOf(write.sets))).toMatchObject({ permit_nonce: '7', payload_gen: '2' });
   });
