@@ -8,17 +8,17 @@ import {
   addFollowedIntent,
   claimDueIntents,
   dropFollowedIntent,
+  readFollowedTransfer,
   releaseClaims,
   scheduleNextPoll,
   type FollowedIntent,
+  type FollowedTransfer,
 } from '../store/intent-follows.ts';
 import { dropUnhashedReservation } from '../store/owner-balance.ts';
-import { savedSteps } from '../store/saved-steps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import { startFollowLoop } from './follow-loop.ts';
 import { addFailedIntentJob, createIntentFailures, type IntentFailures } from './intent-failures.ts';
-import { createIntentJobLog, type IntentJobLog, type IntentLine } from './intent-job-log.ts';
+import { createIntentJobLog, type IntentJobLog } from './intent-job-log.ts';
 import { transferJobId } from './jobs.ts';
 import type { TransferSpans } from './run-spans.ts';
 
@@ -162,28 +162,52 @@ async function pollIntent(
   said: (status: string) => void = () => {},
 ): Promise<void> {
   const { deps } = f;
-  let status = f.waiting.get(intent.member)?.status;
-  if (status === undefined) {
-    try {
-      const res = await deps.service.getIntentStatus(intent.intentId);
-      if (res === undefined) return await notFound(f, intent);
-      status = res.status;
-      said(status);
-    } catch (err) {
-      deps.logger.debug(
-        { err: { message: (err as Error).message }, intentId: intent.intentId },
-        'status poll failed',
-      );
-      return await nextPoll(f, intent);
-    }
-  }
-  const rec = await deps.store.load(intent.batchId, intent.transferId);
-  // The transfer names another intent (or is gone): nothing of it is this intent's to record.
-  if (!rec || rec.intentId !== intent.intentId)
+  const waited = f.waiting.get(intent.member);
+  if (waited) {
+    const t = await followedTransfer(f, intent);
+    if (t) return await logWhenJobEnded(f, intent, waited.status, t);
+    // The transfer names another intent by now: nothing of it is this intent's to record.
+    f.waiting.delete(intent.member);
     return await dropFollowedIntent(deps.redis, deps.prefix, intent);
-  if (isFinal(status)) return await finalStatus(f, intent, rec, status);
-  if (rec.intentStatus !== status) await recordStatus(f, intent, rec, status);
+  }
+  let status: string;
+  try {
+    const res = await deps.service.getIntentStatus(intent.intentId);
+    if (res === undefined) return await notFound(f, intent);
+    status = res.status;
+    said(status);
+  } catch (err) {
+    deps.logger.debug(
+      { err: { message: (err as Error).message }, intentId: intent.intentId },
+      'status poll failed',
+    );
+    return await nextPoll(f, intent);
+  }
+  if (isFinal(status)) return await finalStatus(f, intent, status);
+  const t = await followedTransfer(f, intent);
+  // The transfer names another intent (or is gone): nothing of it is this intent's to record.
+  if (!t) return await dropFollowedIntent(deps.redis, deps.prefix, intent);
+  if (t.intentStatus !== status && !(await saveStatus(f, intent, { status })))
+    return await dropFollowedIntent(deps.redis, deps.prefix, intent);
   await nextPoll(f, intent);
+}
+
+/** The intent's transfer (one HMGET) while it still records this intent; undefined otherwise. */
+async function followedTransfer(f: Follower, intent: FollowedIntent): Promise<FollowedTransfer | undefined> {
+  const t = await readFollowedTransfer(f.deps.redis, f.deps.prefix, intent);
+  return t?.intentId === intent.intentId ? t : undefined;
+}
+
+/**
+ * Records what the route said while the transfer still records this intent (one script, which
+ * writes nothing when the record says it already): the transfer as it was before, or undefined.
+ */
+async function saveStatus(
+  f: Follower,
+  intent: FollowedIntent,
+  said: { status: string } | { untracked: true },
+): Promise<FollowedTransfer | undefined> {
+  return await f.deps.store.saveIntentStatus(intent.batchId, intent.transferId, intent.intentId, said);
 }
 
 /**
@@ -191,14 +215,7 @@ async function pollIntent(
  * which the batch's `settled` says as null rather than waiting forever.
  */
 async function notFound(f: Follower, intent: FollowedIntent): Promise<void> {
-  const { deps } = f;
-  await deps.store.saveIntentStatus(intent.batchId, intent.transferId, intent.intentId, { untracked: true });
-  await stopFollowing(f, intent);
-}
-
-/** It will not be followed any more: its owner reservation ends, and it leaves the follow set. */
-async function stopFollowing(f: Follower, intent: FollowedIntent): Promise<void> {
-  await endReservation(f, intent, await f.deps.store.load(intent.batchId, intent.transferId));
+  await endReservation(f, await saveStatus(f, intent, { untracked: true }));
   await dropFollowedIntent(f.deps.redis, f.deps.prefix, intent);
 }
 
@@ -213,27 +230,48 @@ async function nextPoll(f: Follower, intent: FollowedIntent): Promise<void> {
     { intentId: intent.intentId, ageMs: age },
     'intent not final after 45 minutes: no longer followed',
   );
-  await stopFollowing(f, intent);
+  await endReservation(f, await followedTransfer(f, intent));
+  await dropFollowedIntent(f.deps.redis, f.deps.prefix, intent);
 }
 
 /**
- * A final status: the owner reservation ends, the record says it and the transfer job's log gets a
- * line for it (a job not yet ended is waited for), an intent that failed gets its failed job, and it
- * is no longer followed. An intent that ended `failed` after its transfer was submitted — the
- * service took the USDC and did not deliver it — is counted once.
+ * A final status seen: the record says it (and the batch's counters move, in one script that also
+ * returns the transfer as it was), the owner reservation ends, and the transfer job's log gets a
+ * line for it (logWhenJobEnded). An intent that ended `failed` after its transfer was submitted —
+ * the service took the USDC and did not deliver it — is counted once: when its record first says it.
+ * Recording first and ending the reservation after it holds a reservation a moment longer, never
+ * shorter; a crash between the two comes back here with the intent's next claim, and ends it then.
  */
-async function finalStatus(
+async function finalStatus(f: Follower, intent: FollowedIntent, status: string): Promise<void> {
+  const { deps } = f;
+  const before = await saveStatus(f, intent, { status });
+  // The transfer names another intent (or is gone): nothing of it is this intent's to record.
+  if (!before) return await dropFollowedIntent(deps.redis, deps.prefix, intent);
+  await endReservation(f, before);
+  if (status === 'failed' && before.intentStatus !== 'failed') {
+    deps.metrics?.intentFailed(before.from);
+    deps.logger.warn(
+      { batchId: intent.batchId, transferId: intent.transferId, intentId: intent.intentId },
+      `intent ${intent.intentId} is failed`,
+    );
+  }
+  await logWhenJobEnded(f, intent, status, before);
+}
+
+/**
+ * The final status, recorded, goes to the transfer job's log as one more line; a job not yet ended
+ * is waited for (a claim again after `resultWaitMs`, at most `maxResultWaits` times). Then an
+ * intent that failed gets its failed job, and it is no longer followed.
+ */
+async function logWhenJobEnded(
   f: Follower,
   intent: FollowedIntent,
-  rec: TransferRecord,
   status: string,
+  t: FollowedTransfer,
 ): Promise<void> {
   const { deps } = f;
-  const waited = f.waiting.get(intent.member);
-  if (!waited) await firstSeenFinal(f, intent, rec, status);
-  const recorded = waited !== undefined || (await recordStatus(f, intent, rec, status));
-  const line = recorded ? await logOnTransferJob(f, rec, intent, status) : 'other';
-  const waits = waited?.waits ?? 0;
+  const line = await f.jobLog.add(t.from, transferJobIds(t), intent, status);
+  const waits = f.waiting.get(intent.member)?.waits ?? 0;
   if (line === 'unfinished' && waits < f.timing.maxResultWaits) {
     // The transfer job that submitted it has not ended yet: come back when its result exists.
     f.waiting.set(intent.member, { status, waits: waits + 1, at: Date.now() });
@@ -246,60 +284,21 @@ async function finalStatus(
   await dropFollowedIntent(deps.redis, deps.prefix, intent);
 }
 
-/** A final status seen the first time: the owner reservation ends, a failed intent is counted. */
-async function firstSeenFinal(
-  f: Follower,
-  intent: FollowedIntent,
-  rec: TransferRecord,
-  status: string,
-): Promise<void> {
-  await endReservation(f, intent, rec);
-  if (status === 'failed' && rec.intentStatus !== 'failed') {
-    f.deps.metrics?.intentFailed(rec.from);
-    f.deps.logger.warn(
-      { batchId: intent.batchId, transferId: intent.transferId, intentId: intent.intentId },
-      `intent ${intent.intentId} is failed`,
-    );
-  }
-}
-
-/** Records the status on the transfer while the intent is still its own; false when it is not. */
-async function recordStatus(
-  f: Follower,
-  intent: FollowedIntent,
-  rec: TransferRecord,
-  status: string,
-): Promise<boolean> {
-  if (rec.intentStatus === status) return true;
-  return await f.deps.store.saveIntentStatus(intent.batchId, intent.transferId, intent.intentId, { status });
-}
-
 /** The intent is settled (or will not be followed): an owner reservation with no tx hash ends. */
-async function endReservation(
-  f: Follower,
-  intent: FollowedIntent,
-  rec: TransferRecord | undefined,
-): Promise<void> {
-  if (rec && rec.intentId === intent.intentId)
-    await dropUnhashedReservation(f.deps.redis, f.deps.prefix, rec);
+async function endReservation(f: Follower, t: FollowedTransfer | undefined): Promise<void> {
+  if (!t?.owner) return;
+  // The reservation is keyed by the owner the record names (owner-balance.ts).
+  const rec = { batchId: t.batchId, id: t.id, from: t.from, raw: { owner: t.owner } };
+  await dropUnhashedReservation(f.deps.redis, f.deps.prefix, rec);
 }
 
 /**
  * The jobs that may hold the transfer's submitted result: its round's transfer job, and the settle
  * job of its payload (a needs_review transfer the chain or status route settled as paid).
  */
-export function transferJobIds(rec: TransferRecord): string[] {
-  const { round, payloadGen } = savedSteps(rec);
-  const id = transferJobId(rec.batchId, rec.id, round);
-  return [id, `${id}/settle${payloadGen ?? 0}`];
-}
-
-/** Adds the final status to the transfer job's log; `unfinished` when that job has not ended. */
-async function logOnTransferJob(
-  f: Follower,
-  rec: TransferRecord,
-  intent: FollowedIntent,
-  status: string,
-): Promise<IntentLine> {
-  return await f.jobLog.add(rec.from, transferJobIds(rec), intent, status);
+export function transferJobIds(
+  t: Pick<FollowedTransfer, 'batchId' | 'id' | 'round' | 'payloadGen'>,
+): string[] {
+  const id = transferJobId(t.batchId, t.id, t.round);
+  return [id, `${id}/settle${t.payloadGen ?? 0}`];
 }

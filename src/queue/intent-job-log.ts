@@ -1,13 +1,13 @@
-import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Chain } from '../domain/chains.ts';
-import { JOB_LOG_LINES } from './job-reporter.ts';
+import { logOnFinishedJob } from './job-hash.ts';
 import { openTransferQueues } from './transfer-queues.ts';
 
 /*
  * An intent's final status told to the transfer job that submitted it (docs/data-model.md
  * "Transfer job hash"): one more line in that job's log (`intent complete`, `intent failed`),
- * through BullMQ's API. The job's return value stays the transfer as the job left it.
+ * written by job-hash.ts in two commands where BullMQ's getJob and addJobLog take five, and read
+ * back through BullMQ's API by its test. The job's return value stays the transfer as the job left it.
  */
 
 /** The intent a line is about. */
@@ -32,10 +32,12 @@ export function createIntentJobLog(redis: Redis, prefix: string): IntentJobLog {
   return {
     async add(source, jobIds, intent, status) {
       let unfinished = false;
-      for (const id of jobIds) {
-        const line = await logOnJob(queues.of(source), id, intent, status);
-        if (line === 'logged') return line;
-        if (line === 'unfinished') unfinished = true;
+      const line = `${new Date().toISOString()} follow: intent ${status}`;
+      for (const jobId of jobIds) {
+        const job = { queue: queues.of(source), jobId };
+        const done = await logOnFinishedJob(redis, job, line, (result) => namesIntent(result, intent));
+        if (done === 'logged') return done;
+        if (done === 'unfinished') unfinished = true;
       }
       return unfinished ? 'unfinished' : 'other';
     },
@@ -54,13 +56,4 @@ function namesIntent(result: unknown, intent: IntentRef): boolean {
     r['transfer_id'] === intent.transferId &&
     r['intent_id'] === intent.intentId
   );
-}
-
-async function logOnJob(queue: Queue, jobId: string, intent: IntentRef, status: string): Promise<IntentLine> {
-  const job = await queue.getJob(jobId);
-  if (!job) return 'other';
-  if (!job.finishedOn || job.returnvalue === null || job.returnvalue === undefined) return 'unfinished';
-  if (!namesIntent(job.returnvalue, intent)) return 'other';
-  await queue.addJobLog(jobId, `${new Date().toISOString()} follow: intent ${status}`, JOB_LOG_LINES);
-  return 'logged';
 }

@@ -5,12 +5,14 @@ import { JOB_LOG_LINES, type JobReportSink } from './job-reporter.ts';
 
 /*
  * The only code of ours that writes BullMQ's job keys itself (docs/data-model.md "BullMQ jobs"):
- * everything else goes through BullMQ's API. Two writes save commands or say what the API cannot:
+ * everything else goes through BullMQ's API. Three writes save commands or say what the API cannot:
  * a run's report (log lines and progress in one round trip, where BullMQ's API takes a script per
- * line and one for the progress), and the result of a job about to fail (BullMQ keeps a return value
- * for a completed job only); one read saves commands: the sweeper's look at a page of jobs (one
- * pipeline, where the API takes a getJob per job). test/integration/job-hash.test.ts checks each
- * against BullMQ's API, so a change of BullMQ's layout fails the suite.
+ * line and one for the progress), the result of a job about to fail (BullMQ keeps a return value
+ * for a completed job only), and the intent follower's line on a finished job (two commands, where
+ * the API's getJob and addJobLog take five); one read saves commands: the sweeper's look at a page
+ * of jobs (one or two reads per job, where the API takes a getJob per job).
+ * test/integration/job-hash.test.ts checks each against BullMQ's API, so a change of BullMQ's layout
+ * fails the suite.
  */
 
 const SCRIPTS = new URL('./scripts/', import.meta.url);
@@ -19,6 +21,9 @@ const WRITE_RESULT = loadLuaScript(SCRIPTS, 'job-result-write.lua');
 
 /** The job as these writes need it: where BullMQ keeps it. */
 export type JobPlace = Pick<Job, 'queueQualifiedName' | 'id'>;
+
+/** A job by its queue and id (the key named by BullMQ's own `toKey`). */
+export type JobAt = { readonly queue: Pick<Queue, 'toKey'>; readonly jobId: string };
 
 /** The Redis key of a job's hash (`<prefix>:<queue>:<job id>`), as BullMQ names it. */
 function jobKeyOf(job: JobPlace): string {
@@ -60,29 +65,88 @@ export async function writeJobResult(
 }
 
 /**
+ * What became of a line for a finished job: `logged`; `missing` (no job hash); `unfinished` (no
+ * `finishedOn` or no result yet); `refused` (its result is not the one `accepts` asks for).
+ */
+export type FinishedJobLine = 'logged' | 'missing' | 'unfinished' | 'refused';
+
+/**
+ * Appends `line` to the log of a job that has finished with a result `accepts` (the parsed
+ * `returnvalue`, as BullMQ's Job reads it): what BullMQ's `getJob` and `addJobLog` do, in an HMGET
+ * and an RPUSHX where they take an HGETALL and a script of three commands. RPUSHX writes only to a
+ * log that exists — a removed job's log goes with its hash, so a job removed since the HMGET is never
+ * given an orphan log; a job that never logged a line gets it through job-report-write.lua, which
+ * writes only while the job exists. The log is not trimmed for it: a finished job has no more report
+ * lines, so this line is at most one beyond the JOB_LOG_LINES kept (a longer log, from a line
+ * logged again after a crash, is trimmed to that).
+ */
+export async function logOnFinishedJob(
+  redis: Redis,
+  job: JobAt,
+  line: string,
+  accepts: (result: unknown) => boolean,
+): Promise<FinishedJobLine> {
+  const key = job.queue.toKey(job.jobId);
+  const [timestamp, finishedOn, returnvalue] = await redis.hmget(
+    key,
+    'timestamp',
+    'finishedOn',
+    'returnvalue',
+  );
+  // BullMQ sets `timestamp` when it adds a job: a hash without it is no job (getJob's empty hash).
+  if (timestamp === null || timestamp === undefined) return 'missing';
+  const result = typeof returnvalue === 'string' ? parsedResult(returnvalue) : undefined;
+  if (!Number(finishedOn) || result === null || result === undefined) return 'unfinished';
+  if (!accepts(result)) return 'refused';
+  const length = await redis.rpushx(`${key}:logs`, line);
+  if (length > JOB_LOG_LINES + 1) await redis.ltrim(`${key}:logs`, -(JOB_LOG_LINES + 1), -1);
+  if (length > 0) return 'logged';
+  const written = await runScript(redis, WRITE_REPORT, [`${key}:logs`, key], [JOB_LOG_LINES + 1, '', line]);
+  return written === 1 ? 'logged' : 'missing';
+}
+
+/** A `returnvalue` as BullMQ's Job parses it: JSON, or undefined when it does not parse. */
+function parsedResult(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * What became of a job, as the sweeper needs it: `live` (waiting, delayed or active: no
  * `finishedOn`), `finished` (completed), `failed` (in the queue's failed set), `missing` (no job
  * hash: never added, or removed).
  */
 export type JobFate = 'live' | 'failed' | 'finished' | 'missing';
 
-/** The fates of a page of jobs, in one pipeline of three reads per job (keys named by BullMQ's `toKey`). */
-export async function readJobFates(
-  redis: Redis,
-  jobs: readonly { readonly queue: Pick<Queue, 'toKey'>; readonly jobId: string }[],
-): Promise<JobFate[]> {
+/**
+ * The fates of a page of jobs: one pipeline of an HMGET per job (`timestamp`, which BullMQ sets
+ * when it adds a job, tells a job from `missing`; `finishedOn` tells `live`), then, for the
+ * finished ones only, one of a ZSCORE in the queue's failed set (keys named by BullMQ's `toKey`).
+ */
+export async function readJobFates(redis: Redis, jobs: readonly JobAt[]): Promise<JobFate[]> {
   if (jobs.length === 0) return [];
-  const pipe = redis.pipeline();
-  for (const { queue, jobId } of jobs) {
-    pipe.exists(queue.toKey(jobId));
-    pipe.hget(queue.toKey(jobId), 'finishedOn');
-    pipe.zscore(queue.toKey('failed'), jobId);
-  }
-  const res = (await pipe.exec()) ?? [];
-  return jobs.map((_, i) => {
-    const [exists, finishedOn, failed] = [0, 1, 2].map((j) => res[i * 3 + j]?.[1]);
-    if (exists !== 1) return 'missing';
-    if (!finishedOn) return 'live';
-    return failed !== null && failed !== undefined ? 'failed' : 'finished';
+  const read = redis.pipeline();
+  for (const { queue, jobId } of jobs) read.hmget(queue.toKey(jobId), 'timestamp', 'finishedOn');
+  const hashes = ((await read.exec()) ?? []).map(([err, v]) => {
+    if (err) throw err;
+    return v as (string | null)[];
+  });
+  const fates: JobFate[] = hashes.map(([timestamp, finishedOn]) =>
+    timestamp === null || timestamp === undefined ? 'missing' : finishedOn ? 'finished' : 'live',
+  );
+  const finished = jobs.filter((_, i) => fates[i] === 'finished');
+  if (finished.length === 0) return fates;
+  const failedSet = redis.pipeline();
+  for (const { queue, jobId } of finished) failedSet.zscore(queue.toKey('failed'), jobId);
+  const scores = (await failedSet.exec()) ?? [];
+  let n = 0;
+  return fates.map((fate) => {
+    if (fate !== 'finished') return fate;
+    const [err, score] = scores[n++] ?? [];
+    if (err) throw err;
+    return score !== null && score !== undefined ? 'failed' : 'finished';
   });
 }

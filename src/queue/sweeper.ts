@@ -61,12 +61,11 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
   let n = 0;
   try {
     const now = (deps.now ?? Date.now)();
-    // Batches that completed while busy are never looked at again: forget them.
-    for (const [id, at] of deps.busyReadAt ?? []) {
-      if (now - at > 2 * BUSY_BATCH_SWEEP_MS) deps.busyReadAt?.delete(id);
-    }
-    const readBatch = (batchId: string, updatedAt: number) =>
-      readNow(deps.busyReadAt, batchId, updatedAt, now);
+    const open = new Set<string>();
+    const readBatch = (batchId: string, updatedAt: number) => {
+      open.add(batchId);
+      return readNow(deps.busyReadAt, batchId, updatedAt, now);
+    };
     const options = { now, quietMs: SWEEP_QUIET_MS, readBatch };
     for await (const page of unfinishedTransfers(deps.redis, deps.prefix, options)) {
       const mine = page.filter((t) => deps.queues.has(t.from));
@@ -75,13 +74,25 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
         if (await act(deps, t, fates[i] ?? 'live')) n++;
       }
     }
+    // Batches no longer open (complete, held) are not looked at again: forget their clocks. Only
+    // after a whole sweep, so an open batch's clock is never lost (its next sight would restart it).
+    for (const id of deps.busyReadAt?.keys() ?? []) if (!open.has(id)) deps.busyReadAt?.delete(id);
   } finally {
     await releaseTokenLock(deps.redis, lock, token).catch(() => {});
   }
   return n;
 }
 
-/** A quiet batch is read at every sweep, a busy one at most every BUSY_BATCH_SWEEP_MS. */
+/**
+ * A quiet batch is read at every sweep, a busy one at most every BUSY_BATCH_SWEEP_MS — and not at
+ * its first sight by this process (a worker's start, or the batch's): that only starts its clock.
+ * Promise 2 holds all the same: a transfer whose job was lost in a busy batch is found, later but
+ * never not — the batch is read once its clock has run BUSY_BATCH_SWEEP_MS, or at the first sweep
+ * after its record has been quiet SWEEP_QUIET_MS, whichever comes first; and a batch cannot stay
+ * busy for ever, since it is busy only while its other transfers move (each of which ends final).
+ * Reading it at first sight would only move that bound earlier for one sweep, at the price of every
+ * unfinished transfer of every busy batch read at each worker's start.
+ */
 function readNow(
   busyReadAt: Map<string, number> | undefined,
   batchId: string,
@@ -93,12 +104,16 @@ function readNow(
     return true;
   }
   const last = busyReadAt.get(batchId);
-  if (last !== undefined && now - last < BUSY_BATCH_SWEEP_MS) return false;
+  if (last === undefined) {
+    busyReadAt.set(batchId, now);
+    return false;
+  }
+  if (now - last < BUSY_BATCH_SWEEP_MS) return false;
   busyReadAt.set(batchId, now);
   return true;
 }
 
-/** What became of each transfer's job of its round (job-hash.ts: one pipeline for the page). */
+/** What became of each transfer's job of its round (job-hash.ts: one or two pipelines for the page). */
 async function jobFates(deps: SweepDeps, page: readonly UnfinishedTransfer[]): Promise<JobFate[]> {
   return await readJobFates(
     deps.redis,

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { isChain, type Chain } from '../domain/chains.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 
@@ -21,6 +22,65 @@ export type FollowedIntent = {
 };
 
 const CLAIM = luaScriptFile('follow-claim.lua');
+
+/**
+ * A followed intent's transfer, as the follower needs it: whether it still records the intent, the
+ * status recorded, and where its owner reservation and transfer jobs are. Read in one HMGET of
+ * FOLLOWED_FIELDS (readFollowedTransfer), or returned by the script that records a status
+ * (transfer-store.ts saveIntentStatus).
+ */
+export type FollowedTransfer = {
+  readonly batchId: string;
+  readonly id: string;
+  readonly intentId: string | null;
+  readonly intentStatus: string | null;
+  readonly from: Chain;
+  /** The EVM owner whose reservation it may hold (`owner`; null for SOLANA and before a permit). */
+  readonly owner: string | null;
+  /** Its job's round, and its payload generation (the settle job's id). */
+  readonly round: number;
+  readonly payloadGen: number | null;
+};
+
+/** The record fields a FollowedTransfer is read from, in this order. */
+export const FOLLOWED_FIELDS = [
+  'intent_id',
+  'intent_status',
+  'from',
+  'owner',
+  'round',
+  'payload_gen',
+] as const;
+
+/** Parses FOLLOWED_FIELDS' values; undefined for a record with no source chain (gone, or not a transfer). */
+export function parseFollowedTransfer(
+  batchId: string,
+  id: string,
+  values: readonly (string | null | undefined)[],
+): FollowedTransfer | undefined {
+  const [intentId, intentStatus, from, owner, round, payloadGen] = values;
+  if (!from || !isChain(from)) return undefined;
+  return {
+    batchId,
+    id,
+    intentId: intentId || null,
+    intentStatus: intentStatus || null,
+    from,
+    owner: owner || null,
+    round: Number(round || 0),
+    payloadGen: payloadGen ? Number(payloadGen) : null,
+  };
+}
+
+/** The followed intent's transfer (one HMGET); undefined when there is none. */
+export async function readFollowedTransfer(
+  redis: Redis,
+  prefix: string,
+  at: { readonly batchId: string; readonly transferId: string },
+): Promise<FollowedTransfer | undefined> {
+  const values = await redis.hmget(keys(prefix).transfer(at.batchId, at.transferId), ...FOLLOWED_FIELDS);
+  return parseFollowedTransfer(at.batchId, at.transferId, values);
+}
 
 export function followMember(t: {
   batchId: string;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
+import { FOLLOWED_FIELDS, parseFollowedTransfer, type FollowedTransfer } from './intent-follows.ts';
 import { keys, type Keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import type { ScriptCall, WriteSite } from './replica-acks.ts';
@@ -337,7 +338,9 @@ export function withEstimate(rec: RunRecord, estimate: FeeEstimate): RunRecord {
 
 /**
  * What the service's status route said of the transfer's intent: its `status`, or that it does not
- * know the intent (`untracked`: a 404, after which nobody asks again). Ignored (false) when the
+ * know the intent (`untracked`: a 404, after which nobody asks again); nothing is written when the
+ * record says it already. Returns the transfer as the follower needs it, as it was before this write
+ * (its `intentStatus` the one recorded until now); undefined — and nothing written — when the
  * transfer no longer records `intentId`.
  */
 async function saveIntentStatus(
@@ -345,7 +348,7 @@ async function saveIntentStatus(
   at: TransferAt,
   intentId: string,
   said: { status: string } | { untracked: true },
-): Promise<boolean> {
+): Promise<FollowedTransfer | undefined> {
   const { batchId, transferId } = at;
   const status = 'status' in said ? said.status : '';
   const untracked = 'untracked' in said ? '1' : '';
@@ -353,9 +356,11 @@ async function saveIntentStatus(
     s.redis,
     SAVE_INTENT_STATUS,
     [s.k.transfer(batchId, transferId), s.k.batch(batchId)],
-    [intentId, status, untracked, String(s.now())],
+    [intentId, status, untracked, String(s.now()), ...FOLLOWED_FIELDS],
   );
-  return res === 1;
+  return Array.isArray(res)
+    ? parseFollowedTransfer(batchId, transferId, res as (string | null)[])
+    : undefined;
 }
 
 /**

@@ -142,15 +142,15 @@ describe('batch settlement counters', () => {
     expect(s.settled).toBe(false);
 
     const intent = (id: string) => `int-settle-1-${id}`;
-    expect(await store.saveIntentStatus('settle-1', ids[0]!, intent(ids[0]!), { status: 'minted' })).toBe(
-      true,
-    );
-    expect(await store.saveIntentStatus('settle-1', ids[0]!, intent(ids[0]!), { status: 'complete' })).toBe(
-      true,
-    );
-    expect(await store.saveIntentStatus('settle-1', ids[1]!, intent(ids[1]!), { status: 'failed' })).toBe(
-      true,
-    );
+    // Each save answers with the transfer as it was before it (its status recorded until then).
+    const saved = async (id: string, status: string) =>
+      await store.saveIntentStatus('settle-1', id, intent(id), { status });
+    expect(await saved(ids[0]!, 'minted')).toMatchObject({
+      intentId: intent(ids[0]!),
+      intentStatus: 'pending',
+    });
+    expect(await saved(ids[0]!, 'complete')).toMatchObject({ intentStatus: 'minted', from: 'BASE' });
+    expect(await saved(ids[1]!, 'failed')).toMatchObject({ id: ids[1], intentId: intent(ids[1]!) });
     s = await summary('settle-1');
     expect(s.intents).toEqual({ complete: 1, failed: 1, untracked: 0, open: 1 });
     expect(s.settled).toBe(false);
@@ -170,7 +170,7 @@ describe('batch settlement counters', () => {
     await submit('settle-other', ids[0]!);
     expect(
       await store.saveIntentStatus('settle-other', ids[0]!, 'int-someone-else', { status: 'complete' }),
-    ).toBe(false);
+    ).toBeUndefined();
     const s = await summary('settle-other');
     expect(s.intents.open).toBe(1);
     expect(s.settled).toBe(false);

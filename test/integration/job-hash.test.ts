@@ -1,14 +1,15 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobReportSink, readJobFates, writeJobResult } from '../../src/queue/job-hash.ts';
+import { jobReportSink, logOnFinishedJob, readJobFates, writeJobResult } from '../../src/queue/job-hash.ts';
 import { JOB_LOG_LINES } from '../../src/queue/job-reporter.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 
 /*
  * job-hash.ts is the only code of ours that writes BullMQ's job keys itself: what it writes is read
- * back here through BullMQ's own API (getJobLogs, Job.progress, Job.returnvalue, Job.failedReason),
+ * back here through BullMQ's own API (getJobLogs, Job.progress, Job.returnvalue, Job.failedReason,
+ * getJobState),
  * so a change of BullMQ's layout fails this suite instead of going unnoticed.
  */
 describe('job-hash.ts: our writes into BullMQ jobs, read back through BullMQ', () => {
@@ -82,6 +83,73 @@ describe('job-hash.ts: our writes into BullMQ jobs, read back through BullMQ', (
       expect(again.failedReason).toBe('needs_review: stalled: x');
     } finally {
       await worker.close();
+    }
+  });
+
+  it("adds a line to a finished job whose result it accepts, as BullMQ's getJobLogs reads it", async () => {
+    const lines = new Queue('lines', { connection: { url: redis.url }, prefix });
+    const worker = new Worker(
+      'lines',
+      async (job) => {
+        if (job.data.say) await jobReportSink(client, job)(job.data.say, undefined);
+        if (job.data.fail) {
+          await writeJobResult(client, job, { intent_id: 'int-f' });
+          throw new Error('no');
+        }
+        return { intent_id: job.data.intent };
+      },
+      { connection: { url: redis.url, maxRetriesPerRequest: null }, prefix },
+    );
+    const full = Array.from({ length: JOB_LOG_LINES }, (_, i) => `line ${i}`);
+    try {
+      await lines.add('x', { intent: 'int-a', say: full }, { jobId: 'said' });
+      await lines.add('x', { intent: 'int-b' }, { jobId: 'quiet' });
+      await lines.add('x', { fail: true }, { jobId: 'refusing' });
+      await waitFor('the jobs to finish', async () => {
+        const states = await Promise.all(['said', 'quiet', 'refusing'].map((id) => lines.getJobState(id)));
+        return states.join() === 'completed,completed,failed';
+      });
+      await worker.close();
+      await lines.add('x', {}, { jobId: 'waiting' });
+      const at = (jobId: string) => ({ queue: lines, jobId });
+      const names = (intent: string) => (result: unknown) =>
+        (result as { intent_id?: unknown }).intent_id === intent;
+
+      // A full log gets the line as one more beyond the lines kept; a job that never logged gets its first.
+      expect(await logOnFinishedJob(client, at('said'), 'intent complete', names('int-a'))).toBe('logged');
+      expect(await lines.getJobLogs('said')).toEqual({
+        logs: [...full, 'intent complete'],
+        count: JOB_LOG_LINES + 1,
+      });
+      expect(await logOnFinishedJob(client, at('quiet'), 'intent failed', names('int-b'))).toBe('logged');
+      expect(await lines.getJobLogs('quiet')).toEqual({ logs: ['intent failed'], count: 1 });
+      // A failed job's result, written by writeJobResult, counts as BullMQ's Job.returnvalue does.
+      expect(await logOnFinishedJob(client, at('refusing'), 'intent complete', names('int-f'))).toBe(
+        'logged',
+      );
+      expect((await lines.getJobLogs('refusing')).logs).toEqual(['intent complete']);
+      // A line logged again (a crash before the intent left the follow set) keeps the log at that length.
+      expect(await logOnFinishedJob(client, at('said'), 'intent complete again', names('int-a'))).toBe(
+        'logged',
+      );
+      expect((await lines.getJobLogs('said')).logs).toEqual([
+        ...full.slice(1),
+        'intent complete',
+        'intent complete again',
+      ]);
+
+      // Nothing written to a job whose result is another's, one not finished, or one that is not there.
+      expect(await logOnFinishedJob(client, at('quiet'), 'no', names('int-other'))).toBe('refused');
+      expect(await logOnFinishedJob(client, at('waiting'), 'no', names('int-a'))).toBe('unfinished');
+      expect(await lines.getJobState('waiting')).toBe('waiting');
+      expect(await logOnFinishedJob(client, at('nothing'), 'no', names('int-a'))).toBe('missing');
+      expect((await lines.getJobLogs('quiet')).logs).toEqual(['intent failed']);
+      expect((await lines.getJobLogs('waiting')).count).toBe(0);
+      expect(await lines.getJob('nothing')).toBeUndefined();
+      expect(await client.exists(`${lines.toKey('nothing')}:logs`)).toBe(0);
+    } finally {
+      await worker.close();
+      await lines.close();
     }
   });
 

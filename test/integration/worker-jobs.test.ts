@@ -582,6 +582,11 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       const b = id.startsWith('lost') ? lost.batchId : held.batchId;
       await stack.client.hset(`${prefix}:t:${b}:${id}`, 'updated_at', longAgo);
     }
+    // Their batches quiet too: a batch that changed within a minute is busy, and a sweeper's first
+    // sight of a busy batch only starts its clock (sweeper.ts readNow).
+    for (const b of [lost.batchId, held.batchId]) {
+      await stack.client.hset(`${prefix}:batch:${b}`, 'updated_at', longAgo);
+    }
     // A worker under a 50 USDC daily cap: it sweeps at start, then two rows of 20 go and one waits.
     worker = stack.startWorker({ MAX_DAILY_USDC: '50' });
     const doc = await waitFor(
