@@ -6,8 +6,8 @@ import { openTransferQueues } from './transfer-queues.ts';
 /*
  * An intent's final status told to the transfer job that submitted it (docs/data-model.md
  * "Transfer job hash"): one more line in that job's log (`intent complete`, `intent failed`),
- * written by job-hash.ts in two commands where BullMQ's getJob and addJobLog take five, and read
- * back through BullMQ's API by its test. The job's return value stays the transfer as the job left it.
+ * through BullMQ's `addJobLog`, once job-hash.ts found the job finished with a result naming the
+ * intent. The job's return value stays the transfer as the job left it.
  */
 
 /** The intent a line is about. */

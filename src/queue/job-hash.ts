@@ -5,12 +5,13 @@ import { JOB_LOG_LINES, type JobReportSink } from './job-reporter.ts';
 
 /*
  * The only code of ours that writes BullMQ's job keys itself (docs/data-model.md "BullMQ jobs"):
- * everything else goes through BullMQ's API. Three writes save commands or say what the API cannot:
+ * everything else goes through BullMQ's API. Two writes save commands or say what the API cannot:
  * a run's report (log lines and progress in one round trip, where BullMQ's API takes a script per
- * line and one for the progress), the result of a job about to fail (BullMQ keeps a return value
- * for a completed job only), and the intent follower's line on a finished job (two commands, where
- * the API's getJob and addJobLog take five); one read saves commands: the sweeper's look at a page
- * of jobs (one or two reads per job, where the API takes a getJob per job).
+ * line and one for the progress), and the result of a job about to fail (BullMQ keeps a return value
+ * for a completed job only). Two reads save commands: the intent follower's look at a finished job
+ * before it adds its line through BullMQ's `addJobLog` (one HMGET, where `getJob` reads the whole
+ * hash), and the sweeper's look at a page of jobs (one or two reads per job, where the API takes a
+ * getJob per job).
  * test/integration/job-hash.test.ts checks each against BullMQ's API, so a change of BullMQ's layout
  * fails the suite.
  */
@@ -70,19 +71,22 @@ export async function writeJobResult(
  */
 export type FinishedJobLine = 'logged' | 'missing' | 'unfinished' | 'refused';
 
+/** A job by its queue and id, the queue able to add a line to its log (BullMQ's `addJobLog`). */
+export type LoggableJobAt = {
+  readonly queue: Pick<Queue, 'toKey' | 'addJobLog'>;
+  readonly jobId: string;
+};
+
 /**
  * Appends `line` to the log of a job that has finished with a result `accepts` (the parsed
- * `returnvalue`, as BullMQ's Job reads it): what BullMQ's `getJob` and `addJobLog` do, in an HMGET
- * and an RPUSHX where they take an HGETALL and a script of three commands. RPUSHX writes only to a
- * log that exists — a removed job's log goes with its hash, so a job removed since the HMGET is never
- * given an orphan log; a job that never logged a line gets it through job-report-write.lua, which
- * writes only while the job exists. The log is not trimmed for it: a finished job has no more report
- * lines, so this line is at most one beyond the JOB_LOG_LINES kept (a longer log, from a line
- * logged again after a crash, is trimmed to that).
+ * `returnvalue`, as BullMQ's Job reads it). The look is one HMGET where BullMQ's `getJob` reads the
+ * whole hash; the line goes through BullMQ's own `addJobLog` (docs/data-model.md "Transfer job
+ * hash"), untrimmed: a finished job has no more report lines, so it is at most one beyond the
+ * JOB_LOG_LINES kept.
  */
 export async function logOnFinishedJob(
   redis: Redis,
-  job: JobAt,
+  job: LoggableJobAt,
   line: string,
   accepts: (result: unknown) => boolean,
 ): Promise<FinishedJobLine> {
@@ -98,11 +102,8 @@ export async function logOnFinishedJob(
   const result = typeof returnvalue === 'string' ? parsedResult(returnvalue) : undefined;
   if (!Number(finishedOn) || result === null || result === undefined) return 'unfinished';
   if (!accepts(result)) return 'refused';
-  const length = await redis.rpushx(`${key}:logs`, line);
-  if (length > JOB_LOG_LINES + 1) await redis.ltrim(`${key}:logs`, -(JOB_LOG_LINES + 1), -1);
-  if (length > 0) return 'logged';
-  const written = await runScript(redis, WRITE_REPORT, [`${key}:logs`, key], [JOB_LOG_LINES + 1, '', line]);
-  return written === 1 ? 'logged' : 'missing';
+  // BullMQ's script answers -1 when the job was removed since the look (nothing written then).
+  return (await job.queue.addJobLog(job.jobId, line)) < 0 ? 'missing' : 'logged';
 }
 
 /** A `returnvalue` as BullMQ's Job parses it: JSON, or undefined when it does not parse. */

@@ -2,9 +2,8 @@
   Appends lines to a transfer job's log and sets its progress, in one step and only while the job
   exists: what BullMQ's `job.log()` per line (addLog, keepLogs) and `job.updateProgress()` do, in one
   round trip (minus the progress event on the queue's stream, which nothing reads). The log is
-  trimmed to the newest lines only once it is longer than it may be. Also the intent follower's line
-  on a finished job that has no log yet (job-hash.ts logOnFinishedJob: no progress, one line). Owned
-  by job-hash.ts, whose test reads the result back through BullMQ's API (getJobLogs, Job.progress).
+  trimmed to the newest lines only once it is longer than it may be. Owned by job-hash.ts, whose
+  test reads the result back through BullMQ's API (getJobLogs, Job.progress).
 
   Input:
     KEYS[1] the job's log list (`<job key>:logs`)
