@@ -28,9 +28,10 @@ import { loadLuaScript, runScript, type LuaScript } from '../../store/lua-script
  * While one could still execute, no permit is signed at or below its nonce: the pool moves back
  * below a presumed-used nonce only once no presumed-used permit at or above it is left.
  *
- * ZSET `P:nonce:<CHAIN>:<owner>:used`: the last 1,000 nonces committed as accepted by the
- * service (pool-commit.lua), member "<nonce>|<batchId>/<transferId>", score = nonce: which transfer's permit used a
- * nonce, so that a saved permit of another transfer with that nonce is known not to have paid
+ * ZSET `P:nonce:<CHAIN>:<owner>:used`: the nonces committed as accepted by the service
+ * (pool-commit.lua), at least the last 1,000 (trimmed to them when a multiple of 64 is committed),
+ * member "<nonce>|<batchId>/<transferId>", score = nonce: which transfer's permit used a nonce, so
+ * that a saved permit of another transfer with that nonce is known not to have paid
  * (pipeline/evm/permit-discard.ts). Written only after the service accepted the permit.
  */
 

@@ -1,8 +1,8 @@
 --[[
   The permit was accepted or may have executed (nonce-lease.ts commitNonce, nonce-manager.ts
   presumeUsed): its nonce is used whoever holds the lease now. An accepted one is remembered in the
-  used set (the last 1,000 per pool: far more than any permit stays saved unsent; docs/data-model.md),
-  a presumed-used one in the review set. When the holder commits its own held nonce n as accepted and a live
+  used set (at least the last 1,000 per pool: far more than any permit stays saved unsent;
+  docs/data-model.md), a presumed-used one in the review set. When the holder commits its own held nonce n as accepted and a live
   preparer prepared n + 1 (and `next` is now exactly n + 1), the lease goes straight to the preparer
   — holder := preparer, held_nonce := n + 1, for the hand-off ms (its next acquire is a re-entry and
   renews it to a full lease) — and the wake-up names it ("<key>\n<preparer>").
@@ -36,8 +36,9 @@ if ARGV[4] ~= '' then
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
 else
   redis.call('ZADD', KEYS[3], ARGV[2], ARGV[2] .. '|' .. ARGV[1])
-  -- The used set keeps its last 1,000 members.
-  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -1001)
+  -- The used set keeps at least its last 1,000 members: trimmed to them once every 64 nonces (at
+  -- most 1,063 between two trims), not on every commit.
+  if tonumber(ARGV[2]) % 64 == 0 then redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -1001) end
 end
 if h[2] == ARGV[1] then
   local prep = h[4]
