@@ -25,6 +25,9 @@ import { luaScriptFile, runScript } from './lua-script.ts';
 
 export type BalanceReading = { readonly balance: bigint; readonly block: bigint };
 
+/** A receipt's answer: `holder`'s accepted transaction `txHash` was mined at `block`. */
+export type MinedTx = { readonly holder: string; readonly txHash: string; readonly block: bigint };
+
 export type Reserved = { readonly holder: string; readonly amount: bigint; readonly txHash: string | null };
 
 export type ReserveResult =
@@ -92,14 +95,11 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
     async noteSent(chain: EvmChain, owner: string, holder: string, txHash: string | null): Promise<void> {
       await runScript(redis, NOTE_SENT, [key(chain, owner)], [holder, txHash ?? '']);
     },
-    /** A receipt showed `holder`'s accepted transaction mined at `block`. */
-    async noteMined(
-      chain: EvmChain,
-      owner: string,
-      holder: string,
-      mined: { readonly txHash: string; readonly block: bigint },
-    ): Promise<void> {
-      await runScript(redis, NOTE_MINED, [key(chain, owner)], [holder, mined.txHash, mined.block.toString()]);
+    /** Receipts showed these holders' accepted transactions mined (one script call for all of them). */
+    async noteMined(chain: EvmChain, owner: string, mined: readonly MinedTx[]): Promise<void> {
+      if (mined.length === 0) return;
+      const args = mined.flatMap((m) => [m.holder, m.txHash, m.block.toString()]);
+      await runScript(redis, NOTE_MINED, [key(chain, owner)], args);
     },
     /** Drops `holder`'s reservation on `owner`: its permit died, or it was never sent. */
     async release(chain: EvmChain, owner: string, holder: string): Promise<void> {

@@ -322,11 +322,12 @@ async function learnMined(run: EvmRun, owner: string, balances: OwnerBalances): 
     const pending = await balances.pending(chain, owner);
     const mined = await minedBlocks(evm.chain, chain, pending, RECEIPTS_PER_LOOK);
     const hashOf = new Map(pending.map((e) => [e.holder, e.txHash as string]));
-    await Promise.all(
-      [...mined].map(([holder, block]) =>
-        balances.noteMined(chain, owner, holder, { txHash: hashOf.get(holder) as string, block }),
-      ),
-    );
+    const txs = [...mined].map(([holder, block]) => ({
+      holder,
+      txHash: hashOf.get(holder) as string,
+      block,
+    }));
+    await balances.noteMined(chain, owner, txs);
   } catch (err) {
     ctx.log.debug(
       { chain, owner, err: { message: String(err) } },
