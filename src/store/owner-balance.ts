@@ -143,13 +143,16 @@ export async function releaseOwnerReservation(
 /**
  * The transfer's intent reached a final status (or is not followed): a reservation the service
  * gave no transaction hash for — no receipt can ever show it mined — ends here. One with a hash
- * stays until a balance reading at or past its block drops it.
+ * stays until a balance reading at or past its block drops it. A record with a `tx_hash` needs no
+ * look: its hash is written only with the accepted send's outcome, after noteSent gave the
+ * reservation that same hash (pipeline/evm/evm-flow.ts), so its reservation has a hash or is gone.
  */
 export async function dropUnhashedReservation(
   redis: Redis,
   prefix: string,
   rec: ReservingTransfer,
 ): Promise<void> {
+  if (rec.raw['tx_hash']) return;
   const r = reservationOf(prefix, rec);
   if (r) await runScript(redis, DROP_UNHASHED, [r.key], [r.holder]);
 }

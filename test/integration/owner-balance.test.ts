@@ -167,6 +167,10 @@ describe('owner balance reservations', () => {
     expect(await ob.pending('POLYGON', B)).toHaveLength(1);
     // Accepted without one: the follower ends it when the intent is settled.
     await ob.noteSent('POLYGON', B, 'bt/7', null);
+    // A record that names the transaction hash was accepted with it (noted on the reservation
+    // first): nothing is looked up for it.
+    await dropUnhashedReservation(a, p, { ...rec, raw: { owner: B, tx_hash: 'def' } });
+    expect(await ob.pending('POLYGON', B)).toHaveLength(1);
     await dropUnhashedReservation(a, p, rec);
     expect(await ob.pending('POLYGON', B)).toHaveLength(0);
     // Cancelled or failed: released.

@@ -155,6 +155,7 @@ async function sendPermit(turn: OwnerTurn, toSend: PermitToSend): Promise<StepOu
     // crash in between must leave the payload uncertain, never look like an unsent permit.
     if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
     else await lease.release();
+    // Before the outcome: a record with a tx hash has it on its reservation too (dropUnhashedReservation).
     await evm.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
     ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
     return await submitted(ctx, {
