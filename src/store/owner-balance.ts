@@ -91,9 +91,21 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
     async pending(chain: EvmChain, owner: string): Promise<Reserved[]> {
       return parseEntries(await redis.hgetall(key(chain, owner)));
     },
-    /** The service accepted `holder`'s transfer; its source transaction is `txHash` (or unknown). */
-    async noteSent(chain: EvmChain, owner: string, holder: string, txHash: string | null): Promise<void> {
-      await runScript(redis, NOTE_SENT, [key(chain, owner)], [holder, txHash ?? '']);
+    /**
+     * The service accepted `holder`'s transfer; its source transaction is `txHash` (or unknown).
+     * `reserved`: the amount the caller's own run reserved for it on `owner`, so its entry is known
+     * to be there (nothing else drops an entry not yet mined while its transfer is in progress):
+     * then the entry is written in one HSET, as the script would write it, with nothing read first.
+     */
+    async noteSent(
+      chain: EvmChain,
+      owner: string,
+      holder: string,
+      txHash: string | null,
+      reserved?: bigint,
+    ): Promise<void> {
+      if (reserved !== undefined) await redis.hset(key(chain, owner), holder, `${reserved}|${txHash ?? ''}|`);
+      else await runScript(redis, NOTE_SENT, [key(chain, owner)], [holder, txHash ?? '']);
     },
     /** Receipts showed these holders' accepted transactions mined (one script call for all of them). */
     async noteMined(chain: EvmChain, owner: string, mined: readonly MinedTx[]): Promise<void> {

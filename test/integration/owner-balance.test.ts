@@ -119,7 +119,10 @@ describe('owner balance reservations', () => {
       await ob.reserve('BASE', A, { holder: h, amount: 10n * USDC, named: null }, reading);
     await ob.noteSent('BASE', A, 'bt/1', '0xa1');
     await ob.noteSent('BASE', A, 'bt/2', '0xa2');
-    await ob.noteSent('BASE', A, 'bt/3', '0xa3');
+    // The run that reserved it knows the entry is there: one HSET, the same entry as the script's.
+    await ob.noteSent('BASE', A, 'bt/3', '0xa3', 10n * USDC);
+    const entries = await a.hgetall(ownerReserveKey(prefix(), 'BASE', A));
+    expect([entries['bt/1'], entries['bt/3']]).toEqual([`${10n * USDC}|0xa1|`, `${10n * USDC}|0xa3|`]);
     await ob.noteMined('BASE', A, [
       { holder: 'bt/1', txHash: '0xa1', block: 11n },
       { holder: 'bt/2', txHash: '0xother', block: 11n },
