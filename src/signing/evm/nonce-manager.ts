@@ -228,9 +228,11 @@ async function afterTry(m: Manager, a: Acquiring, got: Exclude<Try, { kind: 'lea
       );
     }
     // A preparer waits for the hand-off whatever giveUpAfterMs says (it is next, its permit is
-    // ready), but not for ever; it looks again well within its slot's life.
+    // ready), but not for ever; it looks again well within its slot's life, to renew it (the
+    // hand-off itself wakes it by name; a lost wake-up is caught by that look, well within the
+    // hand-off lease, which lasts as long as the slot).
     if (Date.now() - p.since > m.leaseMs) throw gaveUp(keys.chain, holder, Date.now() - p.since);
-    return Math.min(got.ms, m.maxWaitMs, m.prepMs / 4);
+    return Math.min(got.ms, m.prepMs / 4);
   }
   p.nonce = undefined; // the slot is gone (voided, or never ours)
   if (got.inLine) p.inLine = true;
