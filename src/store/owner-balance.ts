@@ -25,6 +25,9 @@ import { luaScriptFile, runScript } from './lua-script.ts';
 
 export type BalanceReading = { readonly balance: bigint; readonly block: bigint };
 
+/** A receipt's answer: `holder`'s accepted transaction `txHash` was mined at `block`. */
+export type MinedTx = { readonly holder: string; readonly txHash: string; readonly block: bigint };
+
 export type Reserved = { readonly holder: string; readonly amount: bigint; readonly txHash: string | null };
 
 export type ReserveResult =
@@ -88,18 +91,27 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
     async pending(chain: EvmChain, owner: string): Promise<Reserved[]> {
       return parseEntries(await redis.hgetall(key(chain, owner)));
     },
-    /** The service accepted `holder`'s transfer; its source transaction is `txHash` (or unknown). */
-    async noteSent(chain: EvmChain, owner: string, holder: string, txHash: string | null): Promise<void> {
-      await runScript(redis, NOTE_SENT, [key(chain, owner)], [holder, txHash ?? '']);
-    },
-    /** A receipt showed `holder`'s accepted transaction mined at `block`. */
-    async noteMined(
+    /**
+     * The service accepted `holder`'s transfer; its source transaction is `txHash` (or unknown).
+     * `reserved`: the amount the caller's own run reserved for it on `owner`, so its entry is known
+     * to be there (nothing else drops an entry not yet mined while its transfer is in progress):
+     * then the entry is written in one HSET, as the script would write it, with nothing read first.
+     */
+    async noteSent(
       chain: EvmChain,
       owner: string,
       holder: string,
-      mined: { readonly txHash: string; readonly block: bigint },
+      txHash: string | null,
+      reserved?: bigint,
     ): Promise<void> {
-      await runScript(redis, NOTE_MINED, [key(chain, owner)], [holder, mined.txHash, mined.block.toString()]);
+      if (reserved !== undefined) await redis.hset(key(chain, owner), holder, `${reserved}|${txHash ?? ''}|`);
+      else await runScript(redis, NOTE_SENT, [key(chain, owner)], [holder, txHash ?? '']);
+    },
+    /** Receipts showed these holders' accepted transactions mined (one script call for all of them). */
+    async noteMined(chain: EvmChain, owner: string, mined: readonly MinedTx[]): Promise<void> {
+      if (mined.length === 0) return;
+      const args = mined.flatMap((m) => [m.holder, m.txHash, m.block.toString()]);
+      await runScript(redis, NOTE_MINED, [key(chain, owner)], args);
     },
     /** Drops `holder`'s reservation on `owner`: its permit died, or it was never sent. */
     async release(chain: EvmChain, owner: string, holder: string): Promise<void> {
@@ -143,13 +155,16 @@ export async function releaseOwnerReservation(
 /**
  * The transfer's intent reached a final status (or is not followed): a reservation the service
  * gave no transaction hash for — no receipt can ever show it mined — ends here. One with a hash
- * stays until a balance reading at or past its block drops it.
+ * stays until a balance reading at or past its block drops it. A record with a `tx_hash` needs no
+ * look: its hash is written only with the accepted send's outcome, after noteSent gave the
+ * reservation that same hash (pipeline/evm/evm-flow.ts), so its reservation has a hash or is gone.
  */
 export async function dropUnhashedReservation(
   redis: Redis,
   prefix: string,
   rec: ReservingTransfer,
 ): Promise<void> {
+  if (rec.raw['tx_hash']) return;
   const r = reservationOf(prefix, rec);
   if (r) await runScript(redis, DROP_UNHASHED, [r.key], [r.holder]);
 }

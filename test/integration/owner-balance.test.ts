@@ -70,7 +70,7 @@ describe('owner balance reservations', () => {
     ).toEqual({ ok: true });
     await ob.noteSent('ARB', A, 'bt/1', '0xabc');
     // Mined at block 12; the RPC still answers from block 11, where the balance is still 100.
-    await ob.noteMined('ARB', A, 'bt/1', { txHash: '0xabc', block: 12n });
+    await ob.noteMined('ARB', A, [{ holder: 'bt/1', txHash: '0xabc', block: 12n }]);
     expect(
       await ob.reserve(
         'ARB',
@@ -107,8 +107,48 @@ describe('owner balance reservations', () => {
       floor: 12n,
     });
     // A noteMined for another transaction hash changes nothing.
-    await ob.noteMined('ARB', A, 'bt/2', { txHash: '0xother', block: 12n });
+    await ob.noteMined('ARB', A, [{ holder: 'bt/2', txHash: '0xother', block: 12n }]);
     expect((await ob.pending('ARB', A)).map((e) => e.holder)).toEqual(['bt/2']);
+  });
+
+  it('notes several mined transactions in one call, leaving one for another transaction or with no reservation', async () => {
+    n++;
+    const ob = createOwnerBalances({ redis: a, prefix: prefix() });
+    const reading = { balance: 100n * USDC, block: 10n };
+    for (const h of ['bt/1', 'bt/2', 'bt/3'])
+      await ob.reserve('BASE', A, { holder: h, amount: 10n * USDC, named: null }, reading);
+    await ob.noteSent('BASE', A, 'bt/1', '0xa1');
+    await ob.noteSent('BASE', A, 'bt/2', '0xa2');
+    // The run that reserved it knows the entry is there: one HSET, the same entry as the script's.
+    await ob.noteSent('BASE', A, 'bt/3', '0xa3', 10n * USDC);
+    const entries = await a.hgetall(ownerReserveKey(prefix(), 'BASE', A));
+    expect([entries['bt/1'], entries['bt/3']]).toEqual([`${10n * USDC}|0xa1|`, `${10n * USDC}|0xa3|`]);
+    await ob.noteMined('BASE', A, [
+      { holder: 'bt/1', txHash: '0xa1', block: 11n },
+      { holder: 'bt/2', txHash: '0xother', block: 11n },
+      { holder: 'bt/9', txHash: '0xa9', block: 11n },
+      { holder: 'bt/3', txHash: '0xa3', block: 13n },
+    ]);
+    // Mined ones no longer count as pending; the one for another transaction does; none was made.
+    expect((await ob.pending('BASE', A)).map((e) => e.holder)).toEqual(['bt/2']);
+    // A reading at block 12 drops bt/1 (mined at 11) and keeps bt/3 (mined at 13) subtracted.
+    expect(
+      await ob.reserve(
+        'BASE',
+        A,
+        { holder: 'bt/4', amount: 70n * USDC, named: null },
+        {
+          balance: 90n * USDC,
+          block: 12n,
+        },
+      ),
+    ).toEqual({ ok: true });
+    expect(Object.keys(await a.hgetall(ownerReserveKey(prefix(), 'BASE', A))).sort()).toEqual([
+      '_floor',
+      'bt/2',
+      'bt/3',
+      'bt/4',
+    ]);
   });
 
   it('moving a transfer to another owner drops its reservation on the first; release and the follower end them', async () => {
@@ -130,6 +170,10 @@ describe('owner balance reservations', () => {
     expect(await ob.pending('POLYGON', B)).toHaveLength(1);
     // Accepted without one: the follower ends it when the intent is settled.
     await ob.noteSent('POLYGON', B, 'bt/7', null);
+    // A record that names the transaction hash was accepted with it (noted on the reservation
+    // first): nothing is looked up for it.
+    await dropUnhashedReservation(a, p, { ...rec, raw: { owner: B, tx_hash: 'def' } });
+    expect(await ob.pending('POLYGON', B)).toHaveLength(1);
     await dropUnhashedReservation(a, p, rec);
     expect(await ob.pending('POLYGON', B)).toHaveLength(0);
     // Cancelled or failed: released.

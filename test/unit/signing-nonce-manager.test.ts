@@ -256,6 +256,32 @@ describe('nonce manager', () => {
     expect(await m.state('ARB', OWNER)).toMatchObject({ next: 1n, doubts: [] });
   });
 
+  it('remembers who used each accepted nonce, keeping at least the last 1,000 (trimmed once every 64 nonces)', async () => {
+    const prefix = `${suite.prefix}-used-${++n}`;
+    const m = manager(fakeChain().reader, { prefix });
+    const key = `${prefix}:nonce:ETH:${OWNER}:used`;
+    const admin = new Redis(suite.url);
+    connections.push(admin);
+    // 1,100 older commits, as if made long ago (one nonce each, below the ones committed here).
+    const old = Array.from({ length: 1_100 }, (_, i) => [String(i - 2_000), `${i - 2_000}|b/old${i}`]).flat();
+    await admin.zadd(key, ...old);
+    const commitAt = async (nonce: bigint, holder: string) => {
+      const lease = await m.acquire('ETH', OWNER, holder);
+      if (lease.nonce !== nonce) await lease.moveTo(nonce);
+      await lease.commit();
+    };
+    await commitAt(63n, 'b/63');
+    // Not a multiple of 64: nothing trimmed, and the commit is remembered.
+    expect(await admin.zcard(key)).toBe(1_101);
+    expect(await m.usedBy('ETH', OWNER, 63n)).toBe('b/63');
+    await commitAt(64n, 'b/64');
+    // A multiple of 64: trimmed back to the last 1,000, the newest kept.
+    expect(await admin.zcard(key)).toBe(1_000);
+    expect(await m.usedBy('ETH', OWNER, 64n)).toBe('b/64');
+    expect(await m.usedBy('ETH', OWNER, 63n)).toBe('b/63');
+    expect(await admin.zscore(key, '-2000|b/old0')).toBeNull();
+  });
+
   it('shows a holder waiting for the chain after a refusal, until it lets go', async () => {
     const m = manager(fakeChain().reader);
     const lease = await m.acquire('BASE', OWNER, 'b/1');

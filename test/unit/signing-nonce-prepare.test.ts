@@ -152,6 +152,57 @@ describe('nonce pool: preparing the next permit', () => {
     expect((await a.acquire('ETH', OWNER, 'b/after')).nonce).toBe(2n);
   });
 
+  it('gives the slot after the hand-off to the waiter next in line, by name, without its looking again', async () => {
+    const prefix = freshPrefix();
+    const a = manager(prefix);
+    const held = await a.acquire('BASE', OWNER, 'b/holder');
+    const p = preparer(a, 'BASE', 'b/p');
+    await waitFor('n + 1 prepared', async () => p.offered.length > 0);
+    // The next waiter lives in a "process" whose polls are far apart: it finds the slot taken and
+    // stands in line for the one after it.
+    const b = manager(prefix, { maxWaitMs: 60_000, prepareSlotMs: 60_000 });
+    const w = preparer(b, 'BASE', 'b/w');
+    await waitFor('in line', async () => (await a.state('BASE', OWNER)).prepNext === 'b/w');
+    expect(looksOf(b)).toBe(1);
+    expect(w.offered).toEqual([]);
+    await held.commit();
+    // The commit hands the lease to the preparer and gives the waiter in line nonce 2 to prepare.
+    await waitFor('n + 2 offered by name', async () => w.offered.length > 0, { timeoutMs: 5_000 });
+    expect(w.offered).toEqual([2n]);
+    expect(looksOf(b)).toBe(1);
+    expect(await a.state('BASE', OWNER)).toMatchObject({
+      holder: 'b/p',
+      heldNonce: 1n,
+      prepHolder: 'b/w',
+      prepNonce: 2n,
+      prepNextUntil: 0,
+    });
+    const next = await p.acquired;
+    expect(await next.confirm()).toBe(true);
+    await next.commit();
+    const last = await w.acquired;
+    expect(last.nonce).toBe(2n);
+    expect(looksOf(b)).toBe(1); // handed over by name too: no look at all after the first
+    expect(await last.confirm()).toBe(true);
+    await last.commit();
+    expect(await a.state('BASE', OWNER)).toMatchObject({ next: 3n, holder: null, handoffs: 2 });
+  });
+
+  it('a waiter that gives up its place in line is not given the slot', async () => {
+    const m = manager(freshPrefix());
+    const held = await m.acquire('ETH', OWNER, 'b/holder');
+    const p = preparer(m, 'ETH', 'b/p');
+    await waitFor('n + 1 prepared', async () => p.offered.length > 0);
+    const w = preparer(m, 'ETH', 'b/w', undefined, 300);
+    await waitFor('in line', async () => (await m.state('ETH', OWNER)).prepNext === 'b/w');
+    await expect(w.acquired).rejects.toMatchObject({ code: 'USDC_NONCE_WAIT_ABORTED' });
+    expect(await m.state('ETH', OWNER)).toMatchObject({ prepNext: null, prepNextUntil: null });
+    await held.commit();
+    expect((await p.acquired).nonce).toBe(1n);
+    expect(await m.state('ETH', OWNER)).toMatchObject({ holder: 'b/p', prepHolder: null });
+    expect(w.offered).toEqual([]);
+  });
+
   it('a hand-off lease that lapsed before its preparer confirmed it is not used', async () => {
     const prefix = freshPrefix();
     const m = manager(prefix, { prepareSlotMs: 300 });

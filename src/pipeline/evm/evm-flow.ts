@@ -38,11 +38,11 @@ const LEASE_EXTEND_AFTER_MS = 10_000;
 export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
   const run = { ctx, evm, chain };
   ctx.report('sign', `choosing a ${chain} owner and taking its permit nonce`);
-  const { signer, lease } = await leaseAnOwner(
+  const { signer, lease, reserved } = await leaseAnOwner(
     run,
     (owner) => async (nonce) => (await preparePermit({ ...run, signer: owner }, nonce)) !== undefined,
   );
-  const turn: OwnerTurn = { ...run, signer, lease };
+  const turn: OwnerTurn = { ...run, signer, lease, reserved };
   try {
     await reserveDailyOrStepBack(turn);
     return await sendWithLease(turn);
@@ -155,7 +155,16 @@ async function sendPermit(turn: OwnerTurn, toSend: PermitToSend): Promise<StepOu
     // crash in between must leave the payload uncertain, never look like an unsent permit.
     if (BigInt(permit.nonce) === lease.nonce) await lease.commit();
     else await lease.release();
-    await evm.balances?.noteSent(chain, permit.owner, holderOf(ctx), res.txHash ?? null);
+    // Before the outcome: a record with a tx hash has it on its reservation too (dropUnhashedReservation).
+    // An entry this run reserved is written without a look (owner-balance.ts noteSent).
+    const ours = turn.reserved === true && permit.owner === turn.signer.address;
+    await evm.balances?.noteSent(
+      chain,
+      permit.owner,
+      holderOf(ctx),
+      res.txHash ?? null,
+      ours ? rec.amount : undefined,
+    );
     ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
     return await submitted(ctx, {
       intentId: res.intentId,

@@ -33,7 +33,12 @@ const BALANCE_READ_MAX_AGE_MS = 1_000;
 /** A row that no owner can cover looks again after this long (±25 %). */
 const SHORT_RECHECK_MS = 30_000;
 
-export type OwnedLease = { readonly signer: EvmSigner; readonly lease: NonceLease };
+/** The owner, its lease, and whether this run reserved the amount on its balance (owner-turn.ts). */
+export type OwnedLease = {
+  readonly signer: EvmSigner;
+  readonly lease: NonceLease;
+  readonly reserved: boolean;
+};
 
 /**
  * The owner whose permit pays this transfer, with its nonce lease held. Throws Later (or waits
@@ -59,7 +64,7 @@ export async function leaseAnOwner(evmRun: EvmRun, prepareWith?: PrepareWith): P
     // A permit that may have left keeps the reservation it was sent with; any other (none yet, one
     // prepared, one never sent) needs the amount reserved before it goes.
     if (!rec.steps.uncertain) await coverOrWait(run, signer, lease);
-    return { signer, lease };
+    return { signer, lease, reserved: run.coveredOn === signer.address };
   }
   const order = preferSaved(evm.signers, rec.steps.owner);
   if (order.length === 1) {
@@ -167,7 +172,7 @@ async function chosen(run: Run, signer: EvmSigner, lease: NonceLease): Promise<O
     if (run.coveredOn !== signer.address) await saveStep(ctx, { owner: signer.address });
     ctx.report(null, `owner ${shortAddress(signer.address)} chosen on ${chain}`);
   }
-  return { signer, lease };
+  return { signer, lease, reserved: run.coveredOn === signer.address };
 }
 
 /**
@@ -322,11 +327,12 @@ async function learnMined(run: EvmRun, owner: string, balances: OwnerBalances): 
     const pending = await balances.pending(chain, owner);
     const mined = await minedBlocks(evm.chain, chain, pending, RECEIPTS_PER_LOOK);
     const hashOf = new Map(pending.map((e) => [e.holder, e.txHash as string]));
-    await Promise.all(
-      [...mined].map(([holder, block]) =>
-        balances.noteMined(chain, owner, holder, { txHash: hashOf.get(holder) as string, block }),
-      ),
-    );
+    const txs = [...mined].map(([holder, block]) => ({
+      holder,
+      txHash: hashOf.get(holder) as string,
+      block,
+    }));
+    await balances.noteMined(chain, owner, txs);
   } catch (err) {
     ctx.log.debug(
       { chain, owner, err: { message: String(err) } },

@@ -58,6 +58,9 @@ export type NonceState = {
   readonly prepHolder: string | null;
   readonly prepNonce: bigint | null;
   readonly prepUntil: number | null;
+  /** The waiter next in line for the prepare slot, and until when its place holds (0 once given). */
+  readonly prepNext: string | null;
+  readonly prepNextUntil: number | null;
   /** Leases handed straight from a committing holder to its preparer, ever. */
   readonly handoffs: number;
 };
@@ -110,7 +113,13 @@ type AcquireReply = [number, string, string?];
 /** One try at the lease: the lease, a wait, or (another holder in flight) the nonce to prepare. */
 type Try =
   | { readonly kind: 'lease'; readonly lease: NonceLease }
-  | { readonly kind: 'wait'; readonly ms: number; readonly preparing: boolean }
+  | {
+      readonly kind: 'wait';
+      readonly ms: number;
+      readonly preparing: boolean;
+      /** This waiter is next in line for the prepare slot (a commit may give it the slot by name). */
+      readonly inLine: boolean;
+    }
   | { readonly kind: 'prepare'; readonly nonce: bigint; readonly ms: number };
 
 /** One try at the lease; a hold is thrown. */
@@ -123,7 +132,7 @@ async function tryAcquire(m: Manager, keys: PoolKeys, holder: string, mayPrepare
     mayPrepare ? '1' : '',
     m.prepMs,
   ])) as AcquireReply;
-  if (r[0] === 0) return { kind: 'wait', ms: Number(r[1]), preparing: r[2] === '1' };
+  if (r[0] === 0) return { kind: 'wait', ms: Number(r[1]), preparing: r[2] !== '', inLine: r[2] === '2' };
   if (r[0] === 3) throw new NoncePoolHeldError(Number(r[1]), r[2] ?? 'the nonce pool is held');
   if (r[0] === 4)
     return { kind: 'prepare', nonce: checkNonce(BigInt(r[1]), 'prepared nonce'), ms: Number(r[2]) };
@@ -185,6 +194,8 @@ type Preparing = {
   nonce: bigint | undefined;
   /** When it was first offered the slot (it must free it on leaving without the lease). */
   since: number | undefined;
+  /** It stood in line for the slot (it must give its place up on leaving without the lease). */
+  inLine: boolean;
 };
 
 /** One acquire in progress: whose, for which pool, with what options, until when. */
@@ -217,18 +228,23 @@ async function afterTry(m: Manager, a: Acquiring, got: Exclude<Try, { kind: 'lea
       );
     }
     // A preparer waits for the hand-off whatever giveUpAfterMs says (it is next, its permit is
-    // ready), but not for ever; it looks again well within its slot's life.
+    // ready), but not for ever; it looks again well within its slot's life, to renew it (the
+    // hand-off itself wakes it by name; a lost wake-up is caught by that look, well within the
+    // hand-off lease, which lasts as long as the slot).
     if (Date.now() - p.since > m.leaseMs) throw gaveUp(keys.chain, holder, Date.now() - p.since);
-    return Math.min(got.ms, m.maxWaitMs, m.prepMs / 4);
+    return Math.min(got.ms, m.prepMs / 4);
   }
   p.nonce = undefined; // the slot is gone (voided, or never ours)
+  if (got.inLine) p.inLine = true;
   const left = giveUpAt - Date.now();
   if (left <= 0) throw gaveUp(keys.chain, holder, Math.round(options.giveUpAfterMs ?? 0));
   // While another waiter has the next permit ready, the hand-off does not depend on this one: the
-  // commit wakes the preparer by name and one other waiter (to prepare the one after). Looking
-  // again less often keeps a crowd of waiters from costing more than the payments they wait for.
+  // commit wakes the preparer by name and either gives the slot after it to the waiter next in line
+  // (by name too) or wakes one other waiter to take it. Looking again less often keeps a crowd of
+  // waiters from costing more than the payments they wait for; the one in line looks again while
+  // its place (alive for prepareSlotMs) still holds.
   const every = got.preparing ? m.maxWaitMs * IDLE_WAIT_FACTOR : m.maxWaitMs;
-  return Math.min(got.ms, every, left);
+  return Math.min(got.ms, got.inLine ? Math.min(every, m.prepMs / 2) : every, left);
 }
 
 /**
@@ -254,8 +270,15 @@ async function acquireLease(
   void m.chain.read(keys.pool, keys.chain, keys.owner);
   await m.wakeups.ready();
   const giveUpAt = options.giveUpAfterMs === undefined ? Infinity : Date.now() + options.giveUpAfterMs;
-  const p: Preparing = { may: options.prepare !== undefined, nonce: undefined, since: undefined };
+  const p: Preparing = {
+    may: options.prepare !== undefined,
+    nonce: undefined,
+    since: undefined,
+    inLine: false,
+  };
   let leased = false;
+  /** The prepare slot a commit gave this waiter by name: taken without looking. */
+  let given: Try | undefined;
   try {
     for (;;) {
       if (signal?.aborted) throw abortError(keys.chain, holder, signal);
@@ -263,7 +286,8 @@ async function acquireLease(
       const waiter = m.wakeups.arm(keys.pool, holder);
       let usedWakeup = false;
       try {
-        const got = await tryAcquire(m, keys, holder, p.may);
+        const got = given ?? (await tryAcquire(m, keys, holder, p.may));
+        given = undefined;
         if (got.kind === 'lease') {
           usedWakeup = true;
           leased = true;
@@ -279,12 +303,17 @@ async function acquireLease(
           leased = true;
           return handedOver(m, keys, holder, p.nonce);
         }
+        const slot = waiter.slot();
+        // The commit that handed the lease to the preparer before it gave this waiter the slot after
+        // it (what a look would offer now): it prepares at once. A lost wake-up costs only time: a
+        // look finds the slot its own.
+        if (usedWakeup && slot !== undefined && p.may) given = { kind: 'prepare', nonce: slot, ms: m.prepMs };
       } finally {
         waiter.disarm(!usedWakeup);
       }
     }
   } finally {
-    if (!leased && p.since !== undefined) await unprepare(m, keys, holder);
+    if (!leased && (p.since !== undefined || p.inLine)) await unprepare(m, keys, holder);
   }
 }
 
@@ -356,6 +385,8 @@ async function readState(m: Manager, keys: PoolKeys): Promise<NonceState> {
     prepHolder: h['prep_holder'] ?? null,
     prepNonce: h['prep_nonce'] !== undefined ? BigInt(h['prep_nonce']) : null,
     prepUntil: num(h['prep_until']),
+    prepNext: h['prep_next'] ?? null,
+    prepNextUntil: num(h['prep_next_until']),
     handoffs: Number(h['handoffs'] ?? 0),
   };
 }

@@ -21,6 +21,10 @@ import { loadLuaScript, runScript, type LuaScript } from '../../store/lua-script
  *   prep_nonce   the nonce it prepares: held_nonce + 1 when it was recorded
  *   prep_until   Redis TIME in ms until which the preparer counts as alive (it renews this each time
  *                it looks again); a slot past it is free and is never handed the lease
+ *   prep_next    a waiter that may prepare and found the slot taken: next in line for the slot after
+ *                it, which the commit handing the lease to the preparer gives it (pool-commit.lua)
+ *   prep_next_until  Redis TIME in ms until which that place in line holds (renewed each time it
+ *                looks; 0 once the slot was given)
  *   handoffs     how many times a commit handed the lease straight to a preparer (a counter)
  *
  * ZSET `P:nonce:<CHAIN>:<owner>:review`: permits presumed used (their answer was lost; their
@@ -28,9 +32,10 @@ import { loadLuaScript, runScript, type LuaScript } from '../../store/lua-script
  * While one could still execute, no permit is signed at or below its nonce: the pool moves back
  * below a presumed-used nonce only once no presumed-used permit at or above it is left.
  *
- * ZSET `P:nonce:<CHAIN>:<owner>:used`: the last 1,000 nonces committed as accepted by the
- * service (pool-commit.lua), member "<nonce>|<batchId>/<transferId>", score = nonce: which transfer's permit used a
- * nonce, so that a saved permit of another transfer with that nonce is known not to have paid
+ * ZSET `P:nonce:<CHAIN>:<owner>:used`: the nonces committed as accepted by the service
+ * (pool-commit.lua), at least the last 1,000 (trimmed to them when a multiple of 64 is committed),
+ * member "<nonce>|<batchId>/<transferId>", score = nonce: which transfer's permit used a nonce, so
+ * that a saved permit of another transfer with that nonce is known not to have paid
  * (pipeline/evm/permit-discard.ts). Written only after the service accepted the permit.
  */
 

@@ -7,7 +7,9 @@ import type { Logger } from '../../log/logger.ts';
  * next holder starts within a round trip instead of a polling interval, without every waiter of
  * every process hitting Redis at once. A commit that hands the lease to a preparer publishes
  * "<key>\n<preparer>": the preparer's waiter (in whichever process it is) is woken, and one other
- * waiter too, to take the prepare slot the hand-off left free. Without the subscription waiters
+ * waiter too, to take the prepare slot the hand-off left free. When the commit also gave that slot
+ * to the waiter next in line, it publishes "<key>\n<preparer>\n<next in line>\n<its nonce>": that
+ * waiter is woken with the nonce to prepare, and nobody else. Without the subscription waiters
  * still poll: slower, never stuck.
  */
 export type Wakeups = {
@@ -25,11 +27,19 @@ export type Waiter = {
   readonly woken: Promise<void>;
   /** Whether it was woken by a commit that handed the lease to it by name. */
   named(): boolean;
+  /** The nonce a commit gave it the prepare slot for, by name, if that woke it. */
+  slot(): bigint | undefined;
   /** Leaves the queue; a wake-up this waiter will not use goes to the next one when `handOn`. */
   disarm(handOn: boolean): void;
 };
 
-type Entry = { readonly holder: string; wake(): void; woken: boolean; named: boolean };
+type Entry = {
+  readonly holder: string;
+  wake(): void;
+  woken: boolean;
+  named: boolean;
+  slot: bigint | undefined;
+};
 
 function wakeOne(waiters: Map<string, Set<Entry>>, key: string, except?: string): void {
   for (const w of waiters.get(key) ?? []) {
@@ -39,18 +49,21 @@ function wakeOne(waiters: Map<string, Set<Entry>>, key: string, except?: string)
   }
 }
 
-/** A published message: the pool's key, and the holder the lease was handed to, if any. */
+/**
+ * A published message: the pool's key; the holder the lease was handed to, if any; and the waiter
+ * given the prepare slot after it, with its nonce, if any.
+ */
 function onMessage(waiters: Map<string, Set<Entry>>, message: string): void {
-  const cut = message.indexOf('\n');
-  if (cut < 0) return wakeOne(waiters, message);
-  const key = message.slice(0, cut);
-  const handedTo = message.slice(cut + 1);
+  const [key = '', handedTo, nextInLine, slot] = message.split('\n');
+  if (handedTo === undefined) return wakeOne(waiters, key);
   for (const w of waiters.get(key) ?? []) {
-    if (w.holder !== handedTo || w.woken) continue;
-    w.named = true;
+    if (w.woken) continue;
+    if (w.holder === handedTo) w.named = true;
+    else if (w.holder === nextInLine && slot !== undefined) w.slot = BigInt(slot);
+    else continue;
     w.wake();
   }
-  wakeOne(waiters, key, handedTo);
+  if (nextInLine === undefined) wakeOne(waiters, key, handedTo);
 }
 
 function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string): Waiter {
@@ -60,6 +73,7 @@ function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string
     holder,
     woken: false,
     named: false,
+    slot: undefined,
     wake() {
       entry.woken = true;
       resolve();
@@ -72,6 +86,7 @@ function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string
   return {
     woken,
     named: () => entry.named,
+    slot: () => entry.slot,
     disarm(handOn) {
       mine.delete(entry);
       if (mine.size === 0) waiters.delete(key);

@@ -1,19 +1,30 @@
 --[[
-  A receipt showed the transfer's source transaction mined (owner-balance.ts noteMined): its
-  reservation records the block, so the first balance reading at or past it drops the entry.
+  Receipts showed transfers' source transactions mined (owner-balance.ts noteMined): each one's
+  reservation records its block, so the first balance reading at or past it drops the entry. One
+  read (HMGET) and one write (HSET) for every transaction of the call.
 
   Input:
     KEYS[1] the owner's reservations (P:reserve:<CHAIN>:<owner>)
-    ARGV[1] holder, "<batchId>/<transferId>"
-    ARGV[2] tx hash
-    ARGV[3] block
+    ARGV, three per transaction: holder ("<batchId>/<transferId>"), tx hash, block
 
   Output:
-    1 noted, 0 the holder has no reservation, or one for another transaction
+    how many were noted (a holder with no reservation, or one for another transaction, is left as
+    it is)
 ]]
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-if not v then return 0 end
-local amount, tx = string.match(v, '^([^|]*)|([^|]*)')
-if tx ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], amount .. '|' .. tx .. '|' .. ARGV[3])
-return 1
+local holders = {}
+for i = 1, #ARGV, 3 do table.insert(holders, ARGV[i]) end
+local vals = redis.call('HMGET', KEYS[1], unpack(holders))
+local put = {}
+for j = 1, #holders do
+  local v = vals[j]
+  if v then
+    local amount, tx = string.match(v, '^([^|]*)|([^|]*)')
+    local at = (j - 1) * 3
+    if tx == ARGV[at + 2] then
+      table.insert(put, holders[j])
+      table.insert(put, amount .. '|' .. tx .. '|' .. ARGV[at + 3])
+    end
+  end
+end
+if #put > 0 then redis.call('HSET', KEYS[1], unpack(put)) end
+return #put / 2
