@@ -25,6 +25,9 @@ import { luaScriptFile, runScript } from './lua-script.ts';
 
 export type BalanceReading = { readonly balance: bigint; readonly block: bigint };
 
+/** An accepted send: its source transaction (null when the service gave none), and what its run reserved. */
+export type SentTx = { readonly txHash: string | null; readonly reserved?: bigint | undefined };
+
 /** A receipt's answer: `holder`'s accepted transaction `txHash` was mined at `block`. */
 export type MinedTx = { readonly holder: string; readonly txHash: string; readonly block: bigint };
 
@@ -92,20 +95,16 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
       return parseEntries(await redis.hgetall(key(chain, owner)));
     },
     /**
-     * The service accepted `holder`'s transfer; its source transaction is `txHash` (or unknown).
-     * `reserved`: the amount the caller's own run reserved for it on `owner`, so its entry is known
-     * to be there (nothing else drops an entry not yet mined while its transfer is in progress):
-     * then the entry is written in one HSET, as the script would write it, with nothing read first.
+     * The service accepted `holder`'s transfer; its source transaction is `sent.txHash` (or unknown).
+     * `sent.reserved`: the amount the caller's own run reserved for it on `owner`, so its entry is
+     * known to be there (nothing else drops an entry not yet mined while its transfer is in
+     * progress): then the entry is written in one HSET, as the script would write it, nothing read.
      */
-    async noteSent(
-      chain: EvmChain,
-      owner: string,
-      holder: string,
-      txHash: string | null,
-      reserved?: bigint,
-    ): Promise<void> {
-      if (reserved !== undefined) await redis.hset(key(chain, owner), holder, `${reserved}|${txHash ?? ''}|`);
-      else await runScript(redis, NOTE_SENT, [key(chain, owner)], [holder, txHash ?? '']);
+    async noteSent(chain: EvmChain, owner: string, holder: string, sent: SentTx): Promise<void> {
+      const txHash = sent.txHash ?? '';
+      if (sent.reserved !== undefined)
+        await redis.hset(key(chain, owner), holder, `${sent.reserved}|${txHash}|`);
+      else await runScript(redis, NOTE_SENT, [key(chain, owner)], [holder, txHash]);
     },
     /** Receipts showed these holders' accepted transactions mined (one script call for all of them). */
     async noteMined(chain: EvmChain, owner: string, mined: readonly MinedTx[]): Promise<void> {

@@ -68,7 +68,7 @@ describe('owner balance reservations', () => {
         { balance: 100n * USDC, block: 10n },
       ),
     ).toEqual({ ok: true });
-    await ob.noteSent('ARB', A, 'bt/1', '0xabc');
+    await ob.noteSent('ARB', A, 'bt/1', { txHash: '0xabc' });
     // Mined at block 12; the RPC still answers from block 11, where the balance is still 100.
     await ob.noteMined('ARB', A, [{ holder: 'bt/1', txHash: '0xabc', block: 12n }]);
     expect(
@@ -117,10 +117,10 @@ describe('owner balance reservations', () => {
     const reading = { balance: 100n * USDC, block: 10n };
     for (const h of ['bt/1', 'bt/2', 'bt/3'])
       await ob.reserve('BASE', A, { holder: h, amount: 10n * USDC, named: null }, reading);
-    await ob.noteSent('BASE', A, 'bt/1', '0xa1');
-    await ob.noteSent('BASE', A, 'bt/2', '0xa2');
+    await ob.noteSent('BASE', A, 'bt/1', { txHash: '0xa1' });
+    await ob.noteSent('BASE', A, 'bt/2', { txHash: '0xa2' });
     // The run that reserved it knows the entry is there: one HSET, the same entry as the script's.
-    await ob.noteSent('BASE', A, 'bt/3', '0xa3', 10n * USDC);
+    await ob.noteSent('BASE', A, 'bt/3', { txHash: '0xa3', reserved: 10n * USDC });
     const entries = await a.hgetall(ownerReserveKey(prefix(), 'BASE', A));
     expect([entries['bt/1'], entries['bt/3']]).toEqual([`${10n * USDC}|0xa1|`, `${10n * USDC}|0xa3|`]);
     await ob.noteMined('BASE', A, [
@@ -165,11 +165,11 @@ describe('owner balance reservations', () => {
 
     const rec = { batchId: 'bt', id: '7', from: 'POLYGON', raw: { owner: B } };
     // Accepted with a tx hash: only a receipt and a later reading end it, not the follower.
-    await ob.noteSent('POLYGON', B, 'bt/7', '0xdef');
+    await ob.noteSent('POLYGON', B, 'bt/7', { txHash: '0xdef' });
     await dropUnhashedReservation(a, p, rec);
     expect(await ob.pending('POLYGON', B)).toHaveLength(1);
     // Accepted without one: the follower ends it when the intent is settled.
-    await ob.noteSent('POLYGON', B, 'bt/7', null);
+    await ob.noteSent('POLYGON', B, 'bt/7', { txHash: null });
     // A record that names the transaction hash was accepted with it (noted on the reservation
     // first): nothing is looked up for it.
     await dropUnhashedReservation(a, p, { ...rec, raw: { owner: B, tx_hash: 'def' } });

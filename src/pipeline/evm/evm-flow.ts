@@ -158,13 +158,10 @@ async function sendPermit(turn: OwnerTurn, toSend: PermitToSend): Promise<StepOu
     // Before the outcome: a record with a tx hash has it on its reservation too (dropUnhashedReservation).
     // An entry this run reserved is written without a look (owner-balance.ts noteSent).
     const ours = turn.reserved === true && permit.owner === turn.signer.address;
-    await evm.balances?.noteSent(
-      chain,
-      permit.owner,
-      holderOf(ctx),
-      res.txHash ?? null,
-      ours ? rec.amount : undefined,
-    );
+    await evm.balances?.noteSent(chain, permit.owner, holderOf(ctx), {
+      txHash: res.txHash ?? null,
+      reserved: ours ? rec.amount : undefined,
+    });
     ctx.deps.metrics?.ownerPaid?.(chain, permit.owner);
     return await submitted(ctx, {
       intentId: res.intentId,
