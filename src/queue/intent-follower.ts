@@ -287,8 +287,10 @@ async function logWhenJobEnded(
 /** The intent is settled (or will not be followed): an owner reservation with no tx hash ends. */
 async function endReservation(f: Follower, t: FollowedTransfer | undefined): Promise<void> {
   if (!t?.owner) return;
-  // The reservation is keyed by the owner the record names (owner-balance.ts).
-  const rec = { batchId: t.batchId, id: t.id, from: t.from, raw: { owner: t.owner } };
+  // The reservation is keyed by the owner the record names; a record naming its tx hash needs no
+  // look (owner-balance.ts dropUnhashedReservation).
+  const raw = t.txHash ? { owner: t.owner, tx_hash: t.txHash } : { owner: t.owner };
+  const rec = { batchId: t.batchId, id: t.id, from: t.from, raw };
   await dropUnhashedReservation(f.deps.redis, f.deps.prefix, rec);
 }
 

@@ -40,6 +40,8 @@ export type FollowedTransfer = {
   /** Its job's round, and its payload generation (the settle job's id). */
   readonly round: number;
   readonly payloadGen: number | null;
+  /** Its source transaction as stored (`tx_hash`), once the accepted send is recorded; else null. */
+  readonly txHash: string | null;
 };
 
 /** The record fields a FollowedTransfer is read from, in this order. */
@@ -50,6 +52,7 @@ export const FOLLOWED_FIELDS = [
   'owner',
   'round',
   'payload_gen',
+  'tx_hash',
 ] as const;
 
 /** Parses FOLLOWED_FIELDS' values; undefined for a record with no source chain (gone, or not a transfer). */
@@ -58,7 +61,7 @@ export function parseFollowedTransfer(
   id: string,
   values: readonly (string | null | undefined)[],
 ): FollowedTransfer | undefined {
-  const [intentId, intentStatus, from, owner, round, payloadGen] = values;
+  const [intentId, intentStatus, from, owner, round, payloadGen, txHash] = values;
   if (!from || !isChain(from)) return undefined;
   return {
     batchId,
@@ -69,6 +72,7 @@ export function parseFollowedTransfer(
     owner: owner || null,
     round: Number(round || 0),
     payloadGen: payloadGen ? Number(payloadGen) : null,
+    txHash: txHash || null,
   };
 }
 
