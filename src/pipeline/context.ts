@@ -100,9 +100,14 @@ export async function saveStep(ctx: Ctx, patch: StepsPatch): Promise<RunRecord |
  */
 export async function saveEstimateNow(ctx: Ctx): Promise<void> {
   const estimate = ctx.run?.estimate;
-  if (!ctx.run || !estimate) return;
+  if (!estimate) return;
   await ctx.deps.store.saveEstimate(ctx.batchId, ctx.transferId, estimate);
-  ctx.run.estimate = undefined;
+  estimateWritten(ctx);
+}
+
+/** A write carried the run's fee estimate (or saved it alone): no later write needs to. */
+export function estimateWritten(ctx: Ctx): void {
+  if (ctx.run) ctx.run.estimate = undefined;
 }
 
 /**

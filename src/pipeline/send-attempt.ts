@@ -1,7 +1,17 @@
 import type { StepsPatch } from '../store/saved-steps.ts';
 import type { AckVerdict, WriteSite } from '../store/replica-acks.ts';
-import { fencedSaveOf, type FencedSave } from '../store/transfer-store.ts';
-import { addEvidence, current, jittered, Later, noteWritten, saveStep, wait, type Ctx } from './context.ts';
+import { fencedSaveOf, type FencedSave, type SaveFence } from '../store/transfer-store.ts';
+import {
+  addEvidence,
+  current,
+  estimateWritten,
+  jittered,
+  Later,
+  noteWritten,
+  saveStep,
+  wait,
+  type Ctx,
+} from './context.ts';
 import { asServiceFailure, describeFailure, failureDump, type ServiceFailure } from './failure.ts';
 import { pastDeadline } from './outcomes.ts';
 import {
@@ -81,13 +91,20 @@ export async function beginSend(
     ...(steps.prepared && fresh?.prepared === false ? { prepared: true } : {}),
     ...(reason ? { waitReason: reason } : {}),
   };
-  const fence = { token: lockToken(ctx), carried: current(ctx), estimate: ctx.run?.estimate };
-  if (!(await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, back, fence)).held) lockLost(ctx);
-  if (ctx.run) ctx.run.estimate = undefined;
+  if (!(await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, back, fenceOf(ctx))).held) lockLost(ctx);
+  estimateWritten(ctx);
   noteWritten(ctx, { patch: back });
   if (!gateOk) throw new LeaseNotConfirmed();
   ctx.report('wait', `${reason}: nothing sent`);
   throw new Later(jittered(ctx, 1_000), reason, 'replicas');
+}
+
+/**
+ * What fences a send's saves (transfer-store.ts SaveFence): the run's lock token, the record it
+ * carries, and its fee estimate while no write carried it yet (saving it again is harmless).
+ */
+function fenceOf(ctx: Ctx): SaveFence {
+  return { token: lockToken(ctx), carried: current(ctx), estimate: ctx.run?.estimate };
 }
 
 function lockToken(ctx: Ctx): string {
@@ -102,11 +119,10 @@ function lockToken(ctx: Ctx): string {
  */
 async function markSending(ctx: Ctx, mark: StepsPatch): Promise<AckVerdict> {
   const { store, acks } = ctx.deps;
-  // The run's estimate, if no write carried it yet, goes with the mark (saving it again is harmless).
-  const fence = { token: lockToken(ctx), carried: current(ctx), estimate: ctx.run?.estimate };
+  const fence = fenceOf(ctx);
   if (!acks) {
     if (!(await store.saveFenced(ctx.batchId, ctx.transferId, mark, fence)).held) lockLost(ctx);
-    if (ctx.run) ctx.run.estimate = undefined;
+    estimateWritten(ctx);
     return { ok: true, wanted: 0 };
   }
   const { reply, verdict } = await acks.writeAcked(
@@ -115,7 +131,7 @@ async function markSending(ctx: Ctx, mark: StepsPatch): Promise<AckVerdict> {
   );
   // A round cut off before its answer (reply unknown) may have written the mark: it is taken back.
   if (reply !== undefined && !fencedSaveOf(reply).held) lockLost(ctx);
-  if (reply !== undefined && ctx.run) ctx.run.estimate = undefined;
+  if (reply !== undefined) estimateWritten(ctx);
   return verdict;
 }
 

@@ -170,7 +170,7 @@ async function saveSteps(
   if (failed?.[0]) throw failed[0];
 }
 
-/** A fee estimate as a run has it: saved alone (saveEstimate) or with a send's mark (FencedWrite). */
+/** A fee estimate as a run has it: saved alone (saveEstimate) or with a send's mark (SaveFence). */
 export type FeeEstimate = {
   readonly fee: { readonly total: bigint; readonly platform: bigint; readonly gas: bigint };
   readonly netReceive: bigint;
