@@ -2,10 +2,12 @@
   Writes the transfer records of one chunk, each only if absent (a re-run never resets a transfer a
   worker has moved on), with its place in the batch's row and queued sets and its payment
   fingerprint. Returns each transfer's current state, so jobs are added only for `queued` ones.
-  The row and queued sets get one ZADD per slice of new transfers rather than two per row, and the
-  fingerprints go to the day's set (one hash field per fingerprint, one expiry per chunk) rather
-  than a key of their own with its own expiry: per row Redis runs the record's check and write and
-  one HSETNX.
+  Which records exist is read once for the chunk from the batch's rows set (ZMSCORE): this script
+  writes a record and its row together, and nothing removes either, so a transfer has a record
+  exactly when it has a row; only an existing one's state is read (HGET). The row and queued sets
+  get one ZADD per slice of new transfers rather than two per row, and the fingerprints go to the
+  day's set (one hash field per fingerprint, one expiry per chunk) rather than a key of their own
+  with its own expiry: per new row Redis runs the record's write and one HSETNX.
 
   Input:
     KEYS[1] the batch's rows set
@@ -26,12 +28,17 @@ local out = {}
 local members = {}
 local fps = KEYS[3]
 local n = #KEYS - 3
+local ids = {}
+for i = 1, n do ids[i] = ARGV[3 + (i - 1) * 10 + 2] end
+local rows = n > 0 and redis.call('ZMSCORE', KEYS[1], unpack(ids)) or {}
+-- An id twice in one chunk (ingest refuses that) would find the record its first row wrote.
+local written = {}
 for i = 1, n do
   local tk = KEYS[3 + i]
   local a = 3 + (i - 1) * 10
   local fp = ARGV[a + 1]
   local id = ARGV[a + 2]
-  local state = redis.call('HGET', tk, 'state')
+  local state = (rows[i] or written[id]) and redis.call('HGET', tk, 'state')
   if not state then
     -- `new_recipient` is written only when set (most rows pay known recipients, and a retained
     -- record stays small), in the same HSET: one write, and one command in the AOF, per record.
@@ -53,6 +60,7 @@ for i = 1, n do
     if redis.call('HSETNX', fps, fp, entry) == 0 then
       redis.call('HSET', fps, fp, redis.call('HGET', fps, fp) .. ' ' .. entry)
     end
+    written[id] = true
     state = 'queued'
   end
   out[i] = state
