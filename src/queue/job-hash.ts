@@ -1,14 +1,15 @@
-import type { Job, Queue } from 'bullmq';
+import { optsEncodeMap, type Job, type JobsOptions, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { loadLuaScript, runScript } from '../store/lua-script.ts';
 import { JOB_LOG_LINES, type JobReportSink } from './job-reporter.ts';
 
 /*
  * The only code of ours that writes BullMQ's job keys itself (docs/data-model.md "BullMQ jobs"):
- * everything else goes through BullMQ's API. Two writes save commands or say what the API cannot:
- * a run's report (log lines and progress in one round trip, where BullMQ's API takes a script per
- * line and one for the progress), and the result of a job about to fail (BullMQ keeps a return value
- * for a completed job only). Two reads save commands: the intent follower's look at a finished job
+ * everything else goes through BullMQ's API. Three writes save commands or say what the API cannot:
+ * the ingest's new transfer jobs (a chunk in one script of about 2 commands a job, where `addBulk`
+ * runs a script of 10 per job), a run's report (log lines and progress in one round trip, where
+ * BullMQ's API takes a script per line and one for the progress), and the result of a job about to
+ * fail (BullMQ keeps a return value for a completed job only). Two reads save commands: the intent follower's look at a finished job
  * before it adds its line through BullMQ's `addJobLog` (one HMGET, where `getJob` reads the whole
  * hash), and the sweeper's look at a page of jobs (one or two reads per job, where the API takes a
  * getJob per job).
@@ -19,6 +20,7 @@ import { JOB_LOG_LINES, type JobReportSink } from './job-reporter.ts';
 const SCRIPTS = new URL('./scripts/', import.meta.url);
 const WRITE_REPORT = loadLuaScript(SCRIPTS, 'job-report-write.lua');
 const WRITE_RESULT = loadLuaScript(SCRIPTS, 'job-result-write.lua');
+const ADD_JOBS = loadLuaScript(SCRIPTS, 'transfer-jobs-add.lua');
 
 /** The job as these writes need it: where BullMQ keeps it. */
 export type JobPlace = Pick<Job, 'queueQualifiedName' | 'id'>;
@@ -29,6 +31,73 @@ export type JobAt = { readonly queue: Pick<Queue, 'toKey'>; readonly jobId: stri
 /** The Redis key of a job's hash (`<prefix>:<queue>:<job id>`), as BullMQ names it. */
 function jobKeyOf(job: JobPlace): string {
   return `${job.queueQualifiedName}:${job.id ?? ''}`;
+}
+
+/** A waiting job to add: its id (BullMQ's `jobId`, which its options need not repeat), name, data and options. */
+export type NewJob = {
+  readonly id: string;
+  readonly name: string;
+  readonly data: unknown;
+  readonly opts: JobsOptions;
+};
+
+/**
+ * Adds waiting jobs to `queue` in one script (transfer-jobs-add.lua), as BullMQ's `addBulk` would
+ * store them — none may have a delay, a priority, a parent or deduplication — except for the
+ * queue's event stream, which gets no `added`/`waiting` entries. A job whose id exists is left as it
+ * is. `traceContext` is the producer span's context (BullMQ's telemetry metadata), kept in each
+ * job's options as BullMQ keeps it (`tm`). Returns how many were added.
+ */
+export async function addWaitingJobs(
+  redis: Redis,
+  queue: Pick<Queue, 'toKey'>,
+  jobs: readonly NewJob[],
+  traceContext?: string,
+): Promise<number> {
+  if (jobs.length === 0) return 0;
+  const args: string[] = [queue.toKey(''), String(Date.now())];
+  for (const job of jobs) {
+    const opts = {
+      ...job.opts,
+      jobId: job.id,
+      ...(traceContext ? { telemetry: { metadata: traceContext } } : {}),
+    };
+    args.push(job.id, job.name, JSON.stringify(job.data), JSON.stringify(storedOptions(opts)));
+  }
+  const keys = [queue.toKey('wait'), queue.toKey('meta'), queue.toKey('active'), queue.toKey('marker')];
+  return Number(await runScript(redis, ADD_JOBS, keys, args));
+}
+
+/** Options that make a job something else than a plain waiting one (BullMQ's other add scripts). */
+const NOT_WAITING = new Set([
+  'delay',
+  'priority',
+  'lifo',
+  'parent',
+  'deduplication',
+  'debounce',
+  'repeat',
+  'repeatJobKey',
+]);
+
+/**
+ * A job's options as BullMQ stores them in the job hash's `opts` (its `optsAsJSON`): the options
+ * BullMQ abbreviates under their short names (`optsEncodeMap`), the telemetry's context as `tm`.
+ */
+function storedOptions(opts: JobsOptions): Record<string, unknown> {
+  const stored: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(opts)) {
+    if (value === undefined) continue;
+    if (NOT_WAITING.has(name)) throw new Error(`addWaitingJobs cannot add a job with the option ${name}`);
+    if (name === 'telemetry') {
+      const t = value as NonNullable<JobsOptions['telemetry']>;
+      if (t.metadata !== undefined) stored['tm'] = t.metadata;
+      if (t.omitContext !== undefined) stored['omc'] = t.omitContext;
+    } else {
+      stored[(optsEncodeMap as Record<string, string>)[name] ?? name] = value;
+    }
+  }
+  return stored;
 }
 
 /**

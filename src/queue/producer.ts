@@ -1,10 +1,11 @@
-import { Queue, type JobsOptions, type WorkerOptions } from 'bullmq';
+import { Queue, SpanKind, TelemetryAttributes, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { JobsKept } from '../config/jobs-kept.ts';
 import type { Chain } from '../domain/chains.ts';
 import type { TransferJobSpec } from '../domain/transfer-jobs.ts';
 import { addCompletionCallback, CALLBACK_QUEUE } from './callbacks.ts';
 import { followIntent } from './intent-follower.ts';
+import { addWaitingJobs, type NewJob } from './job-hash.ts';
 import { transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
 import { queueOptions } from './queue-options.ts';
 import { transferQueueTelemetry } from './queue-telemetry.ts';
@@ -41,7 +42,7 @@ export function transferJobsKept(kept: JobsKept): Pick<WorkerOptions, 'removeOnC
   };
 }
 
-/** Jobs per `addBulk` call: one Redis round trip each, bounded in size. */
+/** Jobs per add: one script and one Redis round trip each, bounded in size. */
 const BULK_CHUNK = 1000;
 
 export type ProducerOptions = {
@@ -100,15 +101,13 @@ export function createProducer(options: ProducerOptions): Producer {
       for (const [chain, list] of byChain) {
         const queue = queues.of(chain);
         for (let i = 0; i < list.length; i += BULK_CHUNK) {
-          adds.push(
-            queue.addBulk(
-              list.slice(i, i + BULK_CHUNK).map((t) => ({
-                name: transferJobName(t),
-                data: { batchId, transferId: t.transferId } satisfies TransferJobData,
-                opts: { ...TRANSFER_JOB_OPTIONS, jobId: transferJobId(batchId, t.transferId, round) },
-              })),
-            ),
-          );
+          const jobs = list.slice(i, i + BULK_CHUNK).map((t): NewJob => ({
+            id: transferJobId(batchId, t.transferId, round),
+            name: transferJobName(t),
+            data: { batchId, transferId: t.transferId } satisfies TransferJobData,
+            opts: TRANSFER_JOB_OPTIONS,
+          }));
+          adds.push(addJobsTraced(connection, queue, jobs));
         }
       }
       // Every bulk settles before an error is reported, so none is still running when the caller
@@ -123,4 +122,19 @@ export function createProducer(options: ProducerOptions): Producer {
       if (owned) await connection.quit().catch(() => connection.disconnect());
     },
   };
+}
+
+/**
+ * Adds a chunk of waiting transfer jobs (job-hash.ts addWaitingJobs: one script) inside BullMQ's own
+ * producer span, as its `addBulk` would (`addBulk transfers-<CHAIN>`, with tracing on: the span's
+ * context goes into each job's options, whence the transfer's trace links back; docs/traces.md).
+ */
+function addJobsTraced(connection: Redis, queue: Queue, jobs: readonly NewJob[]): Promise<unknown> {
+  return queue.trace(SpanKind.PRODUCER, 'addBulk', queue.name, async (span, traceContext) => {
+    span?.setAttributes({
+      [TelemetryAttributes.BulkNames]: jobs.map((j) => j.name),
+      [TelemetryAttributes.BulkCount]: jobs.length,
+    });
+    return await addWaitingJobs(connection, queue, jobs, traceContext);
+  });
 }

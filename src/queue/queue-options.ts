@@ -3,7 +3,8 @@ import { endpointOptions, type RedisEndpoint } from '../store/redis-endpoint.ts'
 
 /**
  * Entries kept in each queue's `…:events` stream. Nothing of ours reads the streams (no
- * QueueEvents: bull-board, the CLI and the API read job hashes and our own records), so BullMQ's
+ * QueueEvents: bull-board, the CLI and the API read job hashes and our own records; the producer's
+ * transfer jobs add none: job-hash.ts addWaitingJobs), so BullMQ's
  * default of 10,000 only held about 2.5 KiB per transfer of a batch below that cap. A hundred
  * recent events (up to about twice that: BullMQ trims with `MAXLEN ~`, a whole stream node at a
  * time) stay for anyone watching a queue live (`XREAD` on the stream from its end). Every Queue we

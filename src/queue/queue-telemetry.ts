@@ -2,7 +2,8 @@ import type { Telemetry } from 'bullmq';
 
 /*
  * With tracing on (docs/traces.md), the transfer queues are given BullMQ's `telemetry` (the
- * bullmq-otel adapter): each `addBulk` is a producer span, a child of the request or command that
+ * bullmq-otel adapter): each chunk of jobs the producer adds (producer.ts: through the queue's own
+ * `trace`, named as its `addBulk`) is a producer span, a child of the request or command that
  * enqueues, and each job it adds carries that span's context (the job's `opts.telemetry.metadata`,
  * `tm` in its hash), from which the transfer's trace links back to it (run-spans.ts). Only the
  * producer side is BullMQ's: the worker's runs are spans of the transfer's own trace.

@@ -1,16 +1,24 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobReportSink, logOnFinishedJob, readJobFates, writeJobResult } from '../../src/queue/job-hash.ts';
+import {
+  addWaitingJobs,
+  jobReportSink,
+  logOnFinishedJob,
+  readJobFates,
+  writeJobResult,
+  type NewJob,
+} from '../../src/queue/job-hash.ts';
 import { JOB_LOG_LINES } from '../../src/queue/job-reporter.ts';
+import { TRANSFER_JOB_OPTIONS } from '../../src/queue/producer.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 
 /*
  * job-hash.ts is the only code of ours that writes BullMQ's job keys itself: what it writes is read
  * back here through BullMQ's own API (getJobLogs, Job.progress, Job.returnvalue, Job.failedReason,
- * getJobState),
- * so a change of BullMQ's layout fails this suite instead of going unnoticed.
+ * getJobState, a Worker), and the jobs it adds are compared with the same jobs added by BullMQ's
+ * `addBulk`, so a change of BullMQ's layout fails this suite instead of going unnoticed.
  */
 describe('job-hash.ts: our writes into BullMQ jobs, read back through BullMQ', () => {
   let redis: TestRedis;
@@ -189,5 +197,108 @@ describe('job-hash.ts: our writes into BullMQ jobs, read back through BullMQ', (
       await worker.close();
       await fates.close();
     }
+  });
+
+  describe('addWaitingJobs', () => {
+    const jobs = (ids: string[]): NewJob[] =>
+      ids.map((id, i) => ({
+        id,
+        name: `BASE→ARB ${i + 1}.00 USDC`,
+        data: { batchId: 'b', transferId: id },
+        opts: TRANSFER_JOB_OPTIONS,
+      }));
+    /** The same jobs through BullMQ's own addBulk, with the producer span's context as BullMQ keeps it. */
+    const addBulk = (q: Queue, list: NewJob[], tm?: string) =>
+      q.addBulk(
+        list.map((j) => ({
+          name: j.name,
+          data: j.data,
+          opts: { ...j.opts, jobId: j.id, ...(tm ? { telemetry: { metadata: tm } } : {}) },
+        })),
+      );
+    const hashOf = async (q: Queue, id: string) => {
+      const h = await client.hgetall(q.toKey(id));
+      const { timestamp, opts, ...rest } = h;
+      return { ...rest, opts: JSON.parse(opts ?? 'null') as unknown, timestamped: Number(timestamp) > 0 };
+    };
+    const open = (name: string) => new Queue(name, { connection: { url: redis.url }, prefix });
+
+    it("stores each job as BullMQ's addBulk does, in the same wait order, and leaves an existing id alone", async () => {
+      const bull = open('add-bull');
+      const ours = open('add-ours');
+      try {
+        const ids = ['b/t1', 'b/t2', 'b/t3'];
+        await addBulk(bull, jobs(ids), '{"traceparent":"00-abc"}');
+        expect(await addWaitingJobs(client, ours, jobs(ids), '{"traceparent":"00-abc"}')).toBe(3);
+        for (const id of ids) expect(await hashOf(ours, id)).toEqual(await hashOf(bull, id));
+        expect((await hashOf(ours, 'b/t1')).opts).toMatchObject({
+          jobId: 'b/t1',
+          tm: '{"traceparent":"00-abc"}',
+        });
+        expect(await client.lrange(ours.toKey('wait'), 0, -1)).toEqual(
+          await client.lrange(bull.toKey('wait'), 0, -1),
+        );
+        // The marker a waiting worker blocks on, as BullMQ sets it.
+        expect(await client.zrange(ours.toKey('marker'), 0, -1, 'WITHSCORES')).toEqual(['0', '0']);
+        expect(await client.zrange(bull.toKey('marker'), 0, -1, 'WITHSCORES')).toEqual(['0', '0']);
+        expect(await ours.getJobState('b/t2')).toBe('waiting');
+        const job = (await ours.getJob('b/t2')) as Job;
+        expect([job.name, job.data, job.opts.attempts, job.opts.backoff]).toEqual([
+          'BASE→ARB 2.00 USDC',
+          { batchId: 'b', transferId: 'b/t2' },
+          TRANSFER_JOB_OPTIONS.attempts,
+          TRANSFER_JOB_OPTIONS.backoff,
+        ]);
+
+        // A duplicate id is ignored while its job exists (BullMQ's rule); the new ones are added.
+        const again = jobs(['b/t1', 'b/t4']).map((j) => ({ ...j, name: 'renamed' }));
+        expect(await addWaitingJobs(client, ours, again)).toBe(1);
+        expect((await ours.getJob('b/t1'))?.name).toBe('BASE→ARB 1.00 USDC');
+        expect(await ours.getJobCounts('waiting')).toEqual({ waiting: 4 });
+        await expect(
+          addWaitingJobs(client, ours, [{ ...jobs(['b/x'])[0]!, opts: { delay: 5 } }]),
+        ).rejects.toThrow(/option delay/);
+      } finally {
+        await bull.close();
+        await ours.close();
+      }
+    });
+
+    it('a paused queue keeps them, with no marker, as it keeps jobs BullMQ adds', async () => {
+      const q = open('add-paused');
+      try {
+        await q.pause();
+        await addWaitingJobs(client, q, jobs(['p/ours']));
+        await addBulk(q, jobs(['p/bull']));
+        expect(await client.exists(q.toKey('marker'))).toBe(0);
+        expect(await q.getJobState('p/ours')).toBe(await q.getJobState('p/bull'));
+      } finally {
+        await q.close();
+      }
+    });
+
+    it('a worker runs them in the order added', async () => {
+      const q = open('add-run');
+      const ran: string[] = [];
+      const worker = new Worker(
+        'add-run',
+        async (job) => {
+          ran.push(`${job.id} ${job.attemptsMade} ${job.opts.attempts}`);
+          return 'ok';
+        },
+        { connection: { url: redis.url, maxRetriesPerRequest: null }, prefix },
+      );
+      try {
+        await addWaitingJobs(client, q, jobs(['r/1', 'r/2', 'r/3']));
+        await waitFor(
+          'the jobs to complete',
+          async () => (await q.getJobCounts('completed')).completed === 3,
+        );
+        expect(ran).toEqual(['r/1 0 1000', 'r/2 0 1000', 'r/3 0 1000']);
+      } finally {
+        await worker.close();
+        await q.close();
+      }
+    });
   });
 });
