@@ -372,8 +372,9 @@ export type TransitionChange = {
   to: TransferState;
   fields?: StepsPatch;
   /**
-   * The run's lock token: a move frees the transfer's processing lock in the same step if the lock
-   * still holds it (a run making its transfer final).
+   * The run's lock token (a run making its transfer final): a move frees the transfer's processing
+   * lock in the same step, whoever holds it; a re-sent call of a move already made frees it only
+   * while it holds this token (transfer-move.lua).
    */
   unlock?: string;
 };

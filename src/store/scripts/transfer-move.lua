@@ -1,9 +1,13 @@
 --[[
   A state change (transfer-store.ts transition): moves the transfer if it is in an expected state,
   writing the patch's fields and deleting its cleared ones in the same step (moveTransfer, in
-  move-transfer.lua). With a lock token, a move (or this op's earlier move) also frees the
-  transfer's processing lock if it still holds that token: the run that made its transfer final
-  needs it no more.
+  move-transfer.lua). With a lock token (a run making its transfer final: outcomes.ts), a move
+  also frees the transfer's processing lock: the run needs it no more, and any other run that took
+  it meanwhile (the first's lock expired while it stalled) has nothing left to do on a final
+  transfer — its next fenced save finds the lock gone and stops it before it sends (fenced-save.lua),
+  and whoever takes the lock next finds the transfer final. So the lock is deleted without reading
+  whose it is. A re-sent call (the op's earlier move answered again) frees it only if it still holds
+  this run's token: by then a later round's run may hold it.
 
   Input:
     KEYS[1] the transfer record
@@ -26,9 +30,17 @@
 --- @include "move-transfer"
 --- @include "compare-and-delete"
 local sets, dels = patchOf(8)
-local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, redis.call('HGETALL', KEYS[1]), {
+local flat = redis.call('HGETALL', KEYS[1])
+-- Whether this call makes the move (its op id is not the record's last applied one).
+local moved = true
+for i = 1, #flat, 2 do
+  if flat[i] == 'op' and string.sub(flat[i + 1], 1, #ARGV[6] + 1) == ARGV[6] .. '|' then moved = false end
+end
+local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, flat, {
   expected = ARGV[1], to = ARGV[2], id = ARGV[3], now = ARGV[4], finals = ARGV[5], op = ARGV[6],
   sets = sets, dels = dels,
 })
-if r[1] == 1 and ARGV[7] ~= '' then compareAndDelete(KEYS[4], ARGV[7]) end
+if r[1] == 1 and ARGV[7] ~= '' then
+  if moved then redis.call('DEL', KEYS[4]) else compareAndDelete(KEYS[4], ARGV[7]) end
+end
 return r

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { luaScriptFile, runScript } from '../../src/store/lua-script.ts';
+import { createTransferStore, type TransferStore } from '../../src/store/transfer-store.ts';
+import { redisForSuite } from '../helpers/redis.ts';
+import { EVM, ingestHarness, type IngestHarness } from './ingest-fixtures.ts';
+
+/**
+ * The transition that makes a transfer final frees its processing lock in the same step
+ * (transfer-move.lua): whoever holds it — a run that took the transfer over while the first one
+ * stalled has nothing left to do, and its next fenced save writes nothing — except when the call is a
+ * re-send of a move already made, which leaves a lock taken since by another token alone.
+ */
+describe('the final transition frees the transfer lock', () => {
+  let suite: Awaited<ReturnType<typeof redisForSuite>>;
+  let h: IngestHarness;
+  let store: TransferStore;
+  const LOCK_MS = 60_000;
+
+  beforeAll(async () => {
+    suite = await redisForSuite();
+    h = ingestHarness(suite.url);
+    store = createTransferStore({ redis: h.redis, prefix: h.prefix });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await suite?.close();
+  });
+
+  const lockKey = (batchId: string) => `${h.prefix}:t:${batchId}:${batchId}-r0:lock`;
+
+  /** A one-row batch whose transfer a run with `token` has taken (in_progress, lock held). */
+  async function taken(batchId: string, token: string): Promise<string> {
+    const out = await h.enqueue(`id,from,to,amount,recipient,memo\n${batchId}-r0,BASE,ARB,10,${EVM[0]},x\n`, {
+      batchId,
+    });
+    expect(out.status).toBe('enqueued');
+    const id = `${batchId}-r0`;
+    const t = await store.take(batchId, id, { token, ttlMs: LOCK_MS }, true);
+    expect(t.locked).toBe(true);
+    return id;
+  }
+
+  it("deletes the run's own lock", async () => {
+    const id = await taken('own', 'run-a');
+    const res = await store.transition('own', id, {
+      expected: ['in_progress'],
+      to: 'failed',
+      unlock: 'run-a',
+    });
+    expect(res.ok).toBe(true);
+    expect(await h.redis.exists(lockKey('own'))).toBe(0);
+  });
+
+  it('deletes the lock of a run that took the transfer over, whose fenced save then writes nothing', async () => {
+    const id = await taken('over', 'run-a');
+    // run-a's lock expired while it stalled; run-b took the transfer over.
+    await h.redis.set(lockKey('over'), 'run-b', 'PX', LOCK_MS);
+    const res = await store.transition('over', id, {
+      expected: ['in_progress'],
+      to: 'submitted',
+      fields: { intentId: 'int-over', intentStatus: 'pending' },
+      unlock: 'run-a',
+    });
+    expect(res.ok).toBe(true);
+    expect(await h.redis.exists(lockKey('over'))).toBe(0);
+    expect(await store.saveFenced('over', id, { sendState: 'sending' }, { token: 'run-b' })).toEqual({
+      held: false,
+    });
+    expect(await h.redis.hget(`${h.prefix}:t:over:${id}`, 'send_state')).toBeNull();
+  });
+
+  it('a re-sent call of a move already made leaves a lock taken since by another token', async () => {
+    const id = await taken('resent', 'run-a');
+    const move = luaScriptFile('transfer-move.lua');
+    const keys = [
+      `${h.prefix}:t:resent:${id}`,
+      `${h.prefix}:batch:resent`,
+      `${h.prefix}:batch:resent:state:`,
+      lockKey('resent'),
+    ];
+    const args = [
+      'in_progress',
+      'needs_review',
+      id,
+      String(Date.now()),
+      'submitted,failed,rejected,cancelled',
+      'op-1',
+      'run-a',
+      '0',
+    ];
+    expect(((await runScript(h.redis, move, keys, args)) as unknown[])[0]).toBe(1);
+    expect(await h.redis.exists(lockKey('resent'))).toBe(0);
+    // A settle job's run takes the lock; then the first call's re-send (a reconnect) arrives.
+    await h.redis.set(lockKey('resent'), 'run-c', 'PX', LOCK_MS);
+    expect(((await runScript(h.redis, move, keys, args)) as unknown[])[0]).toBe(1);
+    expect(await h.redis.get(lockKey('resent'))).toBe('run-c');
+    // The re-sent call's own token still held it: freed, as the first call freed it.
+    await h.redis.set(lockKey('resent'), 'run-a', 'PX', LOCK_MS);
+    await runScript(h.redis, move, keys, args);
+    expect(await h.redis.exists(lockKey('resent'))).toBe(0);
+  });
+});
