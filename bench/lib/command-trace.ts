@@ -32,13 +32,20 @@ export type CommandKind = (typeof COMMAND_KINDS)[number];
  * (its kind, then the command with its arguments cut to 40 characters, indented when a Lua script
  * ran it), to find what to cut.
  */
-export async function traceCommands(url: string, prefix: string, dumpTo?: string): Promise<CommandTrace> {
+export async function traceCommands(
+  url: string,
+  prefix: string,
+  dumpTo?: string,
+  /** Clients (`ip:port`, as CLIENT INFO's `addr`) whose commands are the bench's own: not counted. */
+  ignore: readonly string[] = [],
+): Promise<CommandTrace> {
   const counts = new Map<string, number>();
   const client = new Redis(url, { maxRetriesPerRequest: 2 });
   client.on('error', () => {});
   const dump = dumpTo ? createWriteStream(dumpTo) : undefined;
   const monitor = await client.monitor();
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (ignore.includes(source)) return;
     const kind = kindOf(prefix, args);
     if (kind) counts.set(kind, (counts.get(kind) ?? 0) + 1);
     if (kind && dump)

@@ -27,6 +27,13 @@ export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
   return out;
 }
 
+/** The calls with `n` of command `name` taken out: the bench's own polls, not the product's commands. */
+export function withoutOwn(calls: Map<string, number>, name: string, n: number): Map<string, number> {
+  const out = new Map(calls);
+  out.set(name, Math.max(0, (out.get(name) ?? 0) - n));
+  return out;
+}
+
 export function totalCalls(calls: Map<string, number>): number {
   let n = 0;
   for (const v of calls.values()) n += v;

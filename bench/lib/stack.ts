@@ -114,19 +114,23 @@ export function startWorkers(n: number, env: Record<string, string>): WorkerGrou
   return { processes, output: () => processes.map((p) => p.output()).join('\n'), stop };
 }
 
-/** Resolves when the batch record says `complete`; throws at the deadline or if every worker died. */
+/**
+ * Resolves when the batch record says `complete`, with the number of HGETs it sent to see it (a
+ * section that counts the product's commands leaves them out); throws at the deadline or if every
+ * worker died.
+ */
 export async function waitBatchComplete(
   client: Redis,
   prefix: string,
   batchId: string,
   workers: WorkerGroup,
   timeoutMs: number,
-): Promise<void> {
+): Promise<number> {
   const key = keys(prefix).batch(batchId);
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  for (let polls = 1; ; polls++) {
     // One HGET per poll: the status document of a large batch would load the Redis we measure.
-    if ((await client.hget(key, 'complete')) === '1') return;
+    if ((await client.hget(key, 'complete')) === '1') return polls;
     if (workers.processes.every((p) => p.child.exitCode !== null || p.child.signalCode !== null)) {
       throw new Error(
         `every worker exited before batch ${batchId} completed:\n${workers.output().slice(-3000)}`,

@@ -1,9 +1,10 @@
 import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { CHAINS } from '../../src/domain/chains.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import { keys } from '../../src/store/keys.ts';
 import { traceCommands, type CommandTrace } from '../lib/command-trace.ts';
-import { commandCalls, topCommands, totalCalls, usedMemory } from '../lib/redis-info.ts';
+import { commandCalls, topCommands, totalCalls, usedMemory, withoutOwn } from '../lib/redis-info.ts';
 import { mixedRows } from '../lib/rows.ts';
 import {
   enqueueFile,
@@ -136,7 +137,10 @@ async function oneRun(
 
     await redis.client.config('RESETSTAT');
     const m0 = await usedMemory(redis.client);
-    if (trace) tracer = await traceCommands(redis.url, prefix, typeof trace === 'string' ? trace : undefined);
+    if (trace)
+      tracer = await traceCommands(redis.url, prefix, typeof trace === 'string' ? trace : undefined, [
+        await clientAddress(redis.client),
+      ]);
     const { batchId } = await enqueueFile(file, env);
     const enqueueCalls = totalCalls(await commandCalls(redis.client));
     const m1 = await usedMemory(redis.client);
@@ -144,12 +148,13 @@ async function oneRun(
     await redis.client.config('RESETSTAT');
     const group = startWorkers(1, env);
     stopWorkers = group.stop;
-    await waitBatchComplete(redis.client, prefix, batchId, group, 600_000);
-    const workCalls = await commandCalls(redis.client);
+    const polls = await waitBatchComplete(redis.client, prefix, batchId, group, 600_000);
+    // The bench's own polls (here and below) are not the product's commands.
+    const workCalls = withoutOwn(await commandCalls(redis.client), 'hget', polls);
 
     await redis.client.config('RESETSTAT');
-    await waitIntentsFollowed(redis, prefix, 120_000);
-    const followByCommand = await commandCalls(redis.client);
+    const rounds = await waitIntentsFollowed(redis, prefix, 120_000);
+    const followByCommand = withoutOwn(await commandCalls(redis.client), 'zcard', rounds);
     const followCalls = totalCalls(followByCommand);
     const traced = await tracer?.stop();
     tracer = undefined;
@@ -261,27 +266,35 @@ async function keyBytes(redis: BenchRedis, prefix: string): Promise<KeyBytes> {
   return sums;
 }
 
+/** The `ip:port` Redis sees a client at (CLIENT INFO's `addr`), as MONITOR names it. */
+async function clientAddress(client: Redis): Promise<string> {
+  const info = String(await client.call('CLIENT', 'INFO'));
+  return /\baddr=(\S+)/.exec(info)?.[1] ?? '';
+}
+
 /**
  * Until the intent follower follows nothing (every intent reached a final status: the follow set
  * `P:follow` is empty) and the `intents` queue (failed intents' jobs) has no job left to run.
+ * Returns the ZCARDs it sent (one a round).
  */
 export async function waitIntentsFollowed(
   redis: BenchRedis,
   prefix: string,
   timeoutMs: number,
-): Promise<void> {
+): Promise<number> {
   const q = new Queue(INTENT_QUEUE, { connection: { url: redis.url }, prefix, skipMetasUpdate: true });
   q.on('error', () => {});
   try {
     const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      // One ZCARD a round (counted in the phase's commands): the queue is asked only once it is 0.
+    for (let rounds = 1; ; rounds++) {
+      // One ZCARD a round (the caller leaves them out of the phase's commands): the queue is asked
+      // only once it is 0 (its script is counted: once or twice a run).
       const followed = await redis.client.zcard(keys(prefix).follow);
       const c =
         followed === 0
           ? await q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'waiting-children')
           : {};
-      if (followed === 0 && Object.values(c).every((v) => v === 0)) return;
+      if (followed === 0 && Object.values(c).every((v) => v === 0)) return rounds;
       if (Date.now() > deadline)
         throw new Error(
           `intents still followed after ${timeoutMs} ms: ${followed} in ${keys(prefix).follow}, ${JSON.stringify(c)}`,

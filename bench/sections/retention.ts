@@ -2,7 +2,7 @@ import { CHAINS } from '../../src/domain/chains.ts';
 import { DEFAULTS } from '../../src/config/defaults.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import { keys } from '../../src/store/keys.ts';
-import { commandCalls, topCommands, totalCalls, usedMemory } from '../lib/redis-info.ts';
+import { commandCalls, topCommands, totalCalls, usedMemory, withoutOwn } from '../lib/redis-info.ts';
 import { mixedRows } from '../lib/rows.ts';
 import {
   enqueueFile,
@@ -110,12 +110,13 @@ async function oneBatch(run: Run, tag: string, workers: () => WorkerGroup): Prom
   const enqueueCalls = totalCalls(await commandCalls(redis.client));
 
   await redis.client.config('RESETSTAT');
-  await waitBatchComplete(redis.client, prefix, batchId, workers(), 1_800_000);
-  const workCalls = await commandCalls(redis.client);
+  const polls = await waitBatchComplete(redis.client, prefix, batchId, workers(), 1_800_000);
+  // The bench's own polls are not the product's commands.
+  const workCalls = withoutOwn(await commandCalls(redis.client), 'hget', polls);
 
   await redis.client.config('RESETSTAT');
-  await waitIntentsFollowed(redis, prefix, 600_000);
-  const followCalls = totalCalls(await commandCalls(redis.client));
+  const rounds = await waitIntentsFollowed(redis, prefix, 600_000);
+  const followCalls = totalCalls(withoutOwn(await commandCalls(redis.client), 'zcard', rounds));
   const m1 = await usedMemory(redis.client);
   const notSubmitted = await transfersNotSubmitted(redis, prefix, batchId);
   // A few transfers that failed on a busy machine change neither figure; many would.
