@@ -1064,6 +1064,9 @@ function redis(footprint: RedisFootprint): string[] {
     '- **The final transition frees the transfer lock** with one `DEL`, not a compare (`GET`) and a `DEL`: a',
     '  run that took the transfer over has nothing left to do on a final transfer, and its next fenced save',
     '  writes nothing (a re-sent call of a move already made still compares).',
+    '- **The mark no longer reads** (6 → ~3.6): the estimate it carries waits in the record (`est_pending`,',
+    '  read as the transfer’s fee) and enters the batch’s totals at the transfer’s next state change, in the',
+    '  step that reads and writes the batch anyway (`includes/move-transfer.lua`).',
     '- The bench’s own polls (above) are no longer counted as the product’s.',
     '',
     `What is left, ${fmt(all, 0)} here, is mostly the price of the promises. BullMQ’s own life of a job`,
@@ -1071,7 +1074,7 @@ function redis(footprint: RedisFootprint): string[] {
     'an older one), and every transfer has its own job',
     '(the job-results contract: ops read each transfer’s job in bull-board). The rest is two atomic state',
     'changes that keep the batch’s counters and state sets true (9 each: a status read of a 100,000-row',
-    'batch never scans), the durable mark before the send (6), the transfer’s lock (jobs run at least once),',
+    'batch never scans), the durable mark before the send (3.6), the transfer’s lock (jobs run at least once),',
     'the nonce lease and the owner’s balance reservation of each permit (~20 per EVM transfer), the step log',
     `(4), the approval gate’s last look (2) and following the intent. ≤ ${COMMANDS_TARGET}: ${verdict(all <= COMMANDS_TARGET)}.`,
     ...(all <= COMMANDS_TARGET

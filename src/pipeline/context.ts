@@ -46,8 +46,9 @@ export type Ctx = {
    * (cancel: queued; retry: failed; resolve: needs_review), and the follower writes only submitted
    * ones. Absent for a step taken on another transfer's behalf (otherTransfer).
    * `estimate` is the run's fee estimate while no write has carried it yet: the mark of the first
-   * send carries it (send-attempt.ts), or it is saved alone before a state change or a wait
-   * (saveEstimateNow), in both cases one step with the batch's totals.
+   * send carries it (send-attempt.ts; the batch's totals take it at the transfer's next state
+   * change), or it is saved alone, with the batch's totals, before a state change or a wait
+   * (saveEstimateNow).
    */
   readonly run?: { rec: RunRecord; estimate?: FeeEstimate | undefined } | undefined;
 };

@@ -56,6 +56,28 @@ const txHashOf = (v: string | undefined): string | null =>
 export const txSignatureOf = (raw: Readonly<Record<string, string | null | undefined>>): string | null =>
   str(`${raw['tx_signature'] ?? ''}${raw['tx_signature_rest'] ?? ''}`);
 
+/** A record's fee fields as stored, by their stored names. */
+type StoredFee = {
+  readonly fee_total: string | undefined;
+  readonly fee_platform: string | undefined;
+  readonly fee_gas: string | undefined;
+  readonly net_receive: string | undefined;
+};
+
+/**
+ * The transfer's fee as it stands: the estimate a send's mark saved as `est_pending`
+ * (`<total>|<platform>|<gas>|<net receive>`, micro-USDC; fenced-save.lua), which the batch's totals
+ * take at the transfer's next move, else the fee fields.
+ */
+export function feeFieldsOf(raw: Readonly<Record<string, string | undefined>>): StoredFee {
+  const pending = /^([0-9]+)\|([0-9]+)\|([0-9]+)\|(-?[0-9]+)$/.exec(raw['est_pending'] ?? '');
+  if (!pending) {
+    const { fee_total, fee_platform, fee_gas, net_receive } = raw;
+    return { fee_total, fee_platform, fee_gas, net_receive };
+  }
+  return { fee_total: pending[1], fee_platform: pending[2], fee_gas: pending[3], net_receive: pending[4] };
+}
+
 /** Parses a stored hash; undefined when the record is missing or was written by incompatible code. */
 export function parseTransferRecord(
   batchId: string,
@@ -82,10 +104,7 @@ export function parseTransferRecord(
     txHash: txHashOf(raw['tx_hash']),
     txSignature: txSignatureOf(raw),
     owner: str(raw['owner']) ?? permitOwner(raw['permit']),
-    feeTotal: big(raw['fee_total']),
-    feePlatform: big(raw['fee_platform']),
-    feeGas: big(raw['fee_gas']),
-    netReceive: big(raw['net_receive']),
+    ...feeOf(feeFieldsOf(raw)),
     attempts: Number(raw['attempts'] ?? 0),
     errorCode: str(raw['error_code']),
     errorMessage: str(raw['error_message']),
@@ -94,6 +113,15 @@ export function parseTransferRecord(
     traceId: traceRootOf(raw['trace'])?.traceId ?? null,
     updatedAt: raw['updated_at'] ? Number(raw['updated_at']) : null,
     raw,
+  };
+}
+
+function feeOf(f: StoredFee): Pick<TransferRecord, 'feeTotal' | 'feePlatform' | 'feeGas' | 'netReceive'> {
+  return {
+    feeTotal: big(f.fee_total),
+    feePlatform: big(f.fee_platform),
+    feeGas: big(f.fee_gas),
+    netReceive: big(f.net_receive),
   };
 }
 

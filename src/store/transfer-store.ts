@@ -179,7 +179,8 @@ export type FeeEstimate = {
 /**
  * What fences a save (fenced-save.lua): the run's lock token; with `known` (what the caller last
  * learnt of the primary, or '?') where the write landed is asked for; `carried`, the run's record
- * (storedWrite); `estimate`, the run's fee estimate not saved yet, written in the same step.
+ * (storedWrite); `estimate`, the run's fee estimate not saved yet, written in the same step as the
+ * record's `est_pending` (the batch's totals take it at the transfer's next move: fenced-save.lua).
  */
 export type SaveFence = {
   readonly token: string;
@@ -200,12 +201,7 @@ function fencedSaveCall(s: Store, at: TransferAt, patch: StepsPatch, fence: Save
   const est = fence.estimate;
   return {
     script: FENCED_SAVE,
-    keys: [
-      s.k.transfer(batchId, transferId),
-      lockKey(s, batchId, transferId),
-      s.k.replicas,
-      s.k.batch(batchId),
-    ],
+    keys: [s.k.transfer(batchId, transferId), lockKey(s, batchId, transferId), s.k.replicas],
     args: [
       fence.token,
       fence.known ?? '',

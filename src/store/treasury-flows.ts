@@ -4,7 +4,7 @@ import { isChain, type Chain } from '../domain/chains.ts';
 import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 import { transfersInState } from './queued-transfers.ts';
-import { txSignatureOf } from './transfer-record.ts';
+import { feeFieldsOf, txSignatureOf } from './transfer-record.ts';
 import { intentCounts } from './settlement.ts';
 import { releaseTokenLock } from './token-lock.ts';
 
@@ -42,6 +42,7 @@ const FIELDS = [
   'intent_untracked',
   'tx_signature',
   'tx_signature_rest',
+  'est_pending',
 ];
 const BATCH_PAGE = 500;
 const MOVING_STATES = ['queued', 'in_progress', 'submitted'] as const;
@@ -86,7 +87,12 @@ function moving(
   state: MovingTransfer['state'],
   values: readonly (string | null)[],
 ): MovingTransfer | undefined {
-  const [from, to, amount, recipient, net, intentStatus, untracked, sigHead, sigRest] = values;
+  const [from, to, amount, recipient, stored, intentStatus, untracked, sigHead, sigRest, pending] = values;
+  // A send's mark may hold the estimate not yet moved into the fee fields (transfer-record.ts).
+  const net = feeFieldsOf({
+    net_receive: stored ?? undefined,
+    est_pending: pending ?? undefined,
+  }).net_receive;
   if (!from || !to || !isChain(from) || !isChain(to) || !amount || !/^[0-9]+$/.test(amount) || !recipient)
     return undefined;
   if (state === 'submitted') {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatchReader, type BatchSummary } from '../../src/store/batch-reader.ts';
 import { createTransferStore, type TransferStore } from '../../src/store/transfer-store.ts';
+import { movingTransfers } from '../../src/store/treasury-flows.ts';
 import { redisForSuite } from '../helpers/redis.ts';
 import { EVM, ingestHarness, type IngestHarness } from './ingest-fixtures.ts';
 
@@ -238,51 +239,83 @@ describe('batch settlement counters', () => {
       net_receive: '89876543.334445',
     });
   });
-  it('moves the batch totals the same whether an estimate is saved alone or with a send mark', async () => {
+  it('moves the batch totals the same whether an estimate is saved alone or with a send mark, once the transfer moves', async () => {
     // Two like batches, enqueued unestimated: one saves its estimates alone, the other with the
     // fenced mark of a first send (what a run does, send-attempt.ts), only while it holds the lock.
+    // The mark keeps its estimate pending (`est_pending`): the transfer shows its fee at once, the
+    // batch's totals take it when the transfer moves next, in the step that moves the batch anyway.
     for (const batchId of ['est-alone', 'est-marked']) {
-      const rows = `id,from,to,amount,recipient,memo\n${batchId}-0,BASE,ARB,10,${EVM[0]},a\n${batchId}-1,BASE,ARB,20,${EVM[1]},b\n`;
+      const rows = `id,from,to,amount,recipient,memo\n${batchId}-0,BASE,ARB,10,${EVM[0]},a\n${batchId}-1,BASE,ARB,20,${EVM[1]},b\n${batchId}-2,BASE,ARB,30,${EVM[2]},c\n`;
       const out = await h.enqueue(rows, { batchId, allowDuplicates: true });
       expect(out.status).toBe('enqueued');
       expect((await summary(batchId)).totals.fee).toBeNull();
+      for (const i of [0, 1, 2]) {
+        await store.transition(batchId, `${batchId}-${i}`, { expected: ['queued'], to: 'in_progress' });
+      }
     }
     const estimate = (n: bigint) => ({
       fee: { total: 100_000n * n, platform: 90_000n * n, gas: 10_000n * n },
       netReceive: 10_000_000n * n - 100_000n * n,
     });
-    await store.saveEstimate('est-alone', 'est-alone-0', estimate(1n));
+    const key = (b: string) => `${h.prefix}:batch:${b}`;
+    const totalsOf = async (b: string) =>
+      await Promise.all(
+        ['fee', 'net_receive', 'unestimated', 'paid_fee'].map((f) => h.redis.hget(key(b), f)),
+      );
+    const before = await totalsOf('est-marked');
     const token = 'run-token';
-    expect(await store.lock('est-marked', 'est-marked-0', token, 30_000)).toBe(true);
     const mark = { sendState: 'sending', sends: 1, uncertain: false } as const;
     // Without the lock nothing is written, the estimate neither.
     expect(
       (await store.saveFenced('est-marked', 'est-marked-1', mark, { token, estimate: estimate(2n) })).held,
     ).toBe(false);
-    const saved = await store.saveFenced('est-marked', 'est-marked-0', mark, {
-      token,
-      estimate: estimate(1n),
-    });
-    expect(saved.held).toBe(true);
-    const alone = await summary('est-alone');
-    const marked = await summary('est-marked');
-    // One of two rows estimated: the fee total is unknown until both are, in both batches.
-    expect(marked.totals.fee).toBeNull();
-    expect(alone.totals.fee).toBeNull();
-    const key = (b: string) => `${h.prefix}:batch:${b}`;
-    for (const f of ['fee', 'net_receive', 'unestimated'])
-      expect(await h.redis.hget(key('est-marked'), f)).toBe(await h.redis.hget(key('est-alone'), f));
-    expect(await h.redis.hget(key('est-marked'), 'unestimated')).toBe('1');
-    // The mark and the fee are one write of the record; an estimate carried again changes nothing.
+    for (const i of [0, 1, 2]) {
+      const id = `est-marked-${i}`;
+      expect(await store.lock('est-marked', id, token, 30_000)).toBe(true);
+      const saved = await store.saveFenced('est-marked', id, mark, {
+        token,
+        estimate: estimate(BigInt(i + 1)),
+      });
+      expect(saved.held).toBe(true);
+    }
+    // Marked: each record shows its fee (one write with the mark); the batch's totals are as before.
     const rec = await store.load('est-marked', 'est-marked-0');
-    expect([rec?.feeTotal, rec?.raw['send_state']]).toEqual([100_000n, 'sending']);
+    expect([rec?.feeTotal, rec?.netReceive, rec?.raw['send_state']]).toEqual([
+      100_000n,
+      9_900_000n,
+      'sending',
+    ]);
+    expect(await totalsOf('est-marked')).toEqual(before);
+    expect((await summary('est-marked')).totals.fee).toBeNull();
+    // Rebalancing counts the money in flight by what each transfer will credit: the pending estimate's.
+    const moving = (await movingTransfers(h.redis, h.prefix)).filter((t) => t.batchId === 'est-marked');
+    expect(moving.map((t) => [t.id, t.netReceive])).toEqual(
+      [0, 1, 2].map((i) => [`est-marked-${i}`, 10_000_000n * BigInt(i + 1) - 100_000n * BigInt(i + 1)]),
+    );
+    // An estimate carried again changes nothing; one saved alone replaces the pending one.
     await store.saveFenced('est-marked', 'est-marked-0', mark, { token, estimate: estimate(1n) });
-    await store.saveEstimate('est-alone', 'est-alone-1', estimate(2n));
-    await store.saveFenced('est-marked', 'est-marked-1', mark, { token: 'other', estimate: estimate(2n) });
-    expect(await store.lock('est-marked', 'est-marked-1', 'other', 30_000)).toBe(true);
-    await store.saveFenced('est-marked', 'est-marked-1', mark, { token: 'other', estimate: estimate(2n) });
-    for (const f of ['fee', 'net_receive', 'unestimated'])
-      expect(await h.redis.hget(key('est-marked'), f)).toBe(await h.redis.hget(key('est-alone'), f));
-    expect((await summary('est-marked')).totals).toMatchObject({ fee: '0.30', net_receive: '29.70' });
+    await store.saveEstimate('est-marked', 'est-marked-2', estimate(3n));
+    expect(await h.redis.hexists(`${h.prefix}:t:est-marked:est-marked-2`, 'est_pending')).toBe(0);
+
+    for (const i of [0, 1, 2])
+      await store.saveEstimate('est-alone', `est-alone-${i}`, estimate(BigInt(i + 1)));
+    // The moves: one submitted, one failed, one back to queued (a wait); the same in both batches.
+    const moves = [
+      { expected: ['in_progress'], to: 'submitted', fields: { intentId: 'int-x', intentStatus: 'pending' } },
+      { expected: ['in_progress'], to: 'failed', fields: { error: { code: 'refused', message: 'no' } } },
+      { expected: ['in_progress'], to: 'queued' },
+    ] as const;
+    for (const b of ['est-alone', 'est-marked']) {
+      for (const [i, move] of moves.entries()) {
+        expect((await store.transition(b, `${b}-${i}`, move)).ok).toBe(true);
+      }
+    }
+    expect(await totalsOf('est-marked')).toEqual(await totalsOf('est-alone'));
+    expect((await summary('est-marked')).totals).toMatchObject({ fee: '0.60', net_receive: '59.40' });
+    expect((await summary('est-marked')).totals.paid).toMatchObject({ fee: '0.10' });
+    for (const i of [0, 1, 2]) {
+      const raw = (await store.load('est-marked', `est-marked-${i}`))?.raw;
+      expect([raw?.['est_pending'], raw?.['fee_total']]).toEqual([undefined, String(100_000 * (i + 1))]);
+    }
   });
 });

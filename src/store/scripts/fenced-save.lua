@@ -5,17 +5,19 @@
   it) writes nothing and stops before it sends: two runs of one transfer never both send.
   With ARGV[2] set it also says where the write landed, for the replica acknowledgement that must
   come before the send (replica-acks.ts). The run's fee estimate, not saved yet, comes with the
-  first mark (writeEstimate, in estimate.lua: the batch's totals move in the same step).
+  first mark as the record's `est_pending` (read as the transfer's fee: transfer-record.ts): the
+  batch's totals take it when the transfer next moves (moveTransfer, in move-transfer.lua), in the
+  step that moves the batch's counters anyway, so the mark reads neither the record nor the batch.
 
   Input:
     KEYS[1] the transfer record
     KEYS[2] its processing lock
     KEYS[3] the replicas hash (P:replicas)
-    KEYS[4] the batch record
     ARGV[1] the run's lock token
     ARGV[2] '' not to report the primary's replicas; else what the caller last learnt of the
             primary, "<id>|<most>", or '?' for nothing
     ARGV[3] '' or the estimate to save with it: "<fee total>|<platform fee>|<gas fee>|<net receive>"
+            (micro-USDC)
     ARGV[4..] field/value pairs; an empty value deletes the field (a cleared step)
 
   Output:
@@ -23,7 +25,6 @@
     {1, replication id, most replicas since it became primary} written ({1, '', 0} when not asked)
 ]]
 --- @include "primary-replicas"
---- @include "estimate"
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0} end
 local sets, gone = {}, {}
 for i = 4, #ARGV, 2 do
@@ -35,11 +36,10 @@ for i = 4, #ARGV, 2 do
   end
 end
 if ARGV[3] ~= '' then
-  local total, platform, gas, net = string.match(ARGV[3], '^([^|]+)|([^|]+)|([^|]+)|([^|]+)$')
-  writeEstimate(KEYS[1], KEYS[4], { total = total, platform = platform, gas = gas, net = net }, sets)
-elseif #sets > 0 then
-  redis.call('HSET', KEYS[1], unpack(sets))
+  sets[#sets + 1] = 'est_pending'
+  sets[#sets + 1] = ARGV[3]
 end
+if #sets > 0 then redis.call('HSET', KEYS[1], unpack(sets)) end
 if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 if ARGV[2] == '' then return {1, '', 0} end
 local id, most = primaryReplicas(KEYS[3], ARGV[2], true)

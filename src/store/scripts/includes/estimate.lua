@@ -6,11 +6,13 @@
   A first estimate of a transfer that may still be sent (queued, in progress) lowers the batch's
   `unestimated` count, where the batch keeps one (see moveTransfer).
   One read and one write of the record (HMGET, HSET), and of the batch record when its totals move
-  (HMGET, HSET).
+  (HMGET, HSET). An estimate a send's mark left pending (`est_pending`: fenced-save.lua, not yet in
+  the batch's totals) is replaced (HDEL).
 ]]
 --- @include "settlement"
 local function writeEstimate(t, b, est, sets)
-  local fields = tallyFields(redis.call('HMGET', t, unpack(TALLY_FIELDS)), 0)
+  local read = redis.call('HMGET', t, 'est_pending', unpack(TALLY_FIELDS))
+  local fields = tallyFields(read, 1)
   local before = tallyOf(fields)
   local delta = {}
   addTo(delta, 'fee', fields.fee_total or '0', -1)
@@ -23,6 +25,8 @@ local function writeEstimate(t, b, est, sets)
     table.insert(sets, x)
   end
   redis.call('HSET', t, unpack(sets))
+  -- A mark's estimate not yet in the batch's totals (fenced-save.lua) is replaced by this one.
+  if read[1] then redis.call('HDEL', t, 'est_pending') end
   fields.fee_total = est.total
   fields.net_receive = est.net
   retally(delta, before, tallyOf(fields))

@@ -3,6 +3,8 @@
   completion flag true in the same step (so a status read of a 100,000-row batch reads counters,
   never scans). The batch's settlement counters (`paid_*`, `intents_*`: settlement.lua) move in the
   same step, and `queued_rev` counts the changes to its set of `queued` transfers (approvals.ts).
+  A fee estimate a send's mark saved as `est_pending` (fenced-save.lua) becomes the record's fee
+  fields and enters the batch's fee/net totals in the move (applyPendingEstimate).
 
   A transition may run twice: when a connection drops after Redis applied it but before its reply
   arrived, the client re-sends it on reconnect (ioredis resends unanswered commands, which is what
@@ -25,6 +27,26 @@
   patchOf(from): the patch of a transition from ARGV[from] on (sets, dels).
 ]]
 --- @include "settlement"
+local function isOpen(state) return state == 'queued' or state == 'in_progress' end
+-- A fee estimate a send's mark saved as `est_pending` (fenced-save.lua), not yet in the batch's
+-- totals: the move writes it as the record's fee fields and adds it to `delta` (the batch's
+-- fee/net totals, less what they held for the transfer before). Returns the change to the batch's
+-- 'unestimated' count: -1 when the transfer had no estimate and may still be sent.
+local function applyPendingEstimate(rec, sets, dels, delta)
+  local pending = rec.est_pending
+  if pending == nil or pending == '' or dels.est_pending then return 0 end
+  dels.est_pending = true
+  local total, platform, gas, net = string.match(pending, '^([^|]+)|([^|]+)|([^|]+)|([^|]+)$')
+  if not total then return 0 end
+  local had = rec.fee_total ~= nil and rec.fee_total ~= ''
+  addTo(delta, 'fee', rec.fee_total or '0', -1)
+  addTo(delta, 'fee', total, 1)
+  addTo(delta, 'net_receive', rec.net_receive or '0', -1)
+  addTo(delta, 'net_receive', net, 1)
+  sets.fee_total, sets.fee_platform, sets.fee_gas, sets.net_receive = total, platform, gas, net
+  if not had and isOpen(rec.state) then return -1 end
+  return 0
+end
 local function moveTransfer(k, flat, m)
   if #flat == 0 then return {-1, ''} end
   local rec = {}
@@ -49,10 +71,11 @@ local function moveTransfer(k, flat, m)
   for f in pairs(dels) do sets[f] = nil end
   sets['state'] = to
   sets['updated_at'] = m.now
+  local delta = {}
+  local unestimated = applyPendingEstimate(rec, sets, dels, delta)
   local after = {}
   for f, x in pairs(rec) do if not dels[f] then after[f] = x end end
   for f, x in pairs(sets) do after[f] = x end
-  local delta = {}
   retally(delta, tallyOf(rec), tallyOf(after))
   local completed = 0
   local batchSets = { 'updated_at', m.now }
@@ -62,11 +85,12 @@ local function moveTransfer(k, flat, m)
   -- A transfer without a fee estimate that starts or stops being one that may still be sent
   -- (queued, in progress) moves the batch's 'unestimated' count (batch-reader.ts: totals.fee is
   -- null while it is above 0). A batch recorded before that count existed has none, and gets none.
-  local unestimated = 0
   if cur ~= to and (after.fee_total == nil or after.fee_total == '') then
-    local wasOpen = cur == 'queued' or cur == 'in_progress'
-    local isOpen = to == 'queued' or to == 'in_progress'
-    if wasOpen and not isOpen then unestimated = -1 elseif isOpen and not wasOpen then unestimated = 1 end
+    if isOpen(cur) and not isOpen(to) then
+      unestimated = unestimated - 1
+    elseif isOpen(to) and not isOpen(cur) then
+      unestimated = unestimated + 1
+    end
   end
   if cur ~= to then
     redis.call('ZREM', k.states .. cur, m.id)
