@@ -25,22 +25,17 @@
 
   Output:
     {1, previous, generation, record after} moved (generation > 0 when this move completed the
-    batch), {0, current, 0, record} not in an expected state, {-1, ''} no record
+    batch; a fifth value 'again' when this op had moved it already), {0, current, 0, record} not in
+    an expected state, {-1, ''} no record
 ]]
 --- @include "move-transfer"
 --- @include "compare-and-delete"
 local sets, dels = patchOf(8)
-local flat = redis.call('HGETALL', KEYS[1])
--- Whether this call makes the move (its op id is not the record's last applied one).
-local moved = true
-for i = 1, #flat, 2 do
-  if flat[i] == 'op' and string.sub(flat[i + 1], 1, #ARGV[6] + 1) == ARGV[6] .. '|' then moved = false end
-end
-local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, flat, {
+local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, redis.call('HGETALL', KEYS[1]), {
   expected = ARGV[1], to = ARGV[2], id = ARGV[3], now = ARGV[4], finals = ARGV[5], op = ARGV[6],
   sets = sets, dels = dels,
 })
 if r[1] == 1 and ARGV[7] ~= '' then
-  if moved then redis.call('DEL', KEYS[4]) else compareAndDelete(KEYS[4], ARGV[7]) end
+  if r[5] == 'again' then compareAndDelete(KEYS[4], ARGV[7]) else redis.call('DEL', KEYS[4]) end
 end
 return r

@@ -15,12 +15,7 @@ local function writeEstimate(t, b, est, sets)
   local fields = tallyFields(read, 1)
   local before = tallyOf(fields)
   local delta = {}
-  addTo(delta, 'fee', fields.fee_total or '0', -1)
-  addTo(delta, 'fee', est.total, 1)
-  addTo(delta, 'net_receive', fields.net_receive or '0', -1)
-  addTo(delta, 'net_receive', est.net, 1)
-  local first = (fields.fee_total == nil or fields.fee_total == '')
-    and (fields.state == 'queued' or fields.state == 'in_progress')
+  local first = addEstimate(delta, fields, est)
   for _, x in ipairs({ 'fee_total', est.total, 'fee_platform', est.platform, 'fee_gas', est.gas, 'net_receive', est.net }) do
     table.insert(sets, x)
   end

@@ -17,8 +17,9 @@
   moveTransfer(k, rec, m): k = { transfer, batch, states } keys (`states` the state-set prefix
   `…:state:`), rec = the record's HGETALL reply, m = { expected (comma list; '' = any), to, id, now,
   finals (comma list), op, sets (field -> value; '' deletes), dels (field -> true) }.
-  Returns {1, previous, generation, record after} moved (or this op moved it already), {0, current,
-  0, record} not in an expected state, {-1, ''} no record. One read of the record (the HGETALL the
+  Returns {1, previous, generation, record after} moved, {1, previous, generation, record, 'again'}
+  this op moved it already (its first answer), {0, current, 0, record} not in an expected state,
+  {-1, ''} no record. One read of the record (the HGETALL the
   caller made), one write of it (HSET, and HDEL of the cleared fields it has), one read and one
   write of the batch record (HMGET, HSET: its counters and the settlement tally after the change).
   A move to `submitted` writes the record anew (DEL, HSET) so that, its payload cleared, it is
@@ -27,7 +28,6 @@
   patchOf(from): the patch of a transition from ARGV[from] on (sets, dels).
 ]]
 --- @include "settlement"
-local function isOpen(state) return state == 'queued' or state == 'in_progress' end
 -- A fee estimate a send's mark saved as `est_pending` (fenced-save.lua), not yet in the batch's
 -- totals: the move writes it as the record's fee fields and adds it to `delta` (the batch's
 -- fee/net totals, less what they held for the transfer before). Returns the change to the batch's
@@ -38,13 +38,9 @@ local function applyPendingEstimate(rec, sets, dels, delta)
   dels.est_pending = true
   local total, platform, gas, net = string.match(pending, '^([^|]+)|([^|]+)|([^|]+)|([^|]+)$')
   if not total then return 0 end
-  local had = rec.fee_total ~= nil and rec.fee_total ~= ''
-  addTo(delta, 'fee', rec.fee_total or '0', -1)
-  addTo(delta, 'fee', total, 1)
-  addTo(delta, 'net_receive', rec.net_receive or '0', -1)
-  addTo(delta, 'net_receive', net, 1)
+  local first = addEstimate(delta, rec, { total = total, net = net })
   sets.fee_total, sets.fee_platform, sets.fee_gas, sets.net_receive = total, platform, gas, net
-  if not had and isOpen(rec.state) then return -1 end
+  if first then return -1 end
   return 0
 end
 local function moveTransfer(k, flat, m)
@@ -58,7 +54,7 @@ local function moveTransfer(k, flat, m)
     local a = string.find(last, '|', 1, true)
     if a and string.sub(last, 1, a - 1) == m.op then
       local b = string.find(last, '|', a + 1, true)
-      return {1, string.sub(last, a + 1, b - 1), tonumber(string.sub(last, b + 1)), flat}
+      return {1, string.sub(last, a + 1, b - 1), tonumber(string.sub(last, b + 1)), flat, 'again'}
     end
   end
   if m.expected ~= '' then

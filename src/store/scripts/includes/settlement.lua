@@ -13,6 +13,12 @@
   batchValues(b, delta, reads): one HMGET of the batch record: the `delta` fields as they will be,
     and `reads` as they are. batchPairs(delta, vals, sets): those as one HSET's arguments.
   batchAdd(b, delta): adds `delta` to the batch record.
+  isOpen(state): a transfer that may still be sent (queued, in progress), which the batch's
+  `unestimated` count covers while it has no estimate.
+  addEstimate(delta, fields, est): adds to `delta` the move of the batch's fee/net totals from what
+  the record's fee fields (`fields`, by name) held to `est` = { total, net }; true when it is the
+  first estimate of an open transfer (the batch's `unestimated` count goes down). For an estimate
+  saved alone (estimate.lua) and one a send's mark left pending (move-transfer.lua).
 
   Amounts are exact decimal strings throughout (decAdd): a Lua number is a double, exact only up to
   2^53, and prints large values in exponent form. A batch's counters are read once and written in
@@ -96,6 +102,14 @@ local function addTo(delta, field, s, sign)
   if s == '' or s == '0' then return end
   if sign < 0 then s = negated(s) end
   delta[field] = decAdd(delta[field] or '0', s)
+end
+local function isOpen(state) return state == 'queued' or state == 'in_progress' end
+local function addEstimate(delta, fields, est)
+  addTo(delta, 'fee', fields.fee_total or '0', -1)
+  addTo(delta, 'fee', est.total, 1)
+  addTo(delta, 'net_receive', fields.net_receive or '0', -1)
+  addTo(delta, 'net_receive', est.net, 1)
+  return (fields.fee_total == nil or fields.fee_total == '') and isOpen(fields.state)
 end
 local MONEY = { { 'paid_amount', 'amount' }, { 'paid_fee', 'fee' }, { 'paid_net_receive', 'net' } }
 local function addTally(delta, x, sign)
