@@ -7,8 +7,8 @@
   BullMQ's FIFO add), and the queue's marker wakes the workers unless the queue is paused or at its
   global concurrency (BullMQ's isQueuePausedOrMaxed). Unlike addBulk it writes no `added`/`waiting`
   events to the queue's stream and leaves the id counter alone (a custom id never uses it): nothing
-  reads the stream (queue-options.ts). Owned by job-hash.ts, whose test adds the same job through
-  BullMQ's `add` and compares the two hashes, and has a BullMQ worker run the job.
+  reads the stream (queue-options.ts). Owned by job-hash.ts, whose test adds the same jobs through
+  BullMQ's `addBulk` and compares the hashes, and has a BullMQ worker run the jobs.
 
   Input:
     KEYS[1] the wait list
