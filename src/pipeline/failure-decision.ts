@@ -26,6 +26,11 @@ export type SendFailureFacts = {
   readonly unavailableAnswers: number;
   /** The transfer's transient budget (PipelinePolicy.transientDeadlineMs) is spent. */
   readonly pastDeadline: boolean;
+  /**
+   * The service refused the send's `Idempotency-Key` as used before with another payload
+   * (`idempotency_key_reused`): a payload with this transfer's key reached it before.
+   */
+  readonly keyReused: boolean;
 };
 
 /** How long to pause before a re-send: exponential backoff at `attempt`, or a fixed wait. */
@@ -34,13 +39,16 @@ export type ResendPause = { readonly backoffAttempt: number } | { readonly ms: n
 /**
  * `resend` the same payload after a pause; `refused_first` every send was refused: it moved no
  * money (the flow settles the refusal); `give_up_unprocessed` the service never processed it;
- * `needs_review` a send may have been processed and no answer says how it ended.
+ * `needs_review` a send may have been processed and no answer says how it ended; `key_reused` an
+ * earlier payload of this transfer, one this project no longer remembers, reached the service under
+ * this key (its memory was lost: a Redis emptied, or restored from an old backup) and may have paid.
  */
 export type SendFailureDecision =
   | { readonly after: 'resend'; readonly pause: ResendPause }
   | { readonly after: 'refused_first' }
   | { readonly after: 'give_up_unprocessed' }
-  | { readonly after: 'needs_review' };
+  | { readonly after: 'needs_review' }
+  | { readonly after: 'key_reused' };
 
 export type AfterSend = SendFailureDecision['after'];
 
@@ -48,6 +56,8 @@ export type AfterSend = SendFailureDecision['after'];
 export function decideAfterFailure(facts: SendFailureFacts, policy: PipelinePolicy): SendFailureDecision {
   const unprocessed = (): SendFailureDecision =>
     facts.uncertainBefore ? { after: 'needs_review' } : { after: 'give_up_unprocessed' };
+  // Evidence, not a refusal: never failed, never signed again under another key (promise 1).
+  if (facts.keyReused) return { after: 'key_reused' };
   switch (facts.kind) {
     case 'rejected':
       // A refusal proves the payload dead only if no earlier send of it may have been processed.

@@ -115,6 +115,30 @@ export async function needsReview(
   return out;
 }
 
+/**
+ * The service refused the send's `Idempotency-Key` as one it saw before with another payload: an
+ * earlier payload of this transfer reached it, one this project's records no longer hold (its Redis
+ * was emptied, or restored from an old backup: docs/operating.md "When Redis lost its data"). That
+ * payload may have paid, so nothing new is signed: `needs_review`, which never settles by itself
+ * (the earlier payload is not known here) and which `retry` never re-sends. The refused payload
+ * itself moved nothing and is cleared (`dead`), so that `resolve` is not held back by it.
+ */
+export async function keyReusedReview(
+  ctx: Ctx,
+  f: ServiceFailure,
+  send: { readonly key: string; readonly dead: StepsPatch },
+): Promise<StepOutcome> {
+  const out = await finish(ctx, 'needs_review', {
+    ...send.dead,
+    error: {
+      code: 'idempotency_key_reused',
+      message: `the service refused Idempotency-Key ${send.key} as used before with another payload (${describeFailure(f)}): an earlier payload of this transfer reached the service and may have paid; check the service and the chain, then use resolve`,
+    },
+  });
+  await ctx.deps.hooks?.onNeedsReview?.(ctx.batchId, ctx.transferId, null);
+  return out;
+}
+
 /** Nothing of this transfer will be paid: its owner's reserved balance goes back. */
 async function releaseOwnerBalance(ctx: Ctx, rec: TransferRecord | undefined): Promise<void> {
   const balances = ctx.deps.evm?.balances;

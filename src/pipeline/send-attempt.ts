@@ -84,10 +84,13 @@ export async function beginSend(
   // It never left: take the mark back (a crash or failover before this write leaves it marked as
   // possibly sent, the careful side).
   const reason = replicas.ok ? '' : replicas.reason;
+  const site = ctx.deps.acks?.lastSite()?.primary;
   const back: StepsPatch = {
     sendState: 'idle',
     sends: fresh ? 0 : (steps.sends ?? 0),
     attempts: rec.attempts,
+    // Saved unsent again, here (pipeline/evm/permit-discard.ts): read before this write.
+    unsentSite: site ? site : null,
     ...(steps.prepared && fresh?.prepared === false ? { prepared: true } : {}),
     ...(reason ? { waitReason: reason } : {}),
   };
@@ -174,6 +177,8 @@ const AFTER_SEND_MEANS: Record<AfterSend, string> = {
   refused_first: 'refused on its first send: it moved no money',
   give_up_unprocessed: 'giving up: the service never processed it, nothing was paid',
   needs_review: 'its outcome is unknown (a send may have been processed): needs review',
+  key_reused:
+    'the service knows this Idempotency-Key from another payload: an earlier payload of this transfer reached it and may have paid; needs review',
 };
 
 function pauseOf(ctx: Ctx, pause: ResendPause): number {
@@ -215,5 +220,11 @@ async function recordFailedSend(ctx: Ctx, f: ServiceFailure): Promise<SendFailur
     ambiguousAnswers,
     unavailableAnswers,
     pastDeadline: pastDeadline(ctx),
+    keyReused: isKeyReused(f),
   };
+}
+
+/** The service's code for an `Idempotency-Key` it saw before with another body. */
+function isKeyReused(f: ServiceFailure): boolean {
+  return f.serviceCode?.toLowerCase() === 'idempotency_key_reused';
 }

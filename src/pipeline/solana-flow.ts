@@ -2,11 +2,11 @@ import { isEvmChain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { shortAddress } from '../domain/addresses.ts';
 import type { SolanaSigner } from '../signing/types.ts';
-import type { StepsPatch } from '../store/saved-steps.ts';
+import { nextPayloadGen, type StepsPatch } from '../store/saved-steps.ts';
 import { addEvidence, current, saveStep, type Ctx } from './context.ts';
 import { decideAfterRefusedSolanaTx } from './failure-decision.ts';
 import { asServiceFailure, describeFailure, type ServiceFailure } from './failure.ts';
-import { finish, needsReview, submitted, transientOrFinal } from './outcomes.ts';
+import { finish, keyReusedReview, needsReview, submitted, transientOrFinal } from './outcomes.ts';
 import type { StepOutcome } from './pipeline-deps.ts';
 import { afterFailedSend, beginSend } from './send-attempt.ts';
 
@@ -112,7 +112,7 @@ async function buildCheckedTx(ctx: Ctx, signer: SolanaSigner): Promise<SignedTx 
     'sign',
     `checked (it does only the requested payment) and signed by ${shortAddress(signer.address)}, not the fee payer`,
   );
-  const gen = (steps.payloadGen ?? 0) + 1;
+  const gen = nextPayloadGen(steps);
   return {
     kind: 'tx',
     signed,
@@ -174,6 +174,11 @@ async function submitTx(
     const { after, f } = await afterFailedSend(ctx, err);
     if (after === 'resend') return 'resend';
     if (after === 'refused_first') return await afterRefusedTx(ctx, tx, f, rebuilds);
+    if (after === 'key_reused') {
+      // The refused transaction is dead; whether the earlier payload paid, only an operator can say.
+      const dead = current(ctx).steps.uncertain ? {} : { solanaSigned: null };
+      return await keyReusedReview(ctx, f, { key, dead });
+    }
     if (after === 'give_up_unprocessed') {
       return await finish(ctx, 'failed', {
         error: {

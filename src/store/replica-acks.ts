@@ -319,6 +319,12 @@ export function createReplicaAcks(deps: {
     setting: deps.setting,
     timeoutMs: deps.timeoutMs,
     site: () => currentSite(a),
+    /**
+     * Where this process's writes last landed, as learnt from them (no command). Read before a write,
+     * it is that write's site or an earlier one: a failover in between shows as a different site
+     * (pipeline/evm/permit-discard.ts relies on that), never the other way round.
+     */
+    lastSite: (): WriteSite | undefined => a.known,
     confirm: (site: WriteSite) => confirm(a, site),
     writeAcked: (build: (known: string) => ScriptCall, siteOf: (reply: unknown) => WriteSite | undefined) =>
       writeAcked(a, build, siteOf),

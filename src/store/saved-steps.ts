@@ -40,6 +40,12 @@ export type SavedSteps = {
   readonly prepared: boolean;
   /** When the current permit was prepared (ms). */
   readonly preparedAt: number | null;
+  /**
+   * Where (the Redis primary's replication id) the current permit was last saved without a sending
+   * mark: prepared, or its mark taken back. Null when unknown. The record is authoritative about
+   * marks written after it only while the primary is still that one (pipeline/evm/permit-discard.ts).
+   */
+  readonly unsentSite: string | null;
   readonly solanaIntent: string | null;
   /** The built Solana transaction's expiry (ms); NaN when the service gave one that does not parse. */
   readonly solanaExpiresAt: number | null;
@@ -145,6 +151,7 @@ export function savedSteps(rec: TransferRecord, known?: PermitPayload | null): S
     permitDeadline: num(raw['permit_deadline']),
     prepared: raw['prepared'] === '1',
     preparedAt: num(raw['prepared_at']),
+    unsentSite: present(raw['unsent_site']) ? raw['unsent_site'] : null,
     solanaIntent: present(raw['solana_intent']) ? raw['solana_intent'] : null,
     solanaExpiresAt: present(expires) ? Date.parse(expires) : null,
     solanaSigned: present(raw['solana_signed']) ? raw['solana_signed'] : null,
@@ -165,6 +172,20 @@ export function savedSteps(rec: TransferRecord, known?: PermitPayload | null): S
   };
 }
 
+/**
+ * The payload number (its `Idempotency-Key`, `<batch>/<transfer>/<gen>`) a new payload of the
+ * transfer takes: the current payload's own when no send of it ever began (prepared and discarded,
+ * or its mark taken back), so that the keys a transfer's sent payloads use are 1, 2, 3… with no gap.
+ * After a loss of this project's memory (a Redis emptied or restored), the first payload sent again
+ * then meets its predecessor's key at the service, which answers `idempotency_key_reused`
+ * (pipeline/outcomes.ts keyReusedReview) instead of paying a second time under a key it never saw.
+ */
+export function nextPayloadGen(steps: SavedSteps): number {
+  const gen = steps.payloadGen ?? 0;
+  const neverSent = gen > 0 && (steps.sends ?? 0) === 0 && !steps.uncertain && steps.sendState !== 'sending';
+  return neverSent ? gen : gen + 1;
+}
+
 /** Whether the transfer holds a payload (a signed permit or Solana transaction). */
 export function hasPayload(steps: SavedSteps): boolean {
   return steps.permit !== null || steps.solanaSigned !== null;
@@ -182,6 +203,8 @@ export type StepsPatch = {
   readonly permit?: PermitPayload | null;
   readonly prepared?: boolean;
   readonly preparedAt?: number | null;
+  /** SavedSteps.unsentSite; `null` clears it. */
+  readonly unsentSite?: string | null;
   readonly solanaIntent?: string | null;
   /** As the service gave it (ISO). */
   readonly solanaExpiresAt?: string | null;
@@ -230,9 +253,14 @@ export function refusalPatch(permit: PermitPayload, at: number, reason: string):
 
 /**
  * The saved fields of a new permit, the transfer's payload number `gen` (its Idempotency-Key).
- * `preparedAt` (ms) marks it prepared and unsent; otherwise any earlier mark is cleared.
+ * `prepared` marks it prepared and unsent: when (ms), and where it is saved (SavedSteps.unsentSite,
+ * null when unknown); otherwise any earlier mark is cleared (it is saved with its first send's mark).
  */
-export function permitPatch(permit: PermitPayload, gen: number, preparedAt?: number): StepsPatch {
+export function permitPatch(
+  permit: PermitPayload,
+  gen: number,
+  prepared?: { readonly at: number; readonly site: string | null },
+): StepsPatch {
   return {
     owner: permit.owner,
     permit,
@@ -241,8 +269,9 @@ export function permitPatch(permit: PermitPayload, gen: number, preparedAt?: num
     ambiguous: 0,
     unavailable: 0,
     ...NO_REFUSAL,
-    prepared: preparedAt !== undefined,
-    preparedAt: preparedAt ?? null,
+    prepared: prepared !== undefined,
+    preparedAt: prepared?.at ?? null,
+    unsentSite: prepared?.site ?? null,
   };
 }
 
@@ -260,12 +289,14 @@ const orEmpty = (v: string | number | null) => (v === null ? '' : String(v));
 const STORED: {
   readonly [K in keyof StepsPatch]-?: (v: NonNullable<StepsPatch[K]> | null) => Record<string, string>;
 } = {
+  // A cleared permit takes where it was saved unsent along (a new one says its own: permitPatch).
   permit: (p) =>
     p === null
-      ? { permit: '' }
+      ? { permit: '', unsent_site: '' }
       : { permit: JSON.stringify(p), permit_nonce: p.nonce, permit_deadline: p.deadline },
   prepared: (v) => ({ prepared: flag(v === true) }),
   preparedAt: (v) => ({ prepared_at: orEmpty(v) }),
+  unsentSite: (v) => ({ unsent_site: orEmpty(v) }),
   // `solana_tx` (the built transaction, no longer saved) goes with the intent it was built for.
   solanaIntent: (v) => (v === null ? { solana_intent: '', solana_tx: '' } : { solana_intent: v }),
   solanaExpiresAt: (v) => ({ solana_expires_at: orEmpty(v) }),

@@ -12,6 +12,7 @@ import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import type { RedisNonceManager } from '../../src/signing/evm/nonce-manager.ts';
 import type { NonceLease, NonceManager } from '../../src/signing/types.ts';
 import { writeBatchWithJobs } from '../../src/ingest/job-hand-off.ts';
+import { createReplicaAcks, type ReplicaAcks } from '../../src/store/replica-acks.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { wireEvm, wirePipeline, wireServiceClient, wireSolana } from '../../src/worker/pipeline-wiring.ts';
 import { waitFor } from '../helpers/cli.ts';
@@ -32,9 +33,11 @@ describe('pipeline: the prepared next permit', () => {
   let prefix: string;
   let n = 0;
   const nonces: RedisNonceManager[] = [];
+  const acksMade: ReplicaAcks[] = [];
 
   beforeAll(async () => {
-    redis = await startPrivateRedis();
+    // DEBUG CHANGE-REPL-ID: what a promotion does to the primary's replication id (a failover).
+    redis = await startPrivateRedis({ extraArgs: ['--enable-debug-command', 'local'] });
     client = new Redis(redis.url);
     sandbox = await createSandbox({ port: 0 });
     config = loadConfig(
@@ -50,6 +53,7 @@ describe('pipeline: the prepared next permit', () => {
   });
   afterAll(async () => {
     for (const m of nonces) await m.close();
+    for (const a of acksMade) await a.close();
     client?.disconnect();
     await sandbox?.close();
     await redis?.stop();
@@ -59,9 +63,19 @@ describe('pipeline: the prepared next permit', () => {
     prefix = `pp${++n}`;
   });
 
-  /** The pipeline's deps, one transfer row written, and the test's own hand on the nonce pool. */
-  async function setup(batchId: string) {
+  /**
+   * The pipeline's deps, one transfer row written, and the test's own hand on the nonce pool. With
+   * `acks`, the replica acknowledgements a worker wires (it learns the primary at its start): the
+   * pipeline then knows where it saves a permit unsent.
+   */
+  async function setup(batchId: string, options: { acks?: boolean } = {}) {
     const store = createTransferStore({ redis: client, prefix });
+    let acks: ReplicaAcks | undefined;
+    if (options.acks) {
+      acks = createReplicaAcks({ redis: client, prefix, setting: 'auto', timeoutMs: 2_000 });
+      acksMade.push(acks);
+      await acks.site();
+    }
     const logger = createLogger('silent');
     const on = { config, redis: client, prefix, logger };
     // The worker's own EVM parts (src/worker/pipeline-wiring.ts); the test watches their nonce pool.
@@ -83,6 +97,7 @@ describe('pipeline: the prepared next permit', () => {
     const deps: PipelineDeps = wirePipeline({
       ...on,
       store,
+      acks,
       service: wireServiceClient(on),
       evm: { ...evm, nonces: watched },
       solana: await wireSolana(on),
@@ -188,40 +203,77 @@ describe('pipeline: the prepared next permit', () => {
     expect(out).toMatchObject({ kind: 'done', state: 'submitted' });
     const done = await t.store.load('rel', 'p');
     // The prepared permit (nonce 1) never reached the service; a new one with nonce 0 paid.
-    expect(done?.raw).toMatchObject({ permit_nonce: '0', payload_gen: '2', sends: '1' });
+    // It takes the unsent permit's payload number (its Idempotency-Key): the keys of a transfer's
+    // sent payloads have no gap.
+    expect(done?.raw).toMatchObject({ permit_nonce: '0', payload_gen: '1', sends: '1' });
     expect(done?.raw['prepared'] ?? '').toBe('');
     expect(done?.raw['prepared_at'] ?? '').toBe('');
     expect(done?.raw['evidence']).toContain('discarded prepared permit with nonce 1 (lease nonce is 0)');
-    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['0']);
+    expect(sandbox.ledger().map((e) => [e.nonce, e.idempotency_key])).toEqual([['0', 'rel/p/1']]);
     expect(await transferRequests()).toBe(1);
     expect((await t.manager.state('BASE', TEST_EVM_ADDRESS)).handoffs).toBe(0);
   });
 
-  it('never discards a prepared permit the chain shows used (its sending mark lost in a failover): needs_review with the reading', async () => {
-    const t = await setup('lost');
-    const { holder, run, rec } = await preparedBehind(t, 'lost');
-    // What a failover to a replica that missed the mark leaves: the prepared permit (nonce 1) was
-    // sent and paid, but the record shows it prepared and unsent. (Nonce 0 is used first, outside.)
+  it('discards a prepared permit whose nonce an outside signer took before it was sent, and pays with a fresh one (the record is authoritative: no failover since it was saved)', async () => {
+    const t = await setup('out', { acks: true });
+    const { holder, run, rec } = await preparedBehind(t, 'out');
+    expect(rec.raw['unsent_site']).toMatch(/^[0-9a-f]{40}$/);
+    // The owner signs elsewhere: nonces 0 and 1 are used on chain, by payloads this project never
+    // made. The holder's permit 0 is refused for it and goes back; the lease comes to the transfer
+    // at nonce 0, not its prepared permit's 1.
     await sandbox.admin.outsidePermit('BASE', TEST_EVM_ADDRESS);
-    const permit = JSON.parse(rec.raw['permit'] as string) as PermitPayload;
-    await t.deps.service.transfer(
-      { from: 'BASE', to: 'ARB', amount: 4_000_000n, recipient: rec.recipient, permit },
-      { idempotencyKey: 'lost/p/1' },
-    );
-    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['1']);
-    // The holder of nonce 0 gives it back: the lease goes to the transfer at another nonce than its
-    // saved permit's.
+    await sandbox.admin.outsidePermit('BASE', TEST_EVM_ADDRESS);
     await holder.release();
     const out = await run;
-    expect(out).toMatchObject({ kind: 'done', state: 'needs_review' });
-    const done = await t.store.load('lost', 'p');
-    expect(done?.raw['evidence']).toMatch(
-      /nonce 1 was about to be replaced, but BASE nonces\(owner\) is 2 at block \d+/,
-    );
-    expect(done?.raw['permit_nonce']).toBe('1');
-    // Paid once: no new permit was signed for it.
-    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['1']);
+    expect(out).toMatchObject({ kind: 'done', state: 'submitted' });
+    const done = await t.store.load('out', 'p');
+    expect(done?.raw['evidence']).toContain('discarded prepared permit with nonce 1 (lease nonce is 0)');
+    expect(done?.raw['evidence']).not.toContain('may have paid');
+    // Paid once, with a nonce the outside signer had not used.
+    const paid = sandbox.ledger().filter((e) => e.kind === 'evm');
+    expect(paid.map((e) => e.intent_id)).toEqual([done?.intentId]);
+    expect(Number(paid[0]?.nonce)).toBeGreaterThanOrEqual(2);
   });
+
+  for (const lost of ['unknown', 'other'] as const) {
+    const where =
+      lost === 'unknown'
+        ? 'where it was saved is not recorded (a record from before the field)'
+        : 'it was saved on a primary that has since failed over';
+    it(`never discards a prepared permit the chain shows used when its sending mark may be lost (${where}): needs_review with the reading`, async () => {
+      const batchId = `lost${lost}`;
+      // Without replica acknowledgements wired the pipeline does not know where it saves.
+      const t = await setup(batchId, { acks: lost === 'other' });
+      const { holder, run, rec } = await preparedBehind(t, batchId);
+      expect(rec.raw['unsent_site'] ?? null).toEqual(lost === 'other' ? expect.any(String) : null);
+      // What a failover to a replica that missed the mark leaves: the prepared permit (nonce 1) was
+      // sent and paid, but the record shows it prepared and unsent. (Nonce 0 is used first, outside.)
+      // The promoted replica's replication id is new.
+      if (lost === 'other') await client.call('DEBUG', 'CHANGE-REPL-ID');
+      await sandbox.admin.outsidePermit('BASE', TEST_EVM_ADDRESS);
+      const permit = JSON.parse(rec.raw['permit'] as string) as PermitPayload;
+      await t.deps.service.transfer(
+        { from: 'BASE', to: 'ARB', amount: 4_000_000n, recipient: rec.recipient, permit },
+        { idempotencyKey: `${batchId}/p/1` },
+      );
+      expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['1']);
+      // The holder of nonce 0 gives it back: the lease goes to the transfer at another nonce than its
+      // saved permit's.
+      await holder.release();
+      const out = await run;
+      expect(out).toMatchObject({ kind: 'done', state: 'needs_review' });
+      const done = await t.store.load(batchId, 'p');
+      expect(done?.raw['evidence']).toMatch(
+        /nonce 1 was about to be replaced, but BASE nonces\(owner\) is 2 at block \d+/,
+      );
+      expect(done?.raw['evidence']).toContain(
+        lost === 'unknown' ? 'where it was saved is not known' : 'Redis may have lost its sending mark',
+      );
+      expect(done?.raw['permit_nonce']).toBe('1');
+      // Paid once: no new permit was signed for it.
+      expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['1']);
+    });
+  }
 
   it('never prepares over a payload that may have been processed: it waits and re-sends that one', async () => {
     const t = await setup('unc');

@@ -16,6 +16,7 @@ function facts(over: Partial<SendFailureFacts> & { kind: FailureKind }): SendFai
     ambiguousAnswers: over.kind === 'ambiguous' ? 1 : 0,
     unavailableAnswers: over.kind === 'unavailable' ? 1 : 0,
     pastDeadline: false,
+    keyReused: false,
     ...over,
   };
 }
@@ -104,6 +105,16 @@ describe('decideAfterFailure: a failed send of a saved payload', () => {
       facts({ kind: 'unavailable', pastDeadline: true, uncertainBefore: true }),
       { after: 'needs_review' },
     ],
+    [
+      'its Idempotency-Key used before with another payload (a first send): evidence, not a refusal',
+      facts({ kind: 'rejected', keyReused: true }),
+      { after: 'key_reused' },
+    ],
+    [
+      'its Idempotency-Key used before, answered as a conflict: the same',
+      facts({ kind: 'ambiguous', keyReused: true }),
+      { after: 'key_reused' },
+    ],
   ] as const)('%s', (_name, f, decision) => {
     expect(decideAfterFailure(f, policy)).toEqual(decision);
   });
@@ -120,12 +131,15 @@ describe('decideAfterFailure: a failed send of a saved payload', () => {
               pastDeadline,
               ambiguousAnswers: kind === 'ambiguous' ? n + 1 : 0,
               unavailableAnswers: kind === 'unavailable' ? n + 1 : 0,
+              keyReused: false,
             };
             const { after } = decideAfterFailure(f, policy);
             if (uncertainBefore || kind === 'ambiguous') {
               expect(['resend', 'needs_review'], `${kind} ${JSON.stringify(f)}`).toContain(after);
             }
             if (pastDeadline && kind !== 'rejected') expect(after).not.toBe('resend');
+            // A reused key is never a refusal to sign again after, nor a failure.
+            expect(decideAfterFailure({ ...f, keyReused: true }, policy)).toEqual({ after: 'key_reused' });
           }
         }
       }

@@ -94,7 +94,7 @@ describe('saved steps', () => {
   });
 
   it('writes a permit patch as the fields a read gives back', () => {
-    const patch = permitPatch(PERMIT, 3, 1_700_000_000_000);
+    const patch = permitPatch(PERMIT, 3, { at: 1_700_000_000_000, site: 'ab12' });
     const fields = fieldsOf(patch);
     expect(fields['permit']).toBe(JSON.stringify(PERMIT));
     expect(fields['permit_nonce']).toBe('7');
@@ -110,6 +110,11 @@ describe('saved steps', () => {
     expect(after.steps.payloadGen).toBe(3);
     expect(after.steps.prepared).toBe(true);
     expect(after.steps.preparedAt).toBe(1_700_000_000_000);
+    expect(after.steps.unsentSite).toBe('ab12');
+    // A permit signed with its first send's mark says nowhere (it was never saved unsent); a cleared
+    // permit takes its site along.
+    expect(runRecordAfter(after, { patch: permitPatch(PERMIT, 4) }).steps.unsentSite).toBeNull();
+    expect(runRecordAfter(after, { patch: { permit: null } }).raw['unsent_site']).toBeUndefined();
     expect(after.steps.uncertain).toBe(false);
     expect(after.steps.refusal).toBeNull();
     expect(after.steps.owner).toBe(PERMIT.owner);

@@ -4,6 +4,7 @@ import type { PermitPayload } from '../../service/types.ts';
 import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
 import {
   NO_REFUSAL,
+  nextPayloadGen,
   permitPatch,
   refusalPatch,
   type RunRecord,
@@ -18,7 +19,15 @@ import { holderOf, type OwnerTurn } from './owner-turn.ts';
 import { PERMIT_MIN_LIFE_MS, preparePermit, signPermit } from './evm-permit.ts';
 import { decideAfterRefusedPermit, type ChainVerdict } from '../failure-decision.ts';
 import { describeFailure, type ServiceFailure } from '../failure.ts';
-import { finish, moveBackToQueued, needsReview, pastDeadline, submitted, waitQueued } from '../outcomes.ts';
+import {
+  finish,
+  keyReusedReview,
+  moveBackToQueued,
+  needsReview,
+  pastDeadline,
+  submitted,
+  waitQueued,
+} from '../outcomes.ts';
 import { backoffMs } from '../policy.ts';
 import type { EvmDeps, StepOutcome } from '../pipeline-deps.ts';
 import { afterFailedSend, beginSend, LeaseNotConfirmed } from '../send-attempt.ts';
@@ -127,7 +136,7 @@ async function permitToSend(turn: OwnerTurn, kept: PermitPayload | undefined): P
     };
   }
   const permit = await signPermit(turn, turn.lease.nonce, 'signed');
-  const gen = (steps.payloadGen ?? 0) + 1;
+  const gen = nextPayloadGen(steps);
   // Saved in the same write that marks its first send begun (beginSend).
   return { permit, gen, prepared: false, fresh: permitPatch(permit, gen) };
 }
@@ -176,6 +185,14 @@ async function sendPermit(turn: OwnerTurn, toSend: PermitToSend): Promise<StepOu
       // Saved before anything else: a run after a crash goes on settling, never re-sends it.
       await saveStep(ctx, refusalPatch(permit, ctx.now(), describeFailure(f)));
       return 'again';
+    }
+    if (after === 'key_reused') {
+      // This permit was refused, so its nonce is free again, unless an earlier send of it may
+      // have been processed: then it is kept, its nonce presumed used until the chain settles it.
+      const uncertain = current(ctx).steps.uncertain;
+      if (uncertain) await presumeNonceUsed(turn, permit);
+      else await lease.release();
+      return await keyReusedReview(ctx, f, { key: idempotencyKey, dead: uncertain ? {} : { permit: null } });
     }
     if (after === 'give_up_unprocessed') {
       await lease.release();
@@ -338,6 +355,13 @@ async function settleRefusal(
  * pool until the chain settles it after the permit's deadline.
  */
 async function presumedUsed(turn: OwnerTurn, permit: PermitPayload, f: ServiceFailure): Promise<StepOutcome> {
+  const { ctx } = turn;
+  await presumeNonceUsed(turn, permit);
+  return await needsReview(ctx, f, Number(permit.deadline) * 1000 + ctx.policy.settleMarginMs);
+}
+
+/** The permit's nonce is presumed used, in the pool, until the chain settles it after the deadline. */
+async function presumeNonceUsed(turn: OwnerTurn, permit: PermitPayload): Promise<void> {
   const { ctx, evm, chain, lease } = turn;
   const deadline = BigInt(permit.deadline);
   if (BigInt(permit.nonce) === lease.nonce) {
@@ -351,5 +375,4 @@ async function presumedUsed(turn: OwnerTurn, permit: PermitPayload, f: ServiceFa
       holder: holderOf(ctx),
     });
   }
-  return await needsReview(ctx, f, Number(deadline) * 1000 + ctx.policy.settleMarginMs);
 }

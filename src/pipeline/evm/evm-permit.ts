@@ -1,12 +1,12 @@
 import type { EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
-import type { PermitPayload } from '../../service/types.ts';
-import { permitPatch, type RunRecord } from '../../store/saved-steps.ts';
+import type { PermitPayload } from '../../domain/permit.ts';
+import { nextPayloadGen, permitPatch, type RunRecord } from '../../store/saved-steps.ts';
 import type { EvmSigner } from '../../signing/types.ts';
 import { addEvidence, current, saveStep } from '../context.ts';
 import type { EvmRun } from './owner-turn.ts';
 import { shortAddress } from '../../domain/addresses.ts';
-import { mayDiscardPermit } from './permit-discard.ts';
+import { mayDiscardPermit, unsentSiteNow } from './permit-discard.ts';
 
 /*
  * A new permit for a transfer: signed with the nonce its lease (or the pool's prepare slot) gives,
@@ -71,6 +71,7 @@ export async function preparePermit(
     );
   }
   const permit = await signPermit(run, nonce, 'prepared');
-  const gen = (steps.payloadGen ?? 0) + 1;
-  return await saveStep(ctx, permitPatch(permit, gen, ctx.now()));
+  const gen = nextPayloadGen(steps);
+  // Where it is saved unsent is read before the write: a failover in between shows as another site.
+  return await saveStep(ctx, permitPatch(permit, gen, { at: ctx.now(), site: unsentSiteNow(run) }));
 }
