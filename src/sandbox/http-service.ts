@@ -208,7 +208,12 @@ async function faultBeforeActing(
   return false;
 }
 
-/** Runs the operation, or replays the stored answer of an `Idempotency-Key` seen before. */
+/**
+ * Runs the operation, or replays the stored answer of an `Idempotency-Key` seen before. A request
+ * whose key is still being processed (a client's re-send after its own timeout, while the first is
+ * still executing on a loaded machine) waits for the first one's answer, as a service that honours
+ * the key does: it never runs the same payment twice side by side.
+ */
 async function answer(
   s: ServiceState,
   r: Route,
@@ -219,22 +224,47 @@ async function answer(
 ): Promise<Reply> {
   const rawKey = req.headers['idempotency-key'];
   const idemKey = typeof rawKey === 'string' && rawKey.length > 0 ? rawKey.slice(0, 256) : null;
-  const memoKey = idemKey !== null && method === 'POST' && r.op !== 'rpc' ? `${r.op}:${idemKey}` : null;
+  const memoKey =
+    s.config.idempotencyReplay && idemKey !== null && method === 'POST' && r.op !== 'rpc'
+      ? `${r.op}:${idemKey}`
+      : null;
+  if (memoKey === null) return await runOperation(r, raw, body, idemKey);
   const fingerprint = createHash('sha256').update(raw).digest('hex');
-  const stored = memoKey !== null ? s.idempotency.get(memoKey) : undefined;
-  if (s.config.idempotencyReplay && stored) {
-    return stored.fingerprint === fingerprint
-      ? stored.reply
-      : err(422, 'idempotency_key_reused', 'this Idempotency-Key was used with another request');
+  for (;;) {
+    const stored = s.idempotency.get(memoKey);
+    if (stored) {
+      return stored.fingerprint === fingerprint
+        ? stored.reply
+        : err(422, 'idempotency_key_reused', 'this Idempotency-Key was used with another request');
+    }
+    const running = s.inFlight.get(memoKey);
+    if (!running) break;
+    await running;
   }
+  const running = runOperation(r, raw, body, idemKey);
+  s.inFlight.set(memoKey, running);
+  try {
+    const reply = await running;
+    if (reply.status >= 200 && reply.status < 300) s.idempotency.set(memoKey, { fingerprint, reply });
+    return reply;
+  } finally {
+    s.inFlight.delete(memoKey);
+  }
+}
+
+/** The operation itself; a throw is the service's own 500. */
+async function runOperation(
+  r: Route,
+  raw: string,
+  body: Record<string, unknown>,
+  idemKey: string | null,
+): Promise<Reply> {
   let reply: Reply;
   try {
     reply = await r.run(body, raw, idemKey);
   } catch (e) {
     reply = err(500, 'internal_error', e instanceof Error ? e.message.slice(0, 200) : 'internal error');
   }
-  if (memoKey !== null && reply.status >= 200 && reply.status < 300)
-    s.idempotency.set(memoKey, { fingerprint, reply });
   return reply;
 }
 

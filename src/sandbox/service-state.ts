@@ -82,6 +82,8 @@ export type ServiceState = {
   requestLog: { op: string; at: number }[];
   intents: Map<string, Intent>;
   idempotency: Map<string, { fingerprint: string; reply: Reply }>;
+  /** Requests under an `Idempotency-Key` still being processed: a second one waits for the first. */
+  inFlight: Map<string, Promise<Reply>>;
   plants: Map<string, unknown>;
   /** Destination payments scheduled for when an intent reaches `minted`. */
   timers: Set<NodeJS.Timeout>;
@@ -104,6 +106,7 @@ export function createServiceState(p: {
     requestLog: [],
     intents: new Map(),
     idempotency: new Map(),
+    inFlight: new Map(),
     plants: new Map(),
     timers: new Set(),
   };
@@ -117,6 +120,7 @@ export function clearServiceState(s: ServiceState): void {
   s.requestLog = [];
   s.intents = new Map();
   s.idempotency = new Map();
+  s.inFlight = new Map();
   s.plants = new Map();
   s.config = s.initialConfig;
   s.random = seededRandom(s.config.seed);

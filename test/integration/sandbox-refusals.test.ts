@@ -185,6 +185,25 @@ describe('the sandbox verifies permits for real', () => {
     expect(b).toEqual(a);
     const c = await post('/sdk/v1/transfer', { ...body, amount: '2.50' }, { 'idempotency-key': 'k1' });
     expect(c.status).toBe(422);
+    expect(c.body.error.code).toBe('idempotency_key_reused');
+    expect(sandbox.ledger()).toHaveLength(1);
+  });
+
+  it('answers a re-send that arrives while the first send of its key is still executing with the first one’s answer', async () => {
+    // A client that gave up waiting (its timeout, on a loaded machine) sends the same payload again
+    // while the service still executes the first: the sandbox never runs the payment twice side by
+    // side, so the re-send is not refused as a used nonce.
+    sandbox.admin.configure({ latencyMs: 300 });
+    const p = await signTestPermit({ chain: 'BASE', spender: sandbox.spender, value: 2_500_000n, nonce: 0n });
+    const body = { from: 'BASE', to: 'ETH', amount: '2.5', recipient: RECIPIENT, permit: p };
+    const first = post('/sdk/v1/transfer', body, { 'idempotency-key': 'k2' });
+    // The second arrives once the first is past its latency and executing (or done).
+    await waitFor('the first send to be executing', async () => sandbox.admin.requests().length >= 1, {
+      intervalMs: 5,
+    });
+    const [a, b] = await Promise.all([first, post('/sdk/v1/transfer', body, { 'idempotency-key': 'k2' })]);
+    expect(a.status).toBe(200);
+    expect(b).toEqual(a);
     expect(sandbox.ledger()).toHaveLength(1);
   });
 
