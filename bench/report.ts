@@ -1264,8 +1264,11 @@ function retention(x: RetentionResult): string[] {
     ...([x.first, x.second].some((b) => b.notSubmitted?.some((t) => t.includes('outcome_unknown')))
       ? [
           'An `outcome_unknown` transfer is the promise at work, not a loss: a send got no answer, the re-send',
-          'of the same permit was refused because its nonce had been used (most likely by that first send), so',
-          'the transfer waits for review instead of being signed again (docs/promises.md "The promises").',
+          'of the same permit was refused because its nonce had been used (by that first send), so the transfer',
+          'waits for review instead of being signed again (docs/promises.md "The promises"). The sandbox answers',
+          "a re-send with the first send's stored answer, and makes a re-send that arrives while the first is",
+          "still executing wait for that answer (issue 42): such a transfer here means the first send's answer",
+          'was lost in a way the sandbox could not replay (a fault injected, or the sandbox restarted).',
           '',
         ]
       : []),
