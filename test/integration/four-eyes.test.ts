@@ -161,9 +161,13 @@ describe('four eyes over HTTP', () => {
     const audit = (
       await app.inject({ method: 'GET', url: '/v1/audit?batch=fe-1', headers: as('alice') })
     ).json() as { entries: { action: string; who: string; detail: Record<string, unknown> }[] };
-    expect(audit.entries.map((e) => [e.action, e.who, e.detail['approvals'] ?? null])).toEqual([
+    // The refused approval is audited too (issue 43: it left no entry).
+    expect(
+      audit.entries.map((e) => [e.action, e.who, e.detail['approvals'] ?? e.detail['reason'] ?? null]),
+    ).toEqual([
       ['approve', 'bob', 2],
       ['approve', 'alice', 1],
+      ['approve_refused', 'carol', 'four_eyes'],
       ['enqueue', 'carol', null],
     ]);
   });
@@ -199,6 +203,14 @@ describe('four eyes over HTTP', () => {
       digest: d2,
     });
     expect(jobs.filter((j) => j.startsWith('fe-2/'))).toEqual([]);
+    const refused = (
+      await app.inject({ method: 'GET', url: '/v1/audit?batch=fe-2', headers: as('alice') })
+    ).json() as { entries: { action: string; who: string; detail: Record<string, unknown> }[] };
+    expect(refused.entries[0]).toMatchObject({
+      action: 'approve_refused',
+      who: 'bob',
+      detail: { reason: 'stale_digest', digest: d1, current_digest: d2 },
+    });
 
     // bob approves what is there now: alice's approval was for other rows, so one is still missing.
     expect((await approve('fe-2', 'bob', d2)).json()).toMatchObject({
@@ -345,6 +357,8 @@ describe('four eyes through the CLI', () => {
     expect(audit.entries.map((e) => `${e.action} ${e.who}`)).toEqual([
       'approve cli:cy',
       'approve cli:ben',
+      'approve_refused cli:ben',
+      'approve_refused cli:ann',
       'enqueue cli:ann',
     ]);
   });
