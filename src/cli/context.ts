@@ -9,6 +9,7 @@ import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/
 import { acknowledged, createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
 import { checkRedisTls } from '../store/redis-tls.ts';
 import type { AuditDeps } from '../store/audit.ts';
+import { logAppendedHeads } from '../store/audit-head.ts';
 import type { OpsDeps } from '../ops/ops-deps.ts';
 
 /** What a CLI command needs: config, a fail-fast Redis client, a producer on demand, the actor. */
@@ -66,6 +67,8 @@ export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(rea
     acks: acksOf,
     acknowledged: (act) => acknowledged(acksOf(), act),
     async close() {
+      // What this command appended to AUDIT_LOG_FILE, as an anchor in the logs (docs/audit.md).
+      logAppendedHeads(logger);
       await producer?.close();
       await acks?.close();
       await redis.quit().catch(() => redis.disconnect());

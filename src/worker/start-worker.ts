@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.ts';
 import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
 import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineHooks } from '../pipeline/pipeline-deps.ts';
+import { startAuditHeadLog } from '../store/audit-head.ts';
 import { watchPrimary } from '../store/primary-watch.ts';
 import { createReplicaAcks, wantedReplicas, type ReplicaAcks } from '../store/replica-acks.ts';
 import { createTransferStore, type TransferStore } from '../store/transfer-store.ts';
@@ -42,6 +43,7 @@ type Started = {
   heartbeat?: { stop(): Promise<void> };
   treasury?: { stop(): void };
   addresses?: { stop(): void };
+  auditHead?: { stop(): void };
 };
 
 /**
@@ -137,6 +139,8 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
       }));
   // `/metrics` counts the worker processes alive from these beats (usdc_batch_workers).
   started.heartbeat = startHeartbeat({ redis, prefix, sources, logger });
+  // The schedules' firings append to AUDIT_LOG_FILE: its head logged hourly and at stop.
+  started.auditHead = startAuditHeadLog({ file: config.auditLogFile, logger });
   await logStarted({ acks, config, logger }, { sources, evm, solana });
   return workers;
 }
@@ -227,6 +231,7 @@ async function transferSpans(store: TransferStore): Promise<TransferSpans | unde
 /** Closes what was started, in the order a running worker stops. */
 async function closeStarted(s: Started): Promise<void> {
   await s.heartbeat?.stop();
+  s.auditHead?.stop();
   s.addresses?.stop();
   s.treasury?.stop();
   await s.schedules?.close();

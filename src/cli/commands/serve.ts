@@ -8,6 +8,7 @@ import { ConfigError } from '../../domain/errors.ts';
 import { buildApp } from '../../http/app.ts';
 import { createAccessList, type AccessList } from '../../http/access-list.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
+import { startAuditHeadLog } from '../../store/audit-head.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { watchPrimary } from '../../store/primary-watch.ts';
 import { createRedis, waitForRedis } from '../../store/redis.ts';
@@ -47,9 +48,11 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
   const onHangup = () => reloadAccessFile(config, access, logger);
   process.on('SIGHUP', onHangup);
   const app = await buildApp({ config, redis, producer, acks, logger, access });
+  const auditHead = startAuditHeadLog({ file: config.auditLogFile, logger });
   const close = async () => {
     process.off('SIGHUP', onHangup);
     await app.close();
+    auditHead.stop();
     primary.stop();
     await acks.close();
     await producer.close();
