@@ -11,6 +11,8 @@ import { checkRedisTls } from '../store/redis-tls.ts';
 import type { AuditDeps } from '../store/audit.ts';
 import { logAppendedHeads } from '../store/audit-head.ts';
 import type { OpsDeps } from '../ops/ops-deps.ts';
+import { warnOnControlDrift, type ControlDrift } from '../ops/control-drift.ts';
+import { controlSettingsOf } from '../config/control-settings.ts';
 
 /** What a CLI command needs: config, a fail-fast Redis client, a producer on demand, the actor. */
 export type CliContext = {
@@ -84,6 +86,19 @@ export function auditOf(ctx: CliContext): AuditDeps {
 /** What an operator command acts with: Redis, a producer, who acts, where its audit goes. */
 export function opsOf(ctx: CliContext): OpsDeps {
   return { ...auditOf(ctx), jobs: ctx.producer(), actor: ctx.actor };
+}
+
+/**
+ * Says at `warn`, naming the settings, when this command's controls differ from the running
+ * workers' (docs/promises.md, promise 5): they enforce theirs before signing. Returns the drift.
+ */
+export async function warnOnWorkerControls(ctx: CliContext): Promise<ControlDrift | null> {
+  return await warnOnControlDrift({
+    redis: ctx.redis,
+    prefix: ctx.prefix,
+    settings: controlSettingsOf(ctx.config),
+    logger: ctx.logger,
+  });
 }
 
 /** Runs `fn` with a context and always closes it. */

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { TransferJobSink } from '../domain/transfer-jobs.ts';
 import type { Config } from '../config/config.ts';
+import { controlDigestOf, type ControlConfig } from '../config/control-settings.ts';
 import { callbackUrlProblem } from '../domain/callback-url.ts';
 import { ConflictError } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
@@ -34,11 +35,7 @@ export type EnqueueDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<
-    Config,
-    'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
-  > &
-    HoldConfig;
+  readonly config: Pick<Config, 'callbackAllowedHosts' | 'auditLogFile'> & ControlConfig & HoldConfig;
   readonly now?: () => number;
 };
 
@@ -338,6 +335,7 @@ async function writeBatchOf(
       source: options.source,
       submittedBy: options.actor,
       approvalsRequired: deps.config.approvalsRequired,
+      controls: controlDigestOf(deps.config),
       createdAt: (deps.now ?? Date.now)(),
       // An existing batch keeps the hold it was written with (the writer reads it back).
       held: (holds?.reasons.length ?? 0) > 0,

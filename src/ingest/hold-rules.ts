@@ -109,6 +109,8 @@ export async function decideHolds(
     readonly batchId: string;
     readonly member: string;
     readonly outside?: readonly string[] | undefined;
+    /** A worker judging a batch under its own controls (approval-window.ts `recheck`). */
+    readonly recheck?: boolean | undefined;
   },
 ): Promise<HoldDecision> {
   const reasons = [...(options.outside ?? []), ...bookReasons(deps.config, rows, screen)];
@@ -121,7 +123,7 @@ export async function decideHolds(
       member: options.member,
       amount,
       threshold,
-      mode: reasons.length > 0 ? 'peek' : 'count',
+      mode: reasons.length > 0 ? 'peek' : options.recheck ? 'recheck' : 'count',
       now: deps.now,
     });
     counted = verdict.counted;

@@ -35,6 +35,8 @@ export function keys(prefix: string) {
     recipientOpen: (recipientKey: string) => `${prefix}:recipient-open:${recipientKey}`,
     /** Submitted intents the workers follow on the status route, scored by their next poll (ms). */
     follow: `${prefix}:follow`,
+    /** The controls each process runs with: process → `{ role, digest, settings, at }` (published-controls.ts). */
+    controls: `${prefix}:controls`,
     unapproved: `${prefix}:unapproved`,
     unapprovedAmounts: `${prefix}:unapproved:amounts`,
     /** The most replicas each primary (by replication id) has reported connected (replica-acks.ts). */
