@@ -158,7 +158,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: 'none',
     meaning:
       'a row over the first is invalid; a batch over the second is refused; the third caps all ' +
-      'sending in any rolling 24 h (a transfer that would pass it waits `queued` with the reason)',
+      'sending in any rolling 24 h (a transfer that would pass it waits `queued` with the reason). ' +
+      "The worker applies its own before signing: a row over its first, or of a batch over its second, that the enqueuer accepted ends `rejected` ([the worker's own controls](promises.md#the-workers-own-controls))",
   },
   {
     names: ['APPROVAL_THRESHOLD_USDC'],
@@ -166,7 +167,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning:
       'the batch that takes what was enqueued without approval in the rolling 24 h (itself, and ' +
       'rows re-queued by `retry`, included) to the threshold is held until approved (`approve`, or ' +
-      'the approve route with a credential of role `approver`)',
+      'the approve route with a credential of role `approver`). The worker judges a batch enqueued ' +
+      "under other controls with its own before signing, and holds it when they would ([the worker's own controls](promises.md#the-workers-own-controls))",
   },
   {
     names: ['APPROVALS_REQUIRED'],
