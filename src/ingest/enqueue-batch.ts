@@ -128,7 +128,10 @@ export async function enqueueValidated(
   if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
 
   // Read by every run (a resumed one too: the rows it has still to write carry the flag).
-  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers, options.ownAddresses);
+  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers, {
+    own: options.ownAddresses,
+    submitter: options.actor,
+  });
   let decision: NewBatchDecision = { dropped: [], holds: undefined };
   if (!existing) {
     // Decisions that depend on what else is in Redis are made once, by the run that creates the batch.

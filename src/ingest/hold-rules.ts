@@ -47,14 +47,18 @@ export type RecipientScreen = {
 
 /**
  * `own`: book keys of the treasury's own addresses, always known recipients (a rebalancing move
- * pays the treasury itself: never held or refused as new).
+ * pays the treasury itself: never held or refused as new). `submitter`: who submits the rows — an
+ * address they added themselves is still new for their batch until an approval vouched for it
+ * (docs/access.md "Four eyes over the address book": one name holding `submitter` and `approver`
+ * cannot add an address and then pay it unheld).
  */
 export async function screenRecipients(
   redis: Redis,
   prefix: string,
   rows: readonly Payee[],
-  own: ReadonlySet<string> = new Set(),
+  options: { readonly own?: ReadonlySet<string> | undefined; readonly submitter?: string | undefined } = {},
 ): Promise<RecipientScreen> {
+  const own = options.own ?? new Set<string>();
   const book = createRecipientBook({ redis, prefix });
   const keys = rows.map((r) => bookAddressOf(r).key);
   const statuses = await book.statuses(keys);
@@ -62,12 +66,21 @@ export async function screenRecipients(
   const removed = new Set<string>();
   rows.forEach((r, i) => {
     if (own.has(keys[i] as string)) return;
-    const status = statuses.get(keys[i] as string)?.status ?? 'new';
-    if (status === 'known') return;
+    const entry = statuses.get(keys[i] as string);
+    const status = entry?.status ?? 'new';
+    if (entry?.status === 'known' && knownTo(entry, options.submitter)) return;
     notInBook.add(r.id);
     if (status === 'removed') removed.add(r.id);
   });
   return { notInBook, removed };
+}
+
+/** A book entry counts as known for a batch unless its own submitter added it and no approval vouched for it. */
+function knownTo(
+  entry: { readonly addedBy: string | null; readonly vouched: boolean },
+  submitter?: string,
+): boolean {
+  return entry.vouched || submitter === undefined || entry.addedBy !== submitter;
 }
 
 /** `NEW_RECIPIENT_POLICY=reject`: each row paying an address not in the book, at its line. */

@@ -106,7 +106,8 @@ async function holdRetried(
   // A rebalancing batch pays only the treasury's own addresses: always known recipients.
   const rebalance = (await deps.redis.hget(keys(deps.prefix).batch(batchId), 'source')) === 'rebalance';
   const own = rebalance ? new Set(rows.map((r) => bookAddressOf(r).key)) : undefined;
-  const screen = await screenRecipients(deps.redis, deps.prefix, rows, own);
+  const submitter = (await deps.redis.hget(keys(deps.prefix).batch(batchId), 'submitted_by')) ?? undefined;
+  const screen = await screenRecipients(deps.redis, deps.prefix, rows, { own, submitter });
   const decision = await decideHolds(
     { redis: deps.redis, prefix: deps.prefix, config: deps.config, now },
     rows,

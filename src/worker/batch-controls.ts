@@ -98,7 +98,7 @@ async function judgeBatch(
   if (rows.length === 0) return { verdict: {}, final: true };
   // A rebalancing batch pays only the treasury's own addresses: always known recipients.
   const own = b['source'] === 'rebalance' ? new Set(rows.map((r) => bookAddressOf(r).key)) : undefined;
-  const screen = await screenRecipients(redis, prefix, rows, own);
+  const screen = await screenRecipients(redis, prefix, rows, { own, submitter: b['submitted_by'] });
   const decision = await decideHolds({ redis, prefix, config, now: (deps.now ?? Date.now)() }, rows, screen, {
     batchId,
     member: batchId,
