@@ -219,9 +219,9 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     names: ['NEW_RECIPIENT_MAX_USDC'],
     default: 'none',
     meaning:
-      'under `allow`: a batch is held once what one new recipient would be paid across unfinished ' +
-      'batches passes this (a first payment above it too); needs an approver credential, as `hold` ' +
-      'does',
+      'under `allow`: a batch is held once what an address not yet known would be paid in all — ' +
+      'across finished and unfinished batches, until it is known — passes this (a first payment ' +
+      'above it too); needs an approver credential, as `hold` does',
   },
   {
     names: ['CALLBACK_ALLOWED_HOSTS'],

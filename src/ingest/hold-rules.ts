@@ -4,12 +4,7 @@ import type { Chain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { bookAddressOf } from '../domain/recipient-key.ts';
 import { forgetUnapproved, judgeUnapproved } from '../store/approval-window.ts';
-import {
-  forgetOpenPayments,
-  openAmounts,
-  registerOpenPayments,
-  type OpenPayment,
-} from '../store/new-recipient-exposure.ts';
+import { forgetOpenPayments, judgeExposure, type OpenPayment } from '../store/new-recipient-exposure.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
 import type { DroppedRow } from '../store/batch-writer.ts';
 import { counted } from '../domain/plural.ts';
@@ -20,8 +15,8 @@ import { counted } from '../domain/plural.ts';
  * - a row paying an address removed from the address book holds its batch, under every policy
  *   (removal is how ops answer a reported fraud);
  * - under `hold`, a row paying an address not in the book holds its batch;
- * - under `allow`, `NEW_RECIPIENT_MAX_USDC` holds a batch in which a new recipient's unfinished
- *   payments, across batches, pass the cap;
+ * - under `allow`, `NEW_RECIPIENT_MAX_USDC` holds a batch that takes what a new recipient is paid
+ *   in all, across finished and unfinished batches, past the cap;
  * - `APPROVAL_THRESHOLD_USDC`: the rows that take what was enqueued without approval in the last
  *   24 hours to the threshold are held.
  * A held batch gets no jobs until `approve`; its `held_reason` is these reasons joined.
@@ -175,8 +170,8 @@ function bookReasons(config: HoldConfig, rows: readonly Payee[], screen: Recipie
 }
 
 /**
- * `NEW_RECIPIENT_MAX_USDC` under `allow`: registers the rows paying new recipients, then adds a
- * reason when one's unfinished payments pass the cap. Returns the registrations this call made.
+ * `NEW_RECIPIENT_MAX_USDC` under `allow`: registers the rows paying new recipients and adds a
+ * reason when what one is paid in all passes the cap. Returns the registrations this call made.
  */
 async function exposureReason(
   deps: HoldDeps,
@@ -191,13 +186,10 @@ async function exposureReason(
     .filter((r) => screen.notInBook.has(r.id) && !screen.removed.has(r.id))
     .map((r) => ({ recipientKey: bookAddressOf(r).key, batchId, transferId: r.id, amount: r.amount }));
   if (payments.length === 0) return [];
-  const registered = await registerOpenPayments(deps.redis, deps.prefix, payments, deps.now);
-  const sums = await openAmounts(
-    deps.redis,
-    deps.prefix,
-    payments.map((p) => p.recipientKey),
-    { batchId, now: deps.now },
-  );
+  const { sums, registered } = await judgeExposure(deps.redis, deps.prefix, payments, {
+    batchId,
+    now: deps.now,
+  });
   const over = [...sums].filter(([, sum]) => sum > cap);
   if (over.length > 0) {
     const addressOf = new Map(rows.map((r) => [bookAddressOf(r).key, r.recipient]));
@@ -206,7 +198,7 @@ async function exposureReason(
       .map(([key, sum]) => `${addressOf.get(key) ?? key} (${formatUsdc(sum)} USDC)`)
       .join(', ');
     reasons.push(
-      `NEW_RECIPIENT_MAX_USDC: ${over.length} new recipient(s) would be paid more than ${formatUsdc(cap)} USDC across unfinished batches: ${shown}${over.length > 3 ? ', …' : ''}`,
+      `NEW_RECIPIENT_MAX_USDC: ${over.length} new recipient(s) would be paid more than ${formatUsdc(cap)} USDC in all: ${shown}${over.length > 3 ? ', …' : ''}`,
     );
   }
   return registered;
