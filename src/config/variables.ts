@@ -66,6 +66,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "(`REDIS_URL`'s user, password, database and `rediss:` still apply)",
   },
   {
+    names: ['REDIS_SENTINEL_PASSWORD'],
+    default: 'none',
+    meaning:
+      "the Sentinels' own password (`requirepass` in sentinel.conf), a secret never shown; the " +
+      "primary's password stays in `REDIS_URL`. A Sentinel decides where `REDIS_URL`'s password " +
+      'goes: trust it like Redis itself ([security.md](security.md#sentinels))',
+  },
+  {
     names: ['REDIS_REPLICA_ACKS', 'REDIS_REPLICA_ACK_TIMEOUT_MS'],
     default: shown('REDIS_REPLICA_ACKS', 'REDIS_REPLICA_ACK_TIMEOUT_MS'),
     meaning:

@@ -172,14 +172,18 @@ async function readBalanceAt(ep: Endpoint, owner: string): Promise<BalanceReadin
 
 /**
  * `balanceOf(owner)` as a balance a person may be shown (docs/rebalancing.md "Balances"): read with
- * USDC's `totalSupply()` (the two calls side by side), and refused as a reading when it is above it — no
+ * USDC's `totalSupply()` at the same block, and refused as a reading when it is above it — no
  * account holds more than all the USDC on its chain (an RPC answering `2^256 − 1` is lying, or
  * broken).
  */
 async function readPlausibleBalance(ep: Endpoint, owner: string): Promise<bigint> {
+  // Both at one block, named by its hash: a lagging or load-balanced endpoint could otherwise
+  // answer the supply from a block before the balance's deposit.
+  const block = await readHead(ep, 'latest');
+  const at = { blockHash: block.hash };
   const [balance, supply] = await Promise.all([
-    readUint(ep, 'balanceOf', owner, 'latest'),
-    readUint(ep, 'totalSupply', undefined, 'latest'),
+    readUint(ep, 'balanceOf', owner, at),
+    readUint(ep, 'totalSupply', undefined, at),
   ]);
   if (balance > supply) {
     throw new ChainReadError(
