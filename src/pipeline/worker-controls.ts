@@ -1,5 +1,5 @@
 import { formatUsdc } from '../domain/money.ts';
-import { current, type Ctx } from './context.ts';
+import { current, Later, type Ctx } from './context.ts';
 import { finish } from './outcomes.ts';
 import type { StepOutcome } from './pipeline-deps.ts';
 
@@ -19,7 +19,11 @@ export type WorkerControls = {
   check(batchId: string): Promise<ControlsVerdict>;
 };
 
-export type ControlsVerdict = { readonly refusal?: { readonly code: string; readonly message: string } };
+export type ControlsVerdict = {
+  readonly refusal?: { readonly code: string; readonly message: string };
+  /** Not judged yet: why the transfer waits (its batch is still being enqueued). */
+  readonly wait?: string;
+};
 
 /**
  * A row over this worker's MAX_TRANSFER_USDC, or of a batch over its MAX_BATCH_USDC, that the
@@ -41,6 +45,7 @@ export async function enforceWorkerControls(ctx: Ctx): Promise<StepOutcome | und
     });
   }
   const verdict = await controls.check(rec.batchId);
+  if (verdict.wait !== undefined) throw new Later(1_000, verdict.wait, 'lock');
   if (verdict.refusal) return await finish(ctx, 'rejected', { error: verdict.refusal });
   return undefined;
 }

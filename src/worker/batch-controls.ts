@@ -90,6 +90,13 @@ async function judgeBatch(
     return { verdict: { refusal: { code: 'over_max_batch', message } }, final: true };
   }
   if (b['held'] === '1') return { verdict: {}, final: false };
+  // Its rows are judged whole: while the enqueue is still writing them, the transfer waits.
+  if (b['enqueued'] !== '1') {
+    return {
+      verdict: { wait: 'its batch is still being enqueued (judged whole by this worker’s controls)' },
+      final: false,
+    };
+  }
   if (Number(b['approved_at'] ?? 0) > 0) {
     await requireApprovals(deps, batchId, b);
     return { verdict: {}, final: true };
