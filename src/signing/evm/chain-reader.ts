@@ -172,28 +172,27 @@ async function readBalanceAt(ep: Endpoint, owner: string): Promise<BalanceReadin
 
 /**
  * `balanceOf(owner)` as a balance a person may be shown (docs/rebalancing.md "Balances"): read with
- * USDC's `totalSupply()` at the same block, and refused as a reading when it is above it — no
- * account holds more than all the USDC on its chain (an RPC answering `2^256 − 1` is lying, or
- * broken).
+ * USDC's `totalSupply()` after it, and refused as a reading when it is above it — no account holds
+ * more than all the USDC on its chain (an RPC answering `2^256 − 1` is lying, or broken). A lagging
+ * or load-balanced endpoint may answer the supply from a block before the balance's deposit: a
+ * balance above the supply is read again, both, once before it is refused.
  */
 async function readPlausibleBalance(ep: Endpoint, owner: string): Promise<bigint> {
-  // Both at one block, named by its hash: a lagging or load-balanced endpoint could otherwise
-  // answer the supply from a block before the balance's deposit.
-  const block = await readHead(ep, 'latest');
-  const at = { blockHash: block.hash };
-  const [balance, supply] = await Promise.all([
-    readUint(ep, 'balanceOf', owner, at),
-    readUint(ep, 'totalSupply', undefined, at),
-  ]);
-  if (balance > supply) {
-    throw new ChainReadError(
-      SIGNING_ERROR_CODES.rpcFailed,
-      `${ep.chain} RPC ${displayUrl(ep.url)}: balanceOf(${owner}) answers more than USDC's totalSupply() (${formatUsdc(supply)} USDC) on ${ep.chain}: not a balance`,
-      { meta: { chain: ep.chain } },
-    );
+  for (let attempt = 1; ; attempt++) {
+    const balance = await readUint(ep, 'balanceOf', owner, 'latest');
+    const supply = await readUint(ep, 'totalSupply', undefined, 'latest');
+    if (balance <= supply) return balance;
+    if (attempt >= 2) {
+      throw new ChainReadError(
+        SIGNING_ERROR_CODES.rpcFailed,
+        `${ep.chain} RPC ${displayUrl(ep.url)}: balanceOf(${owner}) answers more than USDC's totalSupply() (${formatUsdc(supply)} USDC) on ${ep.chain}: not a balance`,
+        { meta: { chain: ep.chain } },
+      );
+    }
+    await new Promise((r) => setTimeout(r, PLAUSIBILITY_RETRY_MS));
   }
-  return balance;
 }
+const PLAUSIBILITY_RETRY_MS = 500;
 
 /** The block a transaction was mined in, or null while the node has no receipt for it. */
 async function readTxBlock(ep: Endpoint, hash: string): Promise<bigint | null> {
