@@ -106,7 +106,12 @@ export type TestSentinel = {
   stop(): Promise<void>;
 };
 
-export async function startSentinel(primaryPort: number, name = 'usdcprimary'): Promise<TestSentinel> {
+/** `password`: the Sentinel's own (`requirepass` in sentinel.conf), asked of every client. */
+export async function startSentinel(
+  primaryPort: number,
+  name = 'usdcprimary',
+  password?: string,
+): Promise<TestSentinel> {
   const executable = findRedisServer();
   if (!executable) throw new Error('redis-server is not on PATH');
   const dir = mkdtempSync(join(tmpdir(), 'usdc-batch-sentinel-'));
@@ -122,11 +127,17 @@ export async function startSentinel(primaryPort: number, name = 'usdcprimary'): 
       `sentinel down-after-milliseconds ${name} 1000`,
       `sentinel failover-timeout ${name} 10000`,
       `sentinel parallel-syncs ${name} 1`,
+      ...(password !== undefined ? [`requirepass ${password}`] : []),
       '',
     ].join('\n'),
   );
   const child: ChildProcess = spawn(executable, [file, '--sentinel'], { stdio: 'ignore' });
-  const client = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  const client = new Redis({
+    port,
+    host: '127.0.0.1',
+    maxRetriesPerRequest: 1,
+    ...(password !== undefined ? { password } : {}),
+  });
   client.on('error', () => {});
   const ask = async <T>(...args: string[]): Promise<T> => (await client.call('SENTINEL', ...args)) as T;
   const until = async (what: string, ok: () => Promise<boolean>, timeoutMs: number) => {

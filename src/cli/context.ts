@@ -9,7 +9,10 @@ import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/
 import { acknowledged, createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
 import { checkRedisTls } from '../store/redis-tls.ts';
 import type { AuditDeps } from '../store/audit.ts';
+import { logAppendedHeads } from '../store/audit-head.ts';
 import type { OpsDeps } from '../ops/ops-deps.ts';
+import { warnOnControlDrift, type ControlDrift } from '../ops/control-drift.ts';
+import { controlSettingsOf } from '../config/control-settings.ts';
 
 /** What a CLI command needs: config, a fail-fast Redis client, a producer on demand, the actor. */
 export type CliContext = {
@@ -66,6 +69,8 @@ export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(rea
     acks: acksOf,
     acknowledged: (act) => acknowledged(acksOf(), act),
     async close() {
+      // What this command appended to AUDIT_LOG_FILE, as an anchor in the logs (docs/audit.md).
+      logAppendedHeads(logger);
       await producer?.close();
       await acks?.close();
       await redis.quit().catch(() => redis.disconnect());
@@ -81,6 +86,19 @@ export function auditOf(ctx: CliContext): AuditDeps {
 /** What an operator command acts with: Redis, a producer, who acts, where its audit goes. */
 export function opsOf(ctx: CliContext): OpsDeps {
   return { ...auditOf(ctx), jobs: ctx.producer(), actor: ctx.actor };
+}
+
+/**
+ * Says at `warn`, naming the settings, when this command's controls differ from the running
+ * workers' (docs/promises.md, promise 5): they enforce theirs before signing. Returns the drift.
+ */
+export async function warnOnWorkerControls(ctx: CliContext): Promise<ControlDrift | null> {
+  return await warnOnControlDrift({
+    redis: ctx.redis,
+    prefix: ctx.prefix,
+    settings: controlSettingsOf(ctx.config),
+    logger: ctx.logger,
+  });
 }
 
 /** Runs `fn` with a context and always closes it. */

@@ -273,6 +273,7 @@ function registerInspection(r: Registrar): void {
       .def('audit', 'operator actions: who, when, what; --verify checks an AUDIT_LOG_FILE')
       .option('--batch <id>', 'only this batch', batchIdArgument)
       .option('--verify <file>', "check an AUDIT_LOG_FILE's hash chain; prints the last hash")
+      .option('--head <hash>', 'with --verify: a hash the chain must reach (one kept or logged earlier)')
       .option('--json', 'print JSON'),
     'audit',
   );

@@ -20,6 +20,12 @@ export type AccessFileRead = {
 
 const ENTRY_KEYS = ['name', 'roles', 'sha256'];
 
+/**
+ * The SHA-256 of the empty string: what `printf %s "$TOKEN" | sha256sum` prints when `$TOKEN` is
+ * unset. As a credential it would open the API to an empty token (`Authorization: Basic x:`).
+ */
+export const EMPTY_STRING_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
 /** Reads and checks ACCESS_FILE (a regular file of at most 64 KiB). */
 export function readAccessFile(file: string): AccessFileRead {
   const read = readKeyFile(file, 'an access file');
@@ -87,6 +93,10 @@ function readEntry(entry: unknown, i: number): { credential?: Credential; proble
   if (!/^[0-9a-f]{64}$/.test(digest)) {
     problems.push(
       `${label}: sha256 must be 64 hex digits (the SHA-256 of the token: usdc-batch access token)`,
+    );
+  } else if (digest === EMPTY_STRING_SHA256) {
+    problems.push(
+      `${label}: sha256 is the SHA-256 of the empty string (what sha256sum prints for an unset variable): make a token with usdc-batch access token`,
     );
   }
   if (problems.length > 0) return { problems };

@@ -16,14 +16,17 @@ export type ReplicaAckSetting = 'auto' | number;
 export type RedisSettings = {
   readonly redisSentinels: readonly SentinelAddress[] | undefined;
   readonly redisSentinelName: string | undefined;
+  /** The Sentinels' own password (`requirepass` in sentinel.conf): a secret, never shown. */
+  readonly redisSentinelPassword: string | undefined;
   readonly redisReplicaAcks: ReplicaAckSetting;
   readonly redisReplicaAckTimeoutMs: number;
 };
 
 /**
- * `REDIS_SENTINELS` (`host:port,…`) with `REDIS_SENTINEL_NAME`, `REDIS_REPLICA_ACKS` and
- * `REDIS_REPLICA_ACK_TIMEOUT_MS`. The Sentinels replace `REDIS_URL`'s host and port; its user,
- * password, database and scheme still apply to the primary.
+ * `REDIS_SENTINELS` (`host:port,…`) with `REDIS_SENTINEL_NAME`, `REDIS_SENTINEL_PASSWORD`,
+ * `REDIS_REPLICA_ACKS` and `REDIS_REPLICA_ACK_TIMEOUT_MS`. The Sentinels replace `REDIS_URL`'s host
+ * and port; its user, password, database and scheme still apply to the primary. No message quotes
+ * a value that may hold a password.
  */
 export function readRedisSettings(r: EnvReader, problem: Problem): RedisSettings {
   const sentinels = readSentinels(r, problem);
@@ -40,9 +43,13 @@ export function readRedisSettings(r: EnvReader, problem: Problem): RedisSettings
   if (name !== undefined && !/^[A-Za-z0-9_.-]{1,100}$/.test(name)) {
     problem('REDIS_SENTINEL_NAME', "must be the primary's name as the Sentinels know it ([A-Za-z0-9_.-])");
   }
+  const password = r.str('REDIS_SENTINEL_PASSWORD');
+  if (password !== undefined && !sentinels)
+    problem('REDIS_SENTINELS', 'is required with REDIS_SENTINEL_PASSWORD', true);
   return {
     redisSentinels: sentinels,
     redisSentinelName: name,
+    redisSentinelPassword: password,
     redisReplicaAcks: readReplicaAcks(r, problem),
     redisReplicaAckTimeoutMs: r.int(
       'REDIS_REPLICA_ACK_TIMEOUT_MS',
@@ -57,16 +64,20 @@ function readSentinels(r: EnvReader, problem: Problem): SentinelAddress[] | unde
   const entries = r.list('REDIS_SENTINELS');
   if (entries === undefined || entries.length === 0) return undefined;
   const out: SentinelAddress[] = [];
-  for (const entry of entries) {
+  entries.forEach((entry, i) => {
     const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s]+):([0-9]{1,5})$/.exec(entry);
     const host = m?.[1]?.replace(/^\[|\]$/g, '');
     const port = Number(m?.[2]);
     if (!m || !host || (isIP(host) === 0 && !isHostName(host)) || port < 1 || port > 65_535) {
-      problem('REDIS_SENTINELS', `"${entry.slice(0, 80)}" is not host:port`);
-      continue;
+      // Named by its place, never quoted: an entry written as user:password@host would print it.
+      problem(
+        'REDIS_SENTINELS',
+        `entry ${i + 1} of ${entries.length} is not host:port (a Sentinel's password goes in REDIS_SENTINEL_PASSWORD)`,
+      );
+      return;
     }
     out.push({ host, port });
-  }
+  });
   return out.length > 0 ? out : undefined;
 }
 

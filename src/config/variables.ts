@@ -66,6 +66,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "(`REDIS_URL`'s user, password, database and `rediss:` still apply)",
   },
   {
+    names: ['REDIS_SENTINEL_PASSWORD'],
+    default: 'none',
+    meaning:
+      "the Sentinels' own password (`requirepass` in sentinel.conf), a secret never shown; the " +
+      "primary's password stays in `REDIS_URL`. A Sentinel decides where `REDIS_URL`'s password " +
+      'goes: trust it like Redis itself ([security.md](security.md#sentinels))',
+  },
+  {
     names: ['REDIS_REPLICA_ACKS', 'REDIS_REPLICA_ACK_TIMEOUT_MS'],
     default: shown('REDIS_REPLICA_ACKS', 'REDIS_REPLICA_ACK_TIMEOUT_MS'),
     meaning:
@@ -158,7 +166,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: 'none',
     meaning:
       'a row over the first is invalid; a batch over the second is refused; the third caps all ' +
-      'sending in any rolling 24 h (a transfer that would pass it waits `queued` with the reason)',
+      'sending in any rolling 24 h (a transfer that would pass it waits `queued` with the reason). ' +
+      "The worker applies its own before signing: a row over its first, or of a batch over its second, that the enqueuer accepted ends `rejected` ([the worker's own controls](promises.md#the-workers-own-controls))",
   },
   {
     names: ['APPROVAL_THRESHOLD_USDC'],
@@ -166,7 +175,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning:
       'the batch that takes what was enqueued without approval in the rolling 24 h (itself, and ' +
       'rows re-queued by `retry`, included) to the threshold is held until approved (`approve`, or ' +
-      'the approve route with a credential of role `approver`)',
+      'the approve route with a credential of role `approver`). The worker judges a batch enqueued ' +
+      "under other controls with its own before signing, and holds it when they would ([the worker's own controls](promises.md#the-workers-own-controls))",
   },
   {
     names: ['APPROVALS_REQUIRED'],
@@ -217,9 +227,9 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     names: ['NEW_RECIPIENT_MAX_USDC'],
     default: 'none',
     meaning:
-      'under `allow`: a batch is held once what one new recipient would be paid across unfinished ' +
-      'batches passes this (a first payment above it too); needs an approver credential, as `hold` ' +
-      'does',
+      'under `allow`: a batch is held once what an address not yet known would be paid in all — ' +
+      'across finished and unfinished batches, until it is known — passes this (a first payment ' +
+      'above it too); needs an approver credential, as `hold` does',
   },
   {
     names: ['CALLBACK_ALLOWED_HOSTS'],

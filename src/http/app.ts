@@ -32,6 +32,7 @@ import {
 import { AuditFileError } from '../store/audit-file.ts';
 import { ReplicasNotConfirmedError } from '../store/replica-acks.ts';
 import { parseJsonBody } from './json-body.ts';
+import { scanJsonBody } from './json-scan.ts';
 import { activeTracing } from '../trace/tracing.ts';
 import {
   clientOf,
@@ -158,11 +159,17 @@ function addAnswerHooks(app: App, requestTimeoutMs: number): void {
 function useBoundedJsonParser(app: App): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    try {
-      done(null, parseJsonBody((body as string).replace(/^\uFEFF/, '')));
-    } catch (err) {
-      done(err as Error, undefined);
-    }
+    const text = (body as string).replace(/^\uFEFF/, '');
+    scanJsonBody(text).then(
+      () => {
+        try {
+          done(null, parseJsonBody(text));
+        } catch (err) {
+          done(err as Error, undefined);
+        }
+      },
+      (err: unknown) => done(err as Error, undefined),
+    );
   });
 }
 

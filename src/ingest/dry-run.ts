@@ -62,6 +62,7 @@ export type DryRunConfig = Pick<
   | 'redisUrl'
   | 'redisSentinels'
   | 'redisSentinelName'
+  | 'redisSentinelPassword'
   | 'queuePrefix'
   | 'newRecipientPolicy'
   | 'maxFeeBps'

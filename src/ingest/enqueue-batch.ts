@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { TransferJobSink } from '../domain/transfer-jobs.ts';
 import type { Config } from '../config/config.ts';
+import { controlDigestOf, type ControlConfig } from '../config/control-settings.ts';
 import { callbackUrlProblem } from '../domain/callback-url.ts';
 import { ConflictError } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
@@ -34,11 +35,7 @@ export type EnqueueDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<
-    Config,
-    'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
-  > &
-    HoldConfig;
+  readonly config: Pick<Config, 'callbackAllowedHosts' | 'auditLogFile'> & ControlConfig & HoldConfig;
   readonly now?: () => number;
 };
 
@@ -131,7 +128,10 @@ export async function enqueueValidated(
   if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
 
   // Read by every run (a resumed one too: the rows it has still to write carry the flag).
-  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers, options.ownAddresses);
+  const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers, {
+    own: options.ownAddresses,
+    submitter: options.actor,
+  });
   let decision: NewBatchDecision = { dropped: [], holds: undefined };
   if (!existing) {
     // Decisions that depend on what else is in Redis are made once, by the run that creates the batch.
@@ -338,6 +338,7 @@ async function writeBatchOf(
       source: options.source,
       submittedBy: options.actor,
       approvalsRequired: deps.config.approvalsRequired,
+      controls: controlDigestOf(deps.config),
       createdAt: (deps.now ?? Date.now)(),
       // An existing batch keeps the hold it was written with (the writer reads it back).
       held: (holds?.reasons.length ?? 0) > 0,

@@ -4,12 +4,7 @@ import type { Chain } from '../domain/chains.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { bookAddressOf } from '../domain/recipient-key.ts';
 import { forgetUnapproved, judgeUnapproved } from '../store/approval-window.ts';
-import {
-  forgetOpenPayments,
-  openAmounts,
-  registerOpenPayments,
-  type OpenPayment,
-} from '../store/new-recipient-exposure.ts';
+import { forgetOpenPayments, judgeExposure, type OpenPayment } from '../store/new-recipient-exposure.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
 import type { DroppedRow } from '../store/batch-writer.ts';
 import { counted } from '../domain/plural.ts';
@@ -20,8 +15,8 @@ import { counted } from '../domain/plural.ts';
  * - a row paying an address removed from the address book holds its batch, under every policy
  *   (removal is how ops answer a reported fraud);
  * - under `hold`, a row paying an address not in the book holds its batch;
- * - under `allow`, `NEW_RECIPIENT_MAX_USDC` holds a batch in which a new recipient's unfinished
- *   payments, across batches, pass the cap;
+ * - under `allow`, `NEW_RECIPIENT_MAX_USDC` holds a batch that takes what a new recipient is paid
+ *   in all, across finished and unfinished batches, past the cap;
  * - `APPROVAL_THRESHOLD_USDC`: the rows that take what was enqueued without approval in the last
  *   24 hours to the threshold are held.
  * A held batch gets no jobs until `approve`; its `held_reason` is these reasons joined.
@@ -47,14 +42,18 @@ export type RecipientScreen = {
 
 /**
  * `own`: book keys of the treasury's own addresses, always known recipients (a rebalancing move
- * pays the treasury itself: never held or refused as new).
+ * pays the treasury itself: never held or refused as new). `submitter`: who submits the rows — an
+ * address they added themselves is still new for their batch until an approval vouched for it
+ * (docs/access.md "Four eyes over the address book": one name holding `submitter` and `approver`
+ * cannot add an address and then pay it unheld).
  */
 export async function screenRecipients(
   redis: Redis,
   prefix: string,
   rows: readonly Payee[],
-  own: ReadonlySet<string> = new Set(),
+  options: { readonly own?: ReadonlySet<string> | undefined; readonly submitter?: string | undefined } = {},
 ): Promise<RecipientScreen> {
+  const own = options.own ?? new Set<string>();
   const book = createRecipientBook({ redis, prefix });
   const keys = rows.map((r) => bookAddressOf(r).key);
   const statuses = await book.statuses(keys);
@@ -62,12 +61,21 @@ export async function screenRecipients(
   const removed = new Set<string>();
   rows.forEach((r, i) => {
     if (own.has(keys[i] as string)) return;
-    const status = statuses.get(keys[i] as string)?.status ?? 'new';
-    if (status === 'known') return;
+    const entry = statuses.get(keys[i] as string);
+    const status = entry?.status ?? 'new';
+    if (entry?.status === 'known' && knownTo(entry, options.submitter)) return;
     notInBook.add(r.id);
     if (status === 'removed') removed.add(r.id);
   });
   return { notInBook, removed };
+}
+
+/** A book entry counts as known for a batch unless its own submitter added it and no approval vouched for it. */
+function knownTo(
+  entry: { readonly addedBy: string | null; readonly vouched: boolean },
+  submitter?: string,
+): boolean {
+  return entry.vouched || submitter === undefined || entry.addedBy !== submitter;
 }
 
 /** `NEW_RECIPIENT_POLICY=reject`: each row paying an address not in the book, at its line. */
@@ -109,6 +117,8 @@ export async function decideHolds(
     readonly batchId: string;
     readonly member: string;
     readonly outside?: readonly string[] | undefined;
+    /** A worker judging a batch under its own controls (approval-window.ts `recheck`). */
+    readonly recheck?: boolean | undefined;
   },
 ): Promise<HoldDecision> {
   const reasons = [...(options.outside ?? []), ...bookReasons(deps.config, rows, screen)];
@@ -121,7 +131,7 @@ export async function decideHolds(
       member: options.member,
       amount,
       threshold,
-      mode: reasons.length > 0 ? 'peek' : 'count',
+      mode: reasons.length > 0 ? 'peek' : options.recheck ? 'recheck' : 'count',
       now: deps.now,
     });
     counted = verdict.counted;
@@ -160,8 +170,8 @@ function bookReasons(config: HoldConfig, rows: readonly Payee[], screen: Recipie
 }
 
 /**
- * `NEW_RECIPIENT_MAX_USDC` under `allow`: registers the rows paying new recipients, then adds a
- * reason when one's unfinished payments pass the cap. Returns the registrations this call made.
+ * `NEW_RECIPIENT_MAX_USDC` under `allow`: registers the rows paying new recipients and adds a
+ * reason when what one is paid in all passes the cap. Returns the registrations this call made.
  */
 async function exposureReason(
   deps: HoldDeps,
@@ -176,13 +186,10 @@ async function exposureReason(
     .filter((r) => screen.notInBook.has(r.id) && !screen.removed.has(r.id))
     .map((r) => ({ recipientKey: bookAddressOf(r).key, batchId, transferId: r.id, amount: r.amount }));
   if (payments.length === 0) return [];
-  const registered = await registerOpenPayments(deps.redis, deps.prefix, payments, deps.now);
-  const sums = await openAmounts(
-    deps.redis,
-    deps.prefix,
-    payments.map((p) => p.recipientKey),
-    { batchId, now: deps.now },
-  );
+  const { sums, registered } = await judgeExposure(deps.redis, deps.prefix, payments, {
+    batchId,
+    now: deps.now,
+  });
   const over = [...sums].filter(([, sum]) => sum > cap);
   if (over.length > 0) {
     const addressOf = new Map(rows.map((r) => [bookAddressOf(r).key, r.recipient]));
@@ -191,7 +198,7 @@ async function exposureReason(
       .map(([key, sum]) => `${addressOf.get(key) ?? key} (${formatUsdc(sum)} USDC)`)
       .join(', ');
     reasons.push(
-      `NEW_RECIPIENT_MAX_USDC: ${over.length} new recipient(s) would be paid more than ${formatUsdc(cap)} USDC across unfinished batches: ${shown}${over.length > 3 ? ', …' : ''}`,
+      `NEW_RECIPIENT_MAX_USDC: ${over.length} new recipient(s) would be paid more than ${formatUsdc(cap)} USDC in all: ${shown}${over.length > 3 ? ', …' : ''}`,
     );
   }
   return registered;

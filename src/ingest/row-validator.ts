@@ -92,7 +92,8 @@ function addRow(v: RowValidatorState, row: RawRow, known?: KnownAddress): void {
   v.inputRows++;
   const { line, fields } = row;
   const before = v.issues.count;
-  if (row.issues) v.issues.push(...row.issues);
+  // One at a time: a row of hundreds of thousands of issues would overflow the stack as arguments.
+  if (row.issues) for (const issue of row.issues) v.issues.push(issue);
   const r: RowCheck = {
     line,
     fields,

@@ -39,6 +39,44 @@ export async function approveBatch(
   batchId: string,
   digest: string,
 ): Promise<ApproveOutcome> {
+  try {
+    return await approveOnce(deps, batchId, digest);
+  } catch (err) {
+    if (err instanceof FourEyesError || err instanceof StaleDigestError) {
+      await auditRefusal(deps, batchId, digest, err);
+    }
+    throw err;
+  }
+}
+
+/**
+ * A refused approval is audited (docs/audit.md): the submitter trying to approve their own batch,
+ * or an approval naming rows that are not the batch's now. It changed nothing, but it is what a
+ * reviewer of the trail looks for.
+ */
+export async function auditRefusal(
+  deps: OpsDeps,
+  batchId: string,
+  digest: string | undefined,
+  err: FourEyesError | StaleDigestError,
+): Promise<void> {
+  await recordAudit(deps, {
+    who: deps.actor,
+    action: 'approve_refused',
+    batch: batchId,
+    detail: {
+      reason: err instanceof FourEyesError ? 'four_eyes' : 'stale_digest',
+      digest: digest?.toLowerCase() ?? null,
+      ...(err instanceof StaleDigestError ? { current_digest: err.currentDigest } : {}),
+    },
+  });
+}
+
+async function approveOnce(
+  deps: OpsDeps & { readonly approvalsRequired: number },
+  batchId: string,
+  digest: string,
+): Promise<ApproveOutcome> {
   const batch = await requireBatch(deps, batchId);
   const jobDeps = { redis: deps.redis, prefix: deps.prefix, jobs: deps.jobs };
   const reviewed = digest.toLowerCase();

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { controlDigestOf, type ControlConfig } from '../config/control-settings.ts';
 import { bookAddressOf } from '../domain/recipient-key.ts';
 import { decideHolds, screenRecipients, type HoldConfig } from '../ingest/hold-rules.ts';
 import type { TransferJobSpec } from '../domain/transfer-jobs.ts';
@@ -25,7 +26,7 @@ import { requireBatch, type OpsDeps } from './ops-deps.ts';
 export const LEGACY_CANCELLED = 'cancelled';
 
 export async function retryBatch(
-  deps: OpsDeps & { readonly config: HoldConfig },
+  deps: OpsDeps & { readonly config: HoldConfig & ControlConfig },
   batchId: string,
 ): Promise<{ requeued: number; heldReason: string | null }> {
   const batch = await requireBatch(deps, batchId);
@@ -56,6 +57,8 @@ export async function retryBatch(
     list.push({ transferId: id, from: rec.from, to: rec.to, amount: rec.amount });
     byRound.set(round, list);
   }
+  // The re-queued rows were judged under this process's controls: a worker with others judges them again.
+  if (requeued > 0) await markControls(deps, batchId);
   if (!held) {
     for (const [round, transfers] of byRound) await deps.jobs.addTransfers(batchId, transfers, round);
   }
@@ -77,6 +80,22 @@ export async function retryBatch(
  * The holds of new rows, applied to the rows `retry` re-queues (each retry is its own entry in the
  * rolling approval window). Holds the batch and returns the reason, or null when none applies.
  */
+/**
+ * The batch records the controls its rows were last judged under (src/worker/batch-controls.ts):
+ * a worker whose controls differ judges the re-queued rows again before it signs.
+ */
+async function markControls(
+  deps: OpsDeps & { readonly config: ControlConfig },
+  batchId: string,
+): Promise<void> {
+  const key = keys(deps.prefix).batch(batchId);
+  await deps.redis
+    .multi()
+    .hset(key, 'controls', controlDigestOf(deps.config))
+    .hdel(key, 'controls_checked', 'controls_refusal')
+    .exec();
+}
+
 async function holdRetried(
   deps: OpsDeps & { readonly config: HoldConfig },
   batchId: string,
@@ -87,7 +106,8 @@ async function holdRetried(
   // A rebalancing batch pays only the treasury's own addresses: always known recipients.
   const rebalance = (await deps.redis.hget(keys(deps.prefix).batch(batchId), 'source')) === 'rebalance';
   const own = rebalance ? new Set(rows.map((r) => bookAddressOf(r).key)) : undefined;
-  const screen = await screenRecipients(deps.redis, deps.prefix, rows, own);
+  const submitter = (await deps.redis.hget(keys(deps.prefix).batch(batchId), 'submitted_by')) ?? undefined;
+  const screen = await screenRecipients(deps.redis, deps.prefix, rows, { own, submitter });
   const decision = await decideHolds(
     { redis: deps.redis, prefix: deps.prefix, config: deps.config, now },
     rows,

@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../signing/types.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
+import type { WorkerControls } from './worker-controls.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { OwnerBalances } from '../store/owner-balance.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
@@ -35,6 +36,8 @@ export type PipelineDeps = {
   readonly spendLimit?: SpendLimit | undefined;
   /** Held batches and recipients removed from the address book: checked before a payload is made. */
   readonly approvals?: ApprovalGate | undefined;
+  /** This worker's own controls, applied before signing (worker-controls.ts); absent: none. */
+  readonly controls?: WorkerControls | undefined;
   readonly now?: () => number;
   readonly random?: () => number;
 };

@@ -14,6 +14,7 @@ import {
 } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
+import { enforceWorkerControls } from './worker-controls.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
 import { evmFlow } from './evm/evm-flow.ts';
 import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
@@ -162,6 +163,8 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
   if (!hasPayload(current(ctx).steps)) {
     const guarded = await estimateAndGuard(ctx);
     if (guarded) return guarded;
+    const refused = await enforceWorkerControls(ctx);
+    if (refused) return refused;
     const held = await holdUnlessCleared(ctx.deps, current(ctx), () => saveEstimateNow(ctx));
     if (held) return held;
     // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).

@@ -31,7 +31,12 @@ export type FireDeps = {
   readonly jobs: TransferJobSink;
   readonly config: Pick<
     Config,
-    'maxTransferUsdc' | 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
+    | 'maxTransferUsdc'
+    | 'maxBatchUsdc'
+    | 'maxDailyUsdc'
+    | 'callbackAllowedHosts'
+    | 'approvalsRequired'
+    | 'auditLogFile'
   > &
     HoldConfig;
   readonly logger?: Logger | undefined;

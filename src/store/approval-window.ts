@@ -22,13 +22,21 @@ type WindowVerdict = { readonly reached: boolean; readonly before: bigint; reado
 
 /**
  * `count`: judges the entry and, when it stays under the threshold, counts it. `peek` only judges
- * (for a batch already held for another reason: the reason may name the threshold too).
+ * (for a batch already held for another reason: the reason may name the threshold too). `recheck`:
+ * a worker judging a batch under its own threshold (docs/promises.md, promise 5) — as `count`, but
+ * an entry the enqueuer already counted is judged again against the others, never counted twice.
  * Lua numbers are doubles: exact to 2^53 micro-USDC (9 billion USDC), far above any threshold.
  */
 export async function judgeUnapproved(
   redis: Redis,
   prefix: string,
-  entry: { member: string; amount: bigint; threshold: bigint; mode: 'count' | 'peek'; now: number },
+  entry: {
+    member: string;
+    amount: bigint;
+    threshold: bigint;
+    mode: 'count' | 'peek' | 'recheck';
+    now: number;
+  },
 ): Promise<WindowVerdict> {
   const k = keys(prefix);
   const [reached, before, counted] = (await runScript(

@@ -27,6 +27,37 @@ const LOCK_WAIT_MS = 15_000;
 /** The most of the file's end read to find its last line: a line is far shorter. */
 const TAIL_BYTES = 64 * 1024;
 
+/**
+ * The hash of the last line this process appended, per file: what a short-lived process (the CLI)
+ * logs when it stops, as an anchor for `audit --verify --head` (audit-head.ts).
+ */
+const appended = new Map<string, string>();
+
+/** The files this process appended to, each with the hash of its own last line there. */
+export function appendedHeads(): ReadonlyMap<string, string> {
+  return appended;
+}
+
+/**
+ * The hash of the file's last line now (GENESIS_HASH for an empty file); undefined when the file
+ * does not exist yet. Throws an AuditFileError when it cannot be read or does not end in a line of
+ * the chain.
+ */
+export function readAuditHead(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw failed(file, `cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'})`, err);
+  }
+  try {
+    return lastHash(fd, file);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Appends one entry (its fields; `prev` and `hash` are added) to the file, fsynced. */
 export async function appendAuditLine(
   redis: Redis,
@@ -52,6 +83,7 @@ export async function appendAuditLine(
       const line = `${auditLine(fields, prev)}\n`;
       writeAll(fd, Buffer.from(line, 'utf8'), file);
       fsyncSync(fd);
+      appended.set(file, (JSON.parse(line) as { hash: string }).hash);
     } finally {
       await releaseTokenLock(redis, lock, token).catch(() => undefined);
     }

@@ -9,6 +9,7 @@ import { keys } from './keys.ts';
 export const AUDIT_ACTIONS = [
   'enqueue',
   'approve',
+  'approve_refused',
   'retry',
   'resolve',
   'cancel',

@@ -15,9 +15,11 @@ export async function holdBatch(
   prefix: string,
   batchId: string,
   reason: string,
+  approvalsRequired?: number,
 ): Promise<void> {
   const k = keys(prefix);
-  await runScript(redis, HOLD, [k.batch(batchId), k.batchApprovals(batchId)], [reason]);
+  const args = approvalsRequired === undefined ? [reason] : [reason, String(approvalsRequired)];
+  await runScript(redis, HOLD, [k.batch(batchId), k.batchApprovals(batchId)], args);
 }
 
 /** What a worker reads before it lets a transfer make its first payload. */

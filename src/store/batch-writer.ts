@@ -14,6 +14,11 @@ export type BatchPlan = {
   readonly submittedBy: string;
   /** APPROVALS_REQUIRED when it was enqueued: the approvals a hold of it needs (at least). */
   readonly approvalsRequired: number;
+  /**
+   * The digest of the enqueuing process's controls (src/config/control-settings.ts): a worker whose
+   * controls have this digest does not judge the batch again (src/worker/batch-controls.ts).
+   */
+  readonly controls?: string | undefined;
   readonly createdAt: number;
   /** Held for approval: records are written, jobs are added on approval (src/ingest/queued-jobs.ts). */
   readonly held: boolean;
@@ -229,6 +234,7 @@ function batchRecordFields(plan: BatchPlan): string[] {
     'source', plan.source,
     'submitted_by', plan.submittedBy,
     'approvals_required', String(plan.approvalsRequired),
+    'controls', plan.controls ?? '',
     'digest', plan.digest,
     'rows', String(planned.length),
     'amount', amount.toString(),

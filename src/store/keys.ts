@@ -31,10 +31,12 @@ export function keys(prefix: string) {
     schedules: `${prefix}:schedules`,
     recipients: `${prefix}:recipients`,
     recipientsRemoved: `${prefix}:recipients:removed`,
-    /** Unfinished payments to a recipient that was new when they were enqueued (`NEW_RECIPIENT_MAX_USDC`). */
-    recipientOpen: (recipientKey: string) => `${prefix}:recipient-open:${recipientKey}`,
+    /** What a recipient not yet known is paid in all (`NEW_RECIPIENT_MAX_USDC`, new-recipient-exposure.ts). */
+    recipientExposure: (recipientKey: string) => `${prefix}:recipient-exposure:${recipientKey}`,
     /** Submitted intents the workers follow on the status route, scored by their next poll (ms). */
     follow: `${prefix}:follow`,
+    /** The controls each process runs with: process → `{ role, digest, settings, at }` (published-controls.ts). */
+    controls: `${prefix}:controls`,
     unapproved: `${prefix}:unapproved`,
     unapprovedAmounts: `${prefix}:unapproved:amounts`,
     /** The most replicas each primary (by replication id) has reported connected (replica-acks.ts). */

@@ -18,6 +18,12 @@ export type BookEntry = {
   readonly added_at: number;
   /** `add`, `import`, or `approve:<batch id>` (added by approving a batch that paid it). */
   readonly via: string;
+  /**
+   * Who approved a batch paying it after it was added (`approve:<batch id>` in `vouched_via`):
+   * once vouched for, it is known to every submitter, its adder too.
+   */
+  readonly vouched_by?: string | undefined;
+  readonly vouched_via?: string | undefined;
 };
 
 export type RemovedEntry = {
@@ -28,7 +34,13 @@ export type RemovedEntry = {
 };
 
 export type BookStatus =
-  | { readonly status: 'known' }
+  | {
+      readonly status: 'known';
+      /** Who added it (null for an entry that cannot be read). */
+      readonly addedBy: string | null;
+      /** Added or vouched for by an approval of a held batch (docs/access.md "Four eyes over the address book"). */
+      readonly vouched: boolean;
+    }
   | { readonly status: 'removed'; readonly removedAt: number }
   | { readonly status: 'new' };
 
@@ -94,13 +106,21 @@ export async function bookStatuses(
     const tombs = found.get(k.recipientsRemoved);
     chunk.forEach((key, j) => {
       const tomb = tombs?.[j];
-      if (inBook?.[j]) out.set(key, { status: 'known' });
+      const entry = inBook?.[j];
+      if (entry) out.set(key, knownStatus(entry));
       else if (tomb) out.set(key, { status: 'removed', removedAt: removedAtOf(tomb) });
       else out.set(key, { status: 'new' });
     });
   });
   return out;
 }
+/** A book entry's status: who added it, and whether an approval vouched for it. */
+function knownStatus(json: string): BookStatus {
+  const e = parseEntry(json);
+  const vouched = e !== undefined && (e.via.startsWith('approve:') || typeof e.vouched_by === 'string');
+  return { status: 'known', addedBy: typeof e?.added_by === 'string' ? e.added_by : null, vouched };
+}
+
 /**
  * Explicit adds (`recipients add`/`import`, `POST /v1/recipients`): an address already in the book
  * keeps who added it and when, and takes the new label when one is given; a tombstone is cleared.
@@ -156,7 +176,10 @@ export async function addToBook(
   for (const [err] of res) if (err) throw err;
   return { added, updated: all.length - added, changed };
 }
-/** What approving a batch adds: the addresses it paid that are neither known nor removed. */
+/**
+ * What approving a batch adds: the addresses it paid that are neither known nor removed; an address
+ * in the book that no approval vouched for yet (its batch's submitter added it) is marked vouched for.
+ */
 export async function addUnlessRemoved(
   book: BookDeps,
   addresses: readonly BookAddress[],

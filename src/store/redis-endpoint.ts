@@ -11,6 +11,8 @@ export type RedisEndpoint = {
   readonly redisUrl: string;
   readonly redisSentinels?: readonly { readonly host: string; readonly port: number }[] | undefined;
   readonly redisSentinelName?: string | undefined;
+  /** The Sentinels' own password (REDIS_SENTINEL_PASSWORD); the primary's is REDIS_URL's. */
+  readonly redisSentinelPassword?: string | undefined;
 };
 
 /** ioredis options (also BullMQ's `connection`) for the endpoint, without the per-role ones. */
@@ -28,6 +30,7 @@ export function endpointOptions(e: RedisEndpoint): RedisOptions {
       ...common,
       sentinels: e.redisSentinels.map((s) => ({ host: s.host, port: s.port })),
       name: e.redisSentinelName,
+      ...(e.redisSentinelPassword !== undefined ? { sentinelPassword: e.redisSentinelPassword } : {}),
       ...(tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
     };
   }

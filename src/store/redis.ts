@@ -5,6 +5,9 @@ import { describeEndpoint, endpointOptions, type RedisEndpoint } from './redis-e
 
 export type { RedisEndpoint } from './redis-endpoint.ts';
 
+/** Rounds over the Sentinels a command makes before it says Redis cannot be reached. */
+const SENTINEL_TRIES_AT_START = 3;
+
 /**
  * Connections. Workers use `maxRetriesPerRequest: null` (BullMQ's production guide: a command waits
  * through a Redis restart instead of failing the job); producers and CLI reads fail fast.
@@ -23,8 +26,16 @@ export function createRedis(
   },
 ): Redis {
   const { role, logger, extra, quiet } = options;
+  let connected = false;
   const redis = new Redis({
     ...endpointOptions(endpoint),
+    // Sentinels none of which answers (down, or refusing REDIS_SENTINEL_PASSWORD) before a first
+    // connection: a command gives up as it does on an unreachable REDIS_URL; after one, a process
+    // waits through a Sentinel outage as through a Redis restart.
+    sentinelRetryStrategy: (times) =>
+      !connected && role === 'client' && times > SENTINEL_TRIES_AT_START
+        ? null
+        : Math.min(times * 200, 2_000),
     maxRetriesPerRequest: role === 'worker' ? null : 2,
     enableOfflineQueue: true,
     connectTimeout: 5_000,
@@ -36,7 +47,6 @@ export function createRedis(
     ...extra,
   });
   let last = 0;
-  let connected = false;
   redis.once('ready', () => (connected = true));
   redis.on('error', (err: Error) => {
     // One line per 5 s at most: a Redis outage must not flood the log.

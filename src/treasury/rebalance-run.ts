@@ -39,7 +39,13 @@ export type RebalanceDeps = {
   readonly config: TreasuryConfig &
     Pick<
       Config,
-      'maxFeeBps' | 'maxBatchUsdc' | 'callbackAllowedHosts' | 'approvalsRequired' | 'auditLogFile'
+      | 'maxFeeBps'
+      | 'maxTransferUsdc'
+      | 'maxBatchUsdc'
+      | 'maxDailyUsdc'
+      | 'callbackAllowedHosts'
+      | 'approvalsRequired'
+      | 'auditLogFile'
     > &
     HoldConfig;
   /** Where the batch's transfer jobs go; needed for `run` only. */

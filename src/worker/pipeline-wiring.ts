@@ -12,6 +12,7 @@ import { createEvmSigners } from '../signing/evm/evm-signer.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { createApprovalGate } from '../store/batch-hold.ts';
+import { createWorkerControls } from './batch-controls.ts';
 import { createOwnerBalances } from '../store/owner-balance.ts';
 import { createRateLimiter } from '../store/rate-limiter.ts';
 import { createSpendLimit } from '../store/spend-limit.ts';
@@ -118,6 +119,7 @@ export function wirePipeline(deps: {
         ? undefined
         : createSpendLimit({ redis, prefix, cap: config.maxDailyUsdc }),
     approvals: createApprovalGate({ redis, prefix }),
+    controls: createWorkerControls({ redis, prefix, config: deps.config, logger: deps.logger }),
     ...(deps.hooks ? { hooks: deps.hooks } : {}),
   };
 }

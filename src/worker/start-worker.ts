@@ -5,6 +5,11 @@ import type { Logger } from '../log/logger.ts';
 import { startHeartbeat } from '../metrics/worker-heartbeat.ts';
 import { createWorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineHooks } from '../pipeline/pipeline-deps.ts';
+import { startAuditHeadLog } from '../store/audit-head.ts';
+import { startControlsPublisher } from '../store/published-controls.ts';
+import { controlSettingsOf } from '../config/control-settings.ts';
+import { controlDigest } from '../domain/control-digest.ts';
+import { warnOnControlDrift } from '../ops/control-drift.ts';
 import { watchPrimary } from '../store/primary-watch.ts';
 import { createReplicaAcks, wantedReplicas, type ReplicaAcks } from '../store/replica-acks.ts';
 import { createTransferStore, type TransferStore } from '../store/transfer-store.ts';
@@ -42,6 +47,8 @@ type Started = {
   heartbeat?: { stop(): Promise<void> };
   treasury?: { stop(): void };
   addresses?: { stop(): void };
+  auditHead?: { stop(): void };
+  controls?: { stop(): Promise<void> };
 };
 
 /**
@@ -137,8 +144,31 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
       }));
   // `/metrics` counts the worker processes alive from these beats (usdc_batch_workers).
   started.heartbeat = startHeartbeat({ redis, prefix, sources, logger });
+  await publishWorkerControls(started, config, logger);
+  // The schedules' firings append to AUDIT_LOG_FILE: its head logged hourly and at stop.
+  started.auditHead = startAuditHeadLog({ file: config.auditLogFile, logger });
   await logStarted({ acks, config, logger }, { sources, evm, solana });
   return workers;
+}
+
+/**
+ * The controls this worker enforces before signing (docs/promises.md, promise 5): published for the
+ * other processes to compare with, and compared with the other running workers' at start.
+ */
+async function publishWorkerControls(started: Started, config: Config, logger: Logger): Promise<void> {
+  const settings = controlSettingsOf(config);
+  const redis = started.redis;
+  const prefix = config.queuePrefix;
+  const publisher = startControlsPublisher({
+    redis,
+    prefix,
+    role: 'worker',
+    digest: controlDigest(settings),
+    settings,
+    logger,
+  });
+  started.controls = publisher;
+  await warnOnControlDrift({ redis, prefix, settings, logger, self: publisher.process });
 }
 
 /** The treasury's public addresses: published for the processes that hold no key, and sampled. */
@@ -227,6 +257,8 @@ async function transferSpans(store: TransferStore): Promise<TransferSpans | unde
 /** Closes what was started, in the order a running worker stops. */
 async function closeStarted(s: Started): Promise<void> {
   await s.heartbeat?.stop();
+  s.auditHead?.stop();
+  await s.controls?.stop();
   s.addresses?.stop();
   s.treasury?.stop();
   await s.schedules?.close();

@@ -10,7 +10,10 @@ import { checkRedisTls } from '../store/redis-tls.ts';
  * is thrown: nothing is left open.
  */
 export async function openWorkerRedis(
-  config: Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'allowVolatileRedis'>,
+  config: Pick<
+    Config,
+    'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'redisSentinelPassword' | 'allowVolatileRedis'
+  >,
   logger: Logger,
 ): Promise<Redis> {
   // Before any client connects: a TLS mismatch is said at once, and no half-open handshake is left.

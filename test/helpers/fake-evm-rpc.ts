@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { encodeAbiParameters, getAddress, type Hex } from 'viem';
 
 /**
- * A real HTTP JSON-RPC endpoint answering USDC's `name()`, `version()`, `nonces(owner)` and
- * `balanceOf(owner)` over eth_call: the chain a unit test injects, not the unit under test.
+ * A real HTTP JSON-RPC endpoint answering USDC's `name()`, `version()`, `nonces(owner)`,
+ * `balanceOf(owner)` and `totalSupply()` over eth_call: the chain a unit test injects, not the unit under test.
  */
 export type FakeEvmRpc = {
   readonly url: string;
@@ -12,6 +12,8 @@ export type FakeEvmRpc = {
   version: string;
   readonly nonces: Map<string, bigint>;
   readonly balances: Map<string, bigint>;
+  /** What `totalSupply()` answers (default: a billion USDC). */
+  totalSupply: bigint;
   /** `ok` answers; `http500` fails with a status; `rpc_error` answers a JSON-RPC error; `hang` never answers. */
   mode: 'ok' | 'http500' | 'rpc_error' | 'hang';
   /** eth_call counts by selector name. */
@@ -34,6 +36,7 @@ const SELECTORS: Record<string, string> = {
   '0x54fd4d50': 'version',
   '0x7ecebe00': 'nonces',
   '0x70a08231': 'balanceOf',
+  '0x18160ddd': 'totalSupply',
 };
 
 export async function startFakeEvmRpc(): Promise<FakeEvmRpc> {
@@ -44,6 +47,7 @@ export async function startFakeEvmRpc(): Promise<FakeEvmRpc> {
     version: '2',
     nonces: new Map(),
     balances: new Map(),
+    totalSupply: 1_000_000_000_000_000n,
     mode: 'ok',
     calls: {},
     targets: [],
@@ -103,7 +107,9 @@ export async function startFakeEvmRpc(): Promise<FakeEvmRpc> {
               ? encodeAbiParameters([{ type: 'uint256' }], [rpc.nonces.get(owner) ?? 0n])
               : fn === 'balanceOf'
                 ? encodeAbiParameters([{ type: 'uint256' }], [rpc.balances.get(owner) ?? 0n])
-                : '0x';
+                : fn === 'totalSupply'
+                  ? encodeAbiParameters([{ type: 'uint256' }], [rpc.totalSupply])
+                  : '0x';
       reply({ result });
     });
   });

@@ -9,6 +9,7 @@ import { auditLine, auditLineHash, canonicalJson, GENESIS_HASH } from '../../src
 import { buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { recordAudit } from '../../src/store/audit.ts';
+import { startAuditHeadLog } from '../../src/store/audit-head.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { csvOf, randomEvmAddress } from '../helpers/fixtures.ts';
 import { redisForSuite } from '../helpers/redis.ts';
@@ -18,6 +19,12 @@ const dir = mkdtempSync(join(tmpdir(), 'usdc-audit-file-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 type Line = Record<string, unknown> & { prev: string; hash: string; action: string; who: string };
+/** The heads a process logged on stderr (`audit log head`, JSON lines). */
+const logHeads = (stderr: string): unknown[] =>
+  stderr
+    .split('\n')
+    .filter((l) => l.includes('"audit log head"'))
+    .map((l) => (JSON.parse(l) as { head: unknown }).head);
 const linesOf = (file: string): Line[] =>
   readFileSync(file, 'utf8')
     .split('\n')
@@ -80,7 +87,7 @@ describe('AUDIT_LOG_FILE through the CLI and the API', () => {
     expect(linesOf(file).map((l) => [l.action, l.who])).toEqual([['pause', 'cli:ann']]);
     // Pausing what is paused, cancelling or retrying nothing: no line, no stream entry.
     expect((await runCli(['pause'], env)).stdout).toContain('already paused');
-    const enq = await runCli(['enqueue', csv, '--batch-id', 'af-b'], env);
+    const enq = await runCli(['enqueue', csv, '--batch-id', 'af-b'], { ...env, LOG_LEVEL: 'info' });
     expect(enq.code, enq.stderr).toBe(0);
     expect((await runCli(['retry', 'af-b'], env)).code).toBe(0);
     expect((await runCli(['cancel', 'af-b'], env)).stdout).toMatch(/cancelled 1 unsent/);
@@ -133,6 +140,69 @@ describe('AUDIT_LOG_FILE through the CLI and the API', () => {
       unknown
     >;
     expect(json).toMatchObject({ ok: true, lines: 4, last_hash: lines[3]?.hash, first_bad_line: null });
+    // The CLI logs the head it left when it stops, at info: log storage keeps the anchor.
+    expect(logHeads(enq.stderr)).toEqual([lines[1]?.hash]);
+  });
+
+  it('--head: a chain that does not reach the hash kept — a cut tail, an emptied file, a chain rebuilt — fails', async () => {
+    const lines = linesOf(file);
+    const head = lines.at(-1)?.hash as string;
+    const verify = (f: string, h: string) => runCli(['audit', '--verify', f, '--head', h, '--json'], {});
+    expect((await verify(file, head)).code).toBe(0);
+    // An earlier anchor is reached by a chain that went on after it.
+    const earlier = await verify(file, (lines[1]?.hash as string).toUpperCase());
+    expect(earlier.code, earlier.stdout).toBe(0);
+    expect(JSON.parse(earlier.stdout)).toMatchObject({ ok: true, head_reached: true });
+
+    const text = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
+    const cut = join(dir, 'cut-tail.jsonl');
+    writeFileSync(cut, `${text.slice(0, -1).join('\n')}\n`);
+    // Without --head the shorter chain still holds: that is what the anchor is for.
+    expect((await runCli(['audit', '--verify', cut], {})).code).toBe(0);
+    const emptied = join(dir, 'emptied.jsonl');
+    writeFileSync(emptied, '');
+    const rebuilt = join(dir, 'rebuilt.jsonl');
+    let prev = GENESIS_HASH;
+    const again = lines.map((l) => {
+      const { prev: _p, hash: _h, ...fields } = l;
+      const line = auditLine({ ...fields, who: 'cli:mallory' }, prev);
+      prev = (JSON.parse(line) as Line).hash;
+      return line;
+    });
+    writeFileSync(rebuilt, `${again.join('\n')}\n`);
+    expect((await runCli(['audit', '--verify', rebuilt], {})).code).toBe(0);
+    for (const f of [cut, emptied, rebuilt]) {
+      const res = await verify(f, head);
+      expect(res.code, f).toBe(1);
+      expect(JSON.parse(res.stdout)).toMatchObject({
+        ok: false,
+        first_bad_line: null,
+        head_reached: false,
+        problem: expect.stringContaining(`the chain does not reach the head ${head}`),
+      });
+    }
+    const text1 = await runCli(['audit', '--verify', cut, '--head', head], {});
+    expect(text1.stdout).toContain('lines were cut off its end, or the file was emptied or rebuilt');
+    expect((await runCli(['audit', '--verify', cut, '--head', 'abc'], {})).code).toBe(2);
+  });
+
+  it('a long-running process logs the head hourly and when it stops', async () => {
+    const logged: Record<string, unknown>[] = [];
+    const logger = createLogger('info', {
+      write: (l: string) => void logged.push(JSON.parse(l) as Record<string, unknown>),
+    });
+    const hourly = startAuditHeadLog({ file, logger, everyMs: 20 });
+    await waitFor('two heads logged', async () => logged.length >= 2);
+    hourly.stop();
+    const last = linesOf(file).at(-1)?.hash;
+    expect(logged[0]).toMatchObject({ level: 30, msg: 'audit log head', auditLogFile: file, head: last });
+    // Stopping logs it once more, whatever the interval.
+    logged.length = 0;
+    startAuditHeadLog({ file, logger }).stop();
+    expect(logged).toEqual([expect.objectContaining({ msg: 'audit log head', head: last })]);
+    expect(logged).toHaveLength(1);
   });
 
   it('names the first line that does not check out: a line removed, a line changed', async () => {

@@ -161,9 +161,13 @@ describe('four eyes over HTTP', () => {
     const audit = (
       await app.inject({ method: 'GET', url: '/v1/audit?batch=fe-1', headers: as('alice') })
     ).json() as { entries: { action: string; who: string; detail: Record<string, unknown> }[] };
-    expect(audit.entries.map((e) => [e.action, e.who, e.detail['approvals'] ?? null])).toEqual([
+    // The refused approval is audited too (issue 43: it left no entry).
+    expect(
+      audit.entries.map((e) => [e.action, e.who, e.detail['approvals'] ?? e.detail['reason'] ?? null]),
+    ).toEqual([
       ['approve', 'bob', 2],
       ['approve', 'alice', 1],
+      ['approve_refused', 'carol', 'four_eyes'],
       ['enqueue', 'carol', null],
     ]);
   });
@@ -199,6 +203,14 @@ describe('four eyes over HTTP', () => {
       digest: d2,
     });
     expect(jobs.filter((j) => j.startsWith('fe-2/'))).toEqual([]);
+    const refused = (
+      await app.inject({ method: 'GET', url: '/v1/audit?batch=fe-2', headers: as('alice') })
+    ).json() as { entries: { action: string; who: string; detail: Record<string, unknown> }[] };
+    expect(refused.entries[0]).toMatchObject({
+      action: 'approve_refused',
+      who: 'bob',
+      detail: { reason: 'stale_digest', digest: d1, current_digest: d2 },
+    });
 
     // bob approves what is there now: alice's approval was for other rows, so one is still missing.
     expect((await approve('fe-2', 'bob', d2)).json()).toMatchObject({
@@ -345,7 +357,53 @@ describe('four eyes through the CLI', () => {
     expect(audit.entries.map((e) => `${e.action} ${e.who}`)).toEqual([
       'approve cli:cy',
       'approve cli:ben',
+      'approve_refused cli:ben',
+      'approve_refused cli:ann',
       'enqueue cli:ann',
     ]);
+  });
+
+  it('four eyes over the address book: an address its submitter added is new for their batch until an approval vouches for it', async () => {
+    // Issue 43: one name holding both submitter and approver added an address, then paid it unheld.
+    const bookEnv = {
+      REDIS_URL: suite.url,
+      QUEUE_PREFIX: newPrefix(),
+      NEW_RECIPIENT_POLICY: 'hold',
+      APPROVER_TOKEN: 'approver-token-0123456789abcdef',
+    };
+    const as = (name: string) => ({ ...bookEnv, USDC_BATCH_OPERATOR: name });
+    const mule = randomEvmAddress();
+    expect((await runCli(['recipients', 'add', mule, '--label', 'mine'], as('ann'))).code).toBe(0);
+    const enqueue = async (name: string, id: string) => {
+      const file = join(dir, `${id}.csv`);
+      writeFileSync(file, csvOf([{ id, from: 'BASE', to: 'ARB', amount: '25', recipient: mule }]));
+      const res = await runCli(['enqueue', file, '--batch-id', id, '--json'], as(name));
+      expect(res.code, res.stderr).toBe(0);
+      return JSON.parse(res.stdout) as { held: boolean; held_reason: string | null };
+    };
+    // ann added it: for ann's batch it is still a new recipient, and the batch is held.
+    const own = await enqueue('ann', 'book-ann-1');
+    expect(own.held).toBe(true);
+    expect(own.held_reason).toMatch(
+      /new recipients: 1 row pays 1 address \(line 2\) not in the address book/,
+    );
+    expect((await runCli(['approve', 'book-ann-1', '--digest', '0'.repeat(64)], as('ann'))).code).toBe(4);
+    // Someone else's batch to it runs: another name added it.
+    expect((await enqueue('bo', 'book-bo-1')).held).toBe(false);
+    // An approval by a second person vouches for it: ann's next batch to it is not held.
+    const doc = JSON.parse((await runCli(['status', 'book-ann-1', '--json'], bookEnv)).stdout) as BatchStatus;
+    const approved = await runCli(
+      ['approve', 'book-ann-1', '--digest', doc.approval_digest as string],
+      as('cy'),
+    );
+    expect(approved.code, approved.stderr).toBe(0);
+    const list = JSON.parse((await runCli(['recipients', 'list', '--json'], bookEnv)).stdout) as {
+      recipients: Record<string, unknown>[];
+    };
+    expect(list.recipients.find((r) => r['address'] === mule)).toMatchObject({
+      added_by: 'cli:ann',
+      label: 'mine',
+    });
+    expect((await enqueue('ann', 'book-ann-2')).held).toBe(false);
   });
 });

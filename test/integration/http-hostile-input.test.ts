@@ -112,6 +112,51 @@ describe('usdc-batch serve under hostile input', () => {
     expect(await keysUnder(cli.redis, prefix)).toEqual([]);
   });
 
+  it('refuses a JSON row of 400,000 unknown keys (5 MB) and a body nested 100,000 deep with a 400, /healthz answering in between', async () => {
+    // Issue 43: HTTP 500 ("Maximum call stack size exceeded") after 5.6 s, /healthz blocked meanwhile.
+    const row: Record<string, string> = {
+      from: 'BASE',
+      to: 'ARB',
+      amount: '1.00',
+      recipient: EVM[0],
+    };
+    for (let i = 0; i < 400_000; i++) row[`k${i}`] = 'v';
+    const wide = JSON.stringify({ transfers: [row] });
+    expect(wide.length).toBeGreaterThan(5_000_000);
+    const deep = `{"transfers":[${'['.repeat(100_000)}${']'.repeat(100_000)}]}`;
+    for (const [body, code] of [
+      [wide, 'USDC_HTTP_TOO_MANY_KEYS'],
+      [deep, 'USDC_HTTP_TOO_DEEP'],
+    ] as const) {
+      let answered = false;
+      let between = 0;
+      const { result } = await withHealthzProbe(api, async () => {
+        // /healthz answers interleave with the hostile request: counted while it is unanswered.
+        const interleaved = (async () => {
+          while (!answered) {
+            const res = await fetch(`${api.url}/healthz`, { signal: AbortSignal.timeout(20_000) });
+            await res.arrayBuffer();
+            if (!answered && res.status === 200) between++;
+          }
+        })();
+        const res = await api.call('/v1/batches', {
+          method: 'POST',
+          token: TOKEN,
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
+        const text = await res.text();
+        answered = true;
+        await interleaved;
+        return { res, text };
+      });
+      expect(result.res.status, result.text).toBe(400);
+      expect(JSON.parse(result.text)).toMatchObject({ code });
+      expect(between).toBeGreaterThan(0);
+    }
+    expect(await keysUnder(cli.redis, prefix)).toEqual([]);
+  });
+
   it('refuses CSV rows with 64 KB recipients at once, at their line and column, /healthz answering throughout', async () => {
     const long = '2'.repeat(64 * 1024 - 100);
     const rows = Array.from({ length: 8 }, () => `BASE,BASE,1.00,${long}`).join('\n');

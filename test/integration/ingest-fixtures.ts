@@ -38,7 +38,8 @@ export async function keysUnder(redis: Redis, prefix: string): Promise<string[]>
     cursor = next;
     out.push(...found);
   } while (cursor !== '0');
-  return out;
+  // What the running processes publish of themselves (their controls) is no request's write.
+  return out.filter((k) => k !== `${prefix}:controls`);
 }
 
 /** Jobs waiting in the transfer queues of the prefix, per job id. */

@@ -121,6 +121,36 @@ describe('commands that do not sign, with key settings they cannot read', () => 
     expect(api.process.output()).not.toMatch(/EVM_KEYSTORE|SOLANA_KEYPAIR/);
   });
 
+  it('refuses a balance above USDC’s totalSupply() as a reading: wallets, /v1/treasury and rebalance --dry-run do not show it', async () => {
+    // Issue 43: an RPC answering balanceOf = 2^256 − 1 was believed.
+    rpc.balances.set(OWNER, 2n ** 256n - 1n);
+    const api = await startServe(env);
+    try {
+      const wallets = await runCli(['wallets', '--json'], env);
+      expect(wallets.stdout).not.toContain(String(2n ** 256n - 1n));
+      expect(wallets.stdout).not.toMatch(/115792089237316195423570985008687907853269984665640564039457\./);
+      expect(`${wallets.stdout}${wallets.stderr}`).toMatch(/answers more than USDC's totalSupply\(\)/);
+
+      const res = await api.call('/v1/treasury', { token: HOOK });
+      expect(res.status).toBe(200);
+      const view = (await res.json()) as { chains: { chain: string; balance: string | null }[] };
+      expect(view.chains.find((c) => c.chain === 'BASE')?.balance ?? null).toBeNull();
+
+      const policy = join(dir, 'plausible.yaml');
+      writeFileSync(policy, 'chains:\n  BASE: { min: 10, target: 20 }\n');
+      const dry = await runCli(['rebalance', policy, '--dry-run'], {
+        ...env,
+        TRANSFER_API_URL: 'http://127.0.0.1:9',
+        TRANSFER_API_KEY: 'sk_test_unused',
+      });
+      expect(dry.code, dry.stdout).toBe(1);
+      expect(`${dry.stdout}${dry.stderr}`).toMatch(/BASE.*more than USDC's totalSupply\(\)/);
+    } finally {
+      await api.stop();
+      rpc.balances.set(OWNER, 1_234_500_000n);
+    }
+  });
+
   it('wallets says where addresses come from when none is known, and a FIFO keystore does not hang it', async () => {
     const fifo = join(dir, 'keystore-fifo');
     execFileSync('mkfifo', [fifo]);

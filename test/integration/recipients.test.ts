@@ -10,7 +10,7 @@ import { buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
 import type { BatchStatus } from '../../src/store/batch-reader.ts';
-import { runCli } from '../helpers/cli.ts';
+import { runCli, waitFor } from '../helpers/cli.ts';
 import { jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { csvOf, randomEvmAddress, randomSolanaAddress, type Row } from '../helpers/fixtures.ts';
 import { startPrivateRedis } from '../helpers/redis.ts';
@@ -118,7 +118,11 @@ describe('known recipients: the address book and holds on new addresses', () => 
       'book.csv',
       ['Label,Address', ...Object.entries(people).map(([name, a]) => `${name},${a}`)].join('\r\n'),
     );
-    const imported = await cli(['recipients', 'import', book]);
+    // Imported by another name than the payroll's submitter (four eyes over the address book).
+    const imported = await cli(['recipients', 'import', book], {
+      ...stack.env,
+      USDC_BATCH_OPERATOR: 'book-keeper',
+    });
     expect(imported.code, imported.stderr).toBe(0);
     expect(imported.stdout).toMatch(/imported 4 addresses: 4 added, 0 already in the book/);
 
@@ -331,7 +335,9 @@ describe('known recipients: the address book and holds on new addresses', () => 
   it('reject refuses each row paying an address not in the book, at its line; --skip-invalid enqueues the rest', async () => {
     const env = isolated({ NEW_RECIPIENT_POLICY: 'reject' });
     const known = randomEvmAddress();
-    expect((await cli(['recipients', 'add', known], env)).code).toBe(0);
+    // Added by someone else than the batches' submitter (four eyes over the address book).
+    const keeper = { ...env, USDC_BATCH_OPERATOR: 'book-keeper' };
+    expect((await cli(['recipients', 'add', known], keeper)).code).toBe(0);
     const stranger = randomEvmAddress();
     const rows: Row[] = [
       { id: 'r1', from: 'BASE', to: 'ARB', amount: '10', recipient: known },
@@ -379,13 +385,15 @@ describe('known recipients: the address book and holds on new addresses', () => 
     expect(two.doc.held).toBe(true);
     expect(two.doc.held_reason).toMatch(
       new RegExp(
-        `NEW_RECIPIENT_MAX_USDC: 1 new recipient\\(s\\) would be paid more than 1000(\\.0+)? USDC across unfinished batches: ${newcomer} \\(1998(\\.0+)? USDC\\)`,
+        `NEW_RECIPIENT_MAX_USDC: 1 new recipient\\(s\\) would be paid more than 1000(\\.0+)? USDC in all: ${newcomer} \\(1998(\\.0+)? USDC\\)`,
       ),
     );
     // A first payment above the cap is held by itself; one to a known address is not.
     expect((await enqueue([row('c3', '1000.01', randomEvmAddress())], [], env)).doc.held).toBe(true);
     const known = randomEvmAddress();
-    expect((await cli(['recipients', 'add', known], env)).code).toBe(0);
+    // Added by someone else than the batches' submitter (four eyes over the address book).
+    const keeper = { ...env, USDC_BATCH_OPERATOR: 'book-keeper' };
+    expect((await cli(['recipients', 'add', known], keeper)).code).toBe(0);
     expect((await enqueue([row('c4', '5000', known)], [], env)).doc.held).toBe(false);
 
     // Removed (a reported fraud): held even under allow, every time, approval or not.
@@ -399,8 +407,55 @@ describe('known recipients: the address book and holds on new addresses', () => 
     const book = JSON.parse((await cli(['recipients', 'list', '--json'], env)).stdout) as BookDoc;
     expect(book.recipients.map((r) => r.address)).not.toContain(known);
     expect((await enqueue([row('c6', '6', known)], [], env)).doc.held).toBe(true);
-    expect((await cli(['recipients', 'add', known], env)).stdout).toMatch(/it had been removed/);
+    expect((await cli(['recipients', 'add', known], keeper)).stdout).toMatch(/it had been removed/);
     expect((await enqueue([row('c7', '7', known)], [], env)).doc.held).toBe(false);
+  });
+
+  it('NEW_RECIPIENT_MAX_USDC caps what a new address is paid in all, finished batches included, and holds exactly one of two racing enqueues', async () => {
+    // Issue 43: four batches of 90 to one never-approved address under a cap of 100 were all paid.
+    const env = isolated({ NEW_RECIPIENT_POLICY: 'allow', NEW_RECIPIENT_MAX_USDC: '100' });
+    const worker = stack.startWorker(env);
+    try {
+      const newcomer = randomEvmAddress();
+      const row = (id: string, amount: string, recipient = newcomer): Row => ({
+        id,
+        from: 'BASE',
+        to: 'ARB',
+        amount,
+        recipient,
+      });
+      const first = await enqueue([row('cap-1', '90')], [], env);
+      expect(first.doc.held).toBe(false);
+      const done = await waitFor(
+        'the first batch to complete',
+        async () => {
+          const doc = JSON.parse(
+            (await cli(['status', first.doc.batch_id as string, '--json'], env)).stdout,
+          ) as BatchStatus;
+          return doc.complete ? doc : undefined;
+        },
+        { timeoutMs: 90_000, intervalMs: 250 },
+      );
+      expect(done.counts.submitted).toBe(1);
+      // Finished, it still counts: 90 paid + 90 more passes the cap of 100.
+      const second = await enqueue([row('cap-2', '90')], [], env);
+      expect(second.doc.held).toBe(true);
+      expect(second.doc.held_reason).toMatch(
+        new RegExp(`would be paid more than 100(\\.0+)? USDC in all: ${newcomer} \\(180(\\.0+)? USDC\\)`),
+      );
+      const paid = (await stack.ledger()).filter((e) => e.recipient.toLowerCase() === newcomer.toLowerCase());
+      expect(paid).toHaveLength(1);
+
+      // Two enqueues of 60 to another new address at once: one sees the other, exactly one is held.
+      const other = randomEvmAddress();
+      const racing = await Promise.all([
+        enqueue([row('race-a', '60', other)], [], env),
+        enqueue([row('race-b', '60', other)], [], env),
+      ]);
+      expect(racing.map((r) => r.doc.held).sort()).toEqual([false, true]);
+    } finally {
+      await worker.stop();
+    }
   });
 
   it('makes hold and reject without APPROVER_TOKEN a configuration error naming the variable (exit 2)', async () => {

@@ -8,7 +8,7 @@ import { createLogger } from '../../src/log/logger.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createProducer } from '../../src/queue/producer.ts';
 import { createReplicaAcks } from '../../src/store/replica-acks.ts';
-import { spawnCli, waitFor } from '../helpers/cli.ts';
+import { runCli, spawnCli, waitFor } from '../helpers/cli.ts';
 import { checkLedger, fundOwners } from '../helpers/e2e.ts';
 import { evmRows, failoverStack } from '../helpers/failover.ts';
 import { csvOf, solanaKeypairFile } from '../helpers/fixtures.ts';
@@ -35,6 +35,35 @@ describe('replicated Redis: Sentinel, acknowledged actions, standalone', () => {
   afterAll(async () => {
     await sandbox?.stop();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('uses Sentinels with a password of their own (REDIS_SENTINEL_PASSWORD); no error shows a password', async () => {
+    // Issue 43: such Sentinels could not be used, and a REDIS_SENTINELS error echoed the entry whole.
+    const primary = await startPrivateRedis();
+    const password = 'sentinel-own-pw-0123456789';
+    const sentinel = await startSentinel(primary.port, 'pwprimary', password);
+    try {
+      const env = {
+        REDIS_SENTINELS: `127.0.0.1:${sentinel.port}`,
+        REDIS_SENTINEL_NAME: 'pwprimary',
+        QUEUE_PREFIX: 'sentinelpw',
+      };
+      const ok = await runCli(['batches', '--json'], { ...env, REDIS_SENTINEL_PASSWORD: password });
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(JSON.parse(ok.stdout)).toMatchObject({ batches: [] });
+      for (const extra of [
+        {},
+        { REDIS_SENTINEL_PASSWORD: 'wrong-sentinel-pw-98765' },
+        { REDIS_SENTINELS: `:${password}@127.0.0.1:${sentinel.port}`, REDIS_SENTINEL_PASSWORD: password },
+      ]) {
+        const res = await runCli(['batches'], { ...env, ...extra }, { timeoutMs: 60_000 });
+        expect(res.code, JSON.stringify(extra)).toBe(2);
+        expect(`${res.stdout}${res.stderr}`).not.toMatch(/sentinel-own-pw|wrong-sentinel-pw/);
+      }
+    } finally {
+      await sentinel.stop();
+      await primary.stop();
+    }
   });
 
   it('follows a failover a Sentinel makes (REDIS_SENTINELS): no row paid twice, none lost, no restart', async () => {

@@ -155,6 +155,7 @@ describe('schedule: recurring batches through the real CLI', () => {
           jobs: producer,
           config: {
             maxTransferUsdc: undefined,
+            maxDailyUsdc: undefined,
             maxBatchUsdc: undefined,
             approvalThresholdUsdc: undefined,
             newRecipientPolicy: 'allow',
@@ -243,6 +244,7 @@ describe('schedule: recurring batches through the real CLI', () => {
         jobs: { addTransfers: async () => {} },
         config: {
           maxTransferUsdc: undefined,
+          maxDailyUsdc: undefined,
           maxBatchUsdc: undefined,
           approvalThresholdUsdc: undefined,
           newRecipientPolicy: 'allow',
@@ -274,6 +276,7 @@ describe('schedule: recurring batches through the real CLI', () => {
     const jobs = { addTransfers: async (batchId: string) => void calls.push(batchId) };
     const base = {
       maxTransferUsdc: undefined,
+      maxDailyUsdc: undefined,
       maxBatchUsdc: undefined,
       callbackAllowedHosts: [],
       newRecipientPolicy: 'allow' as const,
@@ -337,6 +340,7 @@ describe('schedule: recurring batches through the real CLI', () => {
     const jobs = { addTransfers: async (batchId: string) => void calls.push(batchId) };
     const config = {
       maxTransferUsdc: undefined,
+      maxDailyUsdc: undefined,
       maxBatchUsdc: undefined,
       callbackAllowedHosts: [],
       approvalThresholdUsdc: undefined,

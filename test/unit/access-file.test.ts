@@ -78,6 +78,18 @@ describe('ACCESS_FILE', () => {
     ]);
   });
 
+  it('refuses the SHA-256 of the empty string (sha256sum of an unset variable), naming the entry', () => {
+    const empty = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+    const read = parseAccessFile(`credentials:
+  - { name: alice, roles: [approver], sha256: ${A} }
+  - { name: grafana, roles: [metrics, viewer], sha256: ${empty.toUpperCase()} }
+`);
+    expect(read.credentials).toEqual([]);
+    expect(read.problems).toEqual([
+      'credentials[1] (grafana): sha256 is the SHA-256 of the empty string (what sha256sum prints for an unset variable): make a token with usdc-batch access token',
+    ]);
+  });
+
   it('refuses what is not an access file: other YAML, a key given twice, aliases, a FIFO-like path', () => {
     expect(parseAccessFile('- a\n- b\n').problems).toEqual(['must be a mapping with a `credentials:` list']);
     expect(parseAccessFile(`credentials: []\nextra: 1\n`).problems).toEqual([

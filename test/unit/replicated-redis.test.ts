@@ -58,8 +58,8 @@ describe('replicated Redis settings (docs/replicated-redis.md)', () => {
         REDIS_REPLICA_ACK_TIMEOUT_MS: '-1',
       }),
     ).toEqual([
-      'REDIS_SENTINELS: "no-port" is not host:port',
-      'REDIS_SENTINELS: "host:99999" is not host:port',
+      "REDIS_SENTINELS: entry 2 of 3 is not host:port (a Sentinel's password goes in REDIS_SENTINEL_PASSWORD)",
+      "REDIS_SENTINELS: entry 3 of 3 is not host:port (a Sentinel's password goes in REDIS_SENTINEL_PASSWORD)",
       'REDIS_SENTINEL_NAME: is required with REDIS_SENTINELS: the name of the primary the Sentinels watch',
       'REDIS_REPLICA_ACKS: must be auto or a number of replicas from 0 to 99 (got "all")',
       'REDIS_REPLICA_ACK_TIMEOUT_MS: must be a whole number from 10 to 600000 (got "-1")',
@@ -67,6 +67,18 @@ describe('replicated Redis settings (docs/replicated-redis.md)', () => {
     expect(problems({ REDIS_SENTINEL_NAME: 'p' })).toEqual([
       'REDIS_SENTINELS: is required with REDIS_SENTINEL_NAME',
     ]);
+    // Issue 43: an entry with a password in it was quoted whole. No message quotes a value that may hold one.
+    const withSecret = problems({
+      REDIS_SENTINELS: 'admin:s3cret-sentinel-pw@sentinel-a:26379',
+      REDIS_SENTINEL_NAME: 'p',
+      REDIS_SENTINEL_PASSWORD: 'another-s3cret',
+    });
+    expect(withSecret).toEqual([
+      "REDIS_SENTINELS: entry 1 of 1 is not host:port (a Sentinel's password goes in REDIS_SENTINEL_PASSWORD)",
+      'REDIS_SENTINELS: is required with REDIS_SENTINEL_NAME',
+      'REDIS_SENTINELS: is required with REDIS_SENTINEL_PASSWORD',
+    ]);
+    expect(withSecret.join('\n')).not.toMatch(/s3cret/);
   });
 
   it('waits for the replicas the primary has had (auto), or the number set', () => {

@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline';
 import { isDigest, type ReviewedRow } from '../../domain/approval-digest.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatUsdc } from '../../domain/money.ts';
-import { approveBatch, type ApproveOutcome } from '../../ops/approve-batch.ts';
+import { approveBatch, auditRefusal, type ApproveOutcome } from '../../ops/approve-batch.ts';
 import { FourEyesError, NotFoundError } from '../../ops/ops-error.ts';
 import { readApprovals, readReview } from '../../store/approvals.ts';
 import { createBatchReader } from '../../store/batch-reader.ts';
@@ -33,8 +33,13 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   return await withCli({}, async (ctx) => {
     const batch = await createBatchReader({ redis: ctx.redis, prefix: ctx.prefix }).summary(batchId);
     if (!batch) throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
-    if (batch.held && batch.submitted_by === ctx.actor) throw new FourEyesError(batchId, ctx.actor);
     let digest = typeof given === 'string' ? given : undefined;
+    if (batch.held && batch.submitted_by === ctx.actor) {
+      // Refused before the rows are shown; audited like a refusal by approveBatch.
+      const refused = new FourEyesError(batchId, ctx.actor);
+      await ctx.acknowledged(() => auditRefusal(opsOf(ctx), batchId, digest, refused));
+      throw refused;
+    }
     if (digest === undefined && batch.held) {
       digest = await reviewAndAsk(ctx, batchId);
       if (digest === undefined) {

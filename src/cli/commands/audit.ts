@@ -1,6 +1,6 @@
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { checkChainLine, startChainCheck, type ChainCheck } from '../../domain/audit-chain.ts';
+import { checkChainLine, GENESIS_HASH, startChainCheck, type ChainCheck } from '../../domain/audit-chain.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatAuditDetail, readAudit } from '../../store/audit.ts';
 import { withCli } from '../context.ts';
@@ -9,13 +9,26 @@ import { jsonText, table } from '../format.ts';
 
 /**
  * `usdc-batch audit [--batch ID] [--json]`: the operator actions recorded, newest first.
- * `usdc-batch audit --verify FILE [--json]`: recomputes an AUDIT_LOG_FILE's hash chain
- * (docs/audit.md); names the first line that does not check out (exit 1), and prints the last line's hash,
- * to keep elsewhere: a tail cut off is found by comparing it. Needs no configuration or Redis.
+ * `usdc-batch audit --verify FILE [--head HASH] [--json]`: recomputes an AUDIT_LOG_FILE's hash chain
+ * (docs/audit.md); names the first line that does not check out (exit 1), and prints the last line's
+ * hash, to keep elsewhere; with `--head`, a chain that does not reach that hash fails too (exit 1).
+ * Needs no configuration or Redis.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
   const verify = options['verify'];
-  if (typeof verify === 'string') return await verifyFile(verify, options['json'] === true);
+  const head = options['head'];
+  if (head !== undefined && (typeof verify !== 'string' || typeof head !== 'string' || !HASH.test(head))) {
+    throw new ValidationError(
+      'USDC_USAGE_AUDIT_HEAD',
+      '--head takes the 64 hex digits of a hash the chain must reach, with --verify FILE',
+    );
+  }
+  if (typeof verify === 'string') {
+    return await verifyFile(verify, {
+      json: options['json'] === true,
+      head: typeof head === 'string' ? head.toLowerCase() : undefined,
+    });
+  }
   return await withCli({}, async (ctx) => {
     const batch = options['batch'] as string | undefined;
     const entries = await readAudit(ctx.redis, ctx.prefix, batch ? { batch } : {});
@@ -35,8 +48,18 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
   });
 }
 
-/** Reads the file a line at a time (it may be large) and checks the chain. */
-async function verifyFile(file: string, json: boolean): Promise<number> {
+const HASH = /^[0-9a-fA-F]{64}$/;
+
+/**
+ * Reads the file a line at a time (it may be large) and checks the chain; with `head`, the chain
+ * must reach that hash (a line's `hash`, or 64 zeros): a cut tail, an emptied file or a chain
+ * rebuilt from scratch does not.
+ */
+async function verifyFile(
+  file: string,
+  options: { readonly json: boolean; readonly head: string | undefined },
+): Promise<number> {
+  const { json, head } = options;
   try {
     if (!statSync(file).isFile()) throw new Error('not a regular file');
   } catch (err) {
@@ -46,23 +69,32 @@ async function verifyFile(file: string, json: boolean): Promise<number> {
   const check: ChainCheck = startChainCheck();
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   let lineNo = 0;
+  let reached = head === GENESIS_HASH;
   for await (const line of lines) {
     lineNo++;
     checkChainLine(check, lineNo, line);
     if (check.bad) break;
+    if (check.lastHash === head) reached = true;
   }
   lines.close();
+  const unreached = head !== undefined && check.bad === undefined && !reached;
+  const problem = unreached
+    ? `the chain does not reach the head ${head}: lines were cut off its end, or the file was emptied or rebuilt`
+    : (check.bad?.reason ?? null);
   if (json) {
     process.stdout.write(
       `${jsonText({
         file,
-        ok: check.bad === undefined,
+        ok: check.bad === undefined && !unreached,
         lines: check.lines,
         last_hash: check.lastHash,
         first_bad_line: check.bad?.line ?? null,
-        problem: check.bad?.reason ?? null,
+        problem,
+        ...(head !== undefined ? { head, head_reached: reached } : {}),
       })}\n`,
     );
+  } else if (unreached) {
+    process.stdout.write(`${file}: ${check.lines} line(s); ${problem}\n` + `last hash: ${check.lastHash}\n`);
   } else if (check.bad) {
     process.stdout.write(
       `${file}: line ${check.bad.line} ${check.bad.reason}\n` +
@@ -75,5 +107,5 @@ async function verifyFile(file: string, json: boolean): Promise<number> {
         '(keep it elsewhere: a later --verify whose chain does not reach it shows a tail was cut off)\n',
     );
   }
-  return check.bad ? EXIT.rejected : EXIT.ok;
+  return check.bad || unreached ? EXIT.rejected : EXIT.ok;
 }

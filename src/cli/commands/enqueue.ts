@@ -25,7 +25,7 @@ import {
 import { createBatchReader, pausedView, type BatchSummary } from '../../store/batch-reader.ts';
 import { readPause } from '../../store/pause-flag.ts';
 import { createRedis } from '../../store/redis.ts';
-import { withCli, type CliContext } from '../context.ts';
+import { warnOnWorkerControls, withCli, type CliContext } from '../context.ts';
 import { intentsText, outcomeText, pausedSince, settledText, totalsLines } from '../batch-text.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
@@ -61,10 +61,10 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     const logger = createLogger(config.logLevel, undefined, config.logFormat);
     return await dryRun(config, logger, await validateFile(config, file), flags);
   }
-  return await withCli(
-    {},
-    async (ctx) => await enqueueFile(ctx, await validateFile(ctx.config, file), flags),
-  );
+  return await withCli({}, async (ctx) => {
+    await warnOnWorkerControls(ctx);
+    return await enqueueFile(ctx, await validateFile(ctx.config, file), flags);
+  });
 }
 
 /** The file and the flags that bound its validation, checked before anything is read. */

@@ -16,7 +16,7 @@ import {
   type RebalanceMode,
   type RebalanceReport,
 } from '../../treasury/rebalance-run.ts';
-import { withCli, type CliContext } from '../context.ts';
+import { warnOnWorkerControls, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, plainText, table } from '../format.ts';
 import { counted } from '../../domain/plural.ts';
@@ -37,6 +37,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const { policy } = readPolicyFile(args[0]);
   const mode: RebalanceMode = flags.check ? 'check' : flags.dryRun ? 'dry-run' : 'run';
   return await withCli({ service: mode !== 'check' }, async (ctx) => {
+    if (mode === 'run') await warnOnWorkerControls(ctx);
     const client =
       mode === 'check'
         ? undefined

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import { readAccessFile } from '../../config/access-file.ts';
 import { approverProblem } from '../../config/access-settings.ts';
@@ -8,6 +9,11 @@ import { ConfigError } from '../../domain/errors.ts';
 import { buildApp } from '../../http/app.ts';
 import { createAccessList, type AccessList } from '../../http/access-list.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
+import { startAuditHeadLog } from '../../store/audit-head.ts';
+import { startControlsPublisher } from '../../store/published-controls.ts';
+import { controlSettingsOf } from '../../config/control-settings.ts';
+import { controlDigest } from '../../domain/control-digest.ts';
+import { warnOnControlDrift } from '../../ops/control-drift.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { watchPrimary } from '../../store/primary-watch.ts';
 import { createRedis, waitForRedis } from '../../store/redis.ts';
@@ -47,9 +53,13 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
   const onHangup = () => reloadAccessFile(config, access, logger);
   process.on('SIGHUP', onHangup);
   const app = await buildApp({ config, redis, producer, acks, logger, access });
+  const auditHead = startAuditHeadLog({ file: config.auditLogFile, logger });
+  const controls = await publishApiControls(config, redis, logger);
   const close = async () => {
     process.off('SIGHUP', onHangup);
     await app.close();
+    auditHead.stop();
+    await controls.stop();
     primary.stop();
     await acks.close();
     await producer.close();
@@ -76,6 +86,25 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     process.once('SIGTERM', onSignal);
   });
   return EXIT.ok;
+}
+
+/**
+ * The controls this API enqueues under (docs/promises.md, promise 5): published, and compared at
+ * start with the running workers' — they enforce theirs before signing.
+ */
+async function publishApiControls(config: Config, redis: Redis, logger: Logger) {
+  const settings = controlSettingsOf(config);
+  const prefix = config.queuePrefix;
+  const publisher = startControlsPublisher({
+    redis,
+    prefix,
+    role: 'api',
+    digest: controlDigest(settings),
+    settings,
+    logger,
+  });
+  await warnOnControlDrift({ redis, prefix, settings, logger });
+  return publisher;
 }
 
 /**

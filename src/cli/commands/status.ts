@@ -3,7 +3,9 @@ import { ValidationError } from '../../domain/errors.ts';
 import { NotFoundError } from '../../ops/ops-error.ts';
 import { createBatchReader, type BatchStatus } from '../../store/batch-reader.ts';
 import { intentsText, outcomeText, pausedLine, settledText, totalsLines } from '../batch-text.ts';
-import { withCli } from '../context.ts';
+import { warnOnWorkerControls, withCli } from '../context.ts';
+import { controlSettingsOf } from '../../config/control-settings.ts';
+import { controlDrift } from '../../ops/control-drift.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
 
@@ -91,8 +93,18 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
       }
       return EXIT.ok;
     }
+    // The running workers enforce their own controls: a difference is said (a warning with --json).
+    const drift = options['json']
+      ? await warnOnWorkerControls(ctx)
+      : await controlDrift({
+          redis: ctx.redis,
+          prefix: ctx.prefix,
+          settings: controlSettingsOf(ctx.config),
+        });
     process.stdout.write(
-      options['json'] ? `${jsonText(doc)}\n` : renderStatus(doc, state as TransferState | undefined),
+      options['json']
+        ? `${jsonText(doc)}\n`
+        : `${renderStatus(doc, state as TransferState | undefined)}${drift ? `\ncontrols: ${drift.text}\n` : ''}`,
     );
     return EXIT.ok;
   });

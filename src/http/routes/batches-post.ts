@@ -8,6 +8,7 @@ import { batchesPostSchema } from '../schemas/route-schemas.ts';
 import { verifySignature } from '../auth.ts';
 import { HttpError, unauthorized } from '../http-errors.ts';
 import { parseJsonBody } from '../json-body.ts';
+import { scanJsonBody } from '../json-scan.ts';
 import { acknowledged } from '../../store/replica-acks.ts';
 
 const CSV_TYPES = ['text/csv', 'application/csv'];
@@ -57,7 +58,10 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     let batchId = typeof query['batch_id'] === 'string' ? query['batch_id'] : undefined;
     let callbackUrl: string | undefined;
     if (type === JSON_TYPE) {
-      const doc = parseJsonBody(raw.toString('utf8').replace(/^\uFEFF/, ''));
+      const text = raw.toString('utf8').replace(/^\uFEFF/, '');
+      // A hostile shape is refused in one pass that lets other requests in, before anything is built.
+      await scanJsonBody(text);
+      const doc = parseJsonBody(text);
       const batch = readJsonBatch(doc);
       if (!batch) {
         throw new HttpError(

@@ -1,6 +1,7 @@
 import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem';
 import type { Config } from '../../config/config.ts';
 import { USDC_EVM, type EvmChain } from '../../domain/chains.ts';
+import { formatUsdc } from '../../domain/money.ts';
 import { displayUrl } from '../../domain/url-display.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SIGNING_ERROR_CODES } from '../errors.ts';
@@ -12,9 +13,10 @@ const USDC_ABI = parseAbi([
   'function balanceOf(address owner) view returns (uint256)',
   'function name() view returns (string)',
   'function version() view returns (string)',
+  'function totalSupply() view returns (uint256)',
 ]);
 
-type UsdcView = 'nonces' | 'balanceOf' | 'name' | 'version';
+type UsdcView = 'nonces' | 'balanceOf' | 'name' | 'version' | 'totalSupply';
 
 /** The contract's reads, plus the two the EIP-712 domain needs. */
 export type EvmChainReader = ChainReader & {
@@ -104,11 +106,11 @@ async function readUsdc(
 
 async function readUint(
   ep: Endpoint,
-  fn: 'nonces' | 'balanceOf',
-  owner: string,
+  fn: 'nonces' | 'balanceOf' | 'totalSupply',
+  owner: string | undefined,
   at: ReadAt,
 ): Promise<bigint> {
-  const v = await readUsdc(ep, fn, [owner], at);
+  const v = await readUsdc(ep, fn, owner === undefined ? [] : [owner], at);
   if (typeof v !== 'bigint')
     throw new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${ep.chain} RPC: ${fn}() is not a number`);
   return v;
@@ -167,6 +169,30 @@ async function readBalanceAt(ep: Endpoint, owner: string): Promise<BalanceReadin
   const block = await readHead(ep, 'latest');
   return { balance: await readUint(ep, 'balanceOf', owner, { blockHash: block.hash }), block };
 }
+
+/**
+ * `balanceOf(owner)` as a balance a person may be shown (docs/rebalancing.md "Balances"): read with
+ * USDC's `totalSupply()` after it, and refused as a reading when it is above it — no account holds
+ * more than all the USDC on its chain (an RPC answering `2^256 − 1` is lying, or broken). A lagging
+ * or load-balanced endpoint may answer the supply from a block before the balance's deposit: a
+ * balance above the supply is read again, both, once before it is refused.
+ */
+async function readPlausibleBalance(ep: Endpoint, owner: string): Promise<bigint> {
+  for (let attempt = 1; ; attempt++) {
+    const balance = await readUint(ep, 'balanceOf', owner, 'latest');
+    const supply = await readUint(ep, 'totalSupply', undefined, 'latest');
+    if (balance <= supply) return balance;
+    if (attempt >= 2) {
+      throw new ChainReadError(
+        SIGNING_ERROR_CODES.rpcFailed,
+        `${ep.chain} RPC ${displayUrl(ep.url)}: balanceOf(${owner}) answers more than USDC's totalSupply() (${formatUsdc(supply)} USDC) on ${ep.chain}: not a balance`,
+        { meta: { chain: ep.chain } },
+      );
+    }
+    await new Promise((r) => setTimeout(r, PLAUSIBILITY_RETRY_MS));
+  }
+}
+const PLAUSIBILITY_RETRY_MS = 500;
 
 /** The block a transaction was mined in, or null while the node has no receipt for it. */
 async function readTxBlock(ep: Endpoint, hash: string): Promise<bigint | null> {
@@ -227,7 +253,7 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     hasRpc: (chain) => deps.config.evmRpcUrl[chain] !== undefined,
     permitNonce: onChain((ep, owner: string) => readUint(ep, 'nonces', owner, 'latest')),
     permitNonceAtHead: onChain(readNonceAt),
-    usdcBalance: onChain((ep, owner: string) => readUint(ep, 'balanceOf', owner, 'latest')),
+    usdcBalance: onChain(readPlausibleBalance),
     usdcBalanceAtHead: onChain(readBalanceAt),
     txBlock: onChain(readTxBlock),
     usdcName: onChain((ep) => readString(ep, 'name')),

@@ -8,6 +8,8 @@
     KEYS[1] the batch record
     KEYS[2] its approvals
     ARGV[1] reason
+    ARGV[2] optional: approvals required (a worker's APPROVALS_REQUIRED): the batch's own, if
+            larger, stays
 
   Output:
     1, or 0 when the batch does not exist
@@ -24,5 +26,9 @@ else
   new = false
 end
 redis.call('HSET', KEYS[1], 'held', '1', 'held_reason', reason)
+if ARGV[2] then
+  local required = tonumber(redis.call('HGET', KEYS[1], 'approvals_required') or '1') or 1
+  redis.call('HSET', KEYS[1], 'approvals_required', tostring(math.max(required, tonumber(ARGV[2]))))
+end
 if new then redis.call('DEL', KEYS[2]) end
 return 1
