@@ -6,6 +6,7 @@ import { formatAuditDetail, readAudit } from '../../store/audit.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 /**
  * `usdc-batch audit [--batch ID] [--json]`: the operator actions recorded, newest first.
@@ -14,12 +15,12 @@ import { jsonText, table } from '../format.ts';
  * to keep elsewhere: a tail cut off is found by comparing it. Needs no configuration or Redis.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
-  const verify = options['verify'];
-  if (typeof verify === 'string') return await verifyFile(verify, options['json'] === true);
+  const flags = parseOptions({ batch: 'text', verify: 'text', json: 'flag' }, options);
+  if (flags.verify !== undefined) return await verifyFile(flags.verify, flags.json);
   return await withCli({}, async (ctx) => {
-    const batch = options['batch'] as string | undefined;
+    const batch = flags.batch;
     const entries = await readAudit(ctx.redis, ctx.prefix, batch ? { batch } : {});
-    if (options['json']) {
+    if (flags.json) {
       process.stdout.write(`${jsonText({ entries })}\n`);
       return EXIT.ok;
     }
