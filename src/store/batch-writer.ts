@@ -1,5 +1,4 @@
 import type { Redis } from 'ioredis';
-import { UsdcBatchError } from '../domain/errors.ts';
 import { inLanes } from '../domain/pool.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
@@ -38,8 +37,6 @@ export type WriteOptions = {
   readonly chunkSize?: number;
   /** Chunks written concurrently: enough to keep Redis busy without holding many in memory. */
   readonly inFlight?: number;
-  /** Fault injection for tests: throw after this many transfer chunks, as a crashed producer would. */
-  readonly stopAfterChunks?: number;
 };
 
 export type BatchState = {
@@ -64,11 +61,6 @@ export type WriteResult =
   | { readonly status: 'exists'; readonly state: BatchState }
   | { readonly status: 'conflict'; readonly existingDigest: string }
   | { readonly status: 'refused'; readonly dropped: DroppedRow[] };
-
-/** Thrown by the `stopAfterChunks` fault injection. */
-export class SimulatedCrashError extends UsdcBatchError {
-  override name = 'SimulatedCrashError';
-}
 
 /** How long a payment fingerprint counts for the likely-duplicate rule. */
 export const DUPLICATE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -365,9 +357,6 @@ export async function* writeTransferChunks(
   try {
     while (next < chunks.length || pending.length > 0) {
       while (pending.length < inFlight && next < chunks.length) {
-        if (options.stopAfterChunks !== undefined && next >= options.stopAfterChunks) {
-          throw new SimulatedCrashError('USDC_TEST_SIMULATED_CRASH', 'simulated crash mid-enqueue');
-        }
         const write = writeTransferChunk(deps, plan, sliceOf(transfers, chunks[next++] as Chunk));
         // Awaited below, in order; a failure meanwhile is not an unhandled rejection.
         write.catch(() => {});
