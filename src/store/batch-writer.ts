@@ -3,6 +3,7 @@ import { inLanes } from '../domain/pool.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
+import { LuaReplyError, replyArray, replyInt, replyString, replyStrings } from './lua-reply.ts';
 
 /** What ingest asks the writer to store: one batch and its accepted rows. */
 export type BatchPlan = {
@@ -322,16 +323,22 @@ async function claimChunk(
   const args: string[] = [batchId, mode];
   for (const t of chunk) args.push(String(t.line), (-t.amount).toString(), t.id);
   const payoutKeys = chunk.map((t) => k.payout(t.id));
-  const found = (await runScript(deps.redis, CLAIM_PAYOUTS, [k.batch(batchId), ...payoutKeys], args)) as [
-    number,
-    string,
-  ][];
-  const owned = found.map(([index, owner]): DroppedRow => {
-    const t = chunk[index - 1] as TransferRequest;
+  const found = replyArray(
+    'payout-claim.lua',
+    await runScript(deps.redis, CLAIM_PAYOUTS, [k.batch(batchId), ...payoutKeys], args),
+  );
+  const owned = found.map((pair): DroppedRow => {
+    const [index, owner] = replyArray('payout-claim.lua', pair);
+    const t = chunk[replyInt('payout-claim.lua', index) - 1];
+    if (!t)
+      throw new LuaReplyError(
+        'USDC_LUA_REPLY',
+        `payout-claim.lua: index ${String(index)} is not in the chunk`,
+      );
     return {
       line: t.line,
       column: 'id',
-      message: `payout id "${t.id}" was already enqueued in batch ${owner}`,
+      message: `payout id "${t.id}" was already enqueued in batch ${replyString('payout-claim.lua', owner)}`,
     };
   });
   const refused = mode === 'strict' && owned.length > 0;
@@ -404,7 +411,10 @@ async function writeTransferChunk(
       plan.newRecipients?.has(t.id) ? '1' : '0',
     );
   }
-  const states = (await runScript(deps.redis, WRITE_TRANSFERS, keyArgs, argv)) as string[];
+  const states = replyStrings(
+    'transfers-write.lua',
+    await runScript(deps.redis, WRITE_TRANSFERS, keyArgs, argv),
+  );
   return chunk.filter((_, i) => states[i] === 'queued');
 }
 
