@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, ConflictError, UsdcBatchError, ValidationError } from '../domain/errors.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
@@ -14,26 +13,32 @@ import { SPAN } from '../trace/attributes.ts';
 type CommandModule = { run: (args: string[], options: Record<string, unknown>) => Promise<number> };
 
 /**
- * Every command of docs/operating.md "The commands" lives in `./commands/<name>.ts`. Each action loads its module
- * lazily (so `--help` and light commands start fast); a command whose module does not exist yet
- * says so and exits 2.
+ * Every command of docs/operating.md "The commands" and the module that runs it
+ * (`./commands/<name>.ts`), imported when the command runs (so `--help` and light commands start
+ * fast), each by its own literal path, which the type checker, lint's layers and tooling follow.
  */
-async function loadCommand(name: string): Promise<CommandModule | undefined> {
-  const url = new URL(`./commands/${name}.ts`, import.meta.url);
-  try {
-    return (await import(url.href)) as CommandModule;
-  } catch (err) {
-    if (
-      (err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' &&
-      // The message names the file path, not the (percent-encoded) URL: a checkout under a
-      // directory with a space in its name must still say "not implemented yet".
-      String(err).includes(fileURLToPath(url))
-    ) {
-      return undefined;
-    }
-    throw err;
-  }
-}
+export const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = {
+  worker: () => import('./commands/worker.ts'),
+  serve: () => import('./commands/serve.ts'),
+  enqueue: () => import('./commands/enqueue.ts'),
+  status: () => import('./commands/status.ts'),
+  batches: () => import('./commands/batches.ts'),
+  export: () => import('./commands/export.ts'),
+  retry: () => import('./commands/retry.ts'),
+  resolve: () => import('./commands/resolve.ts'),
+  approve: () => import('./commands/approve.ts'),
+  cancel: () => import('./commands/cancel.ts'),
+  rebalance: () => import('./commands/rebalance.ts'),
+  pause: () => import('./commands/pause.ts'),
+  resume: () => import('./commands/resume.ts'),
+  schedule: () => import('./commands/schedule.ts'),
+  recipients: () => import('./commands/recipients.ts'),
+  access: () => import('./commands/access.ts'),
+  audit: () => import('./commands/audit.ts'),
+  wallets: () => import('./commands/wallets.ts'),
+  sandbox: () => import('./commands/sandbox.ts'),
+  demo: () => import('./commands/demo.ts'),
+};
 
 /** Commander's parser of every batch id typed on the command line: a usage error (exit 2) if malformed. */
 function batchIdArgument(value: string): string {
@@ -410,11 +415,12 @@ async function runCommand(
   options: Record<string, unknown>,
   traced: CommandTracing | undefined,
 ): Promise<number> {
-  const mod = await loadCommand(name);
-  if (!mod) {
+  const load = COMMANDS[name];
+  if (!load) {
     process.stderr.write(`usdc-batch ${name}: this command is not implemented yet.\n`);
     return EXIT.usage;
   }
+  const mod = await load();
   try {
     const run = () => mod.run(args, options);
     return await (traced && name === 'enqueue'

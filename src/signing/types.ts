@@ -1,5 +1,5 @@
 import type { EvmChain } from '../domain/chains.ts';
-import type { PermitPayload } from '../service/types.ts';
+import type { PermitPayload } from '../domain/permit.ts';
 
 /** The signing layer's public contract (implemented under ./evm and ./solana). */
 

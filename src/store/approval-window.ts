@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
+import { replyArray, replyBigint, replyInt } from './lua-reply.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -39,20 +40,27 @@ export async function judgeUnapproved(
   },
 ): Promise<WindowVerdict> {
   const k = keys(prefix);
-  const [reached, before, counted] = (await runScript(
-    redis,
-    JUDGE,
-    [k.unapproved, k.unapprovedAmounts],
-    [
-      entry.member,
-      entry.amount.toString(),
-      entry.threshold.toString(),
-      String(entry.now),
-      String(DAY_MS),
-      entry.mode,
-    ],
-  )) as [number, string, number];
-  return { reached: reached === 1, before: BigInt(before), counted: counted === 1 };
+  const [reached, before, counted] = replyArray(
+    'unapproved-judge.lua',
+    await runScript(
+      redis,
+      JUDGE,
+      [k.unapproved, k.unapprovedAmounts],
+      [
+        entry.member,
+        entry.amount.toString(),
+        entry.threshold.toString(),
+        String(entry.now),
+        String(DAY_MS),
+        entry.mode,
+      ],
+    ),
+  );
+  return {
+    reached: replyInt('unapproved-judge.lua', reached) === 1,
+    before: replyBigint('unapproved-judge.lua', before),
+    counted: replyInt('unapproved-judge.lua', counted) === 1,
+  };
 }
 
 /** Takes back an entry whose enqueue was refused after it was counted (nothing of it was written). */

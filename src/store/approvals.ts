@@ -4,6 +4,7 @@ import { formatUsdc } from '../domain/money.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import { queuedTransfers } from './queued-transfers.ts';
+import { LuaReplyError, replyArray, replyInt, replyString } from './lua-reply.ts';
 
 /*
  * Four eyes (docs/access.md "Four eyes"): the approvals of a held batch, each bound to the digest of the
@@ -141,11 +142,27 @@ export async function recordApproval(
   approval: { rev: string; name: string; at: number; digest: string; required: number },
 ): Promise<ApprovalRecord> {
   const k = keys(prefix);
-  const [status, count, required] = (await runScript(
-    redis,
-    APPROVE,
-    [k.batch(batchId), k.batchApprovals(batchId)],
-    [approval.rev, approval.name, approval.at, approval.digest, approval.required],
-  )) as [ApprovalRecord['status'], number, number];
-  return { status, count, required };
+  const [status, count, required] = replyArray(
+    'batch-approve.lua',
+    await runScript(
+      redis,
+      APPROVE,
+      [k.batch(batchId), k.batchApprovals(batchId)],
+      [approval.rev, approval.name, approval.at, approval.digest, approval.required],
+    ),
+  );
+  return {
+    status: approvalStatusOf(replyString('batch-approve.lua', status)),
+    count: replyInt('batch-approve.lua', count),
+    required: replyInt('batch-approve.lua', required),
+  };
+}
+
+const APPROVAL_STATUSES = ['not_held', 'changed', 'pending', 'released'] as const;
+
+function approvalStatusOf(text: string): ApprovalRecord['status'] {
+  const status = APPROVAL_STATUSES.find((s) => s === text);
+  if (status === undefined)
+    throw new LuaReplyError('USDC_LUA_REPLY', `batch-approve.lua: unknown status ${text}`);
+  return status;
 }

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import { UsdcBatchError } from '../domain/errors.ts';
 import { inLanes } from '../domain/pool.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
+import { LuaReplyError, replyArray, replyInt, replyString, replyStrings } from './lua-reply.ts';
 
 /** What ingest asks the writer to store: one batch and its accepted rows. */
 export type BatchPlan = {
@@ -43,8 +43,6 @@ export type WriteOptions = {
   readonly chunkSize?: number;
   /** Chunks written concurrently: enough to keep Redis busy without holding many in memory. */
   readonly inFlight?: number;
-  /** Fault injection for tests: throw after this many transfer chunks, as a crashed producer would. */
-  readonly stopAfterChunks?: number;
 };
 
 export type BatchState = {
@@ -69,11 +67,6 @@ export type WriteResult =
   | { readonly status: 'exists'; readonly state: BatchState }
   | { readonly status: 'conflict'; readonly existingDigest: string }
   | { readonly status: 'refused'; readonly dropped: DroppedRow[] };
-
-/** Thrown by the `stopAfterChunks` fault injection. */
-export class SimulatedCrashError extends UsdcBatchError {
-  override name = 'SimulatedCrashError';
-}
 
 /** How long a payment fingerprint counts for the likely-duplicate rule. */
 export const DUPLICATE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -212,15 +205,22 @@ type Creation =
 /** Creates the batch record unless it exists (batch-create.lua). */
 export async function createBatchRecord(deps: BatchWriterDeps, plan: BatchPlan): Promise<Creation> {
   const k = keys(deps.prefix);
-  const existing = (await runScript(
-    deps.redis,
-    CREATE_BATCH,
-    [k.batch(plan.batchId), k.batches],
-    [plan.batchId, String(plan.createdAt), ...batchRecordFields(plan)],
-  )) as string[];
+  const existing = replyArray(
+    'batch-create.lua',
+    await runScript(
+      deps.redis,
+      CREATE_BATCH,
+      [k.batch(plan.batchId), k.batches],
+      [plan.batchId, String(plan.createdAt), ...batchRecordFields(plan)],
+    ),
+  );
   if (existing.length === 0) return { created: true };
-  const [digest, enqueued] = existing as [string, string];
-  return { created: false, digest, enqueued: enqueued === '1' };
+  const digest = replyString('batch-create.lua', existing[0]);
+  return {
+    created: false,
+    digest,
+    enqueued: replyString('batch-create.lua', existing[1], { orEmpty: true }) === '1',
+  };
 }
 
 /** The new batch record's fields: counters as if every row were queued, the dropped rows. */
@@ -336,16 +336,22 @@ async function claimChunk(
   const args: string[] = [batchId, mode];
   for (const t of chunk) args.push(String(t.line), (-t.amount).toString(), t.id);
   const payoutKeys = chunk.map((t) => k.payout(t.id));
-  const found = (await runScript(deps.redis, CLAIM_PAYOUTS, [k.batch(batchId), ...payoutKeys], args)) as [
-    number,
-    string,
-  ][];
-  const owned = found.map(([index, owner]): DroppedRow => {
-    const t = chunk[index - 1] as TransferRequest;
+  const found = replyArray(
+    'payout-claim.lua',
+    await runScript(deps.redis, CLAIM_PAYOUTS, [k.batch(batchId), ...payoutKeys], args),
+  );
+  const owned = found.map((pair): DroppedRow => {
+    const [index, owner] = replyArray('payout-claim.lua', pair);
+    const t = chunk[replyInt('payout-claim.lua', index) - 1];
+    if (!t)
+      throw new LuaReplyError(
+        'USDC_LUA_REPLY',
+        `payout-claim.lua: index ${String(index)} is not in the chunk`,
+      );
     return {
       line: t.line,
       column: 'id',
-      message: `payout id "${t.id}" was already enqueued in batch ${owner}`,
+      message: `payout id "${t.id}" was already enqueued in batch ${replyString('payout-claim.lua', owner)}`,
     };
   });
   const refused = mode === 'strict' && owned.length > 0;
@@ -371,9 +377,6 @@ export async function* writeTransferChunks(
   try {
     while (next < chunks.length || pending.length > 0) {
       while (pending.length < inFlight && next < chunks.length) {
-        if (options.stopAfterChunks !== undefined && next >= options.stopAfterChunks) {
-          throw new SimulatedCrashError('USDC_TEST_SIMULATED_CRASH', 'simulated crash mid-enqueue');
-        }
         const write = writeTransferChunk(deps, plan, sliceOf(transfers, chunks[next++] as Chunk));
         // Awaited below, in order; a failure meanwhile is not an unhandled rejection.
         write.catch(() => {});
@@ -421,7 +424,10 @@ async function writeTransferChunk(
       plan.newRecipients?.has(t.id) ? '1' : '0',
     );
   }
-  const states = (await runScript(deps.redis, WRITE_TRANSFERS, keyArgs, argv)) as string[];
+  const states = replyStrings(
+    'transfers-write.lua',
+    await runScript(deps.redis, WRITE_TRANSFERS, keyArgs, argv),
+  );
   return chunk.filter((_, i) => states[i] === 'queued');
 }
 

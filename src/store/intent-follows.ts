@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { isChain, type Chain } from '../domain/chains.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
+import { replyStrings } from './lua-reply.ts';
 
 /*
  * The intents the workers follow on the service's status route (docs/data-model.md "Following
@@ -127,7 +128,10 @@ export async function claimDueIntents(
   claim: { readonly leaseMs: number; readonly limit: number },
 ): Promise<FollowedIntent[]> {
   const args = [now, claim.leaseMs, claim.limit];
-  const members = (await runScript(redis, CLAIM, [keys(prefix).follow], args)) as string[];
+  const members = replyStrings(
+    'follow-claim.lua',
+    await runScript(redis, CLAIM, [keys(prefix).follow], args),
+  );
   const out: FollowedIntent[] = [];
   for (const member of members) {
     const parsed = parseFollowMember(member);

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
+import { LuaReplyError, replyArray, replyBigint, replyInt } from './lua-reply.ts';
 
 /**
  * `NEW_RECIPIENT_MAX_USDC` (docs/access.md "Four eyes over the address book"): what an address
@@ -42,15 +43,23 @@ export async function judgeExposure(
   const unique = [...new Set(payments.map((p) => p.recipientKey))];
   const index = new Map(unique.map((key, i) => [key, i + 1]));
   const args = payments.flatMap((p) => [String(index.get(p.recipientKey)), memberOf(p), p.amount.toString()]);
-  const [sums, added] = (await runScript(
-    redis,
-    EXPOSURE,
-    unique.map((key) => k.recipientExposure(key)),
-    [prefix, String(judged.now), String(UNWRITTEN_GRACE_MS), judged.batchId, ...args],
-  )) as [string[], number[]];
+  const [sums, added] = replyArray(
+    'recipient-exposure.lua',
+    await runScript(
+      redis,
+      EXPOSURE,
+      unique.map((key) => k.recipientExposure(key)),
+      [prefix, String(judged.now), String(UNWRITTEN_GRACE_MS), judged.batchId, ...args],
+    ),
+  );
+  const totals = replyArray('recipient-exposure.lua', sums);
   return {
-    sums: new Map(unique.map((key, i) => [key, BigInt(sums[i] ?? '0')])),
-    registered: added.map((n) => payments[n - 1] as OpenPayment),
+    sums: new Map(unique.map((key, i) => [key, replyBigint('recipient-exposure.lua', totals[i] ?? '0')])),
+    registered: replyArray('recipient-exposure.lua', added).map((n) => {
+      const p = payments[replyInt('recipient-exposure.lua', n) - 1];
+      if (!p) throw new LuaReplyError('USDC_LUA_REPLY', `recipient-exposure.lua: no triple ${String(n)}`);
+      return p;
+    }),
   };
 }
 

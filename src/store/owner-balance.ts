@@ -3,6 +3,7 @@ import { checksumEvmAddress } from '../domain/addresses.ts';
 import type { EvmChain } from '../domain/chains.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
+import { replyArray, replyBigint, replyInt } from './lua-reply.ts';
 
 /*
  * What each treasury owner's USDC balance is already promised to, so that two workers never spend
@@ -85,10 +86,12 @@ export function createOwnerBalances(deps: { redis: Redis; prefix: string }) {
       const { holder, amount, named } = claim;
       const args = [holder, amount.toString(), reading.balance.toString(), reading.block.toString(), owner];
       const ks = [key(chain, owner), recordKey(holder), key(chain, named ?? owner)];
-      const r = (await runScript(redis, RESERVE, ks, args)) as [number, string?];
-      if (r[0] === 1) return { ok: true };
-      if (r[0] === 2) return { ok: false, stale: true, floor: BigInt(r[1] ?? '0') };
-      return { ok: false, stale: false, free: BigInt(r[1] ?? '0') };
+      const r = replyArray('balance-reserve.lua', await runScript(redis, RESERVE, ks, args));
+      const code = replyInt('balance-reserve.lua', r[0]);
+      if (code === 1) return { ok: true };
+      const said = replyBigint('balance-reserve.lua', r[1]);
+      if (code === 2) return { ok: false, stale: true, floor: said };
+      return { ok: false, stale: false, free: said };
     },
     /** The reservations of `owner` on `chain` not yet seen mined. */
     async pending(chain: EvmChain, owner: string): Promise<Reserved[]> {

@@ -3,6 +3,7 @@ import { UsdcBatchError } from '../domain/errors.ts';
 import type { Logger } from '../log/logger.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript, type LuaScript } from './lua-script.ts';
+import { replyArray, replyInt, replyString } from './lua-reply.ts';
 
 /*
  * docs/replicated-redis.md. Redis replicates asynchronously: a failover keeps only what the
@@ -110,8 +111,14 @@ function learn(a: Acks, site: WriteSite): void {
  * against.
  */
 async function currentSite(a: Acks): Promise<WriteSite> {
-  const res = (await runScript(a.redis, PROBE, [keys(a.prefix).replicas], [knownArg(a)])) as [string, number];
-  const site = { primary: String(res[0]), replicas: Number(res[1]) };
+  const res = replyArray(
+    'replica-probe.lua',
+    await runScript(a.redis, PROBE, [keys(a.prefix).replicas], [knownArg(a)]),
+  );
+  const site = {
+    primary: replyString('replica-probe.lua', res[0], { orEmpty: true }),
+    replicas: replyInt('replica-probe.lua', res[1]),
+  };
   learn(a, site);
   return site;
 }

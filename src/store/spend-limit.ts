@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
+import { replyArray, replyBigint, replyInt } from './lua-reply.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -27,16 +28,20 @@ export function createSpendLimit(deps: { redis: Redis; prefix: string; cap: bigi
   return {
     cap: deps.cap,
     async reserve(member: string, amount: bigint): Promise<Reservation> {
-      const [ok, used, retry] = (await runScript(deps.redis, RESERVE, ks, [
-        member,
-        amount.toString(),
-        deps.cap.toString(),
-        String(now()),
-        String(DAY_MS),
-      ])) as [number, string, string];
-      return ok === 1
-        ? { ok: true, used: BigInt(used) }
-        : { ok: false, used: BigInt(used), retryAt: Number(retry) };
+      const [ok, used, retry] = replyArray(
+        'spend-reserve.lua',
+        await runScript(deps.redis, RESERVE, ks, [
+          member,
+          amount.toString(),
+          deps.cap.toString(),
+          String(now()),
+          String(DAY_MS),
+        ]),
+      );
+      const total = replyBigint('spend-reserve.lua', used);
+      return replyInt('spend-reserve.lua', ok) === 1
+        ? { ok: true, used: total }
+        : { ok: false, used: total, retryAt: replyInt('spend-reserve.lua', retry) };
     },
     async release(member: string): Promise<void> {
       await runScript(deps.redis, RELEASE, ks, [member]);

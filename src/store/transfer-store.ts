@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { FINAL_STATES, type TransferState } from '../domain/transfer.ts';
+import { FINAL_STATES, TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { FOLLOWED_FIELDS, parseFollowedTransfer, type FollowedTransfer } from './intent-follows.ts';
 import { keys, type Keys } from './keys.ts';
+import { LuaReplyError, replyArray, replyInt, replyString } from './lua-reply.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import type { ScriptCall, WriteSite } from './replica-acks.ts';
 import {
@@ -214,12 +215,22 @@ function fencedSaveCall(s: Store, at: TransferAt, patch: StepsPatch, fence: Save
   };
 }
 
-/** A fenced save's reply, read. */
+/** A fenced save's reply, read (fenced-save.lua's Output). */
 export function fencedSaveOf(reply: unknown): FencedSave {
-  const res = (Array.isArray(reply) ? reply : [0]) as [number, string?, number?];
-  if (Number(res[0]) !== 1) return { held: false };
-  const primary = String(res[1] ?? '');
-  return { held: true, site: primary === '' ? undefined : { primary, replicas: Number(res[2] ?? 0) } };
+  const res = replyArray('fenced-save.lua', reply);
+  if (replyInt('fenced-save.lua', res[0]) !== 1) return { held: false };
+  const primary = replyString('fenced-save.lua', res[1], { orEmpty: true });
+  const replicas = primary === '' ? 0 : replyInt('fenced-save.lua', res[2]);
+  return { held: true, site: primary === '' ? undefined : { primary, replicas } };
+}
+
+/** A state a script answered with (transfer-move.lua's previous or current state). */
+function stateOf(value: unknown): TransferState {
+  const text = replyString('transfer-move.lua', value);
+  const state = TRANSFER_STATES.find((s) => s === text);
+  if (state === undefined)
+    throw new LuaReplyError('USDC_LUA_REPLY', `transfer-move.lua: unknown state ${text}`);
+  return state;
 }
 
 /** Writes saved-step fields only while the fence's token holds the transfer's processing lock. */
@@ -262,7 +273,7 @@ async function takeTransfer(
   move: boolean,
 ): Promise<TakenTransfer> {
   const { batchId, transferId } = at;
-  const res = (await runScript(
+  const res = await runScript(
     s.redis,
     TAKE,
     [...moveKeys(s, batchId, transferId), s.k.paused],
@@ -276,11 +287,12 @@ async function takeTransfer(
       move ? 'queued' : '',
       'in_progress',
     ],
-  )) as [number, unknown?, string?];
-  if (res[0] !== 1) return { locked: false };
-  const rec = parseFlat(batchId, res[1]);
+  );
+  const reply = replyArray('transfer-take.lua', res);
+  if (replyInt('transfer-take.lua', reply[0]) !== 1) return { locked: false };
+  const rec = parseFlat(batchId, reply[1]);
   try {
-    return { locked: true, record: rec && runRecordOf(rec), paused: res[2] === 'paused' };
+    return { locked: true, record: rec && runRecordOf(rec), paused: reply[2] === 'paused' };
   } catch (err) {
     // A damaged saved permit (InvalidSavedPermitError): nothing may be assumed; the run does not
     // go on, and the lock it took goes back.
@@ -380,25 +392,29 @@ async function transition(s: Store, at: TransferAt, change: TransitionChange): P
   const { batchId, transferId } = at;
   const pairs: string[] = [];
   for (const [f, v] of Object.entries(fieldsOf(change.fields ?? {}))) pairs.push(f, v);
-  const result = (await runScript(s.redis, TRANSITION, moveKeys(s, batchId, transferId), [
-    change.expected.join(','),
-    change.to,
-    transferId,
-    String(s.now()),
-    FINAL_STATES.join(','),
-    randomBytes(9).toString('base64url'),
-    change.unlock ?? '',
-    String(pairs.length / 2),
-    ...pairs,
-  ])) as [number, string, number?, unknown?];
+  const result = replyArray(
+    'transfer-move.lua',
+    await runScript(s.redis, TRANSITION, moveKeys(s, batchId, transferId), [
+      change.expected.join(','),
+      change.to,
+      transferId,
+      String(s.now()),
+      FINAL_STATES.join(','),
+      randomBytes(9).toString('base64url'),
+      change.unlock ?? '',
+      String(pairs.length / 2),
+      ...pairs,
+    ]),
+  );
   const [code, cur, completed, flat] = result;
-  if (code === 1) {
+  const moved = replyInt('transfer-move.lua', code);
+  if (moved === 1) {
     return {
       ok: true,
-      previous: cur as TransferState,
-      completedGeneration: completed ? Number(completed) : null,
+      previous: stateOf(cur),
+      completedGeneration: completed ? replyInt('transfer-move.lua', completed) : null,
       record: parseFlat(batchId, flat),
     };
   }
-  return { ok: false, current: code === -1 ? null : (cur as TransferState) };
+  return { ok: false, current: moved === -1 ? null : stateOf(cur) };
 }

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchConflictError } from '../../src/ingest/enqueue-batch.ts';
 import { addJobsForQueuedTransfers } from '../../src/ingest/queued-jobs.ts';
-import { SimulatedCrashError } from '../../src/store/batch-writer.ts';
+import { luaScriptFile } from '../../src/store/lua-script.ts';
 import { redisForSuite } from '../helpers/redis.ts';
 import {
+  crashingAfter,
   EVM,
+  SimulatedCrashError,
   SOL,
   ingestHarness,
   jobIds,
@@ -246,7 +248,11 @@ describe('a producer that dies mid-enqueue', () => {
     const h = harness();
     const text = file(rows(Array.from({ length: 50 }, (_, i) => i + 1)));
     await expect(
-      h.enqueue(text, { write: { chunkSize: 10, inFlight: 1, stopAfterChunks: 2 } }),
+      h.enqueue(text, {
+        write: { chunkSize: 10, inFlight: 1 },
+        // It dies as it would write its third chunk of records.
+        redis: (r) => crashingAfter(r, luaScriptFile('transfers-write.lua'), 2),
+      }),
     ).rejects.toBeInstanceOf(SimulatedCrashError);
     const batchId = (await h.redis.zrange(`${h.prefix}:batches`, 0, -1))[0] as string;
     expect(await h.redis.hget(`${h.prefix}:batch:${batchId}`, 'enqueued')).toBe('0');

@@ -10,6 +10,7 @@ import {
 } from '../../src/ingest/enqueue-batch.ts';
 import { validateCsv, type ValidateOptions } from '../../src/ingest/validate-input.ts';
 import { createProducer, type Producer } from '../../src/queue/producer.ts';
+import type { LuaScript } from '../../src/store/lua-script.ts';
 
 /** Fixture addresses: valid EIP-55 EVM addresses and 32-byte base58 Solana addresses. */
 export const EVM = [
@@ -57,10 +58,42 @@ export type IngestHarness = {
   readonly producer: Producer;
   enqueue(
     text: string,
-    options?: Partial<EnqueueOptions> & { validate?: ValidateOptions; config?: Config; now?: () => number },
+    options?: Partial<EnqueueOptions> & {
+      validate?: ValidateOptions;
+      config?: Config;
+      now?: () => number;
+      /** The Redis the enqueue writes through, made from the harness's (a producer that crashes). */
+      redis?: (redis: Redis) => Redis;
+    },
   ): Promise<EnqueueOutcome>;
   close(): Promise<void>;
 };
+
+/** A producer that died: the error the wrapper below throws in its place. */
+export class SimulatedCrashError extends Error {
+  override name = 'SimulatedCrashError';
+}
+
+/**
+ * `redis`, but a call of `script` after its first `runs` throws (nothing sent): what a producer that
+ * dies mid-enqueue leaves behind, whatever the product's own code would have done next.
+ */
+export function crashingAfter(redis: Redis, script: LuaScript, runs: number): Redis {
+  let n = 0;
+  return new Proxy(redis, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (prop !== 'evalsha' && prop !== 'eval')
+        return typeof value === 'function' ? value.bind(target) : value;
+      return (first: string, ...rest: unknown[]) => {
+        const ours = first === script.sha || first === script.text;
+        if (ours && n++ >= runs)
+          return Promise.reject(new SimulatedCrashError('simulated crash mid-enqueue'));
+        return (value as (...a: unknown[]) => Promise<unknown>).call(target, first, ...rest);
+      };
+    },
+  });
+}
 
 /** validateCsv → enqueueValidated with a real producer, against the suite's Redis, under a fresh prefix. */
 export function ingestHarness(url: string, prefix = newPrefix()): IngestHarness {
@@ -77,12 +110,15 @@ export function ingestHarness(url: string, prefix = newPrefix()): IngestHarness 
         allowDuplicates: options.allowDuplicates,
         ...options.validate,
       });
-      const deps = { redis, prefix, jobs: producer, config, ...(options.now ? { now: options.now } : {}) };
-      return await enqueueValidated(deps, input, {
-        source: 'csv',
-        actor: 'cli:test',
-        ...options,
-      });
+      const { redis: through, validate: _validate, config: _config, now, ...enqueueOptions } = options;
+      const deps = {
+        redis: through ? through(redis) : redis,
+        prefix,
+        jobs: producer,
+        config,
+        ...(now ? { now } : {}),
+      };
+      return await enqueueValidated(deps, input, { source: 'csv', actor: 'cli:test', ...enqueueOptions });
     },
     async close() {
       await producer.close();

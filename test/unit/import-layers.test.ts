@@ -67,6 +67,14 @@ describe('import layers (lint)', () => {
     expect(await layerMessages('src/ingest/probe.ts', code)).toHaveLength(1);
   });
 
+  it('keeps signing and the service client side by side: neither imports the other', async () => {
+    const fromSigning =
+      "import type { ServiceClient } from '../service/types.ts';\nexport type S = ServiceClient;\n";
+    expect(await layerMessages('src/signing/probe.ts', fromSigning)).toHaveLength(1);
+    const fromService = "import type { EvmSigner } from '../signing/types.ts';\nexport type E = EvmSigner;\n";
+    expect(await layerMessages('src/service/probe.ts', fromService)).toHaveLength(1);
+  });
+
   it('keeps the sandbox apart: only cli imports it, and it imports only domain', async () => {
     const importSandbox = "import type { Sandbox } from '../sandbox/sandbox.ts';\nexport type S = Sandbox;\n";
     expect(await layerMessages('src/cli/probe.ts', importSandbox)).toEqual([]);

@@ -6,11 +6,11 @@ import {
   ROLES,
   tokenDigest,
   type Credential,
-  type Role,
 } from '../../domain/access.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE_${code}`, message);
 
@@ -26,10 +26,11 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const [sub, name] = args;
   if (sub !== 'token')
     throw usage('ACCESS_SUBCOMMAND', 'access needs token: usdc-batch access token NAME --role ROLE');
-  const credential = newCredential(name, options['role']);
+  const flags = parseOptions({ role: 'texts', json: 'flag' }, options);
+  const credential = newCredential(name, flags.role);
   const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
   const entry = accessFileEntry({ ...credential, sha256: tokenDigest(token) });
-  if (options['json'] === true) {
+  if (flags.json) {
     process.stdout.write(
       `${jsonText({ name: credential.name, roles: credential.roles, token, sha256: tokenDigest(token), entry: entry.trim() })}\n`,
     );
@@ -43,11 +44,10 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
 }
 
 /** The name and roles given, checked (usage errors, exit 2). */
-function newCredential(name: string | undefined, roles: unknown): Omit<Credential, 'sha256'> {
+function newCredential(name: string | undefined, list: readonly string[]): Omit<Credential, 'sha256'> {
   if (name === undefined || !CREDENTIAL_NAME_PATTERN.test(name)) {
     throw usage('ACCESS_NAME', 'NAME must be 1-40 characters of a-z, 0-9, "_", "." or "-"');
   }
-  const list = Array.isArray(roles) ? (roles as string[]) : [];
   if (list.length === 0) {
     throw usage('ACCESS_ROLE', `give at least one --role: ${ROLES.join(', ')}`);
   }
@@ -58,5 +58,5 @@ function newCredential(name: string | undefined, roles: unknown): Omit<Credentia
       `unknown role ${unknown.map((r) => `"${r}"`).join(', ')}: roles are ${ROLES.join(', ')}`,
     );
   }
-  return { name, roles: [...new Set(list as Role[])] };
+  return { name, roles: [...new Set(list.filter(isRole))] };
 }

@@ -10,6 +10,7 @@ import { opsOf, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { counted } from '../../domain/plural.ts';
 import { table } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -23,7 +24,7 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
   const batchId = args[0] as string;
-  const given = options['digest'];
+  const given = parseOptions({ digest: 'text' }, options).digest;
   if (given !== undefined && !isDigest(given)) {
     throw new ValidationError(
       'USDC_USAGE_DIGEST',

@@ -6,6 +6,7 @@ import { formatAuditDetail, readAudit } from '../../store/audit.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 /**
  * `usdc-batch audit [--batch ID] [--json]`: the operator actions recorded, newest first.
@@ -15,24 +16,19 @@ import { jsonText, table } from '../format.ts';
  * Needs no configuration or Redis.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
-  const verify = options['verify'];
-  const head = options['head'];
-  if (head !== undefined && (typeof verify !== 'string' || typeof head !== 'string' || !HASH.test(head))) {
+  const flags = parseOptions({ batch: 'text', verify: 'text', head: 'text', json: 'flag' }, options);
+  const { verify, head } = flags;
+  if (head !== undefined && (verify === undefined || !HASH.test(head))) {
     throw new ValidationError(
       'USDC_USAGE_AUDIT_HEAD',
       '--head takes the 64 hex digits of a hash the chain must reach, with --verify FILE',
     );
   }
-  if (typeof verify === 'string') {
-    return await verifyFile(verify, {
-      json: options['json'] === true,
-      head: typeof head === 'string' ? head.toLowerCase() : undefined,
-    });
-  }
+  if (verify !== undefined) return await verifyFile(verify, { json: flags.json, head: head?.toLowerCase() });
   return await withCli({}, async (ctx) => {
-    const batch = options['batch'] as string | undefined;
+    const batch = flags.batch;
     const entries = await readAudit(ctx.redis, ctx.prefix, batch ? { batch } : {});
-    if (options['json']) {
+    if (flags.json) {
       process.stdout.write(`${jsonText({ entries })}\n`);
       return EXIT.ok;
     }

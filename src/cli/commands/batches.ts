@@ -4,15 +4,17 @@ import { outcomeText, pausedLine } from '../batch-text.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
+  const flags = parseOptions({ json: 'flag' }, options);
   return await withCli({}, async (ctx) => {
     const [list, pause] = await Promise.all([
       createBatchReader({ redis: ctx.redis, prefix: ctx.prefix }).list(100),
       readPause(ctx.redis, ctx.prefix),
     ]);
     const paused = pausedView(pause);
-    if (options['json']) {
+    if (flags.json) {
       process.stdout.write(`${jsonText({ batches: list, paused })}\n`);
       return EXIT.ok;
     }

@@ -2,6 +2,7 @@ import { cancelBatch, cancelTransfers } from '../../ops/cancel.ts';
 import { opsOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { counted } from '../../domain/plural.ts';
+import { parseOptions } from '../options.ts';
 
 /**
  * `usdc-batch cancel BATCH [--transfer ID]…`: cancels the batch's unsent (`queued`) transfers, or
@@ -10,7 +11,7 @@ import { counted } from '../../domain/plural.ts';
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
   const batchId = args[0] as string;
-  const only = Array.isArray(options['transfer']) ? (options['transfer'] as string[]) : [];
+  const only = parseOptions({ transfer: 'texts' }, options).transfer;
   return await withCli({}, async (ctx) => {
     const deps = opsOf(ctx);
     if (only.length === 0) {

@@ -30,17 +30,21 @@ import { intentsText, outcomeText, pausedSince, settledText, totalsLines } from 
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
 import { counted } from '../../domain/plural.ts';
+import { parseOptions, type Options } from '../options.ts';
 
-type EnqueueFlags = {
-  batchId?: string;
-  skipInvalid?: boolean;
-  allowDuplicates?: boolean;
-  expectRows?: string;
-  expectTotal?: string;
-  dryRun?: boolean;
-  wait?: boolean;
-  json?: boolean;
-};
+/** The options of `enqueue` (docs/operating.md "The commands"), parsed by parseOptions. */
+const ENQUEUE_OPTIONS = {
+  batchId: 'text',
+  skipInvalid: 'flag',
+  allowDuplicates: 'flag',
+  expectRows: 'text',
+  expectTotal: 'text',
+  dryRun: 'flag',
+  wait: 'flag',
+  json: 'flag',
+} as const;
+
+type EnqueueFlags = Options<typeof ENQUEUE_OPTIONS>;
 
 // Files above this size report validation progress on stderr even when it is not a terminal.
 const LARGE_FILE_BYTES = 4 * 1024 * 1024;
@@ -53,7 +57,7 @@ const usage = (code: string, message: string) => new ValidationError(`USDC_USAGE
  * succeed), 2 usage/configuration, 3 conflict. `--json` prints exactly one document on stdout.
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
-  const flags = options as EnqueueFlags;
+  const flags = parseOptions(ENQUEUE_OPTIONS, options);
   boundHeapGrowth();
   const file = parseFileArgs(args, flags);
   if (flags.dryRun) {

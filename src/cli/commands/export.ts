@@ -7,15 +7,18 @@ import { createBatchReader } from '../../store/batch-reader.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { plainText } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
   const batchId = args[0] as string;
-  const format = (options['format'] as 'csv' | 'json' | undefined) ?? 'csv';
+  const flags = parseOptions({ format: 'text', output: 'text' }, options);
+  // Commander allows csv or json only, csv by default.
+  const format = flags.format === 'json' ? 'json' : 'csv';
   return await withCli({}, async (ctx) => {
     const reader = createBatchReader({ redis: ctx.redis, prefix: ctx.prefix });
     if (!(await reader.summary(batchId)))
       throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
-    const file = options['output'] as string | undefined;
+    const file = flags.output;
     let out: Writable = process.stdout;
     if (file) {
       // Opened before anything is written: a missing folder or a file that cannot be written is a

@@ -20,8 +20,9 @@ import { warnOnWorkerControls, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, plainText, table } from '../format.ts';
 import { counted } from '../../domain/plural.ts';
+import { parseOptions } from '../options.ts';
 
-type RebalanceFlags = { dryRun?: boolean; check?: boolean; wait?: boolean; json?: boolean };
+const REBALANCE_OPTIONS = { dryRun: 'flag', check: 'flag', wait: 'flag', json: 'flag' } as const;
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 const WAIT_POLL_MS = 500;
@@ -33,7 +34,7 @@ const WAIT_POLL_MS = 500;
  * succeed), 2 usage, configuration or policy error.
  */
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
-  const flags = options as RebalanceFlags;
+  const flags = parseOptions(REBALANCE_OPTIONS, options);
   const { policy } = readPolicyFile(args[0]);
   const mode: RebalanceMode = flags.check ? 'check' : flags.dryRun ? 'dry-run' : 'run';
   return await withCli({ service: mode !== 'check' }, async (ctx) => {

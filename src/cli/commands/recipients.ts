@@ -7,6 +7,7 @@ import { auditOf, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
 import { counted } from '../../domain/plural.ts';
+import { parseOptions } from '../options.ts';
 
 // An address book file of a million lines is ~60 MB; anything larger is not an address book.
 const MAX_IMPORT_BYTES = 64 * 1024 * 1024;
@@ -22,10 +23,14 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
   const [sub, arg] = args;
   switch (sub) {
-    case 'list':
-      return await withCli({}, (ctx) => list(ctx, options['json'] === true));
-    case 'add':
-      return await withCli({}, (ctx) => add(ctx, required(arg, 'an address'), options['label']));
+    case 'list': {
+      const flags = parseOptions({ json: 'flag' }, options);
+      return await withCli({}, (ctx) => list(ctx, flags.json));
+    }
+    case 'add': {
+      const flags = parseOptions({ label: 'text' }, options);
+      return await withCli({}, (ctx) => add(ctx, required(arg, 'an address'), flags.label));
+    }
     case 'remove':
       return await withCli({}, (ctx) => remove(ctx, required(arg, 'an address')));
     case 'import':
@@ -60,17 +65,13 @@ async function list(ctx: CliContext, json: boolean): Promise<number> {
   return EXIT.ok;
 }
 
-async function add(ctx: CliContext, address: string, label: unknown): Promise<number> {
+async function add(ctx: CliContext, address: string, label: string | undefined): Promise<number> {
   const { address: a, was } = await ctx.acknowledged(() =>
-    addRecipient(
-      { ...auditOf(ctx), actor: ctx.actor },
-      address,
-      typeof label === 'string' ? label : undefined,
-    ),
+    addRecipient({ ...auditOf(ctx), actor: ctx.actor }, address, label),
   );
   out(
     was === 'known'
-      ? `${a.address} is already in the address book${typeof label === 'string' ? ' (label updated)' : ''}`
+      ? `${a.address} is already in the address book${label !== undefined ? ' (label updated)' : ''}`
       : `added ${a.address} to the address book${was === 'removed' ? ' (it had been removed: payments to it are no longer held)' : ''}`,
   );
   return EXIT.ok;

@@ -2,10 +2,10 @@ import { ValidationError } from '../../domain/errors.ts';
 import { resolveTransfer } from '../../ops/resolve-transfer.ts';
 import { opsOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
+import { parseOptions } from '../options.ts';
 
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
-  const submitted = options['submitted'] as string | undefined;
-  const notSent = options['notSent'] === true;
+  const { submitted, notSent } = parseOptions({ submitted: 'text', notSent: 'flag' }, options);
   if ((submitted === undefined) === !notSent) {
     throw new ValidationError(
       'USDC_USAGE_RESOLVE',

@@ -20,6 +20,7 @@ import {
 } from '../sandbox-env.ts';
 import { loadSandboxModule } from '../sandbox-packages.ts';
 import { makeThrowawayKeys } from '../throwaway-keys.ts';
+import { parseOptions } from '../options.ts';
 
 function whole(name: string, value: unknown, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
@@ -55,10 +56,22 @@ export function sandboxEnvLines(sandbox: Sandbox): string[] {
  * `--metrics-token-file FILE` writes that METRICS_TOKEN alone, for a Prometheus (compose's
  * monitoring profile scrapes the sandbox profile's API with it).
  */
+const SANDBOX_OPTIONS = {
+  port: 'text',
+  host: 'text',
+  apiKey: 'text',
+  network: 'text',
+  latency: 'text',
+  redis: 'flag',
+  writeEnv: 'text',
+  metricsTokenFile: 'text',
+} as const;
+
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
-  const port = whole('port', options['port'], 0, 65_535);
-  const latencyMs = whole('latency', options['latency'], 0, 600_000);
-  if (options['network'] === 'mainnet') {
+  const flags = parseOptions(SANDBOX_OPTIONS, options);
+  const port = whole('port', flags.port, 0, 65_535);
+  const latencyMs = whole('latency', flags.latency, 0, 600_000);
+  if (flags.network === 'mainnet') {
     process.stderr.write(
       'error: the sandbox runs testnet chain ids only (--network mainnet is refused): a permit or transaction signed against it must never be valid on a real chain\n',
     );
@@ -67,11 +80,11 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
   const opts: SandboxOptions = {
     ...(port !== undefined ? { port } : {}),
     ...(latencyMs !== undefined ? { latencyMs } : {}),
-    ...(typeof options['host'] === 'string' ? { host: options['host'] } : {}),
-    ...(typeof options['apiKey'] === 'string' ? { apiKey: options['apiKey'] } : {}),
+    ...(flags.host !== undefined ? { host: flags.host } : {}),
+    ...(flags.apiKey !== undefined ? { apiKey: flags.apiKey } : {}),
   };
-  const envFile = typeof options['writeEnv'] === 'string' ? options['writeEnv'] : undefined;
-  const tokenFile = typeof options['metricsTokenFile'] === 'string' ? options['metricsTokenFile'] : undefined;
+  const envFile = flags.writeEnv;
+  const tokenFile = flags.metricsTokenFile;
   if (tokenFile && !envFile) {
     process.stderr.write(
       'error: --metrics-token-file needs --write-env FILE: the token is a credential of the serve that reads that file\n',
@@ -120,7 +133,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     throw err;
   }
   try {
-    if (options['redis'] === true) redis = await startPrivateRedis(dir);
+    if (flags.redis) redis = await startPrivateRedis(dir);
     const env = [
       ...sandboxEnvLines(sandbox),
       ...(redis ? [`REDIS_URL=${redis.url}`] : []),

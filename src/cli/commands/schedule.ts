@@ -22,6 +22,7 @@ import { parsePolicy, readPolicyFile } from '../../treasury/policy.ts';
 import { auditOf, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, table } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 // The CSV is kept in Redis and validated again at every firing: a schedule is for a treasury or
 // payroll file, not for a bulk import of millions of rows.
@@ -39,9 +40,12 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const [sub, name] = args;
   switch (sub) {
     case 'add':
-      return await add(checkName(name), options);
+      return await add(
+        checkName(name),
+        parseOptions({ cron: 'text', file: 'text', rebalance: 'text', tz: 'text' }, options),
+      );
     case 'list':
-      return await list(options['json'] === true);
+      return await list(parseOptions({ json: 'flag' }, options).json);
     case 'remove':
       return await remove(checkName(name));
     default:
@@ -104,11 +108,19 @@ function csvProblems(input: Awaited<ReturnType<typeof validateCsv>>, cap: bigint
   return problems;
 }
 
-async function add(name: string, options: Record<string, unknown>): Promise<number> {
-  const cron = typeof options['cron'] === 'string' ? options['cron'] : '';
-  const tz = typeof options['tz'] === 'string' ? options['tz'] : 'UTC';
-  const file = typeof options['file'] === 'string' ? options['file'] : '';
-  const rebalance = typeof options['rebalance'] === 'string' ? options['rebalance'] : undefined;
+async function add(
+  name: string,
+  flags: {
+    readonly cron?: string | undefined;
+    readonly file?: string | undefined;
+    readonly rebalance?: string | undefined;
+    readonly tz?: string | undefined;
+  },
+): Promise<number> {
+  const cron = flags.cron ?? '';
+  const tz = flags.tz ?? 'UTC';
+  const file = flags.file ?? '';
+  const rebalance = flags.rebalance;
   if ((file === '') === (rebalance === undefined))
     throw usage('SCHEDULE_SOURCE', 'schedule add needs either --file FILE.csv or --rebalance POLICY.yaml');
   const spec = checkScheduleSpec(cron, tz);

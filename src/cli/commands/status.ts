@@ -8,6 +8,7 @@ import { controlSettingsOf } from '../../config/control-settings.ts';
 import { controlDrift } from '../../ops/control-drift.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, table } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 const HUMAN_ROWS = 200;
 
@@ -69,24 +70,18 @@ export function renderStatus(doc: BatchStatus, state?: TransferState): string {
 
 export async function run(args: string[], options: Record<string, unknown>): Promise<number> {
   const batchId = args[0] as string;
-  const state = options['state'] as string | undefined;
-  if (state !== undefined && !(TRANSFER_STATES as readonly string[]).includes(state)) {
-    throw new ValidationError('USDC_USAGE_STATE', `--state must be one of ${TRANSFER_STATES.join(', ')}`);
-  }
+  const flags = parseOptions({ json: 'flag', watch: 'flag', state: 'text' }, options);
+  const state = parseState(flags.state);
   return await withCli({}, async (ctx) => {
     const reader = createBatchReader({ redis: ctx.redis, prefix: ctx.prefix });
-    const read = () => reader.status(batchId, state ? { state: state as TransferState } : {});
+    const read = () => reader.status(batchId, state ? { state } : {});
     let doc = await read();
     if (!doc) throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
-    if (options['watch']) {
+    if (flags.watch) {
       const tty = process.stdout.isTTY;
       for (;;) {
         if (tty) process.stdout.write('\x1b[2J\x1b[H');
-        process.stdout.write(
-          options['json']
-            ? `${jsonText(doc, { compact: true })}\n`
-            : renderStatus(doc, state as TransferState | undefined),
-        );
+        process.stdout.write(flags.json ? `${jsonText(doc, { compact: true })}\n` : renderStatus(doc, state));
         if (doc.complete) break;
         await new Promise((r) => setTimeout(r, 1_000));
         doc = (await read()) ?? doc;
@@ -94,7 +89,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
       return EXIT.ok;
     }
     // The running workers enforce their own controls: a difference is said (a warning with --json).
-    const drift = options['json']
+    const drift = flags.json
       ? await warnOnWorkerControls(ctx)
       : await controlDrift({
           redis: ctx.redis,
@@ -102,10 +97,20 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
           settings: controlSettingsOf(ctx.config),
         });
     process.stdout.write(
-      options['json']
+      flags.json
         ? `${jsonText(doc)}\n`
-        : `${renderStatus(doc, state as TransferState | undefined)}${drift ? `\ncontrols: ${drift.text}\n` : ''}`,
+        : `${renderStatus(doc, state)}${drift ? `\ncontrols: ${drift.text}\n` : ''}`,
     );
     return EXIT.ok;
   });
+}
+
+/** `--state S`: one of the transfer states, or a usage error naming them. */
+function parseState(state: string | undefined): TransferState | undefined {
+  if (state === undefined) return undefined;
+  const known = TRANSFER_STATES.find((s) => s === state);
+  if (known === undefined) {
+    throw new ValidationError('USDC_USAGE_STATE', `--state must be one of ${TRANSFER_STATES.join(', ')}`);
+  }
+  return known;
 }

@@ -6,6 +6,7 @@ import { readWallets, type WalletsReport } from '../../ops/wallets.ts';
 import { createRedis } from '../../store/redis.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jsonText, plainText, table } from '../format.ts';
+import { parseOptions } from '../options.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -18,6 +19,7 @@ const out = (s: string) => process.stdout.write(`${s}\n`);
  * SOLANA_ADDRESS, the keystores' address fields, or what the running workers published.
  */
 export async function run(_args: string[], options: Record<string, unknown>): Promise<number> {
+  const flags = parseOptions({ json: 'flag' }, options);
   const config = loadConfig(readEnv(), {});
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
   // One try, no reconnects: `wallets` must answer promptly whether or not Redis is up.
@@ -36,7 +38,7 @@ export async function run(_args: string[], options: Record<string, unknown>): Pr
     { evm: report.evm?.owners.map((o) => o.address), solana: report.solana?.address, redis: report.redis },
     'wallets read',
   );
-  if (options['json'] === true) {
+  if (flags.json) {
     out(jsonText(report));
     return EXIT.ok;
   }

@@ -4,7 +4,7 @@ import type { Config, Secret } from '../../config/config.ts';
 import { spenderFor } from '../../config/load-config.ts';
 import { USDC_EVM, type EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
-import type { PermitPayload } from '../../service/types.ts';
+import type { PermitPayload } from '../../domain/permit.ts';
 import { SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
 import type { EvmSigner } from '../types.ts';
 import { createChainReader, type EvmChainReader } from './chain-reader.ts';
