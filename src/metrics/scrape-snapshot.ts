@@ -1,3 +1,4 @@
+import { readScreening, type ScreeningState } from '../store/screening-state.ts';
 import type { Redis } from 'ioredis';
 import { type EvmChain } from '../domain/chains.ts';
 import { TRANSFER_STATES } from '../domain/transfer.ts';
@@ -36,6 +37,10 @@ export type Snapshot = {
   dailySpend: bigint;
   /** Per `<CHAIN>|<owner>` known to the workers: micro-USDC reserved and not yet seen mined. */
   ownersInFlight: Map<string, bigint>;
+  /** The sanctions lists the workers published (store/screening-state.ts); null: none did. */
+  screening: ScreeningState | null;
+  /** When the snapshot was read (ms). */
+  at: number;
 };
 
 /**
@@ -53,12 +58,13 @@ export async function readSnapshot(deps: SnapshotDeps): Promise<Snapshot> {
   pipe.hgetall(mk.nonceSettle);
   pipe.hgetall(mk.transferFinal);
   const now = (deps.now ?? Date.now)();
-  const [res, queues, alive, spend, owners] = await Promise.all([
+  const [res, queues, alive, spend, owners, screening] = await Promise.all([
     pipe.exec(),
     deps.queueCounts(),
     workersAlive(deps.redis, deps.prefix, now),
     readDailySpend(deps.redis, deps.prefix, now),
     deps.redis.smembers(mk.owners),
+    readScreening(deps.redis, deps.prefix),
   ]);
   const results = (res ?? []).map(([err, v]) => {
     if (err) throw err;
@@ -78,6 +84,8 @@ export async function readSnapshot(deps: SnapshotDeps): Promise<Snapshot> {
     workersAlive: alive,
     dailySpend: spend,
     ownersInFlight: await readInFlight(deps, ownerPairs(owners, counters)),
+    screening,
+    at: now,
   };
 }
 

@@ -64,6 +64,7 @@ export const FAILURE_CODES = [
   'fee_too_high',
   'outcome_unknown',
   'policy_refused',
+  'recipient_sanctioned',
   'refused',
   'resolved_not_sent',
   'service_unavailable',
@@ -191,6 +192,9 @@ export function createWorkerMetrics(deps: {
       add(k.nonceSettle, `${field}|sum_ms`, whole);
       add(k.nonceSettle, `${field}|b${bucketIndex(whole, NONCE_SETTLE_BUCKETS_MS)}`, 1);
       if (NONCE_REFUSAL.has(outcome)) add(k.counters, `nonce_refusals|${chain}`, 1);
+    },
+    screeningRefused(check) {
+      add(k.counters, `screening_refusals|${check}`, 1);
     },
     transferEnded(chain, state, code, ms) {
       if (state !== 'submitted') add(k.counters, `failures|${chain}|${state}|${failureCodeLabel(code)}`, 1);

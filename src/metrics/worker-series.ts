@@ -44,7 +44,12 @@ export function createWorkerSeries() {
     waits: new StoredMetric(
       'counter',
       'usdc_batch_waits_total',
-      'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, balance, retry, rate_limit, settle), all workers.',
+      'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, balance, retry, rate_limit, settle, replicas, screening), all workers.',
+    ),
+    screeningRefusals: new StoredMetric(
+      'counter',
+      'usdc_batch_screening_refusals_total',
+      'Transfers refused by screening before anything was signed, by check (list: a sanctions list named the recipient), all workers (docs/screening.md).',
     ),
     intentsFailed: new StoredMetric(
       'counter',
@@ -80,6 +85,7 @@ export function fillWorkerSeries(s: WorkerSeries, snap: Snapshot): void {
   ]);
   s.failures.values = countersOf(snap.counters, 'failures', ['chain', 'state', 'code']);
   s.waits.values = countersOf(snap.counters, 'waits', ['chain', 'kind']);
+  s.screeningRefusals.values = countersOf(snap.counters, 'screening_refusals', ['check']);
   s.intentsFailed.values = CHAINS.map((chain) => ({
     labels: { chain },
     value: Number(snap.counters[`intent_failed|${chain}`] ?? 0) || 0,

@@ -6,6 +6,7 @@ import type { ServiceClient } from '../service/types.ts';
 import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../signing/types.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
 import type { WorkerControls } from './worker-controls.ts';
+import type { ScreeningGate } from './screening-check.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { OwnerBalances } from '../store/owner-balance.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
@@ -38,6 +39,8 @@ export type PipelineDeps = {
   readonly approvals?: ApprovalGate | undefined;
   /** This worker's own controls, applied before signing (worker-controls.ts); absent: none. */
   readonly controls?: WorkerControls | undefined;
+  /** Sanctions lists, checked before a payload is made (screening-check.ts); absent: no screening. */
+  readonly screening?: ScreeningGate | undefined;
   readonly now?: () => number;
   readonly random?: () => number;
 };
@@ -82,6 +85,8 @@ export type PipelineMetrics = {
   ownerPaid?(chain: EvmChain, owner: string): void;
   /** A transfer found the (chain, owner)'s nonce lease taken and waited for it. */
   ownerLeaseWait?(chain: EvmChain, owner: string): void;
+  /** A refusal by screening (`check`: `list`, …), counted in usdc_batch_screening_refusals_total. */
+  screeningRefused?(check: string): void;
 };
 
 /**
@@ -104,7 +109,7 @@ export type StepOutcome =
  * holds the transfer, processing is paused, the worker stops, it lacks the key, the (chain, owner)
  * nonce lease or pool, the chain has not settled a refused permit yet, the daily cap, a transient
  * failure or a 429 of the service, a needs_review payload not yet past its deadline, Redis replicas
- * that did not confirm a send's mark in time.
+ * that did not confirm a send's mark in time, stale sanctions screening.
  */
 export type WaitKind =
   | 'lock'
@@ -119,4 +124,5 @@ export type WaitKind =
   | 'retry'
   | 'rate_limit'
   | 'settle'
-  | 'replicas';
+  | 'replicas'
+  | 'screening';

@@ -15,6 +15,7 @@ import {
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
 import { enforceWorkerControls } from './worker-controls.ts';
+import { enforceScreening } from './screening-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
 import { evmFlow } from './evm/evm-flow.ts';
 import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
@@ -161,6 +162,8 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
   }
 
   if (!hasPayload(current(ctx).steps)) {
+    const screened = await enforceScreening(ctx);
+    if (screened) return screened;
     const guarded = await estimateAndGuard(ctx);
     if (guarded) return guarded;
     const refused = await enforceWorkerControls(ctx);

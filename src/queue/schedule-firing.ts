@@ -37,6 +37,9 @@ export type FireDeps = {
     | 'callbackAllowedHosts'
     | 'approvalsRequired'
     | 'auditLogFile'
+    | 'screeningLists'
+    | 'screeningMaxAgeMs'
+    | 'screeningOnchain'
   > &
     HoldConfig;
   readonly logger?: Logger | undefined;

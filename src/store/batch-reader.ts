@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { approvalDigestOf, approvalsOf, type Approval } from './approvals.ts';
+import { readScreening, screeningView, type ScreeningView } from './screening-state.ts';
 import { keys } from './keys.ts';
 import { readPause, type PauseState } from './pause-flag.ts';
 import { intentCounts, isSettled, paidTotals, type IntentCounts, type PaidTotals } from './settlement.ts';
@@ -88,6 +89,8 @@ export type BatchStatus = BatchSummary & {
   /** Whether processing is paused now, for every batch (the status document's `paused`). */
   paused: PausedView | null;
   transfers: TransferView[];
+  /** The sanctions lists the workers screen with (screening-state.ts; docs/screening.md). */
+  screening: ScreeningView;
   next_cursor?: string | null;
 };
 
@@ -251,7 +254,11 @@ export function createBatchReader(deps: { redis: Redis; prefix: string }) {
       batchId: string,
       options: { state?: TransferState; limit?: number; cursor?: string } = {},
     ): Promise<BatchStatus | undefined> {
-      const [summary, pause] = await Promise.all([this.summary(batchId), readPause(redis, deps.prefix)]);
+      const [summary, pause, screening] = await Promise.all([
+        this.summary(batchId),
+        readPause(redis, deps.prefix),
+        readScreening(redis, deps.prefix),
+      ]);
       if (!summary) return undefined;
       const set = options.state ? k.batchState(batchId, options.state) : k.batchRows(batchId);
       const min = options.cursor ? `(${Number(options.cursor)}` : '-inf';
@@ -262,7 +269,12 @@ export function createBatchReader(deps: { redis: Redis; prefix: string }) {
           : await redis.zrangebyscore(set, min, '+inf');
       const transfers = (await loadTransfers(batchId, ids)).map(transferView);
       const last = transfers[transfers.length - 1];
-      const doc: BatchStatus = { ...summary, paused: pausedView(pause), transfers };
+      const doc: BatchStatus = {
+        ...summary,
+        paused: pausedView(pause),
+        transfers,
+        screening: screeningView(screening, Date.now()),
+      };
       if (limit > 0) doc.next_cursor = transfers.length === limit && last ? String(last.line) : null;
       return doc;
     },

@@ -46,6 +46,9 @@ export type RebalanceDeps = {
       | 'callbackAllowedHosts'
       | 'approvalsRequired'
       | 'auditLogFile'
+      | 'screeningLists'
+      | 'screeningMaxAgeMs'
+      | 'screeningOnchain'
     > &
     HoldConfig;
   /** Where the batch's transfer jobs go; needed for `run` only. */

@@ -102,6 +102,8 @@ export function wirePipeline(deps: {
   readonly metrics?: PipelineDeps['metrics'];
   readonly hooks?: PipelineHooks | undefined;
   readonly policy?: PipelinePolicy | undefined;
+  /** The sanctions lists checked before signing (screening-wiring.ts); absent: none. */
+  readonly screening?: PipelineDeps['screening'];
 }): PipelineDeps {
   const { config, redis, prefix } = deps;
   return {
@@ -120,6 +122,7 @@ export function wirePipeline(deps: {
         : createSpendLimit({ redis, prefix, cap: config.maxDailyUsdc }),
     approvals: createApprovalGate({ redis, prefix }),
     controls: createWorkerControls({ redis, prefix, config: deps.config, logger: deps.logger }),
+    screening: deps.screening,
     ...(deps.hooks ? { hooks: deps.hooks } : {}),
   };
 }

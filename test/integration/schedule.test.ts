@@ -162,6 +162,9 @@ describe('schedule: recurring batches through the real CLI', () => {
             newRecipientMaxUsdc: undefined,
             approvalsRequired: 1,
             auditLogFile: undefined,
+            screeningLists: [],
+            screeningMaxAgeMs: 7 * 86_400_000,
+            screeningOnchain: false,
             callbackAllowedHosts: [],
           },
         },
@@ -251,6 +254,9 @@ describe('schedule: recurring batches through the real CLI', () => {
           newRecipientMaxUsdc: undefined,
           approvalsRequired: 1,
           auditLogFile: undefined,
+          screeningLists: [],
+          screeningMaxAgeMs: 7 * 86_400_000,
+          screeningOnchain: false,
           callbackAllowedHosts: [],
         },
       },
@@ -283,6 +289,9 @@ describe('schedule: recurring batches through the real CLI', () => {
       newRecipientMaxUsdc: undefined,
       approvalsRequired: 1,
       auditLogFile: undefined,
+      screeningLists: [],
+      screeningMaxAgeMs: 7 * 86_400_000,
+      screeningOnchain: false,
     };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
     try {
@@ -348,6 +357,9 @@ describe('schedule: recurring batches through the real CLI', () => {
       newRecipientMaxUsdc: undefined,
       approvalsRequired: 1,
       auditLogFile: undefined,
+      screeningLists: [],
+      screeningMaxAgeMs: 7 * 86_400_000,
+      screeningOnchain: false,
     };
     const fire = (day: number) =>
       fireSchedule({ redis: stack.client, prefix, jobs, config }, 'book', Date.UTC(2031, 0, day, 2, 0, 0));
