@@ -5,6 +5,7 @@ import {
   type ReloadReport,
   type ScreeningLists,
 } from '../config/screening/screening-lists.ts';
+import type { Screen } from '../ingest/row-validator.ts';
 import type { Logger } from '../log/logger.ts';
 
 /** How often a long-running process looks at its lists' files (docs/screening.md: at least every 60 s). */
@@ -87,4 +88,20 @@ function logReload(logger: Logger, report: ReloadReport): void {
       'sanctions list could not be reloaded: the list in force is kept',
     );
   }
+}
+
+/** A lookup over the lists in force; undefined without lists (nothing to screen). */
+export function screenOf(lists: ScreeningLists): Screen | undefined {
+  return lists.lists().length === 0 ? undefined : (address) => lists.lookup(address);
+}
+
+/**
+ * The lists of a one-shot command (`enqueue`, `recipients`), read once; a file that cannot be read
+ * or parsed is a ConfigError naming it (exit 2).
+ */
+export async function loadScreen(
+  config: Pick<Config, 'screeningLists' | 'screeningMaxAgeMs'>,
+): Promise<Screen | undefined> {
+  if (config.screeningLists.length === 0) return undefined;
+  return screenOf(await loadScreeningLists(config.screeningLists, config.screeningMaxAgeMs));
 }
