@@ -62,7 +62,7 @@ export type ScreeningGate = {
 };
 
 /** How long a transfer waits for a fresh list before it looks again. */
-const STALE_RECHECK_MS = 30_000;
+const STALE_RECHECK_MS = 5_000;
 
 /**
  * Screens the transfer's recipient before its first payload is made: `rejected`
