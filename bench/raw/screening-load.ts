@@ -1,6 +1,6 @@
 /**
  * Loads the sanctions lists named on the command line as the worker does and prints one JSON line:
- * how long the load took, and the heap and RSS it added (after a GC, `node --expose-gc`).
+ * how long the load took, and the heap, typed arrays and RSS it added (after a GC, `node --expose-gc`).
  */
 import { loadScreeningLists } from '../../src/config/screening/screening-lists.ts';
 
@@ -20,5 +20,5 @@ let hits = 0;
 for (const a of probe) if (lists.lookup(a)) hits++;
 const lookupNs = ((performance.now() - t1) * 1e6) / probe.length;
 process.stdout.write(
-  `${JSON.stringify({ ms, addresses, heapBytes: after.heapUsed - before.heapUsed, rssBytes: after.rss - before.rss, lookupNs, hits })}\n`,
+  `${JSON.stringify({ ms, addresses, heapBytes: after.heapUsed - before.heapUsed, arrayBufferBytes: after.arrayBuffers - before.arrayBuffers, rssBytes: after.rss - before.rss, lookupNs, hits })}\n`,
 );

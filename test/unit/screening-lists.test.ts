@@ -2,6 +2,7 @@ import { mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AddressSet } from '../../src/domain/address-set.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
 import { readListFile } from '../../src/config/screening/list-file.ts';
 import { loadScreeningLists } from '../../src/config/screening/screening-lists.ts';
@@ -43,7 +44,8 @@ describe('OFAC sdn_advanced.xml', () => {
     );
     const list = await readListFile(path);
     expect(list.date).toBe('2026-02-03');
-    expect([...list.keys]).toEqual(['0x3a8e9b7c8d340626315788b48060469dfd080775']);
+    expect(list.keys.size).toBe(1);
+    expect(list.keys.has('0x3A8E9B7C8D340626315788B48060469DFD080775')).toBe(true);
   });
 
   it('refuses a file without its date, or cut off', async () => {
@@ -141,5 +143,29 @@ describe('the lists in force', () => {
     expect(ok.reloaded).toHaveLength(1);
     expect(lists.lookup('0x9562d44269effdccf34aff1bad67fcfb1c25b318')).toBeUndefined();
     expect(lists.lookup('0x3a8e9b7c8d340626315788b48060469dfd080775')?.date).toBe('2026-11-02');
+  });
+});
+
+describe('the address set', () => {
+  it('answers for many addresses, vanity prefixes included, EVM in any case, Solana exactly', () => {
+    const set = new AddressSet();
+    const listed: string[] = [];
+    for (let i = 0; i < 5_000; i++) {
+      // Vanity addresses share their first bytes: the hash takes every byte.
+      const a = `0x0000000000${(i + 1).toString(16).padStart(30, '0')}`;
+      listed.push(a);
+      expect(set.add(a)).toEqual({ kind: 'evm', added: true });
+    }
+    expect(set.add(listed[7]?.toUpperCase().replace('0X', '0x') as string).added).toBe(false);
+    expect(set.size).toBe(5_000);
+    expect(listed.every((a) => set.has(a.toUpperCase().replace('0X', '0x')))).toBe(true);
+    expect(set.has('0x0000000001000000000000000000000000000000')).toBe(false);
+    expect(set.add('7nwuiCcGFJQiBrRVbv57L5GZTrimDZF5sFBVwJNnPQbW')).toEqual({ kind: 'solana', added: true });
+    expect(set.has('7nwuiCcGFJQiBrRVbv57L5GZTrimDZF5sFBVwJNnPQbW')).toBe(true);
+    expect(set.has('7NWUICCGFJQIBRRVBV57L5GZTRIMDZF5SFBVWJNNPQBW')).toBe(false);
+    expect(set.add('1BoatSLRHtKNngkdXEeobR76b53LETtpyT')).toEqual({ kind: 'other', added: false });
+    expect(set.has('0x0000000000000000000000000000000000000000')).toBe(false);
+    expect(set.add('0x0000000000000000000000000000000000000000').added).toBe(true);
+    expect(set.has('0x0000000000000000000000000000000000000000')).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import { open, stat } from 'node:fs/promises';
-import { isoDay } from '../../domain/screened-address.ts';
+import { isoDay } from '../../domain/list-date.ts';
 import type { ListFormat, ParsedList } from './list-addresses.ts';
 import { parseOfacAdvanced } from './ofac-advanced.ts';
 import { parseOfacClassic } from './ofac-classic.ts';

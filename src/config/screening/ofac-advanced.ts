@@ -1,4 +1,4 @@
-import { dayOf } from '../../domain/screened-address.ts';
+import { dayOf } from '../../domain/list-date.ts';
 import { createAddressCollector, type ParsedList } from './list-addresses.ts';
 import { walkXml } from './xml-walk.ts';
 
@@ -16,8 +16,9 @@ const DIGITAL_CURRENCY = 'Digital Currency Address - ';
 export async function parseOfacAdvanced(path: string): Promise<ParsedList> {
   const addresses = createAddressCollector();
   const digitalTypes = new Set<string>();
-  // Details of features whose type was not declared yet (the reference sets normally come first).
+  // Details of features met before the reference sets (OFAC writes those first): kept until then.
   const pending = new Map<string, string[]>();
+  let typesRead = false;
   let featureType: string | undefined;
   let typeId = '';
   const date: { Year?: number; Month?: number; Day?: number } = {};
@@ -31,7 +32,9 @@ export async function parseOfacAdvanced(path: string): Promise<ParsedList> {
         if (text.startsWith(DIGITAL_CURRENCY)) digitalTypes.add(typeId);
       } else if (name === 'VersionDetail' && featureType !== undefined && parents.includes('Feature')) {
         if (digitalTypes.has(featureType)) addresses.add(text);
-        else pending.set(featureType, [...(pending.get(featureType) ?? []), text]);
+        else if (!typesRead) keep(pending, featureType, text);
+      } else if (name === 'FeatureTypeValues') {
+        typesRead = true;
       } else if (name === 'Feature') {
         featureType = undefined;
       } else if (parents.length === 2 && parents[1] === 'DateOfIssue' && name in DATE_PARTS) {
@@ -48,3 +51,9 @@ export async function parseOfacAdvanced(path: string): Promise<ParsedList> {
 }
 
 const DATE_PARTS = { Year: 1, Month: 1, Day: 1 };
+
+function keep(pending: Map<string, string[]>, type: string, detail: string): void {
+  const list = pending.get(type);
+  if (list) list.push(detail);
+  else pending.set(type, [detail]);
+}

@@ -1,4 +1,4 @@
-import { dayOf } from '../../domain/screened-address.ts';
+import { dayOf } from '../../domain/list-date.ts';
 import { createAddressCollector, type ParsedList } from './list-addresses.ts';
 import { walkXml } from './xml-walk.ts';
 

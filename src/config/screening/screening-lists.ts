@@ -1,11 +1,10 @@
 import { ConfigError } from '../../domain/errors.ts';
-import { screeningKey } from '../../domain/screened-address.ts';
 import { fileStamp, readListFile, type LoadedList } from './list-file.ts';
 
 /*
  * The sanctions lists in force (docs/screening.md): SCREENING_LISTS' files, read at start (one that
  * cannot be read or parsed is a configuration error naming it), read again when a file changes or
- * on demand (SIGHUP); a file that then fails leaves its list in force. A lookup is a Set's, per list.
+ * on demand (SIGHUP); a file that then fails leaves its list in force. A lookup is a hash table's, per list (domain/address-set.ts).
  */
 
 /** The list in force that names an address, and its date of issue. */
@@ -54,8 +53,7 @@ export function createScreeningLists(initial: readonly LoadedList[], maxAgeMs: n
   return {
     lists: () => lists,
     lookup(address) {
-      const key = screeningKey(address);
-      const hit = lists.find((l) => l.keys.has(key));
+      const hit = lists.find((l) => l.keys.has(address));
       return hit && { list: hit.name, date: hit.date };
     },
     staleReason(now) {
