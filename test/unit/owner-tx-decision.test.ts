@@ -99,6 +99,15 @@ describe('an owner transaction: what to do next', () => {
     });
   });
 
+  it('waits rather than re-price to a cap below what the next block asks', () => {
+    const stuck = { versions: [v1], sentAtBlock: 90n, suggested: { maxFee: 21n * GWEI, tip: 1n * GWEI } };
+    expect(decideOwnerTx(facts({ ...stuck, baseFee: 10n * GWEI, cap: 5n * GWEI }))).toEqual({
+      kind: 'wait',
+      reason: 'gas-cap',
+      need: 11_100_000_000n,
+    });
+  });
+
   it('a re-pricing the owner cannot pay for waits for gas', () => {
     const stuck = { versions: [v1], sentAtBlock: 90n, suggested: { maxFee: 9n * GWEI, tip: 1n * GWEI } };
     expect(decideOwnerTx(facts({ ...stuck, balance: 100_000n * 9n * GWEI - 1n }))).toMatchObject({

@@ -146,7 +146,7 @@ export type BroadcastResult =
 const ANSWERS: readonly [RegExp, BroadcastResult['kind']][] = [
   [/already known|known transaction|already imported|already exists/i, 'sent'],
   [/nonce too low|nonce has already been used|nonce.*too low/i, 'used'],
-  [/underpriced|replacement/i, 'underpriced'],
+  [/underpriced|replacement|less than (the )?block base fee|below.*base fee/i, 'underpriced'],
   [/insufficient funds|lack of funds|exceeds balance/i, 'lacks-gas'],
 ];
 

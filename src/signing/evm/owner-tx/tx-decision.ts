@@ -91,8 +91,9 @@ function firstFees(f: TxFacts): Fees | { readonly over: bigint } {
 
 /**
  * The fees of a re-pricing of `last`: at least 10% above each of its fees, at least the chain's
- * suggestion, the maxFee lowered to the cap (never below the 10% step); undefined when the chain
- * asks no more than `last` already pays (the transaction is not under-priced).
+ * suggestion, the maxFee lowered to the cap (never below the 10% step, nor below what the next
+ * block asks: then it waits); undefined when the chain asks no more than `last` already pays (the
+ * transaction is not under-priced).
  */
 function repricedFees(f: TxFacts, last: Fees): Fees | { readonly over: bigint } | undefined {
   const { suggested, cap } = f;
@@ -103,7 +104,11 @@ function repricedFees(f: TxFacts, last: Fees): Fees | { readonly over: bigint } 
   const tip = suggested.tip > floor.tip ? suggested.tip : floor.tip;
   if (maxFee < tip) maxFee = tip;
   if (cap !== undefined && maxFee > cap) {
-    if (floor.maxFee > cap || tip > cap) return { over: floor.maxFee > tip ? floor.maxFee : tip };
+    // Above the cap, or capped below what the next block asks: no use re-pricing, it waits.
+    if (floor.maxFee > cap || f.baseFee + tip > cap) {
+      const asked = floor.maxFee > f.baseFee + tip ? floor.maxFee : f.baseFee + tip;
+      return { over: asked };
+    }
     maxFee = cap;
   }
   return { maxFee, tip };
