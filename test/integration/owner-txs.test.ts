@@ -56,9 +56,10 @@ describe('an owner’s own transactions on a real chain', () => {
   }
 
   /** A sender as a worker process makes it: its own Redis connection and replica acknowledgements. */
-  function senderFor(key: string, extra: { maxGasWei?: bigint } = {}): OwnerTxSender {
+  function senderFor(key: string, extra: { maxGasWei?: bigint; ackTimeoutMs?: number } = {}): OwnerTxSender {
     const redis = new Redis(rr.url, { maxRetriesPerRequest: 1 });
-    const acks = createReplicaAcks({ redis, prefix: PREFIX, setting: 'auto', timeoutMs: 5_000 });
+    const timeoutMs = extra.ackTimeoutMs ?? 5_000;
+    const acks = createReplicaAcks({ redis, prefix: PREFIX, setting: 'auto', timeoutMs });
     opened.push({ redis, acks });
     return createOwnerTxSender({
       redis,
@@ -270,6 +271,27 @@ describe('an owner’s own transactions on a real chain', () => {
     expect(mine_.map((s) => s.forwarded)).toEqual([false, true]);
     expect(await chainNonce(owner.address)).toBe(1n);
     expect(await nextNonce(opened.at(-1)!.redis, where(owner.address))).toBe(1n);
+  });
+
+  it('sends nothing while the replicas do not hold the signed transaction, then the saved one', async () => {
+    const owner = await newOwner();
+    const sender = senderFor(owner.key, { ackTimeoutMs: 300 });
+    const call = callOf('unreplicated', 11n);
+    const sends = recorder.sends.length;
+    rr.link.close();
+    try {
+      const step = await sender.step(CHAIN, owner.address, call);
+      expect(step).toMatchObject({ kind: 'waiting', reason: 'replicas', nonce: 0n });
+      expect((step as { detail: string }).detail).toContain('0 of 1 acknowledged');
+      expect(recorder.sends.length).toBe(sends);
+    } finally {
+      rr.link.mend();
+    }
+    await rr.inSync();
+    const saved = await sender.saved(CHAIN, owner.address, call.id);
+    const sent = await sender.step(CHAIN, owner.address, call);
+    expect(sent).toMatchObject({ kind: 'sent', version: 1, hash: saved!.versions[0]!.hash });
+    expect(await drive(sender, owner.address, call)).toMatchObject({ kind: 'mined', success: true });
   });
 
   it('a nonce used by a transaction that is not ours: replaced by another, the call can never execute', async () => {
