@@ -316,6 +316,6 @@ describe('an owner’s own transactions on a real chain', () => {
     await chain.sendRawTransaction({ serializedTransaction: raw });
     const step = await senderFor(owner.key).step(CHAIN, owner.address, call);
     expect(step).toMatchObject({ kind: 'replaced-by-other', nonce: 0n, chainNonce: 1n });
-    expect((step as { hashes: string[] }).hashes).toEqual([(saved as { hash: string }).hash]);
+    expect((step as { hashes: readonly string[] }).hashes).toEqual([(saved as { hash: string }).hash]);
   });
 });
