@@ -298,15 +298,18 @@ async function send(at: At, saved: SavedOwnerTx, head: bigint, how: 'first' | 'a
 }
 
 /**
- * A version saved by a run that may have crashed before its broadcast: held by the replicas before
- * it is sent (the site read before the record, so a failover in between shows).
+ * The transaction at `nonce` as saved, read again and held by the replicas, before a version saved
+ * earlier (by a run that may have crashed before its broadcast, or by another sender) is sent: the
+ * site is read before the record, so a failover in between (a record the new primary may not have)
+ * shows as a shortfall, never as a send. A string: why it is not held.
  */
-async function confirmSaved(at: At): Promise<string | undefined> {
+async function heldSaved(at: At, nonce: bigint): Promise<SavedOwnerTx | string> {
   const { acks } = at.s;
-  if (!acks) return undefined;
-  const site = await acks.site();
+  const site = acks ? await acks.site() : undefined;
+  const saved = await readSaved(at, nonce);
+  if (!acks || !site) return saved;
   const verdict = await acks.confirm(site);
-  return verdict.ok ? undefined : verdict.reason;
+  return verdict.ok ? saved : verdict.reason;
 }
 
 /**
@@ -337,11 +340,10 @@ async function signSaveSend(
  * be out already). A fill that lost to a signed call cannot give the call up.
  */
 async function afterLostRace(at: At, nonce: bigint, fill: boolean, head: bigint): Promise<OwnerTxStep> {
-  const now = await readSaved(at, nonce);
+  const now = await heldSaved(at, nonce);
+  if (typeof now === 'string')
+    return waiting('replicas', `waiting for Redis replicas before sending: ${now}`);
   if (fill && !now.filled) throw signedError(at, now);
-  const short = await confirmSaved(at);
-  if (short !== undefined)
-    return waiting('replicas', `waiting for Redis replicas before sending: ${short}`, now);
   return await send(at, now, head, 'again');
 }
 
@@ -368,10 +370,13 @@ async function act(at: At, saved: SavedOwnerTx, facts: TxFacts, d: TxDecision): 
     case 'wait':
       return waiting(d.reason, waitDetail(at, d), saved);
     case 'rebroadcast': {
-      const short = await confirmSaved(at);
-      if (short !== undefined)
-        return waiting('replicas', `waiting for Redis replicas before sending: ${short}`, saved);
-      return await send(at, saved, facts.head, saved.sent ? 'again' : 'first');
+      const held = await heldSaved(at, saved.nonce);
+      if (typeof held === 'string')
+        return waiting('replicas', `waiting for Redis replicas before sending: ${held}`, saved);
+      // Another sender saved a newer version meanwhile: the next step looks at that one.
+      if (held.versions.at(-1)?.hash !== saved.versions.at(-1)?.hash)
+        return waiting('pending', 'a newer version was saved', held);
+      return await send(at, held, facts.head, saved.sent ? 'again' : 'first');
     }
     case 'sign':
     case 'fill-gap':
