@@ -19,6 +19,7 @@ import type { ScriptCall, WriteSite } from './replica-acks.ts';
 
 const ASSIGN = luaScriptFile('owner-tx-assign.lua');
 const SAVE_SIGNED = luaScriptFile('owner-tx-save-signed.lua');
+const GIVE_UP = luaScriptFile('owner-tx-give-up.lua');
 
 /** A call an owner makes: where, what, and its gas limit. */
 export type OwnerCallFields = {
@@ -147,6 +148,19 @@ export function savedSignedOf(reply: unknown): SavedSigned {
 export async function saveSigned(redis: Redis, w: Where, v: SignedVersion): Promise<SavedSigned> {
   const call = saveSignedCall(w, v, '');
   return savedSignedOf(await runScript(redis, call.script, call.keys, call.args));
+}
+
+/** What giving a call up found: given up (now or before), signed (never given up), or no such nonce. */
+export type GiveUp =
+  { readonly kind: 'given-up' } | { readonly kind: 'signed' } | { readonly kind: 'missing' };
+
+/** Gives up the call at `nonce` unless it is signed (owner-tx-give-up.lua). */
+export async function giveUpCall(redis: Redis, w: Where, nonce: bigint): Promise<GiveUp> {
+  const script = 'owner-tx-give-up.lua';
+  const r = replyArray(script, await runScript(redis, GIVE_UP, [accountKeys(w)[1]], [nonce.toString()]));
+  const code = replyInt(script, r[0]);
+  if (code === 1) return { kind: 'given-up' };
+  return code === 0 ? { kind: 'signed' } : { kind: 'missing' };
 }
 
 /** Records that version `version` of the transaction at `nonce` was broadcast at `block`. */

@@ -144,6 +144,10 @@ describe('an owner’s own transactions on a real chain', () => {
     // A call asked again gets its nonce back, never a new one.
     expect(await a.step(CHAIN, owner.address, calls[0]!)).toMatchObject({ kind: 'mined' });
     expect(await nextNonce(opened[0]!.redis, where(owner.address))).toBe(6n);
+    // A call id names one call: asked with another value, it is refused, nothing sent.
+    await expect(a.step(CHAIN, owner.address, { ...calls[0]!, value: 1000n })).rejects.toThrow(
+      /was saved as another call/,
+    );
   });
 
   it('re-prices a stuck transaction at its nonce with the same call, and it is mined once', async () => {

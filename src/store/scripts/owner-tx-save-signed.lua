@@ -4,8 +4,8 @@
   Versions count up from 1, each a re-pricing of the one before at the same nonce; a version is
   saved only as the next one, so two senders of one transaction never both save theirs (the loser
   broadcasts the winner's). A zero-value self-transaction filling the nonce of a call given up
-  (`fill`) is saved only while nothing of the call is signed, and after it no version of the call
-  is: a signed call is only ever sent identically or re-priced.
+  (`fill`) is saved only once the call is given up (owner-tx-give-up.lua, which refuses a signed
+  call), and after that no version of the call is.
 
   Input:
     KEYS[1] the owner's transactions (P:otx:<chain>:<owner>:txs)
@@ -20,7 +20,7 @@
     {1, replication id, most replicas since it became primary} saved
     {0, versions saved} another version was saved first: nothing written
     {3} no such transaction (never assigned)
-    {4} a fill asked for a call already signed, or a call version for a filled nonce: nothing written
+    {4} a version of the call at a nonce given up, or a fill at one not given up: nothing written
 ]]
 --- @include "primary-replicas"
 local f = ARGV[1] .. ':'
@@ -28,12 +28,9 @@ local h = redis.call('HMGET', KEYS[1], f .. 'v', f .. 'fill')
 if not h[1] then return {3} end
 local saved = tonumber(h[1])
 if saved + 1 ~= tonumber(ARGV[2]) then return {0, saved} end
-local filled = h[2] == '1'
-if ARGV[3] == 'call' and filled then return {4} end
-if ARGV[3] == 'fill' and not filled and saved > 0 then return {4} end
+if (ARGV[3] == 'fill') ~= (h[2] == '1') then return {4} end
 local v = f .. ARGV[2] .. ':'
 redis.call('HSET', KEYS[1], f .. 'v', ARGV[2], v .. 'raw', ARGV[4], v .. 'hash', ARGV[5], v .. 'fees', ARGV[6])
-if ARGV[3] == 'fill' then redis.call('HSET', KEYS[1], f .. 'fill', '1') end
 redis.call('HDEL', KEYS[1], f .. 'sent')
 local id, most = primaryReplicas(KEYS[2], ARGV[7], true)
 return {1, id, most}

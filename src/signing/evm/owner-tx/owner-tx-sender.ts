@@ -6,6 +6,7 @@ import { USDC_EVM, type EvmChain } from '../../../domain/chains.ts';
 import type { Logger } from '../../../log/logger.ts';
 import {
   assignNonce,
+  giveUpCall,
   markDone,
   markSent,
   nonceOfCall,
@@ -185,7 +186,7 @@ function waitDetail(at: At, d: Extract<TxDecision, { kind: 'wait' }>): string {
 }
 
 /** The facts the decision needs, read in this order: the nonce before the receipts (tx-decision.ts). */
-async function gatherFacts(at: At, saved: SavedOwnerTx, abandoned: boolean): Promise<TxFacts> {
+async function gatherFacts(at: At, saved: SavedOwnerTx): Promise<TxFacts> {
   const { oc, w, s } = at;
   const chainNonce = await readNonce(oc, w.owner, 'latest');
   const receipt = await readReceipt(
@@ -193,7 +194,7 @@ async function gatherFacts(at: At, saved: SavedOwnerTx, abandoned: boolean): Pro
     saved.versions.map((v) => v.hash),
   );
   const [head, fees, balance] = await Promise.all([readHead(oc), readFees(oc), readBalance(oc, w.owner)]);
-  const filled = saved.filled || abandoned;
+  const filled = saved.filled;
   const latest = saved.versions.at(-1);
   return {
     nonce: saved.nonce,
@@ -397,7 +398,7 @@ async function nonceFor(at: At, call: OwnerCall): Promise<bigint | OwnerTxStep> 
   const gas = call.gas ?? (await estimateGas(oc, w.owner, { to: call.to, data: call.data, value }));
   const pending = await readNonce(oc, w.owner, 'pending');
   // Nothing is given a nonce before its owner can pay for it: a nonce given is a nonce to fill.
-  const facts = await gatherFacts(at, probe(pending, { to: call.to, data: call.data, value, gas }), false);
+  const facts = await gatherFacts(at, probe(pending, { to: call.to, data: call.data, value, gas }));
   const d = decideOwnerTx(facts);
   if (d.kind === 'wait') return waiting(d.reason, waitDetail(at, d));
   const fields: OwnerCallFields = { to: call.to, data: call.data, value, gas };
@@ -416,11 +417,42 @@ function probe(nonce: bigint, fields: OwnerCallFields): SavedOwnerTx {
   return { ...fields, nonce, callId: '', versions: [], sent: undefined, filled: false, done: undefined };
 }
 
+function missingError(at: At, nonce: bigint): SigningError {
+  return new SigningError(
+    SIGNING_ERROR_CODES.ownerTxMissing,
+    `owner transaction ${at.oc.chain}/${at.w.owner}/${nonce} is missing from Redis: nothing is sent for it`,
+  );
+}
+
 async function readSaved(at: At, nonce: bigint): Promise<SavedOwnerTx> {
   const saved = await readOwnerTx(at.s.redis, at.w, nonce);
-  if (!saved)
-    throw new Error(`owner transaction ${at.oc.chain}/${at.w.owner}/${nonce} is missing from Redis`);
+  if (!saved) throw missingError(at, nonce);
   return saved;
+}
+
+/**
+ * A call id names one call for ever: asked again with another target, calldata or value, it is
+ * refused rather than sent as what was saved under it.
+ */
+function checkSameCall(at: At, saved: SavedOwnerTx, call: OwnerCall): void {
+  const same =
+    saved.to.toLowerCase() === call.to.toLowerCase() &&
+    saved.data.toLowerCase() === call.data.toLowerCase() &&
+    saved.value === (call.value ?? 0n);
+  if (!same) {
+    throw new SigningError(
+      SIGNING_ERROR_CODES.ownerTxMissing,
+      `the call ${call.id} of ${at.w.owner} on ${at.oc.chain} was saved as another call (nonce ${saved.nonce}): nothing is sent`,
+    );
+  }
+}
+
+/** One step of the saved transaction: where it stands, and the one thing to do about it. */
+async function stepSaved(at: At, saved: SavedOwnerTx): Promise<OwnerTxStep> {
+  const { nonce, done } = saved;
+  if (done) return { kind: 'mined', nonce, hash: done.hash, success: done.success, filler: saved.filled };
+  const facts = await gatherFacts(at, saved);
+  return await act(at, saved, facts, decideOwnerTx(facts));
 }
 
 /** One step of `call` (see the top of this file). */
@@ -429,10 +461,8 @@ async function stepCall(s: Sender, chain: EvmChain, owner: string, call: OwnerCa
   const nonce = await nonceFor(at, call);
   if (typeof nonce !== 'bigint') return nonce;
   const saved = await readSaved(at, nonce);
-  if (saved.done)
-    return { kind: 'mined', nonce, hash: saved.done.hash, success: saved.done.success, filler: saved.filled };
-  const facts = await gatherFacts(at, saved, false);
-  return await act(at, saved, facts, decideOwnerTx(facts));
+  checkSameCall(at, saved, call);
+  return await stepSaved(at, saved);
 }
 
 /** A call given up after it was signed: it is sent as it is (never replaced by another transaction). */
@@ -441,10 +471,11 @@ export class OwnerTxSignedError extends SigningError {
 }
 
 /**
- * Gives `callId` up: where it has a nonce and nothing of it is signed, the nonce is filled by a
- * zero-value transaction to the owner itself (signed, saved, broadcast). Undefined: the call had no
- * nonce, nothing to fill. A call already signed is refused (OwnerTxSignedError). Until this returns
- * `sent` or `mined` (the owner may lack gas), it must be asked again: the call is not given up yet.
+ * Gives `callId` up: where it has a nonce and nothing of it is signed, the call is marked given up
+ * for good (it is never signed after that) and its nonce filled by a zero-value transaction to the
+ * owner itself: this step signs, saves and broadcasts it (or waits, as any step: the owner's gas,
+ * the cap), and later steps of the call drive it until it is mined. Undefined: the call had no
+ * nonce, nothing to fill. A call already signed is refused (OwnerTxSignedError): it is only ever sent.
  */
 async function abandonCall(
   s: Sender,
@@ -455,12 +486,11 @@ async function abandonCall(
   const at = await atOf(s, chain, owner);
   const nonce = await nonceOfCall(s.redis, at.w, callId);
   if (nonce === undefined) return undefined;
+  const r = await giveUpCall(s.redis, at.w, nonce);
+  if (r.kind === 'missing') throw missingError(at, nonce);
   const saved = await readSaved(at, nonce);
-  if (saved.versions.length > 0 && !saved.filled) throw signedError(at, saved);
-  if (saved.done)
-    return { kind: 'mined', nonce, hash: saved.done.hash, success: saved.done.success, filler: true };
-  const facts = await gatherFacts(at, saved, true);
-  return await act(at, saved, facts, decideOwnerTx(facts));
+  if (r.kind === 'signed') throw signedError(at, saved);
+  return await stepSaved(at, saved);
 }
 
 /** Sends the owners' own transactions on the EVM chains (see the top of this file); wires the functions above. */
