@@ -150,6 +150,29 @@ describe('an owner’s own transactions on a real chain', () => {
     );
   });
 
+  it('two senders of one call at once: one nonce, one signed version, sent by both, mined once', async () => {
+    const owner = await newOwner();
+    const a = senderFor(owner.key);
+    const b = senderFor(owner.key);
+    const call = callOf('twice', 77n);
+    await automine(false);
+    const [x, y] = await Promise.all([
+      a.step(CHAIN, owner.address, call),
+      b.step(CHAIN, owner.address, call),
+    ]);
+    expect(x).toMatchObject({ kind: 'sent', nonce: 0n, version: 1 });
+    expect(y).toMatchObject({ kind: 'sent', nonce: 0n, version: 1, hash: (x as { hash: string }).hash });
+    const saved = await a.saved(CHAIN, owner.address, call.id);
+    expect(saved!.versions).toHaveLength(1);
+    await mine();
+    expect(await drive(b, owner.address, call)).toMatchObject({
+      kind: 'mined',
+      hash: (x as { hash: string }).hash,
+    });
+    expect(await chainNonce(owner.address)).toBe(1n);
+    expect(await nextNonce(opened.at(-1)!.redis, where(owner.address))).toBe(1n);
+  });
+
   it('re-prices a stuck transaction at its nonce with the same call, and it is mined once', async () => {
     const owner = await newOwner();
     const sender = senderFor(owner.key);
