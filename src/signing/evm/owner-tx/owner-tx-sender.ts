@@ -173,6 +173,10 @@ const gwei = (wei: bigint): string => {
   return frac === '' ? whole.toString() : `${whole}.${frac}`;
 };
 
+function lacksGas(at: At, need: bigint): string {
+  return `owner lacks gas: ${at.w.owner} needs ${gwei(need)} gwei more native gas on ${at.oc.chain} for its next transaction`;
+}
+
 /** The words of a wait the decision makes. */
 function waitDetail(at: At, d: Extract<TxDecision, { kind: 'wait' }>): string {
   const { chain } = at.oc;
@@ -180,8 +184,7 @@ function waitDetail(at: At, d: Extract<TxDecision, { kind: 'wait' }>): string {
     const cap = at.s.config.maxGasWei[chain] ?? 0n;
     return `the gas price asked (${gwei(d.need ?? 0n)} gwei) is above MAX_GAS_GWEI_${chain} (${gwei(cap)} gwei): waiting for it to fall`;
   }
-  if (d.reason === 'owner-lacks-gas')
-    return `owner lacks gas: ${at.w.owner} needs ${gwei(d.need ?? 0n)} gwei more native gas on ${chain} for its next transaction`;
+  if (d.reason === 'owner-lacks-gas') return lacksGas(at, d.need ?? 0n);
   return 'broadcast, not mined yet';
 }
 
@@ -395,6 +398,11 @@ async function nonceFor(at: At, call: OwnerCall): Promise<bigint | OwnerTxStep> 
   const had = await nonceOfCall(s.redis, w, call.id);
   if (had !== undefined) return had;
   const value = call.value ?? 0n;
+  // A node refuses to estimate a call whose value the owner cannot send: that is a wait, not an error.
+  if (value > 0n && call.gas === undefined) {
+    const balance = await readBalance(oc, w.owner);
+    if (balance < value) return waiting('owner-lacks-gas', lacksGas(at, value - balance));
+  }
   const gas = call.gas ?? (await estimateGas(oc, w.owner, { to: call.to, data: call.data, value }));
   const pending = await readNonce(oc, w.owner, 'pending');
   // Nothing is given a nonce before its owner can pay for it: a nonce given is a nonce to fill.
