@@ -21,7 +21,7 @@ import { readTraceFacts, saveTraceRoot, type TraceRoot } from './transfer-trace.
 /**
  * The scripts of a transfer's record (scripts/, each headed by its KEYS, ARGV and output). A state
  * change moves the transfer and, in the same step, the batch's counters, state sets, settlement
- * tally (settlement.ts) and completion flag, so a status read of a 100,000-row batch reads
+ * tally (batch-record.ts) and completion flag, so a status read of a 100,000-row batch reads
  * counters, never scans; a call re-sent after a lost reply returns its first answer
  * (scripts/includes/move-transfer.lua says how).
  */
