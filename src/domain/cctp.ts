@@ -1,7 +1,7 @@
 import { CCTP_DOMAIN, EVM_CHAINS, type Chain, type EvmChain, type Network } from './chains.ts';
 
 /**
- * Circle's Cross-Chain Transfer Protocol v2 as facts (docs/cctp.md): domains, finality thresholds,
+ * Circle's Cross-Chain Transfer Protocol v2 as facts (docs/sandbox.md "CCTP v2"): domains, finality thresholds,
  * the published contract addresses, and the byte layouts of MessageV2 and BurnMessageV2 with pure
  * encoders and decoders. Our own code, written from the layouts Circle's contracts declare
  * (circlefin/evm-cctp-contracts `src/messages/v2/MessageV2.sol`, `BurnMessageV2.sol`,

@@ -19,7 +19,7 @@ import type { CctpMessageRecord } from './cctp-state.ts';
 import type { Reply, ServiceState } from './service-state.ts';
 
 /**
- * The attestation API of Circle's CCTP v2 at `<sandbox>/cctp` (docs/sandbox.md "CCTP"), Circle's
+ * The attestation API of Circle's CCTP v2 at `<sandbox>/cctp` (docs/sandbox.md "CCTP v2"), Circle's
  * routes and answers: `GET /v2/messages/{sourceDomain}?transactionHash=…|nonce=…`,
  * `GET /v2/burn/USDC/fees/{src}/{dst}`, `POST /v2/reattest/{nonce}`,
  * `GET /v2/fastBurn/USDC/allowance`. A burn is 404 until `cctpNotFoundMs` after it is first asked

@@ -17,7 +17,7 @@ import type { SandboxConfig } from './sandbox-config.ts';
 /**
  * The sandbox's attester: what Circle's attestation service decides about a burn (the finality it
  * signs at, the fee, the expiration) and the signature, 65 bytes over keccak256(message) with the
- * attester's key (docs/sandbox.md "CCTP"). Pure but for the signature.
+ * attester's key (docs/sandbox.md "CCTP v2"). Pure but for the signature.
  */
 
 /** What a burn will be attested as, or why it will not be. */

@@ -71,7 +71,7 @@ export type SandboxConfig = {
    * holds less: owners pay their own transactions on the CCTP road. Default 10.
    */
   readonly nativeBalance: string;
-  /** CCTP (docs/sandbox.md "CCTP"): `GET /cctp/v2/messages` answers 404 this long after it is first asked about a burn. Default 0. */
+  /** CCTP (docs/sandbox.md "CCTP v2"): `GET /cctp/v2/messages` answers 404 this long after it is first asked about a burn. Default 0. */
   readonly cctpNotFoundMs: number;
   /** Then `pending_confirmations` this long before a Standard burn (threshold 2000) is attested. Default 3 000. */
   readonly cctpStandardDelayMs: number;

@@ -30,7 +30,7 @@ const SANDBOX_CCTP_FEE_RECIPIENT = checksumEvmAddress(
   `0x${keccak256(toHex('usdc-batch sandbox: cctp fee recipient')).slice(-40)}`,
 ) as `0x${string}`;
 
-/** The sandbox's CCTP v2 (docs/sandbox.md "CCTP"): its attestation API, contracts and attester. */
+/** The sandbox's CCTP v2 (docs/sandbox.md "CCTP v2"): its attestation API, contracts and attester. */
 export type SandboxCctp = {
   /** `CCTP_API_URL` for a worker: `<sandbox>/cctp`. */
   readonly apiUrl: string;

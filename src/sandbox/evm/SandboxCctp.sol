@@ -27,7 +27,7 @@ interface IMessageHandlerV2 {
     ) external returns (bool);
 }
 
-/// @title The sandbox's MessageTransmitterV2: Circle's interface and message format (docs/cctp.md),
+/// @title The sandbox's MessageTransmitterV2: Circle's interface and message format (docs/sandbox.md "CCTP v2"),
 /// written for the project. One attester (threshold 1), whose 65-byte signature over
 /// keccak256(message) every received message needs. Its settings are immutables, so the runtime code
 /// alone is placed at Circle's testnet address (anvil_setCode) and works there as it is; the nonce

@@ -233,7 +233,7 @@ async function meet(s: AnvilChainState, address: string): Promise<void> {
 /**
  * Inside the serial queue: mints the configured USDC to an address not met before, and gives it the
  * configured native gas (`nativeBalance`) when it holds less: an owner on the CCTP road pays its
- * own transactions (docs/sandbox.md "CCTP").
+ * own transactions (docs/sandbox.md "CCTP v2").
  */
 async function fundIfNew(s: AnvilChainState, address: string): Promise<void> {
   const key = address.toLowerCase();

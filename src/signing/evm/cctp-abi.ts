@@ -5,7 +5,7 @@ import { parseAbi } from 'viem';
  * contracts declare (circlefin/evm-cctp-contracts `src/v2/TokenMessengerV2.sol`,
  * `src/v2/MessageTransmitterV2.sol`; their ABIs in `docs/abis/cctp/v2.1/`). The sandbox's
  * contracts (src/sandbox/evm/SandboxCctp.sol) declare the same, and a test holds them to this file;
- * against Circle's deployed contracts the worker runs unchanged (docs/cctp.md).
+ * against Circle's deployed contracts the worker runs unchanged (docs/sandbox.md "CCTP v2").
  */
 
 /** TokenMessengerV2: the burn (`depositForBurn`, no hook) and the event it emits. */
