@@ -133,6 +133,7 @@ function record(
     sent,
     nonce: sandboxCctpNonce(domain, txHash, logIndex),
     attested: null,
+    signing: null,
   };
   s.cctp.messages.set(key, rec);
   s.cctp.byNonce.set(rec.nonce.toLowerCase(), rec);
@@ -152,8 +153,19 @@ async function entry(
   if (!plan.ok) return pendingEntry(plan.delayReason);
   const delay = plan.fast ? s.config.cctpFastDelayMs : s.config.cctpStandardDelayMs;
   if (sinceSeen < delay) return pendingEntry(null);
-  if (plan.fast) s.cctp.fastUsed += b.amount;
-  await sign(s, rec, { finality: plan.finality, fee: plan.fee, expired: takeExpired(s) });
+  if (!rec.signing) {
+    const used = plan.fast ? b.amount : 0n;
+    s.cctp.fastUsed += used;
+    rec.signing = sign(s, rec, { finality: plan.finality, fee: plan.fee, expired: takeExpired(s) }).catch(
+      (e: unknown) => {
+        // Not signed (the destination's block number could not be read): the next ask tries again.
+        s.cctp.fastUsed -= used;
+        rec.signing = null;
+        throw e;
+      },
+    );
+  }
+  await rec.signing;
   return completeEntry(rec);
 }
 

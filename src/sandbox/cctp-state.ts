@@ -11,6 +11,8 @@ export type CctpMessageRecord = {
   readonly nonce: Hex;
   /** Once signed: the attested message and its attestation (signed again on reattest). */
   attested: { message: Hex; attestation: Hex; expirationBlock: bigint } | null;
+  /** The first signing while it runs: two workers asking at once get the one attestation. */
+  signing: Promise<void> | null;
 };
 
 /** What the attestation API (`/cctp`) holds between requests. */

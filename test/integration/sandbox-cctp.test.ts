@@ -22,6 +22,7 @@ import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { MESSAGE_TRANSMITTER_V2_ABI, TOKEN_MESSENGER_V2_ABI } from '../../src/signing/evm/cctp-abi.ts';
 import { waitFor } from '../helpers/cli.ts';
+import { sandboxAdmin } from '../helpers/sandbox.ts';
 
 /**
  * The sandbox's CCTP v2 road on its real anvils: burn → attestation → mint, judged by balances and
@@ -258,7 +259,12 @@ describe('the sandbox’s CCTP v2 road', () => {
       maxFee: 10_000n,
       threshold: FINALITY_THRESHOLD.fast,
     });
-    const m = await attested('ARB', hash);
+    // Three workers asking at once (Fast attests at once here): one attestation, the allowance used once.
+    const asks = await Promise.all([1, 2, 3].map(() => messagesOf('ARB', hash)));
+    const all = asks.map((a) => (a.body['messages'] as ApiMessage[])[0]);
+    expect(all.map((a) => a?.status)).toEqual(['complete', 'complete', 'complete']);
+    expect(new Set(all.map((a) => a?.attestation)).size).toBe(1);
+    const m = all[0] as ApiMessage;
     expect(decodeMessageV2(m.message).finalityThresholdExecuted).toBe(FINALITY_THRESHOLD.fast);
     expect(m.decodedMessage?.decodedMessageBody.feeExecuted).toBe('5000'); // 1 bp of 50 USDC
     expect((await ask('/v2/fastBurn/USDC/allowance')).body['allowance']).toBe(Number(allowanceBefore) - 50);
@@ -371,6 +377,16 @@ describe('the sandbox’s CCTP v2 road', () => {
     );
     await mint('BASE', caller, m.message, m.attestation as Hex);
     expect(await usdcOf('BASE', recipient)).toBe(2_000_000n);
+  });
+
+  it('funds an owner it meets with native gas, and a drill sets it (an owner that cannot pay)', async () => {
+    const owner = await newOwner('ARB');
+    const admin = sandboxAdmin(sandbox.url);
+    expect(await admin.nativeBalance('ARB', owner.address)).toBe(10n ** 19n);
+    await admin.setNativeBalance('ARB', owner.address, 0n);
+    expect(await chainReader('ARB').getBalance({ address: owner.address })).toBe(0n);
+    const info = await admin.info();
+    expect(info.cctp).toMatchObject({ api_url: sandbox.cctp.apiUrl, attester: sandbox.cctp.attester });
   });
 
   it('the attestation API: 404 until it has seen the burn, pending_confirmations, then complete; 400 for a bad query', async () => {
