@@ -18,6 +18,7 @@ import {
   FINALITY_THRESHOLD,
   ZERO_BYTES32,
 } from '../../src/domain/cctp.ts';
+import { attestedBurnMismatches, parseCctpFees, parseCctpMessages } from '../../src/domain/cctp-answers.ts';
 import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { MESSAGE_TRANSMITTER_V2_ABI, TOKEN_MESSENGER_V2_ABI } from '../../src/signing/evm/cctp-abi.ts';
@@ -220,6 +221,25 @@ describe('the sandbox’s CCTP v2 road', () => {
     });
     expect(decodeBurnMessageV2(decoded.messageBody)).toMatchObject({ amount: 100_000_000n, feeExecuted: 0n });
     expect(m.cctpVersion).toBe(2);
+    // The worker's parser reads the sandbox's answer, and finds in it exactly the burn it made.
+    const parsed = parseCctpMessages((await messagesOf('ETH', hash)).body);
+    const complete = parsed.ok ? parsed.value[0] : undefined;
+    if (complete?.status !== 'complete') throw new Error(`not parsed: ${JSON.stringify(parsed)}`);
+    expect(
+      attestedBurnMismatches(complete, {
+        sourceDomain: CCTP_DOMAIN.ETH,
+        destinationDomain: CCTP_DOMAIN.BASE,
+        tokenMessenger: sandbox.cctp.contracts('ETH').tokenMessenger as Hex,
+        destinationTokenMessenger: sandbox.cctp.contracts('BASE').tokenMessenger as Hex,
+        burnToken: USDC('ETH'),
+        mintRecipient: addressToBytes32(recipient),
+        amount: 100_000_000n,
+        owner: owner.address,
+        destinationCaller: ZERO_BYTES32,
+        maxFee: 0n,
+        minFinalityThreshold: FINALITY_THRESHOLD.standard,
+      }),
+    ).toEqual([]);
 
     await mint('BASE', minter, m.message, m.attestation as Hex);
     expect(await usdcOf('BASE', recipient)).toBe(100_000_000n);
@@ -238,6 +258,7 @@ describe('the sandbox’s CCTP v2 road', () => {
 
   it('Fast: attests at threshold 1000 with the quoted fee, mints amount − fee and the fee to the fee recipient', async () => {
     const fees = await ask('/v2/burn/USDC/fees/3/7');
+    expect(parseCctpFees(fees.body).ok).toBe(true);
     expect(fees.body).toEqual([
       { finalityThreshold: 1000, minimumFee: 1 },
       { finalityThreshold: 2000, minimumFee: 0 },
