@@ -30,6 +30,8 @@ export type SandboxEvmChain = {
   nativeBalance(address: string): Promise<bigint>;
   /** Sets the native gas of `address` for a drill (an owner that cannot pay); it counts as met. */
   setNativeBalance(address: string, wei: bigint): Promise<void>;
+  /** Tops `address` up to the configured native gas if it holds less (no USDC; it is not met by this). */
+  giveGas(address: string): Promise<void>;
   blockNumber(): Promise<bigint>;
   /** The CCTP `MessageSent` messages of a transaction; null while the chain has no receipt for it. */
   sentMessages(txHash: string): Promise<SentMessages | null>;

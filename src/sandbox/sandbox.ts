@@ -106,6 +106,10 @@ async function startChains(p: {
       attester: p.attester.address,
       cctpFeeRecipient: SANDBOX_CCTP_FEE_RECIPIENT,
       config: p.config,
+      // Met on one chain, given gas on every other: its CCTP mint is sent on the destination.
+      onMet: async (address) => {
+        await Promise.all(EVM_CHAINS.filter((c) => c !== chain).map((c) => evm[c]?.giveGas(address)));
+      },
     });
   });
   const solana = startLiteSvmChain({ network: p.network, feePayerSeed: p.feePayerSeed, config: p.config });

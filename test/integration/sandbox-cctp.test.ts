@@ -404,6 +404,9 @@ describe('the sandbox’s CCTP v2 road', () => {
     const owner = await newOwner('ARB');
     const admin = sandboxAdmin(sandbox.url);
     expect(await admin.nativeBalance('ARB', owner.address)).toBe(10n ** 19n);
+    // Met on ARB, given gas on every other chain (its mints are sent there), but no USDC there.
+    expect(await admin.nativeBalance('POLYGON', owner.address)).toBe(10n ** 19n);
+    expect(await usdcOf('POLYGON', owner.address)).toBe(0n);
     await admin.setNativeBalance('ARB', owner.address, 0n);
     expect(await chainReader('ARB').getBalance({ address: owner.address })).toBe(0n);
     const info = await admin.info();

@@ -17,6 +17,8 @@ export type AnvilChainDeps = {
   /** Where TokenMessengerV2 mints the fee of a CCTP mint. */
   readonly cctpFeeRecipient: `0x${string}`;
   readonly config: () => SandboxConfig;
+  /** Called once the chain has met (funded) an address: the sandbox gives it gas on the other chains. */
+  readonly onMet?: (address: string) => Promise<void>;
 };
 
 /** The state of one anvil chain: what the functions below share. */

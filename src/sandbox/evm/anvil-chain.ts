@@ -106,6 +106,7 @@ function anvilChainApi(s: AnvilChainState): SandboxEvmChain {
       s.met.add(address.toLowerCase());
       await anvilCall(s.node.url, 'anvil_setBalance', [address, toHex(wei)]);
     },
+    giveGas: (address) => giveGas(s, address),
     blockNumber: async () => BigInt(await anvilCall<Hex>(s.node.url, 'eth_blockNumber')),
     sentMessages: (txHash) =>
       readSentMessages(
@@ -231,9 +232,9 @@ async function meet(s: AnvilChainState, address: string): Promise<void> {
 }
 
 /**
- * Inside the serial queue: mints the configured USDC to an address not met before, and gives it the
- * configured native gas (`nativeBalance`) when it holds less: an owner on the CCTP road pays its
- * own transactions (docs/sandbox.md "CCTP v2").
+ * Inside the serial queue: mints the configured USDC to an address not met before and gives it
+ * native gas, here and (through `onMet`) on every other chain: an owner on the CCTP road pays its
+ * burn here and its mint on the destination (docs/sandbox.md "CCTP v2").
  */
 async function fundIfNew(s: AnvilChainState, address: string): Promise<void> {
   const key = address.toLowerCase();
@@ -242,6 +243,12 @@ async function fundIfNew(s: AnvilChainState, address: string): Promise<void> {
   const amount = fundingAmount(s.deps.config());
   if (amount > 0n)
     await sendRelayerTx(s, encodeFunctionData({ abi: ABI, functionName: 'mint', args: [address, amount] }));
+  await giveGas(s, address);
+  await s.deps.onMet?.(address);
+}
+
+/** Tops `address` up to the configured native gas (`nativeBalance`) when it holds less; no USDC, not "met". */
+async function giveGas(s: AnvilChainState, address: string): Promise<void> {
   const gas = parseEther(s.deps.config().nativeBalance);
   const held = BigInt(await anvilCall<Hex>(s.node.url, 'eth_getBalance', [address, 'latest']));
   if (held < gas) await anvilCall(s.node.url, 'anvil_setBalance', [address, toHex(gas)]);
