@@ -15,6 +15,13 @@ export type SandboxInfo = {
   solana_fee_payer: string;
   solana_deposit_account: string;
   deposit_address: string;
+  /** The CCTP v2 road (docs/sandbox.md "CCTP v2"): `api_url` is a worker's `CCTP_API_URL`. */
+  cctp: {
+    api_url: string;
+    attester: string;
+    fee_recipient: string;
+    contracts: { tokenMessenger: string; messageTransmitter: string };
+  };
   rpc: Record<EvmChain | 'SOLANA', string>;
   nodes: {
     evm: Record<EvmChain, { kind: string; url: string | null; pid: number | null }>;
@@ -54,6 +61,10 @@ export type SandboxAdminClient = {
   /** The base units `address` holds on `chain`, read from the chain. */
   balance(chain: string, address: string): Promise<bigint>;
   setBalance(chain: string, address: string, amount: string): Promise<void>;
+  /** Native gas (wei) of an EVM address, read from the chain (funds no one). */
+  nativeBalance(chain: EvmChain, address: string): Promise<bigint>;
+  /** Sets it for a drill: an owner that cannot pay its CCTP transactions. */
+  setNativeBalance(chain: EvmChain, address: string, wei: bigint): Promise<void>;
 };
 
 export function sandboxAdmin(url: string): SandboxAdminClient {
@@ -112,6 +123,18 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     },
     setBalance: async (chain, address, amount) => {
       await call('POST', '/__admin/balance', { chain, address, amount });
+    },
+    nativeBalance: async (chain, address) =>
+      BigInt(
+        (
+          await call<{ wei: string }>(
+            'GET',
+            `/__admin/native-balance?chain=${chain}&address=${encodeURIComponent(address)}`,
+          )
+        ).wei,
+      ),
+    setNativeBalance: async (chain, address, wei) => {
+      await call('POST', '/__admin/native-balance', { chain, address, wei: wei.toString() });
     },
   };
 }

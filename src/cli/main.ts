@@ -304,7 +304,11 @@ const SANDBOX_ADMIN_HELP = [
   '  POST /__admin/intent-status  {"intent_id","status"}: force an intent\'s status',
   '  GET /__admin/ledger       what executed, with its transactions',
   '  GET /__admin/requests     when each request arrived',
+  '  GET/POST /__admin/native-balance  {"chain","address","wei"}: native gas',
+  '                            of an EVM address (an owner that cannot pay)',
   '  POST /__admin/reset       revert every chain to its start',
+  'CCTP v2 (docs/sandbox.md "CCTP v2"): Circle\'s attestation API at /cctp',
+  "  (CCTP_API_URL), its contracts at Circle's testnet addresses on every chain",
   'e.g.: curl -XPOST http://127.0.0.1:8787/__admin/balance \\',
   '        -d \'{"chain":"SOLANA","address":"<SOLANA_ADDRESS>","amount":"200"}\'',
 ].join('\n');

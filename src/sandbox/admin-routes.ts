@@ -19,7 +19,7 @@ type Params = { body: Record<string, unknown>; query: URLSearchParams };
 
 /**
  * `/__admin/*`, loopback clients only: config, ledger, requests, reset, info, nonces (bump-nonce,
- * the outside signer), intent-status forcing, on-chain balances and a balance for drills.
+ * the outside signer), intent-status forcing, on-chain balances and a balance for drills, native gas.
  */
 export async function handleAdmin(
   ctx: AdminContext,
@@ -86,6 +86,9 @@ async function adminRoute(ctx: AdminContext, route: string, p: Params): Promise<
     }
     case 'POST /__admin/balance':
       return await setBalanceRoute(admin, p.body);
+    case 'GET /__admin/native-balance':
+    case 'POST /__admin/native-balance':
+      return await nativeBalanceRoute(admin, route, p);
     default:
       return undefined;
   }
@@ -124,6 +127,21 @@ async function setBalanceRoute(admin: SandboxAdmin, body: Record<string, unknown
   if (!valid) return err(400, 'invalid_request', `address is not a ${chain} address`);
   await admin.setBalance(chain, address, amount.value);
   return ok({ balances: await admin.balances([address]) });
+}
+
+/** An EVM address's native gas on a chain (`wei`, decimal string); POST sets it from `wei` first. */
+async function nativeBalanceRoute(admin: SandboxAdmin, route: string, p: Params): Promise<Reply> {
+  const chain = String(p.body['chain'] ?? p.query.get('chain') ?? '').toUpperCase();
+  const address = String(p.body['address'] ?? p.query.get('address') ?? '');
+  if (!isEvmChain(chain) || !checkEvmAddress(address).ok)
+    return err(400, 'invalid_request', 'chain (EVM) and address (EVM) are required');
+  if (route.startsWith('POST')) {
+    const wei = p.body['wei'];
+    if (typeof wei !== 'string' || !/^\d{1,40}$/.test(wei))
+      return err(400, 'invalid_request', 'wei (a whole number as a decimal string) is required');
+    await admin.setNativeBalance(chain, address, BigInt(wei));
+  }
+  return ok({ chain, address, wei: (await admin.nativeBalance(chain, address)).toString() });
 }
 
 const isAddress = (a: string) => checkEvmAddress(a).ok || checkSolanaAddress(a).ok;

@@ -1,4 +1,5 @@
 import type { EvmChain } from '../domain/chains.ts';
+import type { SentMessages } from './evm/anvil-cctp.ts';
 import type { ParsedPermit } from './permit-check.ts';
 
 /** Why a chain refused what the service asked of it, as the service's error code and message. */
@@ -23,6 +24,17 @@ export type SandboxEvmChain = {
   pay(recipient: string, amount: bigint): Promise<string>;
   /** USDC balance now (never funds). */
   balanceOf(address: string): Promise<bigint>;
+  /** USDC's total supply now (a CCTP burn lowers it, a mint raises it). */
+  totalSupply(): Promise<bigint>;
+  /** Native gas (wei) `address` holds now. */
+  nativeBalance(address: string): Promise<bigint>;
+  /** Sets the native gas of `address` for a drill (an owner that cannot pay); it counts as met. */
+  setNativeBalance(address: string, wei: bigint): Promise<void>;
+  /** Tops `address` up to the configured native gas if it holds less (no USDC; it is not met by this). */
+  giveGas(address: string): Promise<void>;
+  blockNumber(): Promise<bigint>;
+  /** The CCTP `MessageSent` messages of a transaction; null while the chain has no receipt for it. */
+  sentMessages(txHash: string): Promise<SentMessages | null>;
   /** `expected`: the nonce the contract takes next; `visible`: what the (possibly lagging) RPC shows. */
   nonces(owner: string): Promise<{ expected: bigint; visible: bigint }>;
   /** Uses the owner's next `count` nonces as a signer elsewhere would; returns them. */

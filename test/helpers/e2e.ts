@@ -5,7 +5,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Chain } from '../../src/domain/chains.ts';
 import { queueNameFor, transferJobId } from '../../src/queue/jobs.ts';
-import { createBatchReader, type BatchStatus } from '../../src/store/batch-reader.ts';
+import { createBatchReader, type BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
 import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
 import type { SandboxConfigPatch } from '../../src/sandbox/sandbox-config.ts';

@@ -14,7 +14,7 @@ import { resolveTransfer } from '../../src/ops/resolve-transfer.ts';
 import { retryBatch } from '../../src/ops/retry-batch.ts';
 import { addRecipient, listRecipients, removeRecipient } from '../../src/ops/recipients.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
-import { createBatchReader } from '../../src/store/batch-reader.ts';
+import { createBatchReader } from '../../src/present/batch-status.ts';
 import { writeBatchWithJobs } from '../../src/ingest/job-hand-off.ts';
 import { createRedis } from '../../src/store/redis.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';

@@ -15,15 +15,23 @@ contract SandboxUsdc is ERC20, EIP712, Nonces {
     bytes32 private constant PERMIT_TYPEHASH =
         keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
 
-    /// @notice The only account that may mint: the sandbox's relayer, paying a transfer's destination as CCTP does.
+    /// @notice An account that may mint and burn: the sandbox's relayer, paying a transfer's destination as CCTP does.
     address public immutable minter;
+    /// @notice The other: the sandbox's TokenMessengerV2 (SandboxCctp.sol), burning on depositForBurn and minting on receipt.
+    address public immutable cctpMinter;
 
     error ERC2612ExpiredSignature(uint256 deadline);
     error ERC2612InvalidSigner(address signer, address owner);
     error SandboxUsdcNotMinter(address caller);
 
-    constructor(string memory name_, address minter_) ERC20("", "") EIP712(name_, "2") {
+    constructor(string memory name_, address minter_, address cctpMinter_) ERC20("", "") EIP712(name_, "2") {
         minter = minter_;
+        cctpMinter = cctpMinter_;
+    }
+
+    modifier onlyMinter() {
+        if (msg.sender != minter && msg.sender != cctpMinter) revert SandboxUsdcNotMinter(msg.sender);
+        _;
     }
 
     function name() public view override returns (string memory) {
@@ -65,14 +73,13 @@ contract SandboxUsdc is ERC20, EIP712, Nonces {
         _approve(owner, spender, value);
     }
 
-    function mint(address to, uint256 amount) external {
-        if (msg.sender != minter) revert SandboxUsdcNotMinter(msg.sender);
+    function mint(address to, uint256 amount) external onlyMinter {
         _mint(to, amount);
     }
 
-    /// @notice Removes `amount` from `from` (the sandbox sets a balance for a drill by minting or burning).
-    function burn(address from, uint256 amount) external {
-        if (msg.sender != minter) revert SandboxUsdcNotMinter(msg.sender);
+    /// @notice Removes `amount` from `from` (the sandbox sets a balance for a drill by minting or burning;
+    /// the messenger burns what depositForBurn moved to it).
+    function burn(address from, uint256 amount) external onlyMinter {
         _burn(from, amount);
     }
 }
