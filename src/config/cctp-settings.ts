@@ -1,4 +1,5 @@
-import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
+import { CCTP_V2_CONTRACTS } from '../domain/cctp.ts';
+import { EVM_CHAINS, USDC_EVM, type EvmChain, type Network } from '../domain/chains.ts';
 import { isTransferRoad, TRANSFER_ROADS, type TransferRoad } from '../domain/roads.ts';
 import { DEFAULTS } from './defaults.ts';
 import type { EnvReader, Problem } from './env-reader.ts';
@@ -82,5 +83,32 @@ export function readCctpSettings(r: EnvReader, problem: Problem, network: Networ
     cctpMessageTransmitter: readAddressPerChain(r, 'CCTP_MESSAGE_TRANSMITTER'),
     usdcAddress: readAddressPerChain(r, 'USDC_ADDRESS'),
     maxGasWei: readMaxGas(r, problem),
+  };
+}
+
+/** The CCTP v2 contracts and USDC the worker uses on a chain. */
+export type CctpAddresses = {
+  readonly tokenMessenger: string;
+  readonly messageTransmitter: string;
+  readonly usdc: string;
+};
+
+/**
+ * The contracts on `chain`: each setting where it is given (CCTP_TOKEN_MESSENGER_<CHAIN>,
+ * CCTP_MESSAGE_TRANSMITTER_<CHAIN>, USDC_ADDRESS_<CHAIN>), Circle's published address for NETWORK
+ * where it is not.
+ */
+export function cctpAddressesOf(
+  config: Pick<
+    CctpSettings & { network: Network },
+    'network' | 'cctpTokenMessenger' | 'cctpMessageTransmitter' | 'usdcAddress'
+  >,
+  chain: EvmChain,
+): CctpAddresses {
+  const published = CCTP_V2_CONTRACTS[config.network][chain];
+  return {
+    tokenMessenger: config.cctpTokenMessenger[chain] ?? published.tokenMessenger,
+    messageTransmitter: config.cctpMessageTransmitter[chain] ?? published.messageTransmitter,
+    usdc: config.usdcAddress[chain] ?? USDC_EVM[config.network][chain].usdc,
   };
 }

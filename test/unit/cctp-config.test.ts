@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseGwei } from '../../src/config/cctp-settings.ts';
+import { cctpAddressesOf, parseGwei } from '../../src/config/cctp-settings.ts';
+import { CCTP_V2_CONTRACTS } from '../../src/domain/cctp.ts';
+import { USDC_EVM } from '../../src/domain/chains.ts';
 import { controlSettingsOf } from '../../src/config/control-settings.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
@@ -46,6 +48,23 @@ describe('the second road in the configuration', () => {
     expect(c.cctpMessageTransmitter).toEqual({ ARB: ADDRESS });
     expect(c.usdcAddress).toEqual({ ETH: ADDRESS });
     expect(c.maxGasWei).toEqual({ ETH: 50_000_000_000n, POLYGON: 1n });
+  });
+
+  it("uses Circle's published addresses for NETWORK where no setting replaces them", () => {
+    const c = loadConfig({
+      NETWORK: 'mainnet',
+      CCTP_TOKEN_MESSENGER_BASE: ADDRESS,
+      USDC_ADDRESS_BASE: ADDRESS,
+    });
+    expect(cctpAddressesOf(c, 'BASE')).toEqual({
+      tokenMessenger: ADDRESS,
+      messageTransmitter: CCTP_V2_CONTRACTS.mainnet.BASE.messageTransmitter,
+      usdc: ADDRESS,
+    });
+    expect(cctpAddressesOf(c, 'ETH')).toEqual({
+      ...CCTP_V2_CONTRACTS.mainnet.ETH,
+      usdc: USDC_EVM.mainnet.ETH.usdc,
+    });
   });
 
   it('names every wrong setting at once', () => {
