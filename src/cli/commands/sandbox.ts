@@ -44,6 +44,7 @@ export function sandboxEnvLines(sandbox: Sandbox): string[] {
     ...EVM_CHAINS.map((c) => `EVM_RPC_URL_${c}=${sandbox.rpcUrl(c)}`),
     `SOLANA_RPC_URL=${sandbox.rpcUrl('SOLANA')}`,
     `SOLANA_ALLOWED_DESTINATIONS=${sandbox.solanaDepositAccount}`,
+    `CCTP_API_URL=${sandbox.url}/cctp`,
   ];
 }
 
