@@ -54,6 +54,10 @@ export type SandboxAdminClient = {
   /** The base units `address` holds on `chain`, read from the chain. */
   balance(chain: string, address: string): Promise<bigint>;
   setBalance(chain: string, address: string, amount: string): Promise<void>;
+  /** USDC's own blacklist on an EVM chain: on (blacklist) or off (unblacklist). */
+  setBlacklisted(chain: EvmChain, address: string, on: boolean): Promise<void>;
+  /** Freezes (on) or thaws (off) a Solana wallet's USDC account; the account's address. */
+  setFrozen(address: string, on: boolean): Promise<string>;
 };
 
 export function sandboxAdmin(url: string): SandboxAdminClient {
@@ -113,6 +117,12 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     setBalance: async (chain, address, amount) => {
       await call('POST', '/__admin/balance', { chain, address, amount });
     },
+    setBlacklisted: async (chain, address, on) => {
+      await call('POST', on ? '/__admin/blacklist' : '/__admin/unblacklist', { chain, address });
+    },
+    setFrozen: async (address, on) =>
+      (await call<{ usdc_account: string }>('POST', on ? '/__admin/freeze' : '/__admin/thaw', { address }))
+        .usdc_account,
   };
 }
 

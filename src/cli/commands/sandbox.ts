@@ -191,7 +191,7 @@ function startedLines(
         ]
       : []),
     `solana fee payer: ${sandbox.solanaFeePayer}`,
-    `admin (loopback only; usdc-batch sandbox --help says what each does): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit`,
+    `admin (loopback only; usdc-batch sandbox --help says what each does): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit, POST /__admin/blacklist|unblacklist, POST /__admin/freeze|thaw`,
     'press Ctrl-C to stop',
   ];
 }

@@ -80,8 +80,13 @@ function anvilChainApi(s: AnvilChainState): SandboxEvmChain {
           s,
           encodeFunctionData({ abi: ABI, functionName: 'mint', args: [recipient, amount] }),
         );
-      }).then((r) => r.hash),
+      }).then((r) => {
+        // A blacklisted recipient cannot receive USDC: the mint reverts and nothing is paid.
+        if (!r.ok) throw new Error(`${s.deps.chain}: the mint to ${recipient} (${r.hash}) reverted`);
+        return r.hash;
+      }),
     balanceOf: (address) => readUint(s, 'balanceOf', [address], 'latest'),
+    setBlacklisted: (address, on) => serial(s, () => setBlacklisted(s, address, on)),
     nonces: async (owner) => {
       const lag = s.deps.config().rpcNonceLagMs;
       const visibleAt = lag > 0 ? toHex(s.clock.headAt(lag, Date.now())) : 'latest';
@@ -143,6 +148,13 @@ async function installToken(
   const code = await anvilCall<Hex>(url, 'eth_call', [{ from: minter, data, gas: '0x1c9c380' }, 'latest']);
   await anvilCall(url, 'anvil_setCode', [usdc, code]);
   await anvilCall(url, 'anvil_setBalance', [minter, toHex(RELAYER_ETH)]);
+}
+
+/** The blacklister (the relayer) blacklists or unblacklists `address`, in a transaction of its own. */
+async function setBlacklisted(s: AnvilChainState, address: string, on: boolean): Promise<void> {
+  const functionName = on ? 'blacklist' : 'unBlacklist';
+  const r = await sendRelayerTx(s, encodeFunctionData({ abi: ABI, functionName, args: [address] }));
+  if (!r.ok) throw new Error(`${s.deps.chain}: ${functionName}(${address}) ${r.hash} reverted`);
 }
 
 async function readUint(
