@@ -46,15 +46,6 @@ export async function screenRecipient(ctx: Ctx): Promise<StepOutcome | undefined
   return refusal ? await refuse(ctx, screening, refusal) : undefined;
 }
 
-/**
- * Starts the recipient's reads while the run estimates the fee (a reading in flight is shared and a
- * failed one dropped, usdc-controls.ts), so that screenRecipient seldom waits for the chain.
- */
-export function prefetchRecipient(ctx: Ctx): void {
-  const screening = ctx.deps.onchain;
-  if (screening) recipientFacts(screening.controls, current(ctx)).catch(() => {});
-}
-
 async function recipientFacts(controls: UsdcControls, rec: RunRecord): Promise<RecipientFacts> {
   if (!controls.screens(rec.to)) return { kind: 'unscreened' };
   if (isEvmChain(rec.to)) {

@@ -14,7 +14,7 @@ import {
 } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
-import { prefetchRecipient, screenOwners, screenRecipient } from './onchain-screening.ts';
+import { screenOwners, screenRecipient } from './onchain-screening.ts';
 import { enforceWorkerControls } from './worker-controls.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
 import { evmFlow } from './evm/evm-flow.ts';
@@ -163,7 +163,6 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
 
   const unsigned = !hasPayload(current(ctx).steps);
   if (unsigned) {
-    prefetchRecipient(ctx);
     const guarded = await estimateAndGuard(ctx);
     if (guarded) return guarded;
     const refused = await enforceWorkerControls(ctx);
