@@ -12,6 +12,7 @@ export type ControlConfig = Pick<
   | 'maxDailyUsdc'
   | 'newRecipientPolicy'
   | 'newRecipientMaxUsdc'
+  | 'screeningOnchain'
 >;
 
 const usdc = (v: bigint | undefined): string => (v === undefined ? 'none' : formatUsdc(v));
@@ -31,6 +32,7 @@ export function controlSettingsOf(config: ControlConfig): ControlSetting[] {
     { name: 'MAX_DAILY_USDC', value: usdc(config.maxDailyUsdc) },
     { name: 'NEW_RECIPIENT_POLICY', value: config.newRecipientPolicy },
     { name: 'NEW_RECIPIENT_MAX_USDC', value: usdc(config.newRecipientMaxUsdc) },
+    { name: 'SCREENING_ONCHAIN', value: config.screeningOnchain ? 'on' : 'off' },
   ];
 }
 

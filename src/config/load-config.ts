@@ -73,6 +73,14 @@ function readNewRecipients(
   return { newRecipientPolicy: policy, newRecipientMaxUsdc: r.usdc('NEW_RECIPIENT_MAX_USDC') };
 }
 
+/** An `on`/`off` setting (any case). */
+function readOnOff(r: EnvReader, problem: Problem, name: string, fallback: 'on' | 'off'): boolean {
+  const text = (r.str(name) ?? fallback).toLowerCase();
+  if (text === 'on' || text === 'off') return text === 'on';
+  problem(name, 'must be on or off');
+  return fallback === 'on';
+}
+
 /** The name the command line acts as: `cli:<name>` in the audit, `submitted_by`, approvals. */
 export const OPERATOR_NAME_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
 
@@ -242,6 +250,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     auditLogFile: r.str('AUDIT_LOG_FILE'),
     ...readAccessSettings(r, problem, { readFile: needs.access === true, book }),
     ...book,
+    screeningOnchain: readOnOff(r, problem, 'SCREENING_ONCHAIN', DEFAULTS.SCREENING_ONCHAIN),
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),

@@ -263,6 +263,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'above it too); needs an approver credential, as `hold` does',
   },
   {
+    names: ['SCREENING_ONCHAIN'],
+    default: shown('SCREENING_ONCHAIN'),
+    meaning:
+      "`on` or `off`: before anything is signed, read USDC's own controls on chain where an RPC " +
+      'for that chain is configured — `isBlacklisted` of the EVM recipient on its destination chain ' +
+      "and of the EVM owner that would pay on its source chain, the Solana recipient's USDC account " +
+      'frozen or not ([promises](promises.md), promise 6)',
+  },
+  {
     names: ['CALLBACK_ALLOWED_HOSTS'],
     default: 'none',
     meaning:

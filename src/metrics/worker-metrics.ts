@@ -63,12 +63,18 @@ export const FAILURE_CODES = [
   'expired_unused',
   'fee_too_high',
   'outcome_unknown',
+  'owner_blacklisted',
   'policy_refused',
+  'recipient_blacklisted',
+  'recipient_frozen',
   'refused',
   'resolved_not_sent',
   'service_unavailable',
   'unsupported_route',
 ] as const;
+
+/** The `check` label of `usdc_batch_screening_refusals_total`, every value shown (0 until counted). */
+export const SCREENING_CHECKS = ['list', 'blacklist', 'owner_blacklist', 'frozen'] as const;
 
 export function failureCodeLabel(code: string | null): string {
   if (code === null) return 'none';
@@ -212,6 +218,9 @@ export function createWorkerMetrics(deps: {
     },
     ownerLeaseWait(chain, owner) {
       add(k.counters, `owner_lease_waits|${ownerField(chain, owner)}`, 1);
+    },
+    screeningRefused(check) {
+      add(k.counters, `screening_refusals|${check}`, 1);
     },
     countRetries(store) {
       return {

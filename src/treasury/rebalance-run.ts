@@ -45,6 +45,7 @@ export type RebalanceDeps = {
       | 'maxDailyUsdc'
       | 'callbackAllowedHosts'
       | 'approvalsRequired'
+      | 'screeningOnchain'
       | 'auditLogFile'
     > &
     HoldConfig;

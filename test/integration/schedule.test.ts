@@ -161,6 +161,7 @@ describe('schedule: recurring batches through the real CLI', () => {
             newRecipientPolicy: 'allow',
             newRecipientMaxUsdc: undefined,
             approvalsRequired: 1,
+            screeningOnchain: true,
             auditLogFile: undefined,
             callbackAllowedHosts: [],
           },
@@ -250,6 +251,7 @@ describe('schedule: recurring batches through the real CLI', () => {
           newRecipientPolicy: 'allow',
           newRecipientMaxUsdc: undefined,
           approvalsRequired: 1,
+          screeningOnchain: true,
           auditLogFile: undefined,
           callbackAllowedHosts: [],
         },
@@ -282,6 +284,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       newRecipientPolicy: 'allow' as const,
       newRecipientMaxUsdc: undefined,
       approvalsRequired: 1,
+      screeningOnchain: true,
       auditLogFile: undefined,
     };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
@@ -347,6 +350,7 @@ describe('schedule: recurring batches through the real CLI', () => {
       newRecipientPolicy: 'hold' as const,
       newRecipientMaxUsdc: undefined,
       approvalsRequired: 1,
+      screeningOnchain: true,
       auditLogFile: undefined,
     };
     const fire = (day: number) =>
