@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { EvmChain } from '../../src/domain/chains.ts';
 import { MALICIOUS_SOLANA_KINDS } from '../../src/sandbox/solana-transaction.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
 import { waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { checkLedger, startStack, type Stack } from '../helpers/e2e.ts';
