@@ -35,6 +35,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = 
   recipients: () => import('./commands/recipients.ts'),
   access: () => import('./commands/access.ts'),
   audit: () => import('./commands/audit.ts'),
+  screening: () => import('./commands/screening.ts'),
   wallets: () => import('./commands/wallets.ts'),
   sandbox: () => import('./commands/sandbox.ts'),
   demo: () => import('./commands/demo.ts'),
@@ -287,6 +288,17 @@ function registerInspection(r: Registrar): void {
       .def('wallets', "the server wallets' public addresses (every EVM owner), balances and permit nonces")
       .option('--json', 'print JSON'),
     'wallets',
+  );
+  r.bind(
+    r
+      .def(
+        'screening',
+        'the sanctions lists in force; check ADDRESS… gives each verdict (exit 1 when listed)',
+      )
+      .argument('[check]', 'check: screen the addresses that follow')
+      .argument('[address...]', 'addresses to check')
+      .option('--json', 'print JSON'),
+    'screening',
   );
 }
 

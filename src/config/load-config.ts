@@ -18,6 +18,7 @@ import { checkSecretLength, readAccessSettings } from './access-settings.ts';
 import { readTreasuryKeys } from './public-addresses.ts';
 import { readRedisSettings } from './redis-settings.ts';
 import { readCctpSettings } from './cctp-settings.ts';
+import { readScreeningSettings } from './screening-settings.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -71,14 +72,6 @@ function readNewRecipients(
   if ((NEW_RECIPIENT_POLICIES as readonly string[]).includes(text)) policy = text as NewRecipientPolicy;
   else problem('NEW_RECIPIENT_POLICY', `must be one of ${NEW_RECIPIENT_POLICIES.join(', ')}`);
   return { newRecipientPolicy: policy, newRecipientMaxUsdc: r.usdc('NEW_RECIPIENT_MAX_USDC') };
-}
-
-/** An `on`/`off` setting (any case). */
-function readOnOff(r: EnvReader, problem: Problem, name: string, fallback: 'on' | 'off'): boolean {
-  const text = (r.str(name) ?? fallback).toLowerCase();
-  if (text === 'on' || text === 'off') return text === 'on';
-  problem(name, 'must be on or off');
-  return fallback === 'on';
 }
 
 /** The name the command line acts as: `cli:<name>` in the audit, `submitted_by`, approvals. */
@@ -250,7 +243,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     auditLogFile: r.str('AUDIT_LOG_FILE'),
     ...readAccessSettings(r, problem, { readFile: needs.access === true, book }),
     ...book,
-    screeningOnchain: readOnOff(r, problem, 'SCREENING_ONCHAIN', DEFAULTS.SCREENING_ONCHAIN),
+    ...readScreeningSettings(r, problem),
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),

@@ -67,6 +67,7 @@ export const FAILURE_CODES = [
   'policy_refused',
   'recipient_blacklisted',
   'recipient_frozen',
+  'recipient_sanctioned',
   'refused',
   'resolved_not_sent',
   'service_unavailable',
@@ -198,6 +199,9 @@ export function createWorkerMetrics(deps: {
       add(k.nonceSettle, `${field}|b${bucketIndex(whole, NONCE_SETTLE_BUCKETS_MS)}`, 1);
       if (NONCE_REFUSAL.has(outcome)) add(k.counters, `nonce_refusals|${chain}`, 1);
     },
+    screeningRefused(check) {
+      add(k.counters, `screening_refusals|${check}`, 1);
+    },
     transferEnded(chain, state, code, ms) {
       if (state !== 'submitted') add(k.counters, `failures|${chain}|${state}|${failureCodeLabel(code)}`, 1);
       if (ms === null) return;
@@ -218,9 +222,6 @@ export function createWorkerMetrics(deps: {
     },
     ownerLeaseWait(chain, owner) {
       add(k.counters, `owner_lease_waits|${ownerField(chain, owner)}`, 1);
-    },
-    screeningRefused(check) {
-      add(k.counters, `screening_refusals|${check}`, 1);
     },
     countRetries(store) {
       return {

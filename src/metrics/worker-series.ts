@@ -45,7 +45,7 @@ export function createWorkerSeries() {
     waits: new StoredMetric(
       'counter',
       'usdc_batch_waits_total',
-      'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, balance, retry, rate_limit, settle), all workers.',
+      'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, balance, retry, rate_limit, settle, replicas, screening), all workers.',
     ),
     screeningRefusals: new StoredMetric(
       'counter',

@@ -7,6 +7,7 @@ import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../sign
 import type { ApprovalGate } from '../store/batch-hold.ts';
 import type { WorkerControls } from './worker-controls.ts';
 import type { OnchainScreening } from './onchain-screening.ts';
+import type { ScreeningGate } from './screening-check.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { OwnerBalances } from '../store/owner-balance.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
@@ -41,6 +42,8 @@ export type PipelineDeps = {
   readonly controls?: WorkerControls | undefined;
   /** USDC's own controls read on chain before signing (SCREENING_ONCHAIN=on); absent: not read. */
   readonly onchain?: OnchainScreening | undefined;
+  /** Sanctions lists, checked before a payload is made (screening-check.ts); absent: no screening. */
+  readonly screening?: ScreeningGate | undefined;
   readonly now?: () => number;
   readonly random?: () => number;
 };
@@ -112,7 +115,7 @@ export type StepOutcome =
  * holds the transfer, processing is paused, the worker stops, it lacks the key, the (chain, owner)
  * nonce lease or pool, the chain has not settled a refused permit yet, the daily cap, a transient
  * failure or a 429 of the service, a needs_review payload not yet past its deadline, Redis replicas
- * that did not confirm a send's mark in time.
+ * that did not confirm a send's mark in time, stale sanctions screening.
  */
 export type WaitKind =
   | 'lock'
@@ -127,4 +130,5 @@ export type WaitKind =
   | 'retry'
   | 'rate_limit'
   | 'settle'
-  | 'replicas';
+  | 'replicas'
+  | 'screening';

@@ -16,6 +16,7 @@ import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
 import { screenOwners, screenRecipient } from './onchain-screening.ts';
 import { enforceWorkerControls } from './worker-controls.ts';
+import { enforceScreening } from './screening-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
 import { evmFlow } from './evm/evm-flow.ts';
 import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
@@ -163,6 +164,9 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
 
   const unsigned = !hasPayload(current(ctx).steps);
   if (unsigned) {
+    // The sanctions lists in force, checked again before anything is signed (docs/screening.md).
+    const listed = await enforceScreening(ctx);
+    if (listed) return listed;
     const guarded = await estimateAndGuard(ctx);
     if (guarded) return guarded;
     const refused = await enforceWorkerControls(ctx);
@@ -170,8 +174,8 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     const held = await holdUnlessCleared(ctx.deps, current(ctx), () => saveEstimateNow(ctx));
     if (held) return held;
     // USDC's own controls, read on chain before anything is signed (docs/promises.md, promise 6).
-    const screened = await screenRecipient(ctx);
-    if (screened) return screened;
+    const blocked = await screenRecipient(ctx);
+    if (blocked) return blocked;
     // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
     if (!isEvmChain(current(ctx).from)) await reserveDailySpend(ctx);
   }

@@ -38,6 +38,9 @@ export type FireDeps = {
     | 'approvalsRequired'
     | 'screeningOnchain'
     | 'auditLogFile'
+    | 'screeningLists'
+    | 'screeningMaxAgeMs'
+    | 'screeningOnchain'
   > &
     HoldConfig;
   readonly logger?: Logger | undefined;

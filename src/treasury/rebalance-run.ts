@@ -47,6 +47,9 @@ export type RebalanceDeps = {
       | 'approvalsRequired'
       | 'screeningOnchain'
       | 'auditLogFile'
+      | 'screeningLists'
+      | 'screeningMaxAgeMs'
+      | 'screeningOnchain'
     > &
     HoldConfig;
   /** Where the batch's transfer jobs go; needed for `run` only. */

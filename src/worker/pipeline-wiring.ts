@@ -103,6 +103,8 @@ export function wirePipeline(deps: {
   readonly metrics?: PipelineDeps['metrics'];
   readonly hooks?: PipelineHooks | undefined;
   readonly policy?: PipelinePolicy | undefined;
+  /** The sanctions lists checked before signing (screening-wiring.ts); absent: none. */
+  readonly screening?: PipelineDeps['screening'];
 }): PipelineDeps {
   const { config, redis, prefix } = deps;
   return {
@@ -122,6 +124,7 @@ export function wirePipeline(deps: {
     approvals: createApprovalGate({ redis, prefix }),
     controls: createWorkerControls({ redis, prefix, config: deps.config, logger: deps.logger }),
     onchain: wireOnchainScreening({ config, redis, prefix }),
+    screening: deps.screening,
     ...(deps.hooks ? { hooks: deps.hooks } : {}),
   };
 }

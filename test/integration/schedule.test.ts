@@ -163,6 +163,8 @@ describe('schedule: recurring batches through the real CLI', () => {
             approvalsRequired: 1,
             screeningOnchain: true,
             auditLogFile: undefined,
+            screeningLists: [],
+            screeningMaxAgeMs: 7 * 86_400_000,
             callbackAllowedHosts: [],
           },
         },
@@ -253,6 +255,8 @@ describe('schedule: recurring batches through the real CLI', () => {
           approvalsRequired: 1,
           screeningOnchain: true,
           auditLogFile: undefined,
+          screeningLists: [],
+          screeningMaxAgeMs: 7 * 86_400_000,
           callbackAllowedHosts: [],
         },
       },
@@ -286,6 +290,8 @@ describe('schedule: recurring batches through the real CLI', () => {
       approvalsRequired: 1,
       screeningOnchain: true,
       auditLogFile: undefined,
+      screeningLists: [],
+      screeningMaxAgeMs: 7 * 86_400_000,
     };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
     try {
@@ -352,6 +358,8 @@ describe('schedule: recurring batches through the real CLI', () => {
       approvalsRequired: 1,
       screeningOnchain: true,
       auditLogFile: undefined,
+      screeningLists: [],
+      screeningMaxAgeMs: 7 * 86_400_000,
     };
     const fire = (day: number) =>
       fireSchedule({ redis: stack.client, prefix, jobs, config }, 'book', Date.UTC(2031, 0, day, 2, 0, 0));

@@ -497,6 +497,8 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'retry',
       'rate_limit',
       'settle',
+      'replicas',
+      'screening',
     ];
     expect(kinds.filter((k) => !known.includes(k as string))).toEqual([]);
     console.log(`waits seen: ${kinds.join(', ') || 'none'}`);
@@ -526,6 +528,7 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'UsdcBatchNeedsReview',
       'UsdcBatchNoWorkerAlive',
       'UsdcBatchQueueNotDraining',
+      'UsdcBatchScreeningStale',
       'UsdcBatchServiceRateLimiting',
       'UsdcBatchTreasuryBelowMin',
     ]);
