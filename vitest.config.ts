@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -5,6 +7,10 @@ export default defineConfig({
     // The usual output, then the ten slowest files of a run of many (scripts/test-times.ts; CI
     // prints it after `npm test`, docs/development.md keeps a quiet run's list).
     reporters: ['default', './scripts/test-times.ts'],
+    // Node's compile cache (the directory bin/usdc-batch.js uses too) for vitest's workers and the
+    // processes tests start with their environment: each file's import of the dependencies
+    // (BullMQ, viem, …) and each TypeScript helper process skip compiling what an earlier one did.
+    env: { NODE_COMPILE_CACHE: process.env['NODE_COMPILE_CACHE'] ?? join(tmpdir(), 'node-compile-cache') },
     projects: [
       {
         test: {
