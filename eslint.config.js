@@ -14,6 +14,7 @@ const LAYERS = [
   ['metrics'],
   ['treasury'],
   ['ops'],
+  ['present'],
   ['ingest', 'pipeline'],
   ['signing', 'service'],
   ['store'],

@@ -1,4 +1,4 @@
-import { createBatchReader } from '../../src/store/batch-reader.ts';
+import { createBatchReader } from '../../src/present/batch-status.ts';
 import { startOtlpReceiver } from '../../support/otlp-receiver.ts';
 import { solanaRows } from '../lib/rows.ts';
 import { SOLANA_CONCURRENCY } from './solana.ts';

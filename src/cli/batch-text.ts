@@ -1,5 +1,5 @@
 import { batchOutcome } from '../domain/batch-outcome.ts';
-import type { BatchSummary, PausedView } from '../store/batch-reader.ts';
+import type { BatchSummary, PausedView } from '../present/batch-summary.ts';
 
 /* A batch's settlement and totals as the human output of `status`, `batches` and `enqueue --wait` shows them. */
 

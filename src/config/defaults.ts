@@ -35,4 +35,6 @@ export const DEFAULTS = {
   SERVICE_CONNECT_TIMEOUT_MS: 3_000,
   SERVICE_RESPONSE_TIMEOUT_MS: 10_000,
   NONCE_SETTLE_WINDOW_MS: 20_000,
+  // docs/cctp.md: the road a batch takes when it names none.
+  TRANSFER_VIA: 'service',
 } as const;

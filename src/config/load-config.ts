@@ -17,6 +17,7 @@ import { createEnvReader, type Env, type EnvReader, type Problem } from './env-r
 import { checkSecretLength, readAccessSettings } from './access-settings.ts';
 import { readTreasuryKeys } from './public-addresses.ts';
 import { readRedisSettings } from './redis-settings.ts';
+import { readCctpSettings } from './cctp-settings.ts';
 import { readScreeningSettings } from './screening-settings.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -212,6 +213,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const apiRateLimit =
     r.str('API_RATE_LIMIT') === undefined ? undefined : r.int('API_RATE_LIMIT', 0, 1, 100_000);
 
+  const network = readNetwork(r, problem);
   const book = readNewRecipients(r, problem);
   checkSecretLength(r, problem, 'HOOK_HMAC_SECRET');
   const config: Config = {
@@ -222,7 +224,8 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     queuePrefix,
     transferApiUrl,
     transferApiKey: apiKeyText !== undefined ? new Secret(apiKeyText) : undefined,
-    network: readNetwork(r, problem),
+    network,
+    ...readCctpSettings(r, problem, network),
     ...readTreasuryKeys(r, problem, needs),
     permitSpender: r.address('PERMIT_SPENDER'),
     permitSpenderByChain: Object.freeze(permitSpenderByChain),

@@ -1,4 +1,5 @@
 import { EVM_CHAINS } from '../domain/chains.ts';
+import { CIRCLE_ATTESTATION_API } from './cctp-settings.ts';
 import { DEFAULTS } from './defaults.ts';
 
 /*
@@ -157,6 +158,36 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning: 'Solana balance for `--dry-run` and `wallets`',
   },
   {
+    names: ['TRANSFER_VIA'],
+    default: shown('TRANSFER_VIA'),
+    meaning:
+      'the road a batch takes when it names none: `service` (the transfer service), `cctp` or ' +
+      "`cctp-fast` (Circle's CCTP v2 directly, Standard or Fast: [cctp.md](cctp.md))",
+  },
+  {
+    names: ['CCTP_API_URL'],
+    default: `\`${CIRCLE_ATTESTATION_API.mainnet}\` on \`mainnet\`, \`${CIRCLE_ATTESTATION_API.testnet}\` on \`testnet\``,
+    meaning:
+      "Circle's attestation API for the `cctp` roads; the sandbox serves one at `<sandbox>/cctp` " +
+      '(`sandbox --write-env` sets it)',
+  },
+  {
+    names: ['CCTP_TOKEN_MESSENGER_<CHAIN>', 'CCTP_MESSAGE_TRANSMITTER_<CHAIN>', 'USDC_ADDRESS_<CHAIN>'],
+    default: "Circle's published addresses for `NETWORK`",
+    meaning:
+      'the CCTP v2 contracts (TokenMessengerV2, MessageTransmitterV2) and USDC on an EVM chain, ' +
+      "where they are not Circle's published ones (a devnet, a fork, the sandbox)",
+  },
+  {
+    names: ['MAX_GAS_GWEI_<CHAIN>'],
+    default: 'none',
+    meaning:
+      "the most a gas unit of the worker's own transactions on a chain may cost (the `cctp` " +
+      'roads: approve, burn, mint), in gwei (e.g. `50`, `0.05`): a transaction whose price would ' +
+      'exceed it waits, with that reason, and a stuck one is re-priced only up to it ' +
+      "([the owner's transactions](cctp.md#the-owners-transactions))",
+  },
+  {
     names: ['MAX_FEE_BPS', 'MAX_FEE_USDC'],
     default: `${shown('MAX_FEE_BPS')}, none`,
     meaning: 'fee guard: a transfer whose estimated fee exceeds either is `rejected`, nothing signed',
@@ -255,8 +286,10 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     names: ['SCREENING_ONCHAIN'],
     default: shown('SCREENING_ONCHAIN'),
     meaning:
-      "`on` or `off`: read USDC's own controls on chain before signing (blacklisted addresses, frozen " +
-      'Solana accounts; [screening.md](screening.md))',
+      "`on` or `off`: before anything is signed, read USDC's own controls on chain where an RPC " +
+      'for that chain is configured — `isBlacklisted` of the EVM recipient on its destination chain ' +
+      "and of the EVM owner that would pay on its source chain, the Solana recipient's USDC account " +
+      'frozen or not ([promises](promises.md), promise 6)',
   },
   {
     names: ['CALLBACK_ALLOWED_HOSTS'],

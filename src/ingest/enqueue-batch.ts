@@ -371,7 +371,7 @@ async function writtenOutcome(
   result: Extract<WriteResult, { status: 'written' }>,
 ): Promise<EnqueueOutcome> {
   const { batchId } = batch;
-  const state = (await readBatchState(deps.redis, deps.prefix, batchId)) ?? {
+  const state = result.state ?? {
     rows: result.rows,
     amount: result.amount,
     dropped: result.dropped,

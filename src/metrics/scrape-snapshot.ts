@@ -3,7 +3,8 @@ import type { Redis } from 'ioredis';
 import { type EvmChain } from '../domain/chains.ts';
 import { TRANSFER_STATES } from '../domain/transfer.ts';
 import type { QueueCounts } from './queue-counts.ts';
-import { keys } from '../store/keys.ts';
+import { readBatches, type Batch } from '../store/batch-record.ts';
+import { recentBatchIds } from '../store/batch-reader.ts';
 import { createOwnerBalances } from '../store/owner-balance.ts';
 import { readDailySpend } from '../store/spend-limit.ts';
 import { workersAlive } from './worker-heartbeat.ts';
@@ -48,17 +49,16 @@ export type Snapshot = {
  * in one pipeline, with the queue counts, the live workers, the daily spend and the owners' reservations.
  */
 export async function readSnapshot(deps: SnapshotDeps): Promise<Snapshot> {
-  const k = keys(deps.prefix);
   const mk = metricKeys(deps.prefix);
-  const ids = await deps.redis.zrevrange(k.batches, 0, SCRAPED_BATCHES - 1);
+  const ids = await recentBatchIds(deps.redis, deps.prefix, SCRAPED_BATCHES);
   const pipe = deps.redis.pipeline();
-  for (const id of ids) pipe.hgetall(k.batch(id));
   pipe.hgetall(mk.serviceCalls);
   pipe.hgetall(mk.counters);
   pipe.hgetall(mk.nonceSettle);
   pipe.hgetall(mk.transferFinal);
   const now = (deps.now ?? Date.now)();
-  const [res, queues, alive, spend, owners, screening] = await Promise.all([
+  const [batches, res, queues, alive, spend, owners, screening] = await Promise.all([
+    readBatches(deps.redis, deps.prefix, ids),
     pipe.exec(),
     deps.queueCounts(),
     workersAlive(deps.redis, deps.prefix, now),
@@ -75,7 +75,7 @@ export async function readSnapshot(deps: SnapshotDeps): Promise<Snapshot> {
   const counters = results.pop() ?? {};
   const serviceCalls = results.pop() ?? {};
   return {
-    ...batchTotals(results),
+    ...batchTotals(batches),
     queues,
     serviceCalls,
     counters,
@@ -91,7 +91,7 @@ export async function readSnapshot(deps: SnapshotDeps): Promise<Snapshot> {
 
 /** Transfers by state, batches by status and the sums, over the batch records read. */
 function batchTotals(
-  records: readonly Record<string, string>[],
+  records: readonly (Batch | null)[],
 ): Pick<Snapshot, 'transfers' | 'batches' | 'amounts'> {
   const totals = {
     transfers: new Map<string, number>(TRANSFER_STATES.map((s) => [s, 0])),
@@ -106,17 +106,17 @@ function batchTotals(
       ['net_receive', 0n],
     ]),
   };
-  const int = (v: string | undefined): bigint => (v && /^-?[0-9]+$/.test(v) ? BigInt(v) : 0n);
   for (const b of records) {
-    if (!b['id']) continue;
-    for (const s of TRANSFER_STATES) {
-      totals.transfers.set(s, (totals.transfers.get(s) ?? 0) + Math.max(0, Number(b[`n_${s}`] ?? 0)));
-    }
-    const status = b['held'] === '1' ? 'held' : b['complete'] === '1' ? 'complete' : 'open';
+    if (!b) continue;
+    for (const s of TRANSFER_STATES) totals.transfers.set(s, (totals.transfers.get(s) ?? 0) + b.counts[s]);
+    const status = b.held ? 'held' : b.complete ? 'complete' : 'open';
     totals.batches.set(status, (totals.batches.get(status) ?? 0) + 1);
-    for (const kind of ['amount', 'fee', 'net_receive']) {
-      totals.amounts.set(kind, (totals.amounts.get(kind) ?? 0n) + int(b[kind]));
-    }
+    const sums: [string, bigint][] = [
+      ['amount', b.amount],
+      ['fee', b.fee],
+      ['net_receive', b.netReceive],
+    ];
+    for (const [kind, v] of sums) totals.amounts.set(kind, (totals.amounts.get(kind) ?? 0n) + v);
   }
   return totals;
 }

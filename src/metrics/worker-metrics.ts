@@ -63,13 +63,19 @@ export const FAILURE_CODES = [
   'expired_unused',
   'fee_too_high',
   'outcome_unknown',
+  'owner_blacklisted',
   'policy_refused',
+  'recipient_blacklisted',
+  'recipient_frozen',
   'recipient_sanctioned',
   'refused',
   'resolved_not_sent',
   'service_unavailable',
   'unsupported_route',
 ] as const;
+
+/** The `check` label of `usdc_batch_screening_refusals_total`, every value shown (0 until counted). */
+export const SCREENING_CHECKS = ['list', 'blacklist', 'owner_blacklist', 'frozen'] as const;
 
 export function failureCodeLabel(code: string | null): string {
   if (code === null) return 'none';

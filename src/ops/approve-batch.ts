@@ -80,14 +80,14 @@ async function approveOnce(
   const batch = await requireBatch(deps, batchId);
   const jobDeps = { redis: deps.redis, prefix: deps.prefix, jobs: deps.jobs };
   const reviewed = digest.toLowerCase();
-  if (batch['held'] !== '1') return await notHeld(deps, batchId, jobDeps);
-  if (batch['enqueued'] !== '1') {
+  if (!batch.held) return await notHeld(deps, batchId, jobDeps);
+  if (!batch.enqueued) {
     throw new ConflictError(
       'USDC_BATCH_BEING_WRITTEN',
       `batch ${batchId} is still being enqueued: approve it once all its rows are in`,
     );
   }
-  if (batch['submitted_by'] && batch['submitted_by'] === deps.actor) {
+  if (batch.submittedBy !== null && batch.submittedBy === deps.actor) {
     throw new FourEyesError(batchId, deps.actor);
   }
   for (let attempt = 1; ; attempt++) {
@@ -99,8 +99,8 @@ async function approveOnce(
     }
     // Before the release, when this approval is the last one needed: an approve interrupted after
     // it is run again, and the adds are idempotent.
-    const counted = countFor(before, reviewed, batch['submitted_by']) + 1;
-    const required = Math.max(Number(batch['approvals_required'] ?? 1) || 1, deps.approvalsRequired);
+    const counted = countFor(before, reviewed, batch.submittedBy) + 1;
+    const required = Math.max(batch.approvalsRequired, deps.approvalsRequired);
     const recipientsAdded = counted >= required ? await vouchForRecipients(deps, batchId) : 0;
     const now = (deps.now ?? Date.now)();
     const res = await recordApproval(deps.redis, deps.prefix, batchId, {
@@ -158,7 +158,7 @@ async function notHeld(
     already: true,
     held: false,
     approvals: 0,
-    required: Number(b['approvals_required'] ?? 1) || 1,
+    required: b.approvalsRequired,
     digest: null,
     recipientsAdded: 0,
   };
@@ -176,14 +176,14 @@ async function pendingOf(
     released: 0,
     already: false,
     held: true,
-    approvals: countFor(approvals, digest, b['submitted_by']),
-    required: Math.max(Number(b['approvals_required'] ?? 1) || 1, deps.approvalsRequired),
+    approvals: countFor(approvals, digest, b.submittedBy),
+    required: Math.max(b.approvalsRequired, deps.approvalsRequired),
     digest,
   };
 }
 
 /** Approvals of `digest` by names other than the submitter's. */
-function countFor(approvals: readonly Approval[], digest: string, submittedBy: string | undefined): number {
+function countFor(approvals: readonly Approval[], digest: string, submittedBy: string | null): number {
   return approvals.filter((a) => a.digest === digest && a.name !== submittedBy).length;
 }
 

@@ -1,5 +1,6 @@
 import { escapeControlCharacters, escapeJsonControls } from '../domain/text.ts';
-import { transferView, type BatchReader, type TransferView } from '../store/batch-reader.ts';
+import { type BatchReader } from '../present/batch-status.ts';
+import { transferView, type TransferView } from '../present/transfer-view.ts';
 
 export const EXPORT_COLUMNS = [
   'id',

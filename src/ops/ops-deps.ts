@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { TransferJobSink } from '../domain/transfer-jobs.ts';
-import { keys } from '../store/keys.ts';
+import { readBatch, type Batch } from '../store/batch-record.ts';
 import { NotFoundError } from './ops-error.ts';
 
 /**
@@ -23,9 +23,9 @@ export type IntentFollowSink = {
   followIntent(batchId: string, transferId: string, intentId: string): Promise<void>;
 };
 
-/** The batch's hash, or NotFoundError when there is no such batch. */
-export async function requireBatch(deps: OpsDeps, batchId: string): Promise<Record<string, string>> {
-  const b = await deps.redis.hgetall(keys(deps.prefix).batch(batchId));
-  if (!b['id']) throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
+/** The batch's record, or NotFoundError when there is no such batch. */
+export async function requireBatch(deps: Pick<OpsDeps, 'redis' | 'prefix'>, batchId: string): Promise<Batch> {
+  const b = await readBatch(deps.redis, deps.prefix, batchId);
+  if (!b) throw new NotFoundError('USDC_BATCH_NOT_FOUND', `batch ${batchId} does not exist`);
   return b;
 }

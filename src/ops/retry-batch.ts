@@ -4,7 +4,9 @@ import { bookAddressOf } from '../domain/recipient-key.ts';
 import { decideHolds, screenRecipients, type HoldConfig } from '../ingest/hold-rules.ts';
 import type { TransferJobSpec } from '../domain/transfer-jobs.ts';
 import { recordAudit } from '../store/audit.ts';
+import { markBatchControls } from '../store/batch-control-marks.ts';
 import { holdBatch } from '../store/batch-hold.ts';
+import type { Batch } from '../store/batch-record.ts';
 import { keys } from '../store/keys.ts';
 import { RETRY_CLEARED, savedSteps } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
@@ -39,8 +41,8 @@ export async function retryBatch(
     if (rec?.state === 'failed' && rec.errorCode !== LEGACY_CANCELLED) failed.push(rec);
   }
   // Decided before any row is re-queued: a row must never get a job the hold would have denied.
-  const heldNow = batch['held'] === '1' ? null : await holdRetried(deps, batchId, failed);
-  const held = batch['held'] === '1' || heldNow !== null;
+  const heldNow = batch.held ? null : await holdRetried(deps, batch, failed);
+  const held = batch.held || heldNow !== null;
   const byRound = new Map<number, TransferJobSpec[]>();
   let requeued = 0;
   for (const rec of failed) {
@@ -57,8 +59,9 @@ export async function retryBatch(
     list.push({ transferId: id, from: rec.from, to: rec.to, amount: rec.amount });
     byRound.set(round, list);
   }
-  // The re-queued rows were judged under this process's controls: a worker with others judges them again.
-  if (requeued > 0) await markControls(deps, batchId);
+  // The re-queued rows were judged under this process's controls: a worker with others judges them again
+  // (src/worker/batch-controls.ts).
+  if (requeued > 0) await markBatchControls(deps.redis, deps.prefix, batchId, controlDigestOf(deps.config));
   if (!held) {
     for (const [round, transfers] of byRound) await deps.jobs.addTransfers(batchId, transfers, round);
   }
@@ -72,7 +75,7 @@ export async function retryBatch(
     });
   return {
     requeued,
-    heldReason: held ? ((await deps.redis.hget(k.batch(batchId), 'held_reason')) ?? '') : null,
+    heldReason: held ? ((await requireBatch(deps, batchId)).heldReason ?? '') : null,
   };
 }
 
@@ -80,33 +83,17 @@ export async function retryBatch(
  * The holds of new rows, applied to the rows `retry` re-queues (each retry is its own entry in the
  * rolling approval window). Holds the batch and returns the reason, or null when none applies.
  */
-/**
- * The batch records the controls its rows were last judged under (src/worker/batch-controls.ts):
- * a worker whose controls differ judges the re-queued rows again before it signs.
- */
-async function markControls(
-  deps: OpsDeps & { readonly config: ControlConfig },
-  batchId: string,
-): Promise<void> {
-  const key = keys(deps.prefix).batch(batchId);
-  await deps.redis
-    .multi()
-    .hset(key, 'controls', controlDigestOf(deps.config))
-    .hdel(key, 'controls_checked', 'controls_refusal')
-    .exec();
-}
-
 async function holdRetried(
   deps: OpsDeps & { readonly config: HoldConfig },
-  batchId: string,
+  batch: Batch,
   rows: readonly TransferRecord[],
 ): Promise<string | null> {
+  const batchId = batch.id;
   if (rows.length === 0) return null;
   const now = (deps.now ?? Date.now)();
   // A rebalancing batch pays only the treasury's own addresses: always known recipients.
-  const rebalance = (await deps.redis.hget(keys(deps.prefix).batch(batchId), 'source')) === 'rebalance';
-  const own = rebalance ? new Set(rows.map((r) => bookAddressOf(r).key)) : undefined;
-  const submitter = (await deps.redis.hget(keys(deps.prefix).batch(batchId), 'submitted_by')) ?? undefined;
+  const own = batch.source === 'rebalance' ? new Set(rows.map((r) => bookAddressOf(r).key)) : undefined;
+  const submitter = batch.submittedBy ?? undefined;
   const screen = await screenRecipients(deps.redis, deps.prefix, rows, { own, submitter });
   const decision = await decideHolds(
     { redis: deps.redis, prefix: deps.prefix, config: deps.config, now },

@@ -1,6 +1,6 @@
 import type { TransferState } from '../domain/transfer.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
-import { current, Later, noteWritten, saveEstimateNow, type Ctx } from './context.ts';
+import { current, Later, noteWritten, saveEstimateNow, saveStep, type Ctx } from './context.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
@@ -151,8 +151,7 @@ export async function settleReview(
   to: 'failed' | 'submitted',
   fields: StepsPatch,
 ): Promise<StepOutcome> {
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { settled: true });
-  noteWritten(ctx, { patch: { settled: true } });
+  await saveStep(ctx, { settled: true });
   const res = await finalTransition(ctx, { expected: ['needs_review'], to, fields });
   if (!res.ok) return { kind: 'done', state: res.current ?? 'needs_review' };
   if (to === 'failed') await releaseOwnerBalance(ctx, res.record);
@@ -211,7 +210,7 @@ export async function transientOrFinal(ctx: Ctx, f: ServiceFailure, what: string
     f.kind === 'rate_limited'
       ? (f.retryAfterMs ?? 1_000)
       : backoffMs(ctx.policy, current(ctx).attempts, ctx.deps.random);
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, { lastError: describeFailure(f).slice(0, 300) });
+  await saveStep(ctx, { lastError: describeFailure(f).slice(0, 300) });
   await moveBackToQueued(ctx, `${what} failed (${f.kind}); retrying`);
   throw new Later(
     delay,

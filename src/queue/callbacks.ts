@@ -2,8 +2,8 @@ import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
-import { createBatchReader } from '../store/batch-reader.ts';
-import { keys } from '../store/keys.ts';
+import { createBatchReader } from '../present/batch-status.ts';
+import { readCallbackUrl } from '../store/batch-record.ts';
 import { isCallbackAllowed } from '../domain/callback-url.ts';
 import { signRequest } from '../domain/request-signature.ts';
 import { queueOptions, workerConnection } from './queue-options.ts';
@@ -24,7 +24,7 @@ export async function addCompletionCallback(
   batchId: string,
   generation: number,
 ): Promise<void> {
-  if (!(await redis.hget(keys(prefix).batch(batchId), 'callback_url'))) return;
+  if (!(await readCallbackUrl(redis, prefix, batchId))) return;
   await queue.add(
     'completed',
     { batchId, generation },
@@ -59,14 +59,13 @@ export function createCallbackSender(deps: {
   const queue = new Queue(QUEUE, queueOptions(connection, deps.prefix));
   queue.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'callback queue error'));
   const reader = createBatchReader({ redis: deps.redis, prefix: deps.prefix });
-  const k = keys(deps.prefix);
   const doFetch = deps.fetch ?? fetch;
 
   const worker = new Worker(
     QUEUE,
     async (job: Job) => {
       const { batchId, generation } = job.data as { batchId: string; generation: number };
-      const url = await deps.redis.hget(k.batch(batchId), 'callback_url');
+      const url = await readCallbackUrl(deps.redis, deps.prefix, batchId);
       // A job added by older code for a batch without a callback.
       if (!url) return 'no_callback';
       if (!isCallbackAllowed(url, deps.config.callbackAllowedHosts)) {

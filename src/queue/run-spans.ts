@@ -20,7 +20,7 @@ import type { StepName, StepReporter } from '../pipeline/run-transfer.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import type { TraceFacts, TraceRoot } from '../store/transfer-trace.ts';
 import { ATTR, SPAN, stepSpanName } from '../trace/attributes.ts';
-import type { JobOutcome } from './job-outcome.ts';
+import type { JobOutcome } from '../present/transfer-view.ts';
 import { isSettleJob, roundOfJobId, type TransferJobData } from './jobs.ts';
 
 /*

@@ -36,6 +36,7 @@ export type FireDeps = {
     | 'maxDailyUsdc'
     | 'callbackAllowedHosts'
     | 'approvalsRequired'
+    | 'screeningOnchain'
     | 'auditLogFile'
     | 'screeningLists'
     | 'screeningMaxAgeMs'

@@ -1,5 +1,6 @@
 import type { EvmChain } from '../domain/chains.ts';
 import type { PermitPayload } from '../domain/permit.ts';
+import type { NonceDoubt } from '../store/nonce-pool.ts';
 
 /** The signing layer's public contract (implemented under ./evm and ./solana). */
 
@@ -117,7 +118,8 @@ export type AcquireOptions = {
 };
 
 /** A permit presumed used: its nonce, its deadline (unix seconds) and its transfer. */
-export type NonceDoubt = { readonly nonce: bigint; readonly deadline: bigint; readonly holder: string };
+/** A permit presumed used, as the pool's review set keeps it (src/store/nonce-pool.ts). */
+export type { NonceDoubt };
 
 export type DoubtVerdict = { readonly used: true } | { readonly used: false; readonly chainNonce: bigint };
 

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { createApprovalDigest, type ReviewedRow } from '../domain/approval-digest.ts';
 import { formatUsdc } from '../domain/money.ts';
+import type { Batch } from './batch-record.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import { queuedTransfers } from './queued-transfers.ts';
@@ -94,11 +95,10 @@ export async function approvalDigestOf(
   redis: Redis,
   prefix: string,
   batchId: string,
-  batch: Readonly<Record<string, string>>,
+  batch: Pick<Batch, 'queuedRev' | 'approvalDigest'>,
 ): Promise<string> {
-  const rev = batch['queued_rev'] ?? '';
-  const kept = batch['approval_digest'];
-  if (kept && batch['approval_digest_rev'] === rev) return kept;
+  const kept = batch.approvalDigest;
+  if (kept && kept.rev === batch.queuedRev) return kept.digest;
   const review = await readReview(redis, prefix, batchId);
   await redis.hset(
     keys(prefix).batch(batchId),

@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 import { inLanes } from '../domain/pool.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
+export type { DroppedRow } from './batch-record.ts';
+import { DROP_FIELD, parseBatch, readBatch, type Batch, type DroppedRow } from './batch-record.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import { LuaReplyError, replyArray, replyInt, replyString, replyStrings } from './lua-reply.ts';
@@ -32,8 +34,6 @@ export type BatchPlan = {
   readonly dropped: readonly DroppedRow[];
 };
 
-export type DroppedRow = { readonly line: number; readonly column: string | null; readonly message: string };
-
 export type WriteOptions = {
   /**
    * What to do with a payout id that another batch owns: `strict` refuses the whole batch (and
@@ -45,15 +45,8 @@ export type WriteOptions = {
   readonly inFlight?: number;
 };
 
-export type BatchState = {
-  readonly digest: string;
-  readonly enqueued: boolean;
-  readonly held: boolean;
-  readonly heldReason: string | null;
-  readonly rows: number;
-  readonly amount: bigint;
-  readonly dropped: DroppedRow[];
-};
+/** The batch record as ingest reads it back (batch-record.ts). */
+export type BatchState = Batch;
 
 export type WriteResult =
   | {
@@ -63,6 +56,8 @@ export type WriteResult =
       readonly rows: number;
       readonly amount: bigint;
       readonly dropped: DroppedRow[];
+      /** The record as closed (read in the same step); null if it vanished meanwhile. */
+      readonly state: Batch | null;
     }
   | { readonly status: 'exists'; readonly state: BatchState }
   | { readonly status: 'conflict'; readonly existingDigest: string }
@@ -77,8 +72,6 @@ export const FINGERPRINT_DAY_MS = 24 * 60 * 60 * 1000;
 export function fingerprintDayOf(ms: number): number {
   return Math.floor(ms / FINGERPRINT_DAY_MS);
 }
-// The field prefix of a dropped row in the batch record (also written by payout-claim.lua).
-const DROP_FIELD = 'drop:';
 
 const CREATE_BATCH = luaScriptFile('batch-create.lua');
 const CLAIM_PAYOUTS = luaScriptFile('payout-claim.lua');
@@ -98,17 +91,8 @@ export async function readBatchState(
   prefix: string,
   batchId: string,
 ): Promise<BatchState | undefined> {
-  const raw = await redis.hgetall(keys(prefix).batch(batchId));
-  if (!raw['digest']) return undefined;
-  return {
-    digest: raw['digest'],
-    enqueued: raw['enqueued'] === '1',
-    held: raw['held'] === '1',
-    heldReason: raw['held_reason'] || null,
-    rows: Number(raw['rows'] ?? 0),
-    amount: BigInt(raw['amount'] ?? '0'),
-    dropped: droppedRows(raw),
-  };
+  const batch = await readBatch(redis, prefix, batchId);
+  return batch && batch.digest !== '' ? batch : undefined;
 }
 
 /*
@@ -145,6 +129,7 @@ export async function openBatch(
   const creation = await createBatchRecord(deps, plan);
   let created = true;
   let held = plan.held;
+  let dropped: DroppedRow[] = [...plan.dropped];
   if (!creation.created) {
     if (creation.digest !== plan.digest) return { status: 'conflict', existingDigest: creation.digest };
     const state = await readBatchState(redis, prefix, plan.batchId);
@@ -153,11 +138,8 @@ export async function openBatch(
     // An interrupted run: finish it with the decisions it recorded, not new ones.
     created = false;
     held = state.held;
+    dropped = [...state.dropped];
   }
-
-  let dropped = created
-    ? [...plan.dropped]
-    : ((await readBatchState(redis, prefix, plan.batchId))?.dropped ?? []);
   const excluded = new Set(dropped.map((d) => d.line));
   let transfers = withoutLines(plan.transfers, excluded);
 
@@ -186,14 +168,22 @@ export async function closeBatch(
   open: OpenBatch,
 ): Promise<Extract<WriteResult, { status: 'written' }>> {
   const now = deps.now ?? Date.now;
-  await deps.redis.hset(keys(deps.prefix).batch(batchId), 'enqueued', '1', 'updated_at', String(now()));
-  const final = await readBatchState(deps.redis, deps.prefix, batchId);
+  const key = keys(deps.prefix).batch(batchId);
+  const res = await deps.redis
+    .multi()
+    .hset(key, 'enqueued', '1', 'updated_at', String(now()))
+    .hgetall(key)
+    .exec();
+  const [err, raw] = res?.[1] ?? [null, {}];
+  if (err) throw err;
+  const final = parseBatch(raw as Record<string, string>);
   return {
     status: 'written',
     created: open.created,
     rows: final?.rows ?? open.transfers.length,
     amount: final?.amount ?? open.transfers.reduce((s, t) => s + t.amount, 0n),
     dropped: open.dropped,
+    state: final,
   };
 }
 
@@ -464,19 +454,4 @@ function withoutLines(
   lines: ReadonlySet<number>,
 ): readonly TransferRequest[] {
   return lines.size === 0 ? transfers : transfers.filter((t) => !lines.has(t.line));
-}
-
-function droppedRows(raw: Record<string, string>): DroppedRow[] {
-  const out: DroppedRow[] = [];
-  for (const [field, value] of Object.entries(raw)) {
-    if (!field.startsWith(DROP_FIELD)) continue;
-    const bar = value.indexOf('|');
-    const column = value.slice(0, bar);
-    out.push({
-      line: Number(field.slice(DROP_FIELD.length)),
-      column: column === '' ? null : column,
-      message: value.slice(bar + 1),
-    });
-  }
-  return out.sort((a, b) => a.line - b.line);
 }

@@ -19,6 +19,10 @@ export function keys(prefix: string) {
     /** One fingerprint's transfers as a ZSET (written before the day sets; read until it expires). */
     fingerprint: (hash: string) => `${prefix}:fp:${hash}`,
     nonce: (chain: string, owner: string) => `${prefix}:nonce:${chain}:${owner}`,
+    /** A treasury owner's account nonces on a chain: `next`, and `c:<call id>` → nonce (owner-txs.ts). */
+    ownerAccount: (chain: string, owner: string) => `${prefix}:otx:${chain}:${owner.toLowerCase()}`,
+    /** The owner's own transactions on the chain, `<nonce>:<field>` (owner-txs.ts). */
+    ownerTxs: (chain: string, owner: string) => `${prefix}:otx:${chain}:${owner.toLowerCase()}:txs`,
     spend: `${prefix}:spend`,
     spendAmounts: `${prefix}:spend:amounts`,
     audit: `${prefix}:audit`,

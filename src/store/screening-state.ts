@@ -30,13 +30,6 @@ export type ScreeningState = {
   readonly at: number;
 };
 
-/** The status document's `screening`. */
-export type ScreeningView = {
-  lists: { name: string; date: string; addresses: number }[];
-  stale: boolean;
-  onchain: boolean;
-};
-
 export async function publishScreening(redis: Redis, prefix: string, state: ScreeningState): Promise<void> {
   await redis.set(keys(prefix).screening, JSON.stringify(state));
 }
@@ -66,15 +59,4 @@ export function parseScreening(text: string | null): ScreeningState | null {
 export function listAgeSeconds(state: ScreeningState | null, now: number): number | null {
   if (!state || state.lists.length === 0) return null;
   return Math.max(0, Math.floor((now - Math.min(...state.lists.map((l) => l.issuedAt))) / 1000));
-}
-
-/** As the status document shows it; no worker published yet: no lists, not stale, on-chain off. */
-export function screeningView(state: ScreeningState | null, now: number): ScreeningView {
-  if (!state) return { lists: [], stale: false, onchain: false };
-  const age = listAgeSeconds(state, now);
-  return {
-    lists: state.lists.map((l) => ({ name: l.name, date: l.date, addresses: l.evm + l.solana + l.other })),
-    stale: age !== null && age * 1000 > state.maxAgeMs,
-    onchain: state.onchain,
-  };
 }

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { isChain, type Chain } from '../domain/chains.ts';
 import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
+import { openIntents, readBatches } from './batch-record.ts';
 import { keys } from './keys.ts';
 import { transfersInState } from './queued-transfers.ts';
 import { feeFieldsOf, txSignatureOf } from './transfer-record.ts';
-import { intentCounts } from './settlement.ts';
 import { releaseTokenLock } from './token-lock.ts';
 
 /*
@@ -58,13 +58,10 @@ export async function movingTransfers(redis: Redis, prefix: string): Promise<Mov
   for (let start = 0; ; start += BATCH_PAGE) {
     const ids = await redis.zrange(k.batches, start, start + BATCH_PAGE - 1);
     if (ids.length === 0) break;
-    const pipe = redis.pipeline();
-    for (const id of ids) pipe.hgetall(k.batch(id));
-    const batches = (await pipe.exec()) ?? [];
+    const batches = await readBatches(redis, prefix, ids);
     const open = ids.filter((_, i) => {
-      const b = (batches[i]?.[1] ?? {}) as Record<string, string>;
-      if (!b['id']) return false;
-      return b['complete'] !== '1' || intentCounts(b).open > 0;
+      const b = batches[i];
+      return b ? !b.complete || openIntents(b) > 0 : false;
     });
     for (const batchId of open) {
       for (const state of MOVING_STATES) {

@@ -8,7 +8,7 @@ import type { HoldConfig } from '../ingest/hold-rules.ts';
 import type { ValidatedInput } from '../ingest/validate-input.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobSink } from '../domain/transfer-jobs.ts';
-import { createBatchReader } from '../store/batch-reader.ts';
+import { createBatchReader } from '../present/batch-status.ts';
 import { lastRebalanceBatch, noteRebalanceBatch, takeRebalanceLock } from '../store/treasury-flows.ts';
 import {
   readTreasuryBalances,
@@ -45,6 +45,7 @@ export type RebalanceDeps = {
       | 'maxDailyUsdc'
       | 'callbackAllowedHosts'
       | 'approvalsRequired'
+      | 'screeningOnchain'
       | 'auditLogFile'
       | 'screeningLists'
       | 'screeningMaxAgeMs'

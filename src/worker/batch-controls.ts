@@ -7,7 +7,8 @@ import { decideHolds, screenRecipients, type HoldConfig, type Payee } from '../i
 import type { Logger } from '../log/logger.ts';
 import type { ControlsVerdict, WorkerControls } from '../pipeline/worker-controls.ts';
 import { holdBatch } from '../store/batch-hold.ts';
-import { keys } from '../store/keys.ts';
+import { readBatch, type Batch } from '../store/batch-record.ts';
+import { readControlMarks, recordControlsChecked } from '../store/batch-control-marks.ts';
 import { transfersInState } from '../store/queued-transfers.ts';
 
 /*
@@ -36,39 +37,14 @@ export function createWorkerControls(deps: Deps): WorkerControls {
 }
 
 async function checkBatch(deps: Deps, digest: string, batchId: string): Promise<ControlsVerdict> {
-  const k = keys(deps.prefix);
-  const [controls, checked, refusal] = await deps.redis.hmget(
-    k.batch(batchId),
-    'controls',
-    'controls_checked',
-    'controls_refusal',
-  );
-  if (controls === digest) return {};
-  if (checked === digest) return refusalOf(refusal ?? null);
+  const marks = await readControlMarks(deps.redis, deps.prefix, batchId);
+  if (marks.controls === digest) return {};
+  if (marks.checked === digest) return marks.refusal ? { refusal: marks.refusal } : {};
   const judged = await judgeBatch(deps, batchId);
   if (judged.final) {
-    await deps.redis.hset(
-      k.batch(batchId),
-      'controls_checked',
-      digest,
-      'controls_refusal',
-      judged.verdict.refusal ? JSON.stringify(judged.verdict.refusal) : '',
-    );
+    await recordControlsChecked(deps.redis, deps.prefix, batchId, digest, judged.verdict.refusal ?? null);
   }
   return judged.verdict;
-}
-
-function refusalOf(stored: string | null): ControlsVerdict {
-  if (!stored) return {};
-  try {
-    const r = JSON.parse(stored) as { code?: unknown; message?: unknown };
-    if (typeof r.code === 'string' && typeof r.message === 'string') {
-      return { refusal: { code: r.code, message: r.message } };
-    }
-  } catch {
-    // unreadable: judged again
-  }
-  return {};
 }
 
 /**
@@ -80,32 +56,32 @@ async function judgeBatch(
   batchId: string,
 ): Promise<{ readonly verdict: ControlsVerdict; readonly final: boolean }> {
   const { redis, prefix, config } = deps;
-  const b = await redis.hgetall(keys(prefix).batch(batchId));
-  if (!b['id']) return { verdict: {}, final: false };
+  const b = await readBatch(redis, prefix, batchId);
+  if (!b) return { verdict: {}, final: false };
   const cap = config.maxBatchUsdc;
-  const amount = BigInt(/^[0-9]+$/.test(b['amount'] ?? '') ? (b['amount'] as string) : '0');
+  const amount = b.amount;
   // A limit no approval lifts: the whole batch is refused, as enqueue would have refused it.
   if (cap !== undefined && amount > cap) {
     const message = `batch total ${formatUsdc(amount)} is above the worker's MAX_BATCH_USDC (${formatUsdc(cap)})`;
     return { verdict: { refusal: { code: 'over_max_batch', message } }, final: true };
   }
-  if (b['held'] === '1') return { verdict: {}, final: false };
+  if (b.held) return { verdict: {}, final: false };
   // Its rows are judged whole: while the enqueue is still writing them, the transfer waits.
-  if (b['enqueued'] !== '1') {
+  if (!b.enqueued) {
     return {
       verdict: { wait: 'its batch is still being enqueued (judged whole by this worker’s controls)' },
       final: false,
     };
   }
-  if (Number(b['approved_at'] ?? 0) > 0) {
+  if (b.approvedAt !== null) {
     await requireApprovals(deps, batchId, b);
     return { verdict: {}, final: true };
   }
   const rows = await unsentRows(redis, prefix, batchId);
   if (rows.length === 0) return { verdict: {}, final: true };
   // A rebalancing batch pays only the treasury's own addresses: always known recipients.
-  const own = b['source'] === 'rebalance' ? new Set(rows.map((r) => bookAddressOf(r).key)) : undefined;
-  const screen = await screenRecipients(redis, prefix, rows, { own, submitter: b['submitted_by'] });
+  const own = b.source === 'rebalance' ? new Set(rows.map((r) => bookAddressOf(r).key)) : undefined;
+  const screen = await screenRecipients(redis, prefix, rows, { own, submitter: b.submittedBy ?? undefined });
   const decision = await decideHolds({ redis, prefix, config, now: (deps.now ?? Date.now)() }, rows, screen, {
     batchId,
     member: batchId,
@@ -126,8 +102,8 @@ async function judgeBatch(
  * A batch an approval released: approved by fewer names than this worker's APPROVALS_REQUIRED, it
  * is held again until the missing approvals are given (the approvals of the new hold count anew).
  */
-async function requireApprovals(deps: Deps, batchId: string, b: Record<string, string>): Promise<void> {
-  const given = (b['approved_by'] ?? '').split(',').filter((n) => n !== '').length;
+async function requireApprovals(deps: Deps, batchId: string, b: Batch): Promise<void> {
+  const given = b.approvedBy.length;
   const required = deps.config.approvalsRequired;
   if (given >= required) return;
   const reason = `held by the worker's controls: APPROVALS_REQUIRED is ${required}, and ${given} approved the batch`;

@@ -24,6 +24,7 @@ import { startTreasurySampler } from '../treasury/balance-sampler.ts';
 import { serviceEstimator } from '../treasury/planner.ts';
 import { warmUpEvm, wireEvm, wirePipeline, wireServiceClient, wireSolana } from './pipeline-wiring.ts';
 import { startAddressPublisher } from './publish-addresses.ts';
+import { warnUnscreenedChains } from './onchain-wiring.ts';
 import { checkServiceKey } from './service-key-check.ts';
 import { openWorkerRedis } from './worker-redis.ts';
 import { screenOwnAddresses, startWorkerScreening } from './screening-wiring.ts';
@@ -257,6 +258,7 @@ async function logStarted(
     },
     'worker started',
   );
+  warnUnscreenedChains(config, logger);
 }
 
 /**

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatUsdc } from '../../src/domain/money.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { chromiumMissing, launchBrowser, screenshotDir, type Browser } from '../helpers/browser.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';

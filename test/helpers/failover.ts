@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Chain } from '../../src/domain/chains.ts';
 import { queueNameFor, transferJobId } from '../../src/queue/jobs.ts';
-import { createBatchReader, type BatchStatus } from '../../src/store/batch-reader.ts';
+import { createBatchReader, type BatchStatus } from '../../src/present/batch-status.ts';
 import { runCli, waitFor, type CliResult, type SpawnedProcess } from './cli.ts';
 import { jobListOf, productEnv } from './e2e.ts';
 import { csvOf, randomEvmAddress, type Row } from './fixtures.ts';

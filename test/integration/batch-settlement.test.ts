@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBatchReader, type BatchSummary } from '../../src/store/batch-reader.ts';
+import { createBatchReader } from '../../src/present/batch-status.ts';
+import { type BatchSummary } from '../../src/present/batch-summary.ts';
 import { createTransferStore, type TransferStore } from '../../src/store/transfer-store.ts';
 import { movingTransfers } from '../../src/store/treasury-flows.ts';
 import { redisForSuite } from '../helpers/redis.ts';

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelBatch, cancelTransfers } from '../../src/ops/cancel.ts';
 import { retryBatch } from '../../src/ops/retry-batch.ts';
-import { createBatchReader } from '../../src/store/batch-reader.ts';
+import { createBatchReader } from '../../src/present/batch-status.ts';
 import type { TransferJobSpec } from '../../src/domain/transfer-jobs.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { Readable } from 'node:stream';

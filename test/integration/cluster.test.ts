@@ -8,7 +8,7 @@ import {
   type RedisCluster,
   type RedisClusterNode,
 } from '../../bench/lib/redis-cluster.ts';
-import { createBatchReader } from '../../src/store/batch-reader.ts';
+import { createBatchReader } from '../../src/present/batch-status.ts';
 import { runCli, spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { checkLedger, productEnv } from '../helpers/e2e.ts';
 import { csvOf, mixedRows, solanaKeypairFile } from '../helpers/fixtures.ts';

@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CALLBACK_QUEUE } from '../../src/queue/callbacks.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';

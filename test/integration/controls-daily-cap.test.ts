@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Chain } from '../../src/domain/chains.ts';
 import { queueNameFor, transferJobId } from '../../src/queue/jobs.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { startStack, transferJobStates, waitsCounted, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress, type Row } from '../helpers/fixtures.ts';

@@ -7,7 +7,7 @@ import { formatUsdc } from '../../src/domain/money.ts';
 import { createProducer } from '../../src/queue/producer.ts';
 import { fireSchedule } from '../../src/queue/schedule-firing.ts';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { approveCli } from '../helpers/approve.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { checkLedger, startStack, type Stack } from '../helpers/e2e.ts';

@@ -10,7 +10,7 @@ import { approvalDigest } from '../../src/domain/approval-digest.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { recordApproval } from '../../src/store/approvals.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import type { TransferJobSpec } from '../../src/domain/transfer-jobs.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { runCli } from '../helpers/cli.ts';

@@ -12,7 +12,7 @@ import { createLogger } from '../../src/log/logger.ts';
 import { createWorkerMetrics } from '../../src/metrics/worker-metrics.ts';
 import { EXPORT_COLUMNS } from '../../src/ops/export.ts';
 import { createProducer, type Producer } from '../../src/queue/producer.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import type { StepsPatch } from '../../src/store/saved-steps.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';

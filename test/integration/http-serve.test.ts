@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { checkLedger, jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';

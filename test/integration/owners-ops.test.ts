@@ -2,7 +2,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EvmChain } from '../../src/domain/chains.ts';
 import type { WalletsReport } from '../../src/ops/wallets.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { ownerReserveKey } from '../../src/store/owner-balance.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { checkLedger, startStack, type Stack } from '../helpers/e2e.ts';

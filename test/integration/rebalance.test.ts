@@ -9,7 +9,7 @@ import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 import { createProducer } from '../../src/queue/producer.ts';
 import { fireSchedule } from '../../src/queue/schedule-firing.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
-import { createBatchReader } from '../../src/store/batch-reader.ts';
+import { createBatchReader } from '../../src/present/batch-status.ts';
 import { serviceEstimator } from '../../src/treasury/planner.ts';
 import { runCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';

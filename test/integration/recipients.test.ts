@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { jobsOfBatch, startStack, type Stack } from '../helpers/e2e.ts';
 import { csvOf, randomEvmAddress, randomSolanaAddress, type Row } from '../helpers/fixtures.ts';

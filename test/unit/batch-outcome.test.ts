@@ -5,7 +5,7 @@ import { renderBatches } from '../../src/cli/commands/batches.ts';
 import { renderStatus } from '../../src/cli/commands/status.ts';
 import { batchPage } from '../../src/http/ui/batch-page.ts';
 import { batchesPage } from '../../src/http/ui/batches-page.ts';
-import type { BatchStatus } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
 
 const NONE: Record<TransferState, number> = {
   queued: 0,

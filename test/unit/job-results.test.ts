@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.ts';
-import { failedReasonOf, failsJob, finalFailure, jobOutcome } from '../../src/queue/job-outcome.ts';
+import { jobOutcome } from '../../src/present/transfer-view.ts';
+import { failedReasonOf, failsJob, finalFailure } from '../../src/queue/job-outcome.ts';
 import { createJobReporter, type JobProgress, type JobReportSink } from '../../src/queue/job-reporter.ts';
 import { isSettleJob, roundOfJobId, settleJobName, transferJobName } from '../../src/queue/jobs.ts';
-import { transferView } from '../../src/store/batch-reader.ts';
+import { transferView } from '../../src/present/transfer-view.ts';
 import { parseTransferRecord } from '../../src/store/transfer-record.ts';
 
 const RECORD = {

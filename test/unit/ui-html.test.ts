@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { BatchStatus, TransferView } from '../../src/store/batch-reader.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
+import type { TransferView } from '../../src/present/transfer-view.ts';
 import { batchPage } from '../../src/http/ui/batch-page.ts';
 import { batchesPage } from '../../src/http/ui/batches-page.ts';
 import { escapeHtml, html } from '../../src/http/ui/html.ts';

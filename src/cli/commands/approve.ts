@@ -5,7 +5,7 @@ import { formatUsdc } from '../../domain/money.ts';
 import { approveBatch, auditRefusal, type ApproveOutcome } from '../../ops/approve-batch.ts';
 import { FourEyesError, NotFoundError } from '../../ops/ops-error.ts';
 import { readApprovals, readReview } from '../../store/approvals.ts';
-import { createBatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader } from '../../present/batch-status.ts';
 import { opsOf, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { counted } from '../../domain/plural.ts';

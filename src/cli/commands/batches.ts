@@ -1,4 +1,5 @@
-import { createBatchReader, pausedView, type BatchSummary } from '../../store/batch-reader.ts';
+import { createBatchReader } from '../../present/batch-status.ts';
+import { pausedView, type BatchSummary } from '../../present/batch-summary.ts';
 import { readPause } from '../../store/pause-flag.ts';
 import { outcomeText, pausedLine } from '../batch-text.ts';
 import { withCli } from '../context.ts';

@@ -19,7 +19,7 @@ import { startWorker, type RunningWorker } from '../../worker/start-worker.ts';
 import type * as SandboxModule from '../../sandbox/sandbox.ts';
 import type { Sandbox } from '../../sandbox/sandbox.ts';
 import { balancesTable, demoAccounts, readChainBalances } from '../demo-balances.ts';
-import { createBatchReader, type BatchReader, type BatchStatus } from '../../store/batch-reader.ts';
+import { createBatchReader, type BatchReader, type BatchStatus } from '../../present/batch-status.ts';
 import { EXIT } from '../exit-codes.ts';
 import { progressBar, table } from '../format.ts';
 import { cliActor } from '../context.ts';

@@ -23,7 +23,8 @@ import {
   preflightWarning,
   type ChainPreflight,
 } from '../../ops/balance-preflight.ts';
-import { createBatchReader, pausedView, type BatchSummary } from '../../store/batch-reader.ts';
+import { createBatchReader } from '../../present/batch-status.ts';
+import { pausedView, type BatchSummary } from '../../present/batch-summary.ts';
 import { readPause } from '../../store/pause-flag.ts';
 import { createRedis } from '../../store/redis.ts';
 import { warnOnWorkerControls, withCli, type CliContext } from '../context.ts';

@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import { exportBatch } from '../../ops/export.ts';
 import { NotFoundError } from '../../ops/ops-error.ts';
-import { createBatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader } from '../../present/batch-status.ts';
 import { withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { plainText } from '../format.ts';

@@ -1,5 +1,5 @@
 import { setPaused } from '../../ops/pause.ts';
-import { pausedView } from '../../store/batch-reader.ts';
+import { pausedView } from '../../present/batch-summary.ts';
 import { pausedSince } from '../batch-text.ts';
 import { auditOf, withCli } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';

@@ -1,7 +1,7 @@
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { NotFoundError } from '../../ops/ops-error.ts';
-import { createBatchReader, type BatchStatus } from '../../store/batch-reader.ts';
+import { createBatchReader, type BatchStatus } from '../../present/batch-status.ts';
 import { intentsText, outcomeText, pausedLine, settledText, totalsLines } from '../batch-text.ts';
 import { warnOnWorkerControls, withCli } from '../context.ts';
 import { controlSettingsOf } from '../../config/control-settings.ts';

@@ -32,9 +32,7 @@ export const batchApproveRoute: RoutePlugin = async (app, { deps }) => {
     if (!isDigest(digest)) {
       const batch = await requireBatch(ops, id);
       const current =
-        batch['held'] === '1' && batch['enqueued'] === '1'
-          ? await approvalDigestOf(deps.redis, prefix, id, batch)
-          : null;
+        batch.held && batch.enqueued ? await approvalDigestOf(deps.redis, prefix, id, batch) : null;
       return reply.status(400).send({
         ...errorDocument(
           400,

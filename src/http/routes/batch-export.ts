@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { exportBatch } from '../../ops/export.ts';
 import type { FastifyReply } from 'fastify';
-import { createBatchReader, type BatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader, type BatchReader } from '../../present/batch-status.ts';
 import type { RoutePlugin } from '../route-deps.ts';
 import { batchExportSchema } from '../schemas/route-schemas.ts';
 import { notFound } from '../http-errors.ts';

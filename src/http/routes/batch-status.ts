@@ -1,4 +1,4 @@
-import { createBatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader } from '../../present/batch-status.ts';
 import type { RoutePlugin } from '../route-deps.ts';
 import { batchStatusSchema } from '../schemas/route-schemas.ts';
 import { notFound } from '../http-errors.ts';

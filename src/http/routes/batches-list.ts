@@ -1,4 +1,4 @@
-import { createBatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader } from '../../present/batch-status.ts';
 import type { RoutePlugin } from '../route-deps.ts';
 import { batchesListSchema } from '../schemas/route-schemas.ts';
 import { intParam, queryOf } from '../params.ts';

@@ -1,5 +1,5 @@
 import { nextFiring } from '../../queue/schedule-identity.ts';
-import { pausedView } from '../../store/batch-reader.ts';
+import { pausedView } from '../../present/batch-summary.ts';
 import { readPause } from '../../store/pause-flag.ts';
 import { readTreasuryView } from '../../treasury/treasury-view.ts';
 import type { RoutePlugin } from '../route-deps.ts';

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { readAudit } from '../../store/audit.ts';
 import type { Redis } from 'ioredis';
-import { createBatchReader, pausedView, type BatchReader } from '../../store/batch-reader.ts';
+import { createBatchReader, type BatchReader } from '../../present/batch-status.ts';
+import { pausedView } from '../../present/batch-summary.ts';
 import { readPause } from '../../store/pause-flag.ts';
 import { HttpError, notFound } from '../http-errors.ts';
 import { batchIdParam, cursorParam, intParam, queryOf, stateParam } from '../params.ts';

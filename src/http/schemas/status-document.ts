@@ -1,4 +1,7 @@
 import { TRANSFER_STATES } from '../../domain/transfer.ts';
+import type { BatchStatus } from '../../present/batch-status.ts';
+import type { BatchSummary } from '../../present/batch-summary.ts';
+import type { TransferView } from '../../present/transfer-view.ts';
 import { isoTime, nullable, usdc } from './common.ts';
 
 /* The status document of docs/http-api.md (`GET /v1/batches/:id`, `status --json`, callbacks). */
@@ -172,3 +175,22 @@ export const statusDocument = {
   },
   additionalProperties: true,
 } as const;
+
+/*
+ * The schema is checked against the one shape the presenter builds (src/present): a field added to
+ * one and not the other, or a required field the type does not have, fails `npm run typecheck`.
+ */
+type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never]
+  ? true
+  : { onlyInSchema: Exclude<keyof A, keyof B>; onlyInType: Exclude<keyof B, keyof A> };
+type Within<A, B> = [Exclude<A, keyof B>] extends [never] ? true : { notInType: Exclude<A, keyof B> };
+type OwnFields = Omit<BatchStatus, keyof BatchSummary>;
+
+export const schemaMatchesPresenter: readonly true[] = [
+  true satisfies SameKeys<typeof transferView.properties, TransferView>,
+  true satisfies Within<(typeof transferView.required)[number], TransferView>,
+  true satisfies SameKeys<typeof batchSummary.properties, BatchSummary>,
+  true satisfies Within<(typeof batchSummary.required)[number], BatchSummary>,
+  true satisfies SameKeys<typeof statusDocument.properties, OwnFields>,
+  true satisfies Within<(typeof statusDocument.required)[number], OwnFields>,
+];

@@ -1,5 +1,5 @@
 import { formatAuditDetail, type AuditEntry } from '../../store/audit.ts';
-import type { PausedView } from '../../store/batch-reader.ts';
+import type { PausedView } from '../../present/batch-summary.ts';
 import { shortTime } from './batch-parts.ts';
 import { html, type Html } from './html.ts';
 import { pageShell } from './page-shell.ts';

@@ -1,6 +1,7 @@
 import { counted } from '../../domain/plural.ts';
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
-import type { BatchStatus, TransferView } from '../../store/batch-reader.ts';
+import type { BatchStatus } from '../../present/batch-status.ts';
+import type { TransferView } from '../../present/transfer-view.ts';
 import {
   figures,
   refreshNote,

@@ -1,6 +1,6 @@
 import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import { batchOutcome } from '../../domain/batch-outcome.ts';
-import type { BatchSummary } from '../../store/batch-reader.ts';
+import type { BatchSummary } from '../../present/batch-summary.ts';
 import { html, type Html } from './html.ts';
 
 /* Pieces both batch pages show: the progress bar, the status badges, the figures. */

@@ -1,4 +1,4 @@
-import type { BatchSummary, PausedView } from '../../store/batch-reader.ts';
+import type { BatchSummary, PausedView } from '../../present/batch-summary.ts';
 import { refreshNote, refreshSeconds, rowCount, shortTime, stateBar, statusBadges } from './batch-parts.ts';
 import { html, type Html } from './html.ts';
 import { pageShell } from './page-shell.ts';

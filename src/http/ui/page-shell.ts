@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PausedView } from '../../store/batch-reader.ts';
+import type { PausedView } from '../../present/batch-summary.ts';
 import { constantMarkup, html, type Html, type HtmlValue } from './html.ts';
 
 /*

@@ -1,4 +1,4 @@
-import type { PausedView } from '../../store/batch-reader.ts';
+import type { PausedView } from '../../present/batch-summary.ts';
 import type { TreasuryView } from '../../treasury/treasury-view.ts';
 import { html, type Html } from './html.ts';
 import { pageShell } from './page-shell.ts';

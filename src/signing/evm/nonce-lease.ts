@@ -3,7 +3,7 @@ import type { Logger } from '../../log/logger.ts';
 import { NonceLeaseLostError, SIGNING_ERROR_CODES } from '../errors.ts';
 import type { NonceLease } from '../types.ts';
 import { checkNonce } from './chain-nonce-cache.ts';
-import { doubtMember, POOL_SCRIPTS, runPoolScript, type PoolKeys } from './nonce-pool-scripts.ts';
+import { doubtMember, POOL_SCRIPTS, runPoolScript, type PoolKeys } from '../../store/nonce-pool.ts';
 
 /** What a lease needs from its manager. */
 export type LeaseContext = {

@@ -17,7 +17,17 @@ import {
   type ChainNonceCache,
 } from './chain-nonce-cache.ts';
 import { createLease } from './nonce-lease.ts';
-import { doubtMember, POOL_SCRIPTS, poolKeys, runPoolScript, type PoolKeys } from './nonce-pool-scripts.ts';
+import {
+  doubtMember,
+  POOL_SCRIPTS,
+  poolKeys,
+  readDoubts,
+  readPoolState,
+  readUsedBy,
+  runPoolScript,
+  type NonceState,
+  type PoolKeys,
+} from '../../store/nonce-pool.ts';
 import { createWakeups, waitForWakeup, type Wakeups } from './nonce-wakeups.ts';
 
 // Why this is money-safe, and the prepared next permit (the serial section near zero): docs/nonces.md.
@@ -40,29 +50,6 @@ export type NonceManagerDeps = {
    */
   readonly prepareSlotMs?: number;
   readonly logger?: Logger;
-};
-
-export type NonceState = {
-  readonly next: bigint;
-  readonly holder: string | null;
-  readonly heldNonce: bigint | null;
-  readonly leaseUntil: number | null;
-  /** "<nonce>|<refused at ms>" while the holder waits for the chain after a refused permit. */
-  readonly settling: string | null;
-  /** Until when (ms) the pool is held, and why; null when it is not. */
-  readonly holdUntil: number | null;
-  readonly holdReason: string | null;
-  /** Permits presumed used, not yet settled from the chain. */
-  readonly doubts: readonly NonceDoubt[];
-  /** The transfer preparing the next permit, the nonce it prepares, and until when it counts as alive. */
-  readonly prepHolder: string | null;
-  readonly prepNonce: bigint | null;
-  readonly prepUntil: number | null;
-  /** The waiter next in line for the prepare slot, and until when its place holds (0 once given). */
-  readonly prepNext: string | null;
-  readonly prepNextUntil: number | null;
-  /** Leases handed straight from a committing holder to its preparer, ever. */
-  readonly handoffs: number;
 };
 
 export type RedisNonceManager = NonceManager & {
@@ -317,26 +304,6 @@ async function acquireLease(
   }
 }
 
-function parseDoubt(member: string, score: string): NonceDoubt {
-  const bar = member.indexOf('|');
-  return { nonce: BigInt(score), deadline: BigInt(member.slice(0, bar)), holder: member.slice(bar + 1) };
-}
-
-async function readDoubts(m: Manager, keys: PoolKeys, from: bigint): Promise<NonceDoubt[]> {
-  const flat = await m.redis.zrangebyscore(keys.review, from.toString(), '+inf', 'WITHSCORES');
-  const out: NonceDoubt[] = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push(parseDoubt(flat[i] as string, flat[i + 1] as string));
-  return out;
-}
-
-/** The holder that committed `nonce` as accepted (the pool's `used` set), if remembered. */
-async function readUsedBy(m: Manager, keys: PoolKeys, nonce: bigint): Promise<string | undefined> {
-  const n = nonce.toString();
-  const members = await m.redis.zrangebyscore(keys.used, n, n);
-  const member = members.find((x) => x.startsWith(`${n}|`));
-  return member === undefined ? undefined : member.slice(n.length + 1);
-}
-
 async function presumeUsed(m: Manager, keys: PoolKeys, doubt: NonceDoubt): Promise<void> {
   const nonce = checkNonce(doubt.nonce, 'presumed-used nonce').toString();
   await runPoolScript(m.redis, POOL_SCRIPTS.commit, keys, [
@@ -370,27 +337,6 @@ async function settleDoubt(
   return r === 2;
 }
 
-async function readState(m: Manager, keys: PoolKeys): Promise<NonceState> {
-  const [h, doubts] = await Promise.all([m.redis.hgetall(keys.pool), readDoubts(m, keys, 0n)]);
-  const num = (v: string | undefined) => (v === undefined ? null : Number(v));
-  return {
-    next: BigInt(h['next'] ?? '0'),
-    holder: h['holder'] ?? null,
-    heldNonce: h['held_nonce'] !== undefined ? BigInt(h['held_nonce']) : null,
-    leaseUntil: num(h['lease_until']),
-    settling: h['settling'] ?? null,
-    holdUntil: num(h['hold_until']),
-    holdReason: h['hold_reason'] ?? null,
-    doubts,
-    prepHolder: h['prep_holder'] ?? null,
-    prepNonce: h['prep_nonce'] !== undefined ? BigInt(h['prep_nonce']) : null,
-    prepUntil: num(h['prep_until']),
-    prepNext: h['prep_next'] ?? null,
-    prepNextUntil: num(h['prep_next_until']),
-    handoffs: Number(h['handoffs'] ?? 0),
-  };
-}
-
 /**
  * Redis-backed permit nonces per (chain, owner), shared by every worker process. See the comment at
  * the top of this file for the reasoning.
@@ -419,10 +365,10 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
   return {
     acquire: (chain, owner, holder, options = {}) => acquireLease(m, keysOf(chain, owner), holder, options),
     presumeUsed: (chain, owner, doubt) => presumeUsed(m, keysOf(chain, owner), doubt),
-    doubts: (chain, owner, from) => readDoubts(m, keysOf(chain, owner), from),
-    usedBy: (chain, owner, nonce) => readUsedBy(m, keysOf(chain, owner), nonce),
+    doubts: (chain, owner, from) => readDoubts(m.redis, keysOf(chain, owner), from),
+    usedBy: (chain, owner, nonce) => readUsedBy(m.redis, keysOf(chain, owner), nonce),
     settleDoubt: (chain, owner, doubt, verdict) => settleDoubt(m, keysOf(chain, owner), doubt, verdict),
-    state: (chain, owner) => readState(m, keysOf(chain, owner)),
+    state: (chain, owner) => readPoolState(m.redis, keysOf(chain, owner)),
     waiting: (chain, owner) => m.wakeups.count(keysOf(chain, owner).pool),
     prefetch(chain, owner) {
       const keys = keysOf(chain, owner);

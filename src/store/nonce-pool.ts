@@ -1,11 +1,12 @@
 import type { Redis } from 'ioredis';
-import { checksumEvmAddress } from '../../domain/addresses.ts';
-import type { EvmChain } from '../../domain/chains.ts';
-import { loadLuaScript, runScript, type LuaScript } from '../../store/lua-script.ts';
+import { checksumEvmAddress } from '../domain/addresses.ts';
+import type { EvmChain } from '../domain/chains.ts';
+import { loadLuaScript, runScript, type LuaScript } from './lua-script.ts';
 
 /*
- * The Redis side of one (chain, owner)'s permit-nonce pool. Every change is one script (./scripts/),
- * so that every worker process sees a consistent pool. See nonce-manager.ts for why this is money-safe.
+ * The Redis side of one (chain, owner)'s permit-nonce pool (src/signing/evm/nonce-manager.ts runs it;
+ * docs/nonces.md says why it is money-safe): every change is one script (./scripts/pool-*.lua), so
+ * that every worker process sees a consistent pool, and every read is parsed here.
  *
  * HASH `P:nonce:<CHAIN>:<owner>`:
  *   next         the lowest nonce not known to be used (by a committed permit, or on chain)
@@ -63,7 +64,7 @@ export function poolKeys(prefix: string, chain: EvmChain, owner: string): PoolKe
   };
 }
 
-/** The pool's scripts: one file each in ./scripts/, headed by its KEYS, ARGV and output. */
+/** The pool's scripts: one file each in ./scripts/ (pool-*.lua), headed by its KEYS, ARGV and output. */
 const SCRIPTS = new URL('./scripts/', import.meta.url);
 
 export const POOL_SCRIPTS = {
@@ -90,4 +91,73 @@ export function runPoolScript(
 /** The review member of a presumed-used permit. */
 export function doubtMember(deadline: bigint, holder: string): string {
   return `${deadline}|${holder}`;
+}
+
+/** A permit presumed used (its answer was lost): the review set's member, by nonce. */
+export type NonceDoubt = { readonly nonce: bigint; readonly deadline: bigint; readonly holder: string };
+
+export type NonceState = {
+  readonly next: bigint;
+  readonly holder: string | null;
+  readonly heldNonce: bigint | null;
+  readonly leaseUntil: number | null;
+  /** "<nonce>|<refused at ms>" while the holder waits for the chain after a refused permit. */
+  readonly settling: string | null;
+  /** Until when (ms) the pool is held, and why; null when it is not. */
+  readonly holdUntil: number | null;
+  readonly holdReason: string | null;
+  /** Permits presumed used, not yet settled from the chain. */
+  readonly doubts: readonly NonceDoubt[];
+  /** The transfer preparing the next permit, the nonce it prepares, and until when it counts as alive. */
+  readonly prepHolder: string | null;
+  readonly prepNonce: bigint | null;
+  readonly prepUntil: number | null;
+  /** The waiter next in line for the prepare slot, and until when its place holds (0 once given). */
+  readonly prepNext: string | null;
+  readonly prepNextUntil: number | null;
+  /** Leases handed straight from a committing holder to its preparer, ever. */
+  readonly handoffs: number;
+};
+
+function parseDoubt(member: string, score: string): NonceDoubt {
+  const bar = member.indexOf('|');
+  return { nonce: BigInt(score), deadline: BigInt(member.slice(0, bar)), holder: member.slice(bar + 1) };
+}
+
+/** The presumed-used permits at or above nonce `from`, by nonce. */
+export async function readDoubts(redis: Redis, keys: PoolKeys, from: bigint): Promise<NonceDoubt[]> {
+  const flat = await redis.zrangebyscore(keys.review, from.toString(), '+inf', 'WITHSCORES');
+  const out: NonceDoubt[] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push(parseDoubt(flat[i] as string, flat[i + 1] as string));
+  return out;
+}
+
+/** The holder that committed `nonce` as accepted (the pool's `used` set), if remembered. */
+export async function readUsedBy(redis: Redis, keys: PoolKeys, nonce: bigint): Promise<string | undefined> {
+  const n = nonce.toString();
+  const members = await redis.zrangebyscore(keys.used, n, n);
+  const member = members.find((x) => x.startsWith(`${n}|`));
+  return member === undefined ? undefined : member.slice(n.length + 1);
+}
+
+/** The pool as stored, with its presumed-used permits. */
+export async function readPoolState(redis: Redis, keys: PoolKeys): Promise<NonceState> {
+  const [h, doubts] = await Promise.all([redis.hgetall(keys.pool), readDoubts(redis, keys, 0n)]);
+  const num = (v: string | undefined) => (v === undefined ? null : Number(v));
+  return {
+    next: BigInt(h['next'] ?? '0'),
+    holder: h['holder'] ?? null,
+    heldNonce: h['held_nonce'] !== undefined ? BigInt(h['held_nonce']) : null,
+    leaseUntil: num(h['lease_until']),
+    settling: h['settling'] ?? null,
+    holdUntil: num(h['hold_until']),
+    holdReason: h['hold_reason'] ?? null,
+    doubts,
+    prepHolder: h['prep_holder'] ?? null,
+    prepNonce: h['prep_nonce'] !== undefined ? BigInt(h['prep_nonce']) : null,
+    prepUntil: num(h['prep_until']),
+    prepNext: h['prep_next'] ?? null,
+    prepNextUntil: num(h['prep_next_until']),
+    handoffs: Number(h['handoffs'] ?? 0),
+  };
 }
