@@ -130,8 +130,10 @@ type Durability =
  * Redis Cluster every server is asked, replicas too (a replica promoted keeps what it holds).
  */
 export async function checkDurability(redis: Redis): Promise<Durability> {
+  const servers = everyServer(redis);
+  if (servers.length === 0) return { durable: 'unknown', reason: 'the Redis Cluster named no node' };
   let unknown: Durability | undefined;
-  for (const server of everyServer(redis)) {
+  for (const server of servers) {
     const d = await serverDurability(server);
     if (d.durable === false) return d;
     if (d.durable === 'unknown') unknown ??= d;

@@ -15,6 +15,7 @@ import { evmRows, failoverStack, type FailoverStack } from '../helpers/failover.
 import { csvOf, mixedRows, solanaKeypairFile } from '../helpers/fixtures.ts';
 import { findRedisServer } from '../helpers/redis.ts';
 import { startSandboxProcess, TEST_EVM_ADDRESS, type SandboxProcess } from '../helpers/sandbox.ts';
+import { startServe } from '../helpers/serve.ts';
 
 /*
  * Redis Cluster (docs/scaling.md "Redis deployments"): REDIS_CLUSTER_NODES makes every connection
@@ -26,6 +27,7 @@ import { startSandboxProcess, TEST_EVM_ADDRESS, type SandboxProcess } from '../h
  */
 const haveRedis = findRedisServer() !== undefined && findRedisCli() !== undefined;
 const PREFIX = '{usdcl}';
+const HOOK = 'hook-token-for-the-cluster-test-0123456789';
 
 describe.skipIf(!haveRedis)('Redis Cluster (REDIS_CLUSTER_NODES, QUEUE_PREFIX a hash tag)', () => {
   let cluster: RedisCluster;
@@ -98,18 +100,33 @@ describe.skipIf(!haveRedis)('Redis Cluster (REDIS_CLUSTER_NODES, QUEUE_PREFIX a 
     expect(res.stderr).toMatch(/QUEUE_PREFIX.*hash tag.*REDIS_CLUSTER_NODES/);
   });
 
-  it("rides through the slot's master killed -9 mid-batch, the cluster promoting its replica: no row paid twice, every row final", async () => {
+  it("rides through the slot's master killed -9 mid-batch, the cluster promoting its replica: no row paid twice, every row final, /readyz 503 meanwhile", async () => {
     const owner = (await cluster.ownerOf(PREFIX)).node;
     const worker = spawnCli(['worker'], stack.env);
     workers.push(worker);
-    const { batchId, stderr } = await stack.enqueue(evmRows(100, 'kill'), 'kill');
-    if (!batchId) throw new Error(`enqueue failed: ${stderr}`);
-    await waitFor('20 submitted', async () => (await stack.status(batchId)).counts.submitted >= 20, {
-      timeoutMs: 90_000,
-    });
-    await cluster.kill(owner);
-    await promoted(owner);
-    await expectWhole(batchId, 100, worker);
+    const serve = await startServe({ ...stack.env, HOOK_TOKEN: HOOK });
+    const ready = async () => (await serve.call('/readyz', { token: HOOK })).status;
+    try {
+      expect(await ready()).toBe(200);
+      const { batchId, stderr } = await stack.enqueue(evmRows(100, 'kill'), 'kill');
+      if (!batchId) throw new Error(`enqueue failed: ${stderr}`);
+      await waitFor('20 submitted', async () => (await stack.status(batchId)).counts.submitted >= 20, {
+        timeoutMs: 90_000,
+      });
+      await cluster.kill(owner);
+      // No master answers for the slot until the cluster promotes the replica: not ready meanwhile.
+      await waitFor('/readyz 503 while the slot has no master', async () => (await ready()) === 503, {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      });
+      await promoted(owner);
+      await waitFor('/readyz 200 on the promoted master', async () => (await ready()) === 200, {
+        timeoutMs: 30_000,
+      });
+      await expectWhole(batchId, 100, worker);
+    } finally {
+      await serve.stop();
+    }
     // The killed master comes back as the replica of the promoted one.
     await cluster.restart(owner);
     await cluster.waitHealthy();
