@@ -36,7 +36,7 @@ export function workerConnection(
   extra: Record<string, unknown> = {},
 ): WorkerConnection {
   if (endpoint.redisClusterNodes) {
-    const client = openConnection(endpoint, { maxRetriesPerRequest: null, ...extra });
+    const client = openConnection(endpoint, { maxRetriesPerRequest: null, ...extra }, { waitFailover: true });
     client.on('error', () => {});
     return {
       connection: client,

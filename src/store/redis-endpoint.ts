@@ -78,16 +78,28 @@ function splitClusterOptions(options: RedisOptions): { top: ClusterOptions; node
 }
 
 /**
+ * A command meeting a lost node is tried again every 200 ms (retryDelayOnFailover) while the cluster
+ * fails over, each try one "redirection": 64 (about 13 s) for a command that should fail fast, and
+ * for one that waits through a failover (a worker's, BullMQ's) about 10 minutes — a managed
+ * service's failover, or a `cluster-node-timeout` of 15 s and its election, fits well inside.
+ */
+const FAILOVER_WAIT_REDIRECTIONS = 3_000;
+
+/** How a Cluster client behaves when the cluster fails over (none of it applies to one Redis). */
+export type ClusterTuning = {
+  /** clusterRetryStrategy: how the seed nodes are tried (null gives up). */
+  readonly retry?: ClusterOptions['clusterRetryStrategy'];
+  /** Commands wait through a failover (workers) instead of failing after about 13 s. */
+  readonly waitFailover?: boolean;
+};
+
+/**
  * A Cluster client over the seed nodes: MOVED and ASK followed, the slot map re-read on a failover
  * (a node lost, CLUSTERDOWN, TRYAGAIN) and every few seconds. REDIS_URL's user, password and TLS
  * go to every node; node addresses are used as the cluster names them (no DNS re-lookup, as
  * ElastiCache and MemoryDB with TLS need).
  */
-function openCluster(
-  e: RedisEndpoint,
-  options: RedisOptions,
-  retry: ClusterOptions['clusterRetryStrategy'],
-): Cluster {
+function openCluster(e: RedisEndpoint, options: RedisOptions, cluster: ClusterTuning): Cluster {
   const u = new URL(e.redisUrl);
   const { top, node } = splitClusterOptions(options);
   return new Cluster(
@@ -106,8 +118,8 @@ function openCluster(
       retryDelayOnFailover: 200,
       retryDelayOnClusterDown: 200,
       retryDelayOnTryAgain: 200,
-      maxRedirections: 64,
-      ...(retry ? { clusterRetryStrategy: retry } : {}),
+      maxRedirections: cluster.waitFailover ? FAILOVER_WAIT_REDIRECTIONS : 64,
+      ...(cluster.retry ? { clusterRetryStrategy: cluster.retry } : {}),
       ...top,
     },
   );
@@ -118,12 +130,8 @@ function openCluster(
  * stands in for: both have the same commands (ioredis's Commander); the few things that differ —
  * `duplicate`, server commands without a key (INFO, CONFIG) — go through the functions below.
  */
-export function openConnection(
-  e: RedisEndpoint,
-  options: RedisOptions,
-  clusterRetry?: ClusterOptions['clusterRetryStrategy'],
-): Redis {
-  if (e.redisClusterNodes) return openCluster(e, options, clusterRetry) as unknown as Redis;
+export function openConnection(e: RedisEndpoint, options: RedisOptions, cluster: ClusterTuning = {}): Redis {
+  if (e.redisClusterNodes) return openCluster(e, options, cluster) as unknown as Redis;
   return new Redis({ ...endpointOptions(e), ...options });
 }
 

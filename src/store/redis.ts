@@ -45,9 +45,12 @@ export function createRedis(
       // Reconnect forever with a capped delay: a Redis restart must be survived by itself.
       retryStrategy: (times) => Math.min(times * 200, 2_000),
       ...extra,
-      // A Cluster's seed nodes, as the Sentinels: retried for ever once connected.
     },
-    (times) => (giveUp(times) ? null : Math.min(times * 200, 2_000)),
+    {
+      // A Cluster's seed nodes, as the Sentinels: retried for ever once connected.
+      retry: (times) => (giveUp(times) ? null : Math.min(times * 200, 2_000)),
+      waitFailover: role === 'worker',
+    },
   );
   let last = 0;
   redis.once('ready', () => (connected = true));
@@ -86,7 +89,10 @@ export function isRedisConnectionError(err: unknown): boolean {
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const code = (err as NodeJS.ErrnoException).code;
   if (code !== undefined && CONNECTION_CODES.has(code)) return true;
-  return /^(Connection is closed|connect ETIMEDOUT|Stream isn't writeable)/.test(err.message);
+  if (err.name === 'ClusterAllFailedError') return true;
+  return /^(Connection is closed|connect ETIMEDOUT|Stream isn't writeable|Too many Cluster redirections)/.test(
+    err.message,
+  );
 }
 
 /** The one line an operator sees when Redis cannot be reached: where, and its setting; no secret. */
