@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
-import { describeEndpoint, endpointOptions } from '../../src/store/redis-endpoint.ts';
+import { Cluster } from 'ioredis';
+import {
+  describeEndpoint,
+  duplicateConnection,
+  endpointOptions,
+  isCluster,
+  openConnection,
+} from '../../src/store/redis-endpoint.ts';
 import { parseReplication, replicationChanges } from '../../src/store/primary-watch.ts';
 import { describeShortfall, wantedReplicas } from '../../src/store/replica-acks.ts';
 
@@ -180,5 +187,41 @@ describe('what a process sees of replication', () => {
     ).toEqual([
       'REDIS_CLUSTER_NODES: and REDIS_SENTINELS cannot both be set: a Redis Cluster fails over by itself',
     ]);
+  });
+
+  it("opens a Cluster client over the seed nodes with REDIS_URL's user, password and TLS, and duplicates it as one", () => {
+    const c = loadConfig({
+      REDIS_URL: 'rediss://app:s3cret@ignored.example:6390',
+      REDIS_CLUSTER_NODES: 'node-a.internal:6379,10.0.0.2:6380',
+      QUEUE_PREFIX: '{usdc}',
+    });
+    const conn = openConnection(c, { lazyConnect: true, maxRetriesPerRequest: null }, { waitFailover: true });
+    const dup = duplicateConnection(conn, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    try {
+      expect(isCluster(conn)).toBe(true);
+      const cluster = conn as unknown as Cluster;
+      expect(cluster.options.redisOptions).toMatchObject({
+        username: 'app',
+        password: 's3cret',
+        tls: {},
+        maxRetriesPerRequest: null,
+      });
+      expect(cluster.options).toMatchObject({
+        scaleReads: 'master',
+        lazyConnect: true,
+        maxRedirections: 3000,
+      });
+      expect(isCluster(dup)).toBe(true);
+      expect((dup as unknown as Cluster).options.redisOptions).toMatchObject({
+        password: 's3cret',
+        maxRetriesPerRequest: 0,
+      });
+      const single = openConnection(loadConfig({}), { lazyConnect: true });
+      expect(isCluster(single)).toBe(false);
+      single.disconnect();
+    } finally {
+      conn.disconnect();
+      dup.disconnect();
+    }
   });
 });
