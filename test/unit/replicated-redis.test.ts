@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
-import { Cluster } from 'ioredis';
+import type { Cluster } from 'ioredis';
 import {
   describeEndpoint,
   duplicateConnection,
