@@ -1,7 +1,7 @@
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import { onCleanup } from '../lib/cleanup.ts';
 import { commandCalls, totalCalls } from '../lib/redis-info.ts';
-import { startRedisCluster } from '../lib/redis-cluster.ts';
+import { startRedisCluster } from '../../support/redis-cluster.ts';
 import { evmRows } from '../lib/rows.ts';
 import {
   batchOutcome,

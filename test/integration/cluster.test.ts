@@ -8,7 +8,7 @@ import {
   startRedisCluster,
   type RedisCluster,
   type RedisClusterNode,
-} from '../../bench/lib/redis-cluster.ts';
+} from '../helpers/redis-cluster.ts';
 import { runCli, spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { checkLedger, fundOwners, productEnv } from '../helpers/e2e.ts';
 import { evmRows, failoverStack, type FailoverStack } from '../helpers/failover.ts';

@@ -3,7 +3,7 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
-import { findRedisServer, freePort } from '../../support/redis.ts';
+import { findRedisServer, freePort } from './redis.ts';
 
 /**
  * A real Redis Cluster of `masters` durable masters (and `replicas` replicas of each) on loopback
@@ -56,7 +56,7 @@ process.once('exit', () => {
   for (const c of live) c.kill('SIGKILL');
 });
 
-export async function waitFor(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+async function waitFor(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
