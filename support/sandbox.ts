@@ -15,6 +15,13 @@ export type SandboxInfo = {
   solana_fee_payer: string;
   solana_deposit_account: string;
   deposit_address: string;
+  /** The CCTP v2 road (docs/sandbox.md "CCTP v2"): `api_url` is a worker's `CCTP_API_URL`. */
+  cctp: {
+    api_url: string;
+    attester: string;
+    fee_recipient: string;
+    contracts: { tokenMessenger: string; messageTransmitter: string };
+  };
   rpc: Record<EvmChain | 'SOLANA', string>;
   nodes: {
     evm: Record<EvmChain, { kind: string; url: string | null; pid: number | null }>;
@@ -54,6 +61,14 @@ export type SandboxAdminClient = {
   /** The base units `address` holds on `chain`, read from the chain. */
   balance(chain: string, address: string): Promise<bigint>;
   setBalance(chain: string, address: string, amount: string): Promise<void>;
+  /** Native gas (wei) of an EVM address, read from the chain (funds no one). */
+  nativeBalance(chain: EvmChain, address: string): Promise<bigint>;
+  /** Sets it for a drill: an owner that cannot pay its CCTP transactions. */
+  setNativeBalance(chain: EvmChain, address: string, wei: bigint): Promise<void>;
+  /** USDC's own blacklist on an EVM chain: on (blacklist) or off (unblacklist). */
+  setBlacklisted(chain: EvmChain, address: string, on: boolean): Promise<void>;
+  /** Freezes (on) or thaws (off) a Solana wallet's USDC account; the account's address. */
+  setFrozen(address: string, on: boolean): Promise<string>;
 };
 
 export function sandboxAdmin(url: string): SandboxAdminClient {
@@ -113,6 +128,24 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     setBalance: async (chain, address, amount) => {
       await call('POST', '/__admin/balance', { chain, address, amount });
     },
+    nativeBalance: async (chain, address) =>
+      BigInt(
+        (
+          await call<{ wei: string }>(
+            'GET',
+            `/__admin/native-balance?chain=${chain}&address=${encodeURIComponent(address)}`,
+          )
+        ).wei,
+      ),
+    setNativeBalance: async (chain, address, wei) => {
+      await call('POST', '/__admin/native-balance', { chain, address, wei: wei.toString() });
+    },
+    setBlacklisted: async (chain, address, on) => {
+      await call('POST', on ? '/__admin/blacklist' : '/__admin/unblacklist', { chain, address });
+    },
+    setFrozen: async (address, on) =>
+      (await call<{ usdc_account: string }>('POST', on ? '/__admin/freeze' : '/__admin/thaw', { address }))
+        .usdc_account,
   };
 }
 

@@ -17,6 +17,8 @@ import { createEnvReader, type Env, type EnvReader, type Problem } from './env-r
 import { checkSecretLength, readAccessSettings } from './access-settings.ts';
 import { readTreasuryKeys } from './public-addresses.ts';
 import { readRedisSettings } from './redis-settings.ts';
+import { readCctpSettings } from './cctp-settings.ts';
+import { readScreeningSettings } from './screening-settings.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -219,6 +221,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const apiRateLimit =
     r.str('API_RATE_LIMIT') === undefined ? undefined : r.int('API_RATE_LIMIT', 0, 1, 100_000);
 
+  const network = readNetwork(r, problem);
   const book = readNewRecipients(r, problem);
   checkSecretLength(r, problem, 'HOOK_HMAC_SECRET');
   const redisSettings = readRedisSettings(r, problem);
@@ -243,7 +246,8 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     queuePrefix,
     transferApiUrl,
     transferApiKey: apiKeyText !== undefined ? new Secret(apiKeyText) : undefined,
-    network: readNetwork(r, problem),
+    network,
+    ...readCctpSettings(r, problem, network),
     ...readTreasuryKeys(r, problem, needs),
     permitSpender: r.address('PERMIT_SPENDER'),
     permitSpenderByChain: Object.freeze(permitSpenderByChain),
@@ -261,6 +265,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     auditLogFile: r.str('AUDIT_LOG_FILE'),
     ...readAccessSettings(r, problem, { readFile: needs.access === true, book }),
     ...book,
+    ...readScreeningSettings(r, problem),
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),

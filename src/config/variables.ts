@@ -1,4 +1,5 @@
 import { EVM_CHAINS } from '../domain/chains.ts';
+import { CIRCLE_ATTESTATION_API } from './cctp-settings.ts';
 import { DEFAULTS } from './defaults.ts';
 
 /*
@@ -167,6 +168,36 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning: 'Solana balance for `--dry-run` and `wallets`',
   },
   {
+    names: ['TRANSFER_VIA'],
+    default: shown('TRANSFER_VIA'),
+    meaning:
+      'the road a batch takes when it names none: `service` (the transfer service), `cctp` or ' +
+      "`cctp-fast` (Circle's CCTP v2 directly, Standard or Fast: [cctp.md](cctp.md))",
+  },
+  {
+    names: ['CCTP_API_URL'],
+    default: `\`${CIRCLE_ATTESTATION_API.mainnet}\` on \`mainnet\`, \`${CIRCLE_ATTESTATION_API.testnet}\` on \`testnet\``,
+    meaning:
+      "Circle's attestation API for the `cctp` roads; the sandbox serves one at `<sandbox>/cctp` " +
+      '(`sandbox --write-env` sets it)',
+  },
+  {
+    names: ['CCTP_TOKEN_MESSENGER_<CHAIN>', 'CCTP_MESSAGE_TRANSMITTER_<CHAIN>', 'USDC_ADDRESS_<CHAIN>'],
+    default: "Circle's published addresses for `NETWORK`",
+    meaning:
+      'the CCTP v2 contracts (TokenMessengerV2, MessageTransmitterV2) and USDC on an EVM chain, ' +
+      "where they are not Circle's published ones (a devnet, a fork, the sandbox)",
+  },
+  {
+    names: ['MAX_GAS_GWEI_<CHAIN>'],
+    default: 'none',
+    meaning:
+      "the most a gas unit of the worker's own transactions on a chain may cost (the `cctp` " +
+      'roads: approve, burn, mint), in gwei (e.g. `50`, `0.05`): a transaction whose price would ' +
+      'exceed it waits, with that reason, and a stuck one is re-priced only up to it ' +
+      "([the owner's transactions](cctp.md#the-owners-transactions))",
+  },
+  {
     names: ['MAX_FEE_BPS', 'MAX_FEE_USDC'],
     default: `${shown('MAX_FEE_BPS')}, none`,
     meaning: 'fee guard: a transfer whose estimated fee exceeds either is `rejected`, nothing signed',
@@ -240,6 +271,35 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'under `allow`: a batch is held once what an address not yet known would be paid in all — ' +
       'across finished and unfinished batches, until it is known — passes this (a first payment ' +
       'above it too); needs an approver credential, as `hold` does',
+  },
+  {
+    names: ['SCREENING_LISTS'],
+    default: 'none',
+    meaning:
+      "sanctions lists, comma-separated files: OFAC's `sdn_advanced.xml` or classic `sdn.xml` as " +
+      'OFAC publishes them (every "Digital Currency Address - …" entry, whatever the asset), or plain ' +
+      'text (one address per line, `#` comments, an optional `# date: YYYY-MM-DD` line; else the ' +
+      "file's modification time is its date). A listed recipient is refused at enqueue, kept out of " +
+      'the address book and rejected before signing (`recipient_sanctioned`). Read at start (a file ' +
+      'that cannot be read or parsed is a configuration error naming it), read again when a file ' +
+      'changes (looked at every 60 s) and on SIGHUP; a file that then fails leaves the lists in ' +
+      'force, logged at `error`. Unset on `mainnet`, the worker warns at start ([screening.md](screening.md))',
+  },
+  {
+    names: ['SCREENING_MAX_AGE'],
+    default: shown('SCREENING_MAX_AGE'),
+    meaning:
+      'a list whose date of issue is older (`30m`, `12h`, `7d`…) makes screening **stale**: no ' +
+      'transfer is signed (they wait `queued`, the reason in their status) until a fresh list is loaded',
+  },
+  {
+    names: ['SCREENING_ONCHAIN'],
+    default: shown('SCREENING_ONCHAIN'),
+    meaning:
+      "`on` or `off`: before anything is signed, read USDC's own controls on chain where an RPC " +
+      'for that chain is configured — `isBlacklisted` of the EVM recipient on its destination chain ' +
+      "and of the EVM owner that would pay on its source chain, the Solana recipient's USDC account " +
+      'frozen or not ([promises](promises.md), promise 6)',
   },
   {
     names: ['CALLBACK_ALLOWED_HOSTS'],

@@ -91,8 +91,9 @@ export class Later extends Error {
  * over, which it returns.
  */
 export async function saveStep(ctx: Ctx, patch: StepsPatch): Promise<RunRecord | undefined> {
-  await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch, ctx.run?.rec);
-  return noteWritten(ctx, { patch });
+  const after = await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch, ctx.run?.rec);
+  if (ctx.run && after) ctx.run.rec = after;
+  return after;
 }
 
 /**

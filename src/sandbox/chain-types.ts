@@ -1,4 +1,5 @@
 import type { EvmChain } from '../domain/chains.ts';
+import type { SentMessages } from './evm/anvil-cctp.ts';
 import type { ParsedPermit } from './permit-check.ts';
 
 /** Why a chain refused what the service asked of it, as the service's error code and message. */
@@ -23,6 +24,19 @@ export type SandboxEvmChain = {
   pay(recipient: string, amount: bigint): Promise<string>;
   /** USDC balance now (never funds). */
   balanceOf(address: string): Promise<bigint>;
+  /** USDC's total supply now (a CCTP burn lowers it, a mint raises it). */
+  totalSupply(): Promise<bigint>;
+  /** Native gas (wei) `address` holds now. */
+  nativeBalance(address: string): Promise<bigint>;
+  /** Sets the native gas of `address` for a drill (an owner that cannot pay); it counts as met. */
+  setNativeBalance(address: string, wei: bigint): Promise<void>;
+  /** Tops `address` up to the configured native gas if it holds less (no USDC; it is not met by this). */
+  giveGas(address: string): Promise<void>;
+  blockNumber(): Promise<bigint>;
+  /** The CCTP `MessageSent` messages of a transaction; null while the chain has no receipt for it. */
+  sentMessages(txHash: string): Promise<SentMessages | null>;
+  /** USDC's blacklister puts `address` on (or takes it off) the blacklist: `isBlacklisted` answers it. */
+  setBlacklisted(address: string, on: boolean): Promise<void>;
   /** `expected`: the nonce the contract takes next; `visible`: what the (possibly lagging) RPC shows. */
   nonces(owner: string): Promise<{ expected: bigint; visible: bigint }>;
   /** Uses the owner's next `count` nonces as a signer elsewhere would; returns them. */
@@ -61,6 +75,11 @@ export type SandboxSolanaChain = {
   /** SOL (lamports) `address` holds. */
   lamports(address: string): Promise<bigint>;
   setBalance(owner: string, amount: bigint): Promise<void>;
+  /**
+   * Freezes (or thaws) `owner`'s USDC associated token account, creating it empty first if it has
+   * none; the owner then counts as met (never auto-funded). Its account address.
+   */
+  setFrozen(owner: string, on: boolean): Promise<string>;
   /** Funds `owner`'s USDC account with the configured amount if the sandbox has not met it yet. */
   meet(owner: string): Promise<void>;
   /** One Solana JSON-RPC request body of `/rpc/SOLANA` (balances); the answer body. */

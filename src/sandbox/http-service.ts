@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isEvmChain } from '../domain/chains.ts';
 import { handleAdmin, type AdminContext } from './admin-routes.ts';
+import { cctpRoute } from './cctp-api.ts';
 import { estimate } from './estimate.ts';
 import { transfer } from './evm-transfer.ts';
 import { pickFault } from './faults.ts';
@@ -73,7 +74,9 @@ export async function startSandboxHttp(
   };
 }
 
-function route(s: ServiceState, method: string, path: string): Route | undefined {
+function route(s: ServiceState, method: string, path: string, query: URLSearchParams): Route | undefined {
+  const cctp = cctpRoute(s, method, path, query);
+  if (cctp) return { op: 'cctp', auth: 'none', run: cctp };
   if (method === 'POST' && path === '/sdk/v1/estimate')
     return { op: 'estimate', auth: 'key', run: (b) => estimate(s, b) };
   if (method === 'POST' && path === '/sdk/v1/transfer')
@@ -126,12 +129,12 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
   const url = new URL(req.url ?? '/', 'http://sandbox');
   const method = req.method ?? 'GET';
   if (url.pathname.startsWith('/__admin/')) return await handleAdmin(ctx.admin, req, res, method, url);
-  const r = route(s, method, url.pathname);
+  const r = route(s, method, url.pathname, url.searchParams);
   if (!r) {
     await readBody(req);
     return send(res, err(404, 'not_found', `no route ${method} ${url.pathname}`));
   }
-  if (r.auth === 'key') {
+  if (r.auth === 'key' || r.op === 'cctp') {
     if (s.requestLog.length >= 100_000) s.requestLog = s.requestLog.slice(-50_000);
     s.requestLog.push({ op: r.op, at: Date.now() });
   }
@@ -160,7 +163,7 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
 
 /** The JSON object body of a POST (not of /rpc, which has its own parse error), or its refusal. */
 function parseObject(r: Route, method: string, raw: string): { value: Record<string, unknown> } | Reply {
-  if (r.op === 'rpc' || method !== 'POST') return { value: {} };
+  if (r.op === 'rpc' || r.op === 'cctp' || method !== 'POST') return { value: {} };
   try {
     const parsed: unknown = JSON.parse(raw);
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))

@@ -37,6 +37,14 @@ export type SandboxAdmin = {
   balances(addresses: readonly string[]): Promise<BalanceRow[]>;
   /** Sets an on-chain balance for a drill (an owner that cannot cover a row); the address counts as met. */
   setBalance(chain: Chain, address: string, amount: bigint): Promise<void>;
+  /** Native gas (wei) of an EVM address on a chain (never funds). */
+  nativeBalance(chain: EvmChain, address: string): Promise<bigint>;
+  /** Sets it for a drill (an owner that cannot pay its CCTP transactions); the address counts as met. */
+  setNativeBalance(chain: EvmChain, address: string, wei: bigint): Promise<void>;
+  /** USDC's own blacklist on an EVM chain (FiatToken's `blacklist` / `unBlacklist`). */
+  setBlacklisted(chain: EvmChain, address: string, on: boolean): Promise<void>;
+  /** Freezes or thaws a Solana wallet's USDC account; the account's address. */
+  setFrozen(owner: string, on: boolean): Promise<string>;
 };
 
 export function createSandboxAdmin(s: ServiceState): SandboxAdmin {
@@ -78,6 +86,10 @@ export function createSandboxAdmin(s: ServiceState): SandboxAdmin {
       if (chain === 'SOLANA') await s.solana.setBalance(address, amount);
       else await s.evm[chain].setBalance(address, amount);
     },
+    nativeBalance: (chain, address) => s.evm[chain].nativeBalance(address),
+    setNativeBalance: (chain, address, wei) => s.evm[chain].setNativeBalance(address, wei),
+    setBlacklisted: (chain, address, on) => s.evm[chain].setBlacklisted(address, on),
+    setFrozen: (owner, on) => s.solana.setFrozen(owner, on),
   };
 }
 

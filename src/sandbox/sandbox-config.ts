@@ -22,8 +22,8 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/** The operations faults target (`rpc` is every JSON-RPC call, `plants` the sample route). */
-const FAULT_OPS = ['estimate', 'transfer', 'build_tx', 'submit', 'status', 'rpc', 'plants'] as const;
+/** The operations faults target (`rpc` is every JSON-RPC call, `plants` the sample route, `cctp` every route of the attestation API). */
+const FAULT_OPS = ['estimate', 'transfer', 'build_tx', 'submit', 'status', 'rpc', 'plants', 'cctp'] as const;
 export type FaultOp = (typeof FAULT_OPS)[number];
 
 /** The sandbox's knobs: constructor options, or `POST /__admin/config` at run time (JSON as below). */
@@ -66,6 +66,30 @@ export type SandboxConfig = {
   readonly feeBps: number;
   /** Gas per chain, decimal USDC; a transfer pays its source's plus its destination's. */
   readonly gasFee: Readonly<Record<Chain, string>>;
+  /**
+   * Native gas (ETH, POL: decimal, 18 decimals) the sandbox gives every EVM address it meets that
+   * holds less: owners pay their own transactions on the CCTP road. Default 10.
+   */
+  readonly nativeBalance: string;
+  /** CCTP (docs/sandbox.md "CCTP v2"): `GET /cctp/v2/messages` answers 404 this long after it is first asked about a burn. Default 0. */
+  readonly cctpNotFoundMs: number;
+  /** Then `pending_confirmations` this long before a Standard burn (threshold 2000) is attested. Default 3 000. */
+  readonly cctpStandardDelayMs: number;
+  /** The same for a Fast burn (threshold ≤ 1000). Default 500. */
+  readonly cctpFastDelayMs: number;
+  /** Circle's fee quote in basis points, per finality (`GET /cctp/v2/burn/USDC/fees`). Defaults 0 and 1. */
+  readonly cctpStandardFeeBps: number;
+  readonly cctpFastFeeBps: number;
+  /** An attestation expires this many destination blocks after it is signed; 0 never. Default 0. */
+  readonly cctpExpiryBlocks: number;
+  /** The next this many attestations are signed already expired (for a reattest drill); each one signed uses one. Default 0. */
+  readonly cctpExpiredAttestations: number;
+  /** Circle's Fast Transfer allowance, decimal USDC; each Fast attestation uses its amount. Default 10000000. */
+  readonly cctpFastAllowance: string;
+  /** Requests per second the attestation API takes before it answers 429 to everything (Circle: 35); null no limit. Default 35. */
+  readonly cctpRateLimitPerSecond: number | null;
+  /** How long it then answers 429 (Circle: 5 minutes). Default 300 000. */
+  readonly cctpRateLimitBlockMs: number;
 };
 
 export const DEFAULT_SANDBOX_CONFIG: SandboxConfig = Object.freeze({
@@ -86,6 +110,17 @@ export const DEFAULT_SANDBOX_CONFIG: SandboxConfig = Object.freeze({
   treasuryBalance: '1000000',
   feeBps: 10,
   gasFee: { ETH: '0.03', BASE: '0.005', ARB: '0.005', POLYGON: '0.005', SOLANA: '0.005' },
+  nativeBalance: '10',
+  cctpNotFoundMs: 0,
+  cctpStandardDelayMs: 3_000,
+  cctpFastDelayMs: 500,
+  cctpStandardFeeBps: 0,
+  cctpFastFeeBps: 1,
+  cctpExpiryBlocks: 0,
+  cctpExpiredAttestations: 0,
+  cctpFastAllowance: '10000000',
+  cctpRateLimitPerSecond: 35,
+  cctpRateLimitBlockMs: 300_000,
 });
 
 const usdcText = z
@@ -115,6 +150,17 @@ const sandboxConfigPatch = z
     treasuryBalance: usdcText,
     feeBps: z.number().int().min(0).max(10_000),
     gasFee: z.partialRecord(z.enum(CHAINS), usdcText),
+    nativeBalance: z.string().regex(/^\d{1,12}(\.\d{1,18})?$/, 'must be a decimal amount of native gas'),
+    cctpNotFoundMs: z.number().int().min(0),
+    cctpStandardDelayMs: z.number().int().min(0),
+    cctpFastDelayMs: z.number().int().min(0),
+    cctpStandardFeeBps: z.number().min(0).max(10_000),
+    cctpFastFeeBps: z.number().min(0).max(10_000),
+    cctpExpiryBlocks: z.number().int().min(0),
+    cctpExpiredAttestations: z.number().int().min(0),
+    cctpFastAllowance: usdcText,
+    cctpRateLimitPerSecond: z.number().int().min(1).nullable(),
+    cctpRateLimitBlockMs: z.number().int().min(0),
   })
   .partial()
   .strict();

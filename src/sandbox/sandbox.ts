@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
 import { keccak256, toHex } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { checksumEvmAddress } from '../domain/addresses.ts';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import type { AdminContext } from './admin-routes.ts';
+import { attestedMessage, signAttestation } from './cctp-attester.ts';
+import { createCctpState } from './cctp-state.ts';
+import { sandboxCctpAddresses } from './evm/anvil-cctp.ts';
 import type { SandboxEvmChain, SandboxSolanaChain } from './chain-types.ts';
 import { startAnvilChain } from './evm/anvil-chain.ts';
 import { startSandboxHttp } from './http-service.ts';
@@ -21,6 +24,26 @@ const DEFAULT_FEE_PAYER_SEED = 'usdc-batch sandbox: solana fee payer';
 const SANDBOX_DEPOSIT_ADDRESS = checksumEvmAddress(
   `0x${keccak256(toHex('usdc-batch sandbox: deposit')).slice(-40)}`,
 ) as `0x${string}`;
+
+/** Where the sandbox's TokenMessengerV2 mints the fee of a CCTP mint: an address derived from a label, whose key nobody has. */
+const SANDBOX_CCTP_FEE_RECIPIENT = checksumEvmAddress(
+  `0x${keccak256(toHex('usdc-batch sandbox: cctp fee recipient')).slice(-40)}`,
+) as `0x${string}`;
+
+/** The sandbox's CCTP v2 (docs/sandbox.md "CCTP v2"): its attestation API, contracts and attester. */
+export type SandboxCctp = {
+  /** `CCTP_API_URL` for a worker: `<sandbox>/cctp`. */
+  readonly apiUrl: string;
+  /** The attester's address (its key stays in this process). */
+  readonly attester: string;
+  readonly feeRecipient: string;
+  /** Circle's testnet TokenMessengerV2 and MessageTransmitterV2 addresses, where the sandbox's contracts are. */
+  contracts(chain: EvmChain): { tokenMessenger: string; messageTransmitter: string };
+  /** Drills only (in-process): the attester's signature over any message, to test what the contracts refuse. */
+  attest(message: `0x${string}`): Promise<`0x${string}`>;
+  /** Drills only: an emitted message with the attester's fill-ins, unsigned. */
+  fill: typeof attestedMessage;
+};
 
 export type SandboxOptions = Partial<SandboxConfig> & {
   /** Default 0 (a free port). */
@@ -61,6 +84,7 @@ export type Sandbox = {
   rpcUrl(chain: EvmChain | 'SOLANA'): string;
   ledger(): readonly LedgerEntry[];
   readonly admin: SandboxAdmin;
+  readonly cctp: SandboxCctp;
   close(): Promise<void>;
 };
 
@@ -68,6 +92,7 @@ export type Sandbox = {
 async function startChains(p: {
   network: Network;
   relayer: ReturnType<typeof privateKeyToAccount>;
+  attester: PrivateKeyAccount;
   feePayerSeed: Uint8Array;
   config: () => SandboxConfig;
 }): Promise<{ evm: Record<EvmChain, SandboxEvmChain>; solana: SandboxSolanaChain }> {
@@ -78,7 +103,13 @@ async function startChains(p: {
       network: p.network,
       relayer: p.relayer,
       deposit: SANDBOX_DEPOSIT_ADDRESS,
+      attester: p.attester.address,
+      cctpFeeRecipient: SANDBOX_CCTP_FEE_RECIPIENT,
       config: p.config,
+      // Met on one chain, given gas on every other: its CCTP mint is sent on the destination.
+      onMet: async (address) => {
+        await Promise.all(EVM_CHAINS.filter((c) => c !== chain).map((c) => evm[c]?.giveGas(address)));
+      },
     });
   });
   const solana = startLiteSvmChain({ network: p.network, feePayerSeed: p.feePayerSeed, config: p.config });
@@ -123,10 +154,18 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
   const getConfig = () => live.state?.config ?? config;
   // The relayer's key is made here, per run, and never leaves this process's memory.
   const relayer = privateKeyToAccount(generatePrivateKey());
+  // So is the CCTP attester's, which every chain's MessageTransmitterV2 trusts.
+  const attester = privateKeyToAccount(generatePrivateKey());
   const feePayerSeed = createHash('sha256')
     .update(solanaFeePayerSeed ?? DEFAULT_FEE_PAYER_SEED)
     .digest();
-  const { evm, solana } = await startChains({ network, relayer, feePayerSeed, config: getConfig });
+  const { evm, solana } = await startChains({
+    network,
+    relayer,
+    attester,
+    feePayerSeed,
+    config: getConfig,
+  });
   const apiKey = options.apiKey ?? SANDBOX_DEFAULT_API_KEY;
   const state = createServiceState({
     network,
@@ -136,6 +175,7 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     solana,
     spender: relayer.address,
     config,
+    cctp: createCctpState(attester, SANDBOX_CCTP_FEE_RECIPIENT),
   });
   live.state = state;
   const admin = createSandboxAdmin(state);
@@ -153,6 +193,12 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     solana_fee_payer: solana.feePayer,
     solana_deposit_account: solana.depositAccount,
     deposit_address: SANDBOX_DEPOSIT_ADDRESS,
+    cctp: {
+      api_url: `${url}/cctp`,
+      attester: attester.address,
+      fee_recipient: SANDBOX_CCTP_FEE_RECIPIENT,
+      contracts: sandboxCctpAddresses(network, 'ETH'),
+    },
     rpc: Object.fromEntries([...EVM_CHAINS, 'SOLANA'].map((c) => [c, `${url}/rpc/${c}`])),
     nodes,
   });
@@ -180,6 +226,14 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     rpcUrl: (chain) => `${url}/rpc/${chain}`,
     ledger: () => state.ledger.map((e) => ({ ...e })),
     admin,
+    cctp: {
+      apiUrl: `${url}/cctp`,
+      attester: attester.address,
+      feeRecipient: SANDBOX_CCTP_FEE_RECIPIENT,
+      contracts: (chain) => sandboxCctpAddresses(network, chain),
+      attest: (message) => signAttestation(attester, message),
+      fill: attestedMessage,
+    },
     async close() {
       for (const t of state.timers) clearTimeout(t);
       await http.close();

@@ -1,4 +1,5 @@
 import type { Chain, EvmChain, Network } from '../domain/chains.ts';
+import { clearCctpState, type CctpState } from './cctp-state.ts';
 import type { SandboxEvmChain, SandboxSolanaChain } from './chain-types.ts';
 import { seededRandom } from './faults.ts';
 import type { SandboxConfig } from './sandbox-config.ts';
@@ -87,6 +88,8 @@ export type ServiceState = {
   plants: Map<string, unknown>;
   /** Destination payments scheduled for when an intent reaches `minted`. */
   timers: Set<NodeJS.Timeout>;
+  /** The CCTP attestation API's attester and the burns it has seen (`/cctp`). */
+  readonly cctp: CctpState;
 };
 
 export function createServiceState(p: {
@@ -97,6 +100,7 @@ export function createServiceState(p: {
   solana: SandboxSolanaChain;
   spender: string;
   config: SandboxConfig;
+  cctp: CctpState;
 }): ServiceState {
   return {
     ...p,
@@ -122,6 +126,7 @@ export function clearServiceState(s: ServiceState): void {
   s.idempotency = new Map();
   s.inFlight = new Map();
   s.plants = new Map();
+  clearCctpState(s.cctp);
   s.config = s.initialConfig;
   s.random = seededRandom(s.config.seed);
 }

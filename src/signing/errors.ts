@@ -56,6 +56,10 @@ export const SIGNING_ERROR_CODES = {
   spenderMissing: 'USDC_PERMIT_SPENDER_MISSING',
   permitInvalid: 'USDC_PERMIT_INVALID',
   rpcFailed: 'USDC_RPC_FAILED',
+  /** An owner's call is signed: it is only ever sent (identically, or re-priced), never given up. */
+  ownerTxSigned: 'USDC_OWNER_TX_SIGNED',
+  /** An owner's transaction is not in Redis as the step expects (missing, or saved as another call). */
+  ownerTxMissing: 'USDC_OWNER_TX_RECORD',
   /** The RPC answered without saying which block it read from: its answer proves nothing. */
   rpcBlockUnknown: 'USDC_RPC_BLOCK_UNKNOWN',
   nonceLeaseLost: 'USDC_NONCE_LEASE_LOST',

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { isTransferRoad, type TransferRoad } from '../domain/roads.ts';
 import { TRANSFER_STATES, type BatchSource, type TransferState } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
 
@@ -15,6 +16,8 @@ export type Batch = {
   /** ms; null on a record that has none. */
   readonly createdAt: number | null;
   readonly source: BatchSource;
+  /** The road its transfers take (docs/cctp.md); `service` on batches written before it was recorded. */
+  readonly via: TransferRoad;
   /** Who enqueued it (docs/access.md "Four eyes"); null on batches written before it was recorded. */
   readonly submittedBy: string | null;
   /** sha256 of the normalised rows: the same id with another digest is a conflict. */
@@ -70,6 +73,10 @@ const micro = (v: string | undefined): bigint => (v !== undefined && /^-?[0-9]+$
 const text = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v);
 const ms = (v: string | undefined): number | null => (v && Number(v) > 0 ? Number(v) : null);
 
+/** A stored road; a record written before roads existed went through the service. */
+export const roadOf = (v: string | undefined): TransferRoad =>
+  v !== undefined && isTransferRoad(v) ? v : 'service';
+
 /** The batch record parsed; null when there is none (no `id`). */
 export function parseBatch(raw: Record<string, string>): Batch | null {
   const id = raw['id'];
@@ -79,6 +86,7 @@ export function parseBatch(raw: Record<string, string>): Batch | null {
     id,
     createdAt: ms(raw['created_at']),
     source,
+    via: roadOf(raw['via']),
     submittedBy: text(raw['submitted_by']),
     digest: raw['digest'] ?? '',
     controls: text(raw['controls']),

@@ -19,6 +19,10 @@ export function keys(prefix: string) {
     /** One fingerprint's transfers as a ZSET (written before the day sets; read until it expires). */
     fingerprint: (hash: string) => `${prefix}:fp:${hash}`,
     nonce: (chain: string, owner: string) => `${prefix}:nonce:${chain}:${owner}`,
+    /** A treasury owner's account nonces on a chain: `next`, and `c:<call id>` → nonce (owner-txs.ts). */
+    ownerAccount: (chain: string, owner: string) => `${prefix}:otx:${chain}:${owner.toLowerCase()}`,
+    /** The owner's own transactions on the chain, `<nonce>:<field>` (owner-txs.ts). */
+    ownerTxs: (chain: string, owner: string) => `${prefix}:otx:${chain}:${owner.toLowerCase()}:txs`,
     spend: `${prefix}:spend`,
     spendAmounts: `${prefix}:spend:amounts`,
     audit: `${prefix}:audit`,
@@ -37,6 +41,8 @@ export function keys(prefix: string) {
     follow: `${prefix}:follow`,
     /** The controls each process runs with: process → `{ role, digest, settings, at }` (published-controls.ts). */
     controls: `${prefix}:controls`,
+    /** The sanctions lists the workers screen with, JSON (screening-state.ts; docs/screening.md). */
+    screening: `${prefix}:screening`,
     unapproved: `${prefix}:unapproved`,
     unapprovedAmounts: `${prefix}:unapproved:amounts`,
     /** The most replicas each primary (by replication id) has reported connected (replica-acks.ts). */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { PermitPayload } from '../domain/permit.ts';
 import type { TransferState } from '../domain/transfer.ts';
 import { parseEvidence } from './transfer-evidence.ts';
-import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
+import type { TransferRecord } from './transfer-record.ts';
 
 /*
  * The transfer record's saved steps (docs/data-model.md, "Transfer record"): the worker's memory
@@ -361,10 +361,14 @@ export type StoredWrite = { readonly sets: readonly string[]; readonly gone: rea
  * Redis command for nothing (most saves clear `uncertain`, `ambiguous` and the like, which are
  * rarely set).
  */
-export function storedWrite(patch: StepsPatch, carried?: TransferRecord): StoredWrite {
+export function storedWrite(
+  patch: StepsPatch,
+  carried?: TransferRecord,
+  fields: Record<string, string> = fieldsOf(patch),
+): StoredWrite {
   const sets: string[] = [];
   const gone: string[] = [];
-  for (const [f, v] of Object.entries(fieldsOf(patch))) {
+  for (const [f, v] of Object.entries(fields)) {
     if (v !== '') sets.push(f, v);
     else if (!carried || carried.raw[f] !== undefined) gone.push(f);
   }
@@ -431,10 +435,85 @@ export function runRecordOf(rec: TransferRecord): RunRecord {
   return { ...rec, steps: savedSteps(rec) };
 }
 
+/** A run's write as its record and saved steps read it: what `applied` changes of each. */
+type Mutable<T> = { -readonly [K in keyof T]?: T[K] };
+type Applied = { readonly steps?: Mutable<SavedSteps>; readonly rec?: Mutable<TransferRecord> };
+
+const orNull = (v: string | null): string | null => (v === null || v === '' ? null : v);
+/** As transfer-record.ts reads a tx hash stored without its `0x` (STORED.txHash). */
+const txHashRead = (v: string): string | null => {
+  const stored = v.replace(/^0x(?=[0-9a-fA-F]{64}$)/, '');
+  return stored === '' ? null : /^[0-9a-fA-F]{64}$/.test(stored) ? `0x${stored}` : stored;
+};
+
+/**
+ * What each field of a patch changes in the typed record and saved steps: the same values that
+ * storing it (STORED) and parsing it back (parseTransferRecord, savedSteps) give, without doing
+ * either (test/unit/saved-steps-apply.test.ts holds the two paths equal).
+ */
+const APPLIED: {
+  readonly [K in keyof StepsPatch]-?: (v: NonNullable<StepsPatch[K]> | null) => Applied;
+} = {
+  permit: (p) =>
+    p === null
+      ? { steps: { permit: null, unsentSite: null } }
+      : {
+          steps: {
+            permit: p,
+            permitNonce: /^[0-9]+$/.test(p.nonce) ? BigInt(p.nonce) : null,
+            permitDeadline: p.deadline === '' ? null : Number(p.deadline),
+          },
+        },
+  prepared: (v) => ({ steps: { prepared: v === true } }),
+  preparedAt: (v) => ({ steps: { preparedAt: v } }),
+  unsentSite: (v) => ({ steps: { unsentSite: orNull(v) } }),
+  solanaIntent: (v) => ({ steps: { solanaIntent: orNull(v) } }),
+  solanaExpiresAt: (v) => ({ steps: { solanaExpiresAt: v === null || v === '' ? null : Date.parse(v) } }),
+  solanaSigned: (v) => ({ steps: { solanaSigned: orNull(v) } }),
+  payloadGen: (v) => ({ steps: { payloadGen: v } }),
+  sends: (v) => ({ steps: { sends: v } }),
+  sendState: (v) => ({ steps: { sendState: v === 'sending' ? 'sending' : 'idle' } }),
+  uncertain: (v) => ({ steps: { uncertain: v === true } }),
+  ambiguous: (v) => ({ steps: { ambiguous: v || 0 } }),
+  unavailable: (v) => ({ steps: { unavailable: v || 0 } }),
+  firstSeenAt: (v) => ({ steps: { firstSeenAt: v } }),
+  round: (v) => ({ steps: { round: v ?? 0 } }),
+  reestimate: (v) => ({ steps: { reestimate: v === true } }),
+  spendReserved: (v) => ({ steps: { spendReserved: v === true } }),
+  refusal: (r) => ({
+    steps: {
+      refusal:
+        r === null ? null : { nonce: r.nonce, at: r.at, reason: r.reason === '' ? 'refused' : r.reason },
+    },
+  }),
+  settleAt: (v) => ({ steps: { settleAt: v } }),
+  settled: (v) => ({ steps: { settled: v === true } }),
+  lastError: () => ({}),
+  attempts: (v) => ({ rec: { attempts: v ?? 0 } }),
+  owner: (v) => ({ steps: { owner: orNull(v) } }),
+  intentId: (v) => ({ rec: { intentId: orNull(v) } }),
+  intentStatus: (v) => ({ rec: { intentStatus: orNull(v) } }),
+  txHash: (v) => ({ rec: { txHash: v === null ? null : txHashRead(v) } }),
+  txSignature: (v) => ({ rec: { txSignature: orNull(v) } }),
+  error: (e) => ({
+    rec:
+      e === null
+        ? { errorCode: null, errorMessage: null }
+        : { errorCode: orNull(e.code), errorMessage: orNull(e.message) },
+  }),
+  waitReason: (v) => ({ rec: { waitReason: orNull(v) } }),
+  resolvedBy: () => ({}),
+  evidence: (v) => ({
+    rec: { evidence: v === null ? [] : [...v] },
+    steps: { evidence: v === null ? [] : [...v] },
+  }),
+};
+
 /**
  * The record as a write left it: `patch` laid over it and (when given) its new state, without
- * reading it again; the saved steps follow from the stored fields (a new permit is the one
- * written, not parsed again).
+ * reading or parsing it again — each field's typed value follows from the patch (APPLIED); the
+ * stored view (`raw`, which tells a later write which fields exist) takes `fields`, the pairs the
+ * write itself stored (fieldsOf the patch when not given).
  */
 export function runRecordAfter(
   rec: RunRecord,
@@ -443,17 +522,30 @@ export function runRecordAfter(
     readonly patch?: StepsPatch;
     readonly evidence?: readonly string[];
   },
+  fields: Record<string, string> = fieldsOf(change.patch ?? {}),
 ): RunRecord {
-  const fields = fieldsOf(change.patch ?? {});
   const raw: Record<string, string> = { ...rec.raw };
   for (const [f, v] of Object.entries(fields)) {
     if (v === '') delete raw[f];
     else raw[f] = v;
   }
-  if (change.evidence) raw['evidence'] = JSON.stringify(change.evidence);
-  if (change.state !== undefined) raw['state'] = change.state;
-  const next = parseTransferRecord(rec.batchId, raw);
-  if (!next) return rec;
-  const permit = change.patch?.permit;
-  return { ...next, steps: savedSteps(next, permit !== undefined ? permit : rec.steps.permit) };
+  const steps: Mutable<SavedSteps> = { ...rec.steps };
+  const next: Mutable<TransferRecord> = {};
+  for (const [key, value] of Object.entries(change.patch ?? {}) as [keyof StepsPatch, unknown][]) {
+    if (value === undefined) continue;
+    const applied = (APPLIED[key] as (v: unknown) => Applied)(value);
+    Object.assign(steps, applied.steps);
+    Object.assign(next, applied.rec);
+  }
+  if (change.evidence) {
+    raw['evidence'] = JSON.stringify(change.evidence);
+    steps.evidence = [...change.evidence];
+    next.evidence = [...change.evidence];
+  }
+  if (change.state !== undefined) {
+    raw['state'] = change.state;
+    next.state = change.state;
+  }
+  const done = steps as SavedSteps;
+  return { ...rec, ...next, owner: done.owner ?? done.permit?.owner ?? null, raw, steps: done };
 }

@@ -1,4 +1,5 @@
 import { isChain, type Chain } from '../domain/chains.ts';
+import { isTransferRoad, type TransferRoad } from '../domain/roads.ts';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { parseEvidence } from './transfer-evidence.ts';
 import { traceRootOf } from './transfer-trace.ts';
@@ -14,6 +15,8 @@ export type TransferRecord = {
   readonly recipient: string;
   readonly memo: string | null;
   readonly hasPayoutId: boolean;
+  /** The road it takes (its batch's, docs/cctp.md); `service` on records written before roads existed. */
+  readonly via: TransferRoad;
   /** Its address was not in the address book when the batch was enqueued. */
   readonly newRecipient: boolean;
   readonly state: TransferState;
@@ -97,6 +100,7 @@ export function parseTransferRecord(
     recipient,
     memo: str(raw['memo']),
     hasPayoutId: raw['payout'] === '1',
+    via: raw['via'] !== undefined && isTransferRoad(raw['via']) ? raw['via'] : 'service',
     newRecipient: raw['new_recipient'] === '1',
     state: state as TransferState,
     intentId: str(raw['intent_id']),

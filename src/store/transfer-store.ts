@@ -8,6 +8,7 @@ import { luaScriptFile, runScript } from './lua-script.ts';
 import type { ScriptCall, WriteSite } from './replica-acks.ts';
 import {
   fieldsOf,
+  runRecordAfter,
   runRecordOf,
   storedWrite,
   type RunRecord,
@@ -90,7 +91,7 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
       const rec = await loadTransfer(s, { batchId, transferId });
       return rec && runRecordOf(rec);
     },
-    save: (batchId: string, transferId: string, patch: StepsPatch, carried?: TransferRecord) =>
+    save: (batchId: string, transferId: string, patch: StepsPatch, carried?: RunRecord) =>
       saveSteps(s, { batchId, transferId }, patch, carried),
     saveFenced: (batchId: string, transferId: string, patch: StepsPatch, fence: SaveFence) =>
       saveFenced(s, { batchId, transferId }, patch, fence),
@@ -150,21 +151,24 @@ async function loadTransfer(s: Store, at: TransferAt): Promise<TransferRecord | 
  * Writes saved-step fields (no state change), deleting the cleared ones (a counter such as
  * `ambiguous` must never be left an empty string: HINCRBY refuses it), in one step: one HSET, or a
  * MULTI with the HDEL. `carried` (a run's record) leaves out cleared fields it does not hold
- * (storedWrite).
+ * (storedWrite), and comes back with the write laid over it (runRecordAfter: the fields stored once,
+ * nothing parsed again).
  */
 async function saveSteps(
   s: Store,
   at: TransferAt,
   patch: StepsPatch,
-  carried?: TransferRecord,
-): Promise<void> {
+  carried?: RunRecord,
+): Promise<RunRecord | undefined> {
   const { batchId, transferId } = at;
   const key = s.k.transfer(batchId, transferId);
-  const { sets, gone } = storedWrite(patch, carried);
+  const fields = fieldsOf(patch);
+  const { sets, gone } = storedWrite(patch, carried, fields);
   const pairs = [...sets, 'updated_at', String(s.now())];
+  const after = carried && runRecordAfter(carried, { patch }, fields);
   if (gone.length === 0) {
     await s.redis.hset(key, ...pairs);
-    return;
+    return after;
   }
   const replies = await s.redis
     .multi()
@@ -173,6 +177,7 @@ async function saveSteps(
     .exec();
   const failed = replies?.find(([err]) => err);
   if (failed?.[0]) throw failed[0];
+  return after;
 }
 
 /** A fee estimate as a run has it: saved alone (saveEstimate) or with a send's mark (SaveFence). */

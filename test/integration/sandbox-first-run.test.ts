@@ -77,6 +77,8 @@ describe('usdc-batch sandbox for a first run', () => {
   it('is a configuration a worker and serve accept as it is', () => {
     const config = loadConfig(env, { keys: signingKeys, service: true, signingKey: true, access: true });
     expect(config.transferApiUrl).toBe(env['TRANSFER_API_URL']);
+    // The sandbox serves Circle's attestation API's routes at /cctp (docs/cctp.md).
+    expect(config.cctpApiUrl).toBe(`${env['TRANSFER_API_URL']}/cctp`);
     expect(config.evmPrivateKeys).toHaveLength(1);
     expect(config.solanaSecretKey).toBeDefined();
     // Their public addresses, for the commands that hold no key (docs/keys.md):

@@ -69,6 +69,7 @@ function doc(over: Partial<BatchStatus> = {}): BatchStatus {
     transfers: [transfer()],
     next_cursor: null,
     paused: null,
+    screening: { lists: [], stale: false, onchain: false },
     ...over,
   };
 }

@@ -44,6 +44,7 @@ export function sandboxEnvLines(sandbox: Sandbox): string[] {
     ...EVM_CHAINS.map((c) => `EVM_RPC_URL_${c}=${sandbox.rpcUrl(c)}`),
     `SOLANA_RPC_URL=${sandbox.rpcUrl('SOLANA')}`,
     `SOLANA_ALLOWED_DESTINATIONS=${sandbox.solanaDepositAccount}`,
+    `CCTP_API_URL=${sandbox.url}/cctp`,
   ];
 }
 
@@ -191,7 +192,8 @@ function startedLines(
         ]
       : []),
     `solana fee payer: ${sandbox.solanaFeePayer}`,
-    `admin (loopback only; usdc-batch sandbox --help says what each does): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit`,
+    `cctp v2 attestation API (CCTP_API_URL): ${sandbox.cctp.apiUrl}; attester ${sandbox.cctp.attester}`,
+    `admin (loopback only; usdc-batch sandbox --help says what each does): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit, GET/POST /__admin/native-balance, POST /__admin/blacklist|unblacklist, POST /__admin/freeze|thaw`,
     'press Ctrl-C to stop',
   ];
 }

@@ -12,7 +12,13 @@ export type AnvilChainDeps = {
   readonly relayer: PrivateKeyAccount;
   /** Where `transferFrom` moves the owner's USDC (the service's deposit address). */
   readonly deposit: `0x${string}`;
+  /** The CCTP attester every chain's MessageTransmitterV2 trusts (its key stays in the sandbox). */
+  readonly attester: `0x${string}`;
+  /** Where TokenMessengerV2 mints the fee of a CCTP mint. */
+  readonly cctpFeeRecipient: `0x${string}`;
   readonly config: () => SandboxConfig;
+  /** Called once the chain has met (funded) an address: the sandbox gives it gas on the other chains. */
+  readonly onMet?: (address: string) => Promise<void>;
 };
 
 /** The state of one anvil chain: what the functions below share. */

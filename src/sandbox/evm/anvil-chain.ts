@@ -5,6 +5,7 @@ import {
   encodeDeployData,
   encodeFunctionData,
   keccak256,
+  parseEther,
   parseSignature,
   type Abi,
   type Hex,
@@ -13,6 +14,7 @@ import { USDC_EVM } from '../../domain/chains.ts';
 import type { EvmTransferOutcome, Refusal, SandboxEvmChain } from '../chain-types.ts';
 import type { ParsedPermit } from '../permit-check.ts';
 import { fundingAmount } from '../sandbox-config.ts';
+import { installCctp, readSentMessages, sandboxCctpAddresses } from './anvil-cctp.ts';
 import { anvilCall, AnvilRpcError } from './anvil-rpc.ts';
 import { startAnvil } from './anvil-process.ts';
 import type { AnvilChainDeps, AnvilChainState } from './anvil-chain-state.ts';
@@ -34,7 +36,22 @@ export async function startAnvilChain(deps: AnvilChainDeps): Promise<SandboxEvmC
   const deployment = USDC_EVM[deps.network][deps.chain];
   const node = await startAnvil({ chainId: deployment.chainId });
   try {
-    await installToken(node.url, deployment.usdc, deployment.eip712Name, deps.relayer.address);
+    const cctp = sandboxCctpAddresses(deps.network, deps.chain);
+    await installToken(
+      node.url,
+      deployment.usdc,
+      deployment.eip712Name,
+      deps.relayer.address,
+      cctp.tokenMessenger,
+    );
+    await installCctp(node.url, {
+      chain: deps.chain,
+      network: deps.network,
+      usdc: deployment.usdc,
+      attester: deps.attester,
+      feeRecipient: deps.cctpFeeRecipient,
+      deployer: deps.relayer.address,
+    });
     // A block on top of genesis: anvil answers a read at genesis from the current state, so the
     // oldest block a lagging view can show must be a mined one, whose state anvil keeps.
     await anvilCall(node.url, 'evm_mine', []);
@@ -80,8 +97,28 @@ function anvilChainApi(s: AnvilChainState): SandboxEvmChain {
           s,
           encodeFunctionData({ abi: ABI, functionName: 'mint', args: [recipient, amount] }),
         );
-      }).then((r) => r.hash),
+      }).then((r) => {
+        // A blacklisted recipient cannot receive USDC: the mint reverts and nothing is paid.
+        if (!r.ok) throw new Error(`${s.deps.chain}: the mint to ${recipient} (${r.hash}) reverted`);
+        return r.hash;
+      }),
     balanceOf: (address) => readUint(s, 'balanceOf', [address], 'latest'),
+    totalSupply: () => readUint(s, 'totalSupply', [], 'latest'),
+    nativeBalance: async (address) =>
+      BigInt(await anvilCall<Hex>(s.node.url, 'eth_getBalance', [address, 'latest'])),
+    setNativeBalance: async (address, wei) => {
+      s.met.add(address.toLowerCase());
+      await anvilCall(s.node.url, 'anvil_setBalance', [address, toHex(wei)]);
+    },
+    giveGas: (address) => giveGas(s, address),
+    blockNumber: async () => BigInt(await anvilCall<Hex>(s.node.url, 'eth_blockNumber')),
+    sentMessages: (txHash) =>
+      readSentMessages(
+        s.node.url,
+        sandboxCctpAddresses(s.deps.network, s.deps.chain).messageTransmitter,
+        txHash,
+      ),
+    setBlacklisted: (address, on) => serial(s, () => setBlacklisted(s, address, on)),
     nonces: async (owner) => {
       const lag = s.deps.config().rpcNonceLagMs;
       const visibleAt = lag > 0 ? toHex(s.clock.headAt(lag, Date.now())) : 'latest';
@@ -138,16 +175,28 @@ async function installToken(
   usdc: `0x${string}`,
   name: string,
   minter: `0x${string}`,
+  cctpMinter: `0x${string}`,
 ): Promise<void> {
-  const data = encodeDeployData({ abi: ABI, bytecode: artifactJson.bytecode as Hex, args: [name, minter] });
+  const data = encodeDeployData({
+    abi: ABI,
+    bytecode: artifactJson.bytecode as Hex,
+    args: [name, minter, cctpMinter],
+  });
   const code = await anvilCall<Hex>(url, 'eth_call', [{ from: minter, data, gas: '0x1c9c380' }, 'latest']);
   await anvilCall(url, 'anvil_setCode', [usdc, code]);
   await anvilCall(url, 'anvil_setBalance', [minter, toHex(RELAYER_ETH)]);
 }
 
+/** The blacklister (the relayer) blacklists or unblacklists `address`, in a transaction of its own. */
+async function setBlacklisted(s: AnvilChainState, address: string, on: boolean): Promise<void> {
+  const functionName = on ? 'blacklist' : 'unBlacklist';
+  const r = await sendRelayerTx(s, encodeFunctionData({ abi: ABI, functionName, args: [address] }));
+  if (!r.ok) throw new Error(`${s.deps.chain}: ${functionName}(${address}) ${r.hash} reverted`);
+}
+
 async function readUint(
   s: AnvilChainState,
-  fn: 'balanceOf' | 'nonces',
+  fn: 'balanceOf' | 'nonces' | 'totalSupply',
   args: unknown[],
   block: string,
 ): Promise<bigint> {
@@ -194,14 +243,36 @@ async function meet(s: AnvilChainState, address: string): Promise<void> {
   await serial(s, () => fundIfNew(s, address));
 }
 
-/** Inside the serial queue: mints the configured amount to an address not met before. */
+/**
+ * Inside the serial queue: mints the configured USDC to an address not met before and gives it
+ * native gas, here and (through `onMet`) on every other chain: an owner on the CCTP road pays its
+ * burn here and its mint on the destination (docs/sandbox.md "CCTP v2").
+ */
 async function fundIfNew(s: AnvilChainState, address: string): Promise<void> {
   const key = address.toLowerCase();
   if (s.met.has(key)) return;
   s.met.add(key);
   const amount = fundingAmount(s.deps.config());
-  if (amount > 0n)
-    await sendRelayerTx(s, encodeFunctionData({ abi: ABI, functionName: 'mint', args: [address, amount] }));
+  if (amount > 0n) {
+    const r = await sendRelayerTx(
+      s,
+      encodeFunctionData({ abi: ABI, functionName: 'mint', args: [address, amount] }),
+    );
+    // A blacklisted address cannot receive USDC: it is funded when the sandbox meets it again, unlisted.
+    if (!r.ok) {
+      s.met.delete(key);
+      return;
+    }
+  }
+  await giveGas(s, address);
+  await s.deps.onMet?.(address);
+}
+
+/** Tops `address` up to the configured native gas (`nativeBalance`) when it holds less; no USDC, not "met". */
+async function giveGas(s: AnvilChainState, address: string): Promise<void> {
+  const gas = parseEther(s.deps.config().nativeBalance);
+  const held = BigInt(await anvilCall<Hex>(s.node.url, 'eth_getBalance', [address, 'latest']));
+  if (held < gas) await anvilCall(s.node.url, 'anvil_setBalance', [address, toHex(gas)]);
 }
 
 /**

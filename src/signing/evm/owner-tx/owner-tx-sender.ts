@@ -1,0 +1,535 @@
+import type { Redis } from 'ioredis';
+import { keccak256, type Hex } from 'viem';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import type { Config } from '../../../config/config.ts';
+import { USDC_EVM, type EvmChain } from '../../../domain/chains.ts';
+import type { Logger } from '../../../log/logger.ts';
+import {
+  assignNonce,
+  giveUpCall,
+  markDone,
+  markSent,
+  nonceOfCall,
+  readOwnerTx,
+  saveSigned,
+  saveSignedCall,
+  savedSignedOf,
+  type OwnerCallFields,
+  type SavedOwnerTx,
+  type SavedSigned,
+  type Where,
+} from '../../../store/owner-txs.ts';
+import type { ReplicaAcks } from '../../../store/replica-acks.ts';
+import { SigningError, SIGNING_ERROR_CODES } from '../../errors.ts';
+import {
+  broadcast,
+  checkChainId,
+  createOwnerChain,
+  estimateGas,
+  readBalance,
+  readFees,
+  readHead,
+  readNonce,
+  readReceipt,
+  type OwnerChain,
+} from './owner-chain.ts';
+import { decideOwnerTx, type Fees, type TxDecision, type TxFacts } from './tx-decision.ts';
+
+/*
+ * A treasury owner's own transactions (docs/cctp.md "The owner's transactions"), one step at a time:
+ * each `step` of a call gives it its account nonce (once), or looks at where its transaction stands
+ * and does the one thing tx-decision.ts says — sign it, save it (held by the replicas) and only then
+ * broadcast it; send it again identically; re-price it at its nonce; fill the nonce of a call given
+ * up with a zero-value self-transaction; or report it mined, replaced by another, or waiting (the
+ * gas cap, the owner's gas, the replicas). The flow that calls it (the CCTP road) loops on `step`
+ * until `mined` or `replaced-by-other`, as blocks come.
+ */
+
+/** A call an owner makes; `id` names it for ever (it gets one nonce, and only ever that one). */
+export type OwnerCall = {
+  readonly id: string;
+  readonly to: string;
+  readonly data: string;
+  readonly value?: bigint;
+  /** The gas limit; estimated (eth_estimateGas, +20%) when not given. */
+  readonly gas?: bigint;
+};
+
+/** Why a step sends nothing now. */
+export type OwnerTxWait = 'pending' | 'gas-cap' | 'owner-lacks-gas' | 'replicas';
+
+/** Where one call's transaction stands after a step. */
+export type OwnerTxStep =
+  | {
+      readonly kind: 'sent';
+      readonly nonce: bigint;
+      readonly hash: string;
+      readonly version: number;
+      /** `first` its first broadcast, `again` the same bytes again, `repriced` a new version. */
+      readonly how: 'first' | 'again' | 'repriced';
+    }
+  | {
+      readonly kind: 'waiting';
+      readonly reason: OwnerTxWait;
+      /** The words an operator reads. */
+      readonly detail: string;
+      /** Undefined when the call has no nonce yet (nothing is signed before its owner can pay). */
+      readonly nonce: bigint | undefined;
+      readonly hash: string | undefined;
+    }
+  | {
+      readonly kind: 'mined';
+      readonly nonce: bigint;
+      readonly hash: string;
+      readonly success: boolean;
+      /** The zero-value self-transaction that filled a call given up was mined, not the call. */
+      readonly filler: boolean;
+    }
+  | {
+      readonly kind: 'replaced-by-other';
+      readonly nonce: bigint;
+      /** The owner's nonce on chain, and our versions, none of them mined: the evidence. */
+      readonly chainNonce: bigint;
+      readonly hashes: readonly string[];
+    };
+
+export type OwnerTxSenderDeps = {
+  readonly redis: Redis;
+  /** `QUEUE_PREFIX`. */
+  readonly prefix: string;
+  /** Replica acknowledgements: a signed transaction is held by them before it is broadcast. */
+  readonly acks?: ReplicaAcks | undefined;
+  readonly config: Pick<Config, 'network' | 'evmRpcUrl' | 'maxGasWei' | 'evmPrivateKeys'>;
+  /** Blocks a broadcast transaction may stay unmined before it is re-priced (or sent again); default 3. */
+  readonly repriceAfterBlocks?: number;
+  /** viem's polling interval (ms); default 1 s. */
+  readonly pollingIntervalMs?: number;
+  /** Per RPC call; default 10 s. */
+  readonly rpcTimeoutMs?: number;
+  readonly logger?: Logger | undefined;
+};
+
+export const DEFAULT_REPRICE_AFTER_BLOCKS = 3;
+/** The gas of a zero-value transfer to oneself. */
+const FILL_GAS = 21_000n;
+
+/** Everything the top-level functions below share. */
+type Sender = {
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly acks: ReplicaAcks | undefined;
+  readonly config: OwnerTxSenderDeps['config'];
+  readonly accounts: ReadonlyMap<string, PrivateKeyAccount>;
+  readonly chains: Map<EvmChain, OwnerChain>;
+  readonly repriceAfterBlocks: number;
+  readonly pollingIntervalMs: number;
+  readonly rpcTimeoutMs: number;
+  readonly logger: Logger | undefined;
+};
+
+/** One call of one owner on one chain, as a step works on it. */
+type At = {
+  readonly s: Sender;
+  readonly w: Where;
+  readonly oc: OwnerChain;
+  readonly account: PrivateKeyAccount;
+};
+
+function ownerChain(s: Sender, chain: EvmChain): OwnerChain {
+  const known = s.chains.get(chain);
+  if (known) return known;
+  const url = s.config.evmRpcUrl[chain];
+  if (url === undefined) {
+    throw new SigningError(
+      SIGNING_ERROR_CODES.rpcFailed,
+      `EVM_RPC_URL_${chain} is not set: the owner's transactions on ${chain} cannot be sent`,
+    );
+  }
+  const oc = createOwnerChain(chain, USDC_EVM[s.config.network][chain].chainId, url, {
+    pollingIntervalMs: s.pollingIntervalMs,
+    timeoutMs: s.rpcTimeoutMs,
+  });
+  s.chains.set(chain, oc);
+  return oc;
+}
+
+async function atOf(s: Sender, chain: EvmChain, owner: string): Promise<At> {
+  const account = s.accounts.get(owner.toLowerCase());
+  if (!account) {
+    throw new SigningError(SIGNING_ERROR_CODES.evmKeyMissing, `no key of the owner ${owner} is configured`);
+  }
+  const oc = ownerChain(s, chain);
+  await checkChainId(oc);
+  return { s, oc, account, w: { prefix: s.prefix, chain, owner: account.address } };
+}
+
+function waiting(reason: OwnerTxWait, detail: string, saved?: SavedOwnerTx): OwnerTxStep {
+  return { kind: 'waiting', reason, detail, nonce: saved?.nonce, hash: saved?.versions.at(-1)?.hash };
+}
+
+const gwei = (wei: bigint): string => {
+  const whole = wei / 1_000_000_000n;
+  const frac = (wei % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
+  return frac === '' ? whole.toString() : `${whole}.${frac}`;
+};
+
+function lacksGas(at: At, need: bigint): string {
+  return `owner lacks gas: ${at.w.owner} needs ${gwei(need)} gwei more native gas on ${at.oc.chain} for its next transaction`;
+}
+
+/** The words of a wait the decision makes. */
+function waitDetail(at: At, d: Extract<TxDecision, { kind: 'wait' }>): string {
+  const { chain } = at.oc;
+  if (d.reason === 'gas-cap') {
+    const cap = at.s.config.maxGasWei[chain] ?? 0n;
+    return `the gas price asked (${gwei(d.need ?? 0n)} gwei) is above MAX_GAS_GWEI_${chain} (${gwei(cap)} gwei): waiting for it to fall`;
+  }
+  if (d.reason === 'owner-lacks-gas') return lacksGas(at, d.need ?? 0n);
+  return 'broadcast, not mined yet';
+}
+
+/** The facts the decision needs, read in this order: the nonce before the receipts (tx-decision.ts). */
+async function gatherFacts(at: At, saved: SavedOwnerTx): Promise<TxFacts> {
+  const { oc, w, s } = at;
+  const chainNonce = await readNonce(oc, w.owner, 'latest');
+  const receipt = await readReceipt(
+    oc,
+    saved.versions.map((v) => v.hash),
+  );
+  const [head, fees, balance] = await Promise.all([readHead(oc), readFees(oc), readBalance(oc, w.owner)]);
+  const filled = saved.filled;
+  const latest = saved.versions.at(-1);
+  return {
+    nonce: saved.nonce,
+    versions: saved.versions.map((v) => ({ hash: v.hash, fees: { maxFee: v.maxFee, tip: v.tip } })),
+    abandoned: filled,
+    sentAtBlock: latest && saved.sent?.version === latest.version ? saved.sent.block : undefined,
+    chainNonce,
+    receipt,
+    head,
+    baseFee: fees.baseFee,
+    suggested: fees.suggested,
+    cap: s.config.maxGasWei[oc.chain],
+    balance,
+    gas: filled ? FILL_GAS : saved.gas,
+    value: filled ? 0n : saved.value,
+    repriceAfterBlocks: s.repriceAfterBlocks,
+  };
+}
+
+/** The call's transaction, signed at `fees` (the zero-value self-transaction for a filled nonce). */
+async function signAt(
+  at: At,
+  saved: SavedOwnerTx,
+  fill: boolean,
+  fees: Fees,
+): Promise<{ raw: Hex; hash: Hex }> {
+  const raw = await at.account.signTransaction({
+    type: 'eip1559',
+    chainId: at.oc.chainId,
+    nonce: Number(saved.nonce),
+    to: (fill ? at.account.address : saved.to) as Hex,
+    data: (fill ? '0x' : saved.data) as Hex,
+    value: fill ? 0n : saved.value,
+    gas: fill ? FILL_GAS : saved.gas,
+    maxFeePerGas: fees.maxFee,
+    maxPriorityFeePerGas: fees.tip,
+  });
+  return { raw, hash: keccak256(raw) };
+}
+
+/**
+ * Saves a signed version; with replicas, through a round that holds it on them before it returns
+ * (replica-acks.ts). A verdict short of the replicas: not saved as far as sending goes.
+ */
+async function saveVersion(
+  at: At,
+  v: Parameters<typeof saveSigned>[2],
+): Promise<SavedSigned | { kind: 'replicas'; reason: string }> {
+  const { s, w } = at;
+  if (!s.acks) return await saveSigned(s.redis, w, v);
+  const { reply, verdict } = await s.acks.writeAcked(
+    (known) => saveSignedCall(w, v, known),
+    (r) => {
+      const saved = savedSignedOf(r);
+      return saved.kind === 'saved' ? saved.site : undefined;
+    },
+  );
+  const saved = savedSignedOf(reply);
+  if (saved.kind === 'saved' && !verdict.ok) return { kind: 'replicas', reason: verdict.reason };
+  if (saved.kind === 'unknown')
+    return { kind: 'replicas', reason: verdict.ok ? 'no answer' : verdict.reason };
+  return saved;
+}
+
+/** Broadcasts the latest saved version and records it sent at `head`. */
+async function send(at: At, saved: SavedOwnerTx, head: bigint, how: 'first' | 'again' | 'repriced') {
+  const latest = saved.versions.at(-1);
+  if (!latest) throw new Error('nothing signed to send');
+  const r = await broadcast(at.oc, latest.raw);
+  const { chain } = at.oc;
+  at.s.logger?.debug(
+    { chain, owner: at.w.owner, nonce: saved.nonce.toString(), hash: latest.hash, how, answer: r.kind },
+    'owner transaction broadcast',
+  );
+  if (r.kind === 'lacks-gas')
+    return waiting(
+      'owner-lacks-gas',
+      `owner lacks gas: the ${chain} node refused ${latest.hash} for ${at.w.owner}'s balance`,
+      saved,
+    );
+  if (r.kind === 'unknown') {
+    // It may have gone out: it is not marked sent, so the next step sends the same bytes again.
+    at.s.logger?.warn(
+      { chain, owner: at.w.owner, hash: latest.hash, answer: r.message },
+      'owner transaction broadcast unanswered',
+    );
+    return waiting(
+      'pending',
+      `the ${chain} node did not answer the broadcast of ${latest.hash}: sending it again next`,
+      saved,
+    );
+  }
+  await markSent(at.s.redis, at.w, saved.nonce, latest.version, head);
+  const step: OwnerTxStep = {
+    kind: 'sent',
+    nonce: saved.nonce,
+    hash: latest.hash,
+    version: latest.version,
+    how,
+  };
+  return step;
+}
+
+/**
+ * The transaction at `nonce` as saved, read again and held by the replicas, before a version saved
+ * earlier (by a run that may have crashed before its broadcast, or by another sender) is sent: the
+ * site is read before the record, so a failover in between (a record the new primary may not have)
+ * shows as a shortfall, never as a send. A string: why it is not held.
+ */
+async function heldSaved(at: At, nonce: bigint): Promise<SavedOwnerTx | string> {
+  const { acks } = at.s;
+  const site = acks ? await acks.site() : undefined;
+  const saved = await readSaved(at, nonce);
+  if (!acks || !site) return saved;
+  const verdict = await acks.confirm(site);
+  return verdict.ok ? saved : verdict.reason;
+}
+
+/**
+ * Signs at `fees`, saves (held by the replicas), then broadcasts. `lost`: another sender saved a
+ * version at this nonce first, and this one is thrown away unsent.
+ */
+async function signSaveSend(
+  at: At,
+  saved: SavedOwnerTx,
+  fill: boolean,
+  fees: Fees,
+  head: bigint,
+): Promise<OwnerTxStep | 'lost'> {
+  const { raw, hash } = await signAt(at, saved, fill, fees);
+  const version = saved.versions.length + 1;
+  const kind = fill ? 'fill' : 'call';
+  const v = { nonce: saved.nonce, version, kind, raw, hash, maxFee: fees.maxFee, tip: fees.tip } as const;
+  const r = await saveVersion(at, v);
+  if (r.kind === 'replicas')
+    return waiting('replicas', `waiting for Redis replicas before sending: ${r.reason}`, saved);
+  if (r.kind !== 'saved') return 'lost';
+  const mine = { ...saved, filled: saved.filled || fill, versions: [...saved.versions, v] };
+  return await send(at, mine, head, version === 1 ? 'first' : 'repriced');
+}
+
+/**
+ * After a lost race to save: the winner's latest version is sent as it is (it was saved, so it may
+ * be out already). A fill that lost to a signed call cannot give the call up.
+ */
+async function afterLostRace(at: At, nonce: bigint, fill: boolean, head: bigint): Promise<OwnerTxStep> {
+  const now = await heldSaved(at, nonce);
+  if (typeof now === 'string')
+    return waiting('replicas', `waiting for Redis replicas before sending: ${now}`);
+  if (fill && !now.filled) throw signedError(at, now);
+  return await send(at, now, head, 'again');
+}
+
+function signedError(at: At, saved: SavedOwnerTx): OwnerTxSignedError {
+  return new OwnerTxSignedError(
+    SIGNING_ERROR_CODES.ownerTxSigned,
+    `the call ${saved.callId} is signed at nonce ${saved.nonce} of ${at.w.owner} on ${at.oc.chain}: it can only be sent, never given up`,
+  );
+}
+
+/** Does what the decision says about the saved transaction. */
+async function act(at: At, saved: SavedOwnerTx, facts: TxFacts, d: TxDecision): Promise<OwnerTxStep> {
+  switch (d.kind) {
+    case 'mined':
+      await markDone(at.s.redis, at.w, saved.nonce, d);
+      return { kind: 'mined', nonce: saved.nonce, hash: d.hash, success: d.success, filler: facts.abandoned };
+    case 'replaced-by-other':
+      return {
+        kind: 'replaced-by-other',
+        nonce: saved.nonce,
+        chainNonce: facts.chainNonce,
+        hashes: saved.versions.map((v) => v.hash),
+      };
+    case 'wait':
+      return waiting(d.reason, waitDetail(at, d), saved);
+    case 'rebroadcast': {
+      const held = await heldSaved(at, saved.nonce);
+      if (typeof held === 'string')
+        return waiting('replicas', `waiting for Redis replicas before sending: ${held}`, saved);
+      // Another sender saved a newer version meanwhile: the next step looks at that one.
+      if (held.versions.at(-1)?.hash !== saved.versions.at(-1)?.hash)
+        return waiting('pending', 'a newer version was saved', held);
+      return await send(at, held, facts.head, saved.sent ? 'again' : 'first');
+    }
+    case 'sign':
+    case 'fill-gap':
+    case 'reprice': {
+      const fill = d.kind === 'fill-gap' || (d.kind === 'reprice' && facts.abandoned);
+      const step = await signSaveSend(at, saved, fill, d.fees, facts.head);
+      return step === 'lost' ? await afterLostRace(at, saved.nonce, fill, facts.head) : step;
+    }
+  }
+}
+
+/** The call's nonce: the one it has, or (the owner able to pay for it) a new one. */
+async function nonceFor(at: At, call: OwnerCall): Promise<bigint | OwnerTxStep> {
+  const { s, w, oc } = at;
+  const had = await nonceOfCall(s.redis, w, call.id);
+  if (had !== undefined) return had;
+  const value = call.value ?? 0n;
+  // A node refuses to estimate a call whose value the owner cannot send: that is a wait, not an error.
+  if (value > 0n && call.gas === undefined) {
+    const balance = await readBalance(oc, w.owner);
+    if (balance < value) return waiting('owner-lacks-gas', lacksGas(at, value - balance));
+  }
+  const gas = call.gas ?? (await estimateGas(oc, w.owner, { to: call.to, data: call.data, value }));
+  const pending = await readNonce(oc, w.owner, 'pending');
+  // Nothing is given a nonce before its owner can pay for it: a nonce given is a nonce to fill.
+  const facts = await gatherFacts(at, probe(pending, { to: call.to, data: call.data, value, gas }));
+  const d = decideOwnerTx(facts);
+  if (d.kind === 'wait') return waiting(d.reason, waitDetail(at, d));
+  const fields: OwnerCallFields = { to: call.to, data: call.data, value, gas };
+  const r = await assignNonce(s.redis, w, call.id, pending, fields);
+  if (r.kind === 'read-chain') throw new Error('owner-tx-assign.lua asked for the chain nonce it was given');
+  if (r.fresh)
+    s.logger?.debug(
+      { chain: oc.chain, owner: w.owner, call: call.id, nonce: r.nonce.toString() },
+      'owner transaction nonce given',
+    );
+  return r.nonce;
+}
+
+/** A transaction not saved yet, for the decision before a nonce is given. */
+function probe(nonce: bigint, fields: OwnerCallFields): SavedOwnerTx {
+  return { ...fields, nonce, callId: '', versions: [], sent: undefined, filled: false, done: undefined };
+}
+
+function missingError(at: At, nonce: bigint): SigningError {
+  return new SigningError(
+    SIGNING_ERROR_CODES.ownerTxMissing,
+    `owner transaction ${at.oc.chain}/${at.w.owner}/${nonce} is missing from Redis: nothing is sent for it`,
+  );
+}
+
+async function readSaved(at: At, nonce: bigint): Promise<SavedOwnerTx> {
+  const saved = await readOwnerTx(at.s.redis, at.w, nonce);
+  if (!saved) throw missingError(at, nonce);
+  return saved;
+}
+
+/**
+ * A call id names one call for ever: asked again with another target, calldata or value, it is
+ * refused rather than sent as what was saved under it.
+ */
+function checkSameCall(at: At, saved: SavedOwnerTx, call: OwnerCall): void {
+  const same =
+    saved.to.toLowerCase() === call.to.toLowerCase() &&
+    saved.data.toLowerCase() === call.data.toLowerCase() &&
+    saved.value === (call.value ?? 0n);
+  if (!same) {
+    throw new SigningError(
+      SIGNING_ERROR_CODES.ownerTxMissing,
+      `the call ${call.id} of ${at.w.owner} on ${at.oc.chain} was saved as another call (nonce ${saved.nonce}): nothing is sent`,
+    );
+  }
+}
+
+/** One step of the saved transaction: where it stands, and the one thing to do about it. */
+async function stepSaved(at: At, saved: SavedOwnerTx): Promise<OwnerTxStep> {
+  const { nonce, done } = saved;
+  if (done) return { kind: 'mined', nonce, hash: done.hash, success: done.success, filler: saved.filled };
+  const facts = await gatherFacts(at, saved);
+  return await act(at, saved, facts, decideOwnerTx(facts));
+}
+
+/** One step of `call` (see the top of this file). */
+async function stepCall(s: Sender, chain: EvmChain, owner: string, call: OwnerCall): Promise<OwnerTxStep> {
+  const at = await atOf(s, chain, owner);
+  const nonce = await nonceFor(at, call);
+  if (typeof nonce !== 'bigint') return nonce;
+  const saved = await readSaved(at, nonce);
+  checkSameCall(at, saved, call);
+  return await stepSaved(at, saved);
+}
+
+/** A call given up after it was signed: it is sent as it is (never replaced by another transaction). */
+export class OwnerTxSignedError extends SigningError {
+  override name = 'OwnerTxSignedError';
+}
+
+/**
+ * Gives `callId` up: where it has a nonce and nothing of it is signed, the call is marked given up
+ * for good (it is never signed after that) and its nonce filled by a zero-value transaction to the
+ * owner itself: this step signs, saves and broadcasts it (or waits, as any step: the owner's gas,
+ * the cap), and later steps of the call drive it until it is mined. Undefined: the call had no
+ * nonce, nothing to fill. A call already signed is refused (OwnerTxSignedError): it is only ever sent.
+ */
+async function abandonCall(
+  s: Sender,
+  chain: EvmChain,
+  owner: string,
+  callId: string,
+): Promise<OwnerTxStep | undefined> {
+  const at = await atOf(s, chain, owner);
+  const nonce = await nonceOfCall(s.redis, at.w, callId);
+  if (nonce === undefined) return undefined;
+  const r = await giveUpCall(s.redis, at.w, nonce);
+  if (r.kind === 'missing') throw missingError(at, nonce);
+  const saved = await readSaved(at, nonce);
+  if (r.kind === 'signed') throw signedError(at, saved);
+  return await stepSaved(at, saved);
+}
+
+/** Sends the owners' own transactions on the EVM chains (see the top of this file); wires the functions above. */
+export function createOwnerTxSender(deps: OwnerTxSenderDeps) {
+  const accounts = new Map<string, PrivateKeyAccount>();
+  for (const key of deps.config.evmPrivateKeys) {
+    const account = privateKeyToAccount(key.reveal() as Hex);
+    accounts.set(account.address.toLowerCase(), account);
+  }
+  const s: Sender = {
+    redis: deps.redis,
+    prefix: deps.prefix,
+    acks: deps.acks,
+    config: deps.config,
+    accounts,
+    chains: new Map(),
+    repriceAfterBlocks: deps.repriceAfterBlocks ?? DEFAULT_REPRICE_AFTER_BLOCKS,
+    pollingIntervalMs: deps.pollingIntervalMs ?? 1_000,
+    rpcTimeoutMs: deps.rpcTimeoutMs ?? 10_000,
+    logger: deps.logger,
+  };
+  return {
+    step: (chain: EvmChain, owner: string, call: OwnerCall) => stepCall(s, chain, owner, call),
+    abandon: (chain: EvmChain, owner: string, callId: string) => abandonCall(s, chain, owner, callId),
+    /** The call's transaction as saved (its nonce, versions, sends), for evidence and the status. */
+    async saved(chain: EvmChain, owner: string, callId: string): Promise<SavedOwnerTx | undefined> {
+      const w = { prefix: s.prefix, chain, owner };
+      const nonce = await nonceOfCall(s.redis, w, callId);
+      return nonce === undefined ? undefined : await readOwnerTx(s.redis, w, nonce);
+    },
+  };
+}
+
+export type OwnerTxSender = ReturnType<typeof createOwnerTxSender>;

@@ -1,0 +1,348 @@
+import { Redis } from 'ioredis';
+import { createPublicClient, http, recoverTransactionAddress, type Hex, type PublicClient } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/config/config.ts';
+import { USDC_EVM } from '../../src/domain/chains.ts';
+import { startAnvil, type AnvilProcess } from '../../src/sandbox/evm/anvil-process.ts';
+import {
+  createOwnerTxSender,
+  OwnerTxSignedError,
+  type OwnerCall,
+  type OwnerTxSender,
+  type OwnerTxStep,
+} from '../../src/signing/evm/owner-tx/owner-tx-sender.ts';
+import { keys } from '../../src/store/keys.ts';
+import { assignNonce, nextNonce, nonceOfCall } from '../../src/store/owner-txs.ts';
+import { createReplicaAcks, type ReplicaAcks } from '../../src/store/replica-acks.ts';
+import { startReplicatedRedis, type ReplicatedRedis } from '../../support/replicated-redis.ts';
+import { startRpcRecorder, type RpcRecorder } from '../helpers/rpc-recorder.ts';
+
+/*
+ * docs/cctp.md "The owner's transactions", on a real anvil (the sandbox's ETH chain id) and a real
+ * replicated Redis: every transaction is signed for real and judged by the chain. Every broadcast
+ * goes through a recording proxy that checks, before the node sees it, that the REPLICA already
+ * holds the signed transaction (saved, and held by the replicas, before it is sent).
+ */
+
+const CHAIN = 'ETH' as const;
+const CHAIN_ID = USDC_EVM.testnet.ETH.chainId;
+const SINK = '0x000000000000000000000000000000000000dEaD';
+const GWEI = 1_000_000_000n;
+const PREFIX = 'otx-test';
+
+describe('an owner’s own transactions on a real chain', () => {
+  let anvil: AnvilProcess;
+  let chain: PublicClient;
+  let recorder: RpcRecorder;
+  let rr: ReplicatedRedis;
+  let replica: Redis;
+  const opened: { redis: Redis; acks: ReplicaAcks }[] = [];
+  /** Broadcasts the replica did not hold when the node was about to get them. */
+  const unsaved: string[] = [];
+
+  const rpc = (method: string, params: unknown[] = []) =>
+    chain.request({ method: method as never, params: params as never });
+  const mine = () => rpc('evm_mine');
+  const automine = (on: boolean) => rpc('evm_setAutomine', [on]);
+  const setBaseFee = (wei: bigint) => rpc('anvil_setNextBlockBaseFeePerGas', [`0x${wei.toString(16)}`]);
+  const fund = (address: string, wei: bigint) => rpc('anvil_setBalance', [address, `0x${wei.toString(16)}`]);
+
+  async function newOwner(balance = 10n ** 19n) {
+    const key = generatePrivateKey();
+    const address = privateKeyToAccount(key).address;
+    await fund(address, balance);
+    return { key, address };
+  }
+
+  /** A sender as a worker process makes it: its own Redis connection and replica acknowledgements. */
+  function senderFor(key: string, extra: { maxGasWei?: bigint; ackTimeoutMs?: number } = {}): OwnerTxSender {
+    const redis = new Redis(rr.url, { maxRetriesPerRequest: 1 });
+    const timeoutMs = extra.ackTimeoutMs ?? 5_000;
+    const acks = createReplicaAcks({ redis, prefix: PREFIX, setting: 'auto', timeoutMs });
+    opened.push({ redis, acks });
+    return createOwnerTxSender({
+      redis,
+      prefix: PREFIX,
+      acks,
+      config: {
+        network: 'testnet',
+        evmRpcUrl: { [CHAIN]: recorder.url },
+        maxGasWei: extra.maxGasWei === undefined ? {} : { [CHAIN]: extra.maxGasWei },
+        evmPrivateKeys: [new Secret(key)],
+      },
+      repriceAfterBlocks: 2,
+      pollingIntervalMs: 10,
+    });
+  }
+
+  const callOf = (id: string, value: bigint): OwnerCall => ({ id, to: SINK, data: '0x', value });
+
+  /** Steps the call until it is mined or replaced, mining a block whenever it waits for one. */
+  async function drive(sender: OwnerTxSender, owner: string, call: OwnerCall): Promise<OwnerTxStep> {
+    for (let i = 0; i < 20; i++) {
+      const step = await sender.step(CHAIN, owner, call);
+      if (step.kind === 'mined' || step.kind === 'replaced-by-other') return step;
+      if (step.kind === 'waiting' && step.reason !== 'pending') return step;
+      if (step.kind === 'waiting') await mine();
+    }
+    throw new Error(`${call.id} was neither mined nor replaced after 20 steps`);
+  }
+
+  const chainNonce = async (owner: string) =>
+    BigInt(await chain.getTransactionCount({ address: owner as Hex, blockTag: 'latest' }));
+  const where = (owner: string) => ({ prefix: PREFIX, chain: CHAIN, owner });
+
+  beforeAll(async () => {
+    anvil = await startAnvil({ chainId: CHAIN_ID });
+    chain = createPublicClient({ transport: http(anvil.url), pollingInterval: 10 });
+    rr = await startReplicatedRedis();
+    replica = new Redis(rr.replica.url, { maxRetriesPerRequest: 1 });
+    recorder = await startRpcRecorder(anvil.url);
+    recorder.beforeSend = async (raw) => {
+      const from = await recoverTransactionAddress({ serializedTransaction: raw as never });
+      const held = await replica.hvals(keys(PREFIX).ownerTxs(CHAIN, from));
+      if (!held.includes(raw)) unsaved.push(raw);
+    };
+  }, 60_000);
+
+  afterEach(async () => {
+    await automine(true);
+    recorder.dropSends = false;
+    expect(unsaved, 'a transaction reached the node before the replica held it').toEqual([]);
+  });
+
+  afterAll(async () => {
+    for (const o of opened) {
+      await o.acks.close();
+      o.redis.disconnect();
+    }
+    replica?.disconnect();
+    await recorder?.close();
+    await rr?.stop();
+    await anvil?.stop();
+  });
+
+  it('gives two concurrent senders of one owner nonces in order, with no gap, each call mined once', async () => {
+    const owner = await newOwner();
+    const a = senderFor(owner.key);
+    const b = senderFor(owner.key);
+    const calls = [1n, 2n, 3n, 4n, 5n, 6n].map((v) => callOf(`pay-${v}`, v));
+    await Promise.all(calls.map((c, i) => (i % 2 === 0 ? a : b).step(CHAIN, owner.address, c)));
+    const steps = await Promise.all(calls.map((c) => drive(a, owner.address, c)));
+    const nonces: bigint[] = [];
+    for (const [i, step] of steps.entries()) {
+      expect(step).toMatchObject({ kind: 'mined', success: true, filler: false });
+      const tx = await chain.getTransaction({ hash: (step as { hash: Hex }).hash });
+      expect(tx.value).toBe(calls[i]?.value);
+      expect(tx.to?.toLowerCase()).toBe(SINK.toLowerCase());
+      nonces.push(BigInt(tx.nonce));
+      expect(await nonceOfCall(opened[0]!.redis, where(owner.address), calls[i]!.id)).toBe(BigInt(tx.nonce));
+    }
+    expect(nonces.sort((x, y) => Number(x - y))).toEqual([0n, 1n, 2n, 3n, 4n, 5n]);
+    expect(await chainNonce(owner.address)).toBe(6n);
+    // A call asked again gets its nonce back, never a new one.
+    expect(await a.step(CHAIN, owner.address, calls[0]!)).toMatchObject({ kind: 'mined' });
+    expect(await nextNonce(opened[0]!.redis, where(owner.address))).toBe(6n);
+    // A call id names one call: asked with another value, it is refused, nothing sent.
+    await expect(a.step(CHAIN, owner.address, { ...calls[0]!, value: 1000n })).rejects.toThrow(
+      /was saved as another call/,
+    );
+  });
+
+  it('two senders of one call at once: one nonce, one signed version, sent by both, mined once', async () => {
+    const owner = await newOwner();
+    const a = senderFor(owner.key);
+    const b = senderFor(owner.key);
+    const call = callOf('twice', 77n);
+    await automine(false);
+    const [x, y] = await Promise.all([
+      a.step(CHAIN, owner.address, call),
+      b.step(CHAIN, owner.address, call),
+    ]);
+    expect(x).toMatchObject({ kind: 'sent', nonce: 0n, version: 1 });
+    expect(y).toMatchObject({ kind: 'sent', nonce: 0n, version: 1, hash: (x as { hash: string }).hash });
+    const saved = await a.saved(CHAIN, owner.address, call.id);
+    expect(saved!.versions).toHaveLength(1);
+    await mine();
+    expect(await drive(b, owner.address, call)).toMatchObject({
+      kind: 'mined',
+      hash: (x as { hash: string }).hash,
+    });
+    expect(await chainNonce(owner.address)).toBe(1n);
+    expect(await nextNonce(opened.at(-1)!.redis, where(owner.address))).toBe(1n);
+  });
+
+  it('re-prices a stuck transaction at its nonce with the same call, and it is mined once', async () => {
+    const owner = await newOwner();
+    const sender = senderFor(owner.key);
+    const call = callOf('stuck', 42n);
+    await automine(false);
+    const first = await sender.step(CHAIN, owner.address, call);
+    expect(first).toMatchObject({ kind: 'sent', version: 1, how: 'first' });
+    // The base fee jumps above what the first version pays: two blocks go by without it.
+    await setBaseFee(10n * GWEI);
+    await mine();
+    await mine();
+    const repriced = await sender.step(CHAIN, owner.address, call);
+    expect(repriced).toMatchObject({ kind: 'sent', version: 2, how: 'repriced' });
+    const saved = await sender.saved(CHAIN, owner.address, call.id);
+    const [v1, v2] = saved!.versions;
+    expect(v2!.maxFee).toBeGreaterThanOrEqual(v1!.maxFee + v1!.maxFee / 10n);
+    expect(v2!.tip).toBeGreaterThanOrEqual(v1!.tip + v1!.tip / 10n);
+    await mine();
+    const done = await drive(sender, owner.address, call);
+    expect(done).toMatchObject({ kind: 'mined', success: true, hash: v2!.hash });
+    const tx = await chain.getTransaction({ hash: v2!.hash as Hex });
+    expect({ nonce: tx.nonce, to: tx.to?.toLowerCase(), value: tx.value, input: tx.input }).toEqual({
+      nonce: 0,
+      to: SINK.toLowerCase(),
+      value: 42n,
+      input: '0x',
+    });
+    await expect(chain.getTransactionReceipt({ hash: v1!.hash as Hex })).rejects.toThrow();
+    expect(await chainNonce(owner.address)).toBe(1n);
+  });
+
+  it('never pays above MAX_GAS_GWEI_<CHAIN>: nothing is signed above it, a stuck one waits at it', async () => {
+    const owner = await newOwner();
+    const cap = 3n * GWEI;
+    const sender = senderFor(owner.key, { maxGasWei: cap });
+    const call = callOf('capped', 7n);
+    await automine(false);
+    await setBaseFee(10n * GWEI);
+    await mine();
+    const refused = await sender.step(CHAIN, owner.address, call);
+    expect(refused).toMatchObject({ kind: 'waiting', reason: 'gas-cap', nonce: undefined });
+    expect((refused as { detail: string }).detail).toContain('MAX_GAS_GWEI_ETH (3 gwei)');
+    expect(await nonceOfCall(opened.at(-1)!.redis, where(owner.address), call.id)).toBeUndefined();
+    await setBaseFee(GWEI / 2n);
+    await mine();
+    expect(await sender.step(CHAIN, owner.address, call)).toMatchObject({ kind: 'sent', version: 1 });
+    await setBaseFee(20n * GWEI);
+    await mine();
+    await mine();
+    const held = await sender.step(CHAIN, owner.address, call);
+    expect(held).toMatchObject({ kind: 'waiting', reason: 'gas-cap', nonce: 0n });
+    await setBaseFee(GWEI / 2n);
+    await mine();
+    expect(await drive(sender, owner.address, call)).toMatchObject({ kind: 'mined', success: true });
+    const saved = await sender.saved(CHAIN, owner.address, call.id);
+    for (const v of saved!.versions) expect(v.maxFee).toBeLessThanOrEqual(cap);
+  });
+
+  it('an owner without native gas waits with that reason, and is given no nonce until it can pay', async () => {
+    const owner = await newOwner(0n);
+    const sender = senderFor(owner.key);
+    const call = callOf('starved', 1n);
+    const step = await sender.step(CHAIN, owner.address, call);
+    expect(step).toMatchObject({ kind: 'waiting', reason: 'owner-lacks-gas', nonce: undefined });
+    expect((step as { detail: string }).detail).toMatch(/^owner lacks gas: /);
+    expect(await nonceOfCall(opened.at(-1)!.redis, where(owner.address), call.id)).toBeUndefined();
+    await fund(owner.address, 10n ** 18n);
+    expect(await drive(sender, owner.address, call)).toMatchObject({ kind: 'mined', success: true });
+  });
+
+  it('fills the nonce of a call given up before it was signed with a zero-value self-transaction', async () => {
+    const owner = await newOwner();
+    const sender = senderFor(owner.key);
+    const redis = opened.at(-1)!.redis;
+    // A run was given nonce 0 for its call, then its transfer was given up before anything was signed.
+    const fields = { to: SINK, data: '0x', value: 5n, gas: 21_000n };
+    await assignNonce(redis, where(owner.address), 'given-up', 0n, fields);
+    const next = callOf('after-the-gap', 6n);
+    expect(await sender.step(CHAIN, owner.address, next)).toMatchObject({ kind: 'sent', nonce: 1n });
+    await mine();
+    expect(await sender.step(CHAIN, owner.address, next)).toMatchObject({
+      kind: 'waiting',
+      reason: 'pending',
+    });
+    expect(await chainNonce(owner.address)).toBe(0n);
+    const fill = await sender.abandon(CHAIN, owner.address, 'given-up');
+    expect(fill).toMatchObject({ kind: 'sent', nonce: 0n });
+    const filled = await drive(sender, owner.address, callOf('given-up', 5n));
+    expect(filled).toMatchObject({ kind: 'mined', success: true, filler: true });
+    const tx = await chain.getTransaction({ hash: (filled as { hash: Hex }).hash });
+    expect({ to: tx.to, value: tx.value, input: tx.input, nonce: tx.nonce }).toEqual({
+      to: owner.address.toLowerCase(),
+      value: 0n,
+      input: '0x',
+      nonce: 0,
+    });
+    expect(await drive(sender, owner.address, next)).toMatchObject({ kind: 'mined', success: true });
+    expect(await chainNonce(owner.address)).toBe(2n);
+    // A signed call is only ever sent: it cannot be given up.
+    await expect(sender.abandon(CHAIN, owner.address, next.id)).rejects.toBeInstanceOf(OwnerTxSignedError);
+  });
+
+  it('after a crash between the save and the broadcast, the restarted sender sends the same bytes', async () => {
+    const owner = await newOwner();
+    const call = callOf('crash', 9n);
+    recorder.dropSends = true;
+    const before = await senderFor(owner.key).step(CHAIN, owner.address, call);
+    expect(before).toMatchObject({ kind: 'waiting', reason: 'pending', nonce: 0n });
+    recorder.dropSends = false;
+    const restarted = senderFor(owner.key);
+    const after = await restarted.step(CHAIN, owner.address, call);
+    expect(after).toMatchObject({
+      kind: 'sent',
+      nonce: 0n,
+      version: 1,
+      hash: (before as { hash: string }).hash,
+    });
+    expect(await drive(restarted, owner.address, call)).toMatchObject({
+      kind: 'mined',
+      hash: (before as { hash: string }).hash,
+    });
+    const mine_ = recorder.sends.filter((s) => s.raw === recorder.sends.at(-1)!.raw);
+    expect(mine_.map((s) => s.forwarded)).toEqual([false, true]);
+    expect(await chainNonce(owner.address)).toBe(1n);
+    expect(await nextNonce(opened.at(-1)!.redis, where(owner.address))).toBe(1n);
+  });
+
+  it('sends nothing while the replicas do not hold the signed transaction, then the saved one', async () => {
+    const owner = await newOwner();
+    const sender = senderFor(owner.key, { ackTimeoutMs: 300 });
+    const call = callOf('unreplicated', 11n);
+    const sends = recorder.sends.length;
+    rr.link.close();
+    try {
+      const step = await sender.step(CHAIN, owner.address, call);
+      expect(step).toMatchObject({ kind: 'waiting', reason: 'replicas', nonce: 0n });
+      expect((step as { detail: string }).detail).toContain('0 of 1 acknowledged');
+      expect(recorder.sends.length).toBe(sends);
+    } finally {
+      rr.link.mend();
+    }
+    await rr.inSync();
+    const saved = await sender.saved(CHAIN, owner.address, call.id);
+    const sent = await sender.step(CHAIN, owner.address, call);
+    expect(sent).toMatchObject({ kind: 'sent', version: 1, hash: saved!.versions[0]!.hash });
+    expect(await drive(sender, owner.address, call)).toMatchObject({ kind: 'mined', success: true });
+  });
+
+  it('a nonce used by a transaction that is not ours: replaced by another, the call can never execute', async () => {
+    const owner = await newOwner();
+    const call = callOf('outrun', 3n);
+    recorder.dropSends = true;
+    const saved = await senderFor(owner.key).step(CHAIN, owner.address, call);
+    expect(saved).toMatchObject({ kind: 'waiting', nonce: 0n });
+    recorder.dropSends = false;
+    // Someone else, holding the same key, spends nonce 0 first.
+    const outside = privateKeyToAccount(owner.key as Hex);
+    const raw = await outside.signTransaction({
+      type: 'eip1559',
+      chainId: CHAIN_ID,
+      nonce: 0,
+      to: SINK,
+      value: 999n,
+      gas: 21_000n,
+      maxFeePerGas: 50n * GWEI,
+      maxPriorityFeePerGas: GWEI,
+    });
+    await chain.sendRawTransaction({ serializedTransaction: raw });
+    const step = await senderFor(owner.key).step(CHAIN, owner.address, call);
+    expect(step).toMatchObject({ kind: 'replaced-by-other', nonce: 0n, chainNonce: 1n });
+    expect((step as { hashes: readonly string[] }).hashes).toEqual([(saved as { hash: string }).hash]);
+  });
+});
