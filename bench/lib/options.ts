@@ -75,7 +75,7 @@ export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
           evmRowsPerChain: 500,
           redisRows: 2_000,
           scaleRows: 2_000,
-          clusterRows: 1_000,
+          clusterRows: 500,
           tracingRows: 2_000,
           // Over 1,000 finished jobs per queue in the first batch (a third of the rows on SOLANA, the
           // rest over four EVM chains), so the second one is measured with the kept jobs at their cap.

@@ -67,6 +67,16 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "(`REDIS_URL`'s user, password, database and `rediss:` still apply)",
   },
   {
+    names: ['REDIS_CLUSTER_NODES'],
+    default: '—',
+    meaning:
+      "instead of `REDIS_URL`'s host: `host:port,…` seed nodes of a Redis Cluster (MemoryDB, " +
+      'ElastiCache cluster mode, a self-run cluster); every connection of every process follows the ' +
+      "cluster's slot map and its failovers (`REDIS_URL`'s user, password and `rediss:` still apply). " +
+      '`QUEUE_PREFIX` must then be a hash tag such as `{usdc}`, or the start fails naming both; see ' +
+      '[scaling.md](scaling.md#redis-deployments)',
+  },
+  {
     names: ['REDIS_SENTINEL_PASSWORD'],
     default: 'none',
     meaning:
@@ -86,7 +96,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     names: ['QUEUE_PREFIX'],
     default: shown('QUEUE_PREFIX'),
-    meaning: 'prefix of every key; `{usdc}` (a hash tag) on Redis Cluster',
+    meaning: 'prefix of every key; a hash tag such as `{usdc}` with `REDIS_CLUSTER_NODES` (required)',
   },
   {
     names: ['TRANSFER_API_URL', 'TRANSFER_API_KEY'],

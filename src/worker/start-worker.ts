@@ -96,7 +96,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     timeoutMs: config.redisReplicaAckTimeoutMs,
     logger,
   }));
-  started.primary = watchPrimary({ redis, logger });
+  started.primary = watchPrimary({ redis, prefix: config.queuePrefix, logger });
   const evm = wireEvm({ config, redis, prefix, logger });
   started.nonces = evm?.nonces;
   const solana = await wireSolana({ config, logger });

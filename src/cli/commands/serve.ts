@@ -52,7 +52,7 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     timeoutMs: config.redisReplicaAckTimeoutMs,
     logger,
   });
-  const primary = watchPrimary({ redis, logger, intervalMs: 5_000 });
+  const primary = watchPrimary({ redis, prefix: config.queuePrefix, logger, intervalMs: 5_000 });
   const access = createAccessList(config.credentials);
   const onHangup = () => reloadAccessFile(config, access, logger);
   process.on('SIGHUP', onHangup);
