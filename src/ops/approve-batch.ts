@@ -6,6 +6,7 @@ import { recordAudit } from '../store/audit.ts';
 import { addJobsForQueuedTransfers } from '../ingest/queued-jobs.ts';
 import { queuedTransfers } from '../store/queued-transfers.ts';
 import { createRecipientBook } from '../store/recipient-book.ts';
+import type { Screen } from '../ingest/row-validator.ts';
 import { requireBatch, type OpsDeps } from './ops-deps.ts';
 import { FourEyesError, StaleDigestError } from './ops-error.ts';
 
@@ -34,8 +35,17 @@ const APPROVE_TRIES = 5;
  * `APPROVALS_REQUIRED` distinct names; the last one needed releases the batch: its queued
  * transfers — exactly the reviewed ones, checked in the same script that releases — get their jobs.
  */
+/**
+ * What an approval needs besides the operator's: the approvals a hold needs here, and the sanctions
+ * lists in force (a listed address is not vouched into the address book; docs/screening.md).
+ */
+export type ApproveDeps = OpsDeps & {
+  readonly approvalsRequired: number;
+  readonly screen?: Screen | undefined;
+};
+
 export async function approveBatch(
-  deps: OpsDeps & { readonly approvalsRequired: number },
+  deps: ApproveDeps,
   batchId: string,
   digest: string,
 ): Promise<ApproveOutcome> {
@@ -72,11 +82,7 @@ export async function auditRefusal(
   });
 }
 
-async function approveOnce(
-  deps: OpsDeps & { readonly approvalsRequired: number },
-  batchId: string,
-  digest: string,
-): Promise<ApproveOutcome> {
+async function approveOnce(deps: ApproveDeps, batchId: string, digest: string): Promise<ApproveOutcome> {
   const batch = await requireBatch(deps, batchId);
   const jobDeps = { redis: deps.redis, prefix: deps.prefix, jobs: deps.jobs };
   const reviewed = digest.toLowerCase();
@@ -166,7 +172,7 @@ async function notHeld(
 
 /** The actor already approved this digest: nothing changes (and nothing is audited). */
 async function pendingOf(
-  deps: OpsDeps & { readonly approvalsRequired: number },
+  deps: ApproveDeps,
   batchId: string,
   digest: string,
   approvals: readonly Approval[],
@@ -193,13 +199,17 @@ function countFor(approvals: readonly Approval[], digest: string, submittedBy: s
  * to them runs without a hold. Not an address removed from the book (removal is how ops answer a
  * reported fraud: only an explicit add brings it back), and not a row cancelled before the approval.
  */
-async function vouchForRecipients(deps: OpsDeps, batchId: string): Promise<number> {
+async function vouchForRecipients(deps: ApproveDeps, batchId: string): Promise<number> {
   const addresses: BookAddress[] = [];
   const fields = ['new_recipient', 'to', 'recipient'];
   for await (const page of queuedTransfers(deps.redis, deps.prefix, batchId, fields)) {
     for (const { values } of page) {
       const [flag, to, recipient] = values;
-      if (flag === '1' && to && recipient) addresses.push(bookAddressOf({ to: to as Chain, recipient }));
+      if (flag !== '1' || !to || !recipient) continue;
+      const address = bookAddressOf({ to: to as Chain, recipient });
+      // A list grown since the enqueue: a listed address never enters the book (its transfer is
+      // rejected before signing, docs/screening.md).
+      if (!deps.screen?.(address.address)) addresses.push(address);
     }
   }
   if (addresses.length === 0) return 0;

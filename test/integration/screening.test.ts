@@ -159,4 +159,38 @@ describe('sanctions lists', () => {
     expect(doc.screening.stale).toBe(false);
     expect(checkLedger(doc, await stack.ledger()).problems).toEqual([]);
   });
+
+  it('keeps an address listed after its enqueue out of the address book when the held batch is approved', async () => {
+    writeList([]);
+    await reloadWorker(0, day(Date.now()));
+    const [listed, clean] = [randomEvmAddress(), randomEvmAddress()];
+    // Held for its new recipients by the enqueuing terminal (the worker's own policy holds nothing).
+    const as = (name: string) => ({
+      ...stack.env,
+      NEW_RECIPIENT_POLICY: 'hold',
+      APPROVER_TOKEN: 'approver-token-0123456789abcdef',
+      USDC_BATCH_OPERATOR: name,
+    });
+    const file = join(stack.dir, 'book-held.csv');
+    writeFileSync(
+      file,
+      `id,from,to,amount,recipient\nbk-0,BASE,ARB,1.00,${clean}\nbk-1,BASE,ARB,1.00,${listed}\n`,
+    );
+    const enq = await runCli(['enqueue', file, '--batch-id', 'book-held', '--json'], as('ann'));
+    expect(enq.code, enq.stderr).toBe(0);
+    expect((JSON.parse(enq.stdout) as { held: boolean }).held).toBe(true);
+    // The list grows while the batch waits; the approver's terminal reads it.
+    writeList([listed]);
+    const doc = JSON.parse((await runCli(['status', 'book-held', '--json'], stack.env)).stdout) as {
+      approval_digest: string;
+    };
+    const approved = await runCli(['approve', 'book-held', '--digest', doc.approval_digest], as('cy'));
+    expect(approved.code, approved.stderr).toBe(0);
+    const book = JSON.parse((await runCli(['recipients', 'list', '--json'], stack.env)).stdout) as {
+      recipients: { address: string }[];
+    };
+    const inBook = new Set(book.recipients.map((r) => r.address.toLowerCase()));
+    expect(inBook.has(clean.toLowerCase())).toBe(true);
+    expect(inBook.has(listed.toLowerCase())).toBe(false);
+  });
 });

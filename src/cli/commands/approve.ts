@@ -11,6 +11,7 @@ import { EXIT } from '../exit-codes.ts';
 import { counted } from '../../domain/plural.ts';
 import { table } from '../format.ts';
 import { parseOptions } from '../options.ts';
+import { loadScreen } from '../../ops/screening-watch.ts';
 
 const out = (s: string) => process.stdout.write(`${s}\n`);
 
@@ -48,9 +49,11 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
         return EXIT.rejected;
       }
     }
+    // A list grown since the enqueue keeps its addresses out of the book (docs/screening.md).
+    const screen = await loadScreen(ctx.config);
     const res = await ctx.acknowledged(() =>
       approveBatch(
-        { ...opsOf(ctx), approvalsRequired: ctx.config.approvalsRequired },
+        { ...opsOf(ctx), approvalsRequired: ctx.config.approvalsRequired, screen },
         batchId,
         digest ?? '0'.repeat(64),
       ),

@@ -1,6 +1,7 @@
 import { isDigest } from '../../domain/approval-digest.ts';
 import { approveBatch } from '../../ops/approve-batch.ts';
 import { requireBatch } from '../../ops/ops-deps.ts';
+import { screenOf } from '../../ops/screening-watch.ts';
 import { approvalDigestOf } from '../../store/approvals.ts';
 import { acknowledged } from '../../store/replica-acks.ts';
 import { errorDocument } from '../http-errors.ts';
@@ -26,6 +27,7 @@ export const batchApproveRoute: RoutePlugin = async (app, { deps }) => {
       actor: actorOf(request),
       auditLogFile: deps.config.auditLogFile,
       approvalsRequired: deps.config.approvalsRequired,
+      screen: deps.screening ? screenOf(deps.screening) : undefined,
       ...(deps.now ? { now: deps.now } : {}),
     };
     const digest = (request.body as { digest?: unknown } | undefined)?.digest;
