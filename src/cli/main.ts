@@ -110,6 +110,7 @@ function registerEnqueue(r: Registrar): void {
       .def('enqueue', 'validate a CSV file and enqueue it as one batch')
       .argument('<file>', 'CSV file')
       .option('--batch-id <id>', 'batch id (default: derived from the rows)', batchIdArgument)
+      .option('--via <road>', 'the road: service, cctp or cctp-fast (default: TRANSFER_VIA)')
       .option('--skip-invalid', 'enqueue the valid rows and report the rest')
       .option('--allow-duplicates', 'accept rows without id that repeat another payment')
       .option('--expect-rows <n>', 'control total: number of rows')

@@ -10,9 +10,11 @@ import { dryRunBatch, type DryRunReport } from '../../ingest/dry-run.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import type { NewRecipientTotal } from '../../ingest/hold-rules.ts';
 import type { WholeInputRefusal } from '../../ingest/ingest-issue.ts';
+import { onRoad } from '../../ingest/road-rows.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
+import { isTransferRoad, TRANSFER_ROADS, type TransferRoad } from '../../domain/roads.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import {
   availableText,
@@ -36,6 +38,7 @@ import { parseOptions, type Options } from '../options.ts';
 /** The options of `enqueue` (docs/operating.md "The commands"), parsed by parseOptions. */
 const ENQUEUE_OPTIONS = {
   batchId: 'text',
+  via: 'text',
   skipInvalid: 'flag',
   allowDuplicates: 'flag',
   expectRows: 'text',
@@ -64,11 +67,12 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   if (flags.dryRun) {
     const config = loadConfig(readEnv(), { service: true });
     const logger = createLogger(config.logLevel, undefined, config.logFormat);
-    return await dryRun(config, logger, await validateFile(config, file), flags);
+    const input = onRoad(await validateFile(config, file), file.via ?? config.transferVia);
+    return await dryRun(config, logger, input, flags);
   }
   return await withCli({}, async (ctx) => {
     await warnOnWorkerControls(ctx);
-    return await enqueueFile(ctx, await validateFile(ctx.config, file), flags);
+    return await enqueueFile(ctx, await validateFile(ctx.config, file), flags, file.via);
   });
 }
 
@@ -79,6 +83,8 @@ type FileArgs = {
   readonly expectRows: number | undefined;
   readonly expectTotal: bigint | undefined;
   readonly allowDuplicates: boolean;
+  /** `--via`: undefined for TRANSFER_VIA's road. */
+  readonly via: TransferRoad | undefined;
 };
 
 function parseFileArgs(args: string[], flags: EnqueueFlags): FileArgs {
@@ -108,7 +114,20 @@ function parseFileArgs(args: string[], flags: EnqueueFlags): FileArgs {
     if (err instanceof ValidationError) throw err;
     throw usage('FILE', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
-  return { path: file, size, expectRows, expectTotal, allowDuplicates: flags.allowDuplicates === true };
+  return {
+    path: file,
+    size,
+    expectRows,
+    expectTotal,
+    allowDuplicates: flags.allowDuplicates === true,
+    via: roadOption(flags.via),
+  };
+}
+
+/** `--via`: one of the roads (a usage error naming the option otherwise); undefined when absent. */
+function roadOption(text: string | undefined): TransferRoad | undefined {
+  if (text === undefined || isTransferRoad(text)) return text;
+  throw usage('VIA', `--via must be one of ${TRANSFER_ROADS.join(', ')}, not "${text}"`);
 }
 
 /** Validates the whole file, with progress on stderr on a terminal or for a large file. */
@@ -131,7 +150,12 @@ async function validateFile(config: Config, file: FileArgs): Promise<ValidatedIn
 }
 
 /** Enqueues the validated file and prints the outcome (and, with --wait, the finished batch). */
-async function enqueueFile(ctx: CliContext, input: ValidatedInput, flags: EnqueueFlags): Promise<number> {
+async function enqueueFile(
+  ctx: CliContext,
+  input: ValidatedInput,
+  flags: EnqueueFlags,
+  via: TransferRoad | undefined,
+): Promise<number> {
   let outcome: EnqueueOutcome;
   try {
     outcome = await ctx.acknowledged(() =>
@@ -142,6 +166,7 @@ async function enqueueFile(ctx: CliContext, input: ValidatedInput, flags: Enqueu
           source: 'csv',
           actor: ctx.actor,
           batchId: flags.batchId,
+          via,
           skipInvalid: flags.skipInvalid === true,
           allowDuplicates: flags.allowDuplicates === true,
         },
@@ -225,6 +250,7 @@ function printJson(doc: unknown): void {
 function outcomeDocument(o: EnqueueOutcome) {
   return {
     batch_id: o.batchId,
+    via: o.via,
     created: o.created,
     held: o.held,
     held_reason: o.heldReason,
@@ -293,6 +319,7 @@ function printOutcome(o: EnqueueOutcome): void {
       `batch ${o.batchId}: ${o.resumed ? 'completed an interrupted enqueue' : 'enqueued'}${o.held ? ' (held for approval)' : ''}`,
     );
   if (o.held && o.heldReason) out(`  held        ${o.heldReason}`);
+  out(`  via         ${o.via}`);
   out(`  accepted    ${o.accepted}`);
   out(`  rejected    ${o.rejected}`);
   out(`  duplicates  ${o.duplicates}`);

@@ -1,4 +1,5 @@
 import { formatUsdc } from '../../domain/money.ts';
+import { isTransferRoad, type TransferRoad } from '../../domain/roads.ts';
 import { enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import { bufferSource } from '../../ingest/csv-source.ts';
 import { readJsonBatch } from '../../ingest/json-source.ts';
@@ -19,7 +20,7 @@ const flag = (v: unknown): boolean => v === 'true' || v === '1' || v === '';
 /**
  * `POST /v1/batches` (docs/operating.md "CSV format", docs/http-api.md): a CSV (`text/csv`) or a JSON document, validated by the
  * same code as `usdc-batch enqueue`. Query options: `skip_invalid`, `allow_duplicates`, and for CSV
- * `batch_id`. The body is taken raw (this plugin's own parsers), because the HMAC signature covers
+ * `batch_id` and `via`. The body is taken raw (this plugin's own parsers), because the HMAC signature covers
  * the exact bytes sent.
  */
 export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
@@ -57,6 +58,9 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     let input: ValidatedInput;
     let batchId = typeof query['batch_id'] === 'string' ? query['batch_id'] : undefined;
     let callbackUrl: string | undefined;
+    // The query's `via` (checked by the route's schema) for CSV; a JSON body carries its own.
+    let via: TransferRoad | undefined =
+      typeof query['via'] === 'string' && isTransferRoad(query['via']) ? query['via'] : undefined;
     if (type === JSON_TYPE) {
       const text = raw.toString('utf8').replace(/^\uFEFF/, '');
       // A hostile shape is refused in one pass that lets other requests in, before anything is built.
@@ -72,6 +76,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       }
       batchId = batch.batchId ?? batchId;
       callbackUrl = batch.callbackUrl;
+      via = batch.via ?? via;
       input = await validateJson(batch, limits);
     } else {
       input = await validateCsv(bufferSource(raw), limits);
@@ -85,6 +90,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
           source: 'http',
           actor: actorOf(request),
           batchId,
+          via,
           skipInvalid: flag(query['skip_invalid']),
           allowDuplicates: limits.allowDuplicates,
           callbackUrl,
@@ -102,6 +108,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     }
     return reply.status(202).send({
       batch_id: outcome.batchId,
+      via: outcome.via,
       created: outcome.created,
       held: outcome.held,
       accepted: outcome.accepted,
