@@ -42,6 +42,7 @@ function doc(over: Partial<BatchStatus> = {}): BatchStatus {
     batch_id: 'payroll-1',
     created_at: '2025-06-01T12:00:00.000Z',
     source: 'csv',
+    via: 'service',
     submitted_by: 'cli:ops',
     complete: false,
     settled: false,
