@@ -1,5 +1,5 @@
 import { formatUsdc } from '../../domain/money.ts';
-import { isTransferRoad, type TransferRoad } from '../../domain/roads.ts';
+import { isTransferRoad, TRANSFER_ROADS, type TransferRoad } from '../../domain/roads.ts';
 import { enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import { bufferSource } from '../../ingest/csv-source.ts';
 import { readJsonBatch } from '../../ingest/json-source.ts';
@@ -7,7 +7,7 @@ import { validateCsv, validateJson, type ValidatedInput } from '../../ingest/val
 import { actorOf, type RoutePlugin } from '../route-deps.ts';
 import { batchesPostSchema } from '../schemas/route-schemas.ts';
 import { verifySignature } from '../auth.ts';
-import { HttpError, unauthorized } from '../http-errors.ts';
+import { badQuery, HttpError, unauthorized } from '../http-errors.ts';
 import { parseJsonBody } from '../json-body.ts';
 import { scanJsonBody } from '../json-scan.ts';
 import { acknowledged } from '../../store/replica-acks.ts';
@@ -58,9 +58,8 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     let input: ValidatedInput;
     let batchId = typeof query['batch_id'] === 'string' ? query['batch_id'] : undefined;
     let callbackUrl: string | undefined;
-    // The query's `via` (checked by the route's schema) for CSV; a JSON body carries its own.
-    let via: TransferRoad | undefined =
-      typeof query['via'] === 'string' && isTransferRoad(query['via']) ? query['via'] : undefined;
+    // The query's `via` for CSV; a JSON body carries its own.
+    let via = queryRoad(query['via']);
     if (type === JSON_TYPE) {
       const text = raw.toString('utf8').replace(/^\uFEFF/, '');
       // A hostile shape is refused in one pass that lets other requests in, before anything is built.
@@ -120,6 +119,13 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     });
   });
 };
+
+/** The query's `via`: one of the roads (a 400 naming it otherwise), or undefined. */
+function queryRoad(value: unknown): TransferRoad | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && isTransferRoad(value)) return value;
+  throw badQuery(`via must be one of ${TRANSFER_ROADS.join(', ')}`);
+}
 
 function rejectionMessage(o: EnqueueOutcome): string {
   const n = o.errorCount;
