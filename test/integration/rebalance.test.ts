@@ -402,6 +402,20 @@ describe('rebalance against the sandbox', () => {
       expect(metrics).toMatch(/^usdc_batch_treasury_min_usdc\{chain="BASE",policy="sched"\} 50$/m);
       expect(metrics).toMatch(/^usdc_batch_treasury_target_usdc\{chain="ARB",policy="sched"\} 200$/m);
       expect(metrics).not.toMatch(/usdc_batch_treasury_min_usdc\{chain="ARB"/);
+      // Each owner's native gas per chain, as the worker sampled it, and what its next transactions cost.
+      const gas = await waitFor('the sampled owner gas on /metrics', async () => {
+        const text = await (await api.call('/metrics', { token })).text();
+        return /^usdc_batch_owner_gas_native\{chain="BASE",owner="0x/m.test(text) ? text : undefined;
+      });
+      const wei = await stack.sandbox.admin.nativeBalance('BASE', TEST_EVM_ADDRESS);
+      const gauge = new RegExp(
+        `^usdc_batch_owner_gas_native\\{chain="BASE",owner="${TEST_EVM_ADDRESS}"\\} (\\S+)$`,
+        'm',
+      );
+      expect(Number(gauge.exec(gas)?.[1])).toBeCloseTo(Number(wei) / 1e18, 6);
+      expect(gas).toMatch(
+        /^usdc_batch_owner_gas_needed_native\{chain="BASE",owner="0x[0-9a-fA-F]{40}"\} [0-9.e-]+$/m,
+      );
     } finally {
       await api.stop();
     }

@@ -525,6 +525,7 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'UsdcBatchIntentFailedAfterSubmit',
       'UsdcBatchNeedsReview',
       'UsdcBatchNoWorkerAlive',
+      'UsdcBatchOwnerGasLow',
       'UsdcBatchQueueNotDraining',
       'UsdcBatchServiceRateLimiting',
       'UsdcBatchTreasuryBelowMin',
