@@ -84,6 +84,15 @@ describe('batch pages: HTML from outside values', () => {
     expect(html`<p>${[EVIL, null, false, undefined, 3]}</p>`.toString()).toBe(`<p>${escapeHtml(EVIL)}3</p>`);
   });
 
+  it('shows the batch’s road on the batch page and in the batches list', () => {
+    expect(batchPage(doc({ via: 'cctp-fast' }), view).toString()).toContain(
+      'via <span data-via>cctp-fast</span>',
+    );
+    expect(batchesPage([doc({ via: 'cctp' })], 100).toString()).toContain(
+      '<td data-label="via" data-via>cctp</td>',
+    );
+  });
+
   it('shows a hostile memo, error message, wait reason and held reason as text', () => {
     const page = batchPage(
       doc({
