@@ -211,6 +211,10 @@ function registerSchedule(r: Registrar): void {
       .requiredOption('--cron <expr>', 'cron expression')
       .option('--file <file>', 'CSV file')
       .option('--rebalance <policy>', 'a rebalancing policy (YAML or JSON), planned afresh at each firing')
+      .option(
+        '--via <road>',
+        'the road of a --file schedule: service, cctp or cctp-fast (default: TRANSFER_VIA)',
+      )
       .option('--tz <zone>', 'IANA time zone', 'UTC'),
     'schedule',
   );

@@ -14,7 +14,7 @@ import { onRoad } from '../../ingest/road-rows.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
-import { isTransferRoad, TRANSFER_ROADS, type TransferRoad } from '../../domain/roads.ts';
+import type { TransferRoad } from '../../domain/roads.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import {
   availableText,
@@ -33,7 +33,7 @@ import { intentsText, outcomeText, pausedSince, settledText, totalsLines } from 
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
 import { counted } from '../../domain/plural.ts';
-import { parseOptions, type Options } from '../options.ts';
+import { parseOptions, roadOption, type Options } from '../options.ts';
 
 /** The options of `enqueue` (docs/operating.md "The commands"), parsed by parseOptions. */
 const ENQUEUE_OPTIONS = {
@@ -122,12 +122,6 @@ function parseFileArgs(args: string[], flags: EnqueueFlags): FileArgs {
     allowDuplicates: flags.allowDuplicates === true,
     via: roadOption(flags.via),
   };
-}
-
-/** `--via`: one of the roads (a usage error naming the option otherwise); undefined when absent. */
-function roadOption(text: string | undefined): TransferRoad | undefined {
-  if (text === undefined || isTransferRoad(text)) return text;
-  throw usage('VIA', `--via must be one of ${TRANSFER_ROADS.join(', ')}, not "${text}"`);
 }
 
 /** Validates the whole file, with progress on stderr on a terminal or for a large file. */
