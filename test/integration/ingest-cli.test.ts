@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAudit } from '../../src/store/audit.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { runCli, spawnCli } from '../helpers/cli.ts';
 import { useCliSuite } from '../helpers/cli-suite.ts';
@@ -150,6 +151,8 @@ describe('usdc-batch enqueue', () => {
     const ids = await cli.redis.zrange(`${prefix}:batch:${doc.batch_id}:rows`, 0, -1);
     expect(ids).toHaveLength(2);
     for (const id of ids) expect((await store.load(doc.batch_id, id))?.via, id).toBe('cctp');
+    const audit = await readAudit(cli.redis, prefix, { batch: doc.batch_id });
+    expect(audit.find((e) => e.action === 'enqueue')?.detail).toMatchObject({ via: 'cctp', rows: 2 });
     const status = await runCli(['status', doc.batch_id, '--json'], env(prefix));
     expect(JSON.parse(status.stdout).via).toBe('cctp');
     expect((await runCli(['status', doc.batch_id], env(prefix))).stdout).toContain(', via cctp, created');
