@@ -196,7 +196,8 @@ async function readOwnerChain(
       [nonce, balance, gas] = await Promise.all([
         reader.permitNonce(chain, owner),
         reader.usdcBalance(chain, owner),
-        readGas(reader, chain, owner),
+        // Gas that cannot be read is shown unavailable; it never hides the USDC reads.
+        readGas(reader, chain, owner).catch(() => ({ wei: undefined, price: undefined })),
       ]);
     } catch (err) {
       error = errorMessage(err);
