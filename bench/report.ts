@@ -1,3 +1,4 @@
+import { screeningReport, type ScreeningResult } from './sections/screening.ts';
 import type { BenchOptions } from './lib/options.ts';
 import type { Machine } from './lib/machine.ts';
 import { bytes, fmt, median, runsOf } from './lib/stats.ts';
@@ -29,6 +30,7 @@ export type BenchResults = {
   readonly tracing?: TracingResult | undefined;
   readonly retention?: RetentionResult | undefined;
   readonly responsiveness?: ResponsivenessResult | undefined;
+  readonly screening?: ScreeningResult | undefined;
   readonly errors: readonly { readonly section: string; readonly message: string }[];
 };
 
@@ -97,7 +99,7 @@ export function renderReport(r: BenchResults): string {
     `| service latency | the sandbox (\`usdc-batch sandbox --latency ${r.latencyMs}\`) in its own process answers every call after ${r.latencyMs} ms |`,
     '| chains | the sandbox executes on real local chains (issue 16): an anvil process per EVM chain (permit + transferFrom per EVM transfer, a mint at `minted`) and LiteSVM inside the sandbox process for Solana; its CPU per transfer includes theirs. There is no in-memory chain mode |',
     '',
-    'Reproduce everything with `npm run bench` (about 40 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness`',
+    'Reproduce everything with `npm run bench` (about 40 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening`',
     'picks sections, `BENCH_RUNS=N` sets the runs, `BENCH_QUICK=1` shrinks every size for a smoke run.',
     'Every process the bench starts (redis-servers, the sandbox, workers, the cluster) is its own OS',
     'process on 127.0.0.1 and is stopped at the end, also on failure or Ctrl-C.',
@@ -120,6 +122,7 @@ export function renderReport(r: BenchResults): string {
   if (r.tracing) push(...tracing(r.tracing), '');
   if (r.retention) push(...retention(r.retention), '');
   if (r.responsiveness) push(...responsiveness(r.responsiveness), '');
+  if (r.screening) push(...screeningReport(r.screening), '');
   push(...method());
   return `${out.join('\n')}\n`;
 }

@@ -18,6 +18,7 @@ import { checkSecretLength, readAccessSettings } from './access-settings.ts';
 import { readTreasuryKeys } from './public-addresses.ts';
 import { readRedisSettings } from './redis-settings.ts';
 import { readCctpSettings } from './cctp-settings.ts';
+import { readScreeningSettings } from './screening-settings.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -242,6 +243,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     auditLogFile: r.str('AUDIT_LOG_FILE'),
     ...readAccessSettings(r, problem, { readFile: needs.access === true, book }),
     ...book,
+    ...readScreeningSettings(r, problem),
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),

@@ -263,6 +263,35 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'above it too); needs an approver credential, as `hold` does',
   },
   {
+    names: ['SCREENING_LISTS'],
+    default: 'none',
+    meaning:
+      "sanctions lists, comma-separated files: OFAC's `sdn_advanced.xml` or classic `sdn.xml` as " +
+      'OFAC publishes them (every "Digital Currency Address - …" entry, whatever the asset), or plain ' +
+      'text (one address per line, `#` comments, an optional `# date: YYYY-MM-DD` line; else the ' +
+      "file's modification time is its date). A listed recipient is refused at enqueue, kept out of " +
+      'the address book and rejected before signing (`recipient_sanctioned`). Read at start (a file ' +
+      'that cannot be read or parsed is a configuration error naming it), read again when a file ' +
+      'changes (looked at every 60 s) and on SIGHUP; a file that then fails leaves the lists in ' +
+      'force, logged at `error`. Unset on `mainnet`, the worker warns at start ([screening.md](screening.md))',
+  },
+  {
+    names: ['SCREENING_MAX_AGE'],
+    default: shown('SCREENING_MAX_AGE'),
+    meaning:
+      'a list whose date of issue is older (`30m`, `12h`, `7d`…) makes screening **stale**: no ' +
+      'transfer is signed (they wait `queued`, the reason in their status) until a fresh list is loaded',
+  },
+  {
+    names: ['SCREENING_ONCHAIN'],
+    default: shown('SCREENING_ONCHAIN'),
+    meaning:
+      "`on` or `off`: before anything is signed, read USDC's own controls on chain where an RPC " +
+      'for that chain is configured — `isBlacklisted` of the EVM recipient on its destination chain ' +
+      "and of the EVM owner that would pay on its source chain, the Solana recipient's USDC account " +
+      'frozen or not ([promises](promises.md), promise 6)',
+  },
+  {
     names: ['CALLBACK_ALLOWED_HOSTS'],
     default: 'none',
     meaning:

@@ -14,7 +14,9 @@ import {
 } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
+import { screenOwners, screenRecipient } from './onchain-screening.ts';
 import { enforceWorkerControls } from './worker-controls.ts';
+import { enforceScreening } from './screening-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
 import { evmFlow } from './evm/evm-flow.ts';
 import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
@@ -160,13 +162,20 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     await saveStep(ctx, { uncertain: true, sendState: 'idle' });
   }
 
-  if (!hasPayload(current(ctx).steps)) {
+  const unsigned = !hasPayload(current(ctx).steps);
+  if (unsigned) {
+    // The sanctions lists in force, checked again before anything is signed (docs/screening.md).
+    const listed = await enforceScreening(ctx);
+    if (listed) return listed;
     const guarded = await estimateAndGuard(ctx);
     if (guarded) return guarded;
     const refused = await enforceWorkerControls(ctx);
     if (refused) return refused;
     const held = await holdUnlessCleared(ctx.deps, current(ctx), () => saveEstimateNow(ctx));
     if (held) return held;
+    // USDC's own controls, read on chain before anything is signed (docs/promises.md, promise 6).
+    const blocked = await screenRecipient(ctx);
+    if (blocked) return blocked;
     // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
     if (!isEvmChain(current(ctx).from)) await reserveDailySpend(ctx);
   }
@@ -177,7 +186,10 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
   }
   if (isEvmChain(rec.from)) {
     if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
-    return await evmFlow(ctx, ctx.deps.evm, rec.from);
+    // Owners blacklisted on the source chain sign nothing for a transfer not signed yet.
+    const owners = unsigned ? await screenOwners(ctx, ctx.deps.evm, rec.from) : { evm: ctx.deps.evm };
+    if ('outcome' in owners) return owners.outcome;
+    return await evmFlow(ctx, owners.evm, rec.from);
   }
   return await finish(ctx, 'failed', {
     error: { code: 'unsupported_route', message: `cannot send from ${rec.from}` },

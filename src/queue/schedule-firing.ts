@@ -37,7 +37,11 @@ export type FireDeps = {
     | 'maxDailyUsdc'
     | 'callbackAllowedHosts'
     | 'approvalsRequired'
+    | 'screeningOnchain'
     | 'auditLogFile'
+    | 'screeningLists'
+    | 'screeningMaxAgeMs'
+    | 'screeningOnchain'
   > &
     HoldConfig;
   readonly logger?: Logger | undefined;

@@ -18,6 +18,7 @@ import { createRateLimiter } from '../store/rate-limiter.ts';
 import { createSpendLimit } from '../store/spend-limit.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import { createOwnerCaches } from '../pipeline/evm/owner-caches.ts';
+import { wireOnchainScreening } from './onchain-wiring.ts';
 
 /** The service client of a worker: its calls timed into the metrics, under `API_RATE_LIMIT`. */
 export function wireServiceClient(deps: {
@@ -102,6 +103,8 @@ export function wirePipeline(deps: {
   readonly metrics?: PipelineDeps['metrics'];
   readonly hooks?: PipelineHooks | undefined;
   readonly policy?: PipelinePolicy | undefined;
+  /** The sanctions lists checked before signing (screening-wiring.ts); absent: none. */
+  readonly screening?: PipelineDeps['screening'];
 }): PipelineDeps {
   const { config, redis, prefix } = deps;
   return {
@@ -120,6 +123,8 @@ export function wirePipeline(deps: {
         : createSpendLimit({ redis, prefix, cap: config.maxDailyUsdc }),
     approvals: createApprovalGate({ redis, prefix }),
     controls: createWorkerControls({ redis, prefix, config: deps.config, logger: deps.logger }),
+    onchain: wireOnchainScreening({ config, redis, prefix }),
+    screening: deps.screening,
     ...(deps.hooks ? { hooks: deps.hooks } : {}),
   };
 }

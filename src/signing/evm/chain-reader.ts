@@ -14,9 +14,10 @@ const USDC_ABI = parseAbi([
   'function name() view returns (string)',
   'function version() view returns (string)',
   'function totalSupply() view returns (uint256)',
+  'function isBlacklisted(address account) view returns (bool)',
 ]);
 
-type UsdcView = 'nonces' | 'balanceOf' | 'name' | 'version' | 'totalSupply';
+type UsdcView = 'nonces' | 'balanceOf' | 'name' | 'version' | 'totalSupply' | 'isBlacklisted';
 
 /** The contract's reads, plus the two the EIP-712 domain needs. */
 export type EvmChainReader = ChainReader & {
@@ -30,6 +31,8 @@ export type EvmChainReader = ChainReader & {
   nativeBalance(chain: EvmChain, owner: string): Promise<bigint | undefined>;
   /** The chain's current gas price (wei per gas, eth_gasPrice); undefined without RPC. */
   gasPrice(chain: EvmChain): Promise<bigint | undefined>;
+  /** USDC's `isBlacklisted(address)` at `latest` (FiatToken's blacklist); undefined without an RPC. */
+  usdcBlacklisted(chain: EvmChain, address: string): Promise<boolean | undefined>;
 };
 
 export type ChainReaderDeps = {
@@ -117,6 +120,16 @@ async function readUint(
   const v = await readUsdc(ep, fn, owner === undefined ? [] : [owner], at);
   if (typeof v !== 'bigint')
     throw new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${ep.chain} RPC: ${fn}() is not a number`);
+  return v;
+}
+
+async function readBlacklisted(ep: Endpoint, address: string): Promise<boolean> {
+  const v = await readUsdc(ep, 'isBlacklisted', [address], 'latest');
+  if (typeof v !== 'boolean')
+    throw new ChainReadError(
+      SIGNING_ERROR_CODES.rpcFailed,
+      `${ep.chain} RPC: isBlacklisted() is not a boolean`,
+    );
   return v;
 }
 
@@ -272,5 +285,6 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     usdcVersion: onChain((ep) => readString(ep, 'version')),
     nativeBalance: onChain((ep, owner: string) => readQuantity(ep, 'eth_getBalance', [owner, 'latest'])),
     gasPrice: onChain((ep) => readQuantity(ep, 'eth_gasPrice', [])),
+    usdcBlacklisted: onChain(readBlacklisted),
   };
 }
