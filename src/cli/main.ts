@@ -111,6 +111,7 @@ function registerEnqueue(r: Registrar): void {
       .def('enqueue', 'validate a CSV file and enqueue it as one batch')
       .argument('<file>', 'CSV file')
       .option('--batch-id <id>', 'batch id (default: derived from the rows)', batchIdArgument)
+      .option('--via <road>', 'the road: service, cctp or cctp-fast (default: TRANSFER_VIA)')
       .option('--skip-invalid', 'enqueue the valid rows and report the rest')
       .option('--allow-duplicates', 'accept rows without id that repeat another payment')
       .option('--expect-rows <n>', 'control total: number of rows')
@@ -211,6 +212,10 @@ function registerSchedule(r: Registrar): void {
       .requiredOption('--cron <expr>', 'cron expression')
       .option('--file <file>', 'CSV file')
       .option('--rebalance <policy>', 'a rebalancing policy (YAML or JSON), planned afresh at each firing')
+      .option(
+        '--via <road>',
+        'the road of a --file schedule: service, cctp or cctp-fast (default: TRANSFER_VIA)',
+      )
       .option('--tz <zone>', 'IANA time zone', 'UTC'),
     'schedule',
   );

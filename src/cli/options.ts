@@ -1,4 +1,5 @@
 import { ValidationError } from '../domain/errors.ts';
+import { isTransferRoad, TRANSFER_ROADS, type TransferRoad } from '../domain/roads.ts';
 
 /*
  * Command-line options as Commander hands them over (`command.opts()`, an object of unknown values),
@@ -36,6 +37,15 @@ function parseOne(key: string, kind: OptionKind, value: unknown): boolean | stri
   throw new ValidationError(
     'USDC_USAGE_OPTION',
     `${optionName(key)}: expected ${kind === 'flag' ? 'no value' : kind === 'text' ? 'one value' : 'values'}, got ${Array.isArray(value) ? 'a list' : typeof value}`,
+  );
+}
+
+/** `--via`'s value: one of the roads (a usage error naming the option otherwise); undefined when absent. */
+export function roadOption(text: string | undefined): TransferRoad | undefined {
+  if (text === undefined || isTransferRoad(text)) return text;
+  throw new ValidationError(
+    'USDC_USAGE_VIA',
+    `--via must be one of ${TRANSFER_ROADS.join(', ')}, not "${text.slice(0, 40)}"`,
   );
 }
 

@@ -336,7 +336,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning:
       "how often each worker reads the treasury's USDC balance on every chain it has a key and an " +
       'RPC for, for `usdc_batch_treasury_balance_usdc{chain}` on `/metrics` ([Treasury ' +
-      'rebalancing](rebalancing.md)); `0` turns it off',
+      "rebalancing](rebalancing.md)), and each EVM owner's native gas there, for " +
+      '`usdc_batch_owner_gas_native{chain,owner}` ([CCTP](cctp.md#funding-owners-with-gas)); `0` turns it off',
   },
   {
     names: ['API_RATE_LIMIT'],

@@ -6,6 +6,10 @@ import type { TransferRequest } from '../domain/transfer.ts';
  * chain codes, the amount in micro-USDC, the normalised recipient (EIP-55 for EVM) and the memo.
  * Everything that only changes the file's bytes — a BOM, line endings, column order, the case of
  * chain codes, blank lines — leaves it unchanged; any change to what would be paid changes it.
+ * The road (`via`) is not in it: it says how the rows are paid, not what is paid. The same rows asked
+ * again on another road derive the same batch id and are refused as a conflict (enqueue-batch.ts),
+ * where a digest with the road in it would derive a second batch paying the same rows again
+ * (docs/cctp.md "Choosing it"); and batches written before roads keep their digests.
  */
 export function batchDigest(transfers: readonly TransferRequest[]): string {
   const hash = createHash('sha256');

@@ -5,6 +5,7 @@ import { controlDigestOf, type ControlConfig } from '../config/control-settings.
 import { callbackUrlProblem } from '../domain/callback-url.ts';
 import { ConflictError } from '../domain/errors.ts';
 import { formatUsdc } from '../domain/money.ts';
+import type { TransferRoad } from '../domain/roads.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../domain/ids.ts';
 import {
@@ -28,6 +29,7 @@ import {
 import type { IngestIssue, WholeInputRefusal } from './ingest-issue.ts';
 import { writeBatchWithJobs } from './job-hand-off.ts';
 import { firstIssues } from './issue-list.ts';
+import { onRoad } from './road-rows.ts';
 import { routeTotals, type RouteTotal } from './route-totals.ts';
 import type { ValidatedInput } from './validate-input.ts';
 
@@ -35,7 +37,11 @@ export type EnqueueDeps = {
   readonly redis: Redis;
   readonly prefix: string;
   readonly jobs: TransferJobSink;
-  readonly config: Pick<Config, 'callbackAllowedHosts' | 'auditLogFile'> & ControlConfig & HoldConfig;
+  /** `transferVia` (TRANSFER_VIA): the road of a batch that names none; `service` when absent. */
+  readonly config: Pick<Config, 'callbackAllowedHosts' | 'auditLogFile'> &
+    Partial<Pick<Config, 'transferVia'>> &
+    ControlConfig &
+    HoldConfig;
   readonly now?: () => number;
 };
 
@@ -44,6 +50,8 @@ export type EnqueueOptions = {
   /** Who asked (audit log, `submitted_by`): `cli:<name>`, an HTTP credential's name, `schedule:<name>`. */
   readonly actor: string;
   readonly batchId?: string | undefined;
+  /** The road every transfer of the batch takes (`--via`, the body's `via`); default TRANSFER_VIA. */
+  readonly via?: TransferRoad | undefined;
   readonly skipInvalid?: boolean | undefined;
   readonly allowDuplicates?: boolean | undefined;
   readonly callbackUrl?: string | undefined;
@@ -62,6 +70,8 @@ export type EnqueueOutcome = {
   readonly status: 'enqueued' | 'rejected';
   /** Null when the input was rejected before it had an identity. */
   readonly batchId: string | null;
+  /** The road the batch takes (asked for, or TRANSFER_VIA's). */
+  readonly via: TransferRoad;
   /** False when the same batch was already enqueued: this run added nothing. */
   readonly created: boolean;
   /** An earlier, interrupted run of the same batch was completed by this one. */
@@ -89,10 +99,13 @@ export type EnqueueOutcome = {
 /** A batch id reused with other content (CLI exit 3, HTTP 409). */
 export class BatchConflictError extends ConflictError {
   override name = 'BatchConflictError';
-  constructor(batchId: string) {
+  /** `road`: the same rows, already enqueued on another road (`existing`). */
+  constructor(batchId: string, road?: { readonly existing: TransferRoad; readonly asked: TransferRoad }) {
     super(
       'USDC_BATCH_CONFLICT',
-      `batch ${batchId} already exists with different content; use another --batch-id`,
+      road === undefined
+        ? `batch ${batchId} already exists with different content; use another --batch-id`
+        : `batch ${batchId} already exists on the ${road.existing} road, not ${road.asked}; the same rows are paid once, on one road`,
       { meta: { batchId } },
     );
   }
@@ -105,9 +118,12 @@ export class BatchConflictError extends ConflictError {
  */
 export async function enqueueValidated(
   deps: EnqueueDeps,
-  input: ValidatedInput,
+  validated: ValidatedInput,
   options: EnqueueOptions,
 ): Promise<EnqueueOutcome> {
+  const via = options.via ?? deps.config.transferVia ?? 'service';
+  // The rows the road cannot carry (a SOLANA row on CCTP) are invalid rows, named by their line.
+  const input = onRoad(validated, via);
   const strict = !options.skipInvalid;
   const checked = checkOptions(deps.config, options);
   let problems: Problems = {
@@ -117,15 +133,23 @@ export async function enqueueValidated(
     wholeInput: input.refusal ?? checked.refusal,
   };
   if (problems.wholeInput !== null || (strict && hasProblems(problems)))
-    return rejectedOutcome(input, problems);
+    return rejectedOutcome(input, problems, via);
   if (input.transfers.length === 0) {
-    return rejectedOutcome(input, { ...withIssues(problems, [NO_VALID_ROWS]), wholeInput: 'no_valid_rows' });
+    return rejectedOutcome(
+      input,
+      { ...withIssues(problems, [NO_VALID_ROWS]), wholeInput: 'no_valid_rows' },
+      via,
+    );
   }
 
+  // The digest is the rows' alone (batch-identity.ts): the same rows on another road are the same
+  // batch id, and a conflict rather than a second batch paying them again.
   const digest = batchDigest(input.transfers);
   const batchId = options.batchId ?? derivedBatchId(digest);
   const existing = await readBatchState(deps.redis, deps.prefix, batchId);
   if (existing && existing.digest !== digest) throw new BatchConflictError(batchId);
+  if (existing && existing.via !== via)
+    throw new BatchConflictError(batchId, { existing: existing.via, asked: via });
 
   // Read by every run (a resumed one too: the rows it has still to write carry the flag).
   const screen = await screenRecipients(deps.redis, deps.prefix, input.transfers, {
@@ -136,22 +160,25 @@ export async function enqueueValidated(
   if (!existing) {
     // Decisions that depend on what else is in Redis are made once, by the run that creates the batch.
     const decided = await decideNewBatch(deps, input, options, { batchId, screen, problems });
-    if ('rejected' in decided) return rejectedOutcome(input, decided.rejected);
+    if ('rejected' in decided) return rejectedOutcome(input, decided.rejected, via);
     decision = decided;
     problems = decided.problems;
   }
 
-  const batch: BatchFacts = { batchId, digest, screen, callbackUrl: checked.callbackUrl };
+  const batch: BatchFacts = { batchId, digest, via, screen, callbackUrl: checked.callbackUrl };
   const result = await writeBatchOf(deps, input, options, batch, decision);
   switch (result.status) {
     case 'conflict':
       await decision.holds?.undo();
-      throw new BatchConflictError(batchId);
+      throw new BatchConflictError(
+        batchId,
+        result.existingVia !== undefined ? { existing: result.existingVia, asked: via } : undefined,
+      );
     case 'exists':
       return enqueuedOutcome(input, batchId, result.state, { created: false, resumed: false });
     case 'refused':
       await decision.holds?.undo();
-      return rejectedOutcome(input, withRefusedRows(problems, result.dropped));
+      return rejectedOutcome(input, withRefusedRows(problems, result.dropped), via);
     case 'written':
       return await writtenOutcome(deps, input, options, batch, result);
   }
@@ -176,6 +203,7 @@ type NewBatchDecision = {
 type BatchFacts = {
   readonly batchId: string;
   readonly digest: string;
+  readonly via: TransferRoad;
   readonly screen: RecipientScreen;
   readonly callbackUrl: string | null;
 };
@@ -335,6 +363,7 @@ async function writeBatchOf(
     {
       batchId: batch.batchId,
       digest: batch.digest,
+      via: batch.via,
       source: options.source,
       submittedBy: options.actor,
       approvalsRequired: deps.config.approvalsRequired,
@@ -377,6 +406,7 @@ async function writtenOutcome(
     dropped: result.dropped,
     held: false,
     heldReason: null,
+    via: batch.via,
   };
   const outcome = enqueuedOutcome(input, batchId, state, { created: true, resumed: !result.created });
   if (result.created) {
@@ -388,6 +418,7 @@ async function writtenOutcome(
         batch: batchId,
         detail: {
           source: options.source,
+          via: batch.via,
           rows: outcome.accepted,
           amount: formatUsdc(outcome.totalAmount),
           held: outcome.held,
@@ -401,10 +432,11 @@ async function writtenOutcome(
   return outcome;
 }
 
-function rejectedOutcome(input: ValidatedInput, p: Problems): EnqueueOutcome {
+function rejectedOutcome(input: ValidatedInput, p: Problems, via: TransferRoad): EnqueueOutcome {
   return {
     status: 'rejected',
     batchId: null,
+    via,
     created: false,
     resumed: false,
     held: false,
@@ -430,7 +462,7 @@ function rowsWithoutIssues(transfers: readonly TransferRequest[], issues: readon
 function enqueuedOutcome(
   input: ValidatedInput,
   batchId: string,
-  state: Pick<BatchState, 'rows' | 'amount' | 'dropped' | 'held' | 'heldReason'>,
+  state: Pick<BatchState, 'rows' | 'amount' | 'dropped' | 'held' | 'heldReason' | 'via'>,
   run: { readonly created: boolean; readonly resumed: boolean },
 ): EnqueueOutcome {
   // Rows refused by Redis-side rules: a payout id owned elsewhere, a recipient the book refuses.
@@ -440,6 +472,7 @@ function enqueuedOutcome(
   return {
     status: 'enqueued',
     batchId,
+    via: state.via,
     created: run.created,
     resumed: run.resumed,
     held: state.held,

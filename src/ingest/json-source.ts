@@ -1,4 +1,5 @@
 import { tryParseUsdc } from '../domain/money.ts';
+import { isTransferRoad, TRANSFER_ROADS, type TransferRoad } from '../domain/roads.ts';
 import { inputExcerpt } from '../domain/text.ts';
 import { isColumn, type RawRow } from './columns.ts';
 import type { IngestIssue } from './ingest-issue.ts';
@@ -7,6 +8,8 @@ import { IssueList } from './issue-list.ts';
 /** The JSON document of `POST /v1/batches` (docs/operating.md "CSV format"), checked field by field. */
 export type JsonBatchInput = {
   readonly batchId: string | undefined;
+  /** `via`: the road every transfer takes (docs/cctp.md); undefined for TRANSFER_VIA's. */
+  readonly via: TransferRoad | undefined;
   /** The transfers as rows, made one at a time as they are read (a large body is not copied whole). */
   readonly rows: Iterable<RawRow>;
   readonly expect: { readonly rows?: number; readonly total?: bigint };
@@ -17,7 +20,7 @@ export type JsonBatchInput = {
   readonly omittedIssues: number;
 };
 
-const TOP_LEVEL = ['batch_id', 'transfers', 'expect', 'callback_url'];
+const TOP_LEVEL = ['batch_id', 'via', 'transfers', 'expect', 'callback_url'];
 
 /**
  * Turns a parsed JSON body into rows for the same validator the CSV goes through. For JSON, a row's
@@ -38,6 +41,11 @@ export function readJsonBatch(doc: unknown): JsonBatchInput | undefined {
   if (body['batch_id'] !== undefined && body['batch_id'] !== null) {
     if (typeof body['batch_id'] === 'string') batchId = body['batch_id'];
     else whole('batch_id', 'batch_id must be a string');
+  }
+  let via: TransferRoad | undefined;
+  if (body['via'] !== undefined && body['via'] !== null) {
+    if (typeof body['via'] === 'string' && isTransferRoad(body['via'])) via = body['via'];
+    else whole('via', `via must be one of ${TRANSFER_ROADS.join(', ')}`);
   }
   let callbackUrl: string | undefined;
   if (body['callback_url'] !== undefined && body['callback_url'] !== null) {
@@ -73,6 +81,7 @@ export function readJsonBatch(doc: unknown): JsonBatchInput | undefined {
   const transfers = body['transfers'] as unknown[];
   return {
     batchId,
+    via,
     rows: { [Symbol.iterator]: () => jsonRows(transfers) },
     expect,
     callbackUrl,

@@ -3,6 +3,7 @@ import { createBatchGauges, fillBatchGauges } from './batch-gauges.ts';
 import { createControlGauges, fillControlGauges } from './control-gauges.ts';
 import { createOwnerSeries, fillOwnerSeries } from './owner-series.ts';
 import { readSnapshot, type SnapshotDeps } from './scrape-snapshot.ts';
+import { registerOwnerGasGauges } from './owner-gas-gauges.ts';
 import { registerTreasuryGauges } from './treasury-gauges.ts';
 import { createWorkerSeries, fillWorkerSeries } from './worker-series.ts';
 
@@ -49,6 +50,7 @@ export function createMetricsRegistry(deps: MetricsDeps) {
   ])
     registry.registerMetric(m as unknown as Metric);
   registerTreasuryGauges(registry, deps);
+  registerOwnerGasGauges(registry, deps);
 
   // Scrapes are serialized: one fills the gauges and renders before the next reads.
   let chain: Promise<unknown> = Promise.resolve();

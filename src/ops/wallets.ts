@@ -3,6 +3,7 @@ import type { Config } from '../config/config.ts';
 import { EVM_CHAINS, type EvmChain, type Network } from '../domain/chains.ts';
 import { errorMessage, UsdcBatchError } from '../domain/errors.ts';
 import { formatUsdc, tryParseUsdc } from '../domain/money.ts';
+import { formatNative, gasNeeded } from '../domain/owner-gas.ts';
 import { displayUrl } from '../domain/url-display.ts';
 import { createChainReader, minedBlocks } from '../signing/evm/chain-reader.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
@@ -22,6 +23,15 @@ type EvmChainReport = {
   readonly permit_nonce: string | null;
   /** `balanceOf(owner)`, decimal USDC; null without RPC or when the read failed. */
   readonly usdc_balance: string | null;
+  /**
+   * The owner's native balance (ETH, POL), decimal: it pays the gas of the owner's own transactions
+   * on the CCTP road (docs/cctp.md "Funding owners with gas"); null without RPC or when the read failed.
+   */
+  readonly native_gas: string | null;
+  /** What its next transactions (an approval, a burn and a mint) cost at the chain's gas price now. */
+  readonly gas_needed: string | null;
+  /** `native_gas` is below `gas_needed`: the owner cannot pay for its next transactions here. */
+  readonly gas_low: boolean | null;
   /** Why a configured RPC gave no answer. */
   readonly error: string | null;
   /** The shared nonce pool in Redis; null when Redis did not answer. */
@@ -178,13 +188,16 @@ async function readOwnerChain(
   const rpc = reader.hasRpc(chain);
   let nonce: bigint | undefined;
   let balance: bigint | undefined;
+  let gas: { wei: bigint | undefined; price: bigint | undefined } = { wei: undefined, price: undefined };
   let error: string | null = null;
   const readRpc = async () => {
     if (!rpc) return;
     try {
-      [nonce, balance] = await Promise.all([
+      [nonce, balance, gas] = await Promise.all([
         reader.permitNonce(chain, owner),
         reader.usdcBalance(chain, owner),
+        // Gas that cannot be read is shown unavailable; it never hides the USDC reads.
+        readGas(reader, chain, owner).catch(() => ({ wei: undefined, price: undefined })),
       ]);
     } catch (err) {
       error = errorMessage(err);
@@ -203,6 +216,9 @@ async function readOwnerChain(
     rpc,
     permit_nonce: nonce === undefined ? null : nonce.toString(),
     usdc_balance: balance === undefined ? null : formatUsdc(balance),
+    native_gas: gas.wei === undefined ? null : formatNative(gas.wei),
+    gas_needed: gas.price === undefined ? null : formatNative(gasNeeded(gas.price)),
+    gas_low: gas.wei === undefined || gas.price === undefined ? null : gas.wei < gasNeeded(gas.price),
     error,
     nonce_pool: pool
       ? {
@@ -215,6 +231,16 @@ async function readOwnerChain(
     in_flight: reserved ? formatUsdc(reserved.reduce((sum, r) => sum + r.amount, 0n)) : null,
     in_flight_transfers: reserved ? reserved.length : null,
   };
+}
+
+/** The owner's native balance and the chain's gas price (wei). */
+async function readGas(
+  reader: ReturnType<typeof createChainReader>,
+  chain: EvmChain,
+  owner: string,
+): Promise<{ wei: bigint | undefined; price: bigint | undefined }> {
+  const [wei, price] = await Promise.all([reader.nativeBalance(chain, owner), reader.gasPrice(chain)]);
+  return { wei, price };
 }
 
 /** Receipts looked up per (owner, chain) at most; entries beyond count as in flight. */

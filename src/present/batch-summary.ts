@@ -1,4 +1,5 @@
 import { formatUsdc } from '../domain/money.ts';
+import type { TransferRoad } from '../domain/roads.ts';
 import type { TransferState } from '../domain/transfer.ts';
 import type { Approval } from '../store/approvals.ts';
 import { openIntents, type Batch } from '../store/batch-record.ts';
@@ -17,6 +18,8 @@ export type BatchSummary = {
   batch_id: string;
   created_at: string | null;
   source: string;
+  /** The road its transfers take (docs/cctp.md); `service` for a batch enqueued before roads. */
+  via: TransferRoad;
   /**
    * Who enqueued it (docs/access.md "Four eyes"): an HTTP credential's name, `cli:<name>`, `schedule:<name>`;
    * null for a batch enqueued before it was recorded.
@@ -65,6 +68,7 @@ export function summaryView({ batch: b, approvals, digest }: BatchFacts): BatchS
     batch_id: b.id,
     created_at: b.createdAt === null ? null : new Date(b.createdAt).toISOString(),
     source: b.source,
+    via: b.via,
     submitted_by: b.submittedBy,
     complete: b.complete,
     settled: isSettled(b.complete, intents),

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { TransferRoad } from '../domain/roads.ts';
 import type { Config } from '../config/config.ts';
 import { formatUsdc } from '../domain/money.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../ingest/enqueue-batch.ts';
@@ -63,7 +64,7 @@ export async function fireSchedule(
   scheduledAt: number,
 ): Promise<FiringOutcome> {
   const batchId = firingBatchId(name, scheduledAt);
-  const { csv, policy, policyFile } = await readFiringSource(deps.redis, deps.prefix, name);
+  const { csv, policy, policyFile, via } = await readFiringSource(deps.redis, deps.prefix, name);
   const note = (fields: Record<string, string>) => noteScheduleFiring(deps.redis, deps.prefix, name, fields);
   if (policy) {
     const result = await fireRebalance(
@@ -74,13 +75,13 @@ export async function fireSchedule(
     return { status: 'rebalance', batchId, result };
   }
   if (csv === null) return { status: 'no_schedule', batchId };
-  return fireCsvSchedule(deps, { name, batchId, scheduledAt, csv }, note);
+  return fireCsvSchedule(deps, { name, batchId, scheduledAt, csv, via }, note);
 }
 
 /** A CSV schedule's firing: the stored file becomes the batch (see fireSchedule). */
 async function fireCsvSchedule(
   deps: FireDeps,
-  f: { name: string; batchId: string; scheduledAt: number; csv: string },
+  f: { name: string; batchId: string; scheduledAt: number; csv: string; via: TransferRoad | null },
   note: (fields: Record<string, string>) => Promise<void>,
 ): Promise<FiringOutcome> {
   const { name, batchId, scheduledAt, csv } = f;
@@ -97,6 +98,7 @@ async function fireCsvSchedule(
         source: 'schedule',
         actor: `schedule:${name}`,
         batchId,
+        ...(f.via !== null ? { via: f.via } : {}),
         sameFamily: (b) => isFiringOf(name, b),
         holdReasons:
           earlier.length > 0

@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { TransferRoad } from '../domain/roads.ts';
 import {
   deleteScheduleRecord,
   readScheduleRecord,
@@ -67,6 +68,8 @@ export async function putSchedule(
     createdBy: string;
     rows: number;
     total: bigint;
+    /** A CSV schedule's road; absent: TRANSFER_VIA at each firing. */
+    via?: TransferRoad | undefined;
     now?: number;
   },
 ): Promise<{ replaced: boolean; next: number | null }> {
@@ -80,6 +83,7 @@ export async function putSchedule(
     createdBy: s.createdBy,
     rows: s.rows,
     total: s.total,
+    via: s.via,
   });
   await deps.queue.upsertJobScheduler(
     s.name,

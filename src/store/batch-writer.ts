@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { inLanes } from '../domain/pool.ts';
+import { isTransferRoad, type TransferRoad } from '../domain/roads.ts';
 import type { BatchSource, TransferRequest } from '../domain/transfer.ts';
 export type { DroppedRow } from './batch-record.ts';
 import { DROP_FIELD, parseBatch, readBatch, type Batch, type DroppedRow } from './batch-record.ts';
@@ -11,6 +12,11 @@ import { LuaReplyError, replyArray, replyInt, replyString, replyStrings } from '
 export type BatchPlan = {
   readonly batchId: string;
   readonly digest: string;
+  /**
+   * The road every transfer takes (docs/cctp.md), stored as `via` on the batch and on each
+   * transfer record; `service` when absent.
+   */
+  readonly via?: TransferRoad | undefined;
   readonly source: BatchSource;
   /** Who enqueued it (docs/access.md "Four eyes"): never one of its approvers. */
   readonly submittedBy: string;
@@ -60,7 +66,12 @@ export type WriteResult =
       readonly state: Batch | null;
     }
   | { readonly status: 'exists'; readonly state: BatchState }
-  | { readonly status: 'conflict'; readonly existingDigest: string }
+  | {
+      readonly status: 'conflict';
+      readonly existingDigest: string;
+      /** Set when the rows are the same but the batch is on another road. */
+      readonly existingVia?: TransferRoad | undefined;
+    }
   | { readonly status: 'refused'; readonly dropped: DroppedRow[] };
 
 /** How long a payment fingerprint counts for the likely-duplicate rule. */
@@ -132,6 +143,8 @@ export async function openBatch(
   let dropped: DroppedRow[] = [...plan.dropped];
   if (!creation.created) {
     if (creation.digest !== plan.digest) return { status: 'conflict', existingDigest: creation.digest };
+    if (creation.via !== (plan.via ?? 'service'))
+      return { status: 'conflict', existingDigest: creation.digest, existingVia: creation.via };
     const state = await readBatchState(redis, prefix, plan.batchId);
     if (!state) return { status: 'conflict', existingDigest: creation.digest };
     if (creation.enqueued) return { status: 'exists', state };
@@ -190,7 +203,12 @@ export async function closeBatch(
 /** What creating the record found: nothing (it is created), or an earlier run's record. */
 type Creation =
   | { readonly created: true }
-  | { readonly created: false; readonly digest: string; readonly enqueued: boolean };
+  | {
+      readonly created: false;
+      readonly digest: string;
+      readonly enqueued: boolean;
+      readonly via: TransferRoad;
+    };
 
 /** Creates the batch record unless it exists (batch-create.lua). */
 export async function createBatchRecord(deps: BatchWriterDeps, plan: BatchPlan): Promise<Creation> {
@@ -206,10 +224,13 @@ export async function createBatchRecord(deps: BatchWriterDeps, plan: BatchPlan):
   );
   if (existing.length === 0) return { created: true };
   const digest = replyString('batch-create.lua', existing[0]);
+  // A record written before roads existed has no `via`: it took the service.
+  const via = replyString('batch-create.lua', existing[2], { orEmpty: true });
   return {
     created: false,
     digest,
     enqueued: replyString('batch-create.lua', existing[1], { orEmpty: true }) === '1',
+    via: isTransferRoad(via) ? via : 'service',
   };
 }
 
@@ -226,6 +247,7 @@ function batchRecordFields(plan: BatchPlan): string[] {
     'approvals_required', String(plan.approvalsRequired),
     'controls', plan.controls ?? '',
     'digest', plan.digest,
+    'via', plan.via ?? 'service',
     'rows', String(planned.length),
     'amount', amount.toString(),
     'enqueued', '0',
@@ -398,6 +420,7 @@ async function writeTransferChunk(
     plan.batchId,
     String(t0),
     String((day + 1) * FINGERPRINT_DAY_MS + DUPLICATE_WINDOW_MS),
+    plan.via ?? 'service',
   ];
   for (const t of chunk) {
     keyArgs.push(k.transfer(plan.batchId, t.id));

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { isTransferRoad, type TransferRoad } from '../domain/roads.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 
@@ -26,7 +27,14 @@ export type ScheduleRecord = {
   readonly policy: string | null;
   /** The policy file's name as given to `schedule add` (its default policy name comes from it). */
   readonly policyFile: string | null;
+  /** A CSV schedule's road (`schedule add --via`); null: TRANSFER_VIA at each firing (a policy names its own). */
+  readonly via: TransferRoad | null;
 };
+
+/** The stored `via`, or null when absent (or not a road). */
+function roadOf(value: string | null | undefined): TransferRoad | null {
+  return value !== undefined && value !== null && isTransferRoad(value) ? value : null;
+}
 
 export function toScheduleRecord(name: string, h: Record<string, string>): ScheduleRecord {
   const num = (v: string | undefined) => (v === undefined || v === '' ? null : Number(v));
@@ -45,6 +53,7 @@ export function toScheduleRecord(name: string, h: Record<string, string>): Sched
     kind: h['policy'] ? 'rebalance' : 'csv',
     policy: h['policy'] || null,
     policyFile: h['policy_file'] || null,
+    via: roadOf(h['via']),
   };
 }
 
@@ -61,6 +70,8 @@ export type ScheduleRecordInput = {
   readonly createdBy: string;
   readonly rows: number;
   readonly total: bigint;
+  /** A CSV schedule's road; absent: TRANSFER_VIA at each firing. */
+  readonly via?: TransferRoad | undefined;
 };
 
 /** Writes the record (a replacement starts a new history) and names it in the set; whether one existed. */
@@ -83,6 +94,7 @@ export async function writeScheduleRecord(
       created_by: s.createdBy,
       rows: String(s.rows),
       total: s.total.toString(),
+      ...(s.via !== undefined ? { via: s.via } : {}),
     })
     .sadd(k.schedules, s.name)
     .exec()) as [[Error | null, number], ...unknown[]];
@@ -122,16 +134,19 @@ export type FiringSource = {
   readonly csv: string | null;
   readonly policy: string | null;
   readonly policyFile: string | null;
+  /** A CSV schedule's road; null: TRANSFER_VIA. */
+  readonly via: TransferRoad | null;
 };
 
 export async function readFiringSource(redis: Redis, prefix: string, name: string): Promise<FiringSource> {
-  const [csv, policy, policyFile] = await redis.hmget(
+  const [csv, policy, policyFile, via] = await redis.hmget(
     keys(prefix).schedule(name),
     'csv',
     'policy',
     'policy_file',
+    'via',
   );
-  return { csv: csv ?? null, policy: policy ?? null, policyFile: policyFile ?? null };
+  return { csv: csv ?? null, policy: policy ?? null, policyFile: policyFile ?? null, via: roadOf(via) };
 }
 
 /** Sets the `last_*` fields only while the record exists: a firing must not resurrect a removed schedule. */

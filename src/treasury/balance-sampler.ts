@@ -1,6 +1,9 @@
 import type { Redis } from 'ioredis';
-import { CHAINS, isEvmChain, type Chain } from '../domain/chains.ts';
+import { CHAINS, EVM_CHAINS, isEvmChain, type Chain, type EvmChain } from '../domain/chains.ts';
+import { errorMessage } from '../domain/errors.ts';
 import type { Logger } from '../log/logger.ts';
+import { createChainReader } from '../signing/evm/chain-reader.ts';
+import { saveOwnerGas, type OwnerGasReading } from '../store/owner-gas.ts';
 import { saveTreasuryBalances } from '../store/treasury-flows.ts';
 import type { TreasuryAddresses, TreasuryConfig } from './balances.ts';
 import { readEachChain } from './treasury-view.ts';
@@ -9,7 +12,9 @@ import { readEachChain } from './treasury-view.ts';
  * A worker's timer (TREASURY_BALANCE_INTERVAL_MS, default 60 s) reading the treasury's balance on
  * every chain it has a key and an RPC for, into Redis, where `/metrics` reads it
  * (`usdc_batch_treasury_balance_usdc{chain}`). A chain that cannot be read keeps its last value.
- * It reads at the worker's own public addresses (its signers' addresses), never at a key.
+ * It reads at the worker's own public addresses (its signers' addresses), never at a key. With them,
+ * each EVM owner's native gas and the chain's gas price (`usdc_batch_owner_gas_native{chain,owner}`,
+ * docs/cctp.md "Funding owners with gas").
  */
 export type TreasurySampler = { stop(): void; readonly ready: Promise<void> };
 
@@ -38,6 +43,27 @@ export async function sampleTreasuryBalances(deps: SamplerDeps): Promise<void> {
   for (const [chain, message] of errors)
     deps.logger?.debug({ chain, err: message }, 'treasury balance not read');
   await saveTreasuryBalances(deps.redis, deps.prefix, read, (deps.now ?? Date.now)());
+  await sampleOwnerGas(deps, chains.filter(isEvmChain));
+}
+
+/** Each EVM owner's native balance and the chain's gas price, on every chain that can be read. */
+async function sampleOwnerGas(deps: SamplerDeps, chains: readonly EvmChain[]): Promise<void> {
+  const reader = createChainReader({ config: deps.config });
+  const readings: OwnerGasReading[] = [];
+  await Promise.all(
+    EVM_CHAINS.filter((c) => chains.includes(c)).map(async (chain) => {
+      try {
+        const gasPrice = await reader.gasPrice(chain);
+        for (const owner of deps.addresses.evmOwners) {
+          const wei = await reader.nativeBalance(chain, owner);
+          if (gasPrice !== undefined && wei !== undefined) readings.push({ chain, owner, wei, gasPrice });
+        }
+      } catch (err) {
+        deps.logger?.debug({ chain, err: errorMessage(err) }, 'owner gas not read');
+      }
+    }),
+  );
+  await saveOwnerGas(deps.redis, deps.prefix, readings, (deps.now ?? Date.now)());
 }
 
 export function startTreasurySampler(

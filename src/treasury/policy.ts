@@ -4,6 +4,7 @@ import { CHAINS, type Chain } from '../domain/chains.ts';
 import { ValidationError } from '../domain/errors.ts';
 import { tryParseUsdc } from '../domain/money.ts';
 import { counted } from '../domain/plural.ts';
+import { isTransferRoad, TRANSFER_ROADS, type TransferRoad } from '../domain/roads.ts';
 import { keyPath, NumberText, readPolicyText, type PolicyMap, type PolicyValue } from './policy-text.ts';
 
 /**
@@ -30,6 +31,8 @@ export type RebalancePolicy = {
   readonly maxFeeBps: bigint | null;
   /** micro-USDC; null: no cap on what one run moves. */
   readonly maxTotal: bigint | null;
+  /** The road of its moves (docs/cctp.md); null: TRANSFER_VIA. */
+  readonly via: TransferRoad | null;
 };
 
 export type PolicyParse =
@@ -39,7 +42,7 @@ export type PolicyParse =
 export const POLICY_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,40}$/;
 const DEFAULT_MIN_MOVE = 1_000_000n;
 const MAX_FEE_BPS = 10_000n;
-const TOP_KEYS = ['name', 'chains', 'min_move', 'max_fee_bps', 'max_total'];
+const TOP_KEYS = ['name', 'chains', 'min_move', 'max_fee_bps', 'max_total', 'via'];
 const CHAIN_KEYS = ['min', 'target'];
 const AMOUNT = 'must be an amount in USDC (e.g. 5000 or "12.50")';
 const BPS = 'must be a whole number of basis points from 0 to 10000 (30 is 0.3 %)';
@@ -195,6 +198,26 @@ function readPositive(r: Reader, map: PolicyMap, key: string): bigint | undefine
   return amount;
 }
 
+/**
+ * `via`: the road of the policy's moves. CCTP runs between EVM chains only, so a CCTP policy with
+ * SOLANA among its chains is a problem here rather than a refused move at every run.
+ */
+function readVia(
+  r: Reader,
+  value: PolicyValue | undefined,
+  chains: readonly ChainTarget[],
+): TransferRoad | null {
+  if (value === undefined || value === null) return null;
+  const text = typeof value === 'string' ? value.trim().toLowerCase() : undefined;
+  if (text === undefined || !isTransferRoad(text)) {
+    r.problems.push(`via: must be one of ${TRANSFER_ROADS.join(', ')}, not ${shown(value)}`);
+    return null;
+  }
+  if (text !== 'service' && chains.some((c) => c.chain === 'SOLANA'))
+    r.problems.push(`via: ${text} runs between EVM chains only; chains.SOLANA needs via: service`);
+  return text;
+}
+
 /** The policy's default name: the file name without its extension. */
 export function defaultPolicyName(file: string): string {
   return basename(file, extname(file));
@@ -214,7 +237,7 @@ export function parsePolicy(text: string, file: string): PolicyParse {
       ok: false,
       problems: [
         ...r.problems,
-        `(file): must be a mapping of name, chains, min_move, max_fee_bps and max_total, not ${shown(root)}`,
+        `(file): must be a mapping of name, chains, min_move, max_fee_bps, max_total and via, not ${shown(root)}`,
       ],
     };
   }
@@ -225,6 +248,7 @@ export function parsePolicy(text: string, file: string): PolicyParse {
   const maxTotal = readPositive(r, root, 'max_total');
   const bpsValue = root.get('max_fee_bps');
   const maxFeeBps = bpsValue === undefined ? null : readBps(r, bpsValue);
+  const via = readVia(r, root.get('via'), chains);
   if (r.problems.length > 0) return { ok: false, problems: r.problems };
   return {
     ok: true,
@@ -234,6 +258,7 @@ export function parsePolicy(text: string, file: string): PolicyParse {
       minMove: minMove ?? DEFAULT_MIN_MOVE,
       maxFeeBps: maxFeeBps ?? null,
       maxTotal: maxTotal ?? null,
+      via,
     },
   };
 }

@@ -239,6 +239,7 @@ export async function runRebalance(
         source: 'rebalance',
         actor: options.actor,
         batchId,
+        ...(policy.via !== null ? { via: policy.via } : {}),
         ownAddresses: ownBookKeys(addresses),
         // A move that repeats an earlier one (same route, amount and treasury address) is a new
         // need read from the balances, not a duplicate row: what keeps a deficit from being served

@@ -277,7 +277,7 @@ describe('GET /openapi.json', () => {
     const body = res.json() as Record<string, unknown> & { transfers: Record<string, unknown>[] };
     // Fields the schema does not list (wait_reason is listed; these are the document's own) stay.
     expect(Object.keys(body)).toEqual([
-      'batch_id', 'created_at', 'source', 'submitted_by', 'complete', 'settled', 'held', 'held_reason',
+      'batch_id', 'created_at', 'source', 'via', 'submitted_by', 'complete', 'settled', 'held', 'held_reason',
       'approval_digest', 'approvals', 'approvals_required', 'counts', 'intents', 'totals', 'paused',
       'transfers', 'screening', 'next_cursor',
     ]); // prettier-ignore

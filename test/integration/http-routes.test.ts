@@ -402,6 +402,82 @@ describe('HTTP status, export, retry, approve, audit (inject)', () => {
   });
 });
 
+describe('POST /v1/batches with a road (inject)', () => {
+  const post = (app: FastifyInstance, payload: string, url = '/v1/batches', type = 'application/json') =>
+    app.inject({ method: 'POST', url, headers: { ...hook, 'content-type': type }, payload });
+
+  it('records the body’s via on the batch and every transfer, and the status document shows it', async () => {
+    const { app, prefix } = await newApp();
+    const transfers = [
+      { from: 'BASE', to: 'ARB', amount: '1', recipient: randomEvmAddress() },
+      { from: 'ETH', to: 'POLYGON', amount: '2', recipient: randomEvmAddress() },
+    ];
+    const res = await post(app, JSON.stringify({ batch_id: 'road-1', via: 'cctp', transfers }));
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.json()).toMatchObject({ batch_id: 'road-1', via: 'cctp', accepted: 2 });
+    expect(await redis.hget(`${prefix}:batch:road-1`, 'via')).toBe('cctp');
+    const store = createTransferStore({ redis, prefix });
+    for (const id of await redis.zrange(`${prefix}:batch:road-1:rows`, 0, -1))
+      expect((await store.load('road-1', id))?.via, id).toBe('cctp');
+    const doc = await status(app, '/v1/batches/road-1');
+    expect(doc.via).toBe('cctp');
+    const list = await app.inject({ method: 'GET', url: '/v1/batches', headers: hook });
+    expect((list.json() as { batches: BatchStatus[] }).batches[0]?.via).toBe('cctp');
+
+    // A CSV body takes its road from the query; none at all is TRANSFER_VIA's (service by default).
+    const csv = `from,to,amount,recipient\nBASE,ARB,3,${randomEvmAddress()}\n`;
+    const fast = await post(app, csv, '/v1/batches?batch_id=road-2&via=cctp-fast', 'text/csv');
+    expect(fast.statusCode, fast.body).toBe(202);
+    expect((await status(app, '/v1/batches/road-2')).via).toBe('cctp-fast');
+    const plain = await post(
+      app,
+      JSON.stringify({ batch_id: 'road-3', transfers: [{ ...transfers[0], recipient: randomEvmAddress() }] }),
+    );
+    expect(plain.json()).toMatchObject({ via: 'service' });
+    expect(await redis.hget(`${prefix}:batch:road-3`, 'via')).toBe('service');
+  });
+
+  it('refuses a SOLANA row on CCTP naming its line, and a via that is not a road', async () => {
+    const { app, prefix } = await newApp();
+    const transfers = [
+      { from: 'BASE', to: 'ARB', amount: '1', recipient: randomEvmAddress() },
+      { from: 'BASE', to: 'SOLANA', amount: '2', recipient: 'ELJtSAttfEnsme9nKNVcwZ68TuB4x9wb89ubKecUULWx' },
+    ];
+    const refused = await post(app, JSON.stringify({ via: 'cctp-fast', transfers }));
+    expect(refused.statusCode, refused.body).toBe(422);
+    expect(refused.json().errors).toEqual([
+      {
+        line: 2,
+        column: 'to',
+        message:
+          'SOLANA is not on the cctp-fast road (EVM chains only); take this row through the service (via service)',
+      },
+    ]);
+    const bad = await post(app, JSON.stringify({ via: 'bridge', transfers: [transfers[0]] }));
+    expect(bad.statusCode, bad.body).toBe(422);
+    expect(bad.json().errors).toEqual([
+      { line: null, column: 'via', message: 'via must be one of service, cctp, cctp-fast' },
+    ]);
+    const query = await post(
+      app,
+      `from,to,amount,recipient\nBASE,ARB,1,${randomEvmAddress()}\n`,
+      '/v1/batches?via=bridge',
+      'text/csv',
+    );
+    expect(query.statusCode).toBe(400);
+    expect(query.body).toContain('via');
+    expect(await redis.keys(`${prefix}:batch:*`)).toEqual([]);
+    // The same service batch is refused, not paid twice, when asked again on another road.
+    const first = await post(app, JSON.stringify({ batch_id: 'road-x', transfers: [transfers[0]] }));
+    expect(first.statusCode).toBe(202);
+    const again = await post(
+      app,
+      JSON.stringify({ batch_id: 'road-x', via: 'cctp', transfers: [transfers[0]] }),
+    );
+    expect(again.statusCode, again.body).toBe(409);
+  });
+});
+
 describe('/metrics and /readyz (inject)', () => {
   it('exposes transfers by state, queue depth and the workers’ service-call histogram in Prometheus format', async () => {
     const { app, prefix } = await newApp();

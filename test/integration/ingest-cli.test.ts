@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAudit } from '../../src/store/audit.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { runCli, spawnCli } from '../helpers/cli.ts';
 import { useCliSuite } from '../helpers/cli-suite.ts';
 import { startSandboxProcess, type SandboxProcess } from '../helpers/sandbox.ts';
-import { EVM, newPrefix } from './ingest-fixtures.ts';
+import { EVM, newPrefix, SOL } from './ingest-fixtures.ts';
 
 const cli = useCliSuite('usdc-enqueue-cli-');
 const env = (prefix: string, extra: Record<string, string> = {}) => cli.env(prefix, extra);
@@ -135,6 +136,65 @@ describe('usdc-batch enqueue', () => {
     expect(JSON.parse(control.stdout).errors[0].message).toBe(
       'control total: expected 2 rows, the input has 1',
     );
+  });
+
+  it('--via records the road on the batch and every transfer, and status shows it; SOLANA rows are refused on CCTP', async () => {
+    const prefix = newPrefix();
+    const rows = `from,to,amount,recipient\nETH,BASE,1,${EVM[0]}\nARB,POLYGON,2,${EVM[1]}\n`;
+    const file = write('via.csv', rows);
+    const res = await runCli(['enqueue', file, '--via', 'cctp', '--json'], env(prefix));
+    expect(res.code, res.stderr).toBe(0);
+    const doc = JSON.parse(res.stdout);
+    expect(doc).toMatchObject({ via: 'cctp', accepted: 2 });
+    expect(await cli.redis.hget(`${prefix}:batch:${doc.batch_id}`, 'via')).toBe('cctp');
+    const store = createTransferStore({ redis: cli.redis, prefix });
+    const ids = await cli.redis.zrange(`${prefix}:batch:${doc.batch_id}:rows`, 0, -1);
+    expect(ids).toHaveLength(2);
+    for (const id of ids) expect((await store.load(doc.batch_id, id))?.via, id).toBe('cctp');
+    const audit = await readAudit(cli.redis, prefix, { batch: doc.batch_id });
+    expect(audit.find((e) => e.action === 'enqueue')?.detail).toMatchObject({ via: 'cctp', rows: 2 });
+    const status = await runCli(['status', doc.batch_id, '--json'], env(prefix));
+    expect(JSON.parse(status.stdout).via).toBe('cctp');
+    expect((await runCli(['status', doc.batch_id], env(prefix))).stdout).toContain(', via cctp, created');
+    expect((await runCli(['batches'], env(prefix))).stdout).toMatch(/\scsv\s+cctp\s/);
+
+    // The same rows on another road: a conflict (exit 3), not a second batch paying them again.
+    const other = await runCli(['enqueue', file, '--via', 'service', '--json'], env(prefix));
+    expect(other.code).toBe(3);
+    expect(JSON.parse(other.stdout).error.message).toContain('already exists on the cctp road, not service');
+    // TRANSFER_VIA is the road of a batch that names none.
+    const byDefault = await runCli(
+      ['enqueue', write('via-default.csv', `from,to,amount,recipient\nETH,BASE,3,${EVM[2]}\n`), '--json'],
+      env(prefix, { TRANSFER_VIA: 'cctp-fast' }),
+    );
+    expect(JSON.parse(byDefault.stdout).via).toBe('cctp-fast');
+
+    const solana = write(
+      'via-sol.csv',
+      `from,to,amount,recipient\nETH,BASE,4,${EVM[0]}\nETH,SOLANA,5,${SOL[0]}\nSOLANA,BASE,6,${EVM[1]}\n`,
+    );
+    const refused = await runCli(['enqueue', solana, '--via', 'cctp-fast', '--json'], env(prefix));
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout).errors).toEqual([
+      {
+        line: 3,
+        column: 'to',
+        message:
+          'SOLANA is not on the cctp-fast road (EVM chains only); take this row through the service (via service)',
+      },
+      {
+        line: 4,
+        column: 'from',
+        message:
+          'SOLANA is not on the cctp-fast road (EVM chains only); take this row through the service (via service)',
+      },
+    ]);
+    const human = await runCli(['enqueue', solana, '--via', 'cctp'], env(prefix));
+    expect(human.stdout).toContain('line 3, column to: SOLANA is not on the cctp road');
+
+    const wrong = await runCli(['enqueue', file, '--via', 'bridge'], env(prefix));
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('--via must be one of service, cctp, cctp-fast, not "bridge"');
   });
 
   it('refuses batch ids that do not start with a letter or digit, wherever one is typed (exit 2)', async () => {

@@ -402,8 +402,45 @@ describe('rebalance against the sandbox', () => {
       expect(metrics).toMatch(/^usdc_batch_treasury_min_usdc\{chain="BASE",policy="sched"\} 50$/m);
       expect(metrics).toMatch(/^usdc_batch_treasury_target_usdc\{chain="ARB",policy="sched"\} 200$/m);
       expect(metrics).not.toMatch(/usdc_batch_treasury_min_usdc\{chain="ARB"/);
+      // Each owner's native gas per chain, as the worker sampled it, and what its next transactions cost.
+      const gas = await waitFor('the sampled owner gas on /metrics', async () => {
+        const text = await (await api.call('/metrics', { token })).text();
+        return /^usdc_batch_owner_gas_native\{chain="BASE",owner="0x/m.test(text) ? text : undefined;
+      });
+      const wei = await stack.sandbox.admin.nativeBalance('BASE', TEST_EVM_ADDRESS);
+      const gauge = new RegExp(
+        `^usdc_batch_owner_gas_native\\{chain="BASE",owner="${TEST_EVM_ADDRESS}"\\} (\\S+)$`,
+        'm',
+      );
+      expect(Number(gauge.exec(gas)?.[1])).toBeCloseTo(Number(wei) / 1e18, 6);
+      expect(gas).toMatch(
+        /^usdc_batch_owner_gas_needed_native\{chain="BASE",owner="0x[0-9a-fA-F]{40}"\} [0-9.e-]+$/m,
+      );
     } finally {
       await api.stop();
     }
   }, 120_000);
+  it('a policy with via: cctp makes a batch on that road, every move recorded on it', async () => {
+    // No worker: the batch is looked at, then cancelled (the CCTP flow is tested on its own).
+    await worker?.stop();
+    worker = undefined;
+    await setBalance('BASE', 0n);
+    await setBalance('ARB', 10_000n * USDC);
+    const file = policyFile(
+      'roads',
+      'chains:\n  BASE: { min: 5000, target: 6000 }\n  ARB: { target: 1 }\nvia: cctp\n',
+    );
+    const run = await rebalance(file);
+    expect(run.code, run.stderr).toBe(0);
+    const batchId = run.doc.batch_id as string;
+    expect(run.doc.created, JSON.stringify(run.doc)).toBe(true);
+    const prefix = stack.env['QUEUE_PREFIX'] as string;
+    expect(await stack.client.hget(`${prefix}:batch:${batchId}`, 'via')).toBe('cctp');
+    const ids = await stack.client.zrange(`${prefix}:batch:${batchId}:rows`, 0, -1);
+    expect(ids.length).toBeGreaterThan(0);
+    for (const id of ids) expect(await stack.client.hget(`${prefix}:t:${batchId}:${id}`, 'via')).toBe('cctp');
+    const reader = createBatchReader({ redis: stack.client, prefix });
+    expect((await reader.summary(batchId))?.via).toBe('cctp');
+    expect((await runCli(['cancel', batchId], stack.env)).code).toBe(0);
+  }, 60_000);
 });

@@ -417,4 +417,63 @@ describe('schedule: recurring batches through the real CLI', () => {
       expect((await runCli(['schedule', 'remove', 'book'], stack.env)).code).toBe(0);
     }
   });
+
+  it('a --via schedule makes each firing on that road; SOLANA rows on CCTP and a wrong --via are refused when added', async () => {
+    const file = join(stack.dir, 'roads.csv');
+    const evmRows = rows.map((r) => ({ ...r, id: `road-${r.id ?? 'x'}`, recipient: randomEvmAddress() }));
+    writeFileSync(file, csvOf(evmRows));
+    const add = (args: string[]) =>
+      runCli(['schedule', 'add', 'roads', '--cron', '0 2 * * *', ...args], stack.env);
+    const wrong = await add(['--file', file, '--via', 'bridge']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('--via must be one of service, cctp, cctp-fast, not "bridge"');
+    const solana = join(stack.dir, 'roads-sol.csv');
+    writeFileSync(
+      solana,
+      csvOf([
+        ...evmRows.slice(0, 1),
+        {
+          from: 'BASE',
+          to: 'SOLANA',
+          amount: '1',
+          recipient: 'ELJtSAttfEnsme9nKNVcwZ68TuB4x9wb89ubKecUULWx',
+        },
+      ]),
+    );
+    const refused = await add(['--file', solana, '--via', 'cctp']);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain('line 3, column to: SOLANA is not on the cctp road');
+    const added = await add(['--file', file, '--via', 'cctp']);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toContain('  via          cctp');
+    const calls: string[] = [];
+    const jobs = { addTransfers: async (batchId: string) => void calls.push(batchId) };
+    const config = {
+      maxTransferUsdc: undefined,
+      maxDailyUsdc: undefined,
+      maxBatchUsdc: undefined,
+      callbackAllowedHosts: [],
+      newRecipientPolicy: 'allow' as const,
+      newRecipientMaxUsdc: undefined,
+      approvalsRequired: 1,
+      approvalThresholdUsdc: undefined,
+      auditLogFile: undefined,
+      screeningOnchain: true,
+      screeningLists: [],
+      screeningMaxAgeMs: 7 * 86_400_000,
+    };
+    try {
+      const fired = await fireSchedule(
+        { redis: stack.client, prefix, jobs, config },
+        'roads',
+        Date.UTC(2032, 0, 1, 2),
+      );
+      expect(fired).toMatchObject({ status: 'enqueued', batchId: 'roads-20320101T020000Z' });
+      expect((await stack.status('roads-20320101T020000Z')).via).toBe('cctp');
+    } finally {
+      // Nothing of it is to be paid by the workers of later tests.
+      await runCli(['cancel', 'roads-20320101T020000Z'], stack.env);
+      expect((await runCli(['schedule', 'remove', 'roads'], stack.env)).code).toBe(0);
+    }
+  });
 });

@@ -8,6 +8,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOLANA_USDC_MINT } from '../../src/domain/chains.ts';
 import { encodeBase58 } from '../../src/domain/base58.ts';
+import { formatNative } from '../../src/domain/owner-gas.ts';
 import type { WalletsReport } from '../../src/ops/wallets.ts';
 import { runCli } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';
@@ -107,7 +108,12 @@ describe('wallets: public addresses, permit nonces and balances through the real
       EVM_PRIVATE_KEY_FILE: '/secrets/treasury.keys',
       SOLANA_KEYPAIR_FILE: '/secrets/solana-keypair.json',
     };
-    const res = await runCli(['wallets'], env);
+    // An owner without the gas of its next transactions on ETH is shown LOW (restored after).
+    const ethWei = await stack.sandbox.admin.nativeBalance('ETH', owner);
+    await stack.sandbox.admin.setNativeBalance('ETH', owner, 1000n);
+    const res = await runCli(['wallets'], env).finally(() =>
+      stack.sandbox.admin.setNativeBalance('ETH', owner, ethWei),
+    );
     expect(res.code, res.stderr).toBe(0);
     const text = res.stdout;
     expect(text).toContain('addresses  published by the workers');
@@ -125,6 +131,9 @@ describe('wallets: public addresses, permit nonces and balances through the real
     expect(line('ETH')?.slice(0, 5)).toEqual(['ETH', 'yes', '0', '1000000.00', '0']);
     expect(line('BASE')?.slice(0, 5)).toEqual(['BASE', 'yes', '2', '999969.50', '2']);
     expect(line('ARB')?.slice(0, 5)).toEqual(['ARB', 'yes', '1', '999969.75', '1']);
+    // The last column: the owner's native gas on the chain.
+    expect(line('BASE')?.at(-1)).toBe(formatNative(await stack.sandbox.admin.nativeBalance('BASE', owner)));
+    expect(line('ETH')?.at(-1)).toMatch(/^0\.000000000000001 LOW \(needs 0\.[0-9]+\)$/);
 
     for (const out of [res.stdout, res.stderr]) {
       expect(out.toLowerCase()).not.toContain(TEST_EVM_KEY.slice(2).toLowerCase());
@@ -205,6 +214,12 @@ describe('wallets: public addresses, permit nonces and balances through the real
       usdc_balance: '999969.50',
       nonce_pool: { next: '2', holder: null },
     });
+    // The owner's native gas on each chain (it pays its own transactions on the CCTP road).
+    const base = report.evm?.chains.find((c) => c.chain === 'BASE');
+    const wei = await stack.sandbox.admin.nativeBalance('BASE', owner);
+    expect(base?.native_gas).toBe(formatNative(wei));
+    expect(base?.gas_needed).toMatch(/^0\.[0-9]+$/);
+    expect(base?.gas_low).toBe(false);
     expect(report.solana).toMatchObject({
       address: solana.address,
       usdc_account: ata,

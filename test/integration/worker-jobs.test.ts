@@ -535,6 +535,7 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'UsdcBatchIntentFailedAfterSubmit',
       'UsdcBatchNeedsReview',
       'UsdcBatchNoWorkerAlive',
+      'UsdcBatchOwnerGasLow',
       'UsdcBatchQueueNotDraining',
       'UsdcBatchScreeningStale',
       'UsdcBatchServiceRateLimiting',

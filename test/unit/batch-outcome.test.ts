@@ -23,6 +23,7 @@ function batch(counts: Partial<Record<TransferState, number>>, over: Partial<Bat
     batch_id: 'b-1',
     created_at: '2025-06-01T12:00:00.000Z',
     source: 'csv',
+    via: 'service',
     submitted_by: 'cli:ops',
     complete: c.queued + c.in_progress === 0,
     settled: c.queued + c.in_progress === 0,
@@ -183,8 +184,13 @@ describe('a batch outcome on the pages and in the CLI', () => {
     expect(text).toContain('complete: yes  intents settled: yes');
     const list = renderBatches([batch({ failed: 1 }, { batch_id: 'b-failed' }), batch({ submitted: 2 })]);
     const [head, failedRow, paidRow] = list.split('\n');
-    expect(head).toMatch(/^batch\s+created\s+source\s+outcome\s+complete\s+intents_settled/);
-    expect(failedRow).toMatch(/^b-failed\s+\S+\s+csv\s+1 failed\s+yes\s+yes/);
-    expect(paidRow).toMatch(/\scsv\s+all paid\s+yes/);
+    expect(head).toMatch(/^batch\s+created\s+source\s+via\s+outcome\s+complete\s+intents_settled/);
+    expect(failedRow).toMatch(/^b-failed\s+\S+\s+csv\s+service\s+1 failed\s+yes\s+yes/);
+    expect(paidRow).toMatch(/\scsv\s+service\s+all paid\s+yes/);
+    // The road is shown where the batch is: the status's first line, the batches table.
+    expect(renderStatus(batch({ submitted: 1 }, { via: 'cctp-fast' })).split('\n')[0]).toContain(
+      '(csv, via cctp-fast, created',
+    );
+    expect(renderBatches([batch({ submitted: 1 }, { via: 'cctp' })])).toMatch(/\scsv\s+cctp\s+all paid/);
   });
 });

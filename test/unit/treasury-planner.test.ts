@@ -237,6 +237,7 @@ describe('policy file', () => {
         minMove: U,
         maxFeeBps: null,
         maxTotal: 100_000n * U,
+        via: null,
       },
     });
   });

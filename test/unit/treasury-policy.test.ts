@@ -86,6 +86,22 @@ describe('policy keys and structure', () => {
     ).toEqual(['chains.ARB: is given twice', 'min_move: is given twice']);
   });
 
+  it('reads via: the road of its moves, EVM chains only on CCTP', () => {
+    const evm = 'chains: { BASE: { target: 1 }, ARB: { target: 2 } }\n';
+    expect(ok(parsePolicy(`${evm}via: cctp\n`, 'p.yaml')).via).toBe('cctp');
+    expect(ok(parsePolicy(`${evm}via: CCTP-FAST\n`, 'p.yaml')).via).toBe('cctp-fast');
+    expect(ok(parsePolicy(evm, 'p.yaml')).via).toBeNull();
+    expect(problems(`${evm}via: bridge\n`)).toEqual([
+      'via: must be one of service, cctp, cctp-fast, not "bridge"',
+    ]);
+    expect(problems('chains: { BASE: { target: 1 }, SOLANA: { target: 2 } }\nvia: cctp\n')).toEqual([
+      'via: cctp runs between EVM chains only; chains.SOLANA needs via: service',
+    ]);
+    expect(ok(parsePolicy('chains: { SOLANA: { target: 2 } }\nvia: service\n', 'p.yaml')).via).toBe(
+      'service',
+    );
+  });
+
   it('says what a value should be, not that it is missing', () => {
     expect(problems('name: 5\nchains: [BASE]\n')).toEqual([
       'chains: must be a mapping of chains to { min, target } (e.g. BASE: { min: 5000, target: 20000 }), not a list',
@@ -98,7 +114,7 @@ describe('policy keys and structure', () => {
     expect(problems('chains: { BASE: { min: 1 } }\n')).toEqual(['chains.BASE.target: is required']);
     expect(problems('')).toEqual(['chains: is required']);
     expect(problems('- 1\n- 2\n')).toEqual([
-      '(file): must be a mapping of name, chains, min_move, max_fee_bps and max_total, not a list',
+      '(file): must be a mapping of name, chains, min_move, max_fee_bps, max_total and via, not a list',
     ]);
     // A name written as a number is the text written.
     expect(ok(parsePolicy('name: 007\nchains: { BASE: { target: 1 } }\n', 'p.yaml')).name).toBe('007');

@@ -42,6 +42,7 @@ function doc(over: Partial<BatchStatus> = {}): BatchStatus {
     batch_id: 'payroll-1',
     created_at: '2025-06-01T12:00:00.000Z',
     source: 'csv',
+    via: 'service',
     submitted_by: 'cli:ops',
     complete: false,
     settled: false,
@@ -82,6 +83,15 @@ describe('batch pages: HTML from outside values', () => {
     const inner = html`<b>${EVIL}</b>`;
     expect(html`<p>${inner}</p>`.toString()).toBe(`<p><b>${escapeHtml(EVIL)}</b></p>`);
     expect(html`<p>${[EVIL, null, false, undefined, 3]}</p>`.toString()).toBe(`<p>${escapeHtml(EVIL)}3</p>`);
+  });
+
+  it('shows the batch’s road on the batch page and in the batches list', () => {
+    expect(batchPage(doc({ via: 'cctp-fast' }), view).toString()).toContain(
+      'via <span data-via>cctp-fast</span>',
+    );
+    expect(batchesPage([doc({ via: 'cctp' })], 100).toString()).toContain(
+      '<td data-label="via" data-via>cctp</td>',
+    );
   });
 
   it('shows a hostile memo, error message, wait reason and held reason as text', () => {

@@ -10,10 +10,12 @@ import { dryRunBatch, type DryRunReport } from '../../ingest/dry-run.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import type { NewRecipientTotal } from '../../ingest/hold-rules.ts';
 import type { WholeInputRefusal } from '../../ingest/ingest-issue.ts';
+import { onRoad } from '../../ingest/road-rows.ts';
 import { loadScreen } from '../../ops/screening-watch.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
+import type { TransferRoad } from '../../domain/roads.ts';
 import type { readWallets } from '../../ops/wallets.ts';
 import {
   availableText,
@@ -32,11 +34,12 @@ import { intentsText, outcomeText, pausedSince, settledText, totalsLines } from 
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, progressBar, table } from '../format.ts';
 import { counted } from '../../domain/plural.ts';
-import { parseOptions, type Options } from '../options.ts';
+import { parseOptions, roadOption, type Options } from '../options.ts';
 
 /** The options of `enqueue` (docs/operating.md "The commands"), parsed by parseOptions. */
 const ENQUEUE_OPTIONS = {
   batchId: 'text',
+  via: 'text',
   skipInvalid: 'flag',
   allowDuplicates: 'flag',
   expectRows: 'text',
@@ -65,11 +68,12 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   if (flags.dryRun) {
     const config = loadConfig(readEnv(), { service: true });
     const logger = createLogger(config.logLevel, undefined, config.logFormat);
-    return await dryRun(config, logger, await validateFile(config, file), flags);
+    const input = onRoad(await validateFile(config, file), file.via ?? config.transferVia);
+    return await dryRun(config, logger, input, flags);
   }
   return await withCli({}, async (ctx) => {
     await warnOnWorkerControls(ctx);
-    return await enqueueFile(ctx, await validateFile(ctx.config, file), flags);
+    return await enqueueFile(ctx, await validateFile(ctx.config, file), flags, file.via);
   });
 }
 
@@ -80,6 +84,8 @@ type FileArgs = {
   readonly expectRows: number | undefined;
   readonly expectTotal: bigint | undefined;
   readonly allowDuplicates: boolean;
+  /** `--via`: undefined for TRANSFER_VIA's road. */
+  readonly via: TransferRoad | undefined;
 };
 
 function parseFileArgs(args: string[], flags: EnqueueFlags): FileArgs {
@@ -109,7 +115,14 @@ function parseFileArgs(args: string[], flags: EnqueueFlags): FileArgs {
     if (err instanceof ValidationError) throw err;
     throw usage('FILE', `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
-  return { path: file, size, expectRows, expectTotal, allowDuplicates: flags.allowDuplicates === true };
+  return {
+    path: file,
+    size,
+    expectRows,
+    expectTotal,
+    allowDuplicates: flags.allowDuplicates === true,
+    via: roadOption(flags.via),
+  };
 }
 
 /** Validates the whole file, with progress on stderr on a terminal or for a large file. */
@@ -133,7 +146,12 @@ async function validateFile(config: Config, file: FileArgs): Promise<ValidatedIn
 }
 
 /** Enqueues the validated file and prints the outcome (and, with --wait, the finished batch). */
-async function enqueueFile(ctx: CliContext, input: ValidatedInput, flags: EnqueueFlags): Promise<number> {
+async function enqueueFile(
+  ctx: CliContext,
+  input: ValidatedInput,
+  flags: EnqueueFlags,
+  via: TransferRoad | undefined,
+): Promise<number> {
   let outcome: EnqueueOutcome;
   try {
     outcome = await ctx.acknowledged(() =>
@@ -144,6 +162,7 @@ async function enqueueFile(ctx: CliContext, input: ValidatedInput, flags: Enqueu
           source: 'csv',
           actor: ctx.actor,
           batchId: flags.batchId,
+          via,
           skipInvalid: flags.skipInvalid === true,
           allowDuplicates: flags.allowDuplicates === true,
         },
@@ -227,6 +246,7 @@ function printJson(doc: unknown): void {
 function outcomeDocument(o: EnqueueOutcome) {
   return {
     batch_id: o.batchId,
+    via: o.via,
     created: o.created,
     held: o.held,
     held_reason: o.heldReason,
@@ -295,6 +315,7 @@ function printOutcome(o: EnqueueOutcome): void {
       `batch ${o.batchId}: ${o.resumed ? 'completed an interrupted enqueue' : 'enqueued'}${o.held ? ' (held for approval)' : ''}`,
     );
   if (o.held && o.heldReason) out(`  held        ${o.heldReason}`);
+  out(`  via         ${o.via}`);
   out(`  accepted    ${o.accepted}`);
   out(`  rejected    ${o.rejected}`);
   out(`  duplicates  ${o.duplicates}`);

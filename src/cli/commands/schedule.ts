@@ -6,6 +6,7 @@ import { bufferSource } from '../../ingest/csv-source.ts';
 import { screenRecipients } from '../../ingest/hold-rules.ts';
 import type { IngestIssue } from '../../ingest/ingest-issue.ts';
 import { firstIssues } from '../../ingest/issue-list.ts';
+import { onRoad } from '../../ingest/road-rows.ts';
 import { validateCsv } from '../../ingest/validate-input.ts';
 import { checkScheduleSpec, SCHEDULE_NAME_PATTERN } from '../../queue/schedule-identity.ts';
 import {
@@ -22,7 +23,7 @@ import { parsePolicy, readPolicyFile } from '../../treasury/policy.ts';
 import { auditOf, withCli, type CliContext } from '../context.ts';
 import { EXIT } from '../exit-codes.ts';
 import { issueReport, jsonText, table } from '../format.ts';
-import { parseOptions } from '../options.ts';
+import { parseOptions, roadOption } from '../options.ts';
 
 // The CSV is kept in Redis and validated again at every firing: a schedule is for a treasury or
 // payroll file, not for a bulk import of millions of rows.
@@ -42,7 +43,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     case 'add':
       return await add(
         checkName(name),
-        parseOptions({ cron: 'text', file: 'text', rebalance: 'text', tz: 'text' }, options),
+        parseOptions({ cron: 'text', file: 'text', rebalance: 'text', tz: 'text', via: 'text' }, options),
       );
     case 'list':
       return await list(parseOptions({ json: 'flag' }, options).json);
@@ -115,8 +116,10 @@ async function add(
     readonly file?: string | undefined;
     readonly rebalance?: string | undefined;
     readonly tz?: string | undefined;
+    readonly via?: string | undefined;
   },
 ): Promise<number> {
+  const via = roadOption(flags.via);
   const cron = flags.cron ?? '';
   const tz = flags.tz ?? 'UTC';
   const file = flags.file ?? '';
@@ -125,12 +128,18 @@ async function add(
     throw usage('SCHEDULE_SOURCE', 'schedule add needs either --file FILE.csv or --rebalance POLICY.yaml');
   const spec = checkScheduleSpec(cron, tz);
   if (!spec.ok) throw usage('SCHEDULE_CRON', spec.message);
+  if (rebalance !== undefined && via !== undefined)
+    throw usage('SCHEDULE_VIA', '--via is for a --file schedule; a rebalancing policy names its road (via:)');
   if (rebalance !== undefined) return await addRebalance(name, cron, tz, rebalance);
   const csv = readScheduleCsv(file);
 
   return await withSchedules(async (ctx, deps) => {
     // Strict, as `enqueue` without flags: a schedule that would be refused at every firing is refused now.
-    const input = await validateCsv(bufferSource(csv), { maxTransferUsdc: ctx.config.maxTransferUsdc });
+    // On CCTP, a SOLANA row is an invalid row: refused now rather than at every firing.
+    const input = onRoad(
+      await validateCsv(bufferSource(csv), { maxTransferUsdc: ctx.config.maxTransferUsdc }),
+      via ?? ctx.config.transferVia,
+    );
     const problems = csvProblems(input, ctx.config.maxBatchUsdc);
     if (input.fatal || problems.length > 0) {
       out(`rejected: schedule ${name} was not added`);
@@ -148,6 +157,7 @@ async function add(
         createdBy: ctx.actor,
         rows: input.transfers.length,
         total,
+        via,
       });
       await recordAudit(auditOf(ctx), {
         who: ctx.actor,
@@ -159,6 +169,7 @@ async function add(
           tz,
           rows: input.transfers.length,
           amount: formatUsdc(total),
+          ...(via !== undefined ? { via } : {}),
           replaced: put.replaced,
         },
       });
@@ -168,6 +179,7 @@ async function add(
     out(`  cron         ${cron} (${tz})`);
     out(`  rows         ${input.transfers.length}`);
     out(`  total        ${formatUsdc(total)} USDC per firing`);
+    out(`  via          ${via ?? `${ctx.config.transferVia} (TRANSFER_VIA at each firing)`}`);
     out(`  next firing  ${next === null ? '-' : new Date(next).toISOString()}`);
     out(`  batch ids    ${name}-YYYYMMDDTHHMMSSZ (UTC time of each firing)`);
     const threshold = ctx.config.approvalThresholdUsdc;

@@ -27,7 +27,7 @@ function approvalLines(doc: BatchStatus): string[] {
 export function renderStatus(doc: BatchStatus, state?: TransferState): string {
   const c = doc.counts;
   const lines = [
-    `batch ${doc.batch_id}  (${doc.source}, created ${doc.created_at ?? '?'}${doc.submitted_by ? ` by ${doc.submitted_by}` : ''})`,
+    `batch ${doc.batch_id}  (${doc.source}, via ${doc.via}, created ${doc.created_at ?? '?'}${doc.submitted_by ? ` by ${doc.submitted_by}` : ''})`,
     ...(doc.paused ? [pausedLine(doc.paused)] : []),
     `outcome: ${outcomeText(doc)}`,
     `complete: ${doc.complete ? 'yes' : 'no'}  intents settled: ${settledText(doc.settled)}${doc.held ? `  HELD for approval: ${doc.held_reason ?? ''}` : ''}`,

@@ -115,6 +115,15 @@ function printReport(r: WalletsReport): void {
 }
 
 /**
+ * The owner's native gas, and LOW when it cannot pay for its next transactions (an approval, a
+ * burn and a mint at the chain's gas price now: docs/cctp.md "Funding owners with gas").
+ */
+function gasText(c: NonNullable<WalletsReport['evm']>['chains'][number]): string {
+  if (c.native_gas === null) return 'unavailable';
+  return c.gas_low === true ? `${c.native_gas} LOW (needs ${c.gas_needed ?? '?'})` : c.native_gas;
+}
+
+/**
  * One owner's chains. `in flight` is its balance reserved for transfers the chain has not shown
  * paid yet (`P:reserve`), which `balanceOf` may still include; the columns before it keep the order
  * they had before several owners existed.
@@ -122,7 +131,7 @@ function printReport(r: WalletsReport): void {
 function ownerTable(r: WalletsReport, chains: NonNullable<WalletsReport['evm']>['chains']): string {
   const redisDown = r.redis === 'ok' ? '-' : 'unavailable';
   return table(
-    ['chain', 'rpc', 'permit nonce', 'USDC balance', 'pool next', 'in flight', 'pool lease'],
+    ['chain', 'rpc', 'permit nonce', 'USDC balance', 'pool next', 'in flight', 'pool lease', 'native gas'],
     chains.map((c) => [
       c.chain,
       c.rpc ? 'yes' : 'no',
@@ -137,6 +146,7 @@ function ownerTable(r: WalletsReport, chains: NonNullable<WalletsReport['evm']>[
       c.nonce_pool?.holder
         ? `nonce ${c.nonce_pool.held_nonce ?? '?'} held by ${c.nonce_pool.holder} until ${c.nonce_pool.lease_until ?? '?'}`
         : '-',
+      c.rpc ? gasText(c) : '-',
     ]),
   );
 }

@@ -1,4 +1,5 @@
 import { formatUsdc } from '../../domain/money.ts';
+import { isTransferRoad, TRANSFER_ROADS, type TransferRoad } from '../../domain/roads.ts';
 import { enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import { bufferSource } from '../../ingest/csv-source.ts';
 import { readJsonBatch } from '../../ingest/json-source.ts';
@@ -7,7 +8,7 @@ import { validateCsv, validateJson, type ValidatedInput } from '../../ingest/val
 import { actorOf, type RoutePlugin } from '../route-deps.ts';
 import { batchesPostSchema } from '../schemas/route-schemas.ts';
 import { verifySignature } from '../auth.ts';
-import { HttpError, unauthorized } from '../http-errors.ts';
+import { badQuery, HttpError, unauthorized } from '../http-errors.ts';
 import { parseJsonBody } from '../json-body.ts';
 import { scanJsonBody } from '../json-scan.ts';
 import { acknowledged } from '../../store/replica-acks.ts';
@@ -20,7 +21,7 @@ const flag = (v: unknown): boolean => v === 'true' || v === '1' || v === '';
 /**
  * `POST /v1/batches` (docs/operating.md "CSV format", docs/http-api.md): a CSV (`text/csv`) or a JSON document, validated by the
  * same code as `usdc-batch enqueue`. Query options: `skip_invalid`, `allow_duplicates`, and for CSV
- * `batch_id`. The body is taken raw (this plugin's own parsers), because the HMAC signature covers
+ * `batch_id` and `via`. The body is taken raw (this plugin's own parsers), because the HMAC signature covers
  * the exact bytes sent.
  */
 export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
@@ -59,6 +60,8 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     let input: ValidatedInput;
     let batchId = typeof query['batch_id'] === 'string' ? query['batch_id'] : undefined;
     let callbackUrl: string | undefined;
+    // The query's `via` for CSV; a JSON body carries its own.
+    let via = queryRoad(query['via']);
     if (type === JSON_TYPE) {
       const text = raw.toString('utf8').replace(/^\uFEFF/, '');
       // A hostile shape is refused in one pass that lets other requests in, before anything is built.
@@ -74,6 +77,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
       }
       batchId = batch.batchId ?? batchId;
       callbackUrl = batch.callbackUrl;
+      via = batch.via ?? via;
       input = await validateJson(batch, limits);
     } else {
       input = await validateCsv(bufferSource(raw), limits);
@@ -87,6 +91,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
           source: 'http',
           actor: actorOf(request),
           batchId,
+          via,
           skipInvalid: flag(query['skip_invalid']),
           allowDuplicates: limits.allowDuplicates,
           callbackUrl,
@@ -104,6 +109,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     }
     return reply.status(202).send({
       batch_id: outcome.batchId,
+      via: outcome.via,
       created: outcome.created,
       held: outcome.held,
       accepted: outcome.accepted,
@@ -115,6 +121,13 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     });
   });
 };
+
+/** The query's `via`: one of the roads (a 400 naming it otherwise), or undefined. */
+function queryRoad(value: unknown): TransferRoad | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && isTransferRoad(value)) return value;
+  throw badQuery(`via must be one of ${TRANSFER_ROADS.join(', ')}`);
+}
 
 function rejectionMessage(o: EnqueueOutcome): string {
   const n = o.errorCount;

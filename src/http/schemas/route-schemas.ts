@@ -1,4 +1,5 @@
 import type { FastifySchema } from 'fastify';
+import { TRANSFER_ROADS } from '../../domain/roads.ts';
 import { TRANSFER_STATES } from '../../domain/transfer.ts';
 import { AUDIT_ACTIONS } from '../../store/audit.ts';
 import { batchIdParams, errorAnswers, isoTime, jsonAnswer, nullable, usdc } from './common.ts';
@@ -59,6 +60,11 @@ export const batchesPostSchema: FastifySchema = {
     type: 'object',
     properties: {
       batch_id: { type: 'string', description: 'CSV only (JSON carries its own)' },
+      via: {
+        type: 'string',
+        enum: [...TRANSFER_ROADS],
+        description: 'CSV only (JSON carries its own): the road of the batch; default TRANSFER_VIA',
+      },
       skip_invalid: { type: 'string', enum: ['true', '1', ''] },
       allow_duplicates: { type: 'string', enum: ['true', '1', ''] },
     },
@@ -80,6 +86,11 @@ export const batchesPostSchema: FastifySchema = {
           required: ['transfers'],
           properties: {
             batch_id: { type: 'string' },
+            via: {
+              type: 'string',
+              enum: [...TRANSFER_ROADS],
+              description: 'the road every transfer takes (docs/cctp.md); default TRANSFER_VIA',
+            },
             transfers: { type: 'array', items: transferInput },
             expect: {
               type: 'object',
@@ -97,6 +108,7 @@ export const batchesPostSchema: FastifySchema = {
       required: ['batch_id', 'accepted', 'rejected'],
       properties: {
         batch_id: { type: 'string' },
+        via: { type: 'string', enum: [...TRANSFER_ROADS] },
         created: { type: 'boolean' },
         held: { type: 'boolean' },
         accepted: { type: 'integer' },

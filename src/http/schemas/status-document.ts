@@ -1,3 +1,4 @@
+import { TRANSFER_ROADS } from '../../domain/roads.ts';
 import { TRANSFER_STATES } from '../../domain/transfer.ts';
 import type { BatchStatus } from '../../present/batch-status.ts';
 import type { BatchSummary } from '../../present/batch-summary.ts';
@@ -76,11 +77,12 @@ export const transferView = {
 export const batchSummary = {
   $id: 'BatchSummary',
   type: 'object',
-  required: ['batch_id', 'created_at', 'source', 'submitted_by', 'complete', 'settled', 'held', 'held_reason', 'approval_digest', 'approvals', 'approvals_required', 'counts', 'totals'],
+  required: ['batch_id', 'created_at', 'source', 'via', 'submitted_by', 'complete', 'settled', 'held', 'held_reason', 'approval_digest', 'approvals', 'approvals_required', 'counts', 'totals'],
   properties: {
     batch_id: { type: 'string' },
     created_at: nullable(isoTime),
     source: { type: 'string', enum: ['csv', 'http', 'schedule', 'rebalance'] },
+    via: { type: 'string', enum: [...TRANSFER_ROADS], description: 'the road its transfers take: the transfer service, or Circle\'s CCTP v2 directly (Standard or Fast); docs/cctp.md' },
     submitted_by: nullable({ type: 'string', description: 'who enqueued it: an HTTP credential\'s name, cli:<name>, schedule:<name>; null for a batch enqueued before this was recorded' }),
     complete: { type: 'boolean', description: 'every transfer is final' },
     settled: {

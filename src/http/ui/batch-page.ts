@@ -34,7 +34,7 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
   const body = html`<h1>Batch <span class="mono" data-batch-id>${doc.batch_id}</span></h1>
     ${statusBadges(doc)}
     <p class="muted">
-      ${doc.source}, created
+      ${doc.source}, via <span data-via>${doc.via}</span>, created
       ${shortTime(doc.created_at)}${doc.submitted_by ? html` by <span data-submitted-by>${doc.submitted_by}</span>` : null},
       ${counted(rowCount(doc.counts), 'transfer')}.${refreshNote(refresh)}
     </p>

@@ -25,6 +25,7 @@ function batchesTable(batches: readonly BatchSummary[]): Html {
           <th>batch</th>
           <th>created</th>
           <th>source</th>
+          <th>via</th>
           <th>progress</th>
           <th>transfers</th>
           <th>amount</th>
@@ -48,6 +49,7 @@ function batchRow(b: BatchSummary): Html {
     </td>
     <td data-label="created" class="num">${shortTime(b.created_at)}</td>
     <td data-label="source">${b.source}</td>
+    <td data-label="via" data-via>${b.via}</td>
     <td data-label="progress">${stateBar(c)}<span class="muted">${done}/${rowCount(c)} final</span></td>
     <td data-label="transfers">${c.submitted} submitted${unpaid(b)}</td>
     <td data-label="amount" class="num">${b.totals.amount}</td>

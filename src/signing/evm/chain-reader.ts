@@ -27,6 +27,10 @@ export type EvmChainReader = ChainReader & {
   usdcVersion(chain: EvmChain): Promise<string | undefined>;
   /** Whether `EVM_RPC_URL_<chain>` is configured. */
   hasRpc(chain: EvmChain): boolean;
+  /** The native balance (wei) of `owner` (eth_getBalance); undefined without RPC for the chain. */
+  nativeBalance(chain: EvmChain, owner: string): Promise<bigint | undefined>;
+  /** The chain's current gas price (wei per gas, eth_gasPrice); undefined without RPC. */
+  gasPrice(chain: EvmChain): Promise<bigint | undefined>;
   /** USDC's `isBlacklisted(address)` at `latest` (FiatToken's blacklist); undefined without an RPC. */
   usdcBlacklisted(chain: EvmChain, address: string): Promise<boolean | undefined>;
 };
@@ -207,6 +211,14 @@ async function readPlausibleBalance(ep: Endpoint, owner: string): Promise<bigint
 }
 const PLAUSIBILITY_RETRY_MS = 500;
 
+/** A JSON-RPC quantity answer as a bigint, or a ChainReadError naming the method. */
+async function readQuantity(ep: Endpoint, method: string, params: unknown[]): Promise<bigint> {
+  const result = await rpcCall(ep, method, params);
+  if (typeof result !== 'string' || !QUANTITY.test(result))
+    throw readFailure(ep, `${method} answered no quantity`);
+  return BigInt(result);
+}
+
 /** The block a transaction was mined in, or null while the node has no receipt for it. */
 async function readTxBlock(ep: Endpoint, hash: string): Promise<bigint | null> {
   const receipt = await rpcCall(ep, 'eth_getTransactionReceipt', [hash]);
@@ -271,6 +283,8 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     txBlock: onChain(readTxBlock),
     usdcName: onChain((ep) => readString(ep, 'name')),
     usdcVersion: onChain((ep) => readString(ep, 'version')),
+    nativeBalance: onChain((ep, owner: string) => readQuantity(ep, 'eth_getBalance', [owner, 'latest'])),
+    gasPrice: onChain((ep) => readQuantity(ep, 'eth_gasPrice', [])),
     usdcBlacklisted: onChain(readBlacklisted),
   };
 }

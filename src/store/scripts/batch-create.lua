@@ -10,11 +10,12 @@
     ARGV[3..] the record's field/value pairs
 
   Output:
-    {} when the record was created, else {digest, enqueued} of the existing one
+    {} when the record was created, else {digest, enqueued, via} of the existing one (via '' when
+    the record predates roads: it took the service)
 ]]
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  local v = redis.call('HMGET', KEYS[1], 'digest', 'enqueued')
-  return {v[1] or '', v[2] or '0'}
+  local v = redis.call('HMGET', KEYS[1], 'digest', 'enqueued', 'via')
+  return {v[1] or '', v[2] or '0', v[3] or ''}
 end
 -- One HSET per slice of fields, not one per field (a batch with many dropped rows has many: a
 -- slice stays under Lua's unpack limit of ~8,000 values).

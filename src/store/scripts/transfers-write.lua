@@ -17,7 +17,8 @@
     ARGV[1] batch id
     ARGV[2] now (ms)
     ARGV[3] when the day's fingerprint set expires (ms since the epoch)
-    ARGV[4..] 10 per transfer: payment fingerprint, id, line, from, to, amount, recipient, memo,
+    ARGV[4] the batch's road (`via`: service, cctp or cctp-fast), written on each record
+    ARGV[5..] 10 per transfer: payment fingerprint, id, line, from, to, amount, recipient, memo,
               payout ('1' when the id is the file's), new_recipient ('1' when not in the address book)
 
   Output:
@@ -29,13 +30,13 @@ local members = {}
 local fps = KEYS[3]
 local n = #KEYS - 3
 local ids = {}
-for i = 1, n do ids[i] = ARGV[3 + (i - 1) * 10 + 2] end
+for i = 1, n do ids[i] = ARGV[4 + (i - 1) * 10 + 2] end
 local rows = n > 0 and redis.call('ZMSCORE', KEYS[1], unpack(ids)) or {}
 -- An id twice in one chunk (ingest refuses that) would find the record its first row wrote.
 local written = {}
 for i = 1, n do
   local tk = KEYS[3 + i]
-  local a = 3 + (i - 1) * 10
+  local a = 4 + (i - 1) * 10
   local fp = ARGV[a + 1]
   local id = ARGV[a + 2]
   local state = (rows[i] or written[id]) and redis.call('HGET', tk, 'state')
@@ -46,11 +47,12 @@ for i = 1, n do
       redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 3], 'from', ARGV[a + 4],
         'to', ARGV[a + 5], 'amount', ARGV[a + 6], 'recipient', ARGV[a + 7], 'memo', ARGV[a + 8],
         'payout', ARGV[a + 9], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2],
-        'new_recipient', '1')
+        'via', ARGV[4], 'new_recipient', '1')
     else
       redis.call('HSET', tk, 'id', id, 'batch_id', ARGV[1], 'line', ARGV[a + 3], 'from', ARGV[a + 4],
         'to', ARGV[a + 5], 'amount', ARGV[a + 6], 'recipient', ARGV[a + 7], 'memo', ARGV[a + 8],
-        'payout', ARGV[a + 9], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2])
+        'payout', ARGV[a + 9], 'state', 'queued', 'attempts', '0', 'updated_at', ARGV[2],
+        'via', ARGV[4])
     end
     members[#members + 1] = ARGV[a + 3]
     members[#members + 1] = id
