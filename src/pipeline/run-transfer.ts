@@ -16,6 +16,8 @@ import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
 import { enforceWorkerControls } from './worker-controls.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
+import { cctpFlow } from './cctp/cctp-flow.ts';
+import { cctpEstimateAndGuard } from './cctp/cctp-estimate.ts';
 import { evmFlow } from './evm/evm-flow.ts';
 import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
 import { finish } from './outcomes.ts';
@@ -160,17 +162,21 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     await saveStep(ctx, { uncertain: true, sendState: 'idle' });
   }
 
-  if (!hasPayload(current(ctx).steps)) {
-    const guarded = await estimateAndGuard(ctx);
+  const road = current(ctx).via;
+  if (!hasPayload(current(ctx).steps, current(ctx))) {
+    // The same pre-sign checks on both roads; only the estimate asks another party (cctp-estimate.ts).
+    const guarded = road === 'service' ? await estimateAndGuard(ctx) : await cctpEstimateAndGuard(ctx);
     if (guarded) return guarded;
     const refused = await enforceWorkerControls(ctx);
     if (refused) return refused;
     const held = await holdUnlessCleared(ctx.deps, current(ctx), () => saveEstimateNow(ctx));
     if (held) return held;
-    // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
+    // EVM rows take the cap once their owner's balance (or, on the CCTP road, lease) is theirs.
     if (!isEvmChain(current(ctx).from)) await reserveDailySpend(ctx);
   }
   rec = current(ctx);
+  // The CCTP road (cctp/cctp-flow.ts): after every pre-sign check above.
+  if (road !== 'service') return await cctpFlow(ctx, ctx.deps.cctp);
   if (rec.from === 'SOLANA') {
     if (!ctx.deps.solana) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
     return await solanaFlow(ctx, ctx.deps.solana);
