@@ -156,11 +156,36 @@ async function reattest(look: Look, nonce: string): Promise<CctpLook> {
   return 'pending';
 }
 
+/**
+ * The message's nonce is used on the destination: minted, by anyone. Where it was our mint (its call
+ * saved, and stepped once more to its receipt), the status shows that transaction.
+ */
 async function mintedByAnyone(look: Look, nonce: string): Promise<CctpLook> {
-  look.said('mint', `nonce ${nonce} is used on ${look.to}: minted`);
-  await save(look, { nonce, attestation: 'complete' });
+  const ours = await ourMintTx(look, nonce);
+  look.said('mint', `nonce ${nonce} is used on ${look.to}: minted${ours ? ` by ${ours}` : ''}`);
+  await save(look, { nonce, attestation: 'complete', ...(ours ? { mintTx: ours } : {}) });
   return 'complete';
 }
+
+async function ourMintTx(look: Look, nonce: string): Promise<string | undefined> {
+  const { d, to, owner } = look;
+  const id = mintCallId(nonce, look.rec.cctp.mintGen ?? 1);
+  const saved = await d.cctp.sender.saved(to, owner, id);
+  if (!saved || saved.versions.length === 0) return undefined;
+  const step = saved.done
+    ? undefined
+    : await d.cctp.sender.step(to, owner, {
+        id,
+        to: saved.to,
+        data: saved.data,
+        value: saved.value,
+        gas: saved.gas,
+      });
+  const done = saved.done ?? (step?.kind === 'mined' ? step : undefined);
+  return done?.success ? done.hash : undefined;
+}
+
+const mintCallId = (nonce: string, gen: number) => `cctp-mint:${nonce}:${gen}`;
 
 /** One step of the mint; `complete` once it is mined, or the nonce is seen used. */
 async function mintStep(look: Look, m: Extract<CctpApiMessage, { status: 'complete' }>): Promise<CctpLook> {
@@ -168,7 +193,7 @@ async function mintStep(look: Look, m: Extract<CctpApiMessage, { status: 'comple
   const gen = look.rec.cctp.mintGen ?? 1;
   const transmitter = cctpAddressesOf(d.config, to).messageTransmitter;
   const call = {
-    id: `cctp-mint:${m.nonce}:${gen}`,
+    id: mintCallId(m.nonce, gen),
     to: transmitter,
     data: receiveMessageData(m.message, m.attestation),
     gas: MINT_GAS,
