@@ -6,9 +6,10 @@ import { parseUsdc } from '../../src/domain/money.ts';
 import type { TransferRoad } from '../../src/domain/roads.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
+import type { SpawnedProcess } from '../helpers/cli.ts';
 import { waitFor } from '../helpers/cli.ts';
-import { startStack, type Stack } from '../helpers/e2e.ts';
-import { randomEvmAddress, type Row } from '../helpers/fixtures.ts';
+import { startStack, waitsCounted, type Stack } from '../helpers/e2e.ts';
+import { randomEvmAddress, TEST_EVM_ADDRESS, type Row } from '../helpers/fixtures.ts';
 
 /**
  * The CCTP road end to end (docs/cctp.md "The flow"): batches enqueued through the CLI, worker
@@ -79,8 +80,29 @@ async function enqueueVia(rows: Row[], via: TransferRoad): Promise<string> {
   return batchId;
 }
 
-function startWorker(extra: Record<string, string> = {}) {
-  return stack.startWorker({ CCTP_API_URL: stack.sandbox.cctp.api_url, ...extra });
+let running: SpawnedProcess[] = [];
+
+function startWorker(extra: Record<string, string> = {}): SpawnedProcess {
+  const w = stack.startWorker({ CCTP_API_URL: stack.sandbox.cctp.api_url, ...extra });
+  running.push(w);
+  return w;
+}
+
+/** Each case starts with no worker of an earlier case running. */
+async function stopWorkers(): Promise<void> {
+  await Promise.all(running.map((w) => w.stop(10_000)));
+  running = [];
+}
+
+const prefix = () => stack.env['QUEUE_PREFIX'] as string;
+const cctpRequests = async () => (await stack.sandbox.admin.requests()).filter((r) => r.op === 'cctp').length;
+
+/** The number of transfers of the batch whose record says `field` is set. */
+async function countWith(batchId: string, rows: Row[], field: string): Promise<number> {
+  const k = keys(prefix());
+  let n = 0;
+  for (const r of rows) if (await stack.client.hexists(k.transfer(batchId, r.id as string), field)) n++;
+  return n;
 }
 
 /** Waits until every transfer of the batch is submitted and minted (`intent_status` complete). */
@@ -142,5 +164,135 @@ describe('the CCTP road', () => {
       ...fast.map((r) => [r.id, 'cctp-fast'] as const),
     ]);
     await expectMintedOnce([...std, ...fast], roads, before);
+  });
+
+  it('after kill -9 of its workers mid-burn and mid-mint, and two workers minting at once, burns and mints every row exactly once', async () => {
+    await stopWorkers();
+    const rows = cctpRows(10, 'kill');
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp-fast'] as const));
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    // Killed once a burn is saved (its transaction signed and about to be sent, or sent), before
+    // every row is burned: the owner's lease and the transfer's lock are left behind.
+    const first = startWorker();
+    await waitFor('a burn saved', async () => (await countWith(batchId, rows, 'cctp_burn_tx')) >= 3, {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+    });
+    await first.kill9();
+    // Killed again once a mint is on its way (a message attested for a row), before all are minted.
+    const second = startWorker();
+    await waitFor('an attestation seen', async () => (await countWith(batchId, rows, 'cctp_nonce')) >= 1, {
+      timeoutMs: 90_000,
+      intervalMs: 20,
+    });
+    await second.kill9();
+    // Two workers finish it: both follow the intents, both may step one message's mint.
+    startWorker();
+    startWorker();
+    const doc = await waitMinted(batchId, 180_000);
+    expect(doc.transfers.map((t) => [t.id, t.state])).toEqual(rows.map((r) => [r.id, 'submitted']));
+    await expectMintedOnce(rows, roads, before);
+  });
+
+  it('mints through an attestation that 404s for a while and one that expires before its mint (re-attested)', async () => {
+    await stopWorkers();
+    await stack.sandbox.admin.configure({ cctpNotFoundMs: 3_000, cctpExpiredAttestations: 2 });
+    const rows = cctpRows(4, 'slow');
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp'] as const));
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp');
+    startWorker();
+    const doc = await waitMinted(batchId);
+    await stack.sandbox.admin.configure({ cctpNotFoundMs: 0, cctpExpiredAttestations: 0 });
+    expect(doc.counts.submitted).toBe(4);
+    await expectMintedOnce(rows, roads, before);
+  });
+
+  it('a 429 from the attestation API stops every worker asking (a shared pause); the batch goes on once it ends', async () => {
+    await stopWorkers();
+    await stack.sandbox.admin.configure({ faultScript: [{ op: 'cctp', fault: 'rate_limit' }] });
+    const rows = cctpRows(2, 'limited');
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp-fast'] as const));
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    startWorker();
+    startWorker();
+    const paused = `${prefix()}:cctp:paused`;
+    await waitFor(
+      'the shared pause',
+      async () => ((await stack.client.pttl(paused)) > 0 ? true : undefined),
+      {
+        timeoutMs: 60_000,
+        intervalMs: 20,
+      },
+    );
+    // Five minutes, for every worker.
+    expect(await stack.client.pttl(paused)).toBeGreaterThan(4 * 60_000);
+    try {
+      // While the key stands nobody asks: once every transfer met the pause, and met it twice more
+      // (any request begun before the pause has landed by then), no request reached the API.
+      const waits = () => waitsCounted(stack.client, prefix(), 'rate_limit');
+      await waitFor('a transfer waiting on the pause', async () => (await waits()) >= 2, {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      });
+      const asked = await cctpRequests();
+      const seen = await waits();
+      await waitFor('the transfers to meet the pause again', async () => (await waits()) >= seen + 2, {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      });
+      expect(await cctpRequests()).toBe(asked);
+      expect((await stack.status(batchId)).transfers.some((t) => t.intent_status === 'complete')).toBe(false);
+    } finally {
+      // The five minutes pass (the key is what every worker reads).
+      await stack.client.del(paused);
+    }
+    await waitMinted(batchId);
+    await expectMintedOnce(rows, roads, before);
+  });
+
+  it('a burn that reverts moved nothing: failed with the receipt as evidence, and nothing burned or minted', async () => {
+    await stopWorkers();
+    const owner = TEST_EVM_ADDRESS;
+    const held = await balanceOf('POLYGON', owner);
+    // The owner holds no USDC on POLYGON: its burn reverts on chain (the approve goes through).
+    await stack.sandbox.admin.setBalance('POLYGON', owner, '0');
+    const rows: Row[] = [
+      { id: 'revert-0', from: 'POLYGON', to: 'ETH', amount: '5.00', recipient: randomEvmAddress() },
+    ];
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp');
+    startWorker();
+    const doc = await stack.waitComplete(batchId);
+    await stack.sandbox.admin.setBalance('POLYGON', owner, (Number(held) / 1e6).toFixed(6));
+    const t = doc.transfers[0]!;
+    expect(t.state).toBe('failed');
+    expect(t.error?.code).toBe('cctp_burn_reverted');
+    expect(t.evidence.some((l) => /mined with status 0/.test(l))).toBe(true);
+    expect(await balanceOf('ETH', rows[0]!.recipient)).toBe(0n);
+    const after = await supplies();
+    expect(after).toEqual({ ...before, POLYGON: after.POLYGON });
+  });
+
+  it('a gas price above MAX_GAS_GWEI_<CHAIN> waits with that reason, and goes once the cap allows it', async () => {
+    await stopWorkers();
+    const rows = cctpRows(1, 'cap');
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp'] as const));
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp');
+    const chain = rows[0]!.from;
+    const capped = startWorker({ [`MAX_GAS_GWEI_${chain}`]: '0.000001' });
+    const waiting = await waitFor(
+      'the transfer waiting on the gas cap',
+      async () => (await stack.status(batchId)).transfers.find((t) => /gas/i.test(t.wait_reason ?? '')),
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    expect(waiting.state).toBe('in_progress');
+    await capped.stop(10_000);
+    startWorker();
+    await waitMinted(batchId);
+    await expectMintedOnce(rows, roads, before);
   });
 });

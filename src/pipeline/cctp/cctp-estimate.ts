@@ -6,7 +6,7 @@ import { formatUsdc } from '../../domain/money.ts';
 import type { TransferRoad } from '../../domain/roads.ts';
 import { withEstimate } from '../../store/transfer-store.ts';
 import { current, Later, saveStep, type Ctx } from '../context.ts';
-import { finish } from '../outcomes.ts';
+import { finish, waitQueued } from '../outcomes.ts';
 import type { StepOutcome } from '../pipeline-deps.ts';
 
 /*
@@ -35,12 +35,11 @@ export async function cctpEstimateAndGuard(ctx: Ctx): Promise<StepOutcome | unde
     const threshold = thresholdOf(rec.via);
     ctx.report('estimate', `asking Circle's fee route for ${from}→${to} at finality ${threshold}`);
     const res = await cctp.api.fees(CCTP_DOMAIN[from], CCTP_DOMAIN[to]);
-    if (res.kind === 'paused')
-      throw new Later(
-        Math.min(res.ms, 30_000),
-        `CCTP API paused after a 429 (${Math.ceil(res.ms / 1000)} s left)`,
-        'rate_limit',
-      );
+    if (res.kind === 'paused') {
+      // Nothing is begun yet: the transfer waits queued, the reason shown (a cancel may take it).
+      const reason = `CCTP API paused after a 429 (${Math.ceil(res.ms / 1000)} s left): nobody asks until then`;
+      return await waitQueued(ctx, reason, Math.min(res.ms, 5_000), 'rate_limit');
+    }
     if (res.kind !== 'ok') {
       const why = res.kind === 'not-found' ? 'the fee route answered 404' : res.problem;
       throw new Later(5_000, `CCTP fee route: ${why}; asking again`, 'retry');

@@ -9,7 +9,7 @@ import { addEvidence, current, Later, saveStep, wait, type Ctx } from '../contex
 import { reserveDailySpend } from '../daily-cap.ts';
 import { holderOf } from '../evm/owner-turn.ts';
 import { finish, submitted } from '../outcomes.ts';
-import type { StepOutcome } from '../pipeline-deps.ts';
+import type { StepOutcome, WaitKind } from '../pipeline-deps.ts';
 import type { CctpDeps } from './cctp-deps.ts';
 import { decideAfterBurnStep } from './cctp-decision.ts';
 import { notEvm, thresholdOf } from './cctp-estimate.ts';
@@ -118,7 +118,7 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
       });
     }
     if (step.kind === 'waiting' && step.reason !== 'pending')
-      throw new Later(5_000, step.detail, waitKindOf(step));
+      return await waitShown(ctx, step.detail, waitKindOf(step));
     if (Date.now() - started > WATCH_MS)
       throw new Later(WATCH_EVERY_MS, 'the approve is not mined yet', 'retry');
     await wait(ctx, WATCH_EVERY_MS);
@@ -181,7 +181,7 @@ async function driveBurn(b: Burner): Promise<StepOutcome | 'new_burn'> {
         await wait(ctx, WATCH_EVERY_MS);
         continue;
       case 'wait':
-        throw new Later(5_000, step.kind === 'waiting' ? step.detail : 'waiting', waitKindOf(step));
+        return await waitShown(ctx, step.kind === 'waiting' ? step.detail : 'waiting', waitKindOf(step));
       case 'submitted':
         return await burned(b, step.kind === 'mined' ? step.hash : '');
       case 'reverted':
@@ -249,4 +249,14 @@ async function burnUnknown(b: Burner, why: string): Promise<StepOutcome> {
       message: `the fate of the CCTP burn cannot be known: ${why}; check the chain, then use resolve`,
     },
   });
+}
+
+/**
+ * An owner's call that cannot be sent now (the gas cap, the owner's gas, the replicas): the transfer
+ * stays `in_progress` (its call holds a nonce of the owner: it is not for `cancel` to drop), with
+ * the reason shown, and the job comes back.
+ */
+async function waitShown(ctx: Ctx, reason: string, kind: WaitKind): Promise<never> {
+  if (current(ctx).waitReason !== reason) await saveStep(ctx, { waitReason: reason });
+  throw new Later(5_000, reason, kind);
 }
