@@ -38,7 +38,7 @@ export async function cctpFlow(ctx: Ctx, cctp: CctpDeps | undefined): Promise<St
   if (!isEvmChain(rec.from) || !isEvmChain(rec.to)) return await notEvm(ctx);
   if (!cctp) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
   const b: Burner = { ctx, cctp, chain: rec.from, owner: await leasedOwner(ctx, cctp, rec.from) };
-  await reserveDailySpend(ctx);
+  await reserveDailyOrStepBack(b);
   for (;;) {
     if (current(ctx).cctp.burnGen === null) {
       const out = await beginBurn(b);
@@ -46,6 +46,16 @@ export async function cctpFlow(ctx: Ctx, cctp: CctpDeps | undefined): Promise<St
     }
     const out = await driveBurn(b);
     if (out !== 'new_burn') return out;
+  }
+}
+
+/** The daily cap, taken once per transfer; over it, the owner's lease goes back before the wait. */
+async function reserveDailyOrStepBack(b: Burner): Promise<void> {
+  try {
+    await reserveDailySpend(b.ctx);
+  } catch (err) {
+    if (current(b.ctx).cctp.burnGen === null) await releaseLease(b);
+    throw err;
   }
 }
 
