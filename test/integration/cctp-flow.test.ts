@@ -9,7 +9,7 @@ import { keys } from '../../src/store/keys.ts';
 import type { SpawnedProcess } from '../helpers/cli.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { startStack, waitsCounted, type Stack } from '../helpers/e2e.ts';
-import { randomEvmAddress, TEST_EVM_ADDRESS, type Row } from '../helpers/fixtures.ts';
+import { randomEvmAddress, randomSolanaAddress, TEST_EVM_ADDRESS, type Row } from '../helpers/fixtures.ts';
 
 /**
  * The CCTP road end to end (docs/cctp.md "The flow"): batches enqueued through the CLI, worker
@@ -294,5 +294,19 @@ describe('the CCTP road', () => {
     startWorker();
     await waitMinted(batchId);
     await expectMintedOnce(rows, roads, before);
+  });
+
+  it('a SOLANA row that reached the CCTP road (enqueue refuses it) fails with a clear code, nothing signed', async () => {
+    await stopWorkers();
+    const rows: Row[] = [
+      { id: 'sol-0', from: 'BASE', to: 'SOLANA', amount: '2.00', recipient: randomSolanaAddress() },
+    ];
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp');
+    startWorker();
+    const doc = await stack.waitComplete(batchId);
+    expect(doc.transfers[0]).toMatchObject({ state: 'failed', error: { code: 'cctp_route_unsupported' } });
+    expect(doc.transfers[0]?.cctp).toMatchObject({ finality: 2000, burn_tx: null, mint_tx: null });
+    expect(await supplies()).toEqual(before);
   });
 });
