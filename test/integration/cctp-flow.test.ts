@@ -193,7 +193,8 @@ describe('the CCTP road', () => {
     const doc = await waitMinted(batchId, 180_000);
     expect(doc.transfers.map((t) => [t.id, t.state])).toEqual(rows.map((r) => [r.id, 'submitted']));
     await expectMintedOnce(rows, roads, before);
-  });
+    // Two resumes after kill -9: each waits out the dead worker's transfer locks and BullMQ's stall check.
+  }, 300_000);
 
   it('mints through an attestation that 404s for a while and one that expires before its mint (re-attested)', async () => {
     await stopWorkers();
