@@ -23,6 +23,7 @@ import { benchResponsiveness } from './sections/responsiveness.ts';
 import { benchScale } from './sections/scale.ts';
 import { benchSolana } from './sections/solana.ts';
 import { benchTracing } from './sections/tracing.ts';
+import { benchScreening } from './sections/screening.ts';
 import type { Context } from './sections/throughput.ts';
 
 const LATENCY_MS = 20;
@@ -92,7 +93,7 @@ try {
   results.responsiveness = await section('responsiveness', () => benchResponsiveness({ runs, log }));
 
   const needsSandbox = (
-    ['solana', 'evm', 'owners', 'redis', 'scale', 'cluster', 'tracing', 'retention'] as const
+    ['solana', 'evm', 'owners', 'redis', 'scale', 'cluster', 'tracing', 'retention', 'screening'] as const
   ).some(want);
   if (needsSandbox) {
     const sandbox = await startBenchSandbox(LATENCY_MS);
@@ -116,6 +117,9 @@ try {
     results.cluster = await section('cluster', () => benchCluster(ctx, { rows: sizes.clusterRows }));
     results.tracing = await section('tracing', () => benchTracing(ctx, { rows: sizes.tracingRows, runs }));
     results.retention = await section('retention', () => benchRetention(ctx, { rows: sizes.retentionRows }));
+    results.screening = await section('screening', () =>
+      benchScreening(ctx, { ingestRows: sizes.ingestRows, evmRows: sizes.evmRowsOneChain, runs }),
+    );
     await sandbox.close();
   }
 } catch (err) {

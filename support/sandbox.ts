@@ -65,6 +65,10 @@ export type SandboxAdminClient = {
   nativeBalance(chain: EvmChain, address: string): Promise<bigint>;
   /** Sets it for a drill: an owner that cannot pay its CCTP transactions. */
   setNativeBalance(chain: EvmChain, address: string, wei: bigint): Promise<void>;
+  /** USDC's own blacklist on an EVM chain: on (blacklist) or off (unblacklist). */
+  setBlacklisted(chain: EvmChain, address: string, on: boolean): Promise<void>;
+  /** Freezes (on) or thaws (off) a Solana wallet's USDC account; the account's address. */
+  setFrozen(address: string, on: boolean): Promise<string>;
 };
 
 export function sandboxAdmin(url: string): SandboxAdminClient {
@@ -136,6 +140,12 @@ export function sandboxAdmin(url: string): SandboxAdminClient {
     setNativeBalance: async (chain, address, wei) => {
       await call('POST', '/__admin/native-balance', { chain, address, wei: wei.toString() });
     },
+    setBlacklisted: async (chain, address, on) => {
+      await call('POST', on ? '/__admin/blacklist' : '/__admin/unblacklist', { chain, address });
+    },
+    setFrozen: async (address, on) =>
+      (await call<{ usdc_account: string }>('POST', on ? '/__admin/freeze' : '/__admin/thaw', { address }))
+        .usdc_account,
   };
 }
 

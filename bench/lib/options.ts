@@ -2,7 +2,7 @@
  * Bench knobs, from the environment (the bench is a dev tool, not the product: it reads env here).
  * - BENCH_RUNS: runs per measurement (default 3; the median is reported).
  * - BENCH_QUICK=1: small sizes and one run, to develop the bench itself; its numbers mean little.
- * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness: a subset of the sections.
+ * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening: a subset of the sections.
  * - BENCH_OUT: where to write the report (default BENCHMARKS.md at the repository root).
  * - BENCH_TRACE_FILE: the redis section's MONITOR run also writes every command it saw there.
  */
@@ -17,6 +17,7 @@ export const SECTIONS = [
   'tracing',
   'retention',
   'responsiveness',
+  'screening',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 
@@ -74,7 +75,7 @@ export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
           evmRowsPerChain: 500,
           redisRows: 2_000,
           scaleRows: 2_000,
-          clusterRows: 1_000,
+          clusterRows: 500,
           tracingRows: 2_000,
           // Over 1,000 finished jobs per queue in the first batch (a third of the rows on SOLANA, the
           // rest over four EVM chains), so the second one is measured with the kept jobs at their cap.

@@ -177,7 +177,7 @@ async function handedBackPerTransfer(
   return out;
 }
 
-async function checkPaidOnce(sandbox: SandboxProcess, rows: number, name: string): Promise<void> {
+export async function checkPaidOnce(sandbox: SandboxProcess, rows: number, name: string): Promise<void> {
   const ledger = await sandbox.admin.ledger();
   const recipients = new Set(ledger.map((e) => e.recipient.toLowerCase()));
   if (ledger.length !== rows || recipients.size !== rows) {

@@ -35,6 +35,7 @@ export const COMMANDS: Readonly<Record<string, () => Promise<CommandModule>>> = 
   recipients: () => import('./commands/recipients.ts'),
   access: () => import('./commands/access.ts'),
   audit: () => import('./commands/audit.ts'),
+  screening: () => import('./commands/screening.ts'),
   wallets: () => import('./commands/wallets.ts'),
   sandbox: () => import('./commands/sandbox.ts'),
   demo: () => import('./commands/demo.ts'),
@@ -288,6 +289,17 @@ function registerInspection(r: Registrar): void {
       .option('--json', 'print JSON'),
     'wallets',
   );
+  r.bind(
+    r
+      .def(
+        'screening',
+        'the sanctions lists in force; check ADDRESS… gives each verdict (exit 1 when listed)',
+      )
+      .argument('[check]', 'check: screen the addresses that follow')
+      .argument('[address...]', 'addresses to check')
+      .option('--json', 'print JSON'),
+    'screening',
+  );
 }
 
 /** What `sandbox --help` says of the admin routes (docs/sandbox.md "Admin routes"). */
@@ -301,6 +313,10 @@ const SANDBOX_ADMIN_HELP = [
   '  POST /__admin/outside-permit  {"chain","owner","count"}: use an owner\'s',
   '                            next nonces as a signer elsewhere would',
   '  POST /__admin/bump-nonce  {"chain","owner","by"}: the same, counted in "by"',
+  '  POST /__admin/blacklist  {"chain","address"}: USDC blacklists an EVM address',
+  '                            on that chain (/__admin/unblacklist lifts it)',
+  '  POST /__admin/freeze      {"address"}: freeze a Solana wallet\'s USDC account',
+  '                            (/__admin/thaw thaws it)',
   '  POST /__admin/intent-status  {"intent_id","status"}: force an intent\'s status',
   '  GET /__admin/ledger       what executed, with its transactions',
   '  GET /__admin/requests     when each request arrived',

@@ -88,6 +88,12 @@ export type Config = RedisSettings &
     readonly newRecipientPolicy: NewRecipientPolicy;
     /** micro-USDC: under `allow`, what a new recipient is paid across unfinished batches before a hold. */
     readonly newRecipientMaxUsdc: bigint | undefined;
+    /** SCREENING_LISTS: the sanctions lists' files (docs/screening.md); empty: none. */
+    readonly screeningLists: readonly string[];
+    /** SCREENING_MAX_AGE in ms: a list issued longer ago makes screening stale (nothing is signed). */
+    readonly screeningMaxAgeMs: number;
+    /** SCREENING_ONCHAIN: read USDC's blacklist and frozen accounts on chain before signing. */
+    readonly screeningOnchain: boolean;
     readonly callbackAllowedHosts: readonly string[];
     readonly solanaAllowedDestinations: readonly string[] | undefined;
     readonly workerConcurrency: number;

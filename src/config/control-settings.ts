@@ -12,6 +12,9 @@ export type ControlConfig = Pick<
   | 'maxDailyUsdc'
   | 'newRecipientPolicy'
   | 'newRecipientMaxUsdc'
+  | 'screeningLists'
+  | 'screeningMaxAgeMs'
+  | 'screeningOnchain'
 >;
 
 const usdc = (v: bigint | undefined): string => (v === undefined ? 'none' : formatUsdc(v));
@@ -19,8 +22,7 @@ const usdc = (v: bigint | undefined): string => (v === undefined ? 'none' : form
 /**
  * The one list of control settings, each named by its variable. Every process publishes its digest
  * and the running workers enforce them before signing; a setting added here is compared and shown
- * everywhere. The sanctions-screening settings (SCREENING_LISTS, SCREENING_MAX_AGE,
- * SCREENING_ONCHAIN) join this list when they are in the configuration.
+ * everywhere.
  */
 export function controlSettingsOf(config: ControlConfig): ControlSetting[] {
   return [
@@ -31,6 +33,9 @@ export function controlSettingsOf(config: ControlConfig): ControlSetting[] {
     { name: 'MAX_DAILY_USDC', value: usdc(config.maxDailyUsdc) },
     { name: 'NEW_RECIPIENT_POLICY', value: config.newRecipientPolicy },
     { name: 'NEW_RECIPIENT_MAX_USDC', value: usdc(config.newRecipientMaxUsdc) },
+    { name: 'SCREENING_LISTS', value: config.screeningLists.join(',') || 'none' },
+    { name: 'SCREENING_MAX_AGE', value: `${Math.round(config.screeningMaxAgeMs / 1000)}s` },
+    { name: 'SCREENING_ONCHAIN', value: config.screeningOnchain ? 'on' : 'off' },
   ];
 }
 

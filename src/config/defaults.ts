@@ -28,6 +28,9 @@ export const DEFAULTS = {
   LOG_LEVEL: 'info',
   NEW_RECIPIENT_POLICY: 'allow',
   APPROVALS_REQUIRED: 1,
+  // docs/screening.md: a sanctions list older than a week stops signing; USDC's own controls read on chain.
+  SCREENING_MAX_AGE: '7d',
+  SCREENING_ONCHAIN: 'on',
   PERMIT_DEADLINE_SECONDS: 30 * 60,
   SERVICE_CONNECT_TIMEOUT_MS: 3_000,
   SERVICE_RESPONSE_TIMEOUT_MS: 10_000,

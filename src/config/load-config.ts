@@ -18,6 +18,7 @@ import { checkSecretLength, readAccessSettings } from './access-settings.ts';
 import { readTreasuryKeys } from './public-addresses.ts';
 import { readRedisSettings } from './redis-settings.ts';
 import { readCctpSettings } from './cctp-settings.ts';
+import { readScreeningSettings } from './screening-settings.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -189,6 +190,14 @@ function redisDatabaseProblem(u: URL): string | undefined {
 }
 
 /**
+ * Whether every key `${prefix}:…` hashes on the prefix's tag (Redis Cluster): the prefix holds a
+ * `{` followed by a non-empty tag and `}`, with no `{` before it.
+ */
+export function isHashTagPrefix(prefix: string): boolean {
+  return /^[^{]*\{[^}]+\}/.test(prefix);
+}
+
+/**
  * Parses and validates the whole configuration at once; every problem is collected and thrown
  * together as a ConfigError naming its variable. Secret values never appear in a message.
  */
@@ -215,10 +224,24 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const network = readNetwork(r, problem);
   const book = readNewRecipients(r, problem);
   checkSecretLength(r, problem, 'HOOK_HMAC_SECRET');
+  const redisSettings = readRedisSettings(r, problem);
+  if (redisSettings.redisClusterNodes && !isHashTagPrefix(queuePrefix)) {
+    problem(
+      'QUEUE_PREFIX',
+      'must be a hash tag such as {usdc} with REDIS_CLUSTER_NODES: every key of the project must hash to one slot of the cluster',
+    );
+  }
+  if (redisSettings.redisClusterNodes && !/^\/?0?$/.test(new URL(redisUrl).pathname)) {
+    problem(
+      'REDIS_URL',
+      'must not name a database with REDIS_CLUSTER_NODES: a Redis Cluster has only database 0',
+    );
+  }
+
   const config: Config = {
     redisUrl,
     redisUrlSet: r.str('REDIS_URL') !== undefined,
-    ...readRedisSettings(r, problem),
+    ...redisSettings,
     allowVolatileRedis: r.bool('ALLOW_VOLATILE_REDIS'),
     queuePrefix,
     transferApiUrl,
@@ -242,6 +265,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
     auditLogFile: r.str('AUDIT_LOG_FILE'),
     ...readAccessSettings(r, problem, { readFile: needs.access === true, book }),
     ...book,
+    ...readScreeningSettings(r, problem),
     callbackAllowedHosts: readCallbackAllowedHosts(r, problem),
     solanaAllowedDestinations: freezeIfSet(readSolanaAllowedDestinations(r, problem)),
     workerConcurrency: r.int('WORKER_CONCURRENCY', DEFAULTS.WORKER_CONCURRENCY, 1, 1024),

@@ -18,6 +18,8 @@ export type RedisSettings = {
   readonly redisSentinelName: string | undefined;
   /** The Sentinels' own password (`requirepass` in sentinel.conf): a secret, never shown. */
   readonly redisSentinelPassword: string | undefined;
+  /** `REDIS_CLUSTER_NODES`: seed nodes of a Redis Cluster (instead of REDIS_URL's host). */
+  readonly redisClusterNodes: readonly SentinelAddress[] | undefined;
   readonly redisReplicaAcks: ReplicaAckSetting;
   readonly redisReplicaAckTimeoutMs: number;
 };
@@ -29,7 +31,19 @@ export type RedisSettings = {
  * a value that may hold a password.
  */
 export function readRedisSettings(r: EnvReader, problem: Problem): RedisSettings {
-  const sentinels = readSentinels(r, problem);
+  const sentinels = readAddresses(
+    r,
+    problem,
+    'REDIS_SENTINELS',
+    "a Sentinel's password goes in REDIS_SENTINEL_PASSWORD",
+  );
+  const clusterNodes = readAddresses(r, problem, 'REDIS_CLUSTER_NODES', 'the password goes in REDIS_URL');
+  if (clusterNodes && sentinels) {
+    problem(
+      'REDIS_CLUSTER_NODES',
+      'and REDIS_SENTINELS cannot both be set: a Redis Cluster fails over by itself',
+    );
+  }
   const name = r.str('REDIS_SENTINEL_NAME');
   if (sentinels && name === undefined) {
     problem(
@@ -50,6 +64,7 @@ export function readRedisSettings(r: EnvReader, problem: Problem): RedisSettings
     redisSentinels: sentinels,
     redisSentinelName: name,
     redisSentinelPassword: password,
+    redisClusterNodes: clusterNodes,
     redisReplicaAcks: readReplicaAcks(r, problem),
     redisReplicaAckTimeoutMs: r.int(
       'REDIS_REPLICA_ACK_TIMEOUT_MS',
@@ -60,8 +75,14 @@ export function readRedisSettings(r: EnvReader, problem: Problem): RedisSettings
   };
 }
 
-function readSentinels(r: EnvReader, problem: Problem): SentinelAddress[] | undefined {
-  const entries = r.list('REDIS_SENTINELS');
+/** `host:port,…` (REDIS_SENTINELS, REDIS_CLUSTER_NODES); an entry is named by its place, never quoted. */
+function readAddresses(
+  r: EnvReader,
+  problem: Problem,
+  variable: string,
+  passwordHint: string,
+): SentinelAddress[] | undefined {
+  const entries = r.list(variable);
   if (entries === undefined || entries.length === 0) return undefined;
   const out: SentinelAddress[] = [];
   entries.forEach((entry, i) => {
@@ -70,10 +91,7 @@ function readSentinels(r: EnvReader, problem: Problem): SentinelAddress[] | unde
     const port = Number(m?.[2]);
     if (!m || !host || (isIP(host) === 0 && !isHostName(host)) || port < 1 || port > 65_535) {
       // Named by its place, never quoted: an entry written as user:password@host would print it.
-      problem(
-        'REDIS_SENTINELS',
-        `entry ${i + 1} of ${entries.length} is not host:port (a Sentinel's password goes in REDIS_SENTINEL_PASSWORD)`,
-      );
+      problem(variable, `entry ${i + 1} of ${entries.length} is not host:port (${passwordHint})`);
       return;
     }
     out.push({ host, port });

@@ -67,6 +67,16 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       "(`REDIS_URL`'s user, password, database and `rediss:` still apply)",
   },
   {
+    names: ['REDIS_CLUSTER_NODES'],
+    default: '—',
+    meaning:
+      "instead of `REDIS_URL`'s host: `host:port,…` seed nodes of a Redis Cluster (MemoryDB, " +
+      'ElastiCache cluster mode, a self-run cluster); every connection of every process follows the ' +
+      "cluster's slot map and its failovers (`REDIS_URL`'s user, password and `rediss:` still apply). " +
+      '`QUEUE_PREFIX` must then be a hash tag such as `{usdc}`, or the start fails naming both; see ' +
+      '[scaling.md](scaling.md#redis-deployments)',
+  },
+  {
     names: ['REDIS_SENTINEL_PASSWORD'],
     default: 'none',
     meaning:
@@ -86,7 +96,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   {
     names: ['QUEUE_PREFIX'],
     default: shown('QUEUE_PREFIX'),
-    meaning: 'prefix of every key; `{usdc}` (a hash tag) on Redis Cluster',
+    meaning: 'prefix of every key; a hash tag such as `{usdc}` with `REDIS_CLUSTER_NODES` (required)',
   },
   {
     names: ['TRANSFER_API_URL', 'TRANSFER_API_KEY'],
@@ -261,6 +271,35 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'under `allow`: a batch is held once what an address not yet known would be paid in all — ' +
       'across finished and unfinished batches, until it is known — passes this (a first payment ' +
       'above it too); needs an approver credential, as `hold` does',
+  },
+  {
+    names: ['SCREENING_LISTS'],
+    default: 'none',
+    meaning:
+      "sanctions lists, comma-separated files: OFAC's `sdn_advanced.xml` or classic `sdn.xml` as " +
+      'OFAC publishes them (every "Digital Currency Address - …" entry, whatever the asset), or plain ' +
+      'text (one address per line, `#` comments, an optional `# date: YYYY-MM-DD` line; else the ' +
+      "file's modification time is its date). A listed recipient is refused at enqueue, kept out of " +
+      'the address book and rejected before signing (`recipient_sanctioned`). Read at start (a file ' +
+      'that cannot be read or parsed is a configuration error naming it), read again when a file ' +
+      'changes (looked at every 60 s) and on SIGHUP; a file that then fails leaves the lists in ' +
+      'force, logged at `error`. Unset on `mainnet`, the worker warns at start ([screening.md](screening.md))',
+  },
+  {
+    names: ['SCREENING_MAX_AGE'],
+    default: shown('SCREENING_MAX_AGE'),
+    meaning:
+      'a list whose date of issue is older (`30m`, `12h`, `7d`…) makes screening **stale**: no ' +
+      'transfer is signed (they wait `queued`, the reason in their status) until a fresh list is loaded',
+  },
+  {
+    names: ['SCREENING_ONCHAIN'],
+    default: shown('SCREENING_ONCHAIN'),
+    meaning:
+      "`on` or `off`: before anything is signed, read USDC's own controls on chain where an RPC " +
+      'for that chain is configured — `isBlacklisted` of the EVM recipient on its destination chain ' +
+      "and of the EVM owner that would pay on its source chain, the Solana recipient's USDC account " +
+      'frozen or not ([promises](promises.md), promise 6)',
   },
   {
     names: ['CALLBACK_ALLOWED_HOSTS'],

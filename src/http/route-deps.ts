@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
+import type { ScreeningLists } from '../config/screening/screening-lists.ts';
 import type { Credential } from '../domain/access.ts';
 import type { Logger } from '../log/logger.ts';
 import type { QueueMonitor } from '../queue/queue-monitor.ts';
@@ -41,6 +42,8 @@ export type AppDeps = {
   readonly now?: () => number;
   /** Handles on every queue (metrics, dashboard); opened on `redis` and closed with the app when absent. */
   readonly queues?: QueueMonitor;
+  /** The sanctions lists in force (serve reloads them; docs/screening.md); absent: none. */
+  readonly screening?: ScreeningLists | undefined;
 };
 
 /** What route plugins receive: the app's dependencies, with the queue handles always present. */

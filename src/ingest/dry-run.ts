@@ -63,6 +63,7 @@ export type DryRunConfig = Pick<
   | 'redisSentinels'
   | 'redisSentinelName'
   | 'redisSentinelPassword'
+  | 'redisClusterNodes'
   | 'queuePrefix'
   | 'newRecipientPolicy'
   | 'maxFeeBps'

@@ -11,7 +11,12 @@ import { IssueList } from './issue-list.ts';
 export type RowValidatorOptions = {
   /** MAX_TRANSFER_USDC: a row above it is invalid. */
   readonly maxTransferUsdc?: bigint | undefined;
+  /** The sanctions lists in force (docs/screening.md): a recipient one names is invalid. */
+  readonly screen?: Screen | undefined;
 };
+
+/** Which list in force names an address, and of which date; undefined when none does. */
+export type Screen = (address: string) => { readonly list: string; readonly date: string } | undefined;
 
 /** What one pass over the rows found; `transfers` are the valid rows in input order. */
 export type ValidatedRows = {
@@ -232,13 +237,21 @@ function rowRecipient(
   const evm = isEvmChain(to);
   const check =
     known !== undefined && known.evm === evm && known.text === text ? known.check : cachedCheck(v, evm, text);
-  if (check.ok) return check.value;
+  if (check.ok) return screened(v, r, check.value);
   r.problem(
     'recipient',
     `recipient "${inputExcerpt(text, 50)}" ${check.reason} (destination ${to} needs ${
       evm ? 'an EVM' : 'a Solana'
     } address)`,
   );
+  return undefined;
+}
+
+/** A valid recipient, unless a sanctions list in force names it (an invalid row at its line). */
+function screened(v: RowValidatorState, r: RowCheck, address: string): string | undefined {
+  const hit = v.options.screen?.(address);
+  if (hit === undefined) return address;
+  r.problem('recipient', `recipient ${address} is on the sanctions list ${hit.list} of ${hit.date}`);
   return undefined;
 }
 

@@ -10,12 +10,14 @@ import type { JsonBatchInput } from './json-source.ts';
 import type { AddressCheck } from '../domain/addresses.ts';
 import { createAddressChecker, type AddressToCheck } from './address-checker.ts';
 import type { RawRow } from './columns.ts';
-import { addressOf, createRowValidator, type RowValidator } from './row-validator.ts';
+import { addressOf, createRowValidator, type RowValidator, type Screen } from './row-validator.ts';
 
 export type ControlTotals = { readonly rows?: number | undefined; readonly total?: bigint | undefined };
 
 export type ValidateOptions = {
   readonly maxTransferUsdc?: bigint | undefined;
+  /** The sanctions lists in force: a listed recipient is an invalid row (docs/screening.md). */
+  readonly screen?: Screen | undefined;
   readonly expect?: ControlTotals | undefined;
   readonly allowDuplicates?: boolean | undefined;
   /** Called every `progressEvery` rows while a CSV streams in. */
@@ -50,7 +52,7 @@ export type ValidatedInput = {
 };
 
 export async function validateCsv(input: Readable, options: ValidateOptions = {}): Promise<ValidatedInput> {
-  const validator = createRowValidator({ maxTransferUsdc: options.maxTransferUsdc });
+  const validator = createRowValidator({ maxTransferUsdc: options.maxTransferUsdc, screen: options.screen });
   const fileIssues = new IssueList();
   const every = options.progressEvery ?? 10_000;
   let rows = 0;
@@ -170,7 +172,7 @@ export async function validateJson(
   input: JsonBatchInput,
   options: ValidateOptions = {},
 ): Promise<ValidatedInput> {
-  const validator = createRowValidator({ maxTransferUsdc: options.maxTransferUsdc });
+  const validator = createRowValidator({ maxTransferUsdc: options.maxTransferUsdc, screen: options.screen });
   const turn = createEventLoopTurn();
   for (const row of input.rows) {
     validator.add(row);

@@ -1,5 +1,6 @@
 import { Gauge } from 'prom-client';
 import { microValue, type Snapshot } from './scrape-snapshot.ts';
+import { listAgeSeconds } from '../store/screening-state.ts';
 import { ALIVE_WINDOW_MS, HEARTBEAT_MS } from './worker-heartbeat.ts';
 
 /** The workers alive and the daily cap with what it has spent. */
@@ -20,6 +21,16 @@ export function createControlGauges() {
       help: 'MAX_DAILY_USDC in micro-USDC; -1 when no cap is set.',
       registers: [],
     }),
+    listAge: new Gauge({
+      name: 'usdc_batch_screening_list_age_seconds',
+      help: 'Age of the oldest sanctions list the workers screen with (from its date of issue); absent when they have none (docs/screening.md).',
+      registers: [],
+    }),
+    listMaxAge: new Gauge({
+      name: 'usdc_batch_screening_max_age_seconds',
+      help: "The workers' SCREENING_MAX_AGE: a list older makes screening stale and nothing is signed.",
+      registers: [],
+    }),
   };
 }
 export type ControlGauges = ReturnType<typeof createControlGauges>;
@@ -28,4 +39,9 @@ export function fillControlGauges(g: ControlGauges, snap: Snapshot, dailyCap: bi
   g.workers.set(snap.workersAlive);
   g.dailySpend.set(microValue(snap.dailySpend));
   g.dailyCap.set(dailyCap === undefined ? -1 : microValue(dailyCap));
+  const age = listAgeSeconds(snap.screening, snap.at);
+  g.listAge.reset();
+  g.listMaxAge.reset();
+  if (age !== null) g.listAge.set(age);
+  if (snap.screening) g.listMaxAge.set(Math.floor(snap.screening.maxAgeMs / 1000));
 }

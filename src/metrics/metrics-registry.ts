@@ -44,6 +44,8 @@ export function createMetricsRegistry(deps: MetricsDeps) {
     control.dailySpend,
     owner.ownerInFlight,
     control.dailyCap,
+    control.listAge,
+    control.listMaxAge,
   ])
     registry.registerMetric(m as unknown as Metric);
   registerTreasuryGauges(registry, deps);

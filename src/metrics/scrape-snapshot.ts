@@ -1,3 +1,4 @@
+import { readScreening, type ScreeningState } from '../store/screening-state.ts';
 import type { Redis } from 'ioredis';
 import { type EvmChain } from '../domain/chains.ts';
 import { TRANSFER_STATES } from '../domain/transfer.ts';
@@ -37,6 +38,10 @@ export type Snapshot = {
   dailySpend: bigint;
   /** Per `<CHAIN>|<owner>` known to the workers: micro-USDC reserved and not yet seen mined. */
   ownersInFlight: Map<string, bigint>;
+  /** The sanctions lists the workers published (store/screening-state.ts); null: none did. */
+  screening: ScreeningState | null;
+  /** When the snapshot was read (ms). */
+  at: number;
 };
 
 /**
@@ -52,13 +57,14 @@ export async function readSnapshot(deps: SnapshotDeps): Promise<Snapshot> {
   pipe.hgetall(mk.nonceSettle);
   pipe.hgetall(mk.transferFinal);
   const now = (deps.now ?? Date.now)();
-  const [batches, res, queues, alive, spend, owners] = await Promise.all([
+  const [batches, res, queues, alive, spend, owners, screening] = await Promise.all([
     readBatches(deps.redis, deps.prefix, ids),
     pipe.exec(),
     deps.queueCounts(),
     workersAlive(deps.redis, deps.prefix, now),
     readDailySpend(deps.redis, deps.prefix, now),
     deps.redis.smembers(mk.owners),
+    readScreening(deps.redis, deps.prefix),
   ]);
   const results = (res ?? []).map(([err, v]) => {
     if (err) throw err;
@@ -78,6 +84,8 @@ export async function readSnapshot(deps: SnapshotDeps): Promise<Snapshot> {
     workersAlive: alive,
     dailySpend: spend,
     ownersInFlight: await readInFlight(deps, ownerPairs(owners, counters)),
+    screening,
+    at: now,
   };
 }
 

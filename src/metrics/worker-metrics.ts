@@ -63,12 +63,19 @@ export const FAILURE_CODES = [
   'expired_unused',
   'fee_too_high',
   'outcome_unknown',
+  'owner_blacklisted',
   'policy_refused',
+  'recipient_blacklisted',
+  'recipient_frozen',
+  'recipient_sanctioned',
   'refused',
   'resolved_not_sent',
   'service_unavailable',
   'unsupported_route',
 ] as const;
+
+/** The `check` label of `usdc_batch_screening_refusals_total`, every value shown (0 until counted). */
+export const SCREENING_CHECKS = ['list', 'blacklist', 'owner_blacklist', 'frozen'] as const;
 
 export function failureCodeLabel(code: string | null): string {
   if (code === null) return 'none';
@@ -191,6 +198,9 @@ export function createWorkerMetrics(deps: {
       add(k.nonceSettle, `${field}|sum_ms`, whole);
       add(k.nonceSettle, `${field}|b${bucketIndex(whole, NONCE_SETTLE_BUCKETS_MS)}`, 1);
       if (NONCE_REFUSAL.has(outcome)) add(k.counters, `nonce_refusals|${chain}`, 1);
+    },
+    screeningRefused(check) {
+      add(k.counters, `screening_refusals|${check}`, 1);
     },
     transferEnded(chain, state, code, ms) {
       if (state !== 'submitted') add(k.counters, `failures|${chain}|${state}|${failureCodeLabel(code)}`, 1);

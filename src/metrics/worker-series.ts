@@ -4,6 +4,7 @@ import { countersOf, histogramValues, StoredMetric } from './stored-metric.ts';
 import {
   FAILURE_CODES,
   NONCE_SETTLE_BUCKETS_MS,
+  SCREENING_CHECKS,
   SERVICE_CALL_BUCKETS_MS,
   TRANSFER_FINAL_BUCKETS_MS,
 } from './worker-metrics.ts';
@@ -44,7 +45,12 @@ export function createWorkerSeries() {
     waits: new StoredMetric(
       'counter',
       'usdc_batch_waits_total',
-      'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, balance, retry, rate_limit, settle), all workers.',
+      'Transfer jobs handed back to the queue to wait, by source chain and reason (lock, paused, shutdown, no_key, nonce_lease, nonce_pool, nonce_chain, daily_cap, balance, retry, rate_limit, settle, replicas, screening), all workers.',
+    ),
+    screeningRefusals: new StoredMetric(
+      'counter',
+      'usdc_batch_screening_refusals_total',
+      "Transfers refused before signing by screening, by check: list (a sanctions list), blacklist (the recipient blacklisted by USDC on its destination chain), owner_blacklist (no owner that may pay is clear of USDC's blacklist on the source chain), frozen (the Solana recipient's USDC account frozen), all workers.",
     ),
     intentsFailed: new StoredMetric(
       'counter',
@@ -80,6 +86,10 @@ export function fillWorkerSeries(s: WorkerSeries, snap: Snapshot): void {
   ]);
   s.failures.values = countersOf(snap.counters, 'failures', ['chain', 'state', 'code']);
   s.waits.values = countersOf(snap.counters, 'waits', ['chain', 'kind']);
+  s.screeningRefusals.values = SCREENING_CHECKS.map((check) => ({
+    labels: { check },
+    value: Number(snap.counters[`screening_refusals|${check}`] ?? 0) || 0,
+  }));
   s.intentsFailed.values = CHAINS.map((chain) => ({
     labels: { chain },
     value: Number(snap.counters[`intent_failed|${chain}`] ?? 0) || 0,

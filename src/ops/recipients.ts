@@ -3,6 +3,7 @@ import { ValidationError } from '../domain/errors.ts';
 import { labelProblem, parseBookAddress, type BookAddress } from '../domain/recipient-key.ts';
 import type { IngestIssue } from '../ingest/ingest-issue.ts';
 import type { RecipientRow } from '../ingest/recipient-file.ts';
+import type { Screen } from '../ingest/row-validator.ts';
 import { recordAudit } from '../store/audit.ts';
 import { createRecipientBook, type BookEntry } from '../store/recipient-book.ts';
 
@@ -17,6 +18,8 @@ type RecipientOpsDeps = {
   readonly actor: string;
   readonly auditLogFile?: string | undefined;
   readonly now?: () => number;
+  /** The sanctions lists in force: a listed address cannot enter the book (docs/screening.md). */
+  readonly screen?: Screen | undefined;
 };
 
 /** An entry as `recipients list --json` and `GET /v1/recipients` show it. */
@@ -69,6 +72,7 @@ export async function addRecipient(
   const address = checkAddress(text);
   const bad = label === undefined ? undefined : labelProblem(label);
   if (bad) throw new ValidationError('USDC_RECIPIENT_LABEL', bad);
+  await refuseListed(deps, address);
   const book = bookOf(deps);
   const was = (await book.statuses([address.key])).get(address.key)?.status ?? 'new';
   const { changed } = await book.add([{ address, label }], deps.actor, 'add');
@@ -111,7 +115,11 @@ export async function importRecipients(
   input: { readonly rows: readonly RecipientRow[]; readonly issues: readonly IngestIssue[] },
   source: string,
 ): Promise<ImportOutcome> {
-  if (input.issues.length > 0) return { status: 'rejected', errors: [...input.issues] };
+  const listed = listedRows(deps, input.rows);
+  if (input.issues.length > 0 || listed.length > 0) {
+    if (listed.length > 0) await auditListed(deps, listed);
+    return { status: 'rejected', errors: [...input.issues, ...listed.map((l) => l.issue)] };
+  }
   const { added, updated, changed } = await bookOf(deps).add(
     input.rows.map((r) => ({ address: r.address, label: r.label })),
     deps.actor,
@@ -124,4 +132,50 @@ export async function importRecipients(
       detail: { source: source.slice(0, 200), rows: input.rows.length, added, updated },
     });
   return { status: 'imported', rows: input.rows.length, added, updated };
+}
+
+/** A listed address is refused (exit 1, HTTP 422) and the refusal audited (`who`: the list). */
+async function refuseListed(deps: RecipientOpsDeps, address: BookAddress): Promise<void> {
+  const hit = deps.screen?.(address.address);
+  if (!hit) return;
+  const message = `${address.address} is on the sanctions list ${hit.list} of ${hit.date}: it cannot enter the address book`;
+  await auditListed(deps, [
+    { who: `list:${hit.list}`, address: address.address, issue: { line: null, column: 'address', message } },
+  ]);
+  throw new ValidationError('USDC_RECIPIENT_SANCTIONED', message);
+}
+
+type ListedRow = { readonly who: string; readonly address: string; readonly issue: IngestIssue };
+
+/** The rows of an import whose address a list in force names, each as a problem at its line. */
+function listedRows(deps: RecipientOpsDeps, rows: readonly RecipientRow[]): ListedRow[] {
+  if (!deps.screen) return [];
+  return rows.flatMap((r) => {
+    const hit = deps.screen?.(r.address.address);
+    if (!hit) return [];
+    const message = `${r.address.address} is on the sanctions list ${hit.list} of ${hit.date}`;
+    return [
+      {
+        who: `list:${hit.list}`,
+        address: r.address.address,
+        issue: { line: r.line, column: 'address', message },
+      },
+    ];
+  });
+}
+
+async function auditListed(deps: RecipientOpsDeps, listed: readonly ListedRow[]): Promise<void> {
+  for (const l of listed) {
+    await recordAudit(deps, {
+      who: l.who,
+      action: 'screening_refused',
+      detail: {
+        check: 'list',
+        code: 'recipient_sanctioned',
+        address: l.address,
+        by: deps.actor,
+        where: 'address_book',
+      },
+    });
+  }
 }

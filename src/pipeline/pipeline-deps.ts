@@ -6,6 +6,8 @@ import type { ServiceClient } from '../service/types.ts';
 import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../signing/types.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
 import type { WorkerControls } from './worker-controls.ts';
+import type { OnchainScreening } from './onchain-screening.ts';
+import type { ScreeningGate } from './screening-check.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { OwnerBalances } from '../store/owner-balance.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
@@ -41,6 +43,10 @@ export type PipelineDeps = {
   readonly approvals?: ApprovalGate | undefined;
   /** This worker's own controls, applied before signing (worker-controls.ts); absent: none. */
   readonly controls?: WorkerControls | undefined;
+  /** USDC's own controls read on chain before signing (SCREENING_ONCHAIN=on); absent: not read. */
+  readonly onchain?: OnchainScreening | undefined;
+  /** Sanctions lists, checked before a payload is made (screening-check.ts); absent: no screening. */
+  readonly screening?: ScreeningGate | undefined;
   readonly now?: () => number;
   readonly random?: () => number;
 };
@@ -85,7 +91,12 @@ export type PipelineMetrics = {
   ownerPaid?(chain: EvmChain, owner: string): void;
   /** A transfer found the (chain, owner)'s nonce lease taken and waited for it. */
   ownerLeaseWait?(chain: EvmChain, owner: string): void;
+  /** A transfer refused by screening, by check (`usdc_batch_screening_refusals_total{check}`). */
+  screeningRefused?(check: ScreeningCheck): void;
 };
+
+/** What refused a transfer: a sanctions list, USDC's blacklist (recipient or owner), a frozen account. */
+export type ScreeningCheck = 'list' | 'blacklist' | 'owner_blacklist' | 'frozen';
 
 /**
  * What the queue layer should do with the job: `done` — the run is over, the transfer is in
@@ -107,7 +118,7 @@ export type StepOutcome =
  * holds the transfer, processing is paused, the worker stops, it lacks the key, the (chain, owner)
  * nonce lease or pool, the chain has not settled a refused permit yet, the daily cap, a transient
  * failure or a 429 of the service, a needs_review payload not yet past its deadline, Redis replicas
- * that did not confirm a send's mark in time.
+ * that did not confirm a send's mark in time, stale sanctions screening.
  */
 export type WaitKind =
   | 'lock'
@@ -122,4 +133,5 @@ export type WaitKind =
   | 'retry'
   | 'rate_limit'
   | 'settle'
-  | 'replicas';
+  | 'replicas'
+  | 'screening';

@@ -7,8 +7,10 @@ import {
   type TransferPage,
 } from '../store/batch-reader.ts';
 import { readPause } from '../store/pause-flag.ts';
+import { readScreening } from '../store/screening-state.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { pausedView, summaryView, type BatchSummary, type PausedView } from './batch-summary.ts';
+import { screeningView, type ScreeningView } from './screening-view.ts';
 import { transferView, type TransferView } from './transfer-view.ts';
 
 /*
@@ -21,6 +23,8 @@ export type BatchStatus = BatchSummary & {
   /** Whether processing is paused now, for every batch (the status document's `paused`). */
   paused: PausedView | null;
   transfers: TransferView[];
+  /** The sanctions lists the workers screen with (docs/screening.md). */
+  screening: ScreeningView;
   next_cursor?: string | null;
 };
 
@@ -54,10 +58,19 @@ async function statusOf(
   batchId: string,
   page: TransferPage,
 ): Promise<BatchStatus | undefined> {
-  const [summary, pause] = await Promise.all([summaryOf(redis, prefix, batchId), readPause(redis, prefix)]);
+  const [summary, pause, screening] = await Promise.all([
+    summaryOf(redis, prefix, batchId),
+    readPause(redis, prefix),
+    readScreening(redis, prefix),
+  ]);
   if (!summary) return undefined;
   const transfers = (await readTransferPage(redis, prefix, batchId, page)).map(transferView);
-  const doc: BatchStatus = { ...summary, paused: pausedView(pause), transfers };
+  const doc: BatchStatus = {
+    ...summary,
+    paused: pausedView(pause),
+    transfers,
+    screening: screeningView(screening, Date.now()),
+  };
   const limit = page.limit ?? 0;
   const last = transfers[transfers.length - 1];
   if (limit > 0) doc.next_cursor = transfers.length === limit && last ? String(last.line) : null;

@@ -55,7 +55,7 @@ export function createCallbackSender(deps: {
   logger: Logger;
   fetch?: typeof fetch;
 }) {
-  const connection = workerConnection(deps.endpoint);
+  const { connection, close: closeConnection } = workerConnection(deps.endpoint);
   const queue = new Queue(QUEUE, queueOptions(connection, deps.prefix));
   queue.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'callback queue error'));
   const reader = createBatchReader({ redis: deps.redis, prefix: deps.prefix });
@@ -109,6 +109,7 @@ export function createCallbackSender(deps: {
     async close(): Promise<void> {
       await worker.close();
       await queue.close();
+      await closeConnection();
     },
   };
 }

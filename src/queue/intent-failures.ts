@@ -73,7 +73,7 @@ type FailureDeps = {
 
 /** The queue that failed-intent jobs are added to, and the worker that fails them. */
 export function createIntentFailures(deps: FailureDeps) {
-  const connection = workerConnection(deps.endpoint);
+  const { connection, close } = workerConnection(deps.endpoint);
   const queue = new Queue(INTENT_QUEUE, queueOptions(connection, deps.prefix));
   queue.on('error', (err) => deps.logger.warn({ err: { message: err.message } }, 'intent queue error'));
   const worker = new Worker(INTENT_QUEUE, (job: Job) => failIntentJob(deps, job), {
@@ -87,6 +87,7 @@ export function createIntentFailures(deps: FailureDeps) {
     async close(): Promise<void> {
       await worker.close();
       await queue.close();
+      await close();
     },
   };
 }

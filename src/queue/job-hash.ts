@@ -55,7 +55,7 @@ export async function addWaitingJobs(
   traceContext?: string,
 ): Promise<number> {
   if (jobs.length === 0) return 0;
-  const args: string[] = [queue.toKey(''), String(Date.now())];
+  const args: string[] = ['', String(Date.now())];
   for (const job of jobs) {
     const opts = {
       ...job.opts,
@@ -64,7 +64,14 @@ export async function addWaitingJobs(
     };
     args.push(job.id, job.name, JSON.stringify(job.data), JSON.stringify(storedOptions(opts)));
   }
-  const keys = [queue.toKey('wait'), queue.toKey('meta'), queue.toKey('active'), queue.toKey('marker')];
+  // Every job hash in KEYS: a script declares every key it touches (Redis Cluster).
+  const keys = [
+    queue.toKey('wait'),
+    queue.toKey('meta'),
+    queue.toKey('active'),
+    queue.toKey('marker'),
+    ...jobs.map((job) => queue.toKey(job.id)),
+  ];
   return Number(await runScript(redis, ADD_JOBS, keys, args));
 }
 

@@ -1,5 +1,5 @@
 import type { QueueOptions, RedisOptions as QueueConnection } from 'bullmq';
-import { endpointOptions, type RedisEndpoint } from '../store/redis-endpoint.ts';
+import { endpointOptions, openConnection, type RedisEndpoint } from '../store/redis-endpoint.ts';
 
 /**
  * Entries kept in each queue's `…:events` stream. Nothing of ours reads the streams (no
@@ -17,16 +17,35 @@ export function queueOptions(connection: QueueOptions['connection'], prefix: str
   return { connection, prefix, streams: { events: { maxLen: EVENTS_KEPT } } };
 }
 
+/** A worker's BullMQ connection, and how to let go of it once its queues and workers closed. */
+export type WorkerConnection = {
+  readonly connection: QueueOptions['connection'];
+  close(): Promise<void>;
+};
+
 /**
  * A worker's own BullMQ connection (its blocking one, and each Worker's): the endpoint's options
  * with `maxRetriesPerRequest: null`, BullMQ's production setting (a command waits through a Redis
- * restart or a failover instead of failing the job).
+ * restart or a failover instead of failing the job). Options make BullMQ open a connection per
+ * Queue and Worker, closed with them. On a Redis Cluster (REDIS_CLUSTER_NODES) BullMQ takes only a
+ * client: one Cluster client shared by the Queues and Workers given it (each Worker duplicates it
+ * for its blocking connection), closed by `close` after them.
  */
 export function workerConnection(
   endpoint: RedisEndpoint,
   extra: Record<string, unknown> = {},
-): QueueConnection {
+): WorkerConnection {
+  if (endpoint.redisClusterNodes) {
+    const client = openConnection(endpoint, { maxRetriesPerRequest: null, ...extra }, { waitFailover: true });
+    client.on('error', () => {});
+    return {
+      connection: client,
+      close: async () => {
+        await client.quit().catch(() => client.disconnect());
+      },
+    };
+  }
   // BullMQ hands these to ioredis as they are: its RedisOptions type is ioredis's, loosened.
   const options = endpointOptions(endpoint) as QueueConnection;
-  return { ...options, maxRetriesPerRequest: null, ...extra };
+  return { connection: { ...options, maxRetriesPerRequest: null, ...extra }, close: async () => {} };
 }

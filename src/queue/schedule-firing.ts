@@ -36,7 +36,11 @@ export type FireDeps = {
     | 'maxDailyUsdc'
     | 'callbackAllowedHosts'
     | 'approvalsRequired'
+    | 'screeningOnchain'
     | 'auditLogFile'
+    | 'screeningLists'
+    | 'screeningMaxAgeMs'
+    | 'screeningOnchain'
   > &
     HoldConfig;
   readonly logger?: Logger | undefined;

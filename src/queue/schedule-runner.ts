@@ -37,7 +37,7 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps): ScheduleRunner {
   let own: Producer | undefined;
   const jobs: TransferJobSink =
     deps.producer ?? (own = createProducer({ connection: deps.redis, prefix: deps.prefix }));
-  const connection = workerConnection(deps.endpoint);
+  const { connection, close } = workerConnection(deps.endpoint);
   const worker = new Worker(
     SCHEDULE_QUEUE,
     async (job: Job) => {
@@ -60,6 +60,7 @@ export function createScheduleRunner(deps: ScheduleRunnerDeps): ScheduleRunner {
   return {
     async close() {
       await worker.close();
+      await close();
       await own?.close();
     },
   };

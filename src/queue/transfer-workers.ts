@@ -12,7 +12,7 @@ import { sweepUnfinished } from './sweeper.ts';
 import { processTransferJob, settleGivenUpJob, type TransferProcessorDeps } from './transfer-processor.ts';
 import type { TransferSpans } from './run-spans.ts';
 import { savedSteps } from '../store/saved-steps.ts';
-import { queueOptions, workerConnection } from './queue-options.ts';
+import { queueOptions, workerConnection, type WorkerConnection } from './queue-options.ts';
 import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 
 /**
@@ -73,7 +73,7 @@ export type TransferWorkersDeps = {
 
 export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorkers {
   const shutdown = new AbortController();
-  const connection = workerConnection(deps.endpoint, deps.connectionOptions);
+  const { connection, close: closeConnection } = workerConnection(deps.endpoint, deps.connectionOptions);
   const queues = new Map<Chain, Queue>();
   const workers: Worker[] = [];
   for (const source of deps.sources) {
@@ -116,6 +116,7 @@ export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorker
       shutdown.abort();
       await Promise.all(workers.map((w) => w.close()));
       await Promise.all([...queues.values()].map((q) => q.close()));
+      await closeConnection();
     },
   };
 }
@@ -123,7 +124,7 @@ export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorker
 function startWorker(
   deps: TransferWorkersDeps,
   source: Chain,
-  connection: Record<string, unknown>,
+  connection: WorkerConnection['connection'],
   shutdown: AbortSignal,
 ): Worker {
   const name = queueNameFor(source);

@@ -19,7 +19,8 @@ type Params = { body: Record<string, unknown>; query: URLSearchParams };
 
 /**
  * `/__admin/*`, loopback clients only: config, ledger, requests, reset, info, nonces (bump-nonce,
- * the outside signer), intent-status forcing, on-chain balances and a balance for drills, native gas.
+ * the outside signer), intent-status forcing, on-chain balances and a balance for drills, native gas,
+ * USDC's own controls (blacklist / unblacklist an EVM address, freeze / thaw a Solana USDC account).
  */
 export async function handleAdmin(
   ctx: AdminContext,
@@ -89,6 +90,12 @@ async function adminRoute(ctx: AdminContext, route: string, p: Params): Promise<
     case 'GET /__admin/native-balance':
     case 'POST /__admin/native-balance':
       return await nativeBalanceRoute(admin, route, p);
+    case 'POST /__admin/blacklist':
+    case 'POST /__admin/unblacklist':
+      return await blacklistRoute(admin, route.endsWith('/blacklist'), p.body);
+    case 'POST /__admin/freeze':
+    case 'POST /__admin/thaw':
+      return await freezeRoute(admin, route.endsWith('/freeze'), p.body);
     default:
       return undefined;
   }
@@ -142,6 +149,29 @@ async function nativeBalanceRoute(admin: SandboxAdmin, route: string, p: Params)
     await admin.setNativeBalance(chain, address, BigInt(wei));
   }
   return ok({ chain, address, wei: (await admin.nativeBalance(chain, address)).toString() });
+}
+
+/** `{ chain, address }`: USDC's blacklister blacklists (or unblacklists) the address on that EVM chain. */
+async function blacklistRoute(
+  admin: SandboxAdmin,
+  on: boolean,
+  body: Record<string, unknown>,
+): Promise<Reply> {
+  const chain = String(body['chain'] ?? '').toUpperCase();
+  const address = typeof body['address'] === 'string' ? checkEvmAddress(body['address']) : undefined;
+  if (!isEvmChain(chain) || !address?.ok)
+    return err(400, 'invalid_request', 'chain (EVM) and address (EVM address) are required');
+  await admin.setBlacklisted(chain, address.value, on);
+  return ok({ chain, address: address.value, blacklisted: on });
+}
+
+/** `{ address }`: a Solana wallet whose USDC associated token account is frozen (or thawed). */
+async function freezeRoute(admin: SandboxAdmin, on: boolean, body: Record<string, unknown>): Promise<Reply> {
+  const owner = body['address'];
+  if (typeof owner !== 'string' || !checkSolanaAddress(owner).ok)
+    return err(400, 'invalid_request', 'address (a Solana wallet address) is required');
+  const account = await admin.setFrozen(owner, on);
+  return ok({ address: owner, usdc_account: account, frozen: on });
 }
 
 const isAddress = (a: string) => checkEvmAddress(a).ok || checkSolanaAddress(a).ok;

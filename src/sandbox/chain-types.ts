@@ -35,6 +35,8 @@ export type SandboxEvmChain = {
   blockNumber(): Promise<bigint>;
   /** The CCTP `MessageSent` messages of a transaction; null while the chain has no receipt for it. */
   sentMessages(txHash: string): Promise<SentMessages | null>;
+  /** USDC's blacklister puts `address` on (or takes it off) the blacklist: `isBlacklisted` answers it. */
+  setBlacklisted(address: string, on: boolean): Promise<void>;
   /** `expected`: the nonce the contract takes next; `visible`: what the (possibly lagging) RPC shows. */
   nonces(owner: string): Promise<{ expected: bigint; visible: bigint }>;
   /** Uses the owner's next `count` nonces as a signer elsewhere would; returns them. */
@@ -73,6 +75,11 @@ export type SandboxSolanaChain = {
   /** SOL (lamports) `address` holds. */
   lamports(address: string): Promise<bigint>;
   setBalance(owner: string, amount: bigint): Promise<void>;
+  /**
+   * Freezes (or thaws) `owner`'s USDC associated token account, creating it empty first if it has
+   * none; the owner then counts as met (never auto-funded). Its account address.
+   */
+  setFrozen(owner: string, on: boolean): Promise<string>;
   /** Funds `owner`'s USDC account with the configured amount if the sandbox has not met it yet. */
   meet(owner: string): Promise<void>;
   /** One Solana JSON-RPC request body of `/rpc/SOLANA` (balances); the answer body. */

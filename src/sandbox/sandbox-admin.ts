@@ -41,6 +41,10 @@ export type SandboxAdmin = {
   nativeBalance(chain: EvmChain, address: string): Promise<bigint>;
   /** Sets it for a drill (an owner that cannot pay its CCTP transactions); the address counts as met. */
   setNativeBalance(chain: EvmChain, address: string, wei: bigint): Promise<void>;
+  /** USDC's own blacklist on an EVM chain (FiatToken's `blacklist` / `unBlacklist`). */
+  setBlacklisted(chain: EvmChain, address: string, on: boolean): Promise<void>;
+  /** Freezes or thaws a Solana wallet's USDC account; the account's address. */
+  setFrozen(owner: string, on: boolean): Promise<string>;
 };
 
 export function createSandboxAdmin(s: ServiceState): SandboxAdmin {
@@ -84,6 +88,8 @@ export function createSandboxAdmin(s: ServiceState): SandboxAdmin {
     },
     nativeBalance: (chain, address) => s.evm[chain].nativeBalance(address),
     setNativeBalance: (chain, address, wei) => s.evm[chain].setNativeBalance(address, wei),
+    setBlacklisted: (chain, address, on) => s.evm[chain].setBlacklisted(address, on),
+    setFrozen: (owner, on) => s.solana.setFrozen(owner, on),
   };
 }
 

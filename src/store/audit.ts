@@ -20,6 +20,7 @@ export const AUDIT_ACTIONS = [
   'recipient_add',
   'recipient_remove',
   'recipient_import',
+  'screening_refused',
 ] as const;
 type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

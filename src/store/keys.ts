@@ -41,6 +41,8 @@ export function keys(prefix: string) {
     follow: `${prefix}:follow`,
     /** The controls each process runs with: process → `{ role, digest, settings, at }` (published-controls.ts). */
     controls: `${prefix}:controls`,
+    /** The sanctions lists the workers screen with, JSON (screening-state.ts; docs/screening.md). */
+    screening: `${prefix}:screening`,
     unapproved: `${prefix}:unapproved`,
     unapprovedAmounts: `${prefix}:unapproved:amounts`,
     /** The most replicas each primary (by replication id) has reported connected (replica-acks.ts). */

@@ -28,9 +28,26 @@ const UNWRITTEN_GRACE_MS = 60 * 60 * 1000;
 
 const memberOf = (p: OpenPayment) => `${p.batchId}/${p.transferId}`;
 
+/** Rounds of reading the members again when other enqueues keep registering rows meanwhile. */
+const MAX_ROUNDS = 10;
+
+/** The transfer record of a member `<batch>/<transfer>` (the batch id holds no '/'). */
+function recordOf(prefix: string, member: string): string {
+  const slash = member.indexOf('/');
+  return keys(prefix).transfer(member.slice(0, slash), member.slice(slash + 1));
+}
+
+/** The members registered in `hashes` now (their records are declared to the script). */
+async function registeredMembers(redis: Redis, hashes: readonly string[]): Promise<string[]> {
+  const members = await Promise.all(hashes.map((h) => redis.hkeys(h)));
+  return members.flat();
+}
+
 /**
  * Registers the rows and returns, per recipient key, what it is paid in all (these rows included),
- * and the registrations this call made (to take back if the enqueue is refused).
+ * and the registrations this call made (to take back if the enqueue is refused). The script is
+ * given every key it reads (recipient-exposure.lua): the records of the rows registered, read here
+ * first, and read again while another enqueue registers rows in between.
  */
 export async function judgeExposure(
   redis: Redis,
@@ -41,17 +58,48 @@ export async function judgeExposure(
   if (payments.length === 0) return { sums: new Map(), registered: [] };
   const k = keys(prefix);
   const unique = [...new Set(payments.map((p) => p.recipientKey))];
+  const hashes = unique.map((key) => k.recipientExposure(key));
   const index = new Map(unique.map((key, i) => [key, i + 1]));
-  const args = payments.flatMap((p) => [String(index.get(p.recipientKey)), memberOf(p), p.amount.toString()]);
-  const [sums, added] = replyArray(
-    'recipient-exposure.lua',
-    await runScript(
-      redis,
-      EXPOSURE,
-      unique.map((key) => k.recipientExposure(key)),
-      [prefix, String(judged.now), String(UNWRITTEN_GRACE_MS), judged.batchId, ...args],
-    ),
-  );
+  const triples = payments.flatMap((p) => [
+    String(index.get(p.recipientKey)),
+    memberOf(p),
+    p.amount.toString(),
+  ]);
+  for (let round = 1; ; round++) {
+    const members = [...new Set([...payments.map(memberOf), ...(await registeredMembers(redis, hashes))])];
+    const reply = replyArray(
+      'recipient-exposure.lua',
+      await runScript(
+        redis,
+        EXPOSURE,
+        [...hashes, ...members.map((m) => recordOf(prefix, m))],
+        [
+          String(hashes.length),
+          String(judged.now),
+          String(UNWRITTEN_GRACE_MS),
+          judged.batchId,
+          String(members.length),
+          ...members,
+          ...triples,
+        ],
+      ),
+    );
+    if (reply[0] !== 'again') return exposureOf(unique, payments, reply);
+    if (round >= MAX_ROUNDS) {
+      throw new LuaReplyError(
+        'USDC_LUA_REPLY',
+        `recipient-exposure.lua: rows kept being registered meanwhile (${MAX_ROUNDS} rounds); try again`,
+      );
+    }
+  }
+}
+
+function exposureOf(
+  unique: readonly string[],
+  payments: readonly OpenPayment[],
+  reply: readonly unknown[],
+): { readonly sums: Map<string, bigint>; readonly registered: OpenPayment[] } {
+  const [sums, added] = reply;
   const totals = replyArray('recipient-exposure.lua', sums);
   return {
     sums: new Map(unique.map((key, i) => [key, replyBigint('recipient-exposure.lua', totals[i] ?? '0')])),

@@ -1,5 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
+import { keys } from './keys.ts';
+import { luaScriptFile, runScript } from './lua-script.ts';
+import { replyString } from './lua-reply.ts';
+import { isCluster } from './redis-endpoint.ts';
 
 /*
  * docs/replicated-redis.md: what a process sees of its Redis's replication, read from `INFO
@@ -8,6 +12,20 @@ import type { Logger } from '../log/logger.ts';
  * warn, since writes the old primary had not replicated are gone. Replicas dropping away are
  * logged too: with REDIS_REPLICA_ACKS=auto, sends wait for them.
  */
+
+const SLOT_REPLICATION = luaScriptFile('slot-replication.lua');
+
+/**
+ * `INFO replication` of the primary holding the project's keys: the server itself, or on a Redis
+ * Cluster the master that owns the prefix's slot (a script with a key of that slot is sent there).
+ */
+export async function slotReplication(redis: Redis, prefix: string): Promise<string> {
+  if (!isCluster(redis)) return await redis.info('replication');
+  return replyString(
+    'slot-replication.lua',
+    await runScript(redis, SLOT_REPLICATION, [keys(prefix).replicas], []),
+  );
+}
 
 /** The fields of `INFO replication` this project reads. */
 export type Replication = {
@@ -59,6 +77,7 @@ export function replicationChanges(
 /** Reads `INFO replication` every `intervalMs` and logs what changed; `stop()` ends it. */
 export function watchPrimary(deps: {
   readonly redis: Redis;
+  readonly prefix: string;
   readonly logger: Logger;
   readonly intervalMs?: number;
 }): { stop(): void; latest(): Replication | undefined } {
@@ -68,7 +87,7 @@ export function watchPrimary(deps: {
     if (busy) return;
     busy = true;
     try {
-      const now = parseReplication(await deps.redis.info('replication'));
+      const now = parseReplication(await slotReplication(deps.redis, deps.prefix));
       for (const c of replicationChanges(last, now)) deps.logger[c.level](c.facts, c.msg);
       if (now.role === 'master') last = now;
     } catch {

@@ -32,8 +32,9 @@ export async function checkRedisTls(
   endpoint: RedisEndpoint,
   timeoutMs = TLS_HANDSHAKE_TIMEOUT_MS,
 ): Promise<void> {
-  // Behind Sentinels the primary's host is learnt from them: ioredis's own errors say what fails.
-  if (endpoint.redisSentinels) return;
+  // Behind Sentinels the primary's host is learnt from them, on a Redis Cluster the nodes from its
+  // slot map (REDIS_URL's host is not used): ioredis's own errors say what fails.
+  if (endpoint.redisSentinels || endpoint.redisClusterNodes) return;
   let u: URL;
   try {
     u = new URL(endpoint.redisUrl);

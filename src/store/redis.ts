@@ -1,7 +1,7 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
 import { UsdcBatchError } from '../domain/errors.ts';
-import { describeEndpoint, endpointOptions, type RedisEndpoint } from './redis-endpoint.ts';
+import { describeEndpoint, everyServer, openConnection, type RedisEndpoint } from './redis-endpoint.ts';
 
 export type { RedisEndpoint } from './redis-endpoint.ts';
 
@@ -27,25 +27,31 @@ export function createRedis(
 ): Redis {
   const { role, logger, extra, quiet } = options;
   let connected = false;
-  const redis = new Redis({
-    ...endpointOptions(endpoint),
-    // Sentinels none of which answers (down, or refusing REDIS_SENTINEL_PASSWORD) before a first
-    // connection: a command gives up as it does on an unreachable REDIS_URL; after one, a process
-    // waits through a Sentinel outage as through a Redis restart.
-    sentinelRetryStrategy: (times) =>
-      !connected && role === 'client' && times > SENTINEL_TRIES_AT_START
-        ? null
-        : Math.min(times * 200, 2_000),
-    maxRetriesPerRequest: role === 'worker' ? null : 2,
-    enableOfflineQueue: true,
-    connectTimeout: 5_000,
-    // Commands issued in the same tick go out in one write: many concurrent transfers each make
-    // small reads and writes, and one syscall per command was measurable (BENCHMARKS.md §2).
-    enableAutoPipelining: true,
-    // Reconnect forever with a capped delay: a Redis restart must be survived by itself.
-    retryStrategy: (times) => Math.min(times * 200, 2_000),
-    ...extra,
-  });
+  // Before a first connection, a client gives up as on an unreachable REDIS_URL (below).
+  const giveUp = (times: number) => !connected && role === 'client' && times > SENTINEL_TRIES_AT_START;
+  const redis = openConnection(
+    endpoint,
+    {
+      // Sentinels none of which answers (down, or refusing REDIS_SENTINEL_PASSWORD) before a first
+      // connection: a command gives up as it does on an unreachable REDIS_URL; after one, a process
+      // waits through a Sentinel outage as through a Redis restart.
+      sentinelRetryStrategy: (times) => (giveUp(times) ? null : Math.min(times * 200, 2_000)),
+      maxRetriesPerRequest: role === 'worker' ? null : 2,
+      enableOfflineQueue: true,
+      connectTimeout: 5_000,
+      // Commands issued in the same tick go out in one write: many concurrent transfers each make
+      // small reads and writes, and one syscall per command was measurable (BENCHMARKS.md §2).
+      enableAutoPipelining: true,
+      // Reconnect forever with a capped delay: a Redis restart must be survived by itself.
+      retryStrategy: (times) => Math.min(times * 200, 2_000),
+      ...extra,
+    },
+    {
+      // A Cluster's seed nodes, as the Sentinels: retried for ever once connected.
+      retry: (times) => (giveUp(times) ? null : Math.min(times * 200, 2_000)),
+      waitFailover: role === 'worker',
+    },
+  );
   let last = 0;
   redis.once('ready', () => (connected = true));
   redis.on('error', (err: Error) => {
@@ -83,7 +89,10 @@ export function isRedisConnectionError(err: unknown): boolean {
   if (err.name === 'MaxRetriesPerRequestError') return true;
   const code = (err as NodeJS.ErrnoException).code;
   if (code !== undefined && CONNECTION_CODES.has(code)) return true;
-  return /^(Connection is closed|connect ETIMEDOUT|Stream isn't writeable)/.test(err.message);
+  if (err.name === 'ClusterAllFailedError') return true;
+  return /^(Connection is closed|connect ETIMEDOUT|Stream isn't writeable|Too many Cluster redirections)/.test(
+    err.message,
+  );
 }
 
 /** The one line an operator sees when Redis cannot be reached: where, and its setting; no secret. */
@@ -123,9 +132,22 @@ type Durability =
 
 /**
  * docs/configuration.md: the worker refuses a Redis that can lose acknowledged writes (`appendonly` off,
- * or `appendfsync` other than `always`), and warns where it cannot ask (`CONFIG` disabled).
+ * or `appendfsync` other than `always`), and warns where it cannot ask (`CONFIG` disabled). On a
+ * Redis Cluster every server is asked, replicas too (a replica promoted keeps what it holds).
  */
 export async function checkDurability(redis: Redis): Promise<Durability> {
+  const servers = everyServer(redis);
+  if (servers.length === 0) return { durable: 'unknown', reason: 'the Redis Cluster named no node' };
+  let unknown: Durability | undefined;
+  for (const server of servers) {
+    const d = await serverDurability(server);
+    if (d.durable === false) return d;
+    if (d.durable === 'unknown') unknown ??= d;
+  }
+  return unknown ?? { durable: true };
+}
+
+async function serverDurability(redis: Redis): Promise<Durability> {
   let aof: string[];
   let fsync: string[];
   try {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { UsdcBatchError } from '../domain/errors.ts';
 import type { Logger } from '../log/logger.ts';
 import { keys } from './keys.ts';
+import { duplicateConnection } from './redis-endpoint.ts';
 import { luaScriptFile, runScript, type LuaScript } from './lua-script.ts';
 import { replyArray, replyInt, replyString } from './lua-reply.ts';
 
@@ -288,7 +289,7 @@ async function roundReplies(
 
 function roundConnection(a: Acks): Redis {
   if (a.conn) return a.conn;
-  const conn = a.redis.duplicate({
+  const conn = duplicateConnection(a.redis, {
     enableAutoPipelining: false,
     autoResendUnfulfilledCommands: false,
     // Commands in flight when the connection closes are failed at once (not re-sent, not left).

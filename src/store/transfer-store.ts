@@ -129,12 +129,16 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
 const lockKey = (s: Store, batchId: string, transferId: string) =>
   `${s.k.transfer(batchId, transferId)}:lock`;
 
-/** The keys a state change touches (TRANSITION, TAKE): transfer, batch, state-set prefix, lock. */
+/** The batch's state sets, one per state: every key a move may touch is declared (Redis Cluster). */
+const stateSetKeys = (s: Store, batchId: string): string[] =>
+  TRANSFER_STATES.map((state) => s.k.batchState(batchId, state));
+
+/** The keys a state change touches (TRANSITION): transfer, batch, lock, then the state sets. */
 const moveKeys = (s: Store, batchId: string, transferId: string): string[] => [
   s.k.transfer(batchId, transferId),
   s.k.batch(batchId),
-  `${s.prefix}:batch:${batchId}:state:`,
   lockKey(s, batchId, transferId),
+  ...stateSetKeys(s, batchId),
 ];
 
 async function loadTransfer(s: Store, at: TransferAt): Promise<TransferRecord | undefined> {
@@ -281,7 +285,13 @@ async function takeTransfer(
   const res = await runScript(
     s.redis,
     TAKE,
-    [...moveKeys(s, batchId, transferId), s.k.paused],
+    [
+      s.k.transfer(batchId, transferId),
+      s.k.batch(batchId),
+      lockKey(s, batchId, transferId),
+      s.k.paused,
+      ...stateSetKeys(s, batchId),
+    ],
     [
       lock.token,
       lock.ttlMs,

@@ -45,7 +45,11 @@ export type RebalanceDeps = {
       | 'maxDailyUsdc'
       | 'callbackAllowedHosts'
       | 'approvalsRequired'
+      | 'screeningOnchain'
       | 'auditLogFile'
+      | 'screeningLists'
+      | 'screeningMaxAgeMs'
+      | 'screeningOnchain'
     > &
     HoldConfig;
   /** Where the batch's transfer jobs go; needed for `run` only. */

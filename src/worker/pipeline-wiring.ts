@@ -23,6 +23,7 @@ import { createCctpApi } from '../service/cctp-api.ts';
 import { createCctpReads } from '../signing/evm/cctp-reads.ts';
 import { createOwnerTxSender } from '../signing/evm/owner-tx/owner-tx-sender.ts';
 import { CCTP_LEASE_TTL_MS, createCctpGate, releaseCctpLease, takeCctpLease } from '../store/cctp-gate.ts';
+import { wireOnchainScreening } from './onchain-wiring.ts';
 
 /** The service client of a worker: its calls timed into the metrics, under `API_RATE_LIMIT`. */
 export function wireServiceClient(deps: {
@@ -108,6 +109,8 @@ export function wirePipeline(deps: {
   readonly metrics?: PipelineDeps['metrics'];
   readonly hooks?: PipelineHooks | undefined;
   readonly policy?: PipelinePolicy | undefined;
+  /** The sanctions lists checked before signing (screening-wiring.ts); absent: none. */
+  readonly screening?: PipelineDeps['screening'];
 }): PipelineDeps {
   const { config, redis, prefix } = deps;
   return {
@@ -127,6 +130,8 @@ export function wirePipeline(deps: {
         : createSpendLimit({ redis, prefix, cap: config.maxDailyUsdc }),
     approvals: createApprovalGate({ redis, prefix }),
     controls: createWorkerControls({ redis, prefix, config: deps.config, logger: deps.logger }),
+    onchain: wireOnchainScreening({ config, redis, prefix }),
+    screening: deps.screening,
     ...(deps.hooks ? { hooks: deps.hooks } : {}),
   };
 }

@@ -31,8 +31,10 @@ import {
   wireSolana,
 } from './pipeline-wiring.ts';
 import { startAddressPublisher } from './publish-addresses.ts';
+import { warnUnscreenedChains } from './onchain-wiring.ts';
 import { checkServiceKey } from './service-key-check.ts';
 import { openWorkerRedis } from './worker-redis.ts';
+import { screenOwnAddresses, startWorkerScreening } from './screening-wiring.ts';
 
 export type RunningWorker = { readonly workers: TransferWorkers; close(): Promise<void> };
 
@@ -56,6 +58,7 @@ type Started = {
   addresses?: { stop(): void };
   auditHead?: { stop(): void };
   controls?: { stop(): Promise<void> };
+  screening?: { stop(): void };
 };
 
 /**
@@ -82,6 +85,14 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   const prefix = config.queuePrefix;
   // Latency and retries go to Redis, where `serve`'s /metrics reads them for every worker.
   const metrics = (started.metrics = createWorkerMetrics({ redis, prefix, logger }));
+  // docs/screening.md: a list that cannot be read or parsed stops the start here (exit 2).
+  const screening = (started.screening = await startWorkerScreening({
+    config,
+    redis,
+    prefix,
+    logger,
+    metrics,
+  }));
   const service = (started.service = wireServiceClient({ config, redis, prefix, logger, metrics }));
   const store = metrics.countRetries(createTransferStore({ redis, prefix }));
   // docs/replicated-redis.md: sends wait for the replicas; a failover seen is logged.
@@ -92,11 +103,16 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     timeoutMs: config.redisReplicaAckTimeoutMs,
     logger,
   }));
-  started.primary = watchPrimary({ redis, logger });
+  started.primary = watchPrimary({ redis, prefix: config.queuePrefix, logger });
   const evm = wireEvm({ config, redis, prefix, logger });
   started.nonces = evm?.nonces;
   const solana = await wireSolana({ config, logger });
   const own = await publishOwnAddresses(started, { config, prefix, logger, evm, solana });
+  screenOwnAddresses(
+    screening.lists,
+    [...own.evmOwners, ...(own.solana ? [own.solana.address] : [])],
+    logger,
+  );
 
   const connection = { endpoint: config, prefix, redis, logger };
   const spans = await transferSpans(store);
@@ -135,6 +151,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     logger,
     metrics,
     hooks,
+    screening: screening.gate,
   });
   const sources = workerSourceChains(config);
   // A wrong TRANSFER_API_KEY stops the start here (exit 2), before any row is taken.
@@ -251,6 +268,7 @@ async function logStarted(
     },
     'worker started',
   );
+  warnUnscreenedChains(config, logger);
 }
 
 /**
@@ -269,6 +287,7 @@ async function closeStarted(s: Started): Promise<void> {
   await s.heartbeat?.stop();
   s.auditHead?.stop();
   await s.controls?.stop();
+  s.screening?.stop();
   s.addresses?.stop();
   s.treasury?.stop();
   await s.schedules?.close();

@@ -12,7 +12,12 @@ import { checkRedisTls } from '../store/redis-tls.ts';
 export async function openWorkerRedis(
   config: Pick<
     Config,
-    'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'redisSentinelPassword' | 'allowVolatileRedis'
+    | 'redisUrl'
+    | 'redisSentinels'
+    | 'redisSentinelName'
+    | 'redisSentinelPassword'
+    | 'redisClusterNodes'
+    | 'allowVolatileRedis'
   >,
   logger: Logger,
 ): Promise<Redis> {

@@ -53,8 +53,10 @@ export function failoverStack(p: {
   /** The test's own connection to whatever is the primary. */
   readonly client: Redis;
   readonly extra?: Record<string, string>;
+  /** QUEUE_PREFIX; `fo<name>` unless given (a hash tag on a Redis Cluster). */
+  readonly prefix?: string;
 }): FailoverStack {
-  const prefix = `fo${p.name}`;
+  const prefix = p.prefix ?? `fo${p.name}`;
   const env = {
     ...productEnv({
       redisUrl: p.redisEnv['REDIS_URL'] ?? 'redis://127.0.0.1:6379',

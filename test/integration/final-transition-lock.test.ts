@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TRANSFER_STATES } from '../../src/domain/transfer.ts';
 import { luaScriptFile, runScript } from '../../src/store/lua-script.ts';
 import { createTransferStore, type TransferStore } from '../../src/store/transfer-store.ts';
 import { redisForSuite } from '../helpers/redis.ts';
@@ -75,8 +76,8 @@ describe('the final transition frees the transfer lock', () => {
     const keys = [
       `${h.prefix}:t:resent:${id}`,
       `${h.prefix}:batch:resent`,
-      `${h.prefix}:batch:resent:state:`,
       lockKey('resent'),
+      ...TRANSFER_STATES.map((state) => `${h.prefix}:batch:resent:state:${state}`),
     ];
     const args = [
       'in_progress',

@@ -279,7 +279,7 @@ describe('GET /openapi.json', () => {
     expect(Object.keys(body)).toEqual([
       'batch_id', 'created_at', 'source', 'submitted_by', 'complete', 'settled', 'held', 'held_reason',
       'approval_digest', 'approvals', 'approvals_required', 'counts', 'intents', 'totals', 'paused',
-      'transfers', 'next_cursor',
+      'transfers', 'screening', 'next_cursor',
     ]); // prettier-ignore
     const queued = body.transfers.find((t) => t['id'] === 'oa-2')!;
     // Not estimated yet: its fee and net are null (never 0.00), and so are the planned totals.

@@ -2,7 +2,12 @@ import { parse } from 'csv-parse/sync';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadScreeningLists, type ScreeningLists } from '../../src/config/screening/screening-lists.ts';
 import { buildApp } from '../../src/http/app.ts';
+import { readAudit } from '../../src/store/audit.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { createWorkerMetrics } from '../../src/metrics/worker-metrics.ts';
 import { EXPORT_COLUMNS } from '../../src/ops/export.ts';
@@ -24,7 +29,11 @@ let suite: Awaited<ReturnType<typeof redisForSuite>>;
 let redis: Redis;
 const opened: { app: FastifyInstance; producer: Producer }[] = [];
 
-async function newApp(env: Record<string, string> = {}, redisClient: Redis = redis) {
+async function newApp(
+  env: Record<string, string> = {},
+  redisClient: Redis = redis,
+  screening?: ScreeningLists,
+) {
   const prefix = newPrefix();
   // These tests send dozens of refused requests from one address: the 429 after repeated failures
   // has its own test (http-hostile-input.test.ts), so it is turned off here.
@@ -36,7 +45,7 @@ async function newApp(env: Record<string, string> = {}, redisClient: Redis = red
     ...env,
   });
   const producer = createProducer({ connection: suite.url, prefix });
-  const app = await buildApp({ config, redis: redisClient, producer, logger });
+  const app = await buildApp({ config, redis: redisClient, producer, logger, screening });
   opened.push({ app, producer });
   return { app, prefix };
 }
@@ -512,6 +521,51 @@ describe('/metrics and /readyz (inject)', () => {
     } finally {
       client.disconnect();
       await replica.stop();
+    }
+  });
+});
+
+describe('sanctions screening (inject; docs/screening.md)', () => {
+  it('refuses a listed recipient as an invalid row of POST /v1/batches, and keeps it out of the address book', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'screening-http-'));
+    try {
+      const listed = randomEvmAddress();
+      const file = join(dir, 'list.txt');
+      writeFileSync(file, `# date: ${new Date().toISOString().slice(0, 10)}\n${listed.toLowerCase()}\n`);
+      const lists = await loadScreeningLists([file], 7 * 86_400_000);
+      const { app, prefix } = await newApp({}, redis, lists);
+      const transfers = [randomEvmAddress(), listed.toUpperCase().replace('0X', '0x')].map(
+        (recipient, i) => ({
+          id: `scr-${i}`,
+          from: 'BASE',
+          to: 'ARB',
+          amount: '5.00',
+          recipient,
+        }),
+      );
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/batches',
+        headers: { ...hook, 'content-type': 'application/json' },
+        payload: JSON.stringify({ batch_id: 'scr-1', transfers }),
+      });
+      expect(res.statusCode, res.body).toBe(422);
+      expect(res.body).toContain(`is on the sanctions list ${file} of`);
+      const detail = (res.json() as { errors?: { line: number; column: string }[] }).errors ?? [];
+      expect(detail).toEqual([expect.objectContaining({ line: 2, column: 'recipient' })]);
+
+      const add = await app.inject({
+        method: 'POST',
+        url: '/v1/recipients',
+        headers: { ...approver, 'content-type': 'application/json' },
+        payload: JSON.stringify({ address: listed }),
+      });
+      expect(add.statusCode, add.body).toBe(422);
+      expect(add.body).toContain('cannot enter the address book');
+      const audit = await readAudit(redis, prefix);
+      expect(audit.map((e) => [e.action, e.who])).toContainEqual(['screening_refused', `list:${file}`]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

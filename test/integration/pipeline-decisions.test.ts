@@ -586,6 +586,27 @@ describe('pipeline decisions', () => {
     expect(rec?.raw['permit']).toBeUndefined();
   });
 
+  it("never skips USDC's on-chain controls when they cannot be read: the transfer waits queued, unsigned, with the reason; once the RPC answers it is paid once", async () => {
+    const dead = { evmRpcUrl: { ...config.evmRpcUrl, BASE: 'http://127.0.0.1:9/' } } as Partial<Config>;
+    const down = await setup({ config: dead });
+    down.add({ id: 'a', from: 'ETH', to: 'BASE', amount: 9_000_000n, recipient: randomEvmAddress() });
+    await down.write('b-onchain');
+    for (let i = 0; i < 3; i++) {
+      const out = await runTransfer(down.deps, 'b-onchain', 'a');
+      expect(out).toMatchObject({ kind: 'later', wait: 'retry' });
+      expect(out.kind === 'later' && out.reason).toMatch(/reading USDC's own controls on BASE failed/);
+    }
+    const waiting = await down.store.load('b-onchain', 'a');
+    expect(waiting?.state).toBe('queued');
+    expect(waiting?.raw['wait_reason']).toMatch(/nothing is signed until they can be read/);
+    expect(waiting?.raw['permit']).toBeUndefined();
+    expect(sandbox.ledger()).toEqual([]);
+
+    const up = await setup();
+    expect(await up.drive('b-onchain', 'a')).toBe('submitted');
+    expect(sandbox.ledger()).toHaveLength(1);
+  });
+
   it('re-submits the same signed Solana transaction after a lost answer, and pays once', async () => {
     const t = await setup();
     t.add({ id: 's', from: 'SOLANA', to: 'BASE', amount: 9_000_000n, recipient: randomEvmAddress() });

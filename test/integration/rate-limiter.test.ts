@@ -52,7 +52,8 @@ describe('API_RATE_LIMIT limiter', () => {
     );
     // The scenario starts 100 ms before a second boundary: a per-calendar-second counter would let 8
     // through now and 8 more right after the boundary, 16 within ~100 ms.
-    await new Promise((r) => setTimeout(r, 1_900 - (Date.now() % 1_000)));
+    // (The next such moment: 0 to 999 ms away.)
+    await new Promise((r) => setTimeout(r, (1_900 - (Date.now() % 1_000)) % 1_000));
     await Promise.all(Array.from({ length: 16 }, async (_, i) => await limiters[i % 2]!.take()));
 
     // Observed by Redis's own clock, as the log recorded each admission: the 9th went no sooner

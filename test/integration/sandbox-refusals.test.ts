@@ -552,3 +552,61 @@ describe('the sandbox JSON-RPC and status route', () => {
     ).toBe(404);
   });
 });
+
+describe("the sandbox has USDC's own controls (admin routes: blacklist, freeze)", () => {
+  it('blacklists an owner as FiatToken does: isBlacklisted answers through /rpc, its permit reverts, unblacklisting lifts it', async () => {
+    const usdc = USDC_EVM.testnet.BASE.usdc;
+    const abi = parseAbi(['function isBlacklisted(address account) view returns (bool)']);
+    const client = createPublicClient({ transport: http(sandbox.rpcUrl('BASE')) });
+    const listed = () =>
+      client.readContract({ address: usdc, abi, functionName: 'isBlacklisted', args: [TEST_EVM_ADDRESS] });
+    expect(await listed()).toBe(false);
+    await sandbox.admin.setBlacklisted('BASE', TEST_EVM_ADDRESS, true);
+    expect(await listed()).toBe(true);
+    const refused = await transfer({});
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toContain('Blacklistable: account is blacklisted');
+    expect(sandbox.ledger()).toEqual([]);
+    await sandbox.admin.setBlacklisted('BASE', TEST_EVM_ADDRESS, false);
+    expect(await listed()).toBe(false);
+    expect((await transfer({})).status).toBe(200);
+  });
+
+  it("freezes a Solana wallet's USDC account: getAccountInfo shows it frozen (jsonParsed and base64), an account not made yet is null", async () => {
+    const wallet = await getAddressFromPublicKey(
+      (await createKeyPairFromPrivateKeyBytes(new Uint8Array(32).fill(7))).publicKey,
+    );
+    const info = async (account: string, encoding: string) => {
+      const res = await fetch(sandbox.rpcUrl('SOLANA'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'getAccountInfo',
+          params: [account, { encoding }],
+        }),
+      });
+      return ((await res.json()) as { result: { value: unknown } }).result.value as {
+        data: { parsed: { info: { state: string } } } | [string, string];
+      } | null;
+    };
+    const account = await sandbox.admin.setFrozen(wallet, true);
+    const parsed = await info(account, 'jsonParsed');
+    expect(parsed?.data).toMatchObject({
+      program: 'spl-token',
+      parsed: { type: 'account', info: { state: 'frozen' } },
+    });
+    const raw = (await info(account, 'base64'))?.data as [string, string];
+    expect(Buffer.from(raw[0], 'base64')[108]).toBe(2);
+    await sandbox.admin.setFrozen(wallet, false);
+    expect(await info(account, 'jsonParsed')).toMatchObject({
+      data: { parsed: { info: { state: 'initialized' } } },
+    });
+    // A wallet the sandbox never met has no USDC account yet.
+    const other = await getAddressFromPublicKey(
+      (await createKeyPairFromPrivateKeyBytes(new Uint8Array(32).fill(8))).publicKey,
+    );
+    expect(await info(other, 'jsonParsed')).toBeNull();
+  });
+});

@@ -161,7 +161,10 @@ describe('schedule: recurring batches through the real CLI', () => {
             newRecipientPolicy: 'allow',
             newRecipientMaxUsdc: undefined,
             approvalsRequired: 1,
+            screeningOnchain: true,
             auditLogFile: undefined,
+            screeningLists: [],
+            screeningMaxAgeMs: 7 * 86_400_000,
             callbackAllowedHosts: [],
           },
         },
@@ -250,7 +253,10 @@ describe('schedule: recurring batches through the real CLI', () => {
           newRecipientPolicy: 'allow',
           newRecipientMaxUsdc: undefined,
           approvalsRequired: 1,
+          screeningOnchain: true,
           auditLogFile: undefined,
+          screeningLists: [],
+          screeningMaxAgeMs: 7 * 86_400_000,
           callbackAllowedHosts: [],
         },
       },
@@ -282,7 +288,10 @@ describe('schedule: recurring batches through the real CLI', () => {
       newRecipientPolicy: 'allow' as const,
       newRecipientMaxUsdc: undefined,
       approvalsRequired: 1,
+      screeningOnchain: true,
       auditLogFile: undefined,
+      screeningLists: [],
+      screeningMaxAgeMs: 7 * 86_400_000,
     };
     const at = Date.UTC(2030, 0, 1, 1, 0, 0);
     try {
@@ -347,7 +356,10 @@ describe('schedule: recurring batches through the real CLI', () => {
       newRecipientPolicy: 'hold' as const,
       newRecipientMaxUsdc: undefined,
       approvalsRequired: 1,
+      screeningOnchain: true,
       auditLogFile: undefined,
+      screeningLists: [],
+      screeningMaxAgeMs: 7 * 86_400_000,
     };
     const fire = (day: number) =>
       fireSchedule({ redis: stack.client, prefix, jobs, config }, 'book', Date.UTC(2031, 0, day, 2, 0, 0));

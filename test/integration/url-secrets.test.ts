@@ -114,11 +114,12 @@ describe('URLs are shown without their secrets', () => {
       });
       try {
         const logs = await waitFor(
-          `the job log of ${row.id} to say the balance is unreadable`,
+          `the job log of ${row.id} to say the RPC failed`,
           async () => {
             const { logs } = await queue.getJobLogs(transferJobId(batchId, row.id));
             const text = logs.join('\n');
-            return text.includes('balance unreadable') ? text : undefined;
+            // USDC's own controls are read first (SCREENING_ONCHAIN=on): the transfer waits on them.
+            return text.includes("reading USDC's own controls") ? text : undefined;
           },
           { timeoutMs: 60_000, intervalMs: 250 },
         );
@@ -195,7 +196,9 @@ describe('URLs are shown without their secrets', () => {
         batch_id: 'url-secrets-cb',
         callback_url: callbackUrl,
         transfers: [
-          { id: 'cb-1', from: 'POLYGON', to: 'BASE', amount: '10.00', recipient: randomEvmAddress() },
+          // Paid where the RPCs answer (every other one fails on purpose, and a transfer whose
+          // chains cannot be screened waits): from Solana (the service builds), to POLYGON.
+          { id: 'cb-1', from: 'SOLANA', to: 'POLYGON', amount: '10.00', recipient: randomEvmAddress() },
         ],
       }),
     });

@@ -19,11 +19,9 @@ describe('worker: crashes and restarts', () => {
     // Two kills at different points of the batch: each cuts off sends in flight at random places.
     for (const atLeast of [20, 70]) {
       const doomed = stack.startWorker();
-      await waitFor(
-        `${atLeast} submitted`,
-        async () => (await stack.status(batchId)).counts.submitted >= atLeast,
-        { timeoutMs: 90_000 },
-      );
+      await waitFor(`${atLeast} submitted`, async () => (await stack.counts(batchId)).submitted >= atLeast, {
+        timeoutMs: 90_000,
+      });
       await doomed.kill9();
     }
     expect((await stack.status(batchId)).counts.submitted).toBeLessThan(150);
@@ -41,7 +39,7 @@ describe('worker: crashes and restarts', () => {
     const rows = mixedRows(90, 'redis');
     const { batchId } = await stack.enqueue(rows);
     const worker = stack.startWorker();
-    await waitFor('some progress', async () => (await stack.status(batchId)).counts.submitted >= 10, {
+    await waitFor('some progress', async () => (await stack.counts(batchId)).submitted >= 10, {
       timeoutMs: 60_000,
     });
     await stack.redis.restart({ downMs: 1_500 });

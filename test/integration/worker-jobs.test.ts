@@ -100,7 +100,15 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     expect(first.counts).toMatchObject({ failed: 4, rejected: 1, needs_review: 1, submitted: 19 });
 
     for (const t of first.transfers) {
-      const job = await jobOf(t);
+      // Final inside its job; BullMQ files the job as finished once the job returns.
+      const job = await waitFor(
+        `${t.id}'s job to finish`,
+        async () => {
+          const j = await jobOf(t);
+          return j.finished === null ? undefined : j;
+        },
+        { timeoutMs: 30_000, intervalMs: 20 },
+      );
       const what = `${t.id} (${t.state})`;
       expect(job.hash['name'], what).toBe(`${t.from}→${t.to} ${Number(t.amount).toFixed(2)} USDC`);
       expect(JSON.parse(job.hash['data'] ?? '{}'), what).toEqual({ batchId, transferId: t.id });
@@ -497,6 +505,8 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'retry',
       'rate_limit',
       'settle',
+      'replicas',
+      'screening',
     ];
     expect(kinds.filter((k) => !known.includes(k as string))).toEqual([]);
     console.log(`waits seen: ${kinds.join(', ') || 'none'}`);
@@ -526,6 +536,7 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       'UsdcBatchNeedsReview',
       'UsdcBatchNoWorkerAlive',
       'UsdcBatchQueueNotDraining',
+      'UsdcBatchScreeningStale',
       'UsdcBatchServiceRateLimiting',
       'UsdcBatchTreasuryBelowMin',
     ]);
@@ -678,7 +689,15 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     const done = await stack.waitComplete(res.batchId, 60_000);
     expect(done.counts).toMatchObject({ submitted: 1, failed: 1 });
     for (const t of done.transfers) {
-      const job = await readJob(stack.client, prefix, 'transfers-POLYGON', `${res.batchId}/${t.id}`);
+      // The transfer is final inside its job; BullMQ files the job as finished once it returns.
+      const job = await waitFor(
+        `${t.id}'s job to finish`,
+        async () => {
+          const j = await readJob(stack.client, prefix, 'transfers-POLYGON', `${res.batchId}/${t.id}`);
+          return j.finished === null ? undefined : j;
+        },
+        { timeoutMs: 30_000, intervalMs: 20 },
+      );
       expect(job.finished, t.id).toBe(t.state === 'submitted' ? 'completed' : 'failed');
       // How BullMQ retries it, and nothing more: how long it is kept is the workers' rule.
       expect(Object.keys(JSON.parse(job.hash['opts'] ?? '{}')).sort(), t.id).toEqual([

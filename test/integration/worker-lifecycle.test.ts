@@ -31,13 +31,20 @@ describe('worker lifecycle', () => {
   });
 
   it('runs on a volatile Redis only with ALLOW_VOLATILE_REDIS=true, and stops gracefully on SIGTERM', async () => {
-    const w = spawnCli(['worker'], { ...baseEnv, REDIS_URL: volatile.url, ALLOW_VOLATILE_REDIS: 'true' });
+    const w = spawnCli(['worker'], {
+      ...baseEnv,
+      REDIS_URL: volatile.url,
+      ALLOW_VOLATILE_REDIS: 'true',
+      SCREENING_ONCHAIN: 'off',
+    });
     await waitFor('the worker to start', async () => w.output().includes('worker started'), {
       timeoutMs: 20_000,
     });
     expect(w.output()).toMatch(/not durable/);
     expect(await w.stop(15_000)).toBe(0);
     expect(w.output()).toMatch(/worker stopped/);
+    // SCREENING_ONCHAIN=off reads nothing on chain, so it names no chain as unscreened.
+    expect(w.output()).not.toMatch(/not screened on chain/);
   });
 
   it('starts on a durable Redis and exits 0 on SIGINT', async () => {
@@ -45,6 +52,12 @@ describe('worker lifecycle', () => {
     await waitFor('the worker to start', async () => w.output().includes('worker started'), {
       timeoutMs: 20_000,
     });
+    // No RPC configured: every chain is named as not screened on chain (SCREENING_ONCHAIN=on).
+    await waitFor('the worker to name the chains it cannot screen', async () =>
+      /"level":40.*not screened on chain \(no RPC configured\): ETH, BASE, ARB, POLYGON, SOLANA/.test(
+        w.output(),
+      ),
+    );
     w.child.kill('SIGINT');
     const code = await new Promise<number | null>((resolve) => w.child.once('exit', (c) => resolve(c)));
     expect(code).toBe(0);

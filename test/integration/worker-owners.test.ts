@@ -168,7 +168,7 @@ describe('worker: several treasury owners per chain', () => {
     const { batchId } = await stack.enqueue(rows(12, 'ARB', '10.00', 'lag'));
     stack.startWorker();
     stack.startWorker();
-    await waitFor('10 rows submitted', async () => (await stack!.status(batchId)).counts.submitted >= 10, {
+    await waitFor('10 rows submitted', async () => (await stack!.counts(batchId)).submitted >= 10, {
       timeoutMs: 90_000,
     });
     // Two rows find no owner with 10 USDC free: they wait (the lagging RPC still shows 50 + 50, the
@@ -213,12 +213,12 @@ describe('worker: several treasury owners per chain', () => {
     const batch = [...rows(40, 'BASE', '11.00', 'kb'), ...rows(40, 'ARB', '13.00', 'ka')];
     const { batchId } = await stack.enqueue(batch);
     const doomed = stack.startWorker();
-    await waitFor('15 submitted', async () => (await stack!.status(batchId)).counts.submitted >= 15, {
+    await waitFor('15 submitted', async () => (await stack!.counts(batchId)).submitted >= 15, {
       timeoutMs: 90_000,
     });
     await doomed.kill9();
     stack.startWorker();
-    await waitFor('40 submitted', async () => (await stack!.status(batchId)).counts.submitted >= 40, {
+    await waitFor('40 submitted', async () => (await stack!.counts(batchId)).submitted >= 40, {
       timeoutMs: 90_000,
     });
     await stack.redis.restart({ downMs: 1_000 });

@@ -127,7 +127,7 @@ describe('worker: the next permit prepared while one is in flight', () => {
     const caught = await waitFor(
       'a prepared permit saved after a few payments',
       async () => {
-        if ((await s.status(batchId)).counts.submitted < 4) return undefined;
+        if ((await s.counts(batchId)).submitted < 4) return undefined;
         const withPrepared = (await records(s, batchId, ids)).filter((r) => r.raw['prepared'] === '1');
         return withPrepared.length > 0 ? withPrepared : undefined;
       },

@@ -42,6 +42,7 @@ function batch(counts: Partial<Record<TransferState, number>>, over: Partial<Bat
     transfers: [],
     next_cursor: null,
     paused: null,
+    screening: { lists: [], stale: false, onchain: false },
     ...over,
   };
 }

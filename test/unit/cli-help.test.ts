@@ -133,6 +133,8 @@ describe('usdc-batch --help', () => {
       '/__admin/balances',
       '/__admin/balance ',
       '/__admin/outside-permit',
+      '/__admin/blacklist',
+      '/__admin/freeze',
       '/__admin/ledger',
       '/__admin/reset',
     ])

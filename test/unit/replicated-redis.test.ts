@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { ConfigError } from '../../src/domain/errors.ts';
-import { endpointOptions } from '../../src/store/redis-endpoint.ts';
+import type { Cluster } from 'ioredis';
+import {
+  describeEndpoint,
+  duplicateConnection,
+  endpointOptions,
+  isCluster,
+  openConnection,
+} from '../../src/store/redis-endpoint.ts';
 import { parseReplication, replicationChanges } from '../../src/store/primary-watch.ts';
 import { describeShortfall, wantedReplicas } from '../../src/store/replica-acks.ts';
 
@@ -136,5 +143,85 @@ describe('what a process sees of replication', () => {
     ]);
     expect(replicationChanges(undefined, before)).toEqual([]);
     expect(replicationChanges(before, before)).toEqual([]);
+  });
+
+  it('reads REDIS_CLUSTER_NODES, and refuses a QUEUE_PREFIX that is not a hash tag, naming both settings', () => {
+    const c = loadConfig({
+      REDIS_URL: 'rediss://app:s3cret@ignored.example:6390',
+      REDIS_CLUSTER_NODES: 'node-a.internal:6379,10.0.0.2:6380',
+      QUEUE_PREFIX: '{usdc}',
+    });
+    expect(c.redisClusterNodes).toEqual([
+      { host: 'node-a.internal', port: 6379 },
+      { host: '10.0.0.2', port: 6380 },
+    ]);
+    expect(describeEndpoint(c)).toBe(
+      'the Redis Cluster node-a.internal:6379,10.0.0.2:6380 (REDIS_CLUSTER_NODES)',
+    );
+    expect(problems({ REDIS_CLUSTER_NODES: 'a:6379' })).toEqual([
+      'QUEUE_PREFIX: must be a hash tag such as {usdc} with REDIS_CLUSTER_NODES: every key of the project must hash to one slot of the cluster',
+    ]);
+    expect(problems({ REDIS_CLUSTER_NODES: 'a:6379', QUEUE_PREFIX: 'x{}' })).toHaveLength(1);
+    expect(problems({ REDIS_CLUSTER_NODES: 'a:6379', QUEUE_PREFIX: 'app{usdc}' })).toEqual([]);
+    expect(
+      problems({
+        REDIS_URL: 'redis://h:6379/2',
+        REDIS_CLUSTER_NODES: 'admin:pw@a:6379',
+        REDIS_SENTINELS: 's:26379',
+        REDIS_SENTINEL_NAME: 'p',
+        QUEUE_PREFIX: '{usdc}',
+      }),
+    ).toEqual(['REDIS_CLUSTER_NODES: entry 1 of 1 is not host:port (the password goes in REDIS_URL)']);
+    expect(
+      problems({ REDIS_URL: 'redis://h:6379/2', REDIS_CLUSTER_NODES: 'a:6379', QUEUE_PREFIX: '{usdc}' }),
+    ).toEqual([
+      'REDIS_URL: must not name a database with REDIS_CLUSTER_NODES: a Redis Cluster has only database 0',
+    ]);
+    expect(
+      problems({
+        REDIS_CLUSTER_NODES: 'a:6379',
+        REDIS_SENTINELS: 's:26379',
+        REDIS_SENTINEL_NAME: 'p',
+        QUEUE_PREFIX: '{u}',
+      }),
+    ).toEqual([
+      'REDIS_CLUSTER_NODES: and REDIS_SENTINELS cannot both be set: a Redis Cluster fails over by itself',
+    ]);
+  });
+
+  it("opens a Cluster client over the seed nodes with REDIS_URL's user, password and TLS, and duplicates it as one", () => {
+    const c = loadConfig({
+      REDIS_URL: 'rediss://app:s3cret@ignored.example:6390',
+      REDIS_CLUSTER_NODES: 'node-a.internal:6379,10.0.0.2:6380',
+      QUEUE_PREFIX: '{usdc}',
+    });
+    const conn = openConnection(c, { lazyConnect: true, maxRetriesPerRequest: null }, { waitFailover: true });
+    const dup = duplicateConnection(conn, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    try {
+      expect(isCluster(conn)).toBe(true);
+      const cluster = conn as unknown as Cluster;
+      expect(cluster.options.redisOptions).toMatchObject({
+        username: 'app',
+        password: 's3cret',
+        tls: {},
+        maxRetriesPerRequest: null,
+      });
+      expect(cluster.options).toMatchObject({
+        scaleReads: 'master',
+        lazyConnect: true,
+        maxRedirections: 3000,
+      });
+      expect(isCluster(dup)).toBe(true);
+      expect((dup as unknown as Cluster).options.redisOptions).toMatchObject({
+        password: 's3cret',
+        maxRetriesPerRequest: 0,
+      });
+      const single = openConnection(loadConfig({}), { lazyConnect: true });
+      expect(isCluster(single)).toBe(false);
+      single.disconnect();
+    } finally {
+      conn.disconnect();
+      dup.disconnect();
+    }
   });
 });

@@ -70,6 +70,7 @@ function doc(over: Partial<BatchStatus> = {}): BatchStatus {
     transfers: [transfer()],
     next_cursor: null,
     paused: null,
+    screening: { lists: [], stale: false, onchain: false },
     ...over,
   };
 }
@@ -99,6 +100,27 @@ describe('batch pages: HTML from outside values', () => {
     expect(page).not.toContain('<script>alert');
     expect(page).not.toContain('<img');
     expect(page.split(escapeHtml(EVIL)).length - 1).toBe(4);
+  });
+
+  it('shows the lists screened against, stale ones as a warning, and a sanctioned row’s reason, escaped', () => {
+    const fresh = { lists: [{ name: EVIL, date: '2026-11-20', addresses: 3 }], stale: false, onchain: true };
+    const rejected = transfer({
+      state: 'rejected',
+      intent_id: null,
+      error: {
+        code: 'recipient_sanctioned',
+        message: 'recipient 0xabc is on the sanctions list l.txt of 2026-11-20',
+      },
+    });
+    const page = batchPage(doc({ screening: fresh, transfers: [rejected] }), view).toString();
+    expect(page).toContain('data-screening="fresh"');
+    expect(page).not.toContain('<script>alert');
+    expect(page).toContain('recipient_sanctioned');
+    expect(page).toContain('is on the sanctions list l.txt of 2026-11-20');
+    const stale = batchPage(doc({ screening: { ...fresh, stale: true } }), view).toString();
+    expect(stale).toContain('data-screening="stale"');
+    expect(stale).toContain('nothing is signed until a fresh list is loaded');
+    expect(batchPage(doc(), view).toString()).not.toContain('data-screening');
   });
 
   it('shows a row’s evidence, oldest first and escaped, folded under its error; none for a plain submitted', () => {

@@ -10,6 +10,7 @@ import { dryRunBatch, type DryRunReport } from '../../ingest/dry-run.ts';
 import { BatchConflictError, enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import type { NewRecipientTotal } from '../../ingest/hold-rules.ts';
 import type { WholeInputRefusal } from '../../ingest/ingest-issue.ts';
+import { loadScreen } from '../../ops/screening-watch.ts';
 import { validateCsv, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
 import { BATCH_ID_PATTERN, BATCH_ID_RULE } from '../../domain/ids.ts';
@@ -116,6 +117,7 @@ async function validateFile(config: Config, file: FileArgs): Promise<ValidatedIn
   const showProgress = process.stderr.isTTY || file.size > LARGE_FILE_BYTES;
   const input = await validateCsv(createReadStream(file.path), {
     maxTransferUsdc: config.maxTransferUsdc,
+    screen: await loadScreen(config),
     expect: { rows: file.expectRows, total: file.expectTotal },
     allowDuplicates: file.allowDuplicates,
     parallel: file.size > LARGE_FILE_BYTES,

@@ -1,3 +1,4 @@
+import { loadScreen } from '../../ops/screening-watch.ts';
 import { readFileSync, statSync } from 'node:fs';
 import { ValidationError } from '../../domain/errors.ts';
 import { formatIssue, sortIssues } from '../../ingest/ingest-issue.ts';
@@ -66,8 +67,9 @@ async function list(ctx: CliContext, json: boolean): Promise<number> {
 }
 
 async function add(ctx: CliContext, address: string, label: string | undefined): Promise<number> {
+  const screen = await loadScreen(ctx.config);
   const { address: a, was } = await ctx.acknowledged(() =>
-    addRecipient({ ...auditOf(ctx), actor: ctx.actor }, address, label),
+    addRecipient({ ...auditOf(ctx), actor: ctx.actor, screen }, address, label),
   );
   out(
     was === 'known'
@@ -100,8 +102,9 @@ async function importFile(file: string): Promise<number> {
   }
   const input = readRecipientCsv(text);
   return await withCli({}, async (ctx) => {
+    const screen = await loadScreen(ctx.config);
     const res = await ctx.acknowledged(() =>
-      importRecipients({ ...auditOf(ctx), actor: ctx.actor }, input, file),
+      importRecipients({ ...auditOf(ctx), actor: ctx.actor, screen }, input, file),
     );
     if (res.status === 'rejected') {
       const sorted = sortIssues(res.errors);

@@ -193,7 +193,7 @@ function startedLines(
       : []),
     `solana fee payer: ${sandbox.solanaFeePayer}`,
     `cctp v2 attestation API (CCTP_API_URL): ${sandbox.cctp.apiUrl}; attester ${sandbox.cctp.attester}`,
-    `admin (loopback only; usdc-batch sandbox --help says what each does): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit, GET/POST /__admin/native-balance`,
+    `admin (loopback only; usdc-batch sandbox --help says what each does): GET/POST ${sandbox.url}/__admin/config, GET /__admin/ledger, GET /__admin/balances?address=…, POST /__admin/balance, POST /__admin/reset, POST /__admin/bump-nonce, POST /__admin/outside-permit, GET/POST /__admin/native-balance, POST /__admin/blacklist|unblacklist, POST /__admin/freeze|thaw`,
     'press Ctrl-C to stop',
   ];
 }

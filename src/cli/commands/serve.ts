@@ -14,6 +14,7 @@ import { startControlsPublisher } from '../../store/published-controls.ts';
 import { controlSettingsOf } from '../../config/control-settings.ts';
 import { controlDigest } from '../../domain/control-digest.ts';
 import { warnOnControlDrift } from '../../ops/control-drift.ts';
+import { startScreeningWatch } from '../../ops/screening-watch.ts';
 import { createProducer } from '../../queue/producer.ts';
 import { watchPrimary } from '../../store/primary-watch.ts';
 import { createRedis, waitForRedis } from '../../store/redis.ts';
@@ -31,6 +32,9 @@ import { holdUntilExit } from '../lifetime.ts';
 export async function run(_args: string[], _options: Record<string, unknown>): Promise<number> {
   const config = loadConfig(readEnv(), { access: true });
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
+  // docs/screening.md: a listed recipient is an invalid row; the lists reload on change and SIGHUP.
+  // A list that cannot be read stops the start here (exit 2), before anything is open.
+  const screening = await startScreeningWatch(config, logger);
   await checkRedisTls(config);
   const redis = createRedis(config, { role: 'client', logger, quiet: true });
   try {
@@ -48,15 +52,16 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
     timeoutMs: config.redisReplicaAckTimeoutMs,
     logger,
   });
-  const primary = watchPrimary({ redis, logger, intervalMs: 5_000 });
+  const primary = watchPrimary({ redis, prefix: config.queuePrefix, logger, intervalMs: 5_000 });
   const access = createAccessList(config.credentials);
   const onHangup = () => reloadAccessFile(config, access, logger);
   process.on('SIGHUP', onHangup);
-  const app = await buildApp({ config, redis, producer, acks, logger, access });
+  const app = await buildApp({ config, redis, producer, acks, logger, access, screening: screening.lists });
   const auditHead = startAuditHeadLog({ file: config.auditLogFile, logger });
   const controls = await publishApiControls(config, redis, logger);
   const close = async () => {
     process.off('SIGHUP', onHangup);
+    screening.stop();
     await app.close();
     auditHead.stop();
     await controls.stop();

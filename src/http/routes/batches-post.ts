@@ -2,6 +2,7 @@ import { formatUsdc } from '../../domain/money.ts';
 import { enqueueValidated, type EnqueueOutcome } from '../../ingest/enqueue-batch.ts';
 import { bufferSource } from '../../ingest/csv-source.ts';
 import { readJsonBatch } from '../../ingest/json-source.ts';
+import { screenOf } from '../../ops/screening-watch.ts';
 import { validateCsv, validateJson, type ValidatedInput } from '../../ingest/validate-input.ts';
 import { actorOf, type RoutePlugin } from '../route-deps.ts';
 import { batchesPostSchema } from '../schemas/route-schemas.ts';
@@ -52,6 +53,7 @@ export const batchesPostRoute: RoutePlugin = async (app, { deps }) => {
     const type = (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
     const limits = {
       maxTransferUsdc: deps.config.maxTransferUsdc,
+      screen: deps.screening ? screenOf(deps.screening) : undefined,
       allowDuplicates: flag(query['allow_duplicates']),
     };
     let input: ValidatedInput;

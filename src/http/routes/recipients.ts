@@ -1,3 +1,4 @@
+import { screenOf } from '../../ops/screening-watch.ts';
 import type { FastifyRequest } from 'fastify';
 import { readRecipientCsv, type RecipientInput } from '../../ingest/recipient-file.ts';
 import type { IngestIssue } from '../../ingest/ingest-issue.ts';
@@ -31,6 +32,7 @@ export const recipientsRoute: RoutePlugin = async (app, { deps }) => {
     prefix,
     actor: actorOf(request),
     auditLogFile: deps.config.auditLogFile,
+    screen: deps.screening ? screenOf(deps.screening) : undefined,
     ...(deps.now ? { now: deps.now } : {}),
   });
   app.addContentTypeParser(CSV_TYPES, { parseAs: 'string' }, (_request, body, done) => done(null, body));

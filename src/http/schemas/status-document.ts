@@ -148,8 +148,32 @@ export const statusDocument = {
   $id: 'StatusDocument',
   allOf: [{ $ref: 'BatchSummary#' }],
   type: 'object',
-  required: ['paused', 'transfers'],
+  required: ['paused', 'transfers', 'screening'],
   properties: {
+    screening: {
+      type: 'object',
+      description:
+        'the sanctions lists the workers screen with (docs/screening.md): each file, its date of issue and addresses; stale: a list is older than SCREENING_MAX_AGE (nothing is signed); onchain: SCREENING_ONCHAIN',
+      required: ['lists', 'stale', 'onchain'],
+      properties: {
+        lists: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['name', 'date', 'addresses'],
+            properties: {
+              name: { type: 'string', description: 'the file, as SCREENING_LISTS names it' },
+              date: { type: 'string', description: 'its date of issue, YYYY-MM-DD' },
+              addresses: { type: 'integer', minimum: 0 },
+            },
+            additionalProperties: true,
+          },
+        },
+        stale: { type: 'boolean' },
+        onchain: { type: 'boolean' },
+      },
+      additionalProperties: true,
+    },
     paused: {
       type: ['object', 'null'],
       description: 'processing is paused (usdc-batch pause): since when and by whom; null while it runs',

@@ -39,7 +39,7 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
       ${counted(rowCount(doc.counts), 'transfer')}.${refreshNote(refresh)}
     </p>
     ${doc.held ? html`<div class="held-reason" data-held-reason><b>Held for approval:</b> ${doc.held_reason ?? ''}</div>` : null}
-    ${approvalsPanel(doc)}
+    ${screeningLine(doc)} ${approvalsPanel(doc)}
     <section class="panel">${stateBar(doc.counts)} ${stateFilter(doc, view, base)} ${figures(doc)}</section>
     <div class="links">
       <a href="${base}/export.csv" data-link="export">export (CSV)</a>
@@ -49,6 +49,21 @@ export function batchPage(doc: BatchStatus, view: BatchPageView): Html {
     ${doc.transfers.length === 0 ? noRows(view) : transfersTable(doc.transfers, doc.paused !== null)}
     ${pager(doc, view, base)}`;
   return pageShell({ title: `Batch ${doc.batch_id}`, refreshSeconds: refresh, paused: doc.paused, body });
+}
+
+/**
+ * The sanctions lists the workers screen with (docs/screening.md): stale ones say that nothing is
+ * signed; a rejected row's own reason (`recipient_sanctioned`, the list) is in its row.
+ */
+function screeningLine(doc: BatchStatus): Html | null {
+  const s = doc.screening;
+  if (s.lists.length === 0) return null;
+  const lists = s.lists.map((l) => `${l.name} of ${l.date}`).join(', ');
+  return s.stale
+    ? html`<div class="held-reason" data-screening="stale">
+        <b>Screening is stale:</b> ${lists} — nothing is signed until a fresh list is loaded.
+      </div>`
+    : html`<p class="muted" data-screening="fresh">Screened against ${lists}.</p>`;
 }
 
 /**

@@ -15,7 +15,8 @@
     KEYS[2] the queue's meta hash
     KEYS[3] the active list
     KEYS[4] the marker
-    ARGV[1] the job key prefix (`<prefix>:<queue>:`)
+    KEYS[5..] the job hashes (`<prefix>:<queue>:<id>`), one per job, in the order of ARGV's jobs
+    ARGV[1] unused ('')
     ARGV[2] timestamp (ms)
     ARGV[3..] per job, four values: id, name, data (JSON), opts (JSON, BullMQ's stored form)
 
@@ -23,9 +24,11 @@
     the number of jobs added (those whose id did not exist)
 ]]
 local ids = {}
+local n = 4
 for i = 3, #ARGV, 4 do
   local id = ARGV[i]
-  local key = ARGV[1] .. id
+  n = n + 1
+  local key = KEYS[n]
   if redis.call('EXISTS', key) == 0 then
     redis.call('HSET', key, 'name', ARGV[i + 1], 'data', ARGV[i + 2], 'opts', ARGV[i + 3],
       'timestamp', ARGV[2], 'delay', 0, 'priority', 0)

@@ -11,6 +11,9 @@ import {Nonces} from "@openzeppelin/contracts/utils/Nonces.sol";
 /// permit is written here on top of ERC20, EIP712 and Nonces. Everything the constructor sets lives
 /// in immutables (name and minter in the code, no storage), so the runtime code alone can be placed
 /// at the USDC address a worker already uses (anvil_setCode) and works there as it is.
+/// Like USDC (FiatToken's Blacklistable), a blacklister may blacklist an address: `isBlacklisted`
+/// answers for it, and no transfer, mint, burn or permit to or from it goes through; the revert
+/// reason is USDC's own, "Blacklistable: account is blacklisted".
 contract SandboxUsdc is ERC20, EIP712, Nonces {
     bytes32 private constant PERMIT_TYPEHASH =
         keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
@@ -20,18 +23,59 @@ contract SandboxUsdc is ERC20, EIP712, Nonces {
     /// @notice The other: the sandbox's TokenMessengerV2 (SandboxCctp.sol), burning on depositForBurn and minting on receipt.
     address public immutable cctpMinter;
 
+    /// @notice The only account that may blacklist and unblacklist: the sandbox's relayer, through its admin routes.
+    address public immutable blacklister;
+
+    mapping(address account => bool) private _blacklisted;
+
+    event Blacklisted(address indexed account);
+    event UnBlacklisted(address indexed account);
+
     error ERC2612ExpiredSignature(uint256 deadline);
     error ERC2612InvalidSigner(address signer, address owner);
     error SandboxUsdcNotMinter(address caller);
+    error SandboxUsdcNotBlacklister(address caller);
 
     constructor(string memory name_, address minter_, address cctpMinter_) ERC20("", "") EIP712(name_, "2") {
         minter = minter_;
         cctpMinter = cctpMinter_;
+        blacklister = minter_;
     }
 
     modifier onlyMinter() {
         if (msg.sender != minter && msg.sender != cctpMinter) revert SandboxUsdcNotMinter(msg.sender);
         _;
+    }
+
+    modifier notBlacklisted(address account) {
+        require(!_blacklisted[account], "Blacklistable: account is blacklisted");
+        _;
+    }
+
+    function isBlacklisted(address account) external view returns (bool) {
+        return _blacklisted[account];
+    }
+
+    function blacklist(address account) external {
+        if (msg.sender != blacklister) revert SandboxUsdcNotBlacklister(msg.sender);
+        _blacklisted[account] = true;
+        emit Blacklisted(account);
+    }
+
+    function unBlacklist(address account) external {
+        if (msg.sender != blacklister) revert SandboxUsdcNotBlacklister(msg.sender);
+        _blacklisted[account] = false;
+        emit UnBlacklisted(account);
+    }
+
+    /// @dev Every balance change (transfer, transferFrom, mint, burn) passes here: neither end may be blacklisted.
+    function _update(address from, address to, uint256 value)
+        internal
+        override
+        notBlacklisted(from)
+        notBlacklisted(to)
+    {
+        super._update(from, to, value);
     }
 
     function name() public view override returns (string memory) {
@@ -65,7 +109,7 @@ contract SandboxUsdc is ERC20, EIP712, Nonces {
         uint8 v,
         bytes32 r,
         bytes32 s
-    ) external {
+    ) external notBlacklisted(owner) notBlacklisted(spender) {
         if (block.timestamp > deadline) revert ERC2612ExpiredSignature(deadline);
         bytes32 structHash = keccak256(abi.encode(PERMIT_TYPEHASH, owner, spender, value, _useNonce(owner), deadline));
         address signer = ECDSA.recover(_hashTypedDataV4(structHash), v, r, s);

@@ -97,7 +97,11 @@ function anvilChainApi(s: AnvilChainState): SandboxEvmChain {
           s,
           encodeFunctionData({ abi: ABI, functionName: 'mint', args: [recipient, amount] }),
         );
-      }).then((r) => r.hash),
+      }).then((r) => {
+        // A blacklisted recipient cannot receive USDC: the mint reverts and nothing is paid.
+        if (!r.ok) throw new Error(`${s.deps.chain}: the mint to ${recipient} (${r.hash}) reverted`);
+        return r.hash;
+      }),
     balanceOf: (address) => readUint(s, 'balanceOf', [address], 'latest'),
     totalSupply: () => readUint(s, 'totalSupply', [], 'latest'),
     nativeBalance: async (address) =>
@@ -114,6 +118,7 @@ function anvilChainApi(s: AnvilChainState): SandboxEvmChain {
         sandboxCctpAddresses(s.deps.network, s.deps.chain).messageTransmitter,
         txHash,
       ),
+    setBlacklisted: (address, on) => serial(s, () => setBlacklisted(s, address, on)),
     nonces: async (owner) => {
       const lag = s.deps.config().rpcNonceLagMs;
       const visibleAt = lag > 0 ? toHex(s.clock.headAt(lag, Date.now())) : 'latest';
@@ -182,6 +187,13 @@ async function installToken(
   await anvilCall(url, 'anvil_setBalance', [minter, toHex(RELAYER_ETH)]);
 }
 
+/** The blacklister (the relayer) blacklists or unblacklists `address`, in a transaction of its own. */
+async function setBlacklisted(s: AnvilChainState, address: string, on: boolean): Promise<void> {
+  const functionName = on ? 'blacklist' : 'unBlacklist';
+  const r = await sendRelayerTx(s, encodeFunctionData({ abi: ABI, functionName, args: [address] }));
+  if (!r.ok) throw new Error(`${s.deps.chain}: ${functionName}(${address}) ${r.hash} reverted`);
+}
+
 async function readUint(
   s: AnvilChainState,
   fn: 'balanceOf' | 'nonces' | 'totalSupply',
@@ -241,8 +253,17 @@ async function fundIfNew(s: AnvilChainState, address: string): Promise<void> {
   if (s.met.has(key)) return;
   s.met.add(key);
   const amount = fundingAmount(s.deps.config());
-  if (amount > 0n)
-    await sendRelayerTx(s, encodeFunctionData({ abi: ABI, functionName: 'mint', args: [address, amount] }));
+  if (amount > 0n) {
+    const r = await sendRelayerTx(
+      s,
+      encodeFunctionData({ abi: ABI, functionName: 'mint', args: [address, amount] }),
+    );
+    // A blacklisted address cannot receive USDC: it is funded when the sandbox meets it again, unlisted.
+    if (!r.ok) {
+      s.met.delete(key);
+      return;
+    }
+  }
   await giveGas(s, address);
   await s.deps.onMet?.(address);
 }

@@ -18,6 +18,7 @@ import {
 } from '@solana/kit';
 import { getAddMemoInstruction, LEGACY_MEMO_PROGRAM_ADDRESS_V3 } from '@solana-program/memo';
 import {
+  AccountState,
   findAssociatedTokenPda,
   getCreateAssociatedTokenIdempotentInstructionAsync,
   getMintEncoder,
@@ -87,6 +88,7 @@ function liteSvmApi(s: LiteSvmState): SandboxSolanaChain {
     balanceOf: async (owner) => tokenBalance(s, await usdcAccountOf(s, address(owner))),
     lamports: async (a) => s.svm.getBalance(address(a)) ?? 0n,
     setBalance: async (owner, amount) => setBalance(s, address(owner), amount),
+    setFrozen: async (owner, on) => setFrozen(s, address(owner), on),
     meet: async (owner) => meet(s, address(owner)),
     rpc: async (body) => handleSolanaRpc(s, body),
     reset: async () => {
@@ -193,6 +195,24 @@ async function setBalance(s: LiteSvmState, owner: Address, amount: bigint): Prom
     ...mintAccount,
     data: Uint8Array.from(getMintEncoder().encode({ ...mint, supply: mint.supply - (current - amount) })),
   });
+}
+
+/**
+ * Freezes or thaws `owner`'s USDC account as USDC's freeze authority would: the account's state is
+ * rewritten (`Frozen` or `Initialized`), so that a transfer or mint into it fails and
+ * `getAccountInfo` shows it. An owner without an account gets an empty one first.
+ */
+async function setFrozen(s: LiteSvmState, owner: Address, on: boolean): Promise<string> {
+  await s.met.get(owner);
+  s.met.set(owner, Promise.resolve());
+  const token = await usdcAccountOf(s, owner);
+  if (!s.svm.getAccount(token).exists) await mintTo(s, owner, 0n);
+  const account = s.svm.getAccount(token);
+  if (!account.exists) throw new Error(`LiteSVM has no USDC account ${token} for ${owner}`);
+  const decoded = getTokenDecoder().decode(account.data);
+  const state = on ? AccountState.Frozen : AccountState.Initialized;
+  s.svm.setAccount({ ...account, data: Uint8Array.from(getTokenEncoder().encode({ ...decoded, state })) });
+  return token;
 }
 
 /** A fully signed wire transaction, executed by LiteSVM: its verdict as the service's answer. */

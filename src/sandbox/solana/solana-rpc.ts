@@ -1,5 +1,5 @@
 import { address, isAddress } from '@solana/kit';
-import { getTokenDecoder, getTokenSize, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
+import { AccountState, getTokenDecoder, getTokenSize, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
 import { USDC_DECIMALS } from '../../domain/money.ts';
 import type { LiteSvmState } from './litesvm-state.ts';
 
@@ -7,8 +7,8 @@ type Answer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: { code: n
 
 /**
  * `/rpc/SOLANA`: the few Solana JSON-RPC reads an operator's tools need from the sandbox's LiteSVM
- * (`getTokenAccountBalance` for `wallets` and `--dry-run`, `getBalance`, `getLatestBlockhash`,
- * `getHealth`). A read meets no one: a token account does not name its wallet's key.
+ * (`getTokenAccountBalance` for `wallets` and `--dry-run`, `getAccountInfo` for the worker's
+ * frozen-account check, `getBalance`, `getLatestBlockhash`, `getHealth`). A read meets no one: a token account does not name its wallet's key.
  */
 export function handleSolanaRpc(s: LiteSvmState, body: unknown): unknown {
   if (Array.isArray(body)) return body.map((b) => one(s, b));
@@ -55,10 +55,51 @@ function one(s: LiteSvmState, raw: unknown): Answer {
         value: { amount, decimals: USDC_DECIMALS, uiAmount: Number(uiAmountString), uiAmountString },
       });
     }
+    case 'getAccountInfo':
+      if (typeof target !== 'string' || !isAddress(target))
+        return fail(-32602, 'Invalid param: not a base58 address');
+      return ok({ context, value: accountInfo(s, target, encodingOf(params[1])) });
     default:
       return fail(
         -32601,
         `method ${String(req['method']).slice(0, 40)} is not served by the sandbox's Solana RPC`,
       );
   }
+}
+
+/** The encoding a `getAccountInfo` asks for: `jsonParsed` or `base64` (the default here). */
+function encodingOf(config: unknown): 'jsonParsed' | 'base64' {
+  const e =
+    typeof config === 'object' && config !== null ? (config as { encoding?: unknown }).encoding : undefined;
+  return e === 'jsonParsed' ? 'jsonParsed' : 'base64';
+}
+
+/**
+ * `getAccountInfo`'s value as a Solana node answers it: null for an account that does not exist;
+ * a token account parsed (`jsonParsed`: `parsed.info.state` is `initialized` or `frozen`), anything
+ * else as base64 bytes.
+ */
+function accountInfo(s: LiteSvmState, target: string, encoding: 'jsonParsed' | 'base64'): unknown {
+  const account = s.svm.getAccount(address(target));
+  if (!account.exists) return null;
+  const base = {
+    executable: account.executable,
+    lamports: Number(account.lamports),
+    owner: account.programAddress,
+    rentEpoch: 0,
+    space: account.data.length,
+  };
+  const isToken = account.programAddress === TOKEN_PROGRAM_ADDRESS && account.data.length === getTokenSize();
+  if (encoding !== 'jsonParsed' || !isToken)
+    return { ...base, data: [Buffer.from(account.data).toString('base64'), 'base64'] };
+  const token = getTokenDecoder().decode(account.data);
+  const state = token.state === AccountState.Frozen ? 'frozen' : 'initialized';
+  const info = {
+    isNative: false,
+    mint: token.mint,
+    owner: token.owner,
+    state,
+    tokenAmount: { amount: token.amount.toString(), decimals: USDC_DECIMALS },
+  };
+  return { ...base, data: { program: 'spl-token', parsed: { info, type: 'account' }, space: base.space } };
 }

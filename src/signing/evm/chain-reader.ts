@@ -14,9 +14,10 @@ const USDC_ABI = parseAbi([
   'function name() view returns (string)',
   'function version() view returns (string)',
   'function totalSupply() view returns (uint256)',
+  'function isBlacklisted(address account) view returns (bool)',
 ]);
 
-type UsdcView = 'nonces' | 'balanceOf' | 'name' | 'version' | 'totalSupply';
+type UsdcView = 'nonces' | 'balanceOf' | 'name' | 'version' | 'totalSupply' | 'isBlacklisted';
 
 /** The contract's reads, plus the two the EIP-712 domain needs. */
 export type EvmChainReader = ChainReader & {
@@ -26,6 +27,8 @@ export type EvmChainReader = ChainReader & {
   usdcVersion(chain: EvmChain): Promise<string | undefined>;
   /** Whether `EVM_RPC_URL_<chain>` is configured. */
   hasRpc(chain: EvmChain): boolean;
+  /** USDC's `isBlacklisted(address)` at `latest` (FiatToken's blacklist); undefined without an RPC. */
+  usdcBlacklisted(chain: EvmChain, address: string): Promise<boolean | undefined>;
 };
 
 export type ChainReaderDeps = {
@@ -113,6 +116,16 @@ async function readUint(
   const v = await readUsdc(ep, fn, owner === undefined ? [] : [owner], at);
   if (typeof v !== 'bigint')
     throw new ChainReadError(SIGNING_ERROR_CODES.rpcFailed, `${ep.chain} RPC: ${fn}() is not a number`);
+  return v;
+}
+
+async function readBlacklisted(ep: Endpoint, address: string): Promise<boolean> {
+  const v = await readUsdc(ep, 'isBlacklisted', [address], 'latest');
+  if (typeof v !== 'boolean')
+    throw new ChainReadError(
+      SIGNING_ERROR_CODES.rpcFailed,
+      `${ep.chain} RPC: isBlacklisted() is not a boolean`,
+    );
   return v;
 }
 
@@ -258,5 +271,6 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     txBlock: onChain(readTxBlock),
     usdcName: onChain((ep) => readString(ep, 'name')),
     usdcVersion: onChain((ep) => readString(ep, 'version')),
+    usdcBlacklisted: onChain(readBlacklisted),
   };
 }

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log/logger.ts';
+import { duplicateConnection } from '../../store/redis-endpoint.ts';
 
 /**
  * Wake-ups for transfers waiting on a nonce lease: a release or commit publishes the pool's key and
@@ -102,7 +103,7 @@ export function createWakeups(deps: { redis: Redis; channel: string; logger?: Lo
   return {
     ready() {
       if (subscribed) return subscribed;
-      const sub = deps.redis.duplicate({ maxRetriesPerRequest: null, lazyConnect: false });
+      const sub = duplicateConnection(deps.redis, { maxRetriesPerRequest: null, lazyConnect: false });
       subscriber = sub;
       sub.on('error', (err: Error) =>
         deps.logger?.warn({ err: { message: err.message } }, 'nonce wake-up connection error'),

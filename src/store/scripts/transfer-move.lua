@@ -12,8 +12,8 @@
   Input:
     KEYS[1] the transfer record
     KEYS[2] the batch record
-    KEYS[3] the batch's state-set prefix (`…:state:`)
-    KEYS[4] the transfer's processing lock
+    KEYS[3] the transfer's processing lock
+    KEYS[4..] the batch's state sets, one per state (`…:state:<state>`)
     ARGV[1] expected states (comma list; '' = any)
     ARGV[2] the state to move to
     ARGV[3] transfer id
@@ -31,11 +31,11 @@
 --- @include "move-transfer"
 --- @include "compare-and-delete"
 local sets, dels = patchOf(8)
-local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, redis.call('HGETALL', KEYS[1]), {
+local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = stateSets(4, #KEYS) }, redis.call('HGETALL', KEYS[1]), {
   expected = ARGV[1], to = ARGV[2], id = ARGV[3], now = ARGV[4], finals = ARGV[5], op = ARGV[6],
   sets = sets, dels = dels,
 })
 if r[1] == 1 and ARGV[7] ~= '' then
-  if r[5] == 'again' then compareAndDelete(KEYS[4], ARGV[7]) else redis.call('DEL', KEYS[4]) end
+  if r[5] == 'again' then compareAndDelete(KEYS[3], ARGV[7]) else redis.call('DEL', KEYS[3]) end
 end
 return r

@@ -8,9 +8,9 @@
   Input:
     KEYS[1] the transfer record
     KEYS[2] the batch record
-    KEYS[3] the batch's state-set prefix (`…:state:`)
-    KEYS[4] the transfer's processing lock
-    KEYS[5] the paused flag
+    KEYS[3] the transfer's processing lock
+    KEYS[4] the paused flag
+    KEYS[5..] the batch's state sets, one per state (`…:state:<state>`)
     ARGV[1] lock token
     ARGV[2] lock ttl (ms)
     ARGV[3] transfer id
@@ -26,7 +26,7 @@
 ]]
 --- @include "move-transfer"
 --- @include "take-lock"
-if not takeLock(KEYS[4], ARGV[1], ARGV[2]) then return {0} end
+if not takeLock(KEYS[3], ARGV[1], ARGV[2]) then return {0} end
 local flat = redis.call('HGETALL', KEYS[1])
 if ARGV[7] == '' or #flat == 0 then return {1, flat, ''} end
 local state
@@ -34,13 +34,13 @@ for i = 1, #flat, 2 do if flat[i] == 'state' then state = flat[i + 1] end end
 if state == 'needs_review' or string.find(',' .. ARGV[5] .. ',', ',' .. tostring(state) .. ',', 1, true) then
   return {1, flat, ''}
 end
-if redis.call('EXISTS', KEYS[5]) == 1 then return {1, flat, 'paused'} end
+if redis.call('EXISTS', KEYS[4]) == 1 then return {1, flat, 'paused'} end
 if state ~= ARGV[7] then return {1, flat, ''} end
 local sets = {}
 local seen = false
 for i = 1, #flat, 2 do if flat[i] == 'first_seen_at' and flat[i + 1] ~= '' then seen = true end end
 if not seen then sets['first_seen_at'] = ARGV[4] end
-local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = KEYS[3] }, flat, {
+local r = moveTransfer({ transfer = KEYS[1], batch = KEYS[2], states = stateSets(5, #KEYS) }, flat, {
   expected = ARGV[7], to = ARGV[8], id = ARGV[3], now = ARGV[4], finals = ARGV[5], op = ARGV[6],
   sets = sets, dels = { wait_reason = true },
 })

@@ -14,8 +14,8 @@
   keeps the last applied one with its answer (`op` = `id|previous|generation`), and a re-run of that
   id returns the first answer and changes nothing.
 
-  moveTransfer(k, rec, m): k = { transfer, batch, states } keys (`states` the state-set prefix
-  `…:state:`), rec = the record's HGETALL reply, m = { expected (comma list; '' = any), to, id, now,
+  moveTransfer(k, rec, m): k = { transfer, batch, states } keys (`states` the batch's state sets by
+  state name, stateSets below: every key declared in KEYS, as Redis Cluster requires), rec = the record's HGETALL reply, m = { expected (comma list; '' = any), to, id, now,
   finals (comma list), op, sets (field -> value; '' deletes), dels (field -> true) }.
   Returns {1, previous, generation, record after} moved, {1, previous, generation, record, 'again'}
   this op moved it already (its first answer), {0, current, 0, record} not in an expected state,
@@ -32,6 +32,23 @@
 -- totals: the move writes it as the record's fee fields and adds it to `delta` (the batch's
 -- fee/net totals, less what they held for the transfer before). Returns the change to the batch's
 -- 'unestimated' count: -1 when the transfer had no estimate and may still be sent.
+-- The state sets passed as KEYS[first..last] (`…:state:<state>`), by state name.
+local function stateSets(first, last)
+  local sets = {}
+  for i = first, last do
+    local name = string.match(KEYS[i], ':state:([%w_]+)$')
+    if not name then error('not a state set: KEYS[' .. i .. ']') end
+    sets[name] = KEYS[i]
+  end
+  return sets
+end
+
+local function stateSet(sets, state)
+  local key = sets[state]
+  if not key then error('no state set passed for the state ' .. tostring(state)) end
+  return key
+end
+
 local function applyPendingEstimate(rec, sets, dels, delta)
   local pending = rec.est_pending
   if pending == nil or pending == '' or dels.est_pending then return 0 end
@@ -89,8 +106,8 @@ local function moveTransfer(k, flat, m)
     end
   end
   if cur ~= to then
-    redis.call('ZREM', k.states .. cur, m.id)
-    redis.call('ZADD', k.states .. to, rec.line or '0', m.id)
+    redis.call('ZREM', stateSet(k.states, cur), m.id)
+    redis.call('ZADD', stateSet(k.states, to), rec.line or '0', m.id)
     addTo(delta, 'n_' .. cur, '1', -1)
     addTo(delta, 'n_' .. to, '1', 1)
     -- The set of queued transfers changed: what an approval reviewed may not be what it would release.
