@@ -9,10 +9,23 @@ import type { PipelinePolicy } from './policy.ts';
  * The steps a run reports (the job's progress shows the current one; with tracing on, each is a
  * span: docs/traces.md): estimate → guard → sign (EVM) or build → verify → sign (Solana) → send →
  * answer; `wait` for anything that hands the job back, `settle` for a needs_review payload looked
- * at again. A step is reported as it begins, and again with what it found.
+ * at again. The CCTP road (cctp/cctp-flow.ts): estimate → guard → approve → burn, then (by the
+ * intent follower) attest → mint. A step is reported as it begins, and again with what it found.
  */
 export type StepName =
-  'estimate' | 'guard' | 'build' | 'verify' | 'sign' | 'send' | 'answer' | 'wait' | 'settle';
+  | 'estimate'
+  | 'guard'
+  | 'build'
+  | 'verify'
+  | 'sign'
+  | 'send'
+  | 'answer'
+  | 'wait'
+  | 'settle'
+  | 'approve'
+  | 'burn'
+  | 'attest'
+  | 'mint';
 
 /**
  * Where a run says what it does, a line per call, wait and decision with its reason: the queue

@@ -14,6 +14,7 @@ import type { SpendLimit } from '../store/spend-limit.ts';
 import type { ReplicaAcks } from '../store/replica-acks.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import type { OwnerCaches } from './evm/owner-caches.ts';
+import type { CctpDeps } from './cctp/cctp-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
 
 /** What one transfer's pipeline runs on; wired by the worker (src/worker/pipeline-wiring.ts). */
@@ -29,6 +30,8 @@ export type PipelineDeps = {
   /** What EVM transfers run on; absent in a worker without an EVM key. */
   readonly evm?: EvmDeps | undefined;
   readonly solana?: SolanaSigner | undefined;
+  /** What the CCTP road runs on; absent in a worker without an EVM key. */
+  readonly cctp?: CctpDeps | undefined;
   readonly logger: Logger;
   readonly policy?: PipelinePolicy;
   readonly hooks?: PipelineHooks;

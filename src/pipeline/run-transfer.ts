@@ -18,6 +18,8 @@ import { screenOwners, screenRecipient } from './onchain-screening.ts';
 import { enforceWorkerControls } from './worker-controls.ts';
 import { enforceScreening } from './screening-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
+import { cctpFlow } from './cctp/cctp-flow.ts';
+import { cctpEstimateAndGuard } from './cctp/cctp-estimate.ts';
 import { evmFlow } from './evm/evm-flow.ts';
 import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
 import { finish } from './outcomes.ts';
@@ -162,12 +164,14 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     await saveStep(ctx, { uncertain: true, sendState: 'idle' });
   }
 
-  const unsigned = !hasPayload(current(ctx).steps);
+  const road = current(ctx).via;
+  const unsigned = !hasPayload(current(ctx).steps, current(ctx));
   if (unsigned) {
     // The sanctions lists in force, checked again before anything is signed (docs/screening.md).
     const listed = await enforceScreening(ctx);
     if (listed) return listed;
-    const guarded = await estimateAndGuard(ctx);
+    // The same pre-sign checks on both roads; only the estimate asks another party (cctp-estimate.ts).
+    const guarded = road === 'service' ? await estimateAndGuard(ctx) : await cctpEstimateAndGuard(ctx);
     if (guarded) return guarded;
     const refused = await enforceWorkerControls(ctx);
     if (refused) return refused;
@@ -176,10 +180,12 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     // USDC's own controls, read on chain before anything is signed (docs/promises.md, promise 6).
     const blocked = await screenRecipient(ctx);
     if (blocked) return blocked;
-    // EVM rows take the cap once their owner's balance is reserved (evm/evm-flow.ts).
+    // EVM rows take the cap once their owner's balance (or, on the CCTP road, lease) is theirs.
     if (!isEvmChain(current(ctx).from)) await reserveDailySpend(ctx);
   }
   rec = current(ctx);
+  // The CCTP road (cctp/cctp-flow.ts): after every pre-sign check above.
+  if (road !== 'service') return await cctpRoad(ctx, unsigned);
   if (rec.from === 'SOLANA') {
     if (!ctx.deps.solana) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
     return await solanaFlow(ctx, ctx.deps.solana);
@@ -194,4 +200,17 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
   return await finish(ctx, 'failed', {
     error: { code: 'unsupported_route', message: `cannot send from ${rec.from}` },
   });
+}
+
+/**
+ * The CCTP road, its owners screened as the service road's are: owners blacklisted on the source
+ * chain burn nothing for a transfer not begun yet.
+ */
+async function cctpRoad(ctx: Ctx, unsigned: boolean): Promise<StepOutcome> {
+  const { evm, cctp } = ctx.deps;
+  const from = current(ctx).from;
+  if (!unsigned || !evm || !cctp || !isEvmChain(from)) return await cctpFlow(ctx, cctp);
+  const owners = await screenOwners(ctx, evm, from);
+  if ('outcome' in owners) return owners.outcome;
+  return await cctpFlow(ctx, { ...cctp, owners: owners.evm.signers.map((s) => s.address) });
 }

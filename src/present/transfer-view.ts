@@ -1,3 +1,4 @@
+import { finalityThresholdOf } from '../domain/cctp.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { TransferState } from '../domain/transfer.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
@@ -41,6 +42,19 @@ export type TransferView = {
   /** Its trace (docs/traces.md); null when no traced run of it started. */
   trace_id: string | null;
   updated_at: string | null;
+  /** The CCTP road's steps (docs/cctp.md "Seeing it"); null on the service road. */
+  cctp: CctpView | null;
+};
+
+/** A CCTP transfer's steps as the status document shows them. */
+export type CctpView = {
+  /** The burn's minFinalityThreshold: 1000 Fast, 2000 Standard. */
+  finality: number;
+  max_fee: string | null;
+  burn_tx: string | null;
+  message_nonce: string | null;
+  attestation: 'pending' | 'complete' | 'expired' | null;
+  mint_tx: string | null;
 };
 
 export function transferView(t: TransferRecord): TransferView {
@@ -67,6 +81,20 @@ export function transferView(t: TransferRecord): TransferView {
     wait_reason: t.waitReason,
     trace_id: t.traceId,
     updated_at: t.updatedAt === null ? null : new Date(t.updatedAt).toISOString(),
+    cctp: cctpView(t),
+  };
+}
+
+function cctpView(t: TransferRecord): CctpView | null {
+  if (t.via === 'service') return null;
+  const c = t.cctp;
+  return {
+    finality: finalityThresholdOf(t.via === 'cctp-fast' ? 'fast' : 'standard'),
+    max_fee: c.maxFee === null ? null : formatUsdc(c.maxFee),
+    burn_tx: c.burnTx,
+    message_nonce: c.nonce,
+    attestation: c.attestation,
+    mint_tx: c.mintTx,
   };
 }
 

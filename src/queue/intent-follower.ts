@@ -21,6 +21,7 @@ import { addFailedIntentJob, createIntentFailures, type IntentFailures } from '.
 import { createIntentJobLog, type IntentJobLog } from './intent-job-log.ts';
 import { transferJobId } from './jobs.ts';
 import type { TransferSpans } from './run-spans.ts';
+import { lookAtCctpIntent, type CctpFollowDeps } from '../pipeline/cctp/cctp-follow.ts';
 
 /**
  * How the follower paces itself (docs/data-model.md "Following intents"). The first poll waits
@@ -69,7 +70,21 @@ type FollowerDeps = {
   timing?: Partial<FollowTiming>;
   /** With tracing on: each poll is a `follow` span of its transfer's trace (run-spans.ts). */
   spans?: TransferSpans | undefined;
+  /** The CCTP road's attestation and mint (pipeline/cctp/cctp-follow.ts); absent without an EVM key. */
+  cctp?: Omit<CctpFollowDeps, 'store' | 'logger'> | undefined;
 };
+
+/**
+ * A CCTP intent (`cctp:<srcDomain>:<burnTx>`, docs/cctp.md) is looked at often (Circle's Fast
+ * attestations take seconds; every look is one request under the shared limit) and never given up:
+ * the USDC is burned and will be minted. Unattested after an hour, it is logged at warn.
+ */
+export const CCTP_FOLLOW = {
+  firstPollMs: 1_000,
+  nextPollMs: (age: number) => Math.min(10_000, Math.max(1_000, Math.round(age / 20))),
+  warnAfterMs: 60 * 60_000,
+};
+const isCctpIntent = (intentId: string) => intentId.startsWith('cctp:');
 
 type Follower = {
   readonly deps: FollowerDeps;
@@ -133,7 +148,8 @@ export function createIntentFollower(deps: FollowerDeps) {
   });
   return {
     async follow(batchId: string, transferId: string, intentId: string): Promise<void> {
-      await followIntent(deps.redis, deps.prefix, { batchId, transferId, intentId }, timing.firstPollMs);
+      const first = isCctpIntent(intentId) ? CCTP_FOLLOW.firstPollMs : timing.firstPollMs;
+      await followIntent(deps.redis, deps.prefix, { batchId, transferId, intentId }, first);
     },
     async close(): Promise<void> {
       await loop.stop();
@@ -170,6 +186,7 @@ async function pollIntent(
     f.waiting.delete(intent.member);
     return await dropFollowedIntent(deps.redis, deps.prefix, intent);
   }
+  if (isCctpIntent(intent.intentId)) return await lookAtCctp(f, intent, said);
   let status: string;
   try {
     const res = await deps.service.getIntentStatus(intent.intentId);
@@ -219,9 +236,44 @@ async function notFound(f: Follower, intent: FollowedIntent): Promise<void> {
   await dropFollowedIntent(f.deps.redis, f.deps.prefix, intent);
 }
 
+/**
+ * One look at a CCTP intent (attestation, then one step of the mint); `complete` once minted, as a
+ * final status of the service's is. A worker without the CCTP road's parts leaves it to another.
+ */
+async function lookAtCctp(
+  f: Follower,
+  intent: FollowedIntent,
+  said: (status: string) => void,
+): Promise<void> {
+  const { deps } = f;
+  if (!deps.cctp) return await nextPoll(f, intent);
+  const at = { batchId: intent.batchId, transferId: intent.transferId, intentId: intent.intentId };
+  const log = deps.logger.child({ batchId: intent.batchId, transferId: intent.transferId });
+  const look = await lookAtCctpIntent({ ...deps.cctp, store: deps.store, logger: log }, at, (step, message) =>
+    log.debug({ step }, message),
+  );
+  said(look);
+  if (look === 'gone') return await dropFollowedIntent(deps.redis, deps.prefix, intent);
+  if (look === 'complete') return await finalStatus(f, intent, 'complete');
+  await nextPoll(f, intent);
+}
+
+/** A CCTP intent is looked at again soon, never given up; past an hour unminted, a warn each look. */
+async function nextCctpPoll(f: Follower, intent: FollowedIntent, now: number): Promise<void> {
+  const age = now - intent.submittedAt;
+  if (age > CCTP_FOLLOW.warnAfterMs) {
+    f.deps.logger.warn(
+      { intentId: intent.intentId, ageMs: age },
+      'CCTP burn not minted after an hour: the attestation is slow; still followed (never given up)',
+    );
+  }
+  await scheduleNextPoll(f.deps.redis, f.deps.prefix, intent, now + CCTP_FOLLOW.nextPollMs(age));
+}
+
 /** Polls again later, or — about 45 minutes after submit — stops following it. */
 async function nextPoll(f: Follower, intent: FollowedIntent): Promise<void> {
   const now = Date.now();
+  if (isCctpIntent(intent.intentId)) return await nextCctpPoll(f, intent, now);
   const age = now - intent.submittedAt;
   if (age < f.timing.giveUpAfterMs) {
     return await scheduleNextPoll(f.deps.redis, f.deps.prefix, intent, now + f.timing.nextPollMs(age));

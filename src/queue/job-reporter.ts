@@ -26,10 +26,15 @@ const STEP_PERCENT: Record<StepName, number> = {
   build: 25,
   verify: 35,
   sign: 45,
+  approve: 45,
   send: 60,
+  burn: 60,
   answer: 80,
   wait: -1,
   settle: 90,
+  // The CCTP road's attestation and mint are the intent follower's (pipeline/cctp/cctp-follow.ts).
+  attest: 85,
+  mint: 95,
 };
 
 export type JobReporter = {

@@ -13,9 +13,12 @@ const TAKE = luaScriptFile('rate-take.lua');
 
 const WINDOW_MS = 1_000;
 
-/** `API_RATE_LIMIT`: requests per second to the service, across all workers. */
-export function createRateLimiter(deps: { redis: Redis; prefix: string; perSecond: number }) {
-  const key = `${deps.prefix}:ratelimit`;
+/**
+ * `API_RATE_LIMIT`: requests per second to the service, across all workers; `name` another limit of
+ * its own (`cctp:ratelimit`: Circle's attestation API).
+ */
+export function createRateLimiter(deps: { redis: Redis; prefix: string; perSecond: number; name?: string }) {
+  const key = `${deps.prefix}:${deps.name ?? 'ratelimit'}`;
   return {
     async take(signal?: AbortSignal): Promise<void> {
       for (;;) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { PermitPayload } from '../domain/permit.ts';
 import type { TransferState } from '../domain/transfer.ts';
+import { cctpFactsOf, cctpFields, type CctpPatch } from './cctp-fields.ts';
 import { parseEvidence } from './transfer-evidence.ts';
 import type { TransferRecord } from './transfer-record.ts';
 
@@ -186,9 +187,9 @@ export function nextPayloadGen(steps: SavedSteps): number {
   return neverSent ? gen : gen + 1;
 }
 
-/** Whether the transfer holds a payload (a signed permit or Solana transaction). */
-export function hasPayload(steps: SavedSteps): boolean {
-  return steps.permit !== null || steps.solanaSigned !== null;
+/** Whether the transfer holds a payload (a signed permit or Solana transaction, or a CCTP burn begun). */
+export function hasPayload(steps: SavedSteps, rec?: Pick<TransferRecord, 'cctp'>): boolean {
+  return steps.permit !== null || steps.solanaSigned !== null || (rec?.cctp.burnGen ?? null) !== null;
 }
 
 /**
@@ -233,6 +234,8 @@ export type StepsPatch = {
   readonly error?: { readonly code: string; readonly message: string } | null;
   readonly waitReason?: string | null;
   readonly resolvedBy?: string;
+  /** The CCTP road's steps (cctp-fields.ts). */
+  readonly cctp?: CctpPatch;
   /**
    * The whole evidence list, in a transition that makes a transfer final (the decision its last
    * line): a run that holds the lock carries the list whole. Other lines go by appendEvidence.
@@ -331,6 +334,7 @@ const STORED: {
     e === null ? { error_code: '', error_message: '' } : { error_code: e.code, error_message: e.message },
   waitReason: (v) => ({ wait_reason: orEmpty(v) }),
   resolvedBy: (v) => ({ resolved_by: orEmpty(v) }),
+  cctp: (v) => (v === null ? {} : cctpFields(v)),
   evidence: (v) => ({ evidence: v === null ? '' : JSON.stringify(v) }),
 };
 
@@ -503,6 +507,8 @@ const APPLIED: {
   }),
   waitReason: (v) => ({ rec: { waitReason: orNull(v) } }),
   resolvedBy: () => ({}),
+  // Read back from the stored view by runRecordAfter (its fields merge with those held).
+  cctp: () => ({}),
   evidence: (v) => ({
     rec: { evidence: v === null ? [] : [...v] },
     steps: { evidence: v === null ? [] : [...v] },
@@ -546,6 +552,7 @@ export function runRecordAfter(
     raw['state'] = change.state;
     next.state = change.state;
   }
+  if (change.patch?.cctp) next.cctp = cctpFactsOf(raw);
   const done = steps as SavedSteps;
   return { ...rec, ...next, owner: done.owner ?? done.permit?.owner ?? null, raw, steps: done };
 }

@@ -1,6 +1,7 @@
 import { isChain, type Chain } from '../domain/chains.ts';
 import { isTransferRoad, type TransferRoad } from '../domain/roads.ts';
 import { TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
+import { cctpFactsOf, type CctpFacts } from './cctp-fields.ts';
 import { parseEvidence } from './transfer-evidence.ts';
 import { traceRootOf } from './transfer-trace.ts';
 
@@ -17,6 +18,8 @@ export type TransferRecord = {
   readonly hasPayoutId: boolean;
   /** The road it takes (its batch's, docs/cctp.md); `service` on records written before roads existed. */
   readonly via: TransferRoad;
+  /** The CCTP road's steps (cctp-fields.ts): all null on the service road. */
+  readonly cctp: CctpFacts;
   /** Its address was not in the address book when the batch was enqueued. */
   readonly newRecipient: boolean;
   readonly state: TransferState;
@@ -101,6 +104,7 @@ export function parseTransferRecord(
     memo: str(raw['memo']),
     hasPayoutId: raw['payout'] === '1',
     via: raw['via'] !== undefined && isTransferRoad(raw['via']) ? raw['via'] : 'service',
+    cctp: cctpFactsOf(raw),
     newRecipient: raw['new_recipient'] === '1',
     state: state as TransferState,
     intentId: str(raw['intent_id']),

@@ -18,6 +18,11 @@ import { createRateLimiter } from '../store/rate-limiter.ts';
 import { createSpendLimit } from '../store/spend-limit.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import { createOwnerCaches } from '../pipeline/evm/owner-caches.ts';
+import type { CctpDeps } from '../pipeline/cctp/cctp-deps.ts';
+import { createCctpApi } from '../service/cctp-api.ts';
+import { createCctpReads } from '../signing/evm/cctp-reads.ts';
+import { createOwnerTxSender } from '../signing/evm/owner-tx/owner-tx-sender.ts';
+import { CCTP_LEASE_TTL_MS, createCctpGate, releaseCctpLease, takeCctpLease } from '../store/cctp-gate.ts';
 import { wireOnchainScreening } from './onchain-wiring.ts';
 
 /** The service client of a worker: its calls timed into the metrics, under `API_RATE_LIMIT`. */
@@ -99,6 +104,7 @@ export function wirePipeline(deps: {
   /** `wireEvm`'s parts; the pipeline needs only their interfaces (a test may watch its nonce pool). */
   readonly evm: PipelineDeps['evm'];
   readonly solana: PipelineDeps['solana'];
+  readonly cctp?: CctpDeps | undefined;
   readonly logger: Logger;
   readonly metrics?: PipelineDeps['metrics'];
   readonly hooks?: PipelineHooks | undefined;
@@ -114,6 +120,7 @@ export function wirePipeline(deps: {
     service: deps.service,
     evm: deps.evm,
     solana: deps.solana,
+    cctp: deps.cctp,
     logger: deps.logger,
     policy: deps.policy ?? { ...DEFAULT_POLICY, nonceSettleWindowMs: config.nonceSettleWindowMs },
     metrics: deps.metrics,
@@ -158,4 +165,32 @@ export async function warmUpEvm(deps: {
     for (const signer of evm.signers) evm.nonces.prefetch(chain, signer.address);
     evm.signers[0]?.domainFor(chain).catch(() => {});
   }
+}
+
+/**
+ * The CCTP road's parts (docs/cctp.md): Circle's attestation API behind the Redis-shared gate, the
+ * owners' own transactions, the chain reads and the (chain, owner) lease. `undefined` without an
+ * EVM key: CCTP transfers then wait for a worker that has one.
+ */
+export function wireCctp(deps: {
+  readonly config: Config;
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly acks?: PipelineDeps['acks'];
+  readonly evm: EvmParts | undefined;
+  readonly logger: Logger;
+}): CctpDeps | undefined {
+  const { config, redis, prefix, evm } = deps;
+  if (!evm) return undefined;
+  return {
+    api: createCctpApi({ baseUrl: config.cctpApiUrl, gate: createCctpGate({ redis, prefix }) }),
+    sender: createOwnerTxSender({ redis, prefix, acks: deps.acks, config, logger: deps.logger }),
+    reads: createCctpReads({ config }),
+    owners: evm.signers.map((s) => s.address),
+    lease: {
+      take: (chain, owner, holder) =>
+        takeCctpLease(redis, prefix, { chain, owner, holder, ttlMs: CCTP_LEASE_TTL_MS }),
+      release: (chain, owner, holder) => releaseCctpLease(redis, prefix, { chain, owner, holder }),
+    },
+  };
 }

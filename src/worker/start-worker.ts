@@ -22,7 +22,14 @@ import { activeTracing } from '../trace/tracing.ts';
 import { treasuryAddresses } from '../ops/public-addresses.ts';
 import { startTreasurySampler } from '../treasury/balance-sampler.ts';
 import { serviceEstimator } from '../treasury/planner.ts';
-import { warmUpEvm, wireEvm, wirePipeline, wireServiceClient, wireSolana } from './pipeline-wiring.ts';
+import {
+  warmUpEvm,
+  wireCctp,
+  wireEvm,
+  wirePipeline,
+  wireServiceClient,
+  wireSolana,
+} from './pipeline-wiring.ts';
 import { startAddressPublisher } from './publish-addresses.ts';
 import { warnUnscreenedChains } from './onchain-wiring.ts';
 import { checkServiceKey } from './service-key-check.ts';
@@ -109,12 +116,14 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
 
   const connection = { endpoint: config, prefix, redis, logger };
   const spans = await transferSpans(store);
+  const cctp = wireCctp({ config, redis, prefix, acks, evm, logger });
   const follower = (started.follower = createIntentFollower({
     ...connection,
     service,
     store,
     metrics,
     spans,
+    cctp: cctp && { cctp, config },
   }));
   const callbacks = (started.callbacks = createCallbackSender({ ...connection, config }));
   // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
@@ -138,6 +147,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     service,
     evm,
     solana,
+    cctp,
     logger,
     metrics,
     hooks,

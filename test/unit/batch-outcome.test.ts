@@ -160,6 +160,7 @@ describe('a batch outcome on the pages and in the CLI', () => {
             evidence: [],
             wait_reason: null,
             trace_id: null,
+            cctp: null,
             updated_at: null,
           },
         ],

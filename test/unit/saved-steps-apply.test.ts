@@ -60,6 +60,11 @@ const VALUES: { readonly [K in keyof StepsPatch]-?: readonly StepsPatch[K][] } =
   error: [{ code: 'refused', message: 'no' }, { code: '', message: '' }, null],
   waitReason: ['waiting', '', null],
   resolvedBy: ['cli:ops'],
+  cctp: [
+    { burnGen: 1, maxFee: 12n, burnTx: HASH, attestation: 'pending' },
+    { nonce: HASH, attestation: 'complete', mintTx: HASH, mintGen: 2 },
+    { burnTx: null, attestation: null, maxFee: null },
+  ],
   evidence: [['2026-11-29T00:00:00Z one', 'two'], []],
 };
 

@@ -33,6 +33,7 @@ function transfer(over: Partial<TransferView> = {}): TransferView {
     wait_reason: null,
     trace_id: null,
     updated_at: null,
+    cctp: null,
     ...over,
   };
 }

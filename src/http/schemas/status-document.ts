@@ -26,7 +26,7 @@ export const transferView = {
   type: 'object',
   required: [
     'id', 'line', 'from', 'to', 'amount', 'recipient', 'memo', 'state', 'intent_id', 'intent_status',
-    'tx_hash', 'tx_signature', 'owner', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'evidence', 'trace_id', 'updated_at',
+    'tx_hash', 'tx_signature', 'owner', 'new_recipient', 'fee', 'net_receive', 'attempts', 'error', 'evidence', 'trace_id', 'updated_at', 'cctp',
   ],
   properties: {
     id: { type: 'string', description: 'the CSV id, or one derived from the line' },
@@ -70,6 +70,20 @@ export const transferView = {
       description: 'its OpenTelemetry trace (docs/traces.md): null when tracing was off while it ran',
     }),
     updated_at: nullable(isoTime),
+    cctp: {
+      type: ['object', 'null'],
+      description: 'the CCTP road (docs/cctp.md): null on the service road',
+      required: ['finality', 'max_fee', 'burn_tx', 'message_nonce', 'attestation', 'mint_tx'],
+      properties: {
+        finality: { type: 'integer', enum: [1000, 2000], description: 'the burn\'s minFinalityThreshold: 1000 Fast, 2000 Standard' },
+        max_fee: { ...nullable(usdc), description: 'the burn\'s maxFee; null before the estimate' },
+        burn_tx: nullable({ type: 'string', description: 'the burn\'s transaction (its latest version until mined)' }),
+        message_nonce: nullable({ type: 'string', description: 'the attested message\'s nonce (bytes32), once attested' }),
+        attestation: { type: ['string', 'null'], enum: ['pending', 'complete', 'expired', null] },
+        mint_tx: nullable({ type: 'string', description: 'our mint\'s transaction; null before, and when another minted the message' }),
+      },
+      additionalProperties: true,
+    },
   },
   additionalProperties: true,
 } as const; // prettier-ignore

@@ -1,0 +1,57 @@
+import type { OwnerTxStep } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
+
+/*
+ * What the CCTP road does after one step of an owner's call (docs/cctp.md "Exactly once on this
+ * road"): pure decisions over what the step said, as failure-decision.ts is for the service road.
+ */
+
+/**
+ * After a step of the burn:
+ * - `watch`: sent, or in the node's hands: look again as blocks come;
+ * - `wait`: it cannot be sent now (the gas cap, the owner's gas, the replicas): hand the job back;
+ * - `submitted`: mined with status 1;
+ * - `reverted`: mined with status 0: it moved nothing (`failed`, the receipt the evidence);
+ * - `confirm`: its nonce is used by another transaction: asked once more before believing it;
+ * - `new_burn`: the chain shows it can never execute (confirmed): a new burn, a new call, may be made.
+ */
+export type BurnAction = 'watch' | 'wait' | 'submitted' | 'reverted' | 'confirm' | 'new_burn';
+
+export function decideAfterBurnStep(
+  step: OwnerTxStep,
+  facts: { readonly replacedBefore: boolean },
+): BurnAction {
+  switch (step.kind) {
+    case 'sent':
+      return 'watch';
+    case 'waiting':
+      return step.reason === 'pending' ? 'watch' : 'wait';
+    case 'mined':
+      // A filler mined at its nonce: the call was given up before anything of it was signed.
+      if (step.filler) return 'new_burn';
+      return step.success ? 'submitted' : 'reverted';
+    case 'replaced-by-other':
+      return facts.replacedBefore ? 'new_burn' : 'confirm';
+  }
+}
+
+/**
+ * After a step of the mint (the message's nonce not yet seen used before it):
+ * - `watch` / `wait` as for the burn;
+ * - `minted`: mined with status 1;
+ * - `check_used`: mined reverted, or its nonce used by another transaction: `usedNonces` says
+ *   whether the message was minted (by anyone: done); if not, a new mint call is made.
+ */
+export type MintAction = 'watch' | 'wait' | 'minted' | 'check_used';
+
+export function decideAfterMintStep(step: OwnerTxStep): MintAction {
+  switch (step.kind) {
+    case 'sent':
+      return 'watch';
+    case 'waiting':
+      return step.reason === 'pending' ? 'watch' : 'wait';
+    case 'mined':
+      return step.success && !step.filler ? 'minted' : 'check_used';
+    case 'replaced-by-other':
+      return 'check_used';
+  }
+}

@@ -1,0 +1,19 @@
+import type { CctpApi } from '../../service/cctp-api.ts';
+import type { CctpReads } from '../../signing/evm/cctp-reads.ts';
+import type { OwnerTxSender } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
+
+/** What the CCTP road runs on (docs/cctp.md "The flow"); wired by the worker (pipeline-wiring.ts). */
+export type CctpDeps = {
+  /** Circle's attestation API behind the shared gate. */
+  readonly api: CctpApi;
+  /** The owners' own transactions: approve, burn, mint. */
+  readonly sender: OwnerTxSender;
+  readonly reads: CctpReads;
+  /** The EVM owners' addresses, in the configured order. */
+  readonly owners: readonly string[];
+  /** The (chain, owner) lease of one transfer approving and burning (store/cctp-gate.ts). */
+  readonly lease: {
+    take(chain: string, owner: string, holder: string): Promise<boolean>;
+    release(chain: string, owner: string, holder: string): Promise<void>;
+  };
+};

@@ -1,0 +1,272 @@
+import { addressToBytes32, CCTP_DOMAIN, ZERO_BYTES32 } from '../../domain/cctp.ts';
+import { isEvmChain, type EvmChain } from '../../domain/chains.ts';
+import { cctpAddressesOf } from '../../config/cctp-settings.ts';
+import { formatUsdc } from '../../domain/money.ts';
+import { SigningError } from '../../signing/errors.ts';
+import { approveData, depositForBurnData } from '../../signing/evm/cctp-calls.ts';
+import type { OwnerCall } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
+import { addEvidence, current, Later, saveStep, wait, type Ctx } from '../context.ts';
+import { reserveDailySpend } from '../daily-cap.ts';
+import { holderOf } from '../evm/owner-turn.ts';
+import { finish, submitted } from '../outcomes.ts';
+import type { StepOutcome, WaitKind } from '../pipeline-deps.ts';
+import type { CctpDeps } from './cctp-deps.ts';
+import { decideAfterBurnStep } from './cctp-decision.ts';
+import { notEvm, thresholdOf } from './cctp-estimate.ts';
+import { stepOwnerCall, waitKindOf, WATCH_EVERY_MS, WATCH_MS } from './owner-call.ts';
+
+/*
+ * The CCTP road in the transfer's job (docs/cctp.md "The flow"): after the same pre-sign checks as
+ * the service road (run-transfer.ts), an owner's (chain, owner) lease → a bounded approve where the
+ * allowance does not cover the amount → the burn, signed once per transfer (its call named by the
+ * transfer and its generation) and driven until mined → `submitted`. The attestation and the mint
+ * follow it (cctp-follow.ts). A new burn only when the chain shows the earlier can never execute.
+ */
+
+const BURN_GAS = 300_000n;
+const APPROVE_GAS = 100_000n;
+
+type Burner = {
+  readonly ctx: Ctx;
+  readonly cctp: CctpDeps;
+  readonly chain: EvmChain;
+  readonly owner: string;
+};
+
+export async function cctpFlow(ctx: Ctx, cctp: CctpDeps | undefined): Promise<StepOutcome> {
+  const rec = current(ctx);
+  if (!isEvmChain(rec.from) || !isEvmChain(rec.to)) return await notEvm(ctx);
+  if (!cctp) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
+  const b: Burner = { ctx, cctp, chain: rec.from, owner: await leasedOwner(ctx, cctp, rec.from) };
+  await reserveDailyOrStepBack(b);
+  for (;;) {
+    if (current(ctx).cctp.burnGen === null) {
+      const out = await beginBurn(b);
+      if (out) return out;
+    }
+    const out = await driveBurn(b);
+    if (out !== 'new_burn') return out;
+  }
+}
+
+/** The daily cap, taken once per transfer; over it, the owner's lease goes back before the wait. */
+async function reserveDailyOrStepBack(b: Burner): Promise<void> {
+  try {
+    await reserveDailySpend(b.ctx);
+  } catch (err) {
+    if (current(b.ctx).cctp.burnGen === null) await releaseLease(b);
+    throw err;
+  }
+}
+
+/** The transfer's owner (saved once chosen), with its (chain, owner) lease taken or renewed. */
+async function leasedOwner(ctx: Ctx, cctp: CctpDeps, chain: EvmChain): Promise<string> {
+  const saved = current(ctx).steps.owner;
+  const holder = holderOf(ctx);
+  for (const owner of saved ? [saved] : cctp.owners) {
+    if (!(await cctp.lease.take(chain, owner, holder))) continue;
+    if (!saved) await saveStep(ctx, { owner });
+    return owner;
+  }
+  const who = saved ? `the owner ${saved}` : 'every owner';
+  throw new Later(1_000, `${who} is approving or burning on ${chain} for another transfer`, 'nonce_lease');
+}
+
+async function releaseLease(b: Burner): Promise<void> {
+  await b.cctp.lease.release(b.chain, b.owner, holderOf(b.ctx));
+}
+
+/** The approve where needed, then the new burn's generation saved: from here it is the transfer's burn. */
+async function beginBurn(b: Burner): Promise<StepOutcome | undefined> {
+  const { ctx } = b;
+  const rec = current(ctx);
+  const gen = (rec.steps.payloadGen ?? 0) + 1;
+  const approved = await ensureAllowance(b, gen);
+  if (approved) return approved;
+  await saveStep(ctx, { payloadGen: gen, cctp: { burnGen: gen, burnTx: null, attestation: null } });
+  return undefined;
+}
+
+/** Approves the amount when the owner's allowance to TokenMessengerV2 does not cover it (never unlimited). */
+async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | undefined> {
+  const { ctx, cctp, chain, owner } = b;
+  const rec = current(ctx);
+  const allowance = await cctp.reads.allowance(chain, owner).catch((err: unknown) => {
+    throw new Later(2_000, (err as Error).message, 'retry');
+  });
+  if (allowance >= rec.amount) return undefined;
+  const a = cctpAddressesOf(ctx.deps.config, chain);
+  const call: OwnerCall = {
+    id: `${holderOf(ctx)}:approve:${gen}`,
+    to: a.usdc,
+    data: approveData(a.tokenMessenger, rec.amount),
+    gas: APPROVE_GAS,
+  };
+  ctx.report(
+    'approve',
+    `allowance ${formatUsdc(allowance)} USDC; approving ${formatUsdc(rec.amount)} USDC to TokenMessengerV2`,
+  );
+  const started = Date.now();
+  for (;;) {
+    const step = await stepOwnerCall(ctx, cctp, b, call);
+    if (step.kind === 'mined' && step.success && !step.filler) {
+      ctx.report('approve', `approve ${step.hash} mined`);
+      return undefined;
+    }
+    if (step.kind === 'mined' || step.kind === 'replaced-by-other') {
+      await releaseLease(b);
+      const what =
+        step.kind === 'mined'
+          ? `mined with status 0 (${step.hash})`
+          : `its nonce ${step.nonce} was used by another transaction`;
+      return await finish(ctx, 'failed', {
+        payloadGen: gen,
+        error: {
+          code: 'cctp_approve_failed',
+          message: `the approve of ${formatUsdc(rec.amount)} USDC ${what}: nothing was burned`,
+        },
+      });
+    }
+    if (step.kind === 'waiting' && step.reason !== 'pending')
+      return await waitShown(ctx, step.detail, waitKindOf(step));
+    if (Date.now() - started > WATCH_MS)
+      throw new Later(WATCH_EVERY_MS, 'the approve is not mined yet', 'retry');
+    await wait(ctx, WATCH_EVERY_MS);
+  }
+}
+
+/** The transfer's burn call, the same for every step of its generation. */
+function burnCall(b: Burner): OwnerCall {
+  const { ctx, chain } = b;
+  const rec = current(ctx);
+  const gen = rec.cctp.burnGen;
+  const maxFee = rec.cctp.maxFee;
+  if (gen === null || maxFee === null || rec.via === 'service' || !isEvmChain(rec.to)) {
+    throw new Error(`no burn begun for ${holderOf(ctx)}`);
+  }
+  const a = cctpAddressesOf(ctx.deps.config, chain);
+  return {
+    id: `${holderOf(ctx)}:burn:${gen}`,
+    to: a.tokenMessenger,
+    data: depositForBurnData({
+      amount: rec.amount,
+      destinationDomain: CCTP_DOMAIN[rec.to],
+      mintRecipient: addressToBytes32(rec.recipient),
+      burnToken: a.usdc,
+      destinationCaller: ZERO_BYTES32,
+      maxFee,
+      minFinalityThreshold: thresholdOf(rec.via),
+    }),
+    gas: BURN_GAS,
+  };
+}
+
+/**
+ * Steps the burn until it is mined (`submitted`, or `failed` when it reverted), hands the job back
+ * while it cannot be sent, or says `new_burn` when the chain shows it can never execute.
+ */
+async function driveBurn(b: Burner): Promise<StepOutcome | 'new_burn'> {
+  const { ctx, cctp, chain } = b;
+  const call = burnCall(b);
+  const started = Date.now();
+  let replacedBefore = false;
+  ctx.report('burn', `depositForBurn of ${formatUsdc(current(ctx).amount)} USDC from ${b.owner} on ${chain}`);
+  for (;;) {
+    await cctp.lease.take(chain, b.owner, holderOf(ctx));
+    let step;
+    try {
+      step = await stepOwnerCall(ctx, cctp, b, call);
+    } catch (err) {
+      if (err instanceof SigningError) return await burnUnknown(b, err.message);
+      throw err;
+    }
+    if (step.kind === 'sent' && current(ctx).cctp.burnTx !== step.hash) {
+      ctx.report('burn', `burn ${step.hash} sent (${step.how}, nonce ${step.nonce})`);
+      await saveStep(ctx, { cctp: { burnTx: step.hash } });
+    }
+    switch (decideAfterBurnStep(step, { replacedBefore })) {
+      case 'watch':
+        if (Date.now() - started > WATCH_MS)
+          throw new Later(WATCH_EVERY_MS, 'the burn is not mined yet', 'retry');
+        await wait(ctx, WATCH_EVERY_MS);
+        continue;
+      case 'wait':
+        return await waitShown(ctx, step.kind === 'waiting' ? step.detail : 'waiting', waitKindOf(step));
+      case 'submitted':
+        return await burned(b, step.kind === 'mined' ? step.hash : '');
+      case 'reverted':
+        return await burnReverted(b, step.kind === 'mined' ? step : undefined);
+      case 'confirm':
+        replacedBefore = true;
+        continue;
+      case 'new_burn':
+        await burnNeverExecutes(b, step);
+        return 'new_burn';
+    }
+  }
+}
+
+async function burned(b: Burner, hash: string): Promise<StepOutcome> {
+  const { ctx, chain } = b;
+  ctx.report('burn', `burn ${hash} mined: submitted; the attestation and the mint follow`);
+  await releaseLease(b);
+  return await submitted(ctx, {
+    intentId: `cctp:${CCTP_DOMAIN[chain]}:${hash}`,
+    intentStatus: 'pending',
+    txHash: hash,
+    cctp: { burnTx: hash, attestation: 'pending' },
+  });
+}
+
+async function burnReverted(
+  b: Burner,
+  step: { nonce: bigint; hash: string } | undefined,
+): Promise<StepOutcome> {
+  const { ctx, chain } = b;
+  await releaseLease(b);
+  await addEvidence(
+    ctx,
+    `burn ${step?.hash ?? '?'} on ${chain} mined with status 0 at nonce ${step?.nonce ?? '?'}: nothing was burned`,
+  );
+  return await finish(ctx, 'failed', {
+    cctp: { burnGen: null },
+    error: {
+      code: 'cctp_burn_reverted',
+      message: `the burn ${step?.hash ?? ''} reverted on ${chain}: nothing moved; retry may send it again`,
+    },
+  });
+}
+
+/** The chain shows the burn can never execute (its nonce used by another transaction, seen twice). */
+async function burnNeverExecutes(b: Burner, step: Parameters<typeof decideAfterBurnStep>[0]): Promise<void> {
+  const { ctx, chain } = b;
+  const what =
+    step.kind === 'replaced-by-other'
+      ? `its nonce ${step.nonce} is used on ${chain} (chain nonce ${step.chainNonce}) by a transaction that is none of its versions (${step.hashes.join(', ')})`
+      : 'its nonce was filled by a zero-value transaction';
+  await addEvidence(ctx, `burn call ${burnCall(b).id} can never execute: ${what}; making a new burn`);
+  await saveStep(ctx, { cctp: { burnGen: null, burnTx: null } });
+}
+
+/** A burn whose fate cannot be known: never signed again, an operator looks. */
+async function burnUnknown(b: Burner, why: string): Promise<StepOutcome> {
+  const { ctx } = b;
+  await releaseLease(b);
+  await addEvidence(ctx, `burn call ${burnCall(b).id}: ${why}`);
+  return await finish(ctx, 'needs_review', {
+    error: {
+      code: 'outcome_unknown',
+      message: `the fate of the CCTP burn cannot be known: ${why}; check the chain, then use resolve`,
+    },
+  });
+}
+
+/**
+ * An owner's call that cannot be sent now (the gas cap, the owner's gas, the replicas): the transfer
+ * stays `in_progress` (its call holds a nonce of the owner: it is not for `cancel` to drop), with
+ * the reason shown, and the job comes back.
+ */
+async function waitShown(ctx: Ctx, reason: string, kind: WaitKind): Promise<never> {
+  if (current(ctx).waitReason !== reason) await saveStep(ctx, { waitReason: reason });
+  throw new Later(5_000, reason, kind);
+}

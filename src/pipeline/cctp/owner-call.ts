@@ -1,0 +1,37 @@
+import type { EvmChain } from '../../domain/chains.ts';
+import { ChainReadError } from '../../signing/errors.ts';
+import type { OwnerCall, OwnerTxStep } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
+import { Later, type Ctx } from '../context.ts';
+import type { WaitKind } from '../pipeline-deps.ts';
+import type { CctpDeps } from './cctp-deps.ts';
+
+/*
+ * One step of an owner's call from inside a run (docs/cctp.md "The owner's transactions"): a chain
+ * that cannot be read hands the job back (the step is tried again; nothing is decided on it).
+ */
+
+/** How long a run watches its call before handing the job back (it comes back soon after). */
+export const WATCH_MS = 60_000;
+export const WATCH_EVERY_MS = 1_000;
+
+export async function stepOwnerCall(
+  ctx: Ctx,
+  cctp: CctpDeps,
+  at: { readonly chain: EvmChain; readonly owner: string },
+  call: OwnerCall,
+): Promise<OwnerTxStep> {
+  try {
+    return await cctp.sender.step(at.chain, at.owner, call);
+  } catch (err) {
+    if (err instanceof ChainReadError) throw new Later(2_000, err.message, 'retry');
+    throw err;
+  }
+}
+
+/** The wait kind of a step that cannot send now. */
+export function waitKindOf(step: OwnerTxStep): WaitKind {
+  if (step.kind !== 'waiting') return 'retry';
+  if (step.reason === 'owner-lacks-gas') return 'balance';
+  if (step.reason === 'replicas') return 'replicas';
+  return 'retry';
+}

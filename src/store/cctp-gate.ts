@@ -1,0 +1,67 @@
+import type { Redis } from 'ioredis';
+import { createRateLimiter } from './rate-limiter.ts';
+import { releaseTokenLock } from './token-lock.ts';
+
+/*
+ * What every worker shares on the CCTP road (docs/data-model.md "CCTP road"):
+ * - `P:cctp:ratelimit`: the sliding second of requests to Circle's attestation API, all workers
+ *   together under its limit (35 per second: Circle blocks a client over it for 5 minutes);
+ * - `P:cctp:paused`: set for 5 minutes (PX) when the API answered 429: nobody asks until it expires;
+ * - `P:cctp:lease:<chain>:<owner>`: which transfer approves and burns with that owner now (one at a
+ *   time, so an approve never overwrites the allowance another transfer's burn counts on).
+ */
+
+/** Circle's limit on the attestation API, per second, with a margin. */
+export const CCTP_API_PER_SECOND = 30;
+
+export function createCctpGate(deps: { readonly redis: Redis; readonly prefix: string }) {
+  const { redis, prefix } = deps;
+  const limiter = createRateLimiter({
+    redis,
+    prefix,
+    perSecond: CCTP_API_PER_SECOND,
+    name: 'cctp:ratelimit',
+  });
+  const pausedKey = `${prefix}:cctp:paused`;
+  return {
+    async pausedFor(): Promise<number> {
+      const ms = await redis.pttl(pausedKey);
+      return ms > 0 ? ms : 0;
+    },
+    async pause(ms: number): Promise<void> {
+      await redis.set(pausedKey, String(Date.now() + ms), 'PX', ms);
+    },
+    take: () => limiter.take(),
+  };
+}
+
+/** The (chain, owner) lease outlives a crashed holder by this much; renewed at every step. */
+export const CCTP_LEASE_TTL_MS = 120_000;
+
+const leaseKey = (prefix: string, chain: string, owner: string) =>
+  `${prefix}:cctp:lease:${chain}:${owner.toLowerCase()}`;
+
+/**
+ * Takes (or, for the holder that has it, renews) the (chain, owner) CCTP lease for `ttlMs`;
+ * whether `holder` has it now.
+ */
+export async function takeCctpLease(
+  redis: Redis,
+  prefix: string,
+  at: { readonly chain: string; readonly owner: string; readonly holder: string; readonly ttlMs: number },
+): Promise<boolean> {
+  const key = leaseKey(prefix, at.chain, at.owner);
+  if ((await redis.set(key, at.holder, 'PX', at.ttlMs, 'NX')) === 'OK') return true;
+  if ((await redis.get(key)) !== at.holder) return false;
+  await redis.pexpire(key, at.ttlMs);
+  return true;
+}
+
+/** Gives the lease back (only while `holder` has it). */
+export async function releaseCctpLease(
+  redis: Redis,
+  prefix: string,
+  at: { readonly chain: string; readonly owner: string; readonly holder: string },
+): Promise<void> {
+  await releaseTokenLock(redis, leaseKey(prefix, at.chain, at.owner), at.holder);
+}

@@ -1,0 +1,313 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPublicClient, http, parseAbi, type Hex } from 'viem';
+import { cctpFeeFor } from '../../src/domain/cctp.ts';
+import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
+import { parseUsdc } from '../../src/domain/money.ts';
+import type { TransferRoad } from '../../src/domain/roads.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
+import { keys } from '../../src/store/keys.ts';
+import type { SpawnedProcess } from '../helpers/cli.ts';
+import { waitFor } from '../helpers/cli.ts';
+import { startStack, waitsCounted, type Stack } from '../helpers/e2e.ts';
+import { randomEvmAddress, randomSolanaAddress, TEST_EVM_ADDRESS, type Row } from '../helpers/fixtures.ts';
+
+/**
+ * The CCTP road end to end (docs/cctp.md "The flow"): batches enqueued through the CLI, worker
+ * processes spawned through the CLI, the sandbox's CCTP v2 contracts on its anvils and its
+ * attestation API. Judged by the chains: every recipient holds its amount less Circle's fee, and
+ * each chain's USDC totalSupply moved by exactly what was burned from it and minted to it — a
+ * double burn or a double mint would show there. One stack for every case.
+ */
+
+const ERC20 = parseAbi([
+  'function balanceOf(address) view returns (uint256)',
+  'function totalSupply() view returns (uint256)',
+]);
+const EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
+/** The sandbox's fees (docs/sandbox.md): Fast 1 bps, Standard 0. */
+const FEE_BPS: Record<Exclude<TransferRoad, 'service'>, number> = { cctp: 0, 'cctp-fast': 1 };
+
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack({
+    sandbox: { cctpStandardDelayMs: 300, cctpFastDelayMs: 0, cctpRateLimitPerSecond: null },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const anvil = (chain: EvmChain) =>
+  createPublicClient({ transport: http(stack.sandbox.nodes.evm[chain].url as string) });
+const usdc = (chain: EvmChain) => USDC_EVM.testnet[chain].usdc as Hex;
+const balanceOf = (chain: EvmChain, who: string) =>
+  anvil(chain).readContract({
+    address: usdc(chain),
+    abi: ERC20,
+    functionName: 'balanceOf',
+    args: [who as Hex],
+  });
+const supplyOf = (chain: EvmChain) =>
+  anvil(chain).readContract({ address: usdc(chain), abi: ERC20, functionName: 'totalSupply' });
+async function supplies(): Promise<Record<EvmChain, bigint>> {
+  const out = {} as Record<EvmChain, bigint>;
+  for (const c of EVM) out[c] = await supplyOf(c);
+  return out;
+}
+
+/** EVM→EVM rows, each to a new recipient. */
+function cctpRows(n: number, tag: string): Row[] {
+  return Array.from({ length: n }, (_, i) => ({
+    id: `${tag}-${i}`,
+    from: EVM[i % 4] as string,
+    to: EVM[(i + 1) % 4] as string,
+    amount: `${(i + 1) * 3}.25`,
+    recipient: randomEvmAddress(),
+  }));
+}
+
+/**
+ * Enqueued through the CLI, then the batch and its records put on `via` (the road's choice at
+ * enqueue, `--via`, lands separately: until then the test writes the stored field itself).
+ */
+async function enqueueVia(rows: Row[], via: TransferRoad): Promise<string> {
+  const { code, batchId, stderr } = await stack.enqueue(rows);
+  expect(code, stderr).toBe(0);
+  const k = keys(stack.env['QUEUE_PREFIX'] as string);
+  await stack.client.hset(k.batch(batchId), 'via', via);
+  for (const r of rows) await stack.client.hset(k.transfer(batchId, r.id as string), 'via', via);
+  return batchId;
+}
+
+let running: SpawnedProcess[] = [];
+
+function startWorker(extra: Record<string, string> = {}): SpawnedProcess {
+  const w = stack.startWorker({ CCTP_API_URL: stack.sandbox.cctp.api_url, ...extra });
+  running.push(w);
+  return w;
+}
+
+/** Each case starts with no worker of an earlier case running. */
+async function stopWorkers(): Promise<void> {
+  await Promise.all(running.map((w) => w.stop(10_000)));
+  running = [];
+}
+
+const prefix = () => stack.env['QUEUE_PREFIX'] as string;
+const cctpRequests = async () => (await stack.sandbox.admin.requests()).filter((r) => r.op === 'cctp').length;
+
+/** The number of transfers of the batch whose record says `field` is set. */
+async function countWith(batchId: string, rows: Row[], field: string): Promise<number> {
+  const k = keys(prefix());
+  let n = 0;
+  for (const r of rows) if (await stack.client.hexists(k.transfer(batchId, r.id as string), field)) n++;
+  return n;
+}
+
+/** Waits until every transfer of the batch is submitted and minted (`intent_status` complete). */
+async function waitMinted(batchId: string, timeoutMs = 120_000): Promise<BatchStatus> {
+  await stack.waitComplete(batchId, timeoutMs);
+  return await waitFor(
+    `batch ${batchId} minted`,
+    async () => {
+      const doc = await stack.status(batchId);
+      return doc.transfers.every((t) => t.intent_status === 'complete') ? doc : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}
+
+/** Every row minted once to its recipient, less the road's fee; the supplies moved by the amounts. */
+async function expectMintedOnce(
+  rows: Row[],
+  roads: Record<string, Exclude<TransferRoad, 'service'>>,
+  before: Record<EvmChain, bigint>,
+): Promise<void> {
+  const expected: Record<EvmChain, bigint> = { ...before };
+  for (const r of rows) {
+    const amount = parseUsdc(r.amount);
+    const fee = cctpFeeFor(amount, FEE_BPS[roads[r.id as string] as 'cctp']);
+    expect(await balanceOf(r.to as EvmChain, r.recipient), `${r.id} minted to its recipient`).toBe(
+      amount - fee,
+    );
+    expected[r.from as EvmChain] -= amount;
+    expected[r.to as EvmChain] += amount;
+  }
+  expect(await supplies()).toEqual(expected);
+}
+
+describe('the CCTP road', () => {
+  it('pays a batch through cctp and another through cctp-fast: each row burned once and minted once, with the cctp object shown', async () => {
+    const std = cctpRows(4, 'std');
+    const fast = cctpRows(4, 'fast');
+    const before = await supplies();
+    const a = await enqueueVia(std, 'cctp');
+    const b = await enqueueVia(fast, 'cctp-fast');
+    startWorker();
+    const docA = await waitMinted(a);
+    const docB = await waitMinted(b);
+    for (const [doc, finality] of [
+      [docA, 2000],
+      [docB, 1000],
+    ] as const) {
+      for (const t of doc.transfers) {
+        expect(t.state).toBe('submitted');
+        expect(t.intent_id).toMatch(/^cctp:\d+:0x[0-9a-f]{64}$/);
+        expect(t.cctp).toMatchObject({ finality, attestation: 'complete', burn_tx: t.tx_hash });
+        expect(t.cctp?.message_nonce).toMatch(/^0x[0-9a-f]{64}$/);
+        expect(t.cctp?.mint_tx).toMatch(/^0x[0-9a-f]{64}$/);
+      }
+    }
+    const roads = Object.fromEntries([
+      ...std.map((r) => [r.id, 'cctp'] as const),
+      ...fast.map((r) => [r.id, 'cctp-fast'] as const),
+    ]);
+    await expectMintedOnce([...std, ...fast], roads, before);
+  });
+
+  it('after kill -9 of its workers mid-burn and mid-mint, and two workers minting at once, burns and mints every row exactly once', async () => {
+    await stopWorkers();
+    const rows = cctpRows(10, 'kill');
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp-fast'] as const));
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    // Killed once a burn is saved (its transaction signed and about to be sent, or sent), before
+    // every row is burned: the owner's lease and the transfer's lock are left behind.
+    const first = startWorker();
+    await waitFor('a burn saved', async () => (await countWith(batchId, rows, 'cctp_burn_tx')) >= 3, {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+    });
+    await first.kill9();
+    // Killed again once a mint is on its way (a message attested for a row), before all are minted.
+    const second = startWorker();
+    await waitFor('an attestation seen', async () => (await countWith(batchId, rows, 'cctp_nonce')) >= 1, {
+      timeoutMs: 90_000,
+      intervalMs: 20,
+    });
+    await second.kill9();
+    // Two workers finish it: both follow the intents, both may step one message's mint.
+    startWorker();
+    startWorker();
+    const doc = await waitMinted(batchId, 180_000);
+    expect(doc.transfers.map((t) => [t.id, t.state])).toEqual(rows.map((r) => [r.id, 'submitted']));
+    await expectMintedOnce(rows, roads, before);
+    // Two resumes after kill -9: each waits out the dead worker's transfer locks and BullMQ's stall check.
+  }, 300_000);
+
+  it('mints through an attestation that 404s for a while and one that expires before its mint (re-attested)', async () => {
+    await stopWorkers();
+    await stack.sandbox.admin.configure({ cctpNotFoundMs: 3_000, cctpExpiredAttestations: 2 });
+    const rows = cctpRows(4, 'slow');
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp'] as const));
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp');
+    startWorker();
+    const doc = await waitMinted(batchId);
+    await stack.sandbox.admin.configure({ cctpNotFoundMs: 0, cctpExpiredAttestations: 0 });
+    expect(doc.counts.submitted).toBe(4);
+    await expectMintedOnce(rows, roads, before);
+  });
+
+  it('a 429 from the attestation API stops every worker asking (a shared pause); the batch goes on once it ends', async () => {
+    await stopWorkers();
+    await stack.sandbox.admin.configure({ faultScript: [{ op: 'cctp', fault: 'rate_limit' }] });
+    const rows = cctpRows(2, 'limited');
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp-fast'] as const));
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    startWorker();
+    startWorker();
+    const paused = `${prefix()}:cctp:paused`;
+    await waitFor(
+      'the shared pause',
+      async () => ((await stack.client.pttl(paused)) > 0 ? true : undefined),
+      {
+        timeoutMs: 60_000,
+        intervalMs: 20,
+      },
+    );
+    // Five minutes, for every worker.
+    expect(await stack.client.pttl(paused)).toBeGreaterThan(4 * 60_000);
+    try {
+      // While the key stands nobody asks: once every transfer met the pause, and met it twice more
+      // (any request begun before the pause has landed by then), no request reached the API.
+      const waits = () => waitsCounted(stack.client, prefix(), 'rate_limit');
+      await waitFor('a transfer waiting on the pause', async () => (await waits()) >= 2, {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      });
+      const asked = await cctpRequests();
+      const seen = await waits();
+      await waitFor('the transfers to meet the pause again', async () => (await waits()) >= seen + 2, {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      });
+      expect(await cctpRequests()).toBe(asked);
+      expect((await stack.status(batchId)).transfers.some((t) => t.intent_status === 'complete')).toBe(false);
+    } finally {
+      // The five minutes pass (the key is what every worker reads).
+      await stack.client.del(paused);
+    }
+    await waitMinted(batchId);
+    await expectMintedOnce(rows, roads, before);
+  });
+
+  it('a burn that reverts moved nothing: failed with the receipt as evidence, and nothing burned or minted', async () => {
+    await stopWorkers();
+    const owner = TEST_EVM_ADDRESS;
+    const held = await balanceOf('POLYGON', owner);
+    // The owner holds no USDC on POLYGON: its burn reverts on chain (the approve goes through).
+    await stack.sandbox.admin.setBalance('POLYGON', owner, '0');
+    const rows: Row[] = [
+      { id: 'revert-0', from: 'POLYGON', to: 'ETH', amount: '5.00', recipient: randomEvmAddress() },
+    ];
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp');
+    startWorker();
+    const doc = await stack.waitComplete(batchId);
+    await stack.sandbox.admin.setBalance('POLYGON', owner, (Number(held) / 1e6).toFixed(6));
+    const t = doc.transfers[0]!;
+    expect(t.state).toBe('failed');
+    expect(t.error?.code).toBe('cctp_burn_reverted');
+    expect(t.evidence.some((l) => /mined with status 0/.test(l))).toBe(true);
+    expect(await balanceOf('ETH', rows[0]!.recipient)).toBe(0n);
+    const after = await supplies();
+    expect(after).toEqual({ ...before, POLYGON: after.POLYGON });
+  });
+
+  it('a gas price above MAX_GAS_GWEI_<CHAIN> waits with that reason, and goes once the cap allows it', async () => {
+    await stopWorkers();
+    const rows = cctpRows(1, 'cap');
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp'] as const));
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp');
+    const chain = rows[0]!.from;
+    const capped = startWorker({ [`MAX_GAS_GWEI_${chain}`]: '0.000001' });
+    const waiting = await waitFor(
+      'the transfer waiting on the gas cap',
+      async () => (await stack.status(batchId)).transfers.find((t) => /gas/i.test(t.wait_reason ?? '')),
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    expect(waiting.state).toBe('in_progress');
+    await capped.stop(10_000);
+    startWorker();
+    await waitMinted(batchId);
+    await expectMintedOnce(rows, roads, before);
+  });
+
+  it('a SOLANA row that reached the CCTP road (enqueue refuses it) fails with a clear code, nothing signed', async () => {
+    await stopWorkers();
+    const rows: Row[] = [
+      { id: 'sol-0', from: 'BASE', to: 'SOLANA', amount: '2.00', recipient: randomSolanaAddress() },
+    ];
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp');
+    startWorker();
+    const doc = await stack.waitComplete(batchId);
+    expect(doc.transfers[0]).toMatchObject({ state: 'failed', error: { code: 'cctp_route_unsupported' } });
+    expect(doc.transfers[0]?.cctp).toMatchObject({ finality: 2000, burn_tx: null, mint_tx: null });
+    expect(await supplies()).toEqual(before);
+  });
+});

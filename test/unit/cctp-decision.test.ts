@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { decideAfterBurnStep, decideAfterMintStep } from '../../src/pipeline/cctp/cctp-decision.ts';
+import type { OwnerTxStep } from '../../src/signing/evm/owner-tx/owner-tx-sender.ts';
+
+const HASH = `0x${'ab'.repeat(32)}`;
+const sent: OwnerTxStep = { kind: 'sent', nonce: 3n, hash: HASH, version: 1, how: 'first' };
+const pending: OwnerTxStep = {
+  kind: 'waiting',
+  reason: 'pending',
+  detail: 'in the node',
+  nonce: 3n,
+  hash: HASH,
+};
+const capped: OwnerTxStep = {
+  kind: 'waiting',
+  reason: 'gas-cap',
+  detail: 'over the cap',
+  nonce: 3n,
+  hash: undefined,
+};
+const noGas: OwnerTxStep = {
+  kind: 'waiting',
+  reason: 'owner-lacks-gas',
+  detail: 'no gas',
+  nonce: undefined,
+  hash: undefined,
+};
+const mined = (success: boolean, filler = false): OwnerTxStep => ({
+  kind: 'mined',
+  nonce: 3n,
+  hash: HASH,
+  success,
+  filler,
+});
+const replaced: OwnerTxStep = { kind: 'replaced-by-other', nonce: 3n, chainNonce: 4n, hashes: [HASH] };
+
+describe('the CCTP road: decisions after a step of the burn', () => {
+  it("watches a sent or pending burn, waits on the cap and the owner's gas", () => {
+    expect(decideAfterBurnStep(sent, { replacedBefore: false })).toBe('watch');
+    expect(decideAfterBurnStep(pending, { replacedBefore: false })).toBe('watch');
+    expect(decideAfterBurnStep(capped, { replacedBefore: false })).toBe('wait');
+    expect(decideAfterBurnStep(noGas, { replacedBefore: false })).toBe('wait');
+  });
+  it('is submitted when mined with status 1, failed (nothing moved) with status 0', () => {
+    expect(decideAfterBurnStep(mined(true), { replacedBefore: false })).toBe('submitted');
+    expect(decideAfterBurnStep(mined(false), { replacedBefore: false })).toBe('reverted');
+  });
+  it('makes a new burn only once the chain showed twice that the burn can never execute', () => {
+    expect(decideAfterBurnStep(replaced, { replacedBefore: false })).toBe('confirm');
+    expect(decideAfterBurnStep(replaced, { replacedBefore: true })).toBe('new_burn');
+    expect(decideAfterBurnStep(mined(true, true), { replacedBefore: false })).toBe('new_burn');
+  });
+});
+
+describe('the CCTP road: decisions after a step of the mint', () => {
+  it('is minted when mined with status 1; anything else that used its nonce asks usedNonces', () => {
+    expect(decideAfterMintStep(sent)).toBe('watch');
+    expect(decideAfterMintStep(capped)).toBe('wait');
+    expect(decideAfterMintStep(mined(true))).toBe('minted');
+    expect(decideAfterMintStep(mined(false))).toBe('check_used');
+    expect(decideAfterMintStep(mined(true, true))).toBe('check_used');
+    expect(decideAfterMintStep(replaced)).toBe('check_used');
+  });
+});
