@@ -28,19 +28,7 @@ export async function startScreeningWatch(
   onChange: () => void = () => {},
 ): Promise<ScreeningWatch> {
   const lists = await loadScreeningLists(config.screeningLists, config.screeningMaxAgeMs);
-  for (const l of lists.lists()) {
-    logger.info(
-      {
-        list: l.name,
-        format: l.format,
-        date: l.date,
-        evm: l.counts.evm,
-        solana: l.counts.solana,
-        other: l.counts.other,
-      },
-      'sanctions list loaded',
-    );
-  }
+  for (const l of lists.lists()) logger.info(listFacts(l), 'sanctions list loaded');
   if (lists.lists().length === 0 && config.network === 'mainnet') {
     logger.warn('no sanctions list screens recipients (SCREENING_LISTS is not set; docs/screening.md)');
   }
@@ -68,20 +56,14 @@ export async function startScreeningWatch(
   };
 }
 
+/** What a log line says of a list in force: its file, format, date and addresses by kind. */
+function listFacts(l: ReturnType<ScreeningLists['lists']>[number]): Record<string, unknown> {
+  const { evm, solana, other } = l.counts;
+  return { list: l.name, format: l.format, date: l.date, evm, solana, other };
+}
+
 function logReload(logger: Logger, report: ReloadReport): void {
-  for (const l of report.reloaded) {
-    logger.info(
-      {
-        list: l.name,
-        format: l.format,
-        date: l.date,
-        evm: l.counts.evm,
-        solana: l.counts.solana,
-        other: l.counts.other,
-      },
-      'sanctions list reloaded',
-    );
-  }
+  for (const l of report.reloaded) logger.info(listFacts(l), 'sanctions list reloaded');
   for (const f of report.failed) {
     logger.error(
       { list: f.name, problem: f.message },

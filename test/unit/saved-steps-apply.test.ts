@@ -8,6 +8,7 @@ import {
   type StepsPatch,
 } from '../../src/store/saved-steps.ts';
 import { parseTransferRecord } from '../../src/store/transfer-record.ts';
+import { SAMPLE_PERMIT } from '../helpers/fixtures.ts';
 
 /*
  * A run's record after its own write is laid over it without storing and parsing it again
@@ -15,17 +16,7 @@ import { parseTransferRecord } from '../../src/store/transfer-record.ts';
  * two paths equal over every kind of value each patch field takes, alone and mixed.
  */
 
-const PERMIT = {
-  owner: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
-  spender: '0x0101010101010101010101010101010101010be0',
-  value: '11010000',
-  nonce: '7',
-  deadline: '1900000000',
-  signature: '0xabc',
-  v: 27,
-  r: '0x01',
-  s: '0x02',
-};
+const PERMIT = SAMPLE_PERMIT;
 const HASH = `0x${'ab'.repeat(32)}`;
 
 /** The values each patch field is tried with: set, cleared, empty, zero, odd shapes. */

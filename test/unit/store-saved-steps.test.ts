@@ -10,18 +10,9 @@ import {
   storedWrite,
 } from '../../src/store/saved-steps.ts';
 import { parseTransferRecord, type TransferRecord } from '../../src/store/transfer-record.ts';
+import { SAMPLE_PERMIT } from '../helpers/fixtures.ts';
 
-const PERMIT = {
-  owner: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
-  spender: '0x0101010101010101010101010101010101010be0',
-  value: '11010000',
-  nonce: '7',
-  deadline: '1900000000',
-  signature: '0xabc',
-  v: 27,
-  r: '0x01',
-  s: '0x02',
-};
+const PERMIT = SAMPLE_PERMIT;
 
 function record(fields: Record<string, string>): TransferRecord {
   const rec = parseTransferRecord('b1', {
