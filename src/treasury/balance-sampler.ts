@@ -70,10 +70,13 @@ export function startTreasurySampler(
   deps: SamplerDeps & { readonly config: TreasuryConfig & { readonly treasuryBalanceIntervalMs: number } },
 ): TreasurySampler {
   const every = deps.config.treasuryBalanceIntervalMs;
+  let stopped = false;
+  // A sample still reading when the worker stops meets its connections closed: not a failure to report.
   const once = () =>
-    sampleTreasuryBalances(deps).catch((err: unknown) =>
-      deps.logger?.warn({ err: { message: (err as Error).message } }, 'treasury balances not sampled'),
-    );
+    sampleTreasuryBalances(deps).catch((err: unknown) => {
+      if (!stopped)
+        deps.logger?.warn({ err: { message: (err as Error).message } }, 'treasury balances not sampled');
+    });
   if (every <= 0 || sampledChains(deps.config, deps.addresses).length === 0)
     return { stop() {}, ready: Promise.resolve() };
   const ready = once();
@@ -82,6 +85,7 @@ export function startTreasurySampler(
   return {
     ready,
     stop() {
+      stopped = true;
       clearInterval(timer);
     },
   };
