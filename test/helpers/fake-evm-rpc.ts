@@ -79,6 +79,19 @@ export async function startFakeEvmRpc(): Promise<FakeEvmRpc> {
           .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: rpc.head }));
         return;
       }
+      if (msg.method !== 'eth_call') {
+        // Not a contract read (the worker's gas sampling asks eth_getBalance and eth_gasPrice): a
+        // JSON-RPC error, as a node without the method answers; the reads under test are eth_calls.
+        rpc.calls[msg.method] = (rpc.calls[msg.method] ?? 0) + 1;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: msg.id,
+            error: { code: -32601, message: 'method not found' },
+          }),
+        );
+        return;
+      }
       const data = msg.params[0].data;
       rpc.blockTags.push(msg.params[1] ?? '');
       const fn = SELECTORS[data.slice(0, 10)] ?? 'unknown';
