@@ -14,7 +14,8 @@ import type { ScriptCall, WriteSite } from './replica-acks.ts';
  * - `P:otx:<chain>:<owner>:txs`: per nonce `<n>:call`, `<n>:to`, `<n>:data`, `<n>:value`, `<n>:gas`,
  *   `<n>:v` (versions saved), `<n>:<i>:raw|hash|fees` (version i), `<n>:sent` (`<i>|<block>`: version
  *   i was last broadcast at that block), `<n>:fill` ('1': the call was given up, the nonce is filled by
- *   a zero-value self-transaction), `<n>:done` (`<hash>|<1 or 0>`: mined, and its status).
+ *   a zero-value self-transaction), `<n>:done` (`<hash>|<1 or 0>`: mined, and its status), `<n>:used`
+ *   (the head when the nonce was first seen used with no receipt of ours).
  */
 
 const ASSIGN = luaScriptFile('owner-tx-assign.lua');
@@ -49,6 +50,8 @@ export type SavedOwnerTx = OwnerCallFields & {
   readonly filled: boolean;
   /** Recorded once mined: the version's hash, and whether it succeeded. */
   readonly done: { readonly hash: string; readonly success: boolean } | undefined;
+  /** The head when the nonce was first seen used on chain with no receipt of ours found. */
+  readonly usedSeenAt: bigint | undefined;
 };
 
 /** What asking for a call's nonce found. */
@@ -184,7 +187,12 @@ export async function markDone(
   await redis.hset(accountKeys(w)[1], `${nonce}:done`, `${done.hash}|${done.success ? 1 : 0}`);
 }
 
-const HEAD_FIELDS = ['call', 'to', 'data', 'value', 'gas', 'v', 'sent', 'fill', 'done'] as const;
+/** Records, once, the head when the nonce was first seen used with no receipt of ours. */
+export async function markUsedSeen(redis: Redis, w: Where, nonce: bigint, head: bigint): Promise<void> {
+  await redis.hsetnx(accountKeys(w)[1], `${nonce}:used`, head.toString());
+}
+
+const HEAD_FIELDS = ['call', 'to', 'data', 'value', 'gas', 'v', 'sent', 'fill', 'done', 'used'] as const;
 
 function parseVersion(version: number, raw: string | null, hash: string | null, fees: string | null) {
   const [maxFee, tip] = (fees ?? '').split('|');
@@ -206,7 +214,7 @@ function parsePair(text: string | null): [string, string] | undefined {
 export async function readOwnerTx(redis: Redis, w: Where, nonce: bigint): Promise<SavedOwnerTx | undefined> {
   const key = accountKeys(w)[1];
   const head = await redis.hmget(key, ...HEAD_FIELDS.map((f) => `${nonce}:${f}`));
-  const [callId, to, data, value, gas, v, sent, fill, done] = head;
+  const [callId, to, data, value, gas, v, sent, fill, done, used] = head;
   if (callId === null || callId === undefined || v === null || v === undefined) return undefined;
   const count = Number(v);
   const fields: string[] = [];
@@ -229,6 +237,7 @@ export async function readOwnerTx(redis: Redis, w: Where, nonce: bigint): Promis
     sent: sentPair && { version: Number(sentPair[0]), block: BigInt(sentPair[1]) },
     filled: fill === '1',
     done: donePair && { hash: donePair[0], success: donePair[1] === '1' },
+    usedSeenAt: used === null || used === undefined ? undefined : BigInt(used),
   };
 }
 

@@ -7,6 +7,7 @@ import { USDC_EVM } from '../../src/domain/chains.ts';
 import { startAnvil, type AnvilProcess } from '../../src/sandbox/evm/anvil-process.ts';
 import {
   createOwnerTxSender,
+  DEFAULT_REPLACED_AFTER_BLOCKS,
   OwnerTxSignedError,
   type OwnerCall,
   type OwnerTxSender,
@@ -341,7 +342,15 @@ describe('an owner’s own transactions on a real chain', () => {
       maxPriorityFeePerGas: GWEI,
     });
     await chain.sendRawTransaction({ serializedTransaction: raw });
-    const step = await senderFor(owner.key).step(CHAIN, owner.address, call);
+    // Seen used with no receipt of ours: looked at again as blocks come (a receipt may lag the nonce).
+    const sender = senderFor(owner.key);
+    expect(await sender.step(CHAIN, owner.address, call)).toMatchObject({
+      kind: 'waiting',
+      reason: 'pending',
+    });
+    expect((await sender.saved(CHAIN, owner.address, call.id))?.usedSeenAt).toBeDefined();
+    for (let i = 0; i < DEFAULT_REPLACED_AFTER_BLOCKS; i++) await mine();
+    const step = await sender.step(CHAIN, owner.address, call);
     expect(step).toMatchObject({ kind: 'replaced-by-other', nonce: 0n, chainNonce: 1n });
     expect((step as { hashes: readonly string[] }).hashes).toEqual([(saved as { hash: string }).hash]);
   });

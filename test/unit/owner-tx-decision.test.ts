@@ -21,6 +21,8 @@ function facts(over: Partial<TxFacts> = {}): TxFacts {
     gas: 100_000n,
     value: 0n,
     repriceAfterBlocks: 3,
+    usedSeenAt: undefined,
+    replacedAfterBlocks: 12,
     ...over,
   };
 }
@@ -125,11 +127,19 @@ describe('an owner transaction: what to do next', () => {
     });
   });
 
-  it('the nonce used with none of our versions mined: replaced by another, the call can never execute', () => {
-    expect(decideOwnerTx(facts({ versions: [v1], sentAtBlock: 99n, chainNonce: 8n }))).toEqual({
-      kind: 'replaced-by-other',
-    });
-    expect(decideOwnerTx(facts({ chainNonce: 9n }))).toEqual({ kind: 'replaced-by-other' });
+  it('the nonce used with none of our versions mined for replacedAfterBlocks blocks: replaced by another, the call can never execute', () => {
+    const sent = { versions: [v1], sentAtBlock: 99n, chainNonce: 8n };
+    expect(decideOwnerTx(facts({ ...sent, usedSeenAt: 88n }))).toEqual({ kind: 'replaced-by-other' });
+    expect(decideOwnerTx(facts({ chainNonce: 9n, usedSeenAt: 80n }))).toEqual({ kind: 'replaced-by-other' });
+  });
+
+  it('the nonce used with no receipt of ours seen yet, or for fewer blocks: looked at again (a receipt from a node behind comes later)', () => {
+    const sent = { versions: [v1], sentAtBlock: 99n, chainNonce: 8n };
+    expect(decideOwnerTx(facts(sent))).toEqual({ kind: 'nonce-used' });
+    expect(decideOwnerTx(facts({ ...sent, usedSeenAt: 89n }))).toEqual({ kind: 'nonce-used' });
+    expect(decideOwnerTx(facts({ chainNonce: 9n }))).toEqual({ kind: 'nonce-used' });
+    // Never a re-pricing or a new signing while the nonce is used: the receipt decides first.
+    expect(decideOwnerTx(facts({ ...sent, sentAtBlock: 10n }))).toEqual({ kind: 'nonce-used' });
   });
 
   it('bumps by a tenth rounded up, and by one wei at the least', () => {

@@ -9,6 +9,7 @@ import {
   giveUpCall,
   markDone,
   markSent,
+  markUsedSeen,
   nonceOfCall,
   readOwnerTx,
   saveSigned,
@@ -102,6 +103,11 @@ export type OwnerTxSenderDeps = {
   readonly config: Pick<Config, 'network' | 'evmRpcUrl' | 'maxGasWei' | 'evmPrivateKeys'>;
   /** Blocks a broadcast transaction may stay unmined before it is re-priced (or sent again); default 3. */
   readonly repriceAfterBlocks?: number;
+  /**
+   * Blocks a call's nonce must stay used with no receipt of its versions found before another
+   * transaction is believed to hold it; default 12.
+   */
+  readonly replacedAfterBlocks?: number;
   /** viem's polling interval (ms); default 1 s. */
   readonly pollingIntervalMs?: number;
   /** Per RPC call; default 10 s. */
@@ -110,6 +116,7 @@ export type OwnerTxSenderDeps = {
 };
 
 export const DEFAULT_REPRICE_AFTER_BLOCKS = 3;
+export const DEFAULT_REPLACED_AFTER_BLOCKS = 12;
 /** The gas of a zero-value transfer to oneself. */
 const FILL_GAS = 21_000n;
 
@@ -122,6 +129,7 @@ type Sender = {
   readonly accounts: ReadonlyMap<string, PrivateKeyAccount>;
   readonly chains: Map<EvmChain, OwnerChain>;
   readonly repriceAfterBlocks: number;
+  readonly replacedAfterBlocks: number;
   readonly pollingIntervalMs: number;
   readonly rpcTimeoutMs: number;
   readonly logger: Logger | undefined;
@@ -214,6 +222,8 @@ async function gatherFacts(at: At, saved: SavedOwnerTx): Promise<TxFacts> {
     gas: filled ? FILL_GAS : saved.gas,
     value: filled ? 0n : saved.value,
     repriceAfterBlocks: s.repriceAfterBlocks,
+    usedSeenAt: saved.usedSeenAt,
+    replacedAfterBlocks: s.replacedAfterBlocks,
   };
 }
 
@@ -364,6 +374,13 @@ async function act(at: At, saved: SavedOwnerTx, facts: TxFacts, d: TxDecision): 
     case 'mined':
       await markDone(at.s.redis, at.w, saved.nonce, d);
       return { kind: 'mined', nonce: saved.nonce, hash: d.hash, success: d.success, filler: facts.abandoned };
+    case 'nonce-used':
+      if (saved.usedSeenAt === undefined) await markUsedSeen(at.s.redis, at.w, saved.nonce, facts.head);
+      return waiting(
+        'pending',
+        `nonce ${saved.nonce} of ${at.w.owner} is used on ${at.oc.chain} and no receipt of this call is seen yet: looked at again for ${at.s.replacedAfterBlocks} blocks before another transaction is believed to hold it`,
+        saved,
+      );
     case 'replaced-by-other':
       return {
         kind: 'replaced-by-other',
@@ -422,7 +439,16 @@ async function nonceFor(at: At, call: OwnerCall): Promise<bigint | OwnerTxStep> 
 
 /** A transaction not saved yet, for the decision before a nonce is given. */
 function probe(nonce: bigint, fields: OwnerCallFields): SavedOwnerTx {
-  return { ...fields, nonce, callId: '', versions: [], sent: undefined, filled: false, done: undefined };
+  return {
+    ...fields,
+    nonce,
+    callId: '',
+    versions: [],
+    sent: undefined,
+    filled: false,
+    done: undefined,
+    usedSeenAt: undefined,
+  };
 }
 
 function missingError(at: At, nonce: bigint): SigningError {
@@ -516,6 +542,7 @@ export function createOwnerTxSender(deps: OwnerTxSenderDeps) {
     accounts,
     chains: new Map(),
     repriceAfterBlocks: deps.repriceAfterBlocks ?? DEFAULT_REPRICE_AFTER_BLOCKS,
+    replacedAfterBlocks: deps.replacedAfterBlocks ?? DEFAULT_REPLACED_AFTER_BLOCKS,
     pollingIntervalMs: deps.pollingIntervalMs ?? 1_000,
     rpcTimeoutMs: deps.rpcTimeoutMs ?? 10_000,
     logger: deps.logger,

@@ -10,7 +10,7 @@
  * own nonce by the same call with both fees at least 10% higher (what nodes require of a
  * replacement), never above the cap; a nonce is never left empty (a call given up before it was
  * signed is replaced by a zero-value transaction to the owner itself); a nonce the chain shows used
- * by none of our versions means the call can never execute.
+ * by none of our versions, for some blocks in a row, means the call can never execute.
  */
 
 /** EIP-1559 fees per gas unit, wei. */
@@ -46,6 +46,17 @@ export type TxFacts = {
   readonly value: bigint;
   /** How many blocks a broadcast transaction may stay unmined before it is looked at again. */
   readonly repriceAfterBlocks: number;
+  /**
+   * The head when the nonce was first seen used with none of our versions' receipts found (saved
+   * with the transaction); undefined: not seen so.
+   */
+  readonly usedSeenAt: bigint | undefined;
+  /**
+   * How many blocks the nonce must stay used with no receipt of ours before another transaction is
+   * believed to hold it: an RPC behind a balancer may answer the nonce from a node at the head and
+   * the receipt from one some blocks behind.
+   */
+  readonly replacedAfterBlocks: number;
 };
 
 export type WaitReason = 'pending' | 'gas-cap' | 'owner-lacks-gas';
@@ -63,6 +74,11 @@ export type TxDecision =
   | { readonly kind: 'wait'; readonly reason: WaitReason; readonly need?: bigint }
   /** A version is mined: `success` false is a reverted transaction (its nonce is used all the same). */
   | { readonly kind: 'mined'; readonly hash: string; readonly success: boolean }
+  /**
+   * The nonce is used and no receipt of ours is seen, not yet for `replacedAfterBlocks` blocks: the
+   * first sighting is saved (its head), and it is looked at again as blocks come.
+   */
+  | { readonly kind: 'nonce-used' }
   /** The nonce is used by a transaction that is none of ours: the saved call can never execute. */
   | { readonly kind: 'replaced-by-other' };
 
@@ -124,8 +140,14 @@ function signing(f: TxFacts, kind: 'sign' | 'fill-gap' | 'reprice', fees: Fees):
 /** The one decision about a transaction of an owner. */
 export function decideOwnerTx(f: TxFacts): TxDecision {
   if (f.receipt) return { kind: 'mined', hash: f.receipt.hash, success: f.receipt.success };
-  // Read before the receipts: a nonce used then, with none of our versions mined now, is another's.
-  if (f.chainNonce > f.nonce) return { kind: 'replaced-by-other' };
+  // Read before the receipts: a nonce used then, with none of our versions mined now, is another's —
+  // once that has held for some blocks (a receipt read from a node behind the one that counted the
+  // nonce is missing for a while: a mined burn judged replaced would be burned again).
+  if (f.chainNonce > f.nonce) {
+    const since = f.usedSeenAt;
+    if (since === undefined || f.head - since < BigInt(f.replacedAfterBlocks)) return { kind: 'nonce-used' };
+    return { kind: 'replaced-by-other' };
+  }
   const last = f.versions.at(-1);
   if (!last) {
     const fees = firstFees(f);

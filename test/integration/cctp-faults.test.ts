@@ -1,0 +1,381 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPublicClient, http, parseAbi, type Hex } from 'viem';
+import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
+import { parseUsdc } from '../../src/domain/money.ts';
+import type { BatchStatus } from '../../src/present/batch-status.ts';
+import { keys } from '../../src/store/keys.ts';
+import { startReplicatedRedis } from '../../support/replicated-redis.ts';
+import { spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
+import { startStack, type Stack } from '../helpers/e2e.ts';
+import { failoverStack } from '../helpers/failover.ts';
+import { randomEvmAddress, solanaKeypairFile, type Row } from '../helpers/fixtures.ts';
+import { startRpcFaults, type RpcFaults, type SeenSend } from '../helpers/rpc-faults.ts';
+
+/**
+ * The CCTP road's exactly-once rules under the faults of issue 45 item 8 (docs/cctp.md "Exactly
+ * once on this road"), each at an exact point: worker processes spawned through the CLI, each
+ * reaching the sandbox's anvils through its own routes of a JSON-RPC proxy (test/helpers/rpc-faults.ts)
+ * that kills it (SIGKILL) on the transaction it is sending or the receipt it is reading, loses the
+ * node's answer to a broadcast, or shows the chain some blocks behind. Judged by the chains: each
+ * recipient holds its amount (Standard: no fee), and each chain's USDC totalSupply moved by exactly
+ * what was burned from it and minted to it — a second burn or mint of a row would show there.
+ * One stack (Redis, sandbox, proxy) for every case; the failover case brings its replicated Redis.
+ */
+
+const ERC20 = parseAbi([
+  'function balanceOf(address) view returns (uint256)',
+  'function totalSupply() view returns (uint256)',
+]);
+const EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
+
+let stack: Stack;
+let rpc: RpcFaults;
+
+beforeAll(async () => {
+  stack = await startStack({
+    sandbox: { cctpStandardDelayMs: 300, cctpFastDelayMs: 0, cctpRateLimitPerSecond: null },
+  });
+  rpc = await startRpcFaults(stack.sandbox.rpc);
+});
+afterAll(async () => {
+  await stopWorkers();
+  await rpc?.close();
+  await stack?.stop();
+});
+
+const anvil = (chain: EvmChain) =>
+  createPublicClient({ transport: http(stack.sandbox.nodes.evm[chain].url as string) });
+const usdc = (chain: EvmChain) => USDC_EVM.testnet[chain].usdc as Hex;
+const balanceOf = (chain: EvmChain, who: string) =>
+  anvil(chain).readContract({
+    address: usdc(chain),
+    abi: ERC20,
+    functionName: 'balanceOf',
+    args: [who as Hex],
+  });
+async function supplies(): Promise<Record<EvmChain, bigint>> {
+  const out = {} as Record<EvmChain, bigint>;
+  for (const c of EVM) {
+    out[c] = await anvil(c).readContract({ address: usdc(c), abi: ERC20, functionName: 'totalSupply' });
+  }
+  return out;
+}
+
+/** One row per route `[from, to]`, each to a new recipient. */
+function rowsOf(tag: string, routes: readonly (readonly [EvmChain, EvmChain])[]): Row[] {
+  return routes.map(([from, to], i) => ({
+    id: `${tag}-${i}`,
+    from,
+    to,
+    amount: `${i + 2}.${String(11 * (i + 1)).padStart(2, '0')}`,
+    recipient: randomEvmAddress(),
+  }));
+}
+
+let running: SpawnedProcess[] = [];
+
+/**
+ * A worker through the CLI; `only` makes it serve that source chain alone (its permit spender set for
+ * that chain only), so each faulty worker takes the one row a case gives it.
+ */
+function startWorker(extra: Record<string, string> = {}, only?: EvmChain): SpawnedProcess {
+  const env: Record<string, string | undefined> = {
+    ...stack.env,
+    CCTP_API_URL: stack.sandbox.cctp.api_url,
+    ...extra,
+  };
+  if (only) {
+    env[`PERMIT_SPENDER_${only}`] = env['PERMIT_SPENDER'];
+    env['PERMIT_SPENDER'] = undefined;
+    env['SOLANA_KEYPAIR_FILE'] = undefined;
+  }
+  const w = spawnCli(['worker'], env);
+  running.push(w);
+  return w;
+}
+
+async function stopWorkers(): Promise<void> {
+  await Promise.all(running.map((w) => w.stop(10_000)));
+  running = [];
+}
+
+function resetRpc(): void {
+  rpc.send = undefined;
+  rpc.after = undefined;
+  rpc.receipt = undefined;
+  rpc.lags.clear();
+}
+
+async function enqueueCctp(rows: Row[]): Promise<string> {
+  const { code, batchId, stderr } = await stack.enqueue(rows, ['--via', 'cctp']);
+  expect(code, stderr).toBe(0);
+  return batchId;
+}
+
+/** Every transfer submitted and minted (`intent_status` complete). */
+async function waitMinted(
+  read: (id: string) => Promise<BatchStatus>,
+  batchId: string,
+  timeoutMs = 120_000,
+): Promise<BatchStatus> {
+  try {
+    return await waitFor(
+      `batch ${batchId} minted`,
+      async () => {
+        const doc = await read(batchId);
+        // A row ended otherwise (failed, needs_review) never mints: said at once, not at the timeout.
+        const ended = doc.transfers.find(
+          (t) => t.state !== 'submitted' && t.state !== 'queued' && t.state !== 'in_progress',
+        );
+        if (ended) throw new Error(`${ended.id} ended ${ended.state}: ${ended.evidence.join('; ')}`);
+        return doc.complete && doc.transfers.every((t) => t.intent_status === 'complete') ? doc : undefined;
+      },
+      { timeoutMs, intervalMs: 250 },
+    );
+  } catch (err) {
+    // Say where each row stands, and what the workers said last.
+    const doc = await read(batchId);
+    const rows = doc.transfers.map((t) => ({
+      id: t.id,
+      state: t.state,
+      wait: t.wait_reason,
+      intent: t.intent_status,
+      cctp: t.cctp,
+      evidence: t.evidence,
+    }));
+    const out = running.map((w, i) => `--- worker ${i}\n${w.output().slice(-3000)}`).join('\n');
+    throw new Error(`${(err as Error).message}\n${JSON.stringify(rows, null, 1)}\n${out}`);
+  }
+}
+
+/** Each row minted once to its recipient (Standard: no fee); each supply moved by the amounts. */
+async function expectMintedOnce(doc: BatchStatus, rows: Row[], before: Record<EvmChain, bigint>) {
+  expect(doc.transfers.map((t) => [t.id, t.state])).toEqual(rows.map((r) => [r.id, 'submitted']));
+  const expected = { ...before };
+  for (const r of rows) {
+    const amount = parseUsdc(r.amount);
+    expect(await balanceOf(r.to as EvmChain, r.recipient), `${r.id} minted once to its recipient`).toBe(
+      amount,
+    );
+    expected[r.from as EvmChain] -= amount;
+    expected[r.to as EvmChain] += amount;
+  }
+  // A second burn of a row lowers its source's supply again; a second mint raises its destination's.
+  expect(await supplies()).toEqual(expected);
+}
+
+/** The burns a worker sent through the proxy: one nonce per row of that chain, one hash per nonce. */
+function burnsSent(tag: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const s of rpc.sends.filter((x) => x.tag === tag && x.kind === 'burn')) {
+    const at = `${s.chain}:${s.nonce}`;
+    out.set(at, (out.get(at) ?? new Set()).add(s.hash));
+  }
+  return out;
+}
+
+const byId = (doc: BatchStatus, id: string) => doc.transfers.find((t) => t.id === id);
+
+describe('the CCTP road under faults at exact points', () => {
+  it('a broadcast whose answer is lost (approve, burn, mint): the same transaction is found, never a second burn', async () => {
+    const t0 = Date.now();
+    resetRpc();
+    const rows = rowsOf('lost', [
+      ['ETH', 'ARB'],
+      ['BASE', 'POLYGON'],
+    ]);
+    const before = await supplies();
+    const batchId = await enqueueCctp(rows);
+    // The first broadcast of every transaction reaches the node; its answer is cut.
+    const seen = new Set<string>();
+    rpc.send = (s) => {
+      if (seen.has(s.hash)) return 'forward';
+      seen.add(s.hash);
+      return 'lose-answer';
+    };
+    startWorker(rpc.env('lost'));
+    const doc = await waitMinted((id) => stack.status(id), batchId);
+    await stopWorkers();
+    await expectMintedOnce(doc, rows, before);
+    // Each row: one burn, at one nonce, one hash — the one the node took, sent again as it was.
+    const burns = burnsSent('lost');
+    expect(burns.size).toBe(rows.length);
+    for (const [, hashes] of burns) expect(hashes.size).toBe(1);
+    for (const r of rows) {
+      const t = byId(doc, r.id as string);
+      const ours = rpc.sends.filter((s) => s.tag === 'lost' && s.kind === 'burn' && s.chain === r.from);
+      expect(ours.map((s) => s.hash)).toContain(t?.tx_hash);
+      expect(ours[0]?.verdict).toBe('lose-answer');
+      // The mint: its answer lost too, and the one minted is that transaction.
+      const mints = rpc.sends.filter((s) => s.tag === 'lost' && s.kind === 'mint' && s.chain === r.to);
+      expect(mints[0]?.verdict).toBe('lose-answer');
+      expect(new Set(mints.map((m) => m.hash))).toEqual(new Set([t?.cctp?.mint_tx]));
+    }
+    console.log(`case lost-answer: ${Date.now() - t0} ms`);
+  }, 180_000);
+
+  it('an RPC some blocks behind (every read, or only its receipts): no burn is judged lost and made again', async () => {
+    const t0 = Date.now();
+    resetRpc();
+    // ETH and ARB answer every read as of 4 blocks ago (one node behind); BASE and POLYGON their
+    // receipts only (nodes behind a balancer: the nonce from one ahead, the receipt from one behind).
+    rpc.lags.set('lagall', { blocks: 4, what: 'all' });
+    rpc.lags.set('lagrcpt', { blocks: 4, what: 'receipts' });
+    const env = {
+      EVM_RPC_URL_ETH: rpc.url('lagall', 'ETH'),
+      EVM_RPC_URL_ARB: rpc.url('lagall', 'ARB'),
+      EVM_RPC_URL_BASE: rpc.url('lagrcpt', 'BASE'),
+      EVM_RPC_URL_POLYGON: rpc.url('lagrcpt', 'POLYGON'),
+    };
+    const rows = rowsOf('lag', [
+      ['ETH', 'BASE'],
+      ['BASE', 'ETH'],
+      ['POLYGON', 'ARB'],
+    ]);
+    const before = await supplies();
+    const batchId = await enqueueCctp(rows);
+    startWorker(env);
+    const doc = await waitMinted((id) => stack.status(id), batchId);
+    await stopWorkers();
+    await expectMintedOnce(doc, rows, before);
+    const burns = [...burnsSent('lagall').entries(), ...burnsSent('lagrcpt').entries()];
+    expect(burns.map(([at]) => at.split(':')[0]).sort()).toEqual(['BASE', 'ETH', 'POLYGON']);
+    console.log(`case lagging-rpc: ${Date.now() - t0} ms`);
+  }, 180_000);
+
+  it('workers killed -9 at exact points (burn saved not sent; burn sent, answer not received; burn mined, receipt not read; mint sent): every row burned and minted once', async () => {
+    const t0 = Date.now();
+    resetRpc();
+    const rows = rowsOf('kill', [
+      ['ETH', 'BASE'],
+      ['BASE', 'ARB'],
+      ['ARB', 'POLYGON'],
+      ['POLYGON', 'ETH'],
+    ]);
+    const before = await supplies();
+    const batchId = await enqueueCctp(rows);
+    const workers = new Map<string, SpawnedProcess>();
+    const killed: SeenSend[] = [];
+    const kill = async (tag: string) => await workers.get(tag)?.kill9();
+    rpc.send = async (s) => {
+      if (s.tag === 'k-before' && s.kind === 'burn') {
+        await kill(s.tag);
+        killed.push(s);
+        return 'withhold';
+      }
+      return s.tag === 'k-after' && s.kind === 'burn' ? 'lose-answer' : 'forward';
+    };
+    rpc.after = async (s) => {
+      if ((s.tag === 'k-after' && s.kind === 'burn') || (s.tag === 'k-mint' && s.kind === 'mint')) {
+        await kill(s.tag);
+        killed.push(s);
+      }
+    };
+    rpc.receipt = async (tag, _chain, hash) => {
+      const burn = rpc.sends.find((s) => s.hash === hash && s.kind === 'burn');
+      if (tag !== 'k-receipt' || !burn) return true;
+      await kill(tag);
+      killed.push(burn);
+      return false;
+    };
+    // One worker per source chain: each takes its row and dies at its point.
+    workers.set('k-before', startWorker(rpc.env('k-before'), 'ETH'));
+    workers.set('k-after', startWorker(rpc.env('k-after'), 'BASE'));
+    workers.set('k-receipt', startWorker(rpc.env('k-receipt'), 'ARB'));
+    await waitFor('three workers killed at their burns', async () => killed.length >= 3, {
+      timeoutMs: 60_000,
+      intervalMs: 50,
+    });
+    // No burn of theirs is submitted: the first was never sent, the others' answers never read.
+    expect((await stack.status(batchId)).transfers.filter((t) => t.state === 'submitted')).toEqual([]);
+    // The fourth burns its row, and dies sending the mint (no other worker alive mints it).
+    workers.set('k-mint', startWorker(rpc.env('k-mint'), 'POLYGON'));
+    await waitFor('the mint sender killed', async () => killed.length >= 4, {
+      timeoutMs: 60_000,
+      intervalMs: 50,
+    });
+    expect(killed.map((s) => `${s.tag}:${s.kind}`)).toEqual([
+      expect.stringMatching(/^k-(before|after|receipt):burn$/),
+      expect.stringMatching(/^k-(before|after|receipt):burn$/),
+      expect.stringMatching(/^k-(before|after|receipt):burn$/),
+      'k-mint:mint',
+    ]);
+    // One worker finishes every row, once the dead workers' locks and claims lapse.
+    const tFinish = Date.now();
+    startWorker();
+    const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
+    await stopWorkers();
+    await expectMintedOnce(doc, rows, before);
+    // Each row's burn is the one transaction signed for it at the point of death, sent (again) as it was.
+    const hashOf = (tag: string) => killed.find((s) => s.tag === tag)?.hash;
+    expect(byId(doc, 'kill-0')?.tx_hash).toBe(hashOf('k-before'));
+    expect(byId(doc, 'kill-1')?.tx_hash).toBe(hashOf('k-after'));
+    expect(byId(doc, 'kill-2')?.tx_hash).toBe(hashOf('k-receipt'));
+    expect(byId(doc, 'kill-3')?.cctp?.mint_tx).toBe(hashOf('k-mint'));
+    console.log(`case kill-points: ${Date.now() - t0} ms (the finishing worker ${Date.now() - tFinish} ms)`);
+  }, 300_000);
+
+  it('a Redis failover mid-batch to a replica that missed the last writes: every row burned and minted once', async () => {
+    const t0 = Date.now();
+    resetRpc();
+    const rs = await startReplicatedRedis();
+    const client = new Redis(rs.url, { maxRetriesPerRequest: null });
+    client.on('error', () => {});
+    const dir = mkdtempSync(join(tmpdir(), 'usdc-cctp-failover-'));
+    const s = failoverStack({
+      name: 'cctp',
+      sandbox: stack.sandbox,
+      dir,
+      solanaKeyFile: solanaKeypairFile(dir).file,
+      client,
+      redisEnv: { REDIS_URL: rs.url },
+      extra: { CCTP_API_URL: stack.sandbox.cctp.api_url },
+    });
+    let worker: SpawnedProcess | undefined;
+    try {
+      // Two rows from each of two chains: the second of each burns after the first (one owner's
+      // lease per chain), so it signs after the cut.
+      const rows = rowsOf('fo', [
+        ['ETH', 'BASE'],
+        ['BASE', 'ETH'],
+        ['ETH', 'ARB'],
+        ['BASE', 'POLYGON'],
+      ]);
+      const before = await supplies();
+      const { batchId, stderr } = await s.enqueue(rows, 'fo', { TRANSFER_VIA: 'cctp' });
+      if (!batchId) throw new Error(`enqueue failed: ${stderr}`);
+      worker = spawnCli(['worker'], s.env);
+      const k = keys(s.prefix);
+      await waitFor(
+        'a burn saved',
+        async () => {
+          for (const r of rows)
+            if (await client.hexists(k.transfer(batchId, r.id as string), 'cctp_burn_tx')) return true;
+          return undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 20 },
+      );
+      // From here nothing the primary writes reaches the replica; what needs the replicas waits.
+      rs.link.cut();
+      await waitFor('a transfer waiting for the replica', () => s.waitingForReplicas(batchId), {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
+      expect(await rs.lag()).toBeGreaterThan(0);
+      await rs.failover();
+      const doc = await waitMinted((id) => s.status(id), batchId, 150_000);
+      await expectMintedOnce(doc, rows, before);
+      expect(worker.child.exitCode).toBeNull();
+      console.log(`case redis-failover: ${Date.now() - t0} ms`);
+    } finally {
+      await worker?.stop(10_000);
+      client.disconnect();
+      await rs.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
+});
