@@ -310,7 +310,14 @@ function paidTwiceEvidence(t: BatchStatus['transfers'][number], paid: readonly L
     error: t.error,
     evidence: t.evidence,
   };
-  return `${t.id} paid ${paid.length}×: ${JSON.stringify({ row, payments })}`;
+  // One intent paid more than once is the service running the same payload again; several intents
+  // are several payloads the worker made for one row.
+  const intents = new Set(paid.map((e) => e.intent_id)).size;
+  const reading =
+    intents === 1
+      ? 'one intent executed more than once'
+      : `${intents} intents: the worker made ${intents} payloads`;
+  return `${t.id} paid ${paid.length}× (${reading}): ${JSON.stringify({ row, payments })}`;
 }
 
 /**
