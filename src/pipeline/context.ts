@@ -101,12 +101,31 @@ export class Later extends Error {
 /**
  * The one way a run writes its transfer's saved steps (no state change): the write, in the run's
  * terms (StepsPatch; only the store knows the stored fields), and the carried record with it laid
- * over, which it returns.
+ * over, which it returns. A run holding its transfer's lock writes fenced by it (fenced-save.lua):
+ * a run whose lock lapsed during a call (another run may hold the transfer now) writes nothing and
+ * stops (lockLost), so it never clears a payload, `uncertain` or a send's state the other carries.
  */
 export async function saveStep(ctx: Ctx, patch: StepsPatch): Promise<RunRecord | undefined> {
-  const after = await ctx.deps.store.save(ctx.batchId, ctx.transferId, patch, ctx.run?.rec);
-  if (ctx.run && after) ctx.run.rec = after;
-  return after;
+  const { store } = ctx.deps;
+  if (!ctx.lock || ctx.lock.released) {
+    const after = await store.save(ctx.batchId, ctx.transferId, patch, ctx.run?.rec);
+    if (ctx.run && after) ctx.run.rec = after;
+    return after;
+  }
+  const fence = { token: ctx.lock.token, carried: ctx.run?.rec };
+  if (!(await store.saveFenced(ctx.batchId, ctx.transferId, patch, fence)).held) lockLost(ctx);
+  return noteWritten(ctx, { patch });
+}
+
+/**
+ * Stops a run that no longer holds its transfer's processing lock (a fenced write found it
+ * another's, or gone): it writes nothing more, and its job comes back later to find the transfer
+ * as the run holding it left it.
+ */
+export function lockLost(ctx: Ctx): never {
+  ctx.log.warn('this run lost its processing lock: it stops, writing nothing more');
+  ctx.report('wait', 'lost the processing lock (another run has the transfer): nothing written');
+  throw new Later(jittered(ctx, 1_000), 'another run holds this transfer now', 'lock');
 }
 
 /**

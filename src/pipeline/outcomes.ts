@@ -1,6 +1,6 @@
 import type { TransferState } from '../domain/transfer.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
-import { current, Later, noteWritten, saveEstimateNow, saveStep, type Ctx } from './context.ts';
+import { current, Later, lockLost, noteWritten, saveEstimateNow, saveStep, type Ctx } from './context.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
@@ -58,7 +58,9 @@ async function finalTransition(
   const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
     ...change,
     ...(ctx.lock ? { unlock: ctx.lock.token } : {}),
+    ...fenceOf(ctx, change.to),
   });
+  if ('lockLost' in res) lockLost(ctx);
   if (!res.ok) return res;
   noteWritten(ctx, { state: change.to, patch: change.fields });
   if (ctx.lock) ctx.lock.released = true;
@@ -67,6 +69,16 @@ async function finalTransition(
     await ctx.deps.hooks?.onBatchCompleted?.(ctx.batchId, res.completedGeneration);
   }
   return res;
+}
+
+/**
+ * The run's lock token a move of its transfer is fenced by (TransitionChange.fence): every move but
+ * to `submitted`. A run whose lock lapsed during a call (another run may hold the transfer and have
+ * sent since) must not fail it, leave it for review or queue it again from what it carried; an
+ * acceptance it was answered is a fact, recorded whoever holds the lock (transfer-move.lua).
+ */
+function fenceOf(ctx: Ctx, to: TransferState): { fence?: string } {
+  return ctx.lock && to !== 'submitted' ? { fence: ctx.lock.token } : {};
 }
 
 /**
@@ -175,7 +187,9 @@ export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> 
     expected: ['in_progress'],
     to: 'queued',
     fields,
+    ...fenceOf(ctx, 'queued'),
   });
+  if ('lockLost' in res) lockLost(ctx);
   if (res.ok) noteWritten(ctx, { state: 'queued', patch: fields });
 }
 
@@ -190,7 +204,9 @@ export async function waitQueued(ctx: Ctx, reason: string, delayMs: number, kind
     expected: ['in_progress'],
     to: 'queued',
     fields,
+    ...fenceOf(ctx, 'queued'),
   });
+  if ('lockLost' in res) lockLost(ctx);
   if (res.ok) noteWritten(ctx, { state: 'queued', patch: fields });
   throw new Later(delayMs, reason, kind);
 }

@@ -51,7 +51,9 @@ export type TransitionResult =
       /** The record as the transition left it, read in the same step. */
       readonly record: TransferRecord | undefined;
     }
-  | { readonly ok: false; readonly current: TransferState | null };
+  | { readonly ok: false; readonly current: TransferState | null }
+  /** Fenced (TransitionChange.fence) by a token the transfer's processing lock does not hold. */
+  | { readonly ok: false; readonly current: null; readonly lockLost: true };
 
 /**
  * What a run found when it took its transfer (TransferStore.take): whether it holds the lock, and
@@ -400,6 +402,12 @@ export type TransitionChange = {
    * while it holds this token (transfer-move.lua).
    */
   unlock?: string;
+  /**
+   * The run's lock token the move is fenced by: made only while the transfer's processing lock
+   * holds it, else nothing is written (`lockLost`): a run whose lock lapsed during a call, another
+   * run holding the transfer now, changes nothing that run carries (docs/data-model.md).
+   */
+  fence?: string;
 };
 
 /** Moves the transfer (see TRANSITION): its previous state, or why it did not move. */
@@ -417,6 +425,7 @@ async function transition(s: Store, at: TransferAt, change: TransitionChange): P
       FINAL_STATES.join(','),
       randomBytes(9).toString('base64url'),
       change.unlock ?? '',
+      change.fence ?? '',
       String(pairs.length / 2),
       ...pairs,
     ]),
@@ -431,5 +440,6 @@ async function transition(s: Store, at: TransferAt, change: TransitionChange): P
       record: parseFlat(batchId, flat),
     };
   }
+  if (moved === -2) return { ok: false, current: null, lockLost: true };
   return { ok: false, current: moved === -1 ? null : stateOf(cur) };
 }

@@ -2,6 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TRANSFER_STATES } from '../../src/domain/transfer.ts';
 import { luaScriptFile, runScript } from '../../src/store/lua-script.ts';
 import { createTransferStore, type TransferStore } from '../../src/store/transfer-store.ts';
+import { createLogger } from '../../src/log/logger.ts';
+import { Later, saveStep, type Ctx } from '../../src/pipeline/context.ts';
+import { finish, waitQueued } from '../../src/pipeline/outcomes.ts';
+import type { PipelineDeps } from '../../src/pipeline/pipeline-deps.ts';
+import { DEFAULT_POLICY } from '../../src/pipeline/policy.ts';
+import { NO_REFUSAL } from '../../src/store/saved-steps.ts';
 import { redisForSuite } from '../helpers/redis.ts';
 import { EVM, ingestHarness, type IngestHarness } from './ingest-fixtures.ts';
 
@@ -87,6 +93,7 @@ describe('the final transition frees the transfer lock', () => {
       'submitted,failed,rejected,cancelled',
       'op-1',
       'run-a',
+      '',
       '0',
     ];
     expect(((await runScript(h.redis, move, keys, args)) as unknown[])[0]).toBe(1);
@@ -99,5 +106,70 @@ describe('the final transition frees the transfer lock', () => {
     await h.redis.set(lockKey('resent'), 'run-a', 'PX', LOCK_MS);
     await runScript(h.redis, move, keys, args);
     expect(await h.redis.exists(lockKey('resent'))).toBe(0);
+  });
+
+  /**
+   * Run A took the transfer (its lock token `run-a`), then its lock lapsed during a call and run B
+   * took the transfer over: A's context, as the pipeline carries it, is returned with the lock set to
+   * run B's token and run B's write of a new payload (`solana_signed`, `uncertain`) in the record.
+   */
+  async function overtaken(batchId: string): Promise<{ ctx: Ctx; key: string }> {
+    const id = await taken(batchId, 'run-a');
+    const t = await store.take(batchId, id, { token: 'run-a', ttlMs: LOCK_MS }, false);
+    if (!t.locked || !t.record) throw new Error('run-a does not hold the transfer');
+    // Only the store and a logger are used by the writes under test; the rest of a run's deps
+    // (service, signers) play no part in them.
+    const deps = { store, logger: createLogger('silent') } as Partial<PipelineDeps> as PipelineDeps;
+    const ctx: Ctx = {
+      deps,
+      policy: DEFAULT_POLICY,
+      now: Date.now,
+      signal: new AbortController().signal,
+      log: deps.logger,
+      report: () => {},
+      batchId,
+      transferId: id,
+      lock: { token: 'run-a', released: false },
+      run: { rec: t.record },
+    };
+    // While A holds the lock its saves land (fenced-save.lua, token checked).
+    await saveStep(ctx, { sendState: 'sending' });
+    const key = `${h.prefix}:t:${batchId}:${id}`;
+    expect(await h.redis.hget(key, 'send_state')).toBe('sending');
+    await h.redis.set(lockKey(batchId), 'run-b', 'PX', LOCK_MS);
+    await h.redis.hset(key, 'solana_signed', 'run-b-payload', 'uncertain', '1', 'send_state', 'idle');
+    return { ctx, key };
+  }
+
+  /** What a stale run must leave as run B wrote it: its payload, its uncertainty, state, lock. */
+  async function expectRunBsRecord(batchId: string, key: string): Promise<void> {
+    expect(await h.redis.hmget(key, 'solana_signed', 'uncertain', 'send_state', 'state')).toEqual([
+      'run-b-payload',
+      '1',
+      'idle',
+      'in_progress',
+    ]);
+    expect(await h.redis.get(lockKey(batchId))).toBe('run-b');
+  }
+
+  it("a stale run's Solana rebuild clear writes nothing once another run holds the transfer", async () => {
+    const { ctx, key } = await overtaken('stale-clear');
+    // solana-flow.ts afterRefusedTx, decision 'rebuild'.
+    const write = saveStep(ctx, { solanaSigned: null, uncertain: false });
+    await expect(write).rejects.toBeInstanceOf(Later);
+    await expect(write).rejects.toMatchObject({ kind: 'lock' });
+    await expectRunBsRecord('stale-clear', key);
+  });
+
+  it("a stale run's EVM refusal settling neither clears the record nor fails the transfer", async () => {
+    const { ctx, key } = await overtaken('stale-refusal');
+    // evm-flow.ts settleRefusal: the dead permit's save, then a final `failed`.
+    await expect(saveStep(ctx, { permit: null, uncertain: false, ...NO_REFUSAL })).rejects.toMatchObject({
+      kind: 'lock',
+    });
+    const fail = finish(ctx, 'failed', { error: { code: 'refused', message: 'refused' } });
+    await expect(fail).rejects.toMatchObject({ kind: 'lock' });
+    await expect(waitQueued(ctx, 'daily cap', 1_000, 'retry')).rejects.toMatchObject({ kind: 'lock' });
+    await expectRunBsRecord('stale-refusal', key);
   });
 });

@@ -16,10 +16,11 @@
 
   moveTransfer(k, rec, m): k = { transfer, batch, states } keys (`states` the batch's state sets by
   state name, stateSets below: every key declared in KEYS, as Redis Cluster requires), rec = the record's HGETALL reply, m = { expected (comma list; '' = any), to, id, now,
-  finals (comma list), op, sets (field -> value; '' deletes), dels (field -> true) }.
+  finals (comma list), op, sets (field -> value; '' deletes), dels (field -> true), lockLost (true:
+  the move is fenced by a run's token the transfer's lock does not hold) }.
   Returns {1, previous, generation, record after} moved, {1, previous, generation, record, 'again'}
-  this op moved it already (its first answer), {0, current, 0, record} not in an expected state,
-  {-1, ''} no record. One read of the record (the HGETALL the
+  this op moved it already (its first answer), {-2, ''} fenced out (nothing written), {0, current,
+  0, record} not in an expected state, {-1, ''} no record. One read of the record (the HGETALL the
   caller made), one write of it (HSET, and HDEL of the cleared fields it has), one read and one
   write of the batch record (HMGET, HSET: its counters and the settlement tally after the change).
   A move to `submitted` writes the record anew (DEL, HSET) so that, its payload cleared, it is
@@ -74,6 +75,7 @@ local function moveTransfer(k, flat, m)
       return {1, string.sub(last, a + 1, b - 1), tonumber(string.sub(last, b + 1)), flat, 'again'}
     end
   end
+  if m.lockLost then return {-2, ''} end
   if m.expected ~= '' then
     local ok = false
     for s in string.gmatch(m.expected, '[^,]+') do if s == cur then ok = true end end
