@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { FINAL_STATES, TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { FOLLOWED_FIELDS, parseFollowedTransfer, type FollowedTransfer } from './intent-follows.ts';
 import { keys, type Keys } from './keys.ts';
-import { LuaReplyError, replyArray, replyInt, replyString } from './lua-reply.ts';
+import { LuaReplyError, replyArray, replyInt, replyOptionalStrings, replyString } from './lua-reply.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import type { ScriptCall, WriteSite } from './replica-acks.ts';
 import {
@@ -420,9 +420,9 @@ async function saveIntentStatus(
     [s.k.transfer(batchId, transferId), s.k.batch(batchId)],
     [intentId, status, untracked, String(s.now()), ...FOLLOWED_FIELDS],
   );
-  return Array.isArray(res)
-    ? parseFollowedTransfer(batchId, transferId, res as (string | null)[])
-    : undefined;
+  // 0: the transfer records another intent, or is gone (intent-status-save.lua's Output).
+  if (res === 0) return undefined;
+  return parseFollowedTransfer(batchId, transferId, replyOptionalStrings('intent-status-save.lua', res));
 }
 
 /**
