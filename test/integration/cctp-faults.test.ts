@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublicClient, http, parseAbi, type Hex } from 'viem';
+import { createPublicClient, createWalletClient, http, parseAbi, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { CCTP_V2_CONTRACTS } from '../../src/domain/cctp.ts';
 import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
 import { parseUsdc } from '../../src/domain/money.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
@@ -11,6 +13,7 @@ import { keys } from '../../src/store/keys.ts';
 import { startReplicatedRedis } from '../../support/replicated-redis.ts';
 import { spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';
+import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
 import { failoverStack } from '../helpers/failover.ts';
 import { randomEvmAddress, solanaKeypairFile, type Row } from '../helpers/fixtures.ts';
 import { startRpcFaults, type RpcFaults, type SeenSend } from '../helpers/rpc-faults.ts';
@@ -29,6 +32,7 @@ import { startRpcFaults, type RpcFaults, type SeenSend } from '../helpers/rpc-fa
 const ERC20 = parseAbi([
   'function balanceOf(address) view returns (uint256)',
   'function totalSupply() view returns (uint256)',
+  'function approve(address, uint256) returns (bool)',
 ]);
 const EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
 
@@ -57,6 +61,23 @@ const balanceOf = (chain: EvmChain, who: string) =>
     functionName: 'balanceOf',
     args: [who as Hex],
   });
+/**
+ * The owner (its key, outside the worker) lets TokenMessengerV2 spend `usdcAmount` on `chain`: the
+ * worker's next transfer from there needs no approve and goes straight to its burn.
+ */
+async function approveOutside(chain: EvmChain, usdcAmount: bigint): Promise<void> {
+  const url = stack.sandbox.nodes.evm[chain].url as string;
+  const wallet = createWalletClient({ account: privateKeyToAccount(TEST_EVM_KEY), transport: http(url) });
+  const hash = await wallet.writeContract({
+    chain: null,
+    address: usdc(chain),
+    abi: ERC20,
+    functionName: 'approve',
+    args: [CCTP_V2_CONTRACTS.testnet[chain].tokenMessenger as Hex, usdcAmount * 1_000_000n],
+  });
+  await anvil(chain).waitForTransactionReceipt({ hash });
+}
+
 async function supplies(): Promise<Record<EvmChain, bigint>> {
   const out = {} as Record<EvmChain, bigint>;
   for (const c of EVM) {
@@ -236,6 +257,8 @@ describe('the CCTP road under faults at exact points', () => {
       ['BASE', 'ETH'],
       ['POLYGON', 'ARB'],
     ]);
+    // BASE's row burns at once (no approve): a burn whose receipt lags its nonce.
+    await approveOutside('BASE', 100n);
     const before = await supplies();
     const batchId = await enqueueCctp(rows);
     startWorker(env);
