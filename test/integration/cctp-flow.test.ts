@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublicClient, http, parseAbi, type Hex } from 'viem';
-import { cctpFeeFor } from '../../src/domain/cctp.ts';
+import { createPublicClient, http, parseAbi, parseAbiItem, type Hex } from 'viem';
+import { CCTP_V2_CONTRACTS, cctpFeeFor } from '../../src/domain/cctp.ts';
 import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
 import { formatUsdc, parseUsdc } from '../../src/domain/money.ts';
 import type { TransferRoad } from '../../src/domain/roads.ts';
@@ -29,6 +29,7 @@ import {
 
 const ERC20 = parseAbi([
   'function balanceOf(address) view returns (uint256)',
+  'function allowance(address, address) view returns (uint256)',
   'function totalSupply() view returns (uint256)',
 ]);
 const EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
@@ -55,6 +56,16 @@ const balanceOf = (chain: EvmChain, who: string) =>
     abi: ERC20,
     functionName: 'balanceOf',
     args: [who as Hex],
+  });
+const APPROVAL = parseAbiItem(
+  'event Approval(address indexed owner, address indexed spender, uint256 value)',
+);
+const allowanceOf = (chain: EvmChain, spender: Hex) =>
+  anvil(chain).readContract({
+    address: usdc(chain),
+    abi: ERC20,
+    functionName: 'allowance',
+    args: [TEST_EVM_ADDRESS as Hex, spender],
   });
 const supplyOf = (chain: EvmChain) =>
   anvil(chain).readContract({ address: usdc(chain), abi: ERC20, functionName: 'totalSupply' });
@@ -251,6 +262,36 @@ describe('the CCTP road', () => {
       ...fast.map((r) => [r.id, 'cctp-fast'] as const),
     ]);
     await expectMintedOnce([...std, ...fast], roads, before);
+  });
+
+  it("one approval covers a batch's rows from one chain: the allowance is what they need, used up by their burns", async () => {
+    await stopWorkers();
+    const chain: EvmChain = 'BASE';
+    const rows: Row[] = ['ETH', 'ARB', 'POLYGON', 'ETH', 'ARB'].map((to, i) => ({
+      id: `approve-${i}`,
+      from: chain,
+      to,
+      amount: `${i + 2}.5`,
+      recipient: randomEvmAddress(),
+    }));
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp-fast'] as const));
+    const messenger = CCTP_V2_CONTRACTS.testnet[chain].tokenMessenger;
+    expect(await allowanceOf(chain, messenger)).toBe(0n);
+    const fromBlock = await anvil(chain).getBlockNumber();
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    startWorker();
+    await waitMinted(batchId);
+    await expectMintedOnce(rows, roads, before);
+    const approvals = await anvil(chain).getLogs({
+      address: usdc(chain),
+      event: APPROVAL,
+      args: { owner: TEST_EVM_ADDRESS as Hex, spender: messenger },
+      fromBlock,
+    });
+    // Bounded: exactly the rows' sum (never unlimited), and nothing left once they are burned.
+    expect(approvals.map((l) => l.args.value)).toEqual([rows.reduce((n, r) => n + parseUsdc(r.amount), 0n)]);
+    expect(await allowanceOf(chain, messenger)).toBe(0n);
   });
 
   it('after kill -9 of its workers mid-burn and mid-mint, and two workers minting at once, burns and mints every row exactly once', async () => {
