@@ -1,7 +1,7 @@
+import type { TransferState } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import { runRecordAfter, type RunRecord, type StepsPatch } from '../store/saved-steps.ts';
-import { withEvidence } from '../store/transfer-evidence.ts';
-import type { FeeEstimate } from '../store/transfer-store.ts';
+import type { FeeEstimate, TransitionChange, TransitionResult } from '../store/transfer-store.ts';
 import type { PipelineDeps, WaitKind } from './pipeline-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
 
@@ -54,7 +54,8 @@ export type Ctx = {
   readonly lock?: { readonly token: string; released: boolean } | undefined;
   /**
    * The transfer as this run carries it (see RunRecord): read once, when the run took it, with its
-   * own writes laid over it since (saveStep, noteWritten). While the run holds the transfer's lock
+   * own writes laid over it since, as the store wrote them (saveStep, moveStep, saveEstimateNow,
+   * addEvidence, a send's fenced saves; noteWritten for another store module's write). While the run holds the transfer's lock
    * no other run writes it, operators' commands move only transfers that are not `in_progress`
    * (cancel: queued; retry: failed; resolve: needs_review), and the follower writes only submitted
    * ones. Absent for a step taken on another transfer's behalf (otherTransfer).
@@ -113,8 +114,10 @@ export async function saveStep(ctx: Ctx, patch: StepsPatch): Promise<RunRecord |
     return after;
   }
   const fence = { token: ctx.lock.token, carried: ctx.run?.rec };
-  if (!(await store.saveFenced(ctx.batchId, ctx.transferId, patch, fence)).held) lockLost(ctx);
-  return noteWritten(ctx, { patch });
+  const saved = await store.saveFenced(ctx.batchId, ctx.transferId, patch, fence);
+  if (!saved.held) lockLost(ctx);
+  if (ctx.run && saved.record) ctx.run.rec = saved.record;
+  return saved.record;
 }
 
 /**
@@ -129,13 +132,42 @@ export function lockLost(ctx: Ctx): never {
 }
 
 /**
+ * The one way a run changes its transfer's state: the transition, with the record the run carries
+ * (the store lays the move over it, as it wrote it: TransferStore.transition), which the run keeps.
+ * Every move but to `submitted` is fenced by the run's lock token (fenceOf): a run whose lock lapsed
+ * during a call writes nothing and stops (lockLost).
+ */
+export async function moveStep(ctx: Ctx, change: TransitionChange): Promise<TransitionResult> {
+  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+    ...change,
+    ...fenceOf(ctx, change.to),
+    carried: ctx.run?.rec,
+  });
+  if ('lockLost' in res) lockLost(ctx);
+  if (res.ok && ctx.run && res.run) ctx.run.rec = res.run;
+  return res;
+}
+
+/**
+ * The run's lock token a move of its transfer is fenced by (TransitionChange.fence): every move but
+ * to `submitted`, while the run holds its lock. A run whose lock lapsed during a call (another run
+ * may hold the transfer and have sent since) must not fail it, leave it for review or queue it again
+ * from what it carried; an acceptance it was answered is a fact, recorded whoever holds the lock
+ * (transfer-move.lua).
+ */
+function fenceOf(ctx: Ctx, to: TransferState): { fence?: string } {
+  return ctx.lock && !ctx.lock.released && to !== 'submitted' ? { fence: ctx.lock.token } : {};
+}
+
+/**
  * Saves the run's fee estimate if no write has carried it yet (Ctx.run): before a state change,
  * and when the run hands its job back to wait, so that the record and the batch's totals show it.
  */
 export async function saveEstimateNow(ctx: Ctx): Promise<void> {
   const estimate = ctx.run?.estimate;
   if (!estimate) return;
-  await ctx.deps.store.saveEstimate(ctx.batchId, ctx.transferId, estimate);
+  const after = await ctx.deps.store.saveEstimate(ctx.batchId, ctx.transferId, estimate, ctx.run?.rec);
+  if (ctx.run && after) ctx.run.rec = after;
   estimateWritten(ctx);
 }
 
@@ -145,8 +177,8 @@ export function estimateWritten(ctx: Ctx): void {
 }
 
 /**
- * Lays a write another store function made (a state change, a reservation naming the owner, a
- * fenced mark) over the carried record, and returns it; nothing is written here.
+ * Lays a write another store module made (a reservation naming the owner, a counter) over the
+ * carried record, and returns it; nothing is written here.
  */
 export function noteWritten(ctx: Ctx, change: Parameters<typeof runRecordAfter>[1]): RunRecord | undefined {
   if (!ctx.run) return undefined;
@@ -161,9 +193,14 @@ export function noteWritten(ctx: Ctx, change: Parameters<typeof runRecordAfter>[
  */
 export async function addEvidence(ctx: Ctx, line: string): Promise<void> {
   ctx.report(null, line);
-  const at = ctx.now();
-  await ctx.deps.store.appendEvidence(ctx.batchId, ctx.transferId, line, at);
-  if (ctx.run) noteWritten(ctx, { evidence: withEvidence(ctx.run.rec.evidence, at, line) });
+  const after = await ctx.deps.store.appendEvidence(
+    ctx.batchId,
+    ctx.transferId,
+    line,
+    ctx.now(),
+    ctx.run?.rec,
+  );
+  if (ctx.run && after) ctx.run.rec = after;
 }
 
 /** Waits inside the job; on shutdown the job is parked with its saved steps. */

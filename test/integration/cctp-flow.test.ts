@@ -1,13 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublicClient, http, parseAbi, type Hex } from 'viem';
-import { cctpFeeFor } from '../../src/domain/cctp.ts';
+import { createPublicClient, http, parseAbi, parseAbiItem, type Hex } from 'viem';
+import { CCTP_V2_CONTRACTS, cctpFeeFor } from '../../src/domain/cctp.ts';
 import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
 import { formatUsdc, parseUsdc } from '../../src/domain/money.ts';
 import type { TransferRoad } from '../../src/domain/roads.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
+import { createTransferStore } from '../../src/store/transfer-store.ts';
 import type { SpawnedProcess } from '../helpers/cli.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { startStack, waitsCounted, type Stack } from '../helpers/e2e.ts';
@@ -29,6 +30,7 @@ import {
 
 const ERC20 = parseAbi([
   'function balanceOf(address) view returns (uint256)',
+  'function allowance(address, address) view returns (uint256)',
   'function totalSupply() view returns (uint256)',
 ]);
 const EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
@@ -55,6 +57,16 @@ const balanceOf = (chain: EvmChain, who: string) =>
     abi: ERC20,
     functionName: 'balanceOf',
     args: [who as Hex],
+  });
+const APPROVAL = parseAbiItem(
+  'event Approval(address indexed owner, address indexed spender, uint256 value)',
+);
+const allowanceOf = (chain: EvmChain, spender: Hex) =>
+  anvil(chain).readContract({
+    address: usdc(chain),
+    abi: ERC20,
+    functionName: 'allowance',
+    args: [TEST_EVM_ADDRESS as Hex, spender],
   });
 const supplyOf = (chain: EvmChain) =>
   anvil(chain).readContract({ address: usdc(chain), abi: ERC20, functionName: 'totalSupply' });
@@ -251,6 +263,80 @@ describe('the CCTP road', () => {
       ...fast.map((r) => [r.id, 'cctp-fast'] as const),
     ]);
     await expectMintedOnce([...std, ...fast], roads, before);
+  });
+
+  it("one approval covers a batch's rows from one chain: the allowance is what they need, used up by their burns", async () => {
+    await stopWorkers();
+    const chain: EvmChain = 'BASE';
+    const rows: Row[] = ['ETH', 'ARB', 'POLYGON', 'ETH', 'ARB'].map((to, i) => ({
+      id: `approve-${i}`,
+      from: chain,
+      to,
+      amount: `${i + 2}.5`,
+      recipient: randomEvmAddress(),
+    }));
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp-fast'] as const));
+    const messenger = CCTP_V2_CONTRACTS.testnet[chain].tokenMessenger;
+    expect(await allowanceOf(chain, messenger)).toBe(0n);
+    const fromBlock = await anvil(chain).getBlockNumber();
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    startWorker();
+    await waitMinted(batchId);
+    await expectMintedOnce(rows, roads, before);
+    const approvals = await anvil(chain).getLogs({
+      address: usdc(chain),
+      event: APPROVAL,
+      args: { owner: TEST_EVM_ADDRESS as Hex, spender: messenger },
+      fromBlock,
+    });
+    // Bounded: exactly the rows' sum (never unlimited), and nothing left once they are burned.
+    expect(approvals.map((l) => l.args.value)).toEqual([rows.reduce((n, r) => n + parseUsdc(r.amount), 0n)]);
+    expect(await allowanceOf(chain, messenger)).toBe(0n);
+  });
+
+  it('a needs_review burn: --not-sent refused (a signed burn has no expiry), --submitted with its burn mints it', async () => {
+    await stopWorkers();
+    // Burned, not yet attested: the answer of the burn is then taken as lost (needs_review).
+    await stack.sandbox.admin.configure({ cctpNotFoundMs: 600_000 });
+    const rows = cctpRows(1, 'review');
+    const roads = { [rows[0]!.id as string]: 'cctp-fast' as const };
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    startWorker();
+    const t = (await stack.waitComplete(batchId)).transfers[0]!;
+    expect(t.state).toBe('submitted');
+    await stopWorkers();
+    const store = createTransferStore({ redis: stack.client, prefix: prefix() });
+    const lost = await store.transition(batchId, t.id, {
+      expected: ['submitted'],
+      to: 'needs_review',
+      fields: {
+        intentId: null,
+        intentStatus: null,
+        error: { code: 'outcome_unknown', message: 'test: the burn answer lost' },
+      },
+    });
+    expect(lost.ok).toBe(true);
+    await stack.sandbox.admin.configure({ cctpNotFoundMs: 0 });
+    const resolve = (args: string[]) => runCli(['resolve', batchId, t.id, ...args], stack.env);
+    const notSent = await resolve(['--not-sent']);
+    expect(notSent.code, notSent.stderr).toBe(1);
+    expect(notSent.stderr).toMatch(/no expiry/);
+    const domain = t.intent_id!.split(':')[1]!;
+    const wrong = await resolve(['--submitted', `cctp:${Number(domain) + 1}:${t.tx_hash}`]);
+    expect(wrong.code, wrong.stderr).toBe(2);
+    expect(wrong.stderr).toMatch(/resolved with its burn/);
+    const ok = await resolve(['--submitted', `cctp:${domain}:${t.tx_hash}`]);
+    expect(ok.code, ok.stderr).toBe(0);
+    startWorker();
+    const doc = await waitMinted(batchId);
+    expect(doc.transfers[0]).toMatchObject({
+      state: 'submitted',
+      tx_hash: t.tx_hash,
+      intent_status: 'complete',
+    });
+    await expectMintedOnce(rows, roads, before);
   });
 
   it('after kill -9 of its workers mid-burn and mid-mint, and two workers minting at once, burns and mints every row exactly once', async () => {
