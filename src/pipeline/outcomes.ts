@@ -15,12 +15,9 @@ import type { TransitionChange, TransitionResult } from '../store/transfer-store
  */
 
 export async function finish(ctx: Ctx, to: TransferState, fields: StepsPatch): Promise<StepOutcome> {
-  if ((to === 'failed' || to === 'rejected') && ctx.deps.spendLimit) {
-    // Nothing was sent: give the reserved room back to the daily cap.
-    await ctx.deps.spendLimit.release(`${ctx.batchId}/${ctx.transferId}`);
-    fields = { ...fields, spendReserved: false };
-  }
-  if (to === 'failed' || to === 'rejected') await releaseOwnerBalance(ctx, ctx.run?.rec);
+  const unpaid = to === 'failed' || to === 'rejected';
+  if (unpaid && ctx.deps.spendLimit) fields = { ...fields, spendReserved: false };
+  const carried = ctx.run?.rec;
   // The decision, with its reason, is the evidence's last line, written in the transition that
   // makes it final: whoever reads the final state reads why.
   const evidence =
@@ -34,6 +31,9 @@ export async function finish(ctx: Ctx, to: TransferState, fields: StepsPatch): P
     fields: { ...clear, ...fields, ...(evidence ? { evidence } : {}) },
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? to };
+  // Nothing was sent: the daily cap's room and the owner's balance go back, once the fenced move
+  // made it final (a run whose lock lapsed frees nothing another run may be paying with).
+  if (unpaid) await releaseUnpaid(ctx, carried);
   // The record the run carries, the transition laid over it as the store wrote it (while this run
   // held the transfer's lock): an operator's command landing after it cannot change what the job
   // reports.
@@ -134,6 +134,12 @@ export async function keyReusedReview(
   });
   await ctx.deps.hooks?.onNeedsReview?.(ctx.batchId, ctx.transferId, null);
   return out;
+}
+
+/** Nothing of this transfer will be paid: its daily-cap room and its owner's balance go back. */
+async function releaseUnpaid(ctx: Ctx, rec: TransferRecord | undefined): Promise<void> {
+  await ctx.deps.spendLimit?.release(`${ctx.batchId}/${ctx.transferId}`);
+  await releaseOwnerBalance(ctx, rec);
 }
 
 /** Nothing of this transfer will be paid: its owner's reserved balance goes back. */

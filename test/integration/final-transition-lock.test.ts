@@ -8,6 +8,7 @@ import { finish, waitQueued } from '../../src/pipeline/outcomes.ts';
 import type { PipelineDeps } from '../../src/pipeline/pipeline-deps.ts';
 import { DEFAULT_POLICY } from '../../src/pipeline/policy.ts';
 import { NO_REFUSAL } from '../../src/store/saved-steps.ts';
+import { createSpendLimit } from '../../src/store/spend-limit.ts';
 import { redisForSuite } from '../helpers/redis.ts';
 import { EVM, ingestHarness, type IngestHarness } from './ingest-fixtures.ts';
 
@@ -119,7 +120,12 @@ describe('the final transition frees the transfer lock', () => {
     if (!t.locked || !t.record) throw new Error('run-a does not hold the transfer');
     // Only the store and a logger are used by the writes under test; the rest of a run's deps
     // (service, signers) play no part in them.
-    const deps = { store, logger: createLogger('silent') } as Partial<PipelineDeps> as PipelineDeps;
+    const spendLimit = createSpendLimit({ redis: h.redis, prefix: h.prefix, cap: 1_000_000_000n });
+    const deps = {
+      store,
+      spendLimit,
+      logger: createLogger('silent'),
+    } as Partial<PipelineDeps> as PipelineDeps;
     const ctx: Ctx = {
       deps,
       policy: DEFAULT_POLICY,
@@ -163,6 +169,9 @@ describe('the final transition frees the transfer lock', () => {
 
   it("a stale run's EVM refusal settling neither clears the record nor fails the transfer", async () => {
     const { ctx, key } = await overtaken('stale-refusal');
+    // The daily cap's room run B pays with (reserved for the transfer, whichever run took it).
+    const limit = createSpendLimit({ redis: h.redis, prefix: h.prefix, cap: 1_000_000_000n });
+    expect((await limit.reserve(`stale-refusal/${ctx.transferId}`, 10_000_000n)).ok).toBe(true);
     // evm-flow.ts settleRefusal: the dead permit's save, then a final `failed`.
     await expect(saveStep(ctx, { permit: null, uncertain: false, ...NO_REFUSAL })).rejects.toMatchObject({
       kind: 'lock',
@@ -171,5 +180,6 @@ describe('the final transition frees the transfer lock', () => {
     await expect(fail).rejects.toMatchObject({ kind: 'lock' });
     await expect(waitQueued(ctx, 'daily cap', 1_000, 'retry')).rejects.toMatchObject({ kind: 'lock' });
     await expectRunBsRecord('stale-refusal', key);
+    expect(await h.redis.zscore(`${h.prefix}:spend`, `stale-refusal/${ctx.transferId}`)).not.toBeNull();
   });
 });
