@@ -228,6 +228,17 @@ function responsivenessRows(x: ResponsivenessResult): string[] {
     `| 10 | … slowest /healthz answer meanwhile | ${fmt(hostileHealthz, 0)} ms | < 1,000 ms | ${verdict(hostileHealthz < 1000)} |`,
     `| 10 | serve with 300 slow or idle connections: /healthz p95 / max | ${fmt(p95, 0)} / ${fmt(max, 0)} ms | < 1,000 / < 3,000 ms | ${verdict(p95 < 1000 && max < 3000)} |`,
     `| 10 | … a refused slow body closed after its headers within | ${fmt(refusedClose, 0)} ms | < 2,000 ms (the headers timeout) | ${verdict(refusedClose < 2000)} |`,
+    ...runtimeDumpRows(x),
+  ];
+}
+
+/** A hostile runtime dump read in linear time: the bound the unit test once timed. */
+function runtimeDumpRows(x: ResponsivenessResult): string[] {
+  if (!x.runtimeDump?.length) return [];
+  const ms = median(x.runtimeDump.map((r) => r.ms200k));
+  const ratio = median(x.runtimeDump.map((r) => r.ms400k / Math.max(r.ms200k, 0.001)));
+  return [
+    `| 10 | a hostile Solana runtime dump (200,000 × \`(\`) read in; twice as long a text, time × | ${fmt(ms, 1)} ms; × ${fmt(ratio, 1)} | < 2,000 ms; < × 3 (linear) | ${verdict(ms < 2000 && ratio < 3)} |`,
   ];
 }
 
@@ -252,6 +263,12 @@ function responsiveness(x: ResponsivenessResult): string[] {
     `| … /healthz max | ${runsOf(x.slowClients.map((r) => r.healthzMaxMs))} |`,
     `| … a refused slow body (401) closed after its headers, the slowest | ${runsOf(x.slowClients.map((r) => r.refusedClosedAfterMs))} |`,
     `| … every connection closed by the server, after the first opened | ${runsOf(x.slowClients.map((r) => r.allClosedAfterMs))} |`,
+    ...(x.runtimeDump?.length
+      ? [
+          `| a hostile Solana runtime dump (200,000 × \`(\`) read into its error | ${runsOf(x.runtimeDump.map((r) => r.ms200k))} |`,
+          `| … 400,000 × \`(\` | ${runsOf(x.runtimeDump.map((r) => r.ms400k))} |`,
+        ]
+      : []),
   ];
 }
 

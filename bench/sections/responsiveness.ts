@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
+import { splitRuntimeDump } from '../../src/domain/runtime-dump.ts';
 import { createRateLimiter } from '../../src/store/rate-limiter.ts';
 import { startPrivateRedis } from '../../support/redis.ts';
 import { startServe, type ServeProcess } from '../../support/serve.ts';
@@ -14,7 +15,10 @@ import { onCleanup, trackChild } from '../lib/cleanup.ts';
  *   64 KB): how long the refusal takes and the slowest /healthz answer meanwhile;
  * - `serve` with 300 slow or idle connections (60 each: silent, headers one byte at a time, a body one
  *   byte at a time with and without the token, idle keep-alive): /healthz latency until the server
- *   has closed them all, and how long after its headers a refused slow body is closed.
+ *   has closed them all, and how long after its headers a refused slow body is closed;
+ * - reading a hostile Solana runtime dump (an opening `(` repeated 200,000 and 400,000 times) into
+ *   the error it names (splitRuntimeDump): how long each takes, twice the text about twice the time
+ *   (test/unit/runtime-dump.test.ts checks what it reads).
  */
 export type ResponsivenessResult = {
   readonly limiter: readonly { readonly firstEightMs: number; readonly minSpacingMs: number }[];
@@ -31,6 +35,8 @@ export type ResponsivenessResult = {
     readonly refusedClosedAfterMs: number;
     readonly allClosedAfterMs: number;
   }[];
+  /** Absent from results recorded before it was measured. */
+  readonly runtimeDump?: readonly { readonly ms200k: number; readonly ms400k: number }[];
 };
 
 const TOKEN = 'bench-responsiveness-token-0123456789';
@@ -57,7 +63,19 @@ async function limiterRun(url: string, prefix: string): Promise<ResultOf<'limite
     b.disconnect();
   }
 }
-type ResultOf<K extends keyof ResponsivenessResult> = ResponsivenessResult[K][number];
+type ResultOf<K extends keyof ResponsivenessResult> = NonNullable<ResponsivenessResult[K]>[number];
+
+/** splitRuntimeDump over a hostile text of `n` opening brackets, the fastest of three (ms). */
+function hostileDumpMs(n: number): number {
+  const text = `FailedTransactionMetadata { err: ${'('.repeat(n)}`;
+  let best = Infinity;
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    if (splitRuntimeDump(text).text.length >= 200) throw new Error('the hostile dump was not cut');
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
+}
 
 /** Runs `during` while /healthz is asked again and again; the slowest answer meanwhile. */
 async function withHealthz<T>(
@@ -213,6 +231,14 @@ export async function benchResponsiveness(p: {
   const limiter: ResultOf<'limiter'>[] = [];
   const hostile: ResultOf<'hostile'>[] = [];
   const slowClients: ResultOf<'slowClients'>[] = [];
+  const runtimeDump: ResultOf<'runtimeDump'>[] = [];
+  for (let i = 0; i < p.runs; i++) {
+    const r = { ms200k: hostileDumpMs(200_000), ms400k: hostileDumpMs(400_000) };
+    runtimeDump.push(r);
+    p.log(
+      `runtime dump run ${i + 1}: 200,000 in ${r.ms200k.toFixed(1)} ms, 400,000 in ${r.ms400k.toFixed(1)} ms`,
+    );
+  }
   try {
     for (let i = 0; i < p.runs; i++) {
       const r = await limiterRun(redis.url, `bench-rl-${i}`);
@@ -264,5 +290,5 @@ export async function benchResponsiveness(p: {
   } finally {
     await stopRedis();
   }
-  return { limiter, hostile, slowClients };
+  return { limiter, hostile, slowClients, runtimeDump };
 }

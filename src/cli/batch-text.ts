@@ -1,5 +1,6 @@
 import { batchOutcome } from '../domain/batch-outcome.ts';
 import type { BatchSummary, PausedView } from '../present/batch-summary.ts';
+import type { ScreeningView } from '../present/screening-view.ts';
 
 /* A batch's settlement and totals as the human output of `status`, `batches` and `enqueue --wait` shows them. */
 
@@ -51,4 +52,20 @@ export function pausedSince(p: PausedView): string {
 /** The line every command that shows batches prints while processing is paused. */
 export function pausedLine(p: PausedView): string {
   return `processing is PAUSED ${pausedSince(p)}: nothing is sent until \`usdc-batch resume\``;
+}
+
+/**
+ * What the workers screen with (docs/screening.md), e.g.
+ * `screening: sdn.xml of 2026-11-20 (1,204 addresses); on-chain checks on`, or `STALE` when a list is
+ * older than SCREENING_MAX_AGE (nothing is signed then), or `no sanctions list` when none is loaded.
+ */
+export function screeningLine(s: ScreeningView): string {
+  const lists =
+    s.lists.length === 0
+      ? 'no sanctions list'
+      : s.lists
+          .map((l) => `${l.name} of ${l.date} (${l.addresses.toLocaleString('en-US')} addresses)`)
+          .join(', ');
+  const stale = s.stale ? ' STALE: nothing is signed until a fresh list is loaded;' : ';';
+  return `screening: ${lists}${stale} on-chain checks ${s.onchain ? 'on' : 'off'}`;
 }

@@ -2,6 +2,7 @@ import type { Config } from '../config/config.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { feeCapBreach } from '../domain/fee-cap.ts';
 import { inLanes } from '../domain/pool.ts';
+import type { TransferRoad } from '../domain/roads.ts';
 import type { TransferRequest } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import { ApiKeyRefusedError, isKeyRefusal } from '../service/service-error.ts';
@@ -25,12 +26,16 @@ const DRY_RUN_CONCURRENCY = 8;
 
 export type DryRunOptions = {
   readonly skipInvalid?: boolean | undefined;
+  /** The batch's road (default the service): a CCTP road is estimated with Circle's fee route. */
+  readonly via?: TransferRoad | undefined;
   /** Called after each row's estimate (progress on a terminal). */
   readonly onEstimated?: ((done: number, total: number) => void) | undefined;
 };
 
 /** What `enqueue --dry-run` found: nothing was written, signed or sent. */
 export type DryRunReport = {
+  /** The road estimated: on a CCTP road the fee is Circle's and the gas (not in it) the owners'. */
+  readonly via: TransferRoad;
   /** The file would be rejected whole (strict, or a fatal problem): nothing was estimated. */
   readonly rejectedInput: boolean;
   readonly inputRows: number;
@@ -73,6 +78,7 @@ export type DryRunConfig = Pick<
   | 'transferApiKey'
   | 'serviceConnectTimeoutMs'
   | 'serviceResponseTimeoutMs'
+  | 'cctpApiUrl'
 >;
 
 /**
@@ -93,11 +99,13 @@ export async function dryRunBatch(
   const refused = screen && config.newRecipientPolicy === 'reject' ? refusedByBook(candidates, screen) : [];
   const refusedLines = new Set(refused.map((r) => r.line));
   const transfers = refused.length > 0 ? candidates.filter((t) => !refusedLines.has(t.line)) : candidates;
-  const estimated = await estimateRows(config, logger, transfers, options.onEstimated);
+  const via = options.via ?? 'service';
+  const estimated = await estimateRows(config, logger, transfers, options.onEstimated, via);
   const problems = [...input.issues, ...refused, ...input.duplicates, ...estimated.issues];
   const ok = !rejectedInput && estimated.issues.length === 0 && refused.length === 0 && transfers.length > 0;
   const count = estimated.estimates.size;
   return {
+    via,
     rejectedInput,
     inputRows: input.inputRows,
     estimated: count,
@@ -114,18 +122,23 @@ export async function dryRunBatch(
   };
 }
 
+type RowEstimator = {
+  readonly estimate: (t: TransferRequest) => Promise<FeeEstimate>;
+  readonly close: () => void;
+};
+
 /**
- * Each row's fee estimate, by line, DRY_RUN_CONCURRENCY at a time; a row whose estimate failed is
- * an issue at its line.
+ * The estimator of the batch's road: the service's `estimate`, or on a CCTP road Circle's fee route
+ * (docs/cctp.md "Dry run and plan": asked once per route, the fee Circle's, the gas the owners').
+ * Loaded here, not at the top: the HTTP clients cost time and memory to load, which a plain enqueue
+ * of a large file does not need.
  */
-async function estimateRows(
-  config: DryRunConfig,
-  logger: Logger,
-  transfers: readonly TransferRequest[],
-  onEstimated: DryRunOptions['onEstimated'],
-): Promise<{ readonly estimates: Map<number, FeeEstimate>; readonly issues: IngestIssue[] }> {
-  // Loaded here, not at the top: the HTTP client costs time and memory to load, which a plain
-  // enqueue of a large file does not need.
+async function rowEstimator(config: DryRunConfig, logger: Logger, via: TransferRoad): Promise<RowEstimator> {
+  if (via !== 'service') {
+    const { cctpFeeQuoterAt } = await import('../service/cctp-fee-quote.ts');
+    const quote = cctpFeeQuoterAt(config.cctpApiUrl, via);
+    return { estimate: (t) => quote(t.from, t.to, t.amount), close: () => {} };
+  }
   const { createServiceClient } = await import('../service/service-client.ts');
   // A dry run needs no Redis, so it keeps its own requests under API_RATE_LIMIT by itself.
   const limiter = config.apiRateLimit ? createLocalRateLimiter(config.apiRateLimit) : undefined;
@@ -137,17 +150,32 @@ async function estimateRows(
     logger,
     beforeRequest: limiter ? () => limiter.take() : undefined,
   });
+  return {
+    // Quiet: every failure is reported by the caller (a row's issue, or the key refused), not logged too.
+    estimate: (t) => client.estimate({ from: t.from, to: t.to, amount: t.amount }, { quiet: true }),
+    close: () => client.close(),
+  };
+}
+
+/**
+ * Each row's fee estimate, by line, DRY_RUN_CONCURRENCY at a time; a row whose estimate failed is
+ * an issue at its line.
+ */
+async function estimateRows(
+  config: DryRunConfig,
+  logger: Logger,
+  transfers: readonly TransferRequest[],
+  onEstimated: DryRunOptions['onEstimated'],
+  via: TransferRoad,
+): Promise<{ readonly estimates: Map<number, FeeEstimate>; readonly issues: IngestIssue[] }> {
+  const client = await rowEstimator(config, logger, via);
   const estimates = new Map<number, FeeEstimate>();
   const issues: IngestIssue[] = [];
   try {
     let done = 0;
     const estimateRow = async (t: TransferRequest) => {
       try {
-        // Quiet: every failure is reported here (a row's issue, or the key refused), not logged too.
-        estimates.set(
-          t.line,
-          await client.estimate({ from: t.from, to: t.to, amount: t.amount }, { quiet: true }),
-        );
+        estimates.set(t.line, await client.estimate(t));
       } catch (err) {
         // A refused key is the configuration's problem, not the row's: the first one stops the run
         // (inLanes takes no new row), said once, naming TRANSFER_API_KEY (exit 2).

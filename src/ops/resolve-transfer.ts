@@ -1,10 +1,30 @@
+import { CCTP_DOMAIN } from '../domain/chains.ts';
 import { ValidationError } from '../domain/errors.ts';
 import { recordAudit } from '../store/audit.ts';
 import { releaseOwnerReservation } from '../store/owner-balance.ts';
 import { savedSteps, type StepsPatch } from '../store/saved-steps.ts';
 import { createTransferStore } from '../store/transfer-store.ts';
+import type { TransferRecord } from '../store/transfer-record.ts';
 import { requireBatch, type IntentFollowSink, type OpsDeps } from './ops-deps.ts';
 import { NotFoundError } from './ops-error.ts';
+
+/**
+ * `--submitted` on the CCTP road (docs/cctp.md "needs_review on this road"): the intent must be the
+ * burn, `cctp:<source domain>:<burn tx hash>`; the burn and a pending attestation are recorded, so
+ * the follower attests and mints it as any submitted burn.
+ */
+function cctpSubmitted(rec: TransferRecord, intentId: string): StepsPatch {
+  const domain = CCTP_DOMAIN[rec.from];
+  const m = new RegExp(`^cctp:${domain}:(0x[0-9a-fA-F]{64})$`).exec(intentId);
+  if (!m?.[1]) {
+    throw new ValidationError(
+      'USDC_USAGE_INTENT',
+      `a transfer on the ${rec.via} road from ${rec.from} is resolved with its burn: --submitted cctp:${domain}:<burn tx hash>`,
+    );
+  }
+  const burnTx = m[1].toLowerCase();
+  return { txHash: burnTx, intentStatus: 'pending', cctp: { burnTx, attestation: 'pending' } };
+}
 
 /**
  * Settles a `needs_review` transfer after the operator checked the chain. `--not-sent` is refused
@@ -36,6 +56,14 @@ export async function resolveTransfer(
     }
     to = 'submitted';
     fields = { intentId: decision.submitted, error: null, resolvedBy: deps.actor };
+    // On the CCTP road the intent is the burn: followed from here to its attestation and mint.
+    if (rec.via !== 'service') fields = { ...fields, ...cctpSubmitted(rec, decision.submitted) };
+  } else if (rec.via !== 'service' && rec.cctp.burnGen !== null) {
+    // A signed EVM transaction has no expiry: it can execute until its nonce is used by another.
+    throw new ValidationError(
+      'USDC_RESOLVE_TOO_EARLY',
+      `its signed CCTP burn (${rec.cctp.burnTx ?? 'not yet broadcast'}) has no expiry and could still execute until its owner's nonce is used by another transaction; when the chain shows it mined, resolve with --submitted cctp:${CCTP_DOMAIN[rec.from]}:<burn tx hash> (the mint follows)`,
+    );
   } else {
     const steps = savedSteps(rec);
     const deadline = steps.permitDeadline ? steps.permitDeadline * 1000 : 0;

@@ -1,7 +1,7 @@
 import { isEvmChain } from '../domain/chains.ts';
 import { isFinalState } from '../domain/transfer.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
-import { runRecordAfter, type RunRecord, type SavedSteps, type StepsPatch } from '../store/saved-steps.ts';
+import type { RunRecord, SavedSteps, StepsPatch } from '../store/saved-steps.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { doubtOf } from './evm/evm-settle-review.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
@@ -42,6 +42,7 @@ export async function abandonTransfer(
     expected: ['queued', 'in_progress'],
     to,
     fields,
+    carried: rec,
   });
   if (!res.ok) return undefined;
   deps.logger.warn(
@@ -53,8 +54,8 @@ export async function abandonTransfer(
   if (res.completedGeneration !== null)
     await deps.hooks?.onBatchCompleted?.(batchId, res.completedGeneration);
   if (mayHaveMoved) await deps.hooks?.onNeedsReview?.(batchId, transferId, settleAt);
-  const record = runRecordAfter(rec, { state: to, patch: fields });
-  return { kind: 'done', state: to, record, ended: true };
+  // The record as read, the move laid over it as the store wrote it (TransferStore.transition).
+  return { kind: 'done', state: to, record: res.run ?? res.record, ended: true };
 }
 
 /** When the chain or the status route may settle the payload: after its deadline or expiry. */

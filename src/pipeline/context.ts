@@ -1,7 +1,6 @@
 import type { Logger } from '../log/logger.ts';
 import { runRecordAfter, type RunRecord, type StepsPatch } from '../store/saved-steps.ts';
-import { withEvidence } from '../store/transfer-evidence.ts';
-import type { FeeEstimate } from '../store/transfer-store.ts';
+import type { FeeEstimate, TransitionChange, TransitionResult } from '../store/transfer-store.ts';
 import type { PipelineDeps, WaitKind } from './pipeline-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
 
@@ -54,7 +53,8 @@ export type Ctx = {
   readonly lock?: { readonly token: string; released: boolean } | undefined;
   /**
    * The transfer as this run carries it (see RunRecord): read once, when the run took it, with its
-   * own writes laid over it since (saveStep, noteWritten). While the run holds the transfer's lock
+   * own writes laid over it since, as the store wrote them (saveStep, moveStep, saveEstimateNow,
+   * addEvidence, a send's fenced saves; noteWritten for another store module's write). While the run holds the transfer's lock
    * no other run writes it, operators' commands move only transfers that are not `in_progress`
    * (cancel: queued; retry: failed; resolve: needs_review), and the follower writes only submitted
    * ones. Absent for a step taken on another transfer's behalf (otherTransfer).
@@ -110,13 +110,27 @@ export async function saveStep(ctx: Ctx, patch: StepsPatch): Promise<RunRecord |
 }
 
 /**
+ * The one way a run changes its transfer's state: the transition, with the record the run carries
+ * (the store lays the move over it, as it wrote it: TransferStore.transition), which the run keeps.
+ */
+export async function moveStep(ctx: Ctx, change: TransitionChange): Promise<TransitionResult> {
+  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
+    ...change,
+    carried: ctx.run?.rec,
+  });
+  if (res.ok && ctx.run && res.run) ctx.run.rec = res.run;
+  return res;
+}
+
+/**
  * Saves the run's fee estimate if no write has carried it yet (Ctx.run): before a state change,
  * and when the run hands its job back to wait, so that the record and the batch's totals show it.
  */
 export async function saveEstimateNow(ctx: Ctx): Promise<void> {
   const estimate = ctx.run?.estimate;
   if (!estimate) return;
-  await ctx.deps.store.saveEstimate(ctx.batchId, ctx.transferId, estimate);
+  const after = await ctx.deps.store.saveEstimate(ctx.batchId, ctx.transferId, estimate, ctx.run?.rec);
+  if (ctx.run && after) ctx.run.rec = after;
   estimateWritten(ctx);
 }
 
@@ -126,8 +140,8 @@ export function estimateWritten(ctx: Ctx): void {
 }
 
 /**
- * Lays a write another store function made (a state change, a reservation naming the owner, a
- * fenced mark) over the carried record, and returns it; nothing is written here.
+ * Lays a write another store module made (a reservation naming the owner, a counter) over the
+ * carried record, and returns it; nothing is written here.
  */
 export function noteWritten(ctx: Ctx, change: Parameters<typeof runRecordAfter>[1]): RunRecord | undefined {
   if (!ctx.run) return undefined;
@@ -142,9 +156,14 @@ export function noteWritten(ctx: Ctx, change: Parameters<typeof runRecordAfter>[
  */
 export async function addEvidence(ctx: Ctx, line: string): Promise<void> {
   ctx.report(null, line);
-  const at = ctx.now();
-  await ctx.deps.store.appendEvidence(ctx.batchId, ctx.transferId, line, at);
-  if (ctx.run) noteWritten(ctx, { evidence: withEvidence(ctx.run.rec.evidence, at, line) });
+  const after = await ctx.deps.store.appendEvidence(
+    ctx.batchId,
+    ctx.transferId,
+    line,
+    ctx.now(),
+    ctx.run?.rec,
+  );
+  if (ctx.run && after) ctx.run.rec = after;
 }
 
 /** Waits inside the job; on shutdown the job is parked with its saved steps. */

@@ -10,7 +10,7 @@ import {
   type RecipientFacts,
 } from './onchain-controls.ts';
 import { finish, waitQueued } from './outcomes.ts';
-import type { EvmDeps, StepOutcome } from './pipeline-deps.ts';
+import type { EvmDeps, OnchainScreening, StepOutcome } from './pipeline-deps.ts';
 
 /*
  * The run's side of USDC's on-chain controls (SCREENING_ONCHAIN=on, docs/promises.md promise 6):
@@ -18,17 +18,6 @@ import type { EvmDeps, StepOutcome } from './pipeline-deps.ts';
  * transfer has no payload, so before anything is signed for it; a transfer that already has one was
  * screened before it was signed, and what was signed is never cut off here.
  */
-
-/** What the worker wires when SCREENING_ONCHAIN is on (src/worker/pipeline-wiring.ts). */
-export type OnchainScreening = {
-  readonly controls: UsdcControls;
-  /** Records a refusal in the audit (`who`: the chain that refused); throws when it cannot. */
-  audit(entry: {
-    readonly who: string;
-    readonly batch: string;
-    readonly detail: Record<string, unknown>;
-  }): Promise<void>;
-};
 
 /** A read that failed is read again after this long (±25 %): the transfer waits, it is never skipped. */
 const READ_AGAIN_MS = 3_000;

@@ -1,6 +1,6 @@
 import type { TransferState } from '../domain/transfer.ts';
 import { describeFailure, type ServiceFailure } from './failure.ts';
-import { current, Later, noteWritten, saveEstimateNow, saveStep, type Ctx } from './context.ts';
+import { current, Later, moveStep, saveEstimateNow, saveStep, type Ctx } from './context.ts';
 import { withEvidence } from '../store/transfer-evidence.ts';
 import { backoffMs } from './policy.ts';
 import type { StepOutcome, WaitKind } from './pipeline-deps.ts';
@@ -34,9 +34,10 @@ export async function finish(ctx: Ctx, to: TransferState, fields: StepsPatch): P
     fields: { ...clear, ...fields, ...(evidence ? { evidence } : {}) },
   });
   if (!res.ok) return { kind: 'done', state: res.current ?? to };
-  // The record as the transition left it (read in its step, while this run holds the transfer's
-  // lock): an operator's command landing after it cannot change what the job reports.
-  return { kind: 'done', state: to, record: res.record, ended: true };
+  // The record the run carries, the transition laid over it as the store wrote it (while this run
+  // held the transfer's lock): an operator's command landing after it cannot change what the job
+  // reports.
+  return { kind: 'done', state: to, record: ctx.run?.rec ?? res.record, ended: true };
 }
 
 /** `failed: refused: the service refused …`: the state, the error's code and message. */
@@ -55,12 +56,8 @@ async function finalTransition(
   change: TransitionChange & { readonly fields: StepsPatch },
 ): Promise<TransitionResult> {
   await saveEstimateNow(ctx);
-  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
-    ...change,
-    ...(ctx.lock ? { unlock: ctx.lock.token } : {}),
-  });
+  const res = await moveStep(ctx, { ...change, ...(ctx.lock ? { unlock: ctx.lock.token } : {}) });
   if (!res.ok) return res;
-  noteWritten(ctx, { state: change.to, patch: change.fields });
   if (ctx.lock) ctx.lock.released = true;
   logFinal(ctx, change.to, change.fields);
   if (res.completedGeneration !== null) {
@@ -154,13 +151,14 @@ export async function settleReview(
   await saveStep(ctx, { settled: true });
   const res = await finalTransition(ctx, { expected: ['needs_review'], to, fields });
   if (!res.ok) return { kind: 'done', state: res.current ?? 'needs_review' };
-  if (to === 'failed') await releaseOwnerBalance(ctx, res.record);
+  const record = ctx.run?.rec ?? res.record;
+  if (to === 'failed') await releaseOwnerBalance(ctx, record);
   // Settled as paid: its intent is followed like any submitted one, so the batch can settle.
   const intentId = fields.intentId;
   if (to === 'submitted' && typeof intentId === 'string' && intentId) {
     await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, intentId);
   }
-  return { kind: 'done', state: to, record: res.record };
+  return { kind: 'done', state: to, record };
 }
 
 export function pastDeadline(ctx: Ctx): boolean {
@@ -171,12 +169,7 @@ export function pastDeadline(ctx: Ctx): boolean {
 export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> {
   const fields = { waitReason: reason };
   await saveEstimateNow(ctx);
-  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
-    expected: ['in_progress'],
-    to: 'queued',
-    fields,
-  });
-  if (res.ok) noteWritten(ctx, { state: 'queued', patch: fields });
+  await moveStep(ctx, { expected: ['in_progress'], to: 'queued', fields });
 }
 
 /**
@@ -186,12 +179,7 @@ export async function moveBackToQueued(ctx: Ctx, reason: string): Promise<void> 
 export async function waitQueued(ctx: Ctx, reason: string, delayMs: number, kind: WaitKind): Promise<never> {
   const fields = { waitReason: reason, firstSeenAt: null };
   await saveEstimateNow(ctx);
-  const res = await ctx.deps.store.transition(ctx.batchId, ctx.transferId, {
-    expected: ['in_progress'],
-    to: 'queued',
-    fields,
-  });
-  if (res.ok) noteWritten(ctx, { state: 'queued', patch: fields });
+  await moveStep(ctx, { expected: ['in_progress'], to: 'queued', fields });
   throw new Later(delayMs, reason, kind);
 }
 

@@ -5,9 +5,8 @@ import type { Logger } from '../log/logger.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../signing/types.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
-import type { WorkerControls } from './worker-controls.ts';
-import type { OnchainScreening } from './onchain-screening.ts';
-import type { ScreeningGate } from './screening-check.ts';
+import type { ListHit } from '../config/screening/screening-lists.ts';
+import type { UsdcControls } from '../signing/usdc-controls.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
 import type { OwnerBalances } from '../store/owner-balance.ts';
 import type { SpendLimit } from '../store/spend-limit.ts';
@@ -135,3 +134,58 @@ export type WaitKind =
   | 'settle'
   | 'replicas'
   | 'screening';
+
+/*
+ * The pre-sign checks' dependencies, wired by the worker (src/worker/): declared here, beside
+ * PipelineDeps, so that the modules that run the checks (worker-controls.ts, onchain-screening.ts,
+ * screening-check.ts) and the run's context import this module, never the other way round.
+ */
+
+/**
+ * Controls hold wherever a batch comes from (docs/promises.md, promise 5): before a transfer's first
+ * payload is made, the worker — the one process that signs — applies the controls it is configured
+ * with, whatever the enqueuing process had. The batch-wide judgement (the approval threshold,
+ * APPROVALS_REQUIRED, the new-recipient policy and cap, MAX_BATCH_USDC) is made once per batch and
+ * set of controls by `check` (src/worker/batch-controls.ts), which holds the batch when those
+ * controls would have; the hold then keeps this transfer unsigned (recipient-check.ts) until
+ * `approve` releases it.
+ */
+export type WorkerControls = {
+  /** This worker's MAX_TRANSFER_USDC (micro-USDC). */
+  readonly maxTransferUsdc: bigint | undefined;
+  /** Judges the batch under this worker's controls (holding it when they would); a refusal of all its rows. */
+  check(batchId: string): Promise<ControlsVerdict>;
+};
+
+export type ControlsVerdict = {
+  readonly refusal?: { readonly code: string; readonly message: string };
+  /** Not judged yet: why the transfer waits (its batch is still being enqueued). */
+  readonly wait?: string;
+};
+
+/** What the worker wires when SCREENING_ONCHAIN is on (src/worker/pipeline-wiring.ts). */
+export type OnchainScreening = {
+  readonly controls: UsdcControls;
+  /** Records a refusal in the audit (`who`: the chain that refused); throws when it cannot. */
+  audit(entry: {
+    readonly who: string;
+    readonly batch: string;
+    readonly detail: Record<string, unknown>;
+  }): Promise<void>;
+};
+
+/** What a check that refused says: which check, the refusal's code, who refused (the list). */
+export type ScreeningRefusal = {
+  readonly check: 'list';
+  readonly code: 'recipient_sanctioned';
+  readonly who: string;
+  readonly message: string;
+};
+
+/** The sanctions lists in force and where refusals go, as the pipeline sees them (wired by the worker). */
+export type ScreeningGate = {
+  lookup(address: string): ListHit | undefined;
+  staleReason(now: number): string | undefined;
+  /** Audits and counts a refusal (docs/audit.md); called before the transfer is made final. */
+  refused(batchId: string, transferId: string, refusal: ScreeningRefusal): Promise<void>;
+};

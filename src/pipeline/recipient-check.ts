@@ -1,19 +1,7 @@
 import { formatUsdc } from '../domain/money.ts';
 import { bookAddressOf } from '../domain/recipient-key.ts';
-import type { TransferState } from '../domain/transfer.ts';
-import type { Logger } from '../log/logger.ts';
-import type { ApprovalGate } from '../store/batch-hold.ts';
-import type { RunRecord } from '../store/saved-steps.ts';
-import type { TransferRecord } from '../store/transfer-record.ts';
-import type { TransferStore } from '../store/transfer-store.ts';
-
-/** What the check needs of the pipeline's dependencies (PipelineDeps has all of it). */
-export type ClearanceDeps = {
-  readonly store: TransferStore;
-  readonly logger: Logger;
-  /** Absent: no check (tests that build a pipeline without Redis-side approvals). */
-  readonly approvals?: ApprovalGate | undefined;
-};
+import { current, moveStep, saveEstimateNow, type Ctx } from './context.ts';
+import type { StepOutcome } from './pipeline-deps.ts';
 
 /**
  * The last look before a transfer's first payload is made (docs/promises.md, promise 5, and a race
@@ -22,17 +10,13 @@ export type ClearanceDeps = {
  * not signed. It goes back to `queued` with the reason (never `failed`: nothing was wrong with it),
  * in a new round so that `approve` gives it a new job, and its batch is held — the same approval
  * releases it. A transfer that already has a payload never comes here: what was signed is not cut
- * off. `beforeMove` runs just before that transition (the run saves its estimate). Returns the
- * outcome when it held the transfer, undefined when it may go on.
+ * off. The run saves its fee estimate just before that transition. Returns the outcome when it held
+ * the transfer, undefined when it may go on. Without an approval gate (deps.approvals, absent in
+ * tests that build a pipeline without Redis-side approvals) nothing is checked.
  */
-export async function holdUnlessCleared(
-  deps: ClearanceDeps,
-  rec: RunRecord,
-  beforeMove: () => Promise<void> = async () => {},
-): Promise<
-  | { readonly kind: 'done'; readonly state: TransferState; readonly record?: TransferRecord | undefined }
-  | undefined
-> {
+export async function holdUnlessCleared(ctx: Ctx): Promise<StepOutcome | undefined> {
+  const { deps } = ctx;
+  const rec = current(ctx);
   const gate = deps.approvals;
   if (!gate) return undefined;
   const facts = await gate.facts(rec.batchId, bookAddressOf(rec).key);
@@ -42,8 +26,8 @@ export async function holdUnlessCleared(
   const batchReason = removedSince
     ? `removed recipients: ${rec.recipient} (line ${rec.line}, ${formatUsdc(rec.amount)} USDC) was removed from the address book while the batch was in flight`
     : undefined;
-  await beforeMove();
-  const res = await deps.store.transition(rec.batchId, rec.id, {
+  await saveEstimateNow(ctx);
+  const res = await moveStep(ctx, {
     expected: ['in_progress'],
     to: 'queued',
     fields: {
@@ -63,6 +47,6 @@ export async function holdUnlessCleared(
     { batchId: rec.batchId, transferId: rec.id, removedSince },
     'transfer held for approval before signing',
   );
-  // The record as the transition left it (its wait reason): what the job reports.
-  return { kind: 'done', state: 'queued', record: res.record };
+  // The record the run carries, the transition laid over it (its wait reason): what the job reports.
+  return { kind: 'done', state: 'queued', record: ctx.run?.rec ?? res.record };
 }

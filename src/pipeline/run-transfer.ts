@@ -175,7 +175,7 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     if (guarded) return guarded;
     const refused = await enforceWorkerControls(ctx);
     if (refused) return refused;
-    const held = await holdUnlessCleared(ctx.deps, current(ctx), () => saveEstimateNow(ctx));
+    const held = await holdUnlessCleared(ctx);
     if (held) return held;
     // USDC's own controls, read on chain before anything is signed (docs/promises.md, promise 6).
     const blocked = await screenRecipient(ctx);

@@ -1,7 +1,7 @@
 import type { ListHit } from '../config/screening/screening-lists.ts';
 import { current, type Ctx } from './context.ts';
 import { finish, waitQueued } from './outcomes.ts';
-import type { StepOutcome } from './pipeline-deps.ts';
+import type { ScreeningRefusal, StepOutcome } from './pipeline-deps.ts';
 
 /*
  * The last look at a transfer's recipient before anything is signed for it (docs/promises.md,
@@ -9,14 +9,6 @@ import type { StepOutcome } from './pipeline-deps.ts';
  * pure, over what is known (`decideScreening`); `enforceScreening` gathers the facts and acts.
  * Checks of other kinds (USDC's own controls, read on chain) are facts of the same decision.
  */
-
-/** What a check that refused says: which check, the refusal's code, who refused (the list). */
-export type ScreeningRefusal = {
-  readonly check: 'list';
-  readonly code: 'recipient_sanctioned';
-  readonly who: string;
-  readonly message: string;
-};
 
 /** What screening knows of a transfer before signing. */
 export type ScreeningFacts = {
@@ -52,14 +44,6 @@ export function decideScreening(facts: ScreeningFacts): ScreeningDecision {
   if (facts.stale !== undefined) return { act: 'wait', reason: facts.stale };
   return { act: 'go' };
 }
-
-/** The sanctions lists in force and where refusals go, as the pipeline sees them (wired by the worker). */
-export type ScreeningGate = {
-  lookup(address: string): ListHit | undefined;
-  staleReason(now: number): string | undefined;
-  /** Audits and counts a refusal (docs/audit.md); called before the transfer is made final. */
-  refused(batchId: string, transferId: string, refusal: ScreeningRefusal): Promise<void>;
-};
 
 /** How long a transfer waits for a fresh list before it looks again. */
 const STALE_RECHECK_MS = 5_000;

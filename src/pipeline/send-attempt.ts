@@ -1,6 +1,11 @@
 import type { StepsPatch } from '../store/saved-steps.ts';
 import type { AckVerdict, WriteSite } from '../store/replica-acks.ts';
-import { fencedSaveOf, type FencedSave, type SaveFence } from '../store/transfer-store.ts';
+import {
+  fencedSaveOf,
+  type FencedSave,
+  type FencedSaveCall,
+  type SaveFence,
+} from '../store/transfer-store.ts';
 import {
   addEvidence,
   current,
@@ -72,7 +77,6 @@ export async function beginSend(
     waitReason: null,
   };
   const replicas = await markSending(ctx, mark);
-  noteWritten(ctx, { patch: mark });
   const gateOk = held === undefined || (await held);
   if (replicas.ok && gateOk) {
     ctx.report(
@@ -94,9 +98,8 @@ export async function beginSend(
     ...(steps.prepared && fresh?.prepared === false ? { prepared: true } : {}),
     ...(reason ? { waitReason: reason } : {}),
   };
-  if (!(await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, back, fenceOf(ctx))).held) lockLost(ctx);
+  carry(ctx, await ctx.deps.store.saveFenced(ctx.batchId, ctx.transferId, back, fenceOf(ctx)));
   estimateWritten(ctx);
-  noteWritten(ctx, { patch: back });
   if (!gateOk) throw new LeaseNotConfirmed();
   ctx.report('wait', `${reason}: nothing sent`);
   throw new Later(jittered(ctx, 1_000), reason, 'replicas');
@@ -116,6 +119,15 @@ function lockToken(ctx: Ctx): string {
 }
 
 /**
+ * A fenced save's outcome: the run stops when it no longer held its lock (nothing written), and
+ * otherwise carries the record the save returned.
+ */
+function carry(ctx: Ctx, saved: FencedSave): void {
+  if (!saved.held) lockLost(ctx);
+  if (ctx.run && saved.record) ctx.run.rec = saved.record;
+}
+
+/**
  * Writes the mark while this run holds its transfer's lock, and waits until the replicas
  * REDIS_REPLICA_ACKS asks for hold it (on a standalone Redis nothing is waited for). A run that lost
  * the lock stops here, writing nothing: another run has the transfer now.
@@ -124,16 +136,19 @@ async function markSending(ctx: Ctx, mark: StepsPatch): Promise<AckVerdict> {
   const { store, acks } = ctx.deps;
   const fence = fenceOf(ctx);
   if (!acks) {
-    if (!(await store.saveFenced(ctx.batchId, ctx.transferId, mark, fence)).held) lockLost(ctx);
+    carry(ctx, await store.saveFenced(ctx.batchId, ctx.transferId, mark, fence));
     estimateWritten(ctx);
     return { ok: true, wanted: 0 };
   }
+  let call: FencedSaveCall | undefined;
   const { reply, verdict } = await acks.writeAcked(
-    (known) => store.fencedSaveCall(ctx.batchId, ctx.transferId, mark, { ...fence, known }),
+    (known) => (call = store.fencedSaveCall(ctx.batchId, ctx.transferId, mark, { ...fence, known })),
     (r) => siteOfMark(fencedSaveOf(r)),
   );
-  // A round cut off before its answer (reply unknown) may have written the mark: it is taken back.
+  // A round cut off before its answer (reply unknown) may have written the mark: the run carries it
+  // as written (the careful side), and it is taken back.
   if (reply !== undefined && !fencedSaveOf(reply).held) lockLost(ctx);
+  if (ctx.run && call?.record) ctx.run.rec = call.record;
   if (reply !== undefined) estimateWritten(ctx);
   return verdict;
 }

@@ -20,7 +20,7 @@ import { startFollowLoop } from './follow-loop.ts';
 import { addFailedIntentJob, createIntentFailures, type IntentFailures } from './intent-failures.ts';
 import { createIntentJobLog, type IntentJobLog } from './intent-job-log.ts';
 import { transferJobId } from './jobs.ts';
-import type { TransferSpans } from './run-spans.ts';
+import type { CctpStepSaid, TransferSpans } from './run-spans.ts';
 import { lookAtCctpIntent, type CctpFollowDeps } from '../pipeline/cctp/cctp-follow.ts';
 
 /**
@@ -137,8 +137,13 @@ export function createIntentFollower(deps: FollowerDeps) {
       forgetStaleWaits(f, now);
       return claimDueIntents(deps.redis, deps.prefix, now, { leaseMs: timing.claimLeaseMs, limit });
     },
-    handle: (intent) =>
-      deps.spans ? deps.spans.follow(intent, (said) => pollIntent(f, intent, said)) : pollIntent(f, intent),
+    handle: (intent) => {
+      if (!deps.spans) return pollIntent(f, intent);
+      // A CCTP intent's look is its attest and mint steps' spans; a service intent's poll a follow span.
+      if (isCctpIntent(intent.intentId))
+        return deps.spans.cctpLook(intent, (step, said) => pollIntent(f, intent, said, step));
+      return deps.spans.follow(intent, (said) => pollIntent(f, intent, said));
+    },
     release: (intents) => releaseClaims(deps.redis, deps.prefix, intents, Date.now()),
     onError: (err, intent) =>
       deps.logger.warn(
@@ -176,6 +181,7 @@ async function pollIntent(
   f: Follower,
   intent: FollowedIntent,
   said: (status: string) => void = () => {},
+  step?: CctpStepSaid,
 ): Promise<void> {
   const { deps } = f;
   const waited = f.waiting.get(intent.member);
@@ -186,7 +192,7 @@ async function pollIntent(
     f.waiting.delete(intent.member);
     return await dropFollowedIntent(deps.redis, deps.prefix, intent);
   }
-  if (isCctpIntent(intent.intentId)) return await lookAtCctp(f, intent, said);
+  if (isCctpIntent(intent.intentId)) return await lookAtCctp(f, intent, said, step);
   let status: string;
   try {
     const res = await deps.service.getIntentStatus(intent.intentId);
@@ -244,13 +250,19 @@ async function lookAtCctp(
   f: Follower,
   intent: FollowedIntent,
   said: (status: string) => void,
+  step: CctpStepSaid = () => {},
 ): Promise<void> {
   const { deps } = f;
   if (!deps.cctp) return await nextPoll(f, intent);
   const at = { batchId: intent.batchId, transferId: intent.transferId, intentId: intent.intentId };
   const log = deps.logger.child({ batchId: intent.batchId, transferId: intent.transferId });
-  const look = await lookAtCctpIntent({ ...deps.cctp, store: deps.store, logger: log }, at, (step, message) =>
-    log.debug({ step }, message),
+  const look = await lookAtCctpIntent(
+    { ...deps.cctp, store: deps.store, logger: log },
+    at,
+    (name, message) => {
+      log.debug({ step: name }, message);
+      step(name, message);
+    },
   );
   said(look);
   if (look === 'gone') return await dropFollowedIntent(deps.redis, deps.prefix, intent);

@@ -43,7 +43,19 @@ export type TransferSpans = {
     target: { readonly batchId: string; readonly transferId: string; readonly intentId: string },
     poll: (said: (status: string) => void) => Promise<T>,
   ): Promise<T>;
+  /**
+   * One look at a CCTP intent (docs/cctp.md "The flow", steps 5–6): each step it says (`attest`,
+   * `mint`) is a span of its transfer's trace (`usdc_batch.attest`, `usdc_batch.mint`), each line an
+   * event of it; a look that says nothing makes none.
+   */
+  cctpLook<T>(
+    target: { readonly batchId: string; readonly transferId: string; readonly intentId: string },
+    look: (step: CctpStepSaid, said: (status: string) => void) => Promise<T>,
+  ): Promise<T>;
 };
+
+/** A CCTP look's step, said with its line. */
+export type CctpStepSaid = (step: 'attest' | 'mint', message: string) => void;
 
 /** What a run's spans read of its BullMQ job. */
 export type RunJob = Pick<Job, 'id' | 'name' | 'attemptsStarted' | 'opts'>;
@@ -71,6 +83,7 @@ export function createTransferSpans(deps: SpanDeps): TransferSpans {
   return {
     startRun: (job, data, source) => startRun(deps, job, data, source),
     follow: (target, poll) => followSpan(deps, target, poll),
+    cctpLook: (target, look) => cctpLookSpans(deps, target, look),
   };
 }
 
@@ -352,5 +365,54 @@ async function followSpan<T>(
     throw err;
   } finally {
     span.end();
+  }
+}
+
+/** The attest and mint spans of one CCTP look (TransferSpans.cctpLook). */
+async function cctpLookSpans<T>(
+  deps: SpanDeps,
+  target: { readonly batchId: string; readonly transferId: string; readonly intentId: string },
+  look: (step: CctpStepSaid, said: (status: string) => void) => Promise<T>,
+): Promise<T> {
+  const facts = await deps.store.traceFacts(target.batchId, target.transferId);
+  if (!facts?.root)
+    return await look(
+      () => {},
+      () => {},
+    );
+  const parent = rootContext(facts.root);
+  let open: { readonly step: string; readonly span: Span } | undefined;
+  const step: CctpStepSaid = (name, message) => {
+    if (open?.step !== name) {
+      open?.span.end();
+      const span = deps.tracer.startSpan(
+        stepSpanName(name),
+        {
+          kind: SpanKind.INTERNAL,
+          attributes: {
+            [ATTR.batchId]: target.batchId,
+            [ATTR.transferId]: target.transferId,
+            ...(facts.from ? { [ATTR.chain]: facts.from } : {}),
+            ...(facts.to ? { [ATTR.to]: facts.to } : {}),
+            [ATTR.intentId]: target.intentId,
+          },
+        },
+        parent,
+      );
+      open = { step: name, span };
+    }
+    open.span.addEvent(name, { [ATTR.message]: hideUrlSecrets(message).slice(0, 500) });
+  };
+  const said = (status: string) => open?.span.setAttribute(ATTR.intentStatus, status);
+  try {
+    return await context.with(parent, () => look(step, said));
+  } catch (err) {
+    open?.span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: hideUrlSecrets((err as Error)?.message ?? String(err)).slice(0, 300),
+    });
+    throw err;
+  } finally {
+    open?.span.end();
   }
 }

@@ -64,7 +64,8 @@ export type Intent =
       amount: bigint;
       recipient: string;
       txKind: SolanaTxKind;
-      submitted: { at: number; reply: Reply } | null;
+      /** Its execution: when, the answer, and the wire transaction that executed (base64). */
+      submitted: { at: number; reply: Reply; wire: string } | null;
     });
 
 /** Everything the service's operations and its admin routes share. */

@@ -82,8 +82,8 @@ export async function buildTx(s: ServiceState, body: Record<string, unknown>): P
  * `POST /sdk/v1/solana/submit`: the service only ever completes the transaction it built (a changed
  * message is refused before anything runs), adds its fee-payer signature if it was stripped, and
  * hands it to the runtime: a missing or wrong signature, a replay, a spent balance are LiteSVM's
- * refusals. The same transaction again for an intent that executed answers as the first time (the
- * runtime refused to run it twice).
+ * refusals. The same transaction again for an intent that executed answers as the first time,
+ * without reaching the runtime: it never executes twice.
  */
 export async function submit(
   s: ServiceState,
@@ -116,10 +116,16 @@ export async function submit(
     signatures[payer] = (await s.solana.signAsFeePayer(
       Uint8Array.from(decoded.messageBytes),
     )) as SignatureBytes;
+  const wire = wireBase64(decoded.messageBytes, signatures);
+  // The transaction that executed, again: answered as the first time, never run again. The runtime
+  // alone would not always refuse it: LiteSVM remembers only its last 32 transactions, and the
+  // sandbox's blockhash never expires (a chain refuses a signature it processed for as long as its
+  // blockhash is valid, and an expired blockhash after that).
+  if (intent.submitted?.wire === wire) return intent.submitted.reply;
   if (!intent.submitted && Date.now() > intent.expiresAt)
     return err(400, 'intent_expired', 'the transaction has expired; build a new one');
 
-  const outcome = await s.solana.execute(Buffer.from(wireBase64(decoded.messageBytes, signatures), 'base64'));
+  const outcome = await s.solana.execute(Buffer.from(wire, 'base64'));
   if (!outcome.ok) {
     if (outcome.code === 'already_processed' && intent.submitted) return intent.submitted.reply;
     return err(400, outcome.code, outcome.message);
@@ -131,7 +137,7 @@ export async function submit(
     status: 200,
     body: { intent_id: id, status: 'pending', tx_signature: outcome.signature },
   };
-  intent.submitted = { at: now, reply };
+  intent.submitted = { at: now, reply, wire };
   intent.payout = { to: intent.to, recipient: intent.recipient, amount: net };
   intent.ledger = {
     kind: 'solana',

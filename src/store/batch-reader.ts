@@ -4,6 +4,7 @@ import { approvalDigestOf, approvalsOf, type Approval } from './approvals.ts';
 import { parseBatch, type Batch } from './batch-record.ts';
 import { keys } from './keys.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
+import { hashReply } from './hash-reply.ts';
 
 /*
  * Reads of batches and their transfers, as typed records (batch-record.ts, transfer-record.ts).
@@ -35,11 +36,11 @@ export async function readBatchFacts(
     const [errB, b] = res[2 * i] ?? [null, {}];
     const [errA, a] = res[2 * i + 1] ?? [null, {}];
     if (errB || errA) throw errB ?? errA;
-    const batch = parseBatch(b as Record<string, string>);
+    const batch = parseBatch(hashReply(`batch ${id}`, b));
     if (!batch) continue;
     // The digest is read only while it may be approved: held, and every row written.
     const digest = batch.held && batch.enqueued ? await approvalDigestOf(redis, prefix, id, batch) : null;
-    out.push({ batch, approvals: approvalsOf(a as Record<string, string>), digest });
+    out.push({ batch, approvals: approvalsOf(hashReply(`approvals of batch ${id}`, a)), digest });
   }
   return out;
 }
@@ -107,7 +108,7 @@ async function readTransfers(
   const out: TransferRecord[] = [];
   for (const [err, raw] of res) {
     if (err) throw err;
-    const rec = parseTransferRecord(batchId, raw as Record<string, string>);
+    const rec = parseTransferRecord(batchId, hashReply(`a transfer of batch ${batchId}`, raw));
     if (rec) out.push(rec);
   }
   return out;

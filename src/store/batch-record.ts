@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { isTransferRoad, type TransferRoad } from '../domain/roads.ts';
 import { TRANSFER_STATES, type BatchSource, type TransferState } from '../domain/transfer.ts';
 import { keys } from './keys.ts';
+import { hashReply } from './hash-reply.ts';
 
 /*
  * The batch record `P:batch:<id>` (docs/data-model.md "Batch record"), parsed once, here: nothing
@@ -168,7 +169,7 @@ export async function readBatches(
   return ids.map((_, i) => {
     const [err, raw] = res[i] ?? [null, {}];
     if (err) throw err;
-    return parseBatch(raw as Record<string, string>);
+    return parseBatch(hashReply(`batch ${ids[i] ?? ''}`, raw));
   });
 }
 

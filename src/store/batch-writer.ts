@@ -7,6 +7,7 @@ import { DROP_FIELD, parseBatch, readBatch, type Batch, type DroppedRow } from '
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import { LuaReplyError, replyArray, replyInt, replyString, replyStrings } from './lua-reply.ts';
+import { hashReply } from './hash-reply.ts';
 
 /** What ingest asks the writer to store: one batch and its accepted rows. */
 export type BatchPlan = {
@@ -189,7 +190,7 @@ export async function closeBatch(
     .exec();
   const [err, raw] = res?.[1] ?? [null, {}];
   if (err) throw err;
-  const final = parseBatch(raw as Record<string, string>);
+  const final = parseBatch(hashReply(`batch ${batchId}`, raw));
   return {
     status: 'written',
     created: open.created,

@@ -23,6 +23,12 @@ export type CctpFacts = {
   readonly mintTx: string | null;
   /** The mint call's generation: a new mint call only after one was mined reverted or replaced. */
   readonly mintGen: number | null;
+  /**
+   * The approval being made before the burn (USDC base units): what the owner's queued transfers
+   * need, decided once before the approve is signed (so a resumed run steps the same call); cleared
+   * when the burn is begun.
+   */
+  readonly approval: bigint | null;
 };
 
 /** A write of some of them; `null` clears one. */
@@ -36,6 +42,7 @@ const FIELD: { readonly [K in keyof CctpFacts]-?: string } = {
   attestation: 'cctp_att',
   mintTx: 'cctp_mint_tx',
   mintGen: 'cctp_mint_gen',
+  approval: 'cctp_approval',
 };
 
 const isHex32 = (v: string) => /^[0-9a-fA-F]{64}$/.test(v);
@@ -57,6 +64,7 @@ export function cctpFields(p: CctpPatch): Record<string, string> {
 export function cctpFactsOf(raw: Readonly<Record<string, string | undefined>>): CctpFacts {
   const att = raw[FIELD.attestation];
   const fee = raw[FIELD.maxFee];
+  const approval = raw[FIELD.approval];
   return {
     burnGen: int(raw[FIELD.burnGen]),
     maxFee: fee !== undefined && /^[0-9]+$/.test(fee) ? BigInt(fee) : null,
@@ -65,5 +73,9 @@ export function cctpFactsOf(raw: Readonly<Record<string, string | undefined>>): 
     attestation: att === 'pending' || att === 'complete' || att === 'expired' ? att : null,
     mintTx: hex(raw[FIELD.mintTx]),
     mintGen: int(raw[FIELD.mintGen]),
+    approval: approval !== undefined && /^[0-9]+$/.test(approval) ? BigInt(approval) : null,
   };
 }
+
+/** The record fields of the CCTP facts (a reader of other transfers' records, cctp-allowance-need.ts). */
+export const CCTP_FIELDS = FIELD;

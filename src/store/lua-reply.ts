@@ -49,3 +49,8 @@ export function replyBigint(script: string, value: unknown): bigint {
 export function replyStrings(script: string, reply: unknown): string[] {
   return replyArray(script, reply).map((v) => replyString(script, v));
 }
+
+/** An array of strings and nulls (nil or false items: a field HMGET found absent). */
+export function replyOptionalStrings(script: string, reply: unknown): (string | null)[] {
+  return replyArray(script, reply).map((v) => (v === null ? null : replyString(script, v)));
+}

@@ -3,18 +3,25 @@ import type { Redis } from 'ioredis';
 import { FINAL_STATES, TRANSFER_STATES, type TransferState } from '../domain/transfer.ts';
 import { FOLLOWED_FIELDS, parseFollowedTransfer, type FollowedTransfer } from './intent-follows.ts';
 import { keys, type Keys } from './keys.ts';
-import { LuaReplyError, replyArray, replyInt, replyString } from './lua-reply.ts';
+import { LuaReplyError, replyArray, replyInt, replyOptionalStrings, replyString } from './lua-reply.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import type { ScriptCall, WriteSite } from './replica-acks.ts';
 import {
   fieldsOf,
-  runRecordAfter,
   runRecordOf,
   storedWrite,
   type RunRecord,
   type StepsPatch,
   type TransferCounter,
 } from './saved-steps.ts';
+import {
+  afterEstimate,
+  afterEvidence,
+  afterMove,
+  afterSave,
+  pendingEstimateOf,
+  type StoredEstimate,
+} from './run-record-writes.ts';
 import { clipEvidenceLine, EVIDENCE_LINES } from './transfer-evidence.ts';
 import { parseTransferRecord, type TransferRecord } from './transfer-record.ts';
 import { readTraceFacts, saveTraceRoot, type TraceRoot } from './transfer-trace.ts';
@@ -38,10 +45,15 @@ const APPEND_EVIDENCE = luaScriptFile('evidence-append.lua');
 
 /**
  * What a save made under the run's lock found (TransferStore.saveFenced): the run no longer holds
- * the lock (nothing written), or it wrote, and where (when asked: the write a send rests on).
+ * the lock (nothing written), or it wrote, and where (when asked: the write a send rests on), and
+ * the record the fence carried with the write laid over it (run-record-writes.ts).
  */
 export type FencedSave =
-  { readonly held: false } | { readonly held: true; readonly site: WriteSite | undefined };
+  | { readonly held: false }
+  | { readonly held: true; readonly site: WriteSite | undefined; readonly record?: RunRecord };
+
+/** A fenced save as a script call, and the record its fence carried as the call leaves it. */
+export type FencedSaveCall = ScriptCall & { readonly record: RunRecord | undefined };
 
 export type TransitionResult =
   | {
@@ -50,6 +62,8 @@ export type TransitionResult =
       readonly completedGeneration: number | null;
       /** The record as the transition left it, read in the same step. */
       readonly record: TransferRecord | undefined;
+      /** The record the change carried (TransitionChange.carried), the move laid over it. */
+      readonly run: RunRecord | undefined;
     }
   | { readonly ok: false; readonly current: TransferState | null };
 
@@ -95,8 +109,8 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
       saveSteps(s, { batchId, transferId }, patch, carried),
     saveFenced: (batchId: string, transferId: string, patch: StepsPatch, fence: SaveFence) =>
       saveFenced(s, { batchId, transferId }, patch, fence),
-    appendEvidence: (batchId: string, transferId: string, line: string, at: number) =>
-      appendEvidence(s, { batchId, transferId }, line, at),
+    appendEvidence: (batchId: string, transferId: string, line: string, at: number, carried?: RunRecord) =>
+      appendEvidence(s, { batchId, transferId }, line, at, carried),
     fencedSaveCall: (batchId: string, transferId: string, patch: StepsPatch, fence: SaveFence) =>
       fencedSaveCall(s, { batchId, transferId }, patch, fence),
     lock: (batchId: string, transferId: string, token: string, ttlMs: number) =>
@@ -109,8 +123,8 @@ export function createTransferStore(deps: { redis: Redis; prefix: string; now?: 
       unlockTransfer(s, { batchId, transferId }, token),
     incr: (batchId: string, transferId: string, field: TransferCounter, by = 1) =>
       incrCounter(s, { batchId, transferId }, field, by),
-    saveEstimate: (batchId: string, transferId: string, estimate: FeeEstimate) =>
-      saveEstimate(s, { batchId, transferId }, estimate),
+    saveEstimate: (batchId: string, transferId: string, estimate: FeeEstimate, carried?: RunRecord) =>
+      saveEstimate(s, { batchId, transferId }, estimate, carried),
     saveIntentStatus: (
       batchId: string,
       transferId: string,
@@ -151,7 +165,7 @@ async function loadTransfer(s: Store, at: TransferAt): Promise<TransferRecord | 
  * Writes saved-step fields (no state change), deleting the cleared ones (a counter such as
  * `ambiguous` must never be left an empty string: HINCRBY refuses it), in one step: one HSET, or a
  * MULTI with the HDEL. `carried` (a run's record) leaves out cleared fields it does not hold
- * (storedWrite), and comes back with the write laid over it (runRecordAfter: the fields stored once,
+ * (storedWrite), and comes back with the write laid over it (afterSave: the fields stored once,
  * nothing parsed again).
  */
 async function saveSteps(
@@ -164,8 +178,9 @@ async function saveSteps(
   const key = s.k.transfer(batchId, transferId);
   const fields = fieldsOf(patch);
   const { sets, gone } = storedWrite(patch, carried, fields);
-  const pairs = [...sets, 'updated_at', String(s.now())];
-  const after = carried && runRecordAfter(carried, { patch }, fields);
+  const now = s.now();
+  const pairs = [...sets, 'updated_at', String(now)];
+  const after = carried && afterSave(carried, patch, { now }, fields);
   if (gone.length === 0) {
     await s.redis.hset(key, ...pairs);
     return after;
@@ -181,10 +196,7 @@ async function saveSteps(
 }
 
 /** A fee estimate as a run has it: saved alone (saveEstimate) or with a send's mark (SaveFence). */
-export type FeeEstimate = {
-  readonly fee: { readonly total: bigint; readonly platform: bigint; readonly gas: bigint };
-  readonly netReceive: bigint;
-};
+export type FeeEstimate = StoredEstimate;
 
 /**
  * What fences a save (fenced-save.lua): the run's lock token; with `known` (what the caller last
@@ -195,7 +207,7 @@ export type FeeEstimate = {
 export type SaveFence = {
   readonly token: string;
   readonly known?: string;
-  readonly carried?: TransferRecord | undefined;
+  readonly carried?: RunRecord | undefined;
   readonly estimate?: FeeEstimate | undefined;
 };
 
@@ -205,22 +217,25 @@ export type SaveFence = {
  * landed when `known` is given. Run by replica-acks.ts (writeAcked) for a send's mark, or by
  * saveFenced.
  */
-function fencedSaveCall(s: Store, at: TransferAt, patch: StepsPatch, fence: SaveFence): ScriptCall {
+function fencedSaveCall(s: Store, at: TransferAt, patch: StepsPatch, fence: SaveFence): FencedSaveCall {
   const { batchId, transferId } = at;
-  const { sets, gone } = storedWrite(patch, fence.carried);
+  const fields = fieldsOf(patch);
+  const { sets, gone } = storedWrite(patch, fence.carried, fields);
   const est = fence.estimate;
+  const now = s.now();
   return {
     script: FENCED_SAVE,
     keys: [s.k.transfer(batchId, transferId), lockKey(s, batchId, transferId), s.k.replicas],
     args: [
       fence.token,
       fence.known ?? '',
-      est ? [est.fee.total, est.fee.platform, est.fee.gas, est.netReceive].join('|') : '',
+      est ? pendingEstimateOf(est) : '',
       ...sets,
       'updated_at',
-      String(s.now()),
+      String(now),
       ...gone.flatMap((f) => [f, '']),
     ],
+    record: fence.carried && afterSave(fence.carried, patch, { now, estimate: est }, fields),
   };
 }
 
@@ -242,7 +257,10 @@ function stateOf(value: unknown): TransferState {
   return state;
 }
 
-/** Writes saved-step fields only while the fence's token holds the transfer's processing lock. */
+/**
+ * Writes saved-step fields only while the fence's token holds the transfer's processing lock; the
+ * fence's carried record comes back with the write laid over it.
+ */
 async function saveFenced(
   s: Store,
   at: TransferAt,
@@ -250,7 +268,8 @@ async function saveFenced(
   fence: SaveFence,
 ): Promise<FencedSave> {
   const call = fencedSaveCall(s, at, patch, { ...fence, known: '' });
-  return fencedSaveOf(await runScript(s.redis, call.script, call.keys, call.args));
+  const saved = fencedSaveOf(await runScript(s.redis, call.script, call.keys, call.args));
+  return saved.held && call.record ? { ...saved, record: call.record } : saved;
 }
 
 /**
@@ -318,12 +337,25 @@ async function takeTransfer(
 
 /**
  * Appends a line, stamped with `at`, to the transfer's evidence (its newest EVIDENCE_LINES kept), in
- * one step: nothing reads the list first, so a line of another writer is never lost.
+ * one step: nothing reads the list first, so a line of another writer is never lost. `carried` (a
+ * run's record) comes back with the list as stored.
  */
-async function appendEvidence(s: Store, at: TransferAt, line: string, when: number): Promise<void> {
+async function appendEvidence(
+  s: Store,
+  at: TransferAt,
+  line: string,
+  when: number,
+  carried?: RunRecord,
+): Promise<RunRecord | undefined> {
   const { batchId, transferId } = at;
   const stamped = `${new Date(when).toISOString()} ${clipEvidenceLine(line)}`;
-  await runScript(s.redis, APPEND_EVIDENCE, [s.k.transfer(batchId, transferId)], [stamped, EVIDENCE_LINES]);
+  const reply = await runScript(
+    s.redis,
+    APPEND_EVIDENCE,
+    [s.k.transfer(batchId, transferId)],
+    [stamped, EVIDENCE_LINES],
+  );
+  return carried && afterEvidence(carried, replyString('evidence-append.lua', reply));
 }
 
 /** Extends the lock if still ours; false when it was lost. */
@@ -342,7 +374,13 @@ async function incrCounter(s: Store, at: TransferAt, field: TransferCounter, by:
   return await s.redis.hincrby(s.k.transfer(batchId, transferId), field, by);
 }
 
-async function saveEstimate(s: Store, at: TransferAt, estimate: FeeEstimate): Promise<void> {
+/** Saves a fee estimate (see SAVE_ESTIMATE); `carried` (a run's record) comes back with it laid over. */
+async function saveEstimate(
+  s: Store,
+  at: TransferAt,
+  estimate: FeeEstimate,
+  carried?: RunRecord,
+): Promise<RunRecord | undefined> {
   const { batchId, transferId } = at;
   const { fee, netReceive } = estimate;
   await runScript(
@@ -351,6 +389,7 @@ async function saveEstimate(s: Store, at: TransferAt, estimate: FeeEstimate): Pr
     [s.k.transfer(batchId, transferId), s.k.batch(batchId)],
     [fee.total.toString(), fee.platform.toString(), fee.gas.toString(), netReceive.toString()],
   );
+  return carried && afterEstimate(carried, estimate);
 }
 
 /** The record with an estimate laid over it, as saveEstimate writes it. */
@@ -381,9 +420,9 @@ async function saveIntentStatus(
     [s.k.transfer(batchId, transferId), s.k.batch(batchId)],
     [intentId, status, untracked, String(s.now()), ...FOLLOWED_FIELDS],
   );
-  return Array.isArray(res)
-    ? parseFollowedTransfer(batchId, transferId, res as (string | null)[])
-    : undefined;
+  // 0: the transfer records another intent, or is gone (intent-status-save.lua's Output).
+  if (res === 0) return undefined;
+  return parseFollowedTransfer(batchId, transferId, replyOptionalStrings('intent-status-save.lua', res));
 }
 
 /**
@@ -400,6 +439,11 @@ export type TransitionChange = {
    * while it holds this token (transfer-move.lua).
    */
   unlock?: string;
+  /**
+   * The record a run carries: it comes back (TransitionResult.run) with the move laid over it
+   * (afterMove), as the script leaves it, so that the run goes on from it (pipeline/context.ts).
+   */
+  carried?: RunRecord | undefined;
 };
 
 /** Moves the transfer (see TRANSITION): its previous state, or why it did not move. */
@@ -407,15 +451,17 @@ async function transition(s: Store, at: TransferAt, change: TransitionChange): P
   const { batchId, transferId } = at;
   const pairs: string[] = [];
   for (const [f, v] of Object.entries(fieldsOf(change.fields ?? {}))) pairs.push(f, v);
+  const now = s.now();
+  const op = randomBytes(9).toString('base64url');
   const result = replyArray(
     'transfer-move.lua',
     await runScript(s.redis, TRANSITION, moveKeys(s, batchId, transferId), [
       change.expected.join(','),
       change.to,
       transferId,
-      String(s.now()),
+      String(now),
       FINAL_STATES.join(','),
-      randomBytes(9).toString('base64url'),
+      op,
       change.unlock ?? '',
       String(pairs.length / 2),
       ...pairs,
@@ -424,11 +470,22 @@ async function transition(s: Store, at: TransferAt, change: TransitionChange): P
   const [code, cur, completed, flat] = result;
   const moved = replyInt('transfer-move.lua', code);
   if (moved === 1) {
+    const previous = stateOf(cur);
+    const generation = completed ? replyInt('transfer-move.lua', completed) : 0;
+    const run =
+      change.carried &&
+      afterMove(change.carried, {
+        to: change.to,
+        patch: change.fields ?? {},
+        now,
+        op: `${op}|${previous}|${generation}`,
+      });
     return {
       ok: true,
-      previous: stateOf(cur),
-      completedGeneration: completed ? replyInt('transfer-move.lua', completed) : null,
-      record: parseFlat(batchId, flat),
+      previous,
+      completedGeneration: generation || null,
+      record: run ?? parseFlat(batchId, flat),
+      run,
     };
   }
   return { ok: false, current: moved === -1 ? null : stateOf(cur) };

@@ -270,7 +270,10 @@ function skipReason(input: PlanInput, amount: bigint, est: MoveEstimate, total: 
   return undefined;
 }
 
-/** The planner's estimator on the service client's `estimate` (the fee's total and the net). */
+/**
+ * The planner's estimator on the service client's `estimate`, or on a CCTP road's fee quoter
+ * : the fee's total and the net.
+ */
 export function serviceEstimator(client: {
   estimate(req: { from: Chain; to: Chain; amount: bigint }): Promise<{
     readonly fee: { readonly total: bigint };
@@ -281,4 +284,18 @@ export function serviceEstimator(client: {
     const e = await client.estimate({ from, to, amount });
     return { fee: e.fee.total, netReceive: e.netReceive };
   };
+}
+
+/** The planner's estimator on a CCTP road's fee quoter (src/service/cctp-fee-quote.ts). */
+export function quoteEstimator(
+  quote: (
+    from: Chain,
+    to: Chain,
+    amount: bigint,
+  ) => Promise<{
+    readonly fee: { readonly total: bigint };
+    readonly netReceive: bigint;
+  }>,
+): FeeEstimator {
+  return serviceEstimator({ estimate: ({ from, to, amount }) => quote(from, to, amount) });
 }

@@ -9,10 +9,14 @@ import type { FeeEstimator } from './planner.ts';
 import { parsePolicy } from './policy.ts';
 import { runRebalance, type RebalanceDeps } from './rebalance-run.ts';
 
-/** What a worker gives a rebalance schedule's firing: its configuration (keys, RPC) and the service's estimates. */
+/**
+ * What a worker gives a rebalance schedule's firing: its configuration (keys, RPC), the service's
+ * estimates and, where it runs the CCTP road, Circle's fee for a policy whose moves take it.
+ */
 export type RebalanceFiringDeps = {
   readonly config: RebalanceDeps['config'];
   readonly estimate: FeeEstimator;
+  readonly cctpEstimate?: RebalanceDeps['cctpEstimate'];
 };
 
 export type FiringRequest = {

@@ -3,6 +3,8 @@ import type { Config } from '../config/config.ts';
 import { bookAddressOf } from '../domain/recipient-key.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { Chain } from '../domain/chains.ts';
+import type { TransferRoad } from '../domain/roads.ts';
+import type { CctpRoad } from '../service/cctp-fee-quote.ts';
 import { enqueueValidated, type EnqueueOutcome } from '../ingest/enqueue-batch.ts';
 import type { HoldConfig } from '../ingest/hold-rules.ts';
 import type { ValidatedInput } from '../ingest/validate-input.ts';
@@ -50,11 +52,15 @@ export type RebalanceDeps = {
       | 'screeningLists'
       | 'screeningMaxAgeMs'
       | 'screeningOnchain'
+      | 'transferVia'
     > &
     HoldConfig;
   /** Where the batch's transfer jobs go; needed for `run` only. */
   readonly jobs?: TransferJobSink | undefined;
+  /** The service's estimates (the service road). */
   readonly estimate: FeeEstimator;
+  /** Circle's fee on a CCTP road (docs/cctp.md "Dry run and plan"); absent: such a policy cannot plan. */
+  readonly cctpEstimate?: ((via: CctpRoad) => FeeEstimator) | undefined;
   readonly logger?: Logger | undefined;
   readonly now?: () => number;
   readonly balances?: BalanceOptions;
@@ -72,6 +78,8 @@ export type RebalanceOptions = {
 
 export type RebalanceReport = {
   readonly policy: string;
+  /** The road of the moves: the policy's `via`, or TRANSFER_VIA. */
+  readonly via: TransferRoad;
   readonly mode: RebalanceMode;
   readonly batchId: string | null;
   readonly created: boolean;
@@ -179,9 +187,24 @@ async function planNow(
     maxFeeBps: policy.maxFeeBps ?? deps.config.maxFeeBps,
     positions,
     recipients: moveRecipients(addresses, positions),
-    estimate: deps.estimate,
+    estimate: roadEstimator(deps, roadOf(deps, policy)),
   });
   return { positions, plan };
+}
+
+/** The road of a policy's moves: its `via`, or TRANSFER_VIA. */
+export function roadOf(deps: Pick<RebalanceDeps, 'config'>, policy: RebalancePolicy): TransferRoad {
+  return policy.via ?? deps.config.transferVia;
+}
+
+/**
+ * The estimator of the road: the service's, or on a CCTP road Circle's fee route (the fee Circle's,
+ * the gas the owners'). A CCTP road without one estimates nothing: every move is left out, saying so.
+ */
+function roadEstimator(deps: RebalanceDeps, via: TransferRoad): FeeEstimator {
+  if (via === 'service') return deps.estimate;
+  if (deps.cctpEstimate) return deps.cctpEstimate(via);
+  return () => Promise.reject(new Error(`no estimator for the ${via} road (CCTP_API_URL) in this process`));
 }
 
 /**
@@ -199,6 +222,7 @@ export async function runRebalance(
     r: Pick<RebalanceReport, 'positions' | 'plan'> & Partial<RebalanceReport>,
   ): RebalanceReport => ({
     policy: policy.name,
+    via: roadOf(deps, policy),
     mode: options.mode,
     batchId: null,
     created: false,
@@ -276,6 +300,9 @@ export function rebalanceDocument(r: RebalanceReport) {
   const amount = (v: bigint) => formatUsdc(v);
   const doc = {
     policy: r.policy,
+    via: r.via,
+    // Who pays the chains' gas: the service (its fee includes it) or, on a CCTP road, each owner.
+    gas_paid_by: r.via === 'service' ? 'service' : 'owner',
     batch_id: r.batchId,
     created: r.created,
     waiting_for: r.waitingFor,

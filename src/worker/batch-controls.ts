@@ -5,7 +5,7 @@ import { formatUsdc } from '../domain/money.ts';
 import { bookAddressOf } from '../domain/recipient-key.ts';
 import { decideHolds, screenRecipients, type HoldConfig, type Payee } from '../ingest/hold-rules.ts';
 import type { Logger } from '../log/logger.ts';
-import type { ControlsVerdict, WorkerControls } from '../pipeline/worker-controls.ts';
+import type { ControlsVerdict, WorkerControls } from '../pipeline/pipeline-deps.ts';
 import { holdBatch } from '../store/batch-hold.ts';
 import { readBatch, type Batch } from '../store/batch-record.ts';
 import { readControlMarks, recordControlsChecked } from '../store/batch-control-marks.ts';

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import { CHAINS } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
-import type { OnchainScreening } from '../pipeline/onchain-screening.ts';
+import type { OnchainScreening } from '../pipeline/pipeline-deps.ts';
 import { createUsdcControls, type UsdcControls } from '../signing/usdc-controls.ts';
 import { recordAudit } from '../store/audit.ts';
 

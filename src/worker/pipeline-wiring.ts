@@ -20,6 +20,7 @@ import type { TransferStore } from '../store/transfer-store.ts';
 import { createOwnerCaches } from '../pipeline/evm/owner-caches.ts';
 import type { CctpDeps } from '../pipeline/cctp/cctp-deps.ts';
 import { createCctpApi } from '../service/cctp-api.ts';
+import { pendingBurns } from '../store/cctp-allowance-need.ts';
 import { createCctpReads } from '../signing/evm/cctp-reads.ts';
 import { createOwnerTxSender } from '../signing/evm/owner-tx/owner-tx-sender.ts';
 import { CCTP_LEASE_TTL_MS, createCctpGate, releaseCctpLease, takeCctpLease } from '../store/cctp-gate.ts';
@@ -192,5 +193,6 @@ export function wireCctp(deps: {
         takeCctpLease(redis, prefix, { chain, owner, holder, ttlMs: CCTP_LEASE_TTL_MS }),
       release: (chain, owner, holder) => releaseCctpLease(redis, prefix, { chain, owner, holder }),
     },
+    pendingBurns: (batchId, chain, owner) => pendingBurns(redis, prefix, { batchId, chain, owner }),
   };
 }

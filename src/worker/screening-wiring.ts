@@ -3,7 +3,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { startScreeningWatch } from '../ops/screening-watch.ts';
 import type { PipelineMetrics } from '../pipeline/pipeline-deps.ts';
-import type { ScreeningGate } from '../pipeline/screening-check.ts';
+import type { ScreeningGate } from '../pipeline/pipeline-deps.ts';
 import { recordAudit } from '../store/audit.ts';
 import { publishScreening } from '../store/screening-state.ts';
 import type { ScreeningLists } from '../config/screening/screening-lists.ts';

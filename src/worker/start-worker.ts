@@ -21,7 +21,8 @@ import type { TransferSpans } from '../queue/run-spans.ts';
 import { activeTracing } from '../trace/tracing.ts';
 import { treasuryAddresses } from '../ops/public-addresses.ts';
 import { startTreasurySampler } from '../treasury/balance-sampler.ts';
-import { serviceEstimator } from '../treasury/planner.ts';
+import { quoteEstimator, serviceEstimator } from '../treasury/planner.ts';
+import { createCctpFeeQuoter } from '../service/cctp-fee-quote.ts';
 import {
   warmUpEvm,
   wireCctp,
@@ -130,7 +131,12 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   started.schedules = createScheduleRunner({
     ...connection,
     config,
-    rebalance: { config, estimate: serviceEstimator(service) },
+    rebalance: {
+      config,
+      estimate: serviceEstimator(service),
+      // A policy whose moves take CCTP plans on Circle's fee, through the workers' shared gate.
+      cctpEstimate: cctp && ((via) => quoteEstimator(createCctpFeeQuoter(cctp.api, via))),
+    },
   });
   // The treasury's balances for /metrics, every TREASURY_BALANCE_INTERVAL_MS.
   started.treasury = startTreasurySampler({ redis, prefix, config, addresses: own, logger });

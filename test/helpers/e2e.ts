@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -9,7 +9,7 @@ import { createBatchReader, type BatchStatus } from '../../src/present/batch-sta
 import { keys } from '../../src/store/keys.ts';
 import type { LedgerEntry } from '../../src/sandbox/sandbox.ts';
 import type { SandboxConfigPatch } from '../../src/sandbox/sandbox-config.ts';
-import { runCli, spawnCli, waitFor, type CliResult, type SpawnedProcess } from './cli.ts';
+import { REPO_ROOT, runCli, spawnCli, waitFor, type CliResult, type SpawnedProcess } from './cli.ts';
 import { csvOf, solanaKeypairFile, type Row } from './fixtures.ts';
 import { startPrivateRedis, type TestRedis } from './redis.ts';
 import { startSandboxProcess, TEST_EVM_ADDRESS, type SandboxProcess } from './sandbox.ts';
@@ -266,9 +266,7 @@ export function checkLedger(
     const paid = byRecipient.get(t.recipient.toLowerCase()) ?? [];
     if (paid.length > 1) {
       paidTwice.push(t.id);
-      problems.push(
-        `${t.id} (${t.state}, intent ${t.intent_id}) paid ${paid.length}×: ${JSON.stringify(paid)}`,
-      );
+      problems.push(paidTwiceEvidence(t, paid));
     }
     if (paid.length === 1 && t.state !== 'submitted' && t.state !== 'needs_review') {
       problems.push(`${t.id} was paid but is ${t.state}`);
@@ -288,6 +286,50 @@ export function checkLedger(
     }
   }
   return { paidTwice, problems };
+}
+
+/**
+ * What explains a row paid more than once: the transfer as the worker left it (state, intent,
+ * attempts, the evidence of its sends) and each payment the sandbox executed for it (its intent,
+ * the Idempotency-Key it came under, the source-chain transaction, the permit nonce, when).
+ */
+function paidTwiceEvidence(t: BatchStatus['transfers'][number], paid: readonly LedgerEntry[]): string {
+  const payments = paid.map((e) => ({
+    intent_id: e.intent_id,
+    idempotency_key: e.idempotency_key,
+    tx: e.tx_hash ?? e.tx_signature,
+    permit_tx: e.permit_tx_hash,
+    nonce: e.nonce,
+    amount: e.amount,
+    at: new Date(e.at).toISOString(),
+  }));
+  const row = {
+    state: t.state,
+    intent_id: t.intent_id,
+    attempts: t.attempts,
+    error: t.error,
+    evidence: t.evidence,
+  };
+  // One intent paid more than once is the service running the same payload again; several intents
+  // are several payloads the worker made for one row.
+  const intents = new Set(paid.map((e) => e.intent_id)).size;
+  const reading =
+    intents === 1
+      ? 'one intent executed more than once'
+      : `${intents} intents: the worker made ${intents} payloads`;
+  return `${t.id} paid ${paid.length}× (${reading}): ${JSON.stringify({ row, payments })}`;
+}
+
+/**
+ * Keeps what a failed money check saw in test-output/ (the ledger, the status document, the
+ * workers' logs), so a failure that does not come back can still be explained; returns the file.
+ */
+export function keepLedgerEvidence(name: string, evidence: Record<string, unknown>): string {
+  const dir = join(REPO_ROOT, 'test-output');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify(evidence, null, 1));
+  return file;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { parseTransferRecord, type TransferRecord } from '../../src/store/transfer-record.ts';
+
 // Shared with the benchmarks: the code lives in support/ (bench/ does not import test/).
 export * from '../../support/fixtures.ts';
 
@@ -13,3 +15,22 @@ export const SAMPLE_PERMIT = {
   r: '0x01',
   s: '0x02',
 };
+
+/**
+ * A transfer record of batch b1 as parsed from the store, `in_progress`, with `fields` laid over
+ * its stored hash (the unit tests of saved steps and of a run's record).
+ */
+export function sampleTransferRecord(fields: Record<string, string> = {}): TransferRecord {
+  const rec = parseTransferRecord('b1', {
+    id: 't1',
+    line: '4',
+    from: 'BASE',
+    to: 'ARB',
+    amount: '11010000',
+    recipient: '0x0000000000000000000000000000000000000001',
+    state: 'in_progress',
+    ...fields,
+  });
+  if (!rec) throw new Error('test record did not parse');
+  return rec;
+}

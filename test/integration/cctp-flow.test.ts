@@ -1,15 +1,24 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublicClient, http, parseAbi, type Hex } from 'viem';
-import { cctpFeeFor } from '../../src/domain/cctp.ts';
+import { createPublicClient, http, parseAbi, parseAbiItem, type Hex } from 'viem';
+import { CCTP_V2_CONTRACTS, cctpFeeFor } from '../../src/domain/cctp.ts';
 import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
-import { parseUsdc } from '../../src/domain/money.ts';
+import { formatUsdc, parseUsdc } from '../../src/domain/money.ts';
 import type { TransferRoad } from '../../src/domain/roads.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
+import { createTransferStore } from '../../src/store/transfer-store.ts';
 import type { SpawnedProcess } from '../helpers/cli.ts';
-import { waitFor } from '../helpers/cli.ts';
+import { runCli, waitFor } from '../helpers/cli.ts';
 import { startStack, waitsCounted, type Stack } from '../helpers/e2e.ts';
-import { randomEvmAddress, randomSolanaAddress, TEST_EVM_ADDRESS, type Row } from '../helpers/fixtures.ts';
+import {
+  csvOf,
+  randomEvmAddress,
+  randomSolanaAddress,
+  TEST_EVM_ADDRESS,
+  type Row,
+} from '../helpers/fixtures.ts';
 
 /**
  * The CCTP road end to end (docs/cctp.md "The flow"): batches enqueued through the CLI, worker
@@ -21,6 +30,7 @@ import { randomEvmAddress, randomSolanaAddress, TEST_EVM_ADDRESS, type Row } fro
 
 const ERC20 = parseAbi([
   'function balanceOf(address) view returns (uint256)',
+  'function allowance(address, address) view returns (uint256)',
   'function totalSupply() view returns (uint256)',
 ]);
 const EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
@@ -47,6 +57,16 @@ const balanceOf = (chain: EvmChain, who: string) =>
     abi: ERC20,
     functionName: 'balanceOf',
     args: [who as Hex],
+  });
+const APPROVAL = parseAbiItem(
+  'event Approval(address indexed owner, address indexed spender, uint256 value)',
+);
+const allowanceOf = (chain: EvmChain, spender: Hex) =>
+  anvil(chain).readContract({
+    address: usdc(chain),
+    abi: ERC20,
+    functionName: 'allowance',
+    args: [TEST_EVM_ADDRESS as Hex, spender],
   });
 const supplyOf = (chain: EvmChain) =>
   anvil(chain).readContract({ address: usdc(chain), abi: ERC20, functionName: 'totalSupply' });
@@ -78,6 +98,27 @@ async function enqueueVia(rows: Row[], via: TransferRoad): Promise<string> {
   await stack.client.hset(k.batch(batchId), 'via', via);
   for (const r of rows) await stack.client.hset(k.transfer(batchId, r.id as string), 'via', via);
   return batchId;
+}
+
+/**
+ * A policy file: BASE below its min by 100 (target 200 above its position `base`), ETH with 1,000 to
+ * spare above its target (`eth` its position); with `base` 0 only the chains, for `--check`.
+ */
+function policyOn(name: string, via: TransferRoad, base: bigint, eth = 0n): string {
+  const file = join(stack.dir, `${name}.yaml`);
+  const usdcOf = (v: bigint) => formatUsdc(v < 0n ? 0n : v);
+  writeFileSync(
+    file,
+    [
+      `name: ${name}`,
+      `via: ${via}`,
+      'chains:',
+      `  BASE: { min: ${usdcOf(base + 100_000_000n)}, target: ${usdcOf(base + 200_000_000n)} }`,
+      `  ETH: { target: ${usdcOf(eth - 1_000_000_000n)} }`,
+      '',
+    ].join('\n'),
+  );
+  return file;
 }
 
 let running: SpawnedProcess[] = [];
@@ -138,6 +179,64 @@ async function expectMintedOnce(
 }
 
 describe('the CCTP road', () => {
+  it("enqueue --dry-run and rebalance --dry-run on a CCTP road show Circle's fee (its fee route), the gas the owners'", async () => {
+    // No worker has published the owners' addresses yet: the plan is told them.
+    const env = {
+      ...stack.env,
+      CCTP_API_URL: stack.sandbox.cctp.api_url,
+      EVM_OWNER_ADDRESSES: TEST_EVM_ADDRESS,
+    };
+    const rows = cctpRows(4, 'dry');
+    const file = join(stack.dir, 'dry-cctp.csv');
+    writeFileSync(file, csvOf(rows));
+    const asked = await cctpRequests();
+    const res = await runCli(['enqueue', file, '--dry-run', '--json', '--via', 'cctp-fast'], env);
+    expect(res.code, res.stderr).toBe(0);
+    const doc = JSON.parse(res.stdout) as {
+      via: string;
+      gas_paid_by: string;
+      totals: { amount: string; fee: string; net_receive: string };
+    };
+    const amount = rows.reduce((n, r) => n + parseUsdc(r.amount), 0n);
+    const fee = rows.reduce((n, r) => n + cctpFeeFor(parseUsdc(r.amount), FEE_BPS['cctp-fast']), 0n);
+    expect(fee).toBeGreaterThan(0n);
+    expect(doc).toMatchObject({ via: 'cctp-fast', gas_paid_by: 'owner' });
+    expect(doc.totals).toEqual({
+      amount: formatUsdc(amount),
+      fee: formatUsdc(fee),
+      net_receive: formatUsdc(amount - fee),
+    });
+    // Circle's fee route was asked, once per route (four routes), not once per row through the service.
+    expect((await cctpRequests()) - asked).toBe(4);
+    const text = await runCli(['enqueue', file, '--dry-run', '--via', 'cctp'], env);
+    expect(text.stdout).toMatch(/fee +0\.00 USDC \(Circle's CCTP fee, Standard: finality 2000\)/);
+    expect(text.stdout).toMatch(/gas +paid by the owners in native gas/);
+
+    // The plan of a policy on cctp-fast: a move from ETH's spare to BASE, priced by Circle's fee.
+    const check = await runCli(['rebalance', policyOn('dry-check', 'service', 0n), '--check', '--json'], env);
+    expect(check.stdout, check.stderr).not.toBe('');
+    const positions = JSON.parse(check.stdout) as { chains: { chain: string; position: string }[] };
+    const position = (c: string) => parseUsdc(positions.chains.find((x) => x.chain === c)!.position);
+    const policy = policyOn('dry-cctp', 'cctp-fast', position('BASE'), position('ETH'));
+    const plan = await runCli(['rebalance', policy, '--dry-run', '--json'], env);
+    expect(plan.code, plan.stderr).toBe(0);
+    const planned = JSON.parse(plan.stdout) as {
+      via: string;
+      gas_paid_by: string;
+      moves: { from: string; to: string; amount: string; fee: string; net_receive: string }[];
+    };
+    expect(planned).toMatchObject({
+      via: 'cctp-fast',
+      gas_paid_by: 'owner',
+      moves: [{ from: 'ETH', to: 'BASE' }],
+    });
+    const move = planned.moves[0]!;
+    const moveFee = cctpFeeFor(parseUsdc(move.amount), FEE_BPS['cctp-fast']);
+    expect(move.fee).toBe(formatUsdc(moveFee));
+    expect(parseUsdc(move.net_receive)).toBe(parseUsdc(move.amount) - moveFee);
+    expect(parseUsdc(move.net_receive)).toBeGreaterThanOrEqual(200n * 1_000_000n);
+  });
+
   it('pays a batch through cctp and another through cctp-fast: each row burned once and minted once, with the cctp object shown', async () => {
     const std = cctpRows(4, 'std');
     const fast = cctpRows(4, 'fast');
@@ -164,6 +263,80 @@ describe('the CCTP road', () => {
       ...fast.map((r) => [r.id, 'cctp-fast'] as const),
     ]);
     await expectMintedOnce([...std, ...fast], roads, before);
+  });
+
+  it("one approval covers a batch's rows from one chain: the allowance is what they need, used up by their burns", async () => {
+    await stopWorkers();
+    const chain: EvmChain = 'BASE';
+    const rows: Row[] = ['ETH', 'ARB', 'POLYGON', 'ETH', 'ARB'].map((to, i) => ({
+      id: `approve-${i}`,
+      from: chain,
+      to,
+      amount: `${i + 2}.5`,
+      recipient: randomEvmAddress(),
+    }));
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp-fast'] as const));
+    const messenger = CCTP_V2_CONTRACTS.testnet[chain].tokenMessenger;
+    expect(await allowanceOf(chain, messenger)).toBe(0n);
+    const fromBlock = await anvil(chain).getBlockNumber();
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    startWorker();
+    await waitMinted(batchId);
+    await expectMintedOnce(rows, roads, before);
+    const approvals = await anvil(chain).getLogs({
+      address: usdc(chain),
+      event: APPROVAL,
+      args: { owner: TEST_EVM_ADDRESS as Hex, spender: messenger },
+      fromBlock,
+    });
+    // Bounded: exactly the rows' sum (never unlimited), and nothing left once they are burned.
+    expect(approvals.map((l) => l.args.value)).toEqual([rows.reduce((n, r) => n + parseUsdc(r.amount), 0n)]);
+    expect(await allowanceOf(chain, messenger)).toBe(0n);
+  });
+
+  it('a needs_review burn: --not-sent refused (a signed burn has no expiry), --submitted with its burn mints it', async () => {
+    await stopWorkers();
+    // Burned, not yet attested: the answer of the burn is then taken as lost (needs_review).
+    await stack.sandbox.admin.configure({ cctpNotFoundMs: 600_000 });
+    const rows = cctpRows(1, 'review');
+    const roads = { [rows[0]!.id as string]: 'cctp-fast' as const };
+    const before = await supplies();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    startWorker();
+    const t = (await stack.waitComplete(batchId)).transfers[0]!;
+    expect(t.state).toBe('submitted');
+    await stopWorkers();
+    const store = createTransferStore({ redis: stack.client, prefix: prefix() });
+    const lost = await store.transition(batchId, t.id, {
+      expected: ['submitted'],
+      to: 'needs_review',
+      fields: {
+        intentId: null,
+        intentStatus: null,
+        error: { code: 'outcome_unknown', message: 'test: the burn answer lost' },
+      },
+    });
+    expect(lost.ok).toBe(true);
+    await stack.sandbox.admin.configure({ cctpNotFoundMs: 0 });
+    const resolve = (args: string[]) => runCli(['resolve', batchId, t.id, ...args], stack.env);
+    const notSent = await resolve(['--not-sent']);
+    expect(notSent.code, notSent.stderr).toBe(1);
+    expect(notSent.stderr).toMatch(/no expiry/);
+    const domain = t.intent_id!.split(':')[1]!;
+    const wrong = await resolve(['--submitted', `cctp:${Number(domain) + 1}:${t.tx_hash}`]);
+    expect(wrong.code, wrong.stderr).toBe(2);
+    expect(wrong.stderr).toMatch(/resolved with its burn/);
+    const ok = await resolve(['--submitted', `cctp:${domain}:${t.tx_hash}`]);
+    expect(ok.code, ok.stderr).toBe(0);
+    startWorker();
+    const doc = await waitMinted(batchId);
+    expect(doc.transfers[0]).toMatchObject({
+      state: 'submitted',
+      tx_hash: t.tx_hash,
+      intent_status: 'complete',
+    });
+    await expectMintedOnce(rows, roads, before);
   });
 
   it('after kill -9 of its workers mid-burn and mid-mint, and two workers minting at once, burns and mints every row exactly once', async () => {

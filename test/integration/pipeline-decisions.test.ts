@@ -7,7 +7,7 @@ import type { TransferRequest } from '../../src/domain/transfer.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { DEFAULT_POLICY, type PipelinePolicy } from '../../src/pipeline/policy.ts';
 import { abandonTransfer } from '../../src/pipeline/abandon.ts';
-import { runTransfer, type PipelineDeps } from '../../src/pipeline/run-transfer.ts';
+import { runTransfer, type PipelineDeps, type StepOutcome } from '../../src/pipeline/run-transfer.ts';
 import { readReview } from '../../src/store/approvals.ts';
 import { approveBatch } from '../../src/ops/approve-batch.ts';
 import { resolveTransfer } from '../../src/ops/resolve-transfer.ts';
@@ -145,16 +145,29 @@ describe('pipeline decisions', () => {
         { onOwnedPayout: 'strict' },
       );
     };
+    let last: StepOutcome | undefined;
     /** Runs the job the way the queue would: again after each `later`, until it is done. */
     const drive = async (batchId: string, id: string, maxRuns = 200) => {
       for (let i = 0; i < maxRuns; i++) {
         const out = await runTransfer(deps, batchId, id);
+        last = out;
         if (out.kind === 'done') return out.state;
         await new Promise((r) => setTimeout(r, Math.min(out.delayMs, 100)));
       }
       throw new Error('did not finish');
     };
-    return { deps, store, add, write, drive, jobs };
+    /**
+     * The last run that `drive` made reported the record it carried, the final transition laid
+     * over it as the store wrote it: the same, stored field by stored field and read, as the
+     * record read back now.
+     */
+    const reportsStored = async (batchId: string, id: string) => {
+      const rec = await store.load(batchId, id);
+      const record = last?.kind === 'done' ? last.record : undefined;
+      expect(record?.raw).toEqual(rec?.raw);
+      expect({ ...record, steps: undefined }).toEqual(rec);
+    };
+    return { deps, store, add, write, drive, jobs, reportsStored };
   }
 
   it('reads a transfer record once per run (in the step that takes it) and keeps the batch counters true', async () => {
@@ -191,6 +204,7 @@ describe('pipeline decisions', () => {
     ] as const) {
       const rec = await store.load('once', id);
       expect(out.kind === 'done' && out.record?.raw).toEqual(rec?.raw);
+      expect(out.kind === 'done' && { ...out.record, steps: undefined }).toEqual(rec);
       expect(await client.exists(`${prefix}:t:once:${id}:lock`)).toBe(0);
     }
     const [rs, re] = [await store.load('once', 's'), await store.load('once', 'e')];
@@ -298,6 +312,7 @@ describe('pipeline decisions', () => {
     await t.write('b4');
     sandbox.admin.configure({ faults: { transfer: { fail_before: 1 } } });
     expect(await t.drive('b4', 'a')).toBe('failed');
+    await t.reportsStored('b4', 'a');
     // Each send was answered 503 and the transfer ended failed after them (evidence, in order).
     const rec = await t.store.load('b4', 'a');
     expect(rec?.errorCode).toBe('service_unavailable');
@@ -570,6 +585,7 @@ describe('pipeline decisions', () => {
       await client.del(`${prefix}:t:b9${id}:${id}:lock`);
       const state = await t.drive(`b9${id}`, id);
       expect(state).toBe(replay ? 'submitted' : 'needs_review');
+      await t.reportsStored(`b9${id}`, id);
       expect(sandbox.ledger()).toHaveLength(1);
       const rec = await t.store.load(`b9${id}`, id);
       expect(rec?.raw['payload_gen']).toBe('1');
@@ -581,6 +597,7 @@ describe('pipeline decisions', () => {
     t.add({ id: 'a', from: 'ETH', to: 'BASE', amount: 50_000_000n, recipient: randomEvmAddress() });
     await t.write('b7');
     expect(await t.drive('b7', 'a')).toBe('rejected');
+    await t.reportsStored('b7', 'a');
     const rec = await t.store.load('b7', 'a');
     expect(rec?.errorCode).toBe('fee_too_high');
     expect(rec?.raw['permit']).toBeUndefined();

@@ -327,6 +327,24 @@ describe('the sandbox Solana flow', () => {
     expect(sandbox.ledger()).toHaveLength(1);
   });
 
+  it('never executes a transaction twice, however many others ran since (LiteSVM remembers only its last 32)', async () => {
+    const { intentId, tx } = await build();
+    const signed = await sign(tx);
+    const first = await submit(intentId, signed);
+    expect(first.status).toBe(200);
+    const usdc = async () => (await sandbox.admin.balances([wallet]))[0]?.base_units;
+    const paidOnce = await usdc();
+    // 40 transactions of the sandbox's own (mints, each with a memo of its own): more than LiteSVM's
+    // transaction history holds, so the runtime alone would no longer know the first one.
+    const other = await createKeyPairFromPrivateKeyBytes(new Uint8Array(32).fill(8));
+    const otherWallet = await getAddressFromPublicKey(other.publicKey);
+    for (let i = 1; i <= 40; i++) await sandbox.admin.setBalance('SOLANA', otherWallet, BigInt(i));
+    // The worker's re-send after a lost answer: the same bytes, answered as the first time.
+    expect(await submit(intentId, signed)).toEqual(first);
+    expect(await usdc()).toBe(paidOnce);
+    expect(sandbox.ledger()).toHaveLength(1);
+  });
+
   it('refuses an unsigned transaction', async () => {
     const { intentId, tx } = await build();
     const r = await submit(intentId, getBase64EncodedWireTransaction(tx));

@@ -95,6 +95,7 @@ describe('traces: from the request to the chain', () => {
   let otel: Record<string, string>;
   let apiDoc: BatchStatus;
   let cliDoc: BatchStatus;
+  let cctpDoc: BatchStatus;
   let cliStderr: string;
   let workerOutput: string;
   let page: string;
@@ -124,6 +125,7 @@ describe('traces: from the request to the chain', () => {
       EVM_RPC_URL_ETH: `http://${USER_KEY}:${PASS_KEY}@${proxy.base}/`,
       EVM_RPC_URL_POLYGON: `http://${proxy.base}/v2/${POLY_KEY}`,
       CALLBACK_ALLOWED_HOSTS: proxy.base,
+      CCTP_API_URL: stack.sandbox.cctp.api_url,
     };
     serve = await startServe(otel);
     worker = stack.startWorker(otel);
@@ -141,6 +143,17 @@ describe('traces: from the request to the chain', () => {
     });
     expect(cli.code, cli.stderr).toBe(0);
     cliStderr = cli.stderr;
+    // One row on the CCTP road: its burn's steps in its run, its attestation and mint as steps too.
+    const cctpFile = join(stack.dir, 'cctp-traced.csv');
+    writeFileSync(
+      cctpFile,
+      csvOf([{ id: 'cctp', from: 'BASE', to: 'ETH', amount: '7.00', recipient: randomEvmAddress() }]),
+    );
+    const cctp = await runCli(
+      ['enqueue', cctpFile, '--json', '--batch-id', 'traces-cctp', '--via', 'cctp-fast'],
+      otel,
+    );
+    expect(cctp.code, cctp.stderr).toBe(0);
     // The API's POST, its rows on every kind of keyed RPC, with a callback whose URL carries a key.
     const res = await serve.call('/v1/batches', {
       method: 'POST',
@@ -165,6 +178,7 @@ describe('traces: from the request to the chain', () => {
       );
     apiDoc = await settled('traces-api');
     cliDoc = await settled('traces-cli');
+    cctpDoc = await settled('traces-cctp');
     ledger = await stack.ledger();
     page = await (await serve.call('/ui/batches/traces-api', { token: HOOK })).text();
     // Stopping flushes what each process still holds.
@@ -329,6 +343,33 @@ describe('traces: from the request to the chain', () => {
     expect(submit?.attributes).toMatchObject({ [ATTR.intentId]: t.intent_id, [ATTR.answer]: 'accepted' });
     expect(run.attributes).toMatchObject({ [ATTR.state]: 'submitted', [ATTR.intentId]: t.intent_id });
     expect(childrenOf(root, SPAN.follow).length).toBeGreaterThan(0);
+  });
+
+  it('follows a CCTP transfer through estimate, guard, approve, burn, then attest and mint (no follow spans)', () => {
+    const t = transfer(cctpDoc, 'cctp');
+    expect(t).toMatchObject({ state: 'submitted', intent_status: 'complete' });
+    const { root } = rootOf(t);
+    const runs = childrenOf(root, SPAN.run);
+    expect(runs.length).toBeGreaterThan(0);
+    const burnSteps = runs.flatMap((r) => childrenOf(r).map((s) => s.name));
+    for (const step of ['estimate', 'guard', 'approve', 'burn'])
+      expect(burnSteps, step).toContain(`usdc_batch.${step}`);
+    expect(childrenOf(root, SPAN.follow)).toEqual([]);
+    const attests = childrenOf(root, 'usdc_batch.attest');
+    const mints = childrenOf(root, 'usdc_batch.mint');
+    expect(attests.length).toBeGreaterThan(0);
+    expect(mints.length).toBeGreaterThan(0);
+    for (const s of [...attests, ...mints]) {
+      expect(s.attributes).toMatchObject({
+        [ATTR.intentId]: t.intent_id,
+        [ATTR.chain]: 'BASE',
+        [ATTR.to]: 'ETH',
+      });
+      expect(s.events.length, `${s.name} has its lines`).toBeGreaterThan(0);
+    }
+    // Attested before minted, and the last mint saw the intent complete.
+    expect(attests[0]!.startNs <= mints[0]!.startNs).toBe(true);
+    expect(mints.at(-1)?.attributes[ATTR.intentStatus]).toBe('complete');
   });
 
   it("links the command line's enqueue (usdc-batch-cli) to its transfer's trace", () => {

@@ -194,4 +194,22 @@ describe('a batch outcome on the pages and in the CLI', () => {
     );
     expect(renderBatches([batch({ submitted: 1 }, { via: 'cctp' })])).toMatch(/\scsv\s+cctp\s+all paid/);
   });
+
+  it('says in status text what the workers screen with, and when screening is stale', () => {
+    expect(renderStatus(batch({ submitted: 1 }))).toContain(
+      '\nscreening: no sanctions list; on-chain checks off\n',
+    );
+    const screening = {
+      lists: [
+        { name: 'sdn_advanced.xml', date: '2026-11-20', addresses: 1204 },
+        { name: 'plain.txt', date: '2026-11-27', addresses: 3 },
+      ],
+      stale: true,
+      onchain: true,
+    };
+    expect(renderStatus(batch({ queued: 2 }, { screening }))).toContain(
+      '\nscreening: sdn_advanced.xml of 2026-11-20 (1,204 addresses), plain.txt of 2026-11-27 (3 addresses) ' +
+        'STALE: nothing is signed until a fresh list is loaded; on-chain checks on\n',
+    );
+  });
 });

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { decideAfterBurnStep, decideAfterMintStep } from '../../src/pipeline/cctp/cctp-decision.ts';
+import {
+  approvalAmount,
+  decideAfterBurnStep,
+  decideAfterMintStep,
+} from '../../src/pipeline/cctp/cctp-decision.ts';
 import type { OwnerTxStep } from '../../src/signing/evm/owner-tx/owner-tx-sender.ts';
 
 const HASH = `0x${'ab'.repeat(32)}`;
@@ -60,5 +64,25 @@ describe('the CCTP road: decisions after a step of the mint', () => {
     expect(decideAfterMintStep(mined(false))).toBe('check_used');
     expect(decideAfterMintStep(mined(true, true))).toBe('check_used');
     expect(decideAfterMintStep(replaced)).toBe('check_used');
+  });
+});
+
+describe('approvalAmount: what one approval covers', () => {
+  const current = { id: 'b', amount: 5n };
+  const pending = [
+    { id: 'a', amount: 3n },
+    { id: 'b', amount: 5n },
+    { id: 'c', amount: 7n },
+  ];
+  it("is the sum of the owner's queued rows (the current one counted once)", () => {
+    expect(approvalAmount({ current, pending, balance: 1_000n })).toBe(15n);
+  });
+  it('adds the current row when the list does not hold it', () => {
+    expect(approvalAmount({ current: { id: 'z', amount: 4n }, pending, balance: 1_000n })).toBe(19n);
+  });
+  it('never more than the owner holds, never less than the current row', () => {
+    expect(approvalAmount({ current, pending, balance: 9n })).toBe(9n);
+    expect(approvalAmount({ current, pending, balance: 2n })).toBe(5n);
+    expect(approvalAmount({ current, pending: [], balance: 0n })).toBe(5n);
   });
 });

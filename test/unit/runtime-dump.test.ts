@@ -41,11 +41,11 @@ describe('a Solana runtime failure, as a person reads it', () => {
     expect(splitRuntimeDump('nothing to see').dump).toBeUndefined();
   });
 
-  it('reads a long hostile text in linear time', () => {
+  it('reads a long hostile text into a short reason', () => {
+    // How long it takes (linear in the text: twice the text, about twice the time) is the bench's
+    // figure (`BENCH_ONLY=responsiveness npm run bench`, BENCHMARKS.md section 10), not a timed test.
     const text = `FailedTransactionMetadata { err: ${'('.repeat(200_000)}`;
-    const start = performance.now();
     expect(splitRuntimeDump(text).text.length).toBeLessThan(200);
-    expect(performance.now() - start).toBeLessThan(2_000);
   });
 
   it('gives the worker a failure reason that names the error, not the start of the dump', () => {

@@ -8,7 +8,7 @@ import {
   type StepsPatch,
 } from '../../src/store/saved-steps.ts';
 import { parseTransferRecord } from '../../src/store/transfer-record.ts';
-import { SAMPLE_PERMIT } from '../helpers/fixtures.ts';
+import { SAMPLE_PERMIT, sampleTransferRecord } from '../helpers/fixtures.ts';
 
 /*
  * A run's record after its own write is laid over it without storing and parsing it again
@@ -87,18 +87,7 @@ const BASES: Record<string, string>[] = [
 ];
 
 function base(fields: Record<string, string>): RunRecord {
-  const rec = parseTransferRecord('b1', {
-    id: 't1',
-    line: '4',
-    from: 'BASE',
-    to: 'ARB',
-    amount: '11010000',
-    recipient: '0x0000000000000000000000000000000000000001',
-    state: 'in_progress',
-    ...fields,
-  });
-  if (!rec) throw new Error('test record did not parse');
-  return runRecordOf(rec);
+  return runRecordOf(sampleTransferRecord(fields));
 }
 
 /** The old way: the patch stored (fieldsOf), merged into the hash, the whole record parsed again. */

@@ -208,7 +208,8 @@ describe('nonce manager', () => {
   });
 
   it('ends a hold when its time is up', async () => {
-    const m = manager(fakeChain().reader);
+    const LEASE_MS = 60_000;
+    const m = manager(fakeChain().reader, { leaseMs: LEASE_MS });
     const lease = await m.acquire('ETH', OWNER, 'b/1');
     // Long enough that the refusal below comes while the hold lasts, even on a busy machine.
     await lease.holdPool({ ms: 3_000, chainNonce: 0n, reason: 'briefly' });
@@ -228,7 +229,10 @@ describe('nonce manager', () => {
       },
       { timeoutMs: 30_000, intervalMs: 100 },
     );
-    expect(Date.now()).toBeGreaterThanOrEqual(holdUntil);
+    // Granted once the hold's time was up, on the pool's own clock (Redis TIME, which stamps both):
+    // the lease it got runs LEASE_MS from the moment it was granted.
+    const granted = ((await m.state('ETH', OWNER)).leaseUntil ?? 0) - LEASE_MS;
+    expect(granted).toBeGreaterThanOrEqual(holdUntil);
     expect(next.nonce).toBe(0n);
   });
 
@@ -311,10 +315,15 @@ describe('nonce manager', () => {
   it('lets a dead holder’s lease expire, and the next holder gets the unconfirmed nonce', async () => {
     const prefix = `${suite.prefix}-expire`;
     const { reader } = fakeChain();
-    const started = Date.now();
-    const dead = await manager(reader, { prefix, leaseMs: 300 }).acquire('ETH', OWNER, 'b/dead');
+    const pool = manager(reader, { prefix, leaseMs: 300 });
+    const dead = await pool.acquire('ETH', OWNER, 'b/dead');
+    const deadUntil = (await pool.state('ETH', OWNER)).leaseUntil ?? Infinity;
     const next = await manager(reader, { prefix, leaseMs: 300 }).acquire('ETH', OWNER, 'b/alive');
-    expect(Date.now() - started).toBeGreaterThanOrEqual(295);
+    // Granted only once the dead holder's lease had run out, on the pool's own clock (Redis TIME,
+    // which stamps both leases): the new one runs 300 ms from the moment it was granted.
+    const taken = await pool.state('ETH', OWNER);
+    expect(taken.holder).toBe('b/alive');
+    expect((taken.leaseUntil ?? 0) - 300).toBeGreaterThanOrEqual(deadUntil);
     expect(next.nonce).toBe(dead.nonce);
     // The dead holder comes back: its lease is gone, so it may not go on signing under it…
     await expect(dead.extend()).rejects.toMatchObject({ code: 'USDC_NONCE_LEASE_LOST' });

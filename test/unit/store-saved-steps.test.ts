@@ -9,24 +9,11 @@ import {
   savedSteps,
   storedWrite,
 } from '../../src/store/saved-steps.ts';
-import { parseTransferRecord, type TransferRecord } from '../../src/store/transfer-record.ts';
-import { SAMPLE_PERMIT } from '../helpers/fixtures.ts';
+import { SAMPLE_PERMIT, sampleTransferRecord } from '../helpers/fixtures.ts';
 
 const PERMIT = SAMPLE_PERMIT;
 
-function record(fields: Record<string, string>): TransferRecord {
-  const rec = parseTransferRecord('b1', {
-    id: 't1',
-    from: 'BASE',
-    to: 'ARB',
-    amount: '11010000',
-    recipient: '0x0000000000000000000000000000000000000001',
-    state: 'in_progress',
-    ...fields,
-  });
-  if (!rec) throw new Error('test record did not parse');
-  return rec;
-}
+const record = sampleTransferRecord;
 
 describe('saved steps', () => {
   it('reads a fresh record as having no payload, no sends and round 0', () => {

@@ -66,10 +66,13 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   boundHeapGrowth();
   const file = parseFileArgs(args, flags);
   if (flags.dryRun) {
-    const config = loadConfig(readEnv(), { service: true });
+    // The service's settings are needed only where the road is the service's.
+    const env = readEnv();
+    const via = file.via ?? loadConfig(env).transferVia;
+    const config = loadConfig(env, { service: via === 'service' });
     const logger = createLogger(config.logLevel, undefined, config.logFormat);
-    const input = onRoad(await validateFile(config, file), file.via ?? config.transferVia);
-    return await dryRun(config, logger, input, flags);
+    const input = onRoad(await validateFile(config, file), via);
+    return await dryRun(config, logger, input, flags, via);
   }
   return await withCli({}, async (ctx) => {
     await warnOnWorkerControls(ctx);
@@ -384,15 +387,20 @@ async function waitForBatch(ctx: CliContext, batchId: string, showBar: boolean):
   }
 }
 
-/** Validates and estimates every row through the service (ingest/dry-run.ts), and prints what it found. */
+/**
+ * Validates and estimates every row on the batch's road (ingest/dry-run.ts: the service's estimate,
+ * or Circle's fee route on a CCTP road), and prints what it found.
+ */
 async function dryRun(
   config: Config,
   logger: Logger,
   input: ValidatedInput,
   flags: EnqueueFlags,
+  via: TransferRoad,
 ): Promise<number> {
   const tty = process.stderr.isTTY;
   const report = await dryRunBatch(config, logger, input, {
+    via,
     skipInvalid: flags.skipInvalid === true,
     onEstimated: (done, total) => {
       if (tty && done % 100 === 0) process.stderr.write(`\restimated ${done}/${total}`);
@@ -410,6 +418,9 @@ function dryRunDocument(r: DryRunReport, balances: readonly ChainPreflight[]) {
     batch_id: null,
     created: false,
     dry_run: true,
+    via: r.via,
+    // Who pays the chains' gas: the service (its fee includes it) or, on a CCTP road, each owner.
+    gas_paid_by: r.via === 'service' ? 'service' : 'owner',
     accepted: r.accepted,
     rejected: r.rejected,
     duplicates: r.duplicates,
@@ -443,8 +454,13 @@ function printDryRun(r: DryRunReport, balances: readonly ChainPreflight[], confi
   out(`  rejected    ${r.rejected}`);
   out(`  duplicates  ${r.duplicates}`);
   out(`  total       ${formatUsdc(r.totals.amount)} USDC`);
-  out(`  fee         ${formatUsdc(r.totals.fee)} USDC`);
+  out(`  road        ${r.via}`);
+  out(`  fee         ${formatUsdc(r.totals.fee)} USDC${feeSource(r.via)}`);
   out(`  net         ${formatUsdc(r.totals.netReceive)} USDC`);
+  if (r.via !== 'service')
+    out(
+      '  gas         paid by the owners in native gas on both chains (approve, burn, mint): not in the fee',
+    );
   if (r.overFeeCap > 0)
     out(`  ${counted(r.overFeeCap, 'row')} over the fee cap (MAX_FEE_BPS / MAX_FEE_USDC) would be rejected`);
   printNewRecipients(r.newRecipients, config);
@@ -459,6 +475,12 @@ function printDryRun(r: DryRunReport, balances: readonly ChainPreflight[], confi
   }
   printBalances(balances);
   process.stdout.write(issueReport(r.errors, r.errorCount));
+}
+
+/** Whose fee the dry run shows on a CCTP road: Circle's at the road's finality (the service's: said by nothing). */
+function feeSource(via: TransferRoad): string {
+  if (via === 'service') return '';
+  return ` (Circle's CCTP fee, ${via === 'cctp-fast' ? 'Fast: finality 1000' : 'Standard: finality 2000'})`;
 }
 
 function printBalances(balances: readonly ChainPreflight[]): void {

@@ -7,8 +7,10 @@ import { createServiceClient } from '../../service/service-client.ts';
 import { createBatchReader } from '../../present/batch-status.ts';
 import { type BatchSummary } from '../../present/batch-summary.ts';
 import { createLocalRateLimiter } from '../../store/rate-limiter.ts';
+import { createCctpGate } from '../../store/cctp-gate.ts';
+import { cctpFeeQuoterAt, type CctpRoad } from '../../service/cctp-fee-quote.ts';
 import { BalanceReadError } from '../../treasury/balances.ts';
-import { serviceEstimator, type FeeEstimator, type Plan } from '../../treasury/planner.ts';
+import { quoteEstimator, serviceEstimator, type FeeEstimator, type Plan } from '../../treasury/planner.ts';
 import { readPolicyFile } from '../../treasury/policy.ts';
 import {
   rebalanceDocument,
@@ -38,10 +40,12 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const flags = parseOptions(REBALANCE_OPTIONS, options);
   const { policy } = readPolicyFile(args[0]);
   const mode: RebalanceMode = flags.check ? 'check' : flags.dryRun ? 'dry-run' : 'run';
-  return await withCli({ service: mode !== 'check' }, async (ctx) => {
+  // A policy whose moves take CCTP is estimated by Circle's fee route: the service is not asked.
+  const onCctp = policy.via === 'cctp' || policy.via === 'cctp-fast';
+  return await withCli({ service: mode !== 'check' && !onCctp }, async (ctx) => {
     if (mode === 'run') await warnOnWorkerControls(ctx);
     const client =
-      mode === 'check'
+      mode === 'check' || ctx.config.transferApiUrl === undefined || ctx.config.transferApiKey === undefined
         ? undefined
         : createServiceClient({
             baseUrl: ctx.config.transferApiUrl as string,
@@ -58,7 +62,10 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
           });
     const estimate: FeeEstimator = client
       ? serviceEstimator(client)
-      : () => Promise.reject(new Error('no estimate in --check'));
+      : () => Promise.reject(new Error('no estimate from the service (--check, or TRANSFER_API_URL unset)'));
+    // Circle's fee route, through the workers' shared gate (its per-second limit and 429 pause).
+    const gate = createCctpGate({ redis: ctx.redis, prefix: ctx.prefix });
+    const cctpEstimate = (via: CctpRoad) => quoteEstimator(cctpFeeQuoterAt(ctx.config.cctpApiUrl, via, gate));
     let report: RebalanceReport;
     try {
       report = await runRebalance(
@@ -68,6 +75,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
           config: ctx.config,
           jobs: mode === 'run' ? ctx.producer() : undefined,
           estimate,
+          cctpEstimate,
           logger: ctx.logger,
         },
         policy,
@@ -139,6 +147,10 @@ function printReport(r: RebalanceReport): void {
   out(
     `policy ${r.policy}${r.mode === 'dry-run' ? ' (dry run: nothing is sent)' : r.mode === 'check' ? ' (check)' : ''}`,
   );
+  if (r.via !== 'service' && r.mode !== 'check')
+    out(
+      `road ${r.via}: the fees are Circle's (its fee route, finality ${r.via === 'cctp-fast' ? 1000 : 2000}); the gas is paid by the owners in native gas on both chains, not in the fees`,
+    );
   out('');
   out(
     table(

@@ -2,7 +2,14 @@ import { TRANSFER_STATES, type TransferState } from '../../domain/transfer.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { NotFoundError } from '../../ops/ops-error.ts';
 import { createBatchReader, type BatchStatus } from '../../present/batch-status.ts';
-import { intentsText, outcomeText, pausedLine, settledText, totalsLines } from '../batch-text.ts';
+import {
+  intentsText,
+  outcomeText,
+  pausedLine,
+  screeningLine,
+  settledText,
+  totalsLines,
+} from '../batch-text.ts';
 import { warnOnWorkerControls, withCli } from '../context.ts';
 import { controlSettingsOf } from '../../config/control-settings.ts';
 import { controlDrift } from '../../ops/control-drift.ts';
@@ -35,6 +42,7 @@ export function renderStatus(doc: BatchStatus, state?: TransferState): string {
     ...approvalLines(doc),
     intentsText(doc.intents),
     ...totalsLines(doc.totals),
+    screeningLine(doc.screening),
     '',
   ];
   if (doc.transfers.length === 0) {

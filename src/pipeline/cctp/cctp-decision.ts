@@ -55,3 +55,22 @@ export function decideAfterMintStep(step: OwnerTxStep): MintAction {
       return 'check_used';
   }
 }
+
+/**
+ * How much an owner approves to TokenMessengerV2 (PRODUCT §9 step 2, docs/cctp.md "The flow"): what
+ * its queued transfers on the chain need (`pending`: the amounts of the batch's rows from that chain
+ * not burned yet and not another owner's), the current transfer always among them, never more than
+ * the owner holds (a burn past its balance would revert whatever the allowance) — and never less than
+ * the current transfer. Never unlimited: at most the sum of those amounts.
+ */
+export function approvalAmount(facts: {
+  readonly current: { readonly id: string; readonly amount: bigint };
+  readonly pending: readonly { readonly id: string; readonly amount: bigint }[];
+  readonly balance: bigint;
+}): bigint {
+  const { current, pending, balance } = facts;
+  let need = pending.reduce((n, p) => n + p.amount, 0n);
+  if (!pending.some((p) => p.id === current.id)) need += current.amount;
+  const capped = need < balance ? need : balance;
+  return capped > current.amount ? capped : current.amount;
+}

@@ -1,4 +1,5 @@
 import type { CctpApi } from '../../service/cctp-api.ts';
+import type { PendingBurn } from '../../store/cctp-allowance-need.ts';
 import type { CctpReads } from '../../signing/evm/cctp-reads.ts';
 import type { OwnerTxSender } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
 
@@ -16,4 +17,9 @@ export type CctpDeps = {
     take(chain: string, owner: string, holder: string): Promise<boolean>;
     release(chain: string, owner: string, holder: string): Promise<void>;
   };
+  /**
+   * The batch's transfers from `chain` not burned yet that `owner` may burn (its own, or no owner
+   * chosen yet): what one approval covers (store/cctp-allowance-need.ts).
+   */
+  pendingBurns(batchId: string, chain: string, owner: string): Promise<readonly PendingBurn[]>;
 };

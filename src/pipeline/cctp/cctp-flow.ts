@@ -11,7 +11,7 @@ import { holderOf } from '../evm/owner-turn.ts';
 import { finish, submitted } from '../outcomes.ts';
 import type { StepOutcome, WaitKind } from '../pipeline-deps.ts';
 import type { CctpDeps } from './cctp-deps.ts';
-import { decideAfterBurnStep } from './cctp-decision.ts';
+import { approvalAmount, decideAfterBurnStep } from './cctp-decision.ts';
 import { notEvm, thresholdOf } from './cctp-estimate.ts';
 import { stepOwnerCall, waitKindOf, WATCH_EVERY_MS, WATCH_MS } from './owner-call.ts';
 
@@ -83,11 +83,23 @@ async function beginBurn(b: Burner): Promise<StepOutcome | undefined> {
   const gen = (rec.steps.payloadGen ?? 0) + 1;
   const approved = await ensureAllowance(b, gen);
   if (approved) return approved;
-  await saveStep(ctx, { payloadGen: gen, cctp: { burnGen: gen, burnTx: null, attestation: null } });
+  await saveStep(ctx, {
+    payloadGen: gen,
+    cctp: {
+      burnGen: gen,
+      burnTx: null,
+      attestation: null,
+      ...(rec.cctp.approval !== null ? { approval: null } : {}),
+    },
+  });
   return undefined;
 }
 
-/** Approves the amount when the owner's allowance to TokenMessengerV2 does not cover it (never unlimited). */
+/**
+ * Where the owner's allowance to TokenMessengerV2 does not cover the amount, approves what the owner's
+ * queued transfers from this chain need (approvalAmount: the batch's rows not burned yet, capped by
+ * the owner's USDC, never unlimited): one approval for a batch's rows, not one per row.
+ */
 async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | undefined> {
   const { ctx, cctp, chain, owner } = b;
   const rec = current(ctx);
@@ -95,16 +107,17 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
     throw new Later(2_000, (err as Error).message, 'retry');
   });
   if (allowance >= rec.amount) return undefined;
+  const approving = await approvalFor(b);
   const a = cctpAddressesOf(ctx.deps.config, chain);
   const call: OwnerCall = {
     id: `${holderOf(ctx)}:approve:${gen}`,
     to: a.usdc,
-    data: approveData(a.tokenMessenger, rec.amount),
+    data: approveData(a.tokenMessenger, approving.amount),
     gas: APPROVE_GAS,
   };
   ctx.report(
     'approve',
-    `allowance ${formatUsdc(allowance)} USDC; approving ${formatUsdc(rec.amount)} USDC to TokenMessengerV2`,
+    `allowance ${formatUsdc(allowance)} USDC; approving ${formatUsdc(approving.amount)} USDC to TokenMessengerV2 (${approving.why})`,
   );
   const started = Date.now();
   for (;;) {
@@ -133,6 +146,29 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
       throw new Later(WATCH_EVERY_MS, 'the approve is not mined yet', 'retry');
     await wait(ctx, WATCH_EVERY_MS);
   }
+}
+
+/**
+ * What the approval covers, and why (for the step log): decided once and saved before the approve is
+ * signed, so a resumed run steps the same call (the owner-tx sender refuses another call under its id).
+ */
+async function approvalFor(b: Burner): Promise<{ readonly amount: bigint; readonly why: string }> {
+  const { ctx, cctp, chain, owner } = b;
+  const rec = current(ctx);
+  if (rec.cctp.approval !== null) return { amount: rec.cctp.approval, why: 'as decided before a restart' };
+  const [pending, balance] = await Promise.all([
+    cctp.pendingBurns(ctx.batchId, chain, owner),
+    cctp.reads.usdcBalance(chain, owner),
+  ]).catch((err: unknown) => {
+    throw new Later(2_000, (err as Error).message, 'retry');
+  });
+  const amount = approvalAmount({ current: { id: ctx.transferId, amount: rec.amount }, pending, balance });
+  await saveStep(ctx, { cctp: { approval: amount } });
+  const rows = Math.max(1, pending.length);
+  return {
+    amount,
+    why: `what ${rows} queued transfer${rows === 1 ? '' : 's'} of this owner on ${chain} need`,
+  };
 }
 
 /** The transfer's burn call, the same for every step of its generation. */

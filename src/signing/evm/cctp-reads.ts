@@ -13,10 +13,15 @@ import { MESSAGE_TRANSMITTER_V2_ABI, NONCE_USED } from './cctp-abi.ts';
  * ChainReadError: the step is tried again.
  */
 
-const ALLOWANCE_ABI = parseAbi(['function allowance(address owner, address spender) view returns (uint256)']);
+const ALLOWANCE_ABI = parseAbi([
+  'function allowance(address owner, address spender) view returns (uint256)',
+  'function balanceOf(address owner) view returns (uint256)',
+]);
 
 export type CctpReads = {
   allowance(chain: EvmChain, owner: string): Promise<bigint>;
+  /** The owner's USDC on the chain (what bounds an approval that covers its queued transfers). */
+  usdcBalance(chain: EvmChain, owner: string): Promise<bigint>;
   nonceUsed(chain: EvmChain, nonce: string): Promise<boolean>;
   head(chain: EvmChain): Promise<bigint>;
 };
@@ -70,6 +75,17 @@ export function createCctpReads(deps: { readonly config: Reads['config'] }): Cct
           abi: ALLOWANCE_ABI,
           functionName: 'allowance',
           args: [owner as Hex, a.tokenMessenger as Hex],
+        }),
+      );
+    },
+    usdcBalance: (chain, owner) => {
+      const a = cctpAddressesOf(r.config, chain);
+      return read(r, chain, 'balanceOf', (c) =>
+        c.readContract({
+          address: a.usdc as Hex,
+          abi: ALLOWANCE_ABI,
+          functionName: 'balanceOf',
+          args: [owner as Hex],
         }),
       );
     },

@@ -10,7 +10,7 @@
     ARGV[2] how many lines are kept
 
   Output:
-    how many lines the evidence holds now
+    the evidence as stored now (the JSON list), which the run that appended carries
 ]]
 local stored = redis.call('HGET', KEYS[1], 'evidence')
 local list = {}
@@ -27,5 +27,6 @@ local kept = tonumber(ARGV[2])
 local from = math.max(1, #list - kept + 1)
 local out = {}
 for i = from, #list do out[#out + 1] = list[i] end
-redis.call('HSET', KEYS[1], 'evidence', cjson.encode(out))
-return #out
+local encoded = cjson.encode(out)
+redis.call('HSET', KEYS[1], 'evidence', encoded)
+return encoded
