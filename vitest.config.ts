@@ -1,12 +1,15 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './scripts/slow-first.ts';
 
 export default defineConfig({
   test: {
     // The usual output, then the ten slowest files of a run of many (scripts/test-times.ts; CI
     // prints it after `npm test`, docs/development.md keeps a quiet run's list).
     reporters: ['default', './scripts/test-times.ts'],
+    // The slowest files start first (test/slow-files.json), so the lanes end together.
+    sequence: { sequencer: SlowFirstSequencer },
     // Node's compile cache (the directory bin/usdc-batch.js uses too) for vitest's workers and the
     // processes tests start with their environment: each file's import of the dependencies
     // (BullMQ, viem, …) and each TypeScript helper process skip compiling what an earlier one did.

@@ -1,4 +1,5 @@
 import { screeningReport, type ScreeningResult } from './sections/screening.ts';
+import { cctpReport, type CctpResult } from './sections/cctp.ts';
 import type { BenchOptions } from './lib/options.ts';
 import type { Machine } from './lib/machine.ts';
 import { bytes, fmt, median, runsOf } from './lib/stats.ts';
@@ -31,6 +32,7 @@ export type BenchResults = {
   readonly retention?: RetentionResult | undefined;
   readonly responsiveness?: ResponsivenessResult | undefined;
   readonly screening?: ScreeningResult | undefined;
+  readonly cctp?: CctpResult | undefined;
   readonly errors: readonly { readonly section: string; readonly message: string }[];
 };
 
@@ -99,7 +101,7 @@ export function renderReport(r: BenchResults): string {
     `| service latency | the sandbox (\`usdc-batch sandbox --latency ${r.latencyMs}\`) in its own process answers every call after ${r.latencyMs} ms |`,
     '| chains | the sandbox executes on real local chains (issue 16): an anvil process per EVM chain (permit + transferFrom per EVM transfer, a mint at `minted`) and LiteSVM inside the sandbox process for Solana; its CPU per transfer includes theirs. There is no in-memory chain mode |',
     '',
-    'Reproduce everything with `npm run bench` (about 40 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening`',
+    'Reproduce everything with `npm run bench` (about 40 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening,cctp`',
     'picks sections, `BENCH_RUNS=N` sets the runs, `BENCH_QUICK=1` shrinks every size for a smoke run.',
     'Every process the bench starts (redis-servers, the sandbox, workers, the cluster) is its own OS',
     'process on 127.0.0.1 and is stopped at the end, also on failure or Ctrl-C.',
@@ -123,6 +125,7 @@ export function renderReport(r: BenchResults): string {
   if (r.retention) push(...retention(r.retention), '');
   if (r.responsiveness) push(...responsiveness(r.responsiveness), '');
   if (r.screening) push(...screeningReport(r.screening), '');
+  if (r.cctp) push(...cctpReport(r.cctp, r.machine.loadBefore), '');
   push(...method());
   return `${out.join('\n')}\n`;
 }

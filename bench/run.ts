@@ -24,6 +24,7 @@ import { benchScale } from './sections/scale.ts';
 import { benchSolana } from './sections/solana.ts';
 import { benchTracing } from './sections/tracing.ts';
 import { benchScreening } from './sections/screening.ts';
+import { benchCctp } from './sections/cctp.ts';
 import type { Context } from './sections/throughput.ts';
 
 const LATENCY_MS = 20;
@@ -93,7 +94,18 @@ try {
   results.responsiveness = await section('responsiveness', () => benchResponsiveness({ runs, log }));
 
   const needsSandbox = (
-    ['solana', 'evm', 'owners', 'redis', 'scale', 'cluster', 'tracing', 'retention', 'screening'] as const
+    [
+      'solana',
+      'evm',
+      'owners',
+      'redis',
+      'scale',
+      'cluster',
+      'tracing',
+      'retention',
+      'screening',
+      'cctp',
+    ] as const
   ).some(want);
   if (needsSandbox) {
     const sandbox = await startBenchSandbox(LATENCY_MS);
@@ -120,6 +132,7 @@ try {
     results.screening = await section('screening', () =>
       benchScreening(ctx, { ingestRows: sizes.ingestRows, evmRows: sizes.evmRowsOneChain, runs }),
     );
+    results.cctp = await section('cctp', () => benchCctp(ctx, { rows: options.quick ? 10 : 40, runs }));
     await sandbox.close();
   }
 } catch (err) {

@@ -3,7 +3,8 @@
  * module as a reporter: after a run of many files (`npm test`, `npm run test:unit`) it prints the
  * ten slowest and writes every file's time to test-output/test-times.json. docs/development.md
  * keeps the list of a quiet run. `node scripts/test-times.ts [COUNT]` prints the list again from
- * the file.
+ * the file; `node scripts/test-times.ts --slow-files` writes test/slow-files.json from it (the
+ * order the files start in: scripts/slow-first.ts).
  *
  * A file's time is its own, in the worker that ran it: the harness, the import of the file, its
  * hooks (a stack's start-up in beforeAll) and its tests. vitest's JSON reporter counts only from the
@@ -13,6 +14,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Reporter, TestModule } from 'vitest/node';
+import { SLOW_FILES } from './slow-first.ts';
 
 /** Where the times are written, from the repository's root (git-ignored). */
 export const TIMES_FILE = fileURLToPath(new URL('../test-output/test-times.json', import.meta.url));
@@ -87,7 +89,25 @@ export function readTimes(file = TIMES_FILE): TestTimes {
   return parsed as TestTimes;
 }
 
+/** How many of the slowest files test/slow-files.json lists: the ones that decide when the lanes end. */
+const SLOW_FILES_LISTED = 12;
+
+/** test/slow-files.json's text from a run's times: the slowest integration files, slowest first. */
+export function slowFilesText(times: TestTimes, count = SLOW_FILES_LISTED): string {
+  const slow = times.files
+    .filter((t) => t.project === 'integration')
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, count)
+    .map((t) => ({ file: t.file, seconds: t.seconds }));
+  return `${JSON.stringify(slow, null, 1)}\n`;
+}
+
 function main(argv: readonly string[]): number {
+  if (argv[0] === '--slow-files') {
+    writeFileSync(SLOW_FILES, slowFilesText(readTimes()));
+    process.stdout.write(`wrote ${fileURLToPath(SLOW_FILES)}\n`);
+    return 0;
+  }
   const count = Number(argv[0] ?? 10);
   if (!Number.isInteger(count) || count < 1) {
     process.stderr.write('usage: node scripts/test-times.ts [COUNT]\n');

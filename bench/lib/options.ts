@@ -2,7 +2,7 @@
  * Bench knobs, from the environment (the bench is a dev tool, not the product: it reads env here).
  * - BENCH_RUNS: runs per measurement (default 3; the median is reported).
  * - BENCH_QUICK=1: small sizes and one run, to develop the bench itself; its numbers mean little.
- * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening: a subset of the sections.
+ * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening,cctp: a subset of the sections.
  * - BENCH_OUT: where to write the report (default BENCHMARKS.md at the repository root).
  * - BENCH_TRACE_FILE: the redis section's MONITOR run also writes every command it saw there.
  */
@@ -18,6 +18,7 @@ export const SECTIONS = [
   'retention',
   'responsiveness',
   'screening',
+  'cctp',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

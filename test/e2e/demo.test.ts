@@ -52,6 +52,31 @@ function expectChainBalances(stdout: string): void {
   }
 }
 
+/**
+ * The demo's move through CCTP: minted (`complete`), its intent the burn, and the chains' balances
+ * moved by it: the treasury's BASE down by the amount, its ARB up by the amount less Circle's fee.
+ */
+function expectCctpMove(text: string): void {
+  expect(text).toMatch(/through Circle's CCTP v2 \(cctp-fast\)/);
+  const row =
+    /^rb-BASE-ARB\s+BASE→ARB\s+([0-9.]+)\s+([0-9.]+)\s+submitted\s+cctp:6:(0x[0-9a-f]{64})\s+complete\s+(0x[0-9a-f]{64})$/m.exec(
+      text,
+    );
+  expect(row, text).not.toBeNull();
+  const [, amount = '', fee = '', burn, tx] = row ?? [];
+  expect(burn).toBe(tx);
+  const lines = [
+    ...text.matchAll(/^(treasury|recipient of \S+)\s+(\w+)\s+\S+\s+([0-9.]+)\s+([0-9.]+)\s+([-+][0-9.]+)$/gm),
+  ];
+  const delta = (who: string, chain: string) => {
+    const m = lines.find((l) => l[1] === who && l[2] === chain);
+    expect(m, `${who} on ${chain}`).toBeDefined();
+    return micro(m?.[4] ?? '0') - micro(m?.[3] ?? '0');
+  };
+  expect(delta('treasury', 'BASE')).toBe(-micro(amount));
+  expect(delta('recipient of rb-BASE-ARB', 'ARB')).toBe(micro(amount) - micro(fee));
+}
+
 function processesMentioning(text: string): string[] {
   const out = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' });
   return out.split('\n').filter((l) => l.includes(text) && !l.includes('ps -eo'));
@@ -104,10 +129,16 @@ describe('usdc-batch demo', () => {
       const anvilPids = [...res.stdout.matchAll(/anvil pid ([0-9]+)/g)].map((m) => Number(m[1]));
       expect(anvilPids).toHaveLength(4);
       expect(anvilPids.filter(processAlive)).toEqual([]);
-      expectChainBalances(res.stdout);
+      // The service's sample, then the second road's move (its own table and balances).
+      const [serviceRoad = '', cctpRoad = ''] = res.stdout.split(/^the second road: /m);
+      expectChainBalances(serviceRoad);
+      expectCctpMove(cctpRoad);
       // No secret is printed: the throwaway EVM key is 32 random bytes, never shown (the only
       // 32-byte hex values printed are the transactions' hashes of the table).
-      const hashes = new Set(rows.map((r) => r[2]));
+      const hashes = new Set([
+        ...rows.map((r) => r[2]),
+        ...[...cctpRoad.matchAll(/0x[0-9a-f]{64}/g)].map((m) => m[0]),
+      ]);
       const shown = [...(res.stdout + res.stderr).matchAll(/0x[0-9a-f]{64}/g)].map((m) => m[0]);
       expect(shown.filter((h) => !hashes.has(h))).toEqual([]);
     } finally {

@@ -236,7 +236,6 @@ const byId = (doc: BatchStatus, id: string) => doc.transfers.find((t) => t.id ==
 
 describe('the CCTP road under faults at exact points', () => {
   it('a broadcast whose answer is lost (approve, burn, mint): the same transaction is found, never a second burn', async () => {
-    const t0 = Date.now();
     resetRpc();
     const rows = rowsOf('lost', [
       ['ETH', 'ARB'],
@@ -269,11 +268,9 @@ describe('the CCTP road under faults at exact points', () => {
       expect(mints[0]?.verdict).toBe('lose-answer');
       expect(new Set(mints.map((m) => m.hash))).toEqual(new Set([t?.cctp?.mint_tx]));
     }
-    console.log(`case lost-answer: ${Date.now() - t0} ms`);
   }, 180_000);
 
   it('an RPC some blocks behind (every read, or only its receipts): no burn is judged lost and made again', async () => {
-    const t0 = Date.now();
     resetRpc();
     // ETH and ARB answer every read as of 4 blocks ago (one node behind); BASE and POLYGON their
     // receipts only (nodes behind a balancer: the nonce from one ahead, the receipt from one behind).
@@ -300,7 +297,6 @@ describe('the CCTP road under faults at exact points', () => {
     await expectMintedOnce(doc, rows, before);
     const burns = [...burnsSent('lagall').entries(), ...burnsSent('lagrcpt').entries()];
     expect(burns.map(([at]) => at.split(':')[0]).sort()).toEqual(['BASE', 'ETH', 'POLYGON']);
-    console.log(`case lagging-rpc: ${Date.now() - t0} ms`);
   }, 180_000);
 
   // This case and the next run side by side (the next has its own Redis and owner): the dead
@@ -308,7 +304,6 @@ describe('the CCTP road under faults at exact points', () => {
   it.concurrent(
     'workers killed -9 at exact points (burn saved not sent; burn sent, answer not received; burn mined, receipt not read; mint sent): every row burned and minted once',
     async () => {
-      const t0 = Date.now();
       resetRpc();
       const rows = rowsOf('kill', [
         ['ETH', 'BASE'],
@@ -364,7 +359,6 @@ describe('the CCTP road under faults at exact points', () => {
         'k-mint:mint',
       ]);
       // One worker finishes every row, once the dead workers' locks and claims lapse.
-      const tFinish = Date.now();
       startWorker();
       const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
       await stopWorkers();
@@ -375,9 +369,6 @@ describe('the CCTP road under faults at exact points', () => {
       expect(byId(doc, 'kill-1')?.tx_hash).toBe(hashOf('k-after'));
       expect(byId(doc, 'kill-2')?.tx_hash).toBe(hashOf('k-receipt'));
       expect(byId(doc, 'kill-3')?.cctp?.mint_tx).toBe(hashOf('k-mint'));
-      console.log(
-        `case kill-points: ${Date.now() - t0} ms (the finishing worker ${Date.now() - tFinish} ms)`,
-      );
     },
     300_000,
   );
@@ -385,7 +376,6 @@ describe('the CCTP road under faults at exact points', () => {
   it.concurrent(
     'a Redis failover mid-batch to a replica that missed the last writes: every row burned and minted once',
     async () => {
-      const t0 = Date.now();
       // Its own owner: its nonces are not the other case's (one key, two Redis, would be two senders).
       const owner = privateKeyToAccount(OTHER_EVM_KEY).address;
       await fundOwners(stack.sandbox, [owner]);
@@ -436,7 +426,6 @@ describe('the CCTP road under faults at exact points', () => {
         const doc = await waitMinted((id) => s.status(id), batchId, 150_000);
         await expectMintedOnce(doc, rows);
         expect(worker.child.exitCode).toBeNull();
-        console.log(`case redis-failover: ${Date.now() - t0} ms`);
       } finally {
         await worker?.stop(10_000);
         client.disconnect();

@@ -430,10 +430,12 @@ describe('rebalance against the sandbox', () => {
       'roads',
       'chains:\n  BASE: { min: 5000, target: 6000 }\n  ARB: { target: 1 }\nvia: cctp\n',
     );
-    const run = await rebalance(file);
+    // Planned on Circle's fee (the sandbox's attestation API: Standard is free), not the service's.
+    const run = await rebalance(file, [], { CCTP_API_URL: stack.sandbox.cctp.api_url });
     expect(run.code, run.stderr).toBe(0);
     const batchId = run.doc.batch_id as string;
     expect(run.doc.created, JSON.stringify(run.doc)).toBe(true);
+    expect(run.doc.moves.map((m) => m.fee)).toEqual(run.doc.moves.map(() => '0.00'));
     const prefix = stack.env['QUEUE_PREFIX'] as string;
     expect(await stack.client.hget(`${prefix}:batch:${batchId}`, 'via')).toBe('cctp');
     const ids = await stack.client.zrange(`${prefix}:batch:${batchId}:rows`, 0, -1);

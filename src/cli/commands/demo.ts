@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, mkdtempSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -184,6 +185,8 @@ function workerEnv(
     TRANSFER_API_KEY: sandbox.apiKey,
     PERMIT_SPENDER: sandbox.spender,
     SOLANA_RPC_URL: sandbox.rpcUrl('SOLANA'),
+    // The second road: the sandbox's attestation API in front of its CCTP contracts.
+    CCTP_API_URL: sandbox.cctp.apiUrl,
     EVM_PRIVATE_KEY_FILE: throwaway.evmKeyFile,
     SOLANA_KEYPAIR_FILE: throwaway.solanaKeyFile,
     LOG_LEVEL: outside['LOG_LEVEL'] ?? 'warn',
@@ -236,8 +239,65 @@ async function payTheSample(parts: DemoParts): Promise<number> {
   const after = await readChainBalances(sandbox, accounts);
   out(`USDC balances read from the chains (anvil, LiteSVM), before and after:\n`);
   out(`${balancesTable(accounts, before, after)}\n\n`);
+  const moved = await moveThroughCctp(parts, treasury.evm, deadline + 60_000);
   out(`${NEXT_STEPS}\n`);
-  return doc.complete && c.submitted === outcome.accepted ? EXIT.ok : EXIT.rejected;
+  return doc.complete && c.submitted === outcome.accepted && moved ? EXIT.ok : EXIT.rejected;
+}
+
+/** The demo's move on the second road: the treasury's own USDC from BASE to ARB, as rebalancing would. */
+const CCTP_MOVE = { id: 'rb-BASE-ARB', from: 'BASE', to: 'ARB', amount: '250.00' } as const;
+/** Native gas for the owner's approve, burn and mint (the CCTP road is not gasless): 10 ETH. */
+const DEMO_OWNER_GAS_WEI = 10n ** 19n;
+
+/**
+ * The second road (docs/cctp.md): one move of the treasury's own USDC through Circle's CCTP v2
+ * (Fast) on the sandbox's contracts — the owner approves and burns on BASE, the sandbox's attestation
+ * API attests, the owner mints on ARB — followed until minted, with the balances before and after.
+ * True when it was minted.
+ */
+async function moveThroughCctp(parts: DemoParts, owner: string, deadline: number): Promise<boolean> {
+  const { sandbox, client, producer, config } = parts;
+  const csv = `id,from,to,amount,recipient\n${CCTP_MOVE.id},${CCTP_MOVE.from},${CCTP_MOVE.to},${CCTP_MOVE.amount},${owner}\n`;
+  const input = await validateCsv(Readable.from([csv]), {});
+  for (const chain of [CCTP_MOVE.from, CCTP_MOVE.to])
+    await sandbox.admin.setNativeBalance(chain, owner, DEMO_OWNER_GAS_WEI);
+  const accounts = demoAccounts(input.transfers, { evm: owner, solana: parts.throwaway.solanaAddress });
+  const before = await readChainBalances(sandbox, accounts);
+  const outcome = await enqueueValidated(
+    { redis: client, prefix: config.queuePrefix, jobs: producer, config },
+    input,
+    {
+      source: 'csv',
+      actor: cliActor(config.operatorName),
+      via: 'cctp-fast',
+    },
+  );
+  if (outcome.status !== 'enqueued' || !outcome.batchId) {
+    process.stderr.write(`the CCTP move did not enqueue: ${JSON.stringify(outcome.errors)}\n`);
+    return false;
+  }
+  out(
+    `the second road: moved ${CCTP_MOVE.amount} USDC of the treasury's own from ${CCTP_MOVE.from} to ${CCTP_MOVE.to} through Circle's CCTP v2 (cctp-fast) as batch ${outcome.batchId}: ` +
+      `the owner approves and burns on ${CCTP_MOVE.from} and mints on ${CCTP_MOVE.to}, paying the gas itself; the fee is Circle's\n`,
+  );
+  const reader = createBatchReader({ redis: client, prefix: config.queuePrefix });
+  let doc = await reader.status(outcome.batchId);
+  while (
+    doc &&
+    !(
+      doc.complete && doc.transfers.every((t) => t.intent_status === 'complete' || t.state !== 'submitted')
+    ) &&
+    Date.now() < deadline
+  ) {
+    await new Promise((r) => setTimeout(r, 200));
+    doc = await reader.status(outcome.batchId);
+  }
+  if (!doc) return false;
+  out(`${batchTable(doc)}\n\n`);
+  const after = await readChainBalances(sandbox, accounts);
+  out(`USDC balances read from the chains, before and after the CCTP move:\n`);
+  out(`${balancesTable(accounts, before, after)}\n\n`);
+  return doc.transfers.every((t) => t.state === 'submitted' && t.intent_status === 'complete');
 }
 
 /** The batch's status once complete (or at `deadline`), its progress shown on stderr meanwhile. */

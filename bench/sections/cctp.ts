@@ -1,0 +1,141 @@
+import { keys } from '../../src/store/keys.ts';
+import { commandCalls, topCommands, totalCalls, usedMemory, withoutOwn } from '../lib/redis-info.ts';
+import { evmRows } from '../lib/rows.ts';
+import {
+  batchOutcome,
+  enqueueFile,
+  productEnv,
+  startBenchRedis,
+  startWorkers,
+  waitBatchComplete,
+  writeCsv,
+} from '../lib/stack.ts';
+import type { Context } from './throughput.ts';
+
+/** The sandbox's chains make a block at least every second (anvil-chain.ts BLOCK_TIME_MS). */
+export const SANDBOX_BLOCK_TIME_MS = 1_000;
+
+export type CctpRun = {
+  /** Burns per second of one (chain, owner): first transfer taken → the last burn mined. */
+  readonly burnsPerSecond: number;
+  readonly burnWindowMs: number;
+  /** First transfer taken → the last mint seen (every intent `complete`). */
+  readonly mintedWindowMs: number;
+  /** Redis commands per transfer, burn and mint (INFO commandstats, Lua-internal calls included). */
+  readonly commandsPerTransfer: number;
+  readonly topCommands: string;
+  /** used_memory after the batch is minted, less before it was enqueued, per transfer. */
+  readonly bytesPerTransfer: number;
+};
+
+export type CctpResult = {
+  readonly rows: number;
+  /** One burn per block per (chain, owner): the lease is held from the approve to the burn's receipt. */
+  readonly bound: number;
+  readonly blockTimeMs: number;
+  readonly runs: readonly CctpRun[];
+};
+
+/** Waits until every transfer of the batch says its intent is `complete` (minted): when, and the HGETs it sent. */
+async function waitMinted(
+  client: Awaited<ReturnType<typeof startBenchRedis>>['client'],
+  prefix: string,
+  batchId: string,
+  timeoutMs: number,
+): Promise<{ at: number; hgets: number }> {
+  const k = keys(prefix);
+  const ids = await client.zrange(k.batchRows(batchId), 0, -1);
+  const deadline = Date.now() + timeoutMs;
+  let hgets = 0;
+  for (;;) {
+    const pipe = client.pipeline();
+    for (const id of ids) pipe.hget(k.transfer(batchId, id), 'intent_status');
+    hgets += ids.length;
+    const states = ((await pipe.exec()) ?? []).map(([, v]) => v);
+    if (states.every((s) => s === 'complete')) return { at: Date.now(), hgets: hgets + 1 };
+    if (Date.now() > deadline) throw new Error(`cctp: not every row minted after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * 12. The CCTP road (docs/cctp.md): `rows` transfers of one (chain, owner), BASE → ARB, on
+ * `cctp-fast` against the sandbox's CCTP contracts and attestation API, one worker. Its pace is
+ * bounded by the chain: one transfer's approve and burn hold the owner's lease until the burn's
+ * receipt, so at most one burn per block. Redis commands and memory are per transfer, burn and mint.
+ */
+export async function benchCctp(ctx: Context, p: { rows: number; runs: number }): Promise<CctpResult> {
+  const runs: CctpRun[] = [];
+  for (let i = 0; i < p.runs; i++) {
+    const rows = evmRows(p.rows, ['BASE'], `cctp${i}`, 'ARB');
+    const redis = await startBenchRedis();
+    try {
+      await ctx.sandbox.admin.reset();
+      const prefix = 'usdc';
+      const env = productEnv({
+        redisUrl: redis.url,
+        prefix,
+        sandbox: ctx.sandbox,
+        solanaKeyFile: ctx.solanaKeyFile,
+        extra: { TRANSFER_VIA: 'cctp-fast', CCTP_API_URL: `${ctx.sandbox.url}/cctp` },
+      });
+      const memory0 = await usedMemory(redis.client);
+      const { batchId } = await enqueueFile(writeCsv(ctx.dir, `cctp-${i}.csv`, rows), env);
+      await redis.client.config('RESETSTAT');
+      const group = startWorkers(1, env);
+      try {
+        const own = await waitBatchComplete(redis.client, prefix, batchId, group, 600_000);
+        const minted = await waitMinted(redis.client, prefix, batchId, 300_000);
+        // The bench's own reads (its HGETs and the ZRANGE) are not the product's.
+        const calls = withoutOwn(await commandCalls(redis.client), 'hget', own + minted.hgets);
+        const outcome = await batchOutcome(redis.client, prefix, batchId);
+        if (outcome.notSubmitted > 0) throw new Error(`cctp: ${outcome.notSubmitted} rows not burned`);
+        const memory1 = await usedMemory(redis.client);
+        const first =
+          Number(await redis.client.hget(keys(prefix).batch(batchId), 'completed_at')) - outcome.windowMs;
+        runs.push({
+          burnsPerSecond: outcome.perSecond,
+          burnWindowMs: outcome.windowMs,
+          mintedWindowMs: minted.at - first,
+          commandsPerTransfer: totalCalls(calls) / rows.length,
+          topCommands: topCommands(calls, rows.length),
+          bytesPerTransfer: (memory1 - memory0) / rows.length,
+        });
+        ctx.log(
+          `cctp run ${i + 1}: ${outcome.perSecond.toFixed(2)} burns/s (bound ${(1000 / SANDBOX_BLOCK_TIME_MS).toFixed(0)}/s), ${runs.at(-1)?.commandsPerTransfer.toFixed(0)} commands per transfer`,
+        );
+      } finally {
+        await group.stop();
+      }
+    } finally {
+      await redis.stop();
+    }
+  }
+  return { rows: p.rows, bound: 1000 / SANDBOX_BLOCK_TIME_MS, blockTimeMs: SANDBOX_BLOCK_TIME_MS, runs };
+}
+
+/** The report's section 12. */
+export function cctpReport(r: CctpResult, loadBefore: string): string[] {
+  const med = (f: (x: CctpRun) => number) => {
+    const v = r.runs.map(f).sort((a, b) => a - b);
+    return v[Math.floor(v.length / 2)] ?? 0;
+  };
+  const pace = med((x) => x.burnsPerSecond);
+  return [
+    '## 12. The CCTP road: one owner, burn and mint',
+    '',
+    `${r.rows} transfers BASE → ARB on \`cctp-fast\` (docs/cctp.md), one owner, one worker, against the sandbox's CCTP v2 contracts on its anvils and its attestation API (Fast: attested at once). Every step is the owner's own transaction: one approval for the batch's rows, a burn per row on BASE, a mint per row on ARB. Load average before the run: ${loadBefore}.`,
+    '',
+    '| measure | value |',
+    '|---|---|',
+    `| burns per second, one (chain, owner) | ${pace.toFixed(2)}/s (bound: one burn per block, the sandbox's block time ${r.blockTimeMs} ms → ${r.bound.toFixed(0)}/s: ${pace <= r.bound * 1.05 ? 'within it' : 'above it'}, at ${((pace / r.bound) * 100).toFixed(0)} %) |`,
+    `| first transfer taken → last burn mined | ${(med((x) => x.burnWindowMs) / 1000).toFixed(1)} s |`,
+    `| first transfer taken → last mint (every intent \`complete\`) | ${(med((x) => x.mintedWindowMs) / 1000).toFixed(1)} s |`,
+    `| Redis commands per transfer (burn and mint; Lua-internal calls included) | ${med((x) => x.commandsPerTransfer).toFixed(0)} |`,
+    `| Redis memory per transfer once minted (used_memory after − before) | ${(med((x) => x.bytesPerTransfer) / 1024).toFixed(1)} KiB |`,
+    '',
+    `Top commands per transfer: ${r.runs[0]?.topCommands ?? '—'}.`,
+    '',
+    "Why the bound: a transfer takes its owner's (chain, owner) lease for its approve and burn and keeps it until the burn's receipt (one burn signed per transfer, nonces in order), so one owner burns at most one row per block; the worker looks for the receipt every second (owner-call.ts `WATCH_EVERY_MS`), which on the sandbox's automining anvils is the same bound. More owners (EVM_PRIVATE_KEY with several keys) or more source chains multiply it, as for the service's permits (sections 3 and 7). The mints run in the intent follower, beside the burns, and do not hold the lease. `BENCH_ONLY=cctp npm run bench` runs this section alone.",
+  ];
+}
