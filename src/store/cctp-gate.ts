@@ -8,7 +8,8 @@ import { releaseTokenLock } from './token-lock.ts';
  *   together under its limit (35 per second: Circle blocks a client over it for 5 minutes);
  * - `P:cctp:paused`: set for 5 minutes (PX) when the API answered 429: nobody asks until it expires;
  * - `P:cctp:lease:<chain>:<owner>`: which transfer approves and burns with that owner now (one at a
- *   time, so an approve never overwrites the allowance another transfer's burn counts on).
+ *   time, so an approve never overwrites the allowance another transfer's burn counts on); its
+ *   release publishes the key on `P:cctp:lease:released`, which wakes a transfer waiting for it.
  */
 
 /** Circle's limit on the attestation API, per second, with a margin. */
@@ -38,8 +39,12 @@ export function createCctpGate(deps: { readonly redis: Redis; readonly prefix: s
 /** The (chain, owner) lease outlives a crashed holder by this much; renewed at every step. */
 export const CCTP_LEASE_TTL_MS = 120_000;
 
-const leaseKey = (prefix: string, chain: string, owner: string) =>
+/** The key of the (chain, owner) lease: also what a release publishes, so its waiters know which. */
+export const cctpLeaseKey = (prefix: string, chain: string, owner: string) =>
   `${prefix}:cctp:lease:${chain}:${owner.toLowerCase()}`;
+
+/** The channel a release publishes the lease's key on: a transfer waiting for it tries again at once. */
+export const cctpLeaseChannel = (prefix: string) => `${prefix}:cctp:lease:released`;
 
 /**
  * Takes (or, for the holder that has it, renews) the (chain, owner) CCTP lease for `ttlMs`;
@@ -50,18 +55,22 @@ export async function takeCctpLease(
   prefix: string,
   at: { readonly chain: string; readonly owner: string; readonly holder: string; readonly ttlMs: number },
 ): Promise<boolean> {
-  const key = leaseKey(prefix, at.chain, at.owner);
+  const key = cctpLeaseKey(prefix, at.chain, at.owner);
   if ((await redis.set(key, at.holder, 'PX', at.ttlMs, 'NX')) === 'OK') return true;
   if ((await redis.get(key)) !== at.holder) return false;
   await redis.pexpire(key, at.ttlMs);
   return true;
 }
 
-/** Gives the lease back (only while `holder` has it). */
+/**
+ * Gives the lease back (only while `holder` has it), and says so on the lease channel: a transfer
+ * waiting for it in its job (in any process) is woken (a lost message costs only a look later).
+ */
 export async function releaseCctpLease(
   redis: Redis,
   prefix: string,
   at: { readonly chain: string; readonly owner: string; readonly holder: string },
 ): Promise<void> {
-  await releaseTokenLock(redis, leaseKey(prefix, at.chain, at.owner), at.holder);
+  const key = cctpLeaseKey(prefix, at.chain, at.owner);
+  if (await releaseTokenLock(redis, key, at.holder)) await redis.publish(cctpLeaseChannel(prefix), key);
 }

@@ -23,7 +23,8 @@ import { createCctpApi } from '../service/cctp-api.ts';
 import { pendingBurns } from '../store/cctp-allowance-need.ts';
 import { createCctpReads } from '../signing/evm/cctp-reads.ts';
 import { createOwnerTxSender } from '../signing/evm/owner-tx/owner-tx-sender.ts';
-import { CCTP_LEASE_TTL_MS, createCctpGate, releaseCctpLease, takeCctpLease } from '../store/cctp-gate.ts';
+import { createCctpGate } from '../store/cctp-gate.ts';
+import { createCctpLease } from './cctp-lease-waits.ts';
 import { wireOnchainScreening } from './onchain-wiring.ts';
 
 /** The service client of a worker: its calls timed into the metrics, under `API_RATE_LIMIT`. */
@@ -180,7 +181,7 @@ export function wireCctp(deps: {
   readonly acks?: PipelineDeps['acks'];
   readonly evm: EvmParts | undefined;
   readonly logger: Logger;
-}): CctpDeps | undefined {
+}): (CctpDeps & { readonly lease: { close(): Promise<void> } }) | undefined {
   const { config, redis, prefix, evm } = deps;
   if (!evm) return undefined;
   return {
@@ -188,11 +189,7 @@ export function wireCctp(deps: {
     sender: createOwnerTxSender({ redis, prefix, acks: deps.acks, config, logger: deps.logger }),
     reads: createCctpReads({ config }),
     owners: evm.signers.map((s) => s.address),
-    lease: {
-      take: (chain, owner, holder) =>
-        takeCctpLease(redis, prefix, { chain, owner, holder, ttlMs: CCTP_LEASE_TTL_MS }),
-      release: (chain, owner, holder) => releaseCctpLease(redis, prefix, { chain, owner, holder }),
-    },
+    lease: createCctpLease({ redis, prefix, logger: deps.logger }),
     pendingBurns: (batchId, chain, owner) => pendingBurns(redis, prefix, { batchId, chain, owner }),
   };
 }

@@ -50,6 +50,7 @@ type Started = {
   metrics?: { close(): Promise<void> };
   service?: { close(): void };
   nonces?: { close(): Promise<void> } | undefined;
+  cctpLease?: { close(): Promise<void> } | undefined;
   follower?: { close(): Promise<void> };
   callbacks?: { close(): Promise<void> };
   schedules?: { close(): Promise<void> };
@@ -118,6 +119,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
   const connection = { endpoint: config, prefix, redis, logger };
   const spans = await transferSpans(store);
   const cctp = wireCctp({ config, redis, prefix, acks, evm, logger });
+  started.cctpLease = cctp?.lease;
   const follower = (started.follower = createIntentFollower({
     ...connection,
     service,
@@ -301,6 +303,7 @@ async function closeStarted(s: Started): Promise<void> {
   await s.follower?.close();
   await s.callbacks?.close();
   await s.nonces?.close();
+  await s.cctpLease?.close();
   await s.metrics?.close();
   s.service?.close();
   s.primary?.stop();

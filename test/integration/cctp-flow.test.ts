@@ -297,6 +297,30 @@ describe('the CCTP road', () => {
     expect(await allowanceOf(chain, messenger)).toBe(0n);
   });
 
+  it("rows queued behind one owner's lease wait for it inside their jobs: their jobs are not handed back each second", async () => {
+    await stopWorkers();
+    // Five rows of one (chain, owner): while one approves and burns, the others wait for its lease
+    // (docs/cctp.md "The owner's lease"), woken by its release; a job handed back for the lease
+    // (`nonce_lease`) comes only after a long wait, not once a second for every row queued.
+    const rows: Row[] = Array.from({ length: 5 }, (_, i) => ({
+      id: `queued-${i}`,
+      from: 'BASE',
+      to: 'ARB',
+      amount: `${i + 1}.25`,
+      recipient: randomEvmAddress(),
+    }));
+    const roads = Object.fromEntries(rows.map((r) => [r.id, 'cctp-fast'] as const));
+    const handedBack = () => waitsCounted(stack.client, prefix(), 'nonce_lease');
+    const before = await supplies();
+    const handedBefore = await handedBack();
+    const batchId = await enqueueVia(rows, 'cctp-fast');
+    startWorker();
+    await waitMinted(batchId);
+    await expectMintedOnce(rows, roads, before);
+    await stopWorkers(); // its counters flushed
+    expect(await handedBack()).toBeLessThan(handedBefore + rows.length);
+  });
+
   it('a needs_review burn: --not-sent refused (a signed burn has no expiry), --submitted with its burn mints it', async () => {
     await stopWorkers();
     // Burned, not yet attested: the answer of the burn is then taken as lost (needs_review).

@@ -16,6 +16,15 @@ export type CctpDeps = {
   readonly lease: {
     take(chain: string, owner: string, holder: string): Promise<boolean>;
     release(chain: string, owner: string, holder: string): Promise<void>;
+    /**
+     * Resolves when a lease of one of `owners` on `chain` is released (by a worker of any process),
+     * after `ms`, or when `signal` aborts, whichever comes first.
+     */
+    waitReleased(
+      at: { readonly chain: string; readonly owners: readonly string[]; readonly holder: string },
+      ms: number,
+      signal: AbortSignal,
+    ): Promise<void>;
   };
   /**
    * The batch's transfers from `chain` not burned yet that `owner` may burn (its own, or no owner

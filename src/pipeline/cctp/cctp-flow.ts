@@ -5,7 +5,7 @@ import { formatUsdc } from '../../domain/money.ts';
 import { SigningError } from '../../signing/errors.ts';
 import { approveData, depositForBurnData } from '../../signing/evm/cctp-calls.ts';
 import type { OwnerCall } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
-import { addEvidence, current, Later, saveStep, wait, type Ctx } from '../context.ts';
+import { addEvidence, current, jittered, Later, saveStep, wait, type Ctx } from '../context.ts';
 import { reserveDailySpend } from '../daily-cap.ts';
 import { holderOf } from '../evm/owner-turn.ts';
 import { finish, submitted } from '../outcomes.ts';
@@ -59,17 +59,44 @@ async function reserveDailyOrStepBack(b: Burner): Promise<void> {
   }
 }
 
-/** The transfer's owner (saved once chosen), with its (chain, owner) lease taken or renewed. */
+/**
+ * The transfer's owner (saved once chosen), with its (chain, owner) lease taken or renewed. While
+ * another transfer holds it, this one waits inside its job (woken by the release, looking again at
+ * least every LEASE_LOOK_MS in case a crashed holder's lease lapsed), as long as the policy allows
+ * (`leaseWaitMs`, jittered): then the job comes back. So only the worker's running jobs wait; the
+ * rest stay untouched in the queue.
+ */
 async function leasedOwner(ctx: Ctx, cctp: CctpDeps, chain: EvmChain): Promise<string> {
   const saved = current(ctx).steps.owner;
-  const holder = holderOf(ctx);
-  for (const owner of saved ? [saved] : cctp.owners) {
-    if (!(await cctp.lease.take(chain, owner, holder))) continue;
-    if (!saved) await saveStep(ctx, { owner });
-    return owner;
+  const owners = saved ? [saved] : cctp.owners;
+  const giveUpAt = Date.now() + jittered(ctx, ctx.policy.leaseWaitMs);
+  for (;;) {
+    const owner = await takeAny(ctx, cctp, chain, owners);
+    if (owner !== undefined) {
+      if (!saved) await saveStep(ctx, { owner });
+      return owner;
+    }
+    const left = giveUpAt - Date.now();
+    if (left <= 0 || ctx.signal.aborted) break;
+    const at = { chain, owners, holder: holderOf(ctx) };
+    await cctp.lease.waitReleased(at, Math.min(left, LEASE_LOOK_MS), ctx.signal);
   }
   const who = saved ? `the owner ${saved}` : 'every owner';
   throw new Later(1_000, `${who} is approving or burning on ${chain} for another transfer`, 'nonce_lease');
+}
+
+/** How often a transfer waiting for the lease looks again without a wake-up (a lapsed lease). */
+const LEASE_LOOK_MS = 5_000;
+
+/** The first of `owners` whose lease this transfer takes (or has), if any. */
+async function takeAny(
+  ctx: Ctx,
+  cctp: CctpDeps,
+  chain: EvmChain,
+  owners: readonly string[],
+): Promise<string | undefined> {
+  for (const owner of owners) if (await cctp.lease.take(chain, owner, holderOf(ctx))) return owner;
+  return undefined;
 }
 
 async function releaseLease(b: Burner): Promise<void> {
