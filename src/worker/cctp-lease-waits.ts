@@ -11,7 +11,7 @@ import {
 } from '../store/cctp-gate.ts';
 
 /*
- * The (chain, owner) CCTP lease as the CCTP road uses it (docs/cctp.md "The owner's lease"): taken and
+ * The (chain, owner) CCTP lease as the CCTP road uses it (docs/cctp.md "The flow"): taken and
  * released in Redis (store/cctp-gate.ts), and waited for inside the job: a release publishes the
  * lease's key and one local waiter on it (the longest waiting) tries again at once — the wake-ups of
  * the permit nonce lease (signing/evm/nonce-wakeups.ts), subscribed once per process on first wait.

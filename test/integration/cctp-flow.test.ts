@@ -300,7 +300,7 @@ describe('the CCTP road', () => {
   it("rows queued behind one owner's lease wait for it inside their jobs: their jobs are not handed back each second", async () => {
     await stopWorkers();
     // Five rows of one (chain, owner): while one approves and burns, the others wait for its lease
-    // (docs/cctp.md "The owner's lease"), woken by its release; a job handed back for the lease
+    // (docs/cctp.md "The flow"), woken by its release; a job handed back for the lease
     // (`nonce_lease`) comes only after a long wait, not once a second for every row queued.
     const rows: Row[] = Array.from({ length: 5 }, (_, i) => ({
       id: `queued-${i}`,
