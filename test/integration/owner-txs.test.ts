@@ -8,6 +8,7 @@ import { startAnvil, type AnvilProcess } from '../../src/sandbox/evm/anvil-proce
 import {
   createOwnerTxSender,
   OwnerTxSignedError,
+  OwnerTxUnprovenError,
   type OwnerCall,
   type OwnerTxSender,
   type OwnerTxStep,
@@ -59,7 +60,7 @@ describe('an owner’s own transactions on a real chain', () => {
   /** A sender as a worker process makes it: its own Redis connection and replica acknowledgements. */
   function senderFor(
     key: string,
-    extra: { maxGasWei?: bigint; ackTimeoutMs?: number; url?: string } = {},
+    extra: { maxGasWei?: bigint; ackTimeoutMs?: number; url?: string; unprovenAfterMs?: number } = {},
   ): OwnerTxSender {
     const redis = new Redis(rr.url, { maxRetriesPerRequest: 1 });
     const timeoutMs = extra.ackTimeoutMs ?? 5_000;
@@ -77,6 +78,7 @@ describe('an owner’s own transactions on a real chain', () => {
       },
       repriceAfterBlocks: 2,
       pollingIntervalMs: 10,
+      ...(extra.unprovenAfterMs === undefined ? {} : { unprovenAfterMs: extra.unprovenAfterMs }),
     });
   }
 
@@ -345,7 +347,7 @@ describe('an owner’s own transactions on a real chain', () => {
       maxPriorityFeePerGas: GWEI,
     });
     const other = await chain.sendRawTransaction({ serializedTransaction: raw });
-    const otherBlock = (await chain.getTransactionReceipt({ hash: other })).blockNumber;
+    const otherBlock = (await chain.waitForTransactionReceipt({ hash: other })).blockNumber;
     // Blocks go by: the holder is searched below the head (past the first bound of 64 blocks).
     for (let i = 0; i < 100; i++) await mine();
     const sender = senderFor(owner.key);
@@ -370,7 +372,7 @@ describe('an owner’s own transactions on a real chain', () => {
       const sent = await sender.step(CHAIN, owner.address, call);
       expect(sent).toMatchObject({ kind: 'sent', nonce: 0n, version: 1 });
       const hash = (sent as { hash: string }).hash;
-      const block = (await chain.getTransactionReceipt({ hash: hash as Hex })).blockNumber;
+      const block = (await chain.waitForTransactionReceipt({ hash: hash as Hex })).blockNumber;
       // More blocks than the 12 the old belief waited before judging the nonce another's.
       const steps: OwnerTxStep[] = [];
       for (let i = 0; i < 20; i++) {
@@ -392,6 +394,36 @@ describe('an owner’s own transactions on a real chain', () => {
         success: true,
       });
       expect(await chainNonce(owner.address)).toBe(1n);
+    } finally {
+      await faults.close();
+    }
+  });
+
+  it('the holder of a used nonce unreadable (blocks and states past a node behind): waits, then fails unproven with the evidence, never replaced', async () => {
+    const owner = await newOwner();
+    const faults = await startRpcFaults({ [CHAIN]: recorder.url } as Record<EvmChain, string>);
+    try {
+      faults.lags.set('history', { blocks: 40, what: 'history' });
+      const sender = senderFor(owner.key, { url: faults.url('history', CHAIN), unprovenAfterMs: 1 });
+      const call = callOf('unreadable', 5n);
+      const sent = await sender.step(CHAIN, owner.address, call);
+      const hash = (sent as { hash: string }).hash;
+      await mine();
+      const first = await sender.step(CHAIN, owner.address, call);
+      expect(first).toMatchObject({ kind: 'waiting', reason: 'pending', nonce: 0n });
+      expect((first as { detail: string }).detail).toMatch(
+        /cannot be read yet \(.*eth_getTransactionCount failed/,
+      );
+      expect((await sender.saved(CHAIN, owner.address, call.id))?.usedSeenAtMs).toBeDefined();
+      await mine();
+      const unproven = sender.step(CHAIN, owner.address, call);
+      await expect(unproven).rejects.toBeInstanceOf(OwnerTxUnprovenError);
+      await expect(unproven).rejects.toThrow(
+        new RegExp(`nonce 0 of ${owner.address} on ETH is used .*${hash}`),
+      );
+      expect(faults.sends.map((x) => x.hash)).toEqual([hash]);
+      faults.lags.delete('history');
+      expect(await sender.step(CHAIN, owner.address, call)).toMatchObject({ kind: 'mined', hash });
     } finally {
       await faults.close();
     }
