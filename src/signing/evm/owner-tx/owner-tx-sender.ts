@@ -44,7 +44,8 @@ import { decideOwnerTx, type Fees, type NonceHolder, type TxDecision, type TxFac
  * and does the one thing tx-decision.ts says — sign it, save it (held by the replicas) and only then
  * broadcast it; send it again identically; re-price it at its nonce; fill the nonce of a call given
  * up with a zero-value self-transaction; or report it mined, replaced by another, or waiting (the
- * gas cap, the owner's gas, the replicas). The flow that calls it (the CCTP road) loops on `step`
+ * gas cap, the owner's gas, the replicas) — or, a used nonce's holder unreadable for long,
+ * OwnerTxUnprovenError. The flow that calls it (the CCTP road) loops on `step`
  * until `mined` or `replaced-by-other`, as blocks come.
  */
 
@@ -388,7 +389,8 @@ async function usedAt(at: At, nonce: bigint, block: bigint): Promise<boolean> {
 /**
  * The lowest block whose state counts past `nonce`, searched below `head` (where it does): a lower
  * bound below the latest broadcast (or 64 blocks below the head), widened fourfold while it is used
- * too, then halved. A string: why it cannot be found (undefined only when the head is not used).
+ * too (down to before genesis, at most HOLDER_SEARCH_MAX_SPAN below the head), then halved. A
+ * string: why it cannot be found (the head read not counting past the nonce: read from another node).
  */
 async function firstUsedBlock(at: At, saved: SavedOwnerTx, head: bigint): Promise<bigint | string> {
   const { nonce } = saved;
