@@ -225,18 +225,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const book = readNewRecipients(r, problem);
   checkSecretLength(r, problem, 'HOOK_HMAC_SECRET');
   const redisSettings = readRedisSettings(r, problem);
-  if (redisSettings.redisClusterNodes && !isHashTagPrefix(queuePrefix)) {
-    problem(
-      'QUEUE_PREFIX',
-      'must be a hash tag such as {usdc} with REDIS_CLUSTER_NODES: every key of the project must hash to one slot of the cluster',
-    );
-  }
-  if (redisSettings.redisClusterNodes && !/^\/?0?$/.test(new URL(redisUrl).pathname)) {
-    problem(
-      'REDIS_URL',
-      'must not name a database with REDIS_CLUSTER_NODES: a Redis Cluster has only database 0',
-    );
-  }
+  if (redisSettings.redisClusterNodes) checkClusterPlace(problem, queuePrefix, redisUrl);
 
   const config: Config = {
     redisUrl,
@@ -288,6 +277,37 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
       60,
       7 * 24 * 3600,
     ),
+    ...readServiceTimeouts(r),
+    // At most 2 minutes: the window must fit in the 3-minute budget of transient failures.
+    nonceSettleWindowMs: r.int('NONCE_SETTLE_WINDOW_MS', DEFAULTS.NONCE_SETTLE_WINDOW_MS, 0, 120_000),
+  };
+
+  reportMissing(config, needs, r, problem, new Set(problems.map((p) => p.variable)));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+/** With REDIS_CLUSTER_NODES: every key in one slot (a hash-tag prefix), and no database but 0. */
+function checkClusterPlace(problem: Problem, queuePrefix: string, redisUrl: string): void {
+  if (!isHashTagPrefix(queuePrefix)) {
+    problem(
+      'QUEUE_PREFIX',
+      'must be a hash tag such as {usdc} with REDIS_CLUSTER_NODES: every key of the project must hash to one slot of the cluster',
+    );
+  }
+  if (!/^\/?0?$/.test(new URL(redisUrl).pathname)) {
+    problem(
+      'REDIS_URL',
+      'must not name a database with REDIS_CLUSTER_NODES: a Redis Cluster has only database 0',
+    );
+  }
+}
+
+/** How long the service client waits to connect and for an answer. */
+function readServiceTimeouts(
+  r: EnvReader,
+): Pick<Config, 'serviceConnectTimeoutMs' | 'serviceResponseTimeoutMs'> {
+  return {
     serviceConnectTimeoutMs: r.int(
       'SERVICE_CONNECT_TIMEOUT_MS',
       DEFAULTS.SERVICE_CONNECT_TIMEOUT_MS,
@@ -300,13 +320,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
       100,
       120_000,
     ),
-    // At most 2 minutes: the window must fit in the 3-minute budget of transient failures.
-    nonceSettleWindowMs: r.int('NONCE_SETTLE_WINDOW_MS', DEFAULTS.NONCE_SETTLE_WINDOW_MS, 0, 120_000),
   };
-
-  reportMissing(config, needs, r, problem, new Set(problems.map((p) => p.variable)));
-  if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze(config);
 }
 
 function freezeIfSet<T>(list: T[] | undefined): readonly T[] | undefined {

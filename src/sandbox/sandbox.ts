@@ -122,6 +122,42 @@ async function startChains(p: {
   return { evm: evm as Record<EvmChain, SandboxEvmChain>, solana: await solana };
 }
 
+/** What the sandbox's info (`/__admin/info`, `--write-env`) is made of, beside its URL. */
+type InfoParts = {
+  readonly apiKey: string;
+  readonly spender: string;
+  readonly network: Network;
+  readonly solana: { readonly feePayer: string; readonly depositAccount: string };
+  readonly attester: string;
+  readonly nodes: SandboxNodes;
+};
+
+/** The sandbox's info once it listens at `url`: the API, its keys and addresses, the CCTP API, the RPCs. */
+function sandboxInfo(url: string, p: InfoParts) {
+  return {
+    url,
+    api_key: p.apiKey,
+    spender: p.spender,
+    network: p.network,
+    solana_fee_payer: p.solana.feePayer,
+    solana_deposit_account: p.solana.depositAccount,
+    deposit_address: SANDBOX_DEPOSIT_ADDRESS,
+    cctp: {
+      api_url: `${url}/cctp`,
+      attester: p.attester,
+      fee_recipient: SANDBOX_CCTP_FEE_RECIPIENT,
+      contracts: sandboxCctpAddresses(p.network, 'ETH'),
+    },
+    rpc: Object.fromEntries([...EVM_CHAINS, 'SOLANA'].map((c) => [c, `${url}/rpc/${c}`])),
+    nodes: p.nodes,
+  };
+}
+
+/** The host in the sandbox's URL: loopback for a wildcard listen, an IPv6 address in brackets. */
+function urlHostOf(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+}
+
 export class SandboxNetworkError extends Error {
   override name = 'SandboxNetworkError';
 }
@@ -185,23 +221,15 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     solana: { kind: solana.kind },
   };
   let url = '';
-  const info = () => ({
-    url,
-    api_key: apiKey,
+  const parts: InfoParts = {
+    apiKey,
     spender: relayer.address,
     network,
-    solana_fee_payer: solana.feePayer,
-    solana_deposit_account: solana.depositAccount,
-    deposit_address: SANDBOX_DEPOSIT_ADDRESS,
-    cctp: {
-      api_url: `${url}/cctp`,
-      attester: attester.address,
-      fee_recipient: SANDBOX_CCTP_FEE_RECIPIENT,
-      contracts: sandboxCctpAddresses(network, 'ETH'),
-    },
-    rpc: Object.fromEntries([...EVM_CHAINS, 'SOLANA'].map((c) => [c, `${url}/rpc/${c}`])),
+    solana,
+    attester: attester.address,
     nodes,
-  });
+  };
+  const info = () => sandboxInfo(url, parts);
   const adminContext: AdminContext = { state, admin, info };
   let http: Awaited<ReturnType<typeof startSandboxHttp>>;
   try {
@@ -210,8 +238,7 @@ export async function createSandbox(options: SandboxOptions = {}): Promise<Sandb
     await Promise.all([...EVM_CHAINS.map((c) => evm[c].close()), solana.close()]);
     throw e;
   }
-  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  url = `http://${urlHost}:${http.port}`;
+  url = `http://${urlHostOf(host)}:${http.port}`;
   return {
     url,
     port: http.port,

@@ -60,6 +60,8 @@ export const SIGNING_ERROR_CODES = {
   ownerTxSigned: 'USDC_OWNER_TX_SIGNED',
   /** An owner's transaction is not in Redis as the step expects (missing, or saved as another call). */
   ownerTxMissing: 'USDC_OWNER_TX_RECORD',
+  /** An owner's nonce stayed used with neither a receipt of its call nor its holder readable: an operator looks. */
+  ownerTxUnproven: 'USDC_OWNER_TX_UNPROVEN',
   /** The RPC answered without saying which block it read from: its answer proves nothing. */
   rpcBlockUnknown: 'USDC_RPC_BLOCK_UNKNOWN',
   nonceLeaseLost: 'USDC_NONCE_LEASE_LOST',

@@ -15,7 +15,8 @@ import type { ScriptCall, WriteSite } from './replica-acks.ts';
  *   `<n>:v` (versions saved), `<n>:<i>:raw|hash|fees` (version i), `<n>:sent` (`<i>|<block>`: version
  *   i was last broadcast at that block), `<n>:fill` ('1': the call was given up, the nonce is filled by
  *   a zero-value self-transaction), `<n>:done` (`<hash>|<1 or 0>`: mined, and its status), `<n>:used`
- *   (the head when the nonce was first seen used with no receipt of ours).
+ *   (`<head>|<unix ms>`: the head and the time when the nonce was first seen used with no receipt
+ *   of ours; an older record holds the head alone).
  */
 
 const ASSIGN = luaScriptFile('owner-tx-assign.lua');
@@ -52,6 +53,8 @@ export type SavedOwnerTx = OwnerCallFields & {
   readonly done: { readonly hash: string; readonly success: boolean } | undefined;
   /** The head when the nonce was first seen used on chain with no receipt of ours found. */
   readonly usedSeenAt: bigint | undefined;
+  /** When (unix ms) that was; undefined: not seen so, or saved without its time. */
+  readonly usedSeenAtMs: number | undefined;
 };
 
 /** What asking for a call's nonce found. */
@@ -187,9 +190,21 @@ export async function markDone(
   await redis.hset(accountKeys(w)[1], `${nonce}:done`, `${done.hash}|${done.success ? 1 : 0}`);
 }
 
-/** Records, once, the head when the nonce was first seen used with no receipt of ours. */
-export async function markUsedSeen(redis: Redis, w: Where, nonce: bigint, head: bigint): Promise<void> {
-  await redis.hsetnx(accountKeys(w)[1], `${nonce}:used`, head.toString());
+/** Records, once, the head and the time (unix ms) when the nonce was first seen used with no receipt of ours. */
+export async function markUsedSeen(
+  redis: Redis,
+  w: Where,
+  nonce: bigint,
+  seen: { readonly head: bigint; readonly atMs: number },
+): Promise<void> {
+  await redis.hsetnx(accountKeys(w)[1], `${nonce}:used`, `${seen.head}|${seen.atMs}`);
+}
+
+/** `<head>|<unix ms>`, or the head alone (saved before the time was). */
+function parseUsed(text: string | null | undefined): { head: bigint; atMs: number | undefined } | undefined {
+  if (text === null || text === undefined) return undefined;
+  const [head = '', atMs] = text.split('|');
+  return { head: BigInt(head), atMs: atMs === undefined ? undefined : Number(atMs) };
 }
 
 const HEAD_FIELDS = ['call', 'to', 'data', 'value', 'gas', 'v', 'sent', 'fill', 'done', 'used'] as const;
@@ -226,6 +241,7 @@ export async function readOwnerTx(redis: Redis, w: Where, nonce: bigint): Promis
     versions.push(parseVersion(i + 1, flat[3 * i] ?? null, flat[3 * i + 1] ?? null, flat[3 * i + 2] ?? null));
   const sentPair = parsePair(sent ?? null);
   const donePair = parsePair(done ?? null);
+  const usedSeen = parseUsed(used);
   return {
     nonce,
     callId,
@@ -237,7 +253,8 @@ export async function readOwnerTx(redis: Redis, w: Where, nonce: bigint): Promis
     sent: sentPair && { version: Number(sentPair[0]), block: BigInt(sentPair[1]) },
     filled: fill === '1',
     done: donePair && { hash: donePair[0], success: donePair[1] === '1' },
-    usedSeenAt: used === null || used === undefined ? undefined : BigInt(used),
+    usedSeenAt: usedSeen?.head,
+    usedSeenAtMs: usedSeen?.atMs,
   };
 }
 

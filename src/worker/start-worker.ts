@@ -15,7 +15,7 @@ import { createReplicaAcks, wantedReplicas, type ReplicaAcks } from '../store/re
 import { createTransferStore, type TransferStore } from '../store/transfer-store.ts';
 import { createCallbackSender } from '../queue/callbacks.ts';
 import { createIntentFollower } from '../queue/intent-follower.ts';
-import { createScheduleRunner } from '../queue/schedule-runner.ts';
+import { createScheduleRunner, type ScheduleRunnerDeps } from '../queue/schedule-runner.ts';
 import { createTransferWorkers, type TransferWorkers } from '../queue/transfer-workers.ts';
 import type { TransferSpans } from '../queue/run-spans.ts';
 import { activeTracing } from '../trace/tracing.ts';
@@ -81,6 +81,28 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   }
 }
 
+/**
+ * The schedules' runner: every worker process takes schedule firings and BullMQ hands each firing to
+ * one of them; a rebalancing policy plans on the service's fees, or on Circle's when its moves take
+ * CCTP (through the workers' shared gate).
+ */
+function startSchedules(
+  connection: Omit<ScheduleRunnerDeps, 'config' | 'rebalance'>,
+  config: Config,
+  service: ReturnType<typeof wireServiceClient>,
+  cctp: ReturnType<typeof wireCctp>,
+): ReturnType<typeof createScheduleRunner> {
+  return createScheduleRunner({
+    ...connection,
+    config,
+    rebalance: {
+      config,
+      estimate: serviceEstimator(service),
+      cctpEstimate: cctp && ((via) => quoteEstimator(createCctpFeeQuoter(cctp.api, via))),
+    },
+  });
+}
+
 /** Opens the worker's parts on its Redis, noting each in `started` as soon as it is open. */
 async function startOn(started: Started, config: Config, logger: Logger): Promise<TransferWorkers> {
   const { redis } = started;
@@ -129,17 +151,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     cctp: cctp && { cctp, config },
   }));
   const callbacks = (started.callbacks = createCallbackSender({ ...connection, config }));
-  // Every worker process takes schedule firings; BullMQ hands each firing to one of them.
-  started.schedules = createScheduleRunner({
-    ...connection,
-    config,
-    rebalance: {
-      config,
-      estimate: serviceEstimator(service),
-      // A policy whose moves take CCTP plans on Circle's fee, through the workers' shared gate.
-      cctpEstimate: cctp && ((via) => quoteEstimator(createCctpFeeQuoter(cctp.api, via))),
-    },
-  });
+  started.schedules = startSchedules(connection, config, service, cctp);
   // The treasury's balances for /metrics, every TREASURY_BALANCE_INTERVAL_MS.
   started.treasury = startTreasurySampler({ redis, prefix, config, addresses: own, logger });
 

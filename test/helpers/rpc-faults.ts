@@ -15,7 +15,9 @@ import type { EvmChain } from '../../src/domain/chains.ts';
  * - a receipt found for a transaction is handed to `receipt` before it is answered;
  * - a route may lag: `all` answers every read as of N blocks ago (eth_blockNumber, the head
  *   block, eth_getTransactionCount, eth_getBalance, eth_call, receipts of later blocks are null),
- *   `receipts` lags only the receipts (a load-balanced RPC whose nodes are not at one height).
+ *   `receipts` lags only the receipts (a load-balanced RPC whose nodes are not at one height),
+ *   `history` the receipts and every read at a block number past the node behind (a block: null;
+ *   a state: `header not found`), the head and the nonce at `latest` read from the node ahead.
  */
 
 export type TxKind = 'approve' | 'burn' | 'mint' | 'other';
@@ -40,7 +42,7 @@ export type SeenSend = {
 /** `withhold`: never reaches the node, the connection is cut; `lose-answer`: reaches it, answer cut. */
 export type SendVerdict = 'forward' | 'withhold' | 'lose-answer';
 
-export type Lag = { readonly blocks: number; readonly what: 'all' | 'receipts' };
+export type Lag = { readonly blocks: number; readonly what: 'all' | 'receipts' | 'history' };
 
 export type RpcFaults = {
   /** The URL of `tag`'s route to `chain`. */
@@ -88,6 +90,20 @@ function lagged(method: string, params: unknown[], at: bigint): unknown[] {
   const tag = p[i] ?? 'latest';
   if (typeof tag === 'string' && HEAD_TAGS.has(tag)) p[i] = hex(at);
   return p;
+}
+
+/** A node `at` high asked for a block or a state past it: null, or `header not found`. */
+function pastBehind(
+  method: string,
+  params: unknown[],
+  at: bigint,
+): Pick<RpcAnswer, 'result' | 'error'> | undefined {
+  const i = ({ eth_getBlockByNumber: 0, eth_getTransactionCount: 1 } as Record<string, number>)[method];
+  const tag = i === undefined ? undefined : params[i];
+  if (typeof tag !== 'string' || !tag.startsWith('0x') || BigInt(tag) <= at) return undefined;
+  return method === 'eth_getBlockByNumber'
+    ? { result: null }
+    : { error: { code: -32000, message: 'header not found' } };
 }
 
 class Cut extends Error {}
@@ -143,6 +159,10 @@ export async function startRpcFaults(targets: Record<EvmChain, string>): Promise
         if (method === 'eth_blockNumber') return { jsonrpc: '2.0', id: call.id, result: hex(at) };
         call = { ...call, params: lagged(method, params, at) };
       }
+    }
+    if (lag?.what === 'history' && at !== undefined) {
+      const behind = pastBehind(method, params, at);
+      if (behind) return { jsonrpc: '2.0', id: call.id, ...behind };
     }
     const answer = await post(targets[chain], call);
     if (method !== 'eth_getTransactionReceipt' || !answer.result) return answer;

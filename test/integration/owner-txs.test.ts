@@ -3,12 +3,12 @@ import { createPublicClient, http, recoverTransactionAddress, type Hex, type Pub
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config/config.ts';
-import { USDC_EVM } from '../../src/domain/chains.ts';
+import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
 import { startAnvil, type AnvilProcess } from '../../src/sandbox/evm/anvil-process.ts';
 import {
   createOwnerTxSender,
-  DEFAULT_REPLACED_AFTER_BLOCKS,
   OwnerTxSignedError,
+  OwnerTxUnprovenError,
   type OwnerCall,
   type OwnerTxSender,
   type OwnerTxStep,
@@ -17,6 +17,7 @@ import { keys } from '../../src/store/keys.ts';
 import { assignNonce, nextNonce, nonceOfCall } from '../../src/store/owner-txs.ts';
 import { createReplicaAcks, type ReplicaAcks } from '../../src/store/replica-acks.ts';
 import { startReplicatedRedis, type ReplicatedRedis } from '../../support/replicated-redis.ts';
+import { startRpcFaults } from '../helpers/rpc-faults.ts';
 import { startRpcRecorder, type RpcRecorder } from '../helpers/rpc-recorder.ts';
 
 /*
@@ -57,7 +58,10 @@ describe('an owner’s own transactions on a real chain', () => {
   }
 
   /** A sender as a worker process makes it: its own Redis connection and replica acknowledgements. */
-  function senderFor(key: string, extra: { maxGasWei?: bigint; ackTimeoutMs?: number } = {}): OwnerTxSender {
+  function senderFor(
+    key: string,
+    extra: { maxGasWei?: bigint; ackTimeoutMs?: number; url?: string; unprovenAfterMs?: number } = {},
+  ): OwnerTxSender {
     const redis = new Redis(rr.url, { maxRetriesPerRequest: 1 });
     const timeoutMs = extra.ackTimeoutMs ?? 5_000;
     const acks = createReplicaAcks({ redis, prefix: PREFIX, setting: 'auto', timeoutMs });
@@ -68,12 +72,13 @@ describe('an owner’s own transactions on a real chain', () => {
       acks,
       config: {
         network: 'testnet',
-        evmRpcUrl: { [CHAIN]: recorder.url },
+        evmRpcUrl: { [CHAIN]: extra.url ?? recorder.url },
         maxGasWei: extra.maxGasWei === undefined ? {} : { [CHAIN]: extra.maxGasWei },
         evmPrivateKeys: [new Secret(key)],
       },
       repriceAfterBlocks: 2,
       pollingIntervalMs: 10,
+      ...(extra.unprovenAfterMs === undefined ? {} : { unprovenAfterMs: extra.unprovenAfterMs }),
     });
   }
 
@@ -341,17 +346,86 @@ describe('an owner’s own transactions on a real chain', () => {
       maxFeePerGas: 50n * GWEI,
       maxPriorityFeePerGas: GWEI,
     });
-    await chain.sendRawTransaction({ serializedTransaction: raw });
-    // Seen used with no receipt of ours: looked at again as blocks come (a receipt may lag the nonce).
+    const other = await chain.sendRawTransaction({ serializedTransaction: raw });
+    const otherBlock = (await chain.waitForTransactionReceipt({ hash: other })).blockNumber;
+    // Blocks go by: the holder is searched below the head (past the first bound of 64 blocks).
+    for (let i = 0; i < 100; i++) await mine();
     const sender = senderFor(owner.key);
-    expect(await sender.step(CHAIN, owner.address, call)).toMatchObject({
-      kind: 'waiting',
-      reason: 'pending',
-    });
-    expect((await sender.saved(CHAIN, owner.address, call.id))?.usedSeenAt).toBeDefined();
-    for (let i = 0; i < DEFAULT_REPLACED_AFTER_BLOCKS; i++) await mine();
     const step = await sender.step(CHAIN, owner.address, call);
-    expect(step).toMatchObject({ kind: 'replaced-by-other', nonce: 0n, chainNonce: 1n });
+    expect(step).toMatchObject({
+      kind: 'replaced-by-other',
+      nonce: 0n,
+      chainNonce: 1n,
+      holder: { hash: other, block: otherBlock },
+    });
     expect((step as { hashes: readonly string[] }).hashes).toEqual([(saved as { hash: string }).hash]);
+  });
+
+  it('a receipt of our mined transaction hidden by an RPC behind, for many blocks: found as ours in its block, never replaced', async () => {
+    const owner = await newOwner();
+    // Reads through a balancer whose receipts come from a node 40 blocks behind (Arbitrum: 10 s).
+    const faults = await startRpcFaults({ [CHAIN]: recorder.url } as Record<EvmChain, string>);
+    try {
+      faults.lags.set('behind', { blocks: 40, what: 'receipts' });
+      const sender = senderFor(owner.key, { url: faults.url('behind', CHAIN) });
+      const call = callOf('hidden', 4n);
+      const sent = await sender.step(CHAIN, owner.address, call);
+      expect(sent).toMatchObject({ kind: 'sent', nonce: 0n, version: 1 });
+      const hash = (sent as { hash: string }).hash;
+      const block = (await chain.waitForTransactionReceipt({ hash: hash as Hex })).blockNumber;
+      // More blocks than the 12 the old belief waited before judging the nonce another's.
+      const steps: OwnerTxStep[] = [];
+      for (let i = 0; i < 20; i++) {
+        await mine();
+        steps.push(await sender.step(CHAIN, owner.address, call));
+      }
+      expect(steps.map((x) => x.kind)).toEqual(steps.map(() => 'waiting'));
+      for (const step of steps) {
+        expect(step).toMatchObject({ kind: 'waiting', reason: 'pending', nonce: 0n });
+        expect((step as { detail: string }).detail).toContain(
+          `held by this call's ${hash}, mined in block ${block}`,
+        );
+      }
+      expect(faults.sends.map((x) => x.hash)).toEqual([hash]);
+      faults.lags.delete('behind');
+      expect(await sender.step(CHAIN, owner.address, call)).toMatchObject({
+        kind: 'mined',
+        hash,
+        success: true,
+      });
+      expect(await chainNonce(owner.address)).toBe(1n);
+    } finally {
+      await faults.close();
+    }
+  });
+
+  it('the holder of a used nonce unreadable (blocks and states past a node behind): waits, then fails unproven with the evidence, never replaced', async () => {
+    const owner = await newOwner();
+    const faults = await startRpcFaults({ [CHAIN]: recorder.url } as Record<EvmChain, string>);
+    try {
+      faults.lags.set('history', { blocks: 40, what: 'history' });
+      const sender = senderFor(owner.key, { url: faults.url('history', CHAIN), unprovenAfterMs: 1 });
+      const call = callOf('unreadable', 5n);
+      const sent = await sender.step(CHAIN, owner.address, call);
+      const hash = (sent as { hash: string }).hash;
+      await mine();
+      const first = await sender.step(CHAIN, owner.address, call);
+      expect(first).toMatchObject({ kind: 'waiting', reason: 'pending', nonce: 0n });
+      expect((first as { detail: string }).detail).toMatch(
+        /cannot be read yet \(.*eth_getTransactionCount failed/,
+      );
+      expect((await sender.saved(CHAIN, owner.address, call.id))?.usedSeenAtMs).toBeDefined();
+      await mine();
+      const unproven = sender.step(CHAIN, owner.address, call);
+      await expect(unproven).rejects.toBeInstanceOf(OwnerTxUnprovenError);
+      await expect(unproven).rejects.toThrow(
+        new RegExp(`nonce 0 of ${owner.address} on ETH is used .*${hash}`),
+      );
+      expect(faults.sends.map((x) => x.hash)).toEqual([hash]);
+      faults.lags.delete('history');
+      expect(await sender.step(CHAIN, owner.address, call)).toMatchObject({ kind: 'mined', hash });
+    } finally {
+      await faults.close();
+    }
   });
 });

@@ -36,7 +36,13 @@ const mined = (success: boolean, filler = false): OwnerTxStep => ({
   success,
   filler,
 });
-const replaced: OwnerTxStep = { kind: 'replaced-by-other', nonce: 3n, chainNonce: 4n, hashes: [HASH] };
+const replaced: OwnerTxStep = {
+  kind: 'replaced-by-other',
+  nonce: 3n,
+  chainNonce: 4n,
+  hashes: [HASH],
+  holder: { hash: `0x${'b'.repeat(64)}`, block: 9n },
+};
 
 describe('the CCTP road: decisions after a step of the burn', () => {
   it("watches a sent or pending burn, waits on the cap and the owner's gas", () => {

@@ -21,8 +21,10 @@ function facts(over: Partial<TxFacts> = {}): TxFacts {
     gas: 100_000n,
     value: 0n,
     repriceAfterBlocks: 3,
-    usedSeenAt: undefined,
-    replacedAfterBlocks: 12,
+    nonceHolder: undefined,
+    usedSeenAtMs: undefined,
+    now: 10_000_000,
+    unprovenAfterMs: 3_600_000,
     ...over,
   };
 }
@@ -127,19 +129,59 @@ describe('an owner transaction: what to do next', () => {
     });
   });
 
-  it('the nonce used with none of our versions mined for replacedAfterBlocks blocks: replaced by another, the call can never execute', () => {
+  it('the nonce held by a mined transaction that is none of ours (found in its block): replaced by another, proven', () => {
+    const holder = { hash: '0xbb', block: 95n };
     const sent = { versions: [v1], sentAtBlock: 99n, chainNonce: 8n };
-    expect(decideOwnerTx(facts({ ...sent, usedSeenAt: 88n }))).toEqual({ kind: 'replaced-by-other' });
-    expect(decideOwnerTx(facts({ chainNonce: 9n, usedSeenAt: 80n }))).toEqual({ kind: 'replaced-by-other' });
+    expect(decideOwnerTx(facts({ ...sent, nonceHolder: holder }))).toEqual({
+      kind: 'replaced-by-other',
+      holder,
+    });
+    // Nothing of the call signed: its nonce taken by another all the same.
+    expect(decideOwnerTx(facts({ chainNonce: 9n, nonceHolder: holder }))).toEqual({
+      kind: 'replaced-by-other',
+      holder,
+    });
   });
 
-  it('the nonce used with no receipt of ours seen yet, or for fewer blocks: looked at again (a receipt from a node behind comes later)', () => {
+  it('the nonce held by one of our versions whose receipt is not served yet: waits for it, never replaced', () => {
+    const v2 = { hash: '0xCC', fees: { maxFee: 4n * GWEI, tip: 2n * GWEI } };
+    const holder = { hash: '0xcc', block: 60n };
+    // However long ago the nonce was first seen used (a node behind may hide the receipt for long).
+    const d = decideOwnerTx(
+      facts({ versions: [v1, v2], sentAtBlock: 10n, chainNonce: 8n, nonceHolder: holder, usedSeenAtMs: 0 }),
+    );
+    expect(d).toEqual({ kind: 'ours-unreceipted', holder });
+  });
+
+  it('the nonce used and its holder unreadable (a node behind, pruned state): looked at again, never replaced', () => {
     const sent = { versions: [v1], sentAtBlock: 99n, chainNonce: 8n };
     expect(decideOwnerTx(facts(sent))).toEqual({ kind: 'nonce-used' });
-    expect(decideOwnerTx(facts({ ...sent, usedSeenAt: 89n }))).toEqual({ kind: 'nonce-used' });
-    expect(decideOwnerTx(facts({ chainNonce: 9n }))).toEqual({ kind: 'nonce-used' });
-    // Never a re-pricing or a new signing while the nonce is used: the receipt decides first.
+    expect(decideOwnerTx(facts({ ...sent, nonceHolder: 'unknown' }))).toEqual({ kind: 'nonce-used' });
+    expect(decideOwnerTx(facts({ chainNonce: 9n, nonceHolder: 'unknown' }))).toEqual({ kind: 'nonce-used' });
+    // Seen so just under the bound: still looked at again; saved without its time: no bound.
+    const seen = { ...sent, nonceHolder: 'unknown' as const };
+    expect(decideOwnerTx(facts({ ...seen, usedSeenAtMs: 10_000_000 - 3_599_999 }))).toEqual({
+      kind: 'nonce-used',
+    });
+    expect(decideOwnerTx(facts({ ...seen, usedSeenAtMs: undefined, now: 9e15 }))).toEqual({
+      kind: 'nonce-used',
+    });
+    // Never a re-pricing or a new signing while the nonce is used: the receipt and the holder decide.
     expect(decideOwnerTx(facts({ ...sent, sentAtBlock: 10n }))).toEqual({ kind: 'nonce-used' });
+  });
+
+  it('the holder still unreadable unprovenAfterMs after the nonce was first seen used: unproven, an operator looks', () => {
+    const seen = { versions: [v1], sentAtBlock: 99n, chainNonce: 8n, nonceHolder: 'unknown' as const };
+    expect(decideOwnerTx(facts({ ...seen, usedSeenAtMs: 10_000_000 - 3_600_000 }))).toEqual({
+      kind: 'unproven',
+    });
+    // A receipt of ours, or a proven holder, decides first.
+    const receipt = { hash: '0xaa', success: true };
+    expect(decideOwnerTx(facts({ ...seen, usedSeenAtMs: 0, receipt }))).toMatchObject({ kind: 'mined' });
+    const holder = { hash: '0xbb', block: 1n };
+    expect(decideOwnerTx(facts({ ...seen, usedSeenAtMs: 0, nonceHolder: holder }))).toMatchObject({
+      kind: 'replaced-by-other',
+    });
   });
 
   it('bumps by a tenth rounded up, and by one wei at the least', () => {

@@ -305,7 +305,7 @@ async function burnNeverExecutes(b: Burner, step: Parameters<typeof decideAfterB
   const { ctx, chain } = b;
   const what =
     step.kind === 'replaced-by-other'
-      ? `its nonce ${step.nonce} is used on ${chain} (chain nonce ${step.chainNonce}) by a transaction that is none of its versions (${step.hashes.join(', ')})`
+      ? `its nonce ${step.nonce} is used on ${chain} (chain nonce ${step.chainNonce}) by ${step.holder.hash}, mined in block ${step.holder.block}, which is none of its versions (${step.hashes.join(', ')})`
       : 'its nonce was filled by a zero-value transaction';
   await addEvidence(ctx, `burn call ${burnCall(b).id} can never execute: ${what}; making a new burn`);
   await saveStep(ctx, { cctp: { burnGen: null, burnTx: null } });

@@ -162,3 +162,29 @@ export async function broadcast(oc: OwnerChain, raw: string): Promise<BroadcastR
     return { kind: 'unknown', message: text.slice(0, 300) };
   }
 }
+
+/** The owner's nonce in the state of block `block` (its transactions mined up to it). */
+export function readNonceAt(oc: OwnerChain, owner: string, block: bigint): Promise<bigint> {
+  return read(oc, 'eth_getTransactionCount', async () =>
+    BigInt(await oc.client.getTransactionCount({ address: owner as Hex, blockNumber: block })),
+  );
+}
+
+/**
+ * The hash of the transaction of `owner` at `nonce` in block `block`; undefined when the block
+ * holds none (an answer from another node than the state's). A block not served is a ChainReadError.
+ */
+export async function readOwnerTxInBlock(
+  oc: OwnerChain,
+  block: bigint,
+  owner: string,
+  nonce: bigint,
+): Promise<string | undefined> {
+  const b = await read(oc, 'eth_getBlockByNumber', () =>
+    oc.client.getBlock({ blockNumber: block, includeTransactions: true }),
+  );
+  const tx = b.transactions.find(
+    (t) => t.from.toLowerCase() === owner.toLowerCase() && BigInt(t.nonce) === nonce,
+  );
+  return tx?.hash;
+}

@@ -21,7 +21,7 @@ import {
   type Where,
 } from '../../../store/owner-txs.ts';
 import type { ReplicaAcks } from '../../../store/replica-acks.ts';
-import { SigningError, SIGNING_ERROR_CODES } from '../../errors.ts';
+import { ChainReadError, SigningError, SIGNING_ERROR_CODES } from '../../errors.ts';
 import {
   broadcast,
   checkChainId,
@@ -31,10 +31,12 @@ import {
   readFees,
   readHead,
   readNonce,
+  readNonceAt,
+  readOwnerTxInBlock,
   readReceipt,
   type OwnerChain,
 } from './owner-chain.ts';
-import { decideOwnerTx, type Fees, type TxDecision, type TxFacts } from './tx-decision.ts';
+import { decideOwnerTx, type Fees, type NonceHolder, type TxDecision, type TxFacts } from './tx-decision.ts';
 
 /*
  * A treasury owner's own transactions (docs/cctp.md "The owner's transactions"), one step at a time:
@@ -42,7 +44,8 @@ import { decideOwnerTx, type Fees, type TxDecision, type TxFacts } from './tx-de
  * and does the one thing tx-decision.ts says — sign it, save it (held by the replicas) and only then
  * broadcast it; send it again identically; re-price it at its nonce; fill the nonce of a call given
  * up with a zero-value self-transaction; or report it mined, replaced by another, or waiting (the
- * gas cap, the owner's gas, the replicas). The flow that calls it (the CCTP road) loops on `step`
+ * gas cap, the owner's gas, the replicas) — or, a used nonce's holder unreadable for long,
+ * OwnerTxUnprovenError. The flow that calls it (the CCTP road) loops on `step`
  * until `mined` or `replaced-by-other`, as blocks come.
  */
 
@@ -89,9 +92,13 @@ export type OwnerTxStep =
   | {
       readonly kind: 'replaced-by-other';
       readonly nonce: bigint;
-      /** The owner's nonce on chain, and our versions, none of them mined: the evidence. */
+      /**
+       * The evidence: the owner's nonce on chain, our versions (none of them mined), and the mined
+       * transaction that holds the nonce, found in its block.
+       */
       readonly chainNonce: bigint;
       readonly hashes: readonly string[];
+      readonly holder: NonceHolder;
     };
 
 export type OwnerTxSenderDeps = {
@@ -104,10 +111,10 @@ export type OwnerTxSenderDeps = {
   /** Blocks a broadcast transaction may stay unmined before it is re-priced (or sent again); default 3. */
   readonly repriceAfterBlocks?: number;
   /**
-   * Blocks a call's nonce must stay used with no receipt of its versions found before another
-   * transaction is believed to hold it; default 12.
+   * How long (ms) a call's nonce may stay used with neither a receipt of its versions nor the
+   * transaction holding it readable before the step says its fate cannot be known; default 1 hour.
    */
-  readonly replacedAfterBlocks?: number;
+  readonly unprovenAfterMs?: number;
   /** viem's polling interval (ms); default 1 s. */
   readonly pollingIntervalMs?: number;
   /** Per RPC call; default 10 s. */
@@ -116,7 +123,7 @@ export type OwnerTxSenderDeps = {
 };
 
 export const DEFAULT_REPRICE_AFTER_BLOCKS = 3;
-export const DEFAULT_REPLACED_AFTER_BLOCKS = 12;
+export const DEFAULT_UNPROVEN_AFTER_MS = 3_600_000;
 /** The gas of a zero-value transfer to oneself. */
 const FILL_GAS = 21_000n;
 
@@ -129,7 +136,7 @@ type Sender = {
   readonly accounts: ReadonlyMap<string, PrivateKeyAccount>;
   readonly chains: Map<EvmChain, OwnerChain>;
   readonly repriceAfterBlocks: number;
-  readonly replacedAfterBlocks: number;
+  readonly unprovenAfterMs: number;
   readonly pollingIntervalMs: number;
   readonly rpcTimeoutMs: number;
   readonly logger: Logger | undefined;
@@ -222,8 +229,10 @@ async function gatherFacts(at: At, saved: SavedOwnerTx): Promise<TxFacts> {
     gas: filled ? FILL_GAS : saved.gas,
     value: filled ? 0n : saved.value,
     repriceAfterBlocks: s.repriceAfterBlocks,
-    usedSeenAt: saved.usedSeenAt,
-    replacedAfterBlocks: s.replacedAfterBlocks,
+    nonceHolder: undefined,
+    usedSeenAtMs: saved.usedSeenAtMs,
+    now: Date.now(),
+    unprovenAfterMs: s.unprovenAfterMs,
   };
 }
 
@@ -368,25 +377,131 @@ function signedError(at: At, saved: SavedOwnerTx): OwnerTxSignedError {
   );
 }
 
+/** How far below the head the search for a nonce's holder reaches, at most (blocks). */
+const HOLDER_SEARCH_MAX_SPAN = 1n << 22n;
+
+/** Whether the owner's nonce in the state of `block` counts past `nonce` (block -1: before genesis). */
+async function usedAt(at: At, nonce: bigint, block: bigint): Promise<boolean> {
+  if (block < 0n) return false;
+  return (await readNonceAt(at.oc, at.w.owner, block)) > nonce;
+}
+
+/**
+ * The lowest block whose state counts past `nonce`, searched below `head` (where it does): a lower
+ * bound below the latest broadcast (or 64 blocks below the head), widened fourfold while it is used
+ * too (down to before genesis, at most HOLDER_SEARCH_MAX_SPAN below the head), then halved. A
+ * string: why it cannot be found (the head read not counting past the nonce: read from another node).
+ */
+async function firstUsedBlock(at: At, saved: SavedOwnerTx, head: bigint): Promise<bigint | string> {
+  const { nonce } = saved;
+  if (!(await usedAt(at, nonce, head)))
+    return `the owner's nonce in the state of block ${head} (the head read) does not count past ${nonce} yet`;
+  let hi = head;
+  let span = saved.sent && saved.sent.block < head ? head - saved.sent.block + 1n : 64n;
+  let lo = hi - span;
+  while (await usedAt(at, nonce, lo)) {
+    hi = lo;
+    span *= 4n;
+    if (span > HOLDER_SEARCH_MAX_SPAN)
+      return `the nonce is used in every block searched, down to ${hi} (${HOLDER_SEARCH_MAX_SPAN} blocks below the head)`;
+    lo = hi - span < -1n ? -1n : hi - span;
+  }
+  while (hi - lo > 1n) {
+    const mid = (lo + hi) / 2n;
+    if (await usedAt(at, nonce, mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+/**
+ * The mined transaction that holds the call's nonce (docs/cctp.md "The owner's transactions"): the
+ * first block whose state counts past it, and the owner's transaction at that nonce in it. Anything
+ * unreadable (a block or a state not served by a node behind, pruned state, an RPC error) is
+ * `unknown`, with why: the decision never judges on missing data.
+ */
+async function findNonceHolder(
+  at: At,
+  saved: SavedOwnerTx,
+  head: bigint,
+): Promise<NonceHolder | { readonly unknown: string }> {
+  try {
+    const block = await firstUsedBlock(at, saved, head);
+    if (typeof block === 'string') return { unknown: block };
+    const hash = await readOwnerTxInBlock(at.oc, block, at.w.owner, saved.nonce);
+    if (hash === undefined)
+      return { unknown: `block ${block} was served without the owner's transaction at nonce ${saved.nonce}` };
+    return { hash, block };
+  } catch (err) {
+    if (err instanceof ChainReadError) return { unknown: err.message };
+    throw err;
+  }
+}
+
+/** The facts, with the nonce's holder looked up when the nonce is used and no receipt of ours is seen. */
+async function factsWithHolder(
+  at: At,
+  saved: SavedOwnerTx,
+): Promise<{ facts: TxFacts; unknown: string | undefined }> {
+  const facts = await gatherFacts(at, saved);
+  if (facts.receipt || facts.chainNonce <= saved.nonce) return { facts, unknown: undefined };
+  const found = await findNonceHolder(at, saved, facts.head);
+  if ('unknown' in found) return { facts: { ...facts, nonceHolder: 'unknown' }, unknown: found.unknown };
+  return { facts: { ...facts, nonceHolder: found }, unknown: undefined };
+}
+
+/** A call whose nonce stayed used, its holder unreadable, for `unprovenAfterMs`: an operator looks. */
+export class OwnerTxUnprovenError extends SigningError {
+  override name = 'OwnerTxUnprovenError';
+}
+
+function unprovenError(
+  at: At,
+  saved: SavedOwnerTx,
+  facts: TxFacts,
+  why: string | undefined,
+): OwnerTxUnprovenError {
+  const since = saved.usedSeenAtMs === undefined ? '?' : new Date(saved.usedSeenAtMs).toISOString();
+  return new OwnerTxUnprovenError(
+    SIGNING_ERROR_CODES.ownerTxUnproven,
+    `nonce ${saved.nonce} of ${at.w.owner} on ${at.oc.chain} is used (chain nonce ${facts.chainNonce}) since ${since} (head ${saved.usedSeenAt ?? '?'}; now ${facts.head}), no receipt of the call's versions (${saved.versions.map((v) => v.hash).join(', ') || 'none signed'}) is served, and the transaction holding the nonce cannot be read: ${why ?? 'unknown'}`,
+  );
+}
+
 /** Does what the decision says about the saved transaction. */
-async function act(at: At, saved: SavedOwnerTx, facts: TxFacts, d: TxDecision): Promise<OwnerTxStep> {
+async function act(
+  at: At,
+  saved: SavedOwnerTx,
+  { facts, unknown }: { facts: TxFacts; unknown: string | undefined },
+  d: TxDecision,
+): Promise<OwnerTxStep> {
   switch (d.kind) {
     case 'mined':
       await markDone(at.s.redis, at.w, saved.nonce, d);
       return { kind: 'mined', nonce: saved.nonce, hash: d.hash, success: d.success, filler: facts.abandoned };
     case 'nonce-used':
-      if (saved.usedSeenAt === undefined) await markUsedSeen(at.s.redis, at.w, saved.nonce, facts.head);
+      if (saved.usedSeenAt === undefined)
+        await markUsedSeen(at.s.redis, at.w, saved.nonce, { head: facts.head, atMs: facts.now });
       return waiting(
         'pending',
-        `nonce ${saved.nonce} of ${at.w.owner} is used on ${at.oc.chain} and no receipt of this call is seen yet: looked at again for ${at.s.replacedAfterBlocks} blocks before another transaction is believed to hold it`,
+        `nonce ${saved.nonce} of ${at.w.owner} is used on ${at.oc.chain}, no receipt of this call is seen and the transaction holding the nonce cannot be read yet (${unknown ?? 'not looked up'}): looked at again`,
         saved,
       );
+    case 'ours-unreceipted':
+      return waiting(
+        'pending',
+        `nonce ${saved.nonce} of ${at.w.owner} on ${at.oc.chain} is held by this call's ${d.holder.hash}, mined in block ${d.holder.block}; its receipt is not served yet: waiting for it`,
+        saved,
+      );
+    case 'unproven':
+      throw unprovenError(at, saved, facts, unknown);
     case 'replaced-by-other':
       return {
         kind: 'replaced-by-other',
         nonce: saved.nonce,
         chainNonce: facts.chainNonce,
         hashes: saved.versions.map((v) => v.hash),
+        holder: d.holder,
       };
     case 'wait':
       return waiting(d.reason, waitDetail(at, d), saved);
@@ -448,6 +563,7 @@ function probe(nonce: bigint, fields: OwnerCallFields): SavedOwnerTx {
     filled: false,
     done: undefined,
     usedSeenAt: undefined,
+    usedSeenAtMs: undefined,
   };
 }
 
@@ -485,8 +601,8 @@ function checkSameCall(at: At, saved: SavedOwnerTx, call: OwnerCall): void {
 async function stepSaved(at: At, saved: SavedOwnerTx): Promise<OwnerTxStep> {
   const { nonce, done } = saved;
   if (done) return { kind: 'mined', nonce, hash: done.hash, success: done.success, filler: saved.filled };
-  const facts = await gatherFacts(at, saved);
-  return await act(at, saved, facts, decideOwnerTx(facts));
+  const gathered = await factsWithHolder(at, saved);
+  return await act(at, saved, gathered, decideOwnerTx(gathered.facts));
 }
 
 /** One step of `call` (see the top of this file). */
@@ -542,7 +658,7 @@ export function createOwnerTxSender(deps: OwnerTxSenderDeps) {
     accounts,
     chains: new Map(),
     repriceAfterBlocks: deps.repriceAfterBlocks ?? DEFAULT_REPRICE_AFTER_BLOCKS,
-    replacedAfterBlocks: deps.replacedAfterBlocks ?? DEFAULT_REPLACED_AFTER_BLOCKS,
+    unprovenAfterMs: deps.unprovenAfterMs ?? DEFAULT_UNPROVEN_AFTER_MS,
     pollingIntervalMs: deps.pollingIntervalMs ?? 1_000,
     rpcTimeoutMs: deps.rpcTimeoutMs ?? 10_000,
     logger: deps.logger,

@@ -9,8 +9,10 @@
  * The money rules under it: a signed call is only ever sent again identically, or replaced at its
  * own nonce by the same call with both fees at least 10% higher (what nodes require of a
  * replacement), never above the cap; a nonce is never left empty (a call given up before it was
- * signed is replaced by a zero-value transaction to the owner itself); a nonce the chain shows used
- * by none of our versions, for some blocks in a row, means the call can never execute.
+ * signed is replaced by a zero-value transaction to the owner itself); a call can never execute
+ * only when the chain proves it: the mined transaction that holds its nonce is found, and is none
+ * of our versions. A nonce used whose holder cannot be read is looked at again; for long, an
+ * operator looks (never a belief from blocks gone by: a lagging RPC may hide our receipt for long).
  */
 
 /** EIP-1559 fees per gas unit, wei. */
@@ -47,17 +49,25 @@ export type TxFacts = {
   /** How many blocks a broadcast transaction may stay unmined before it is looked at again. */
   readonly repriceAfterBlocks: number;
   /**
-   * The head when the nonce was first seen used with none of our versions' receipts found (saved
-   * with the transaction); undefined: not seen so.
+   * The mined transaction that holds the nonce, looked up in the chain's blocks when the nonce is
+   * used and no receipt of ours is seen (the first block whose state counts past the nonce, and the
+   * owner's transaction at that nonce in it); `unknown`: the blocks or the state could not be read
+   * (a node behind, pruned state, an RPC error); undefined: not looked up.
    */
-  readonly usedSeenAt: bigint | undefined;
+  readonly nonceHolder: NonceHolder | 'unknown' | undefined;
   /**
-   * How many blocks the nonce must stay used with no receipt of ours before another transaction is
-   * believed to hold it: an RPC behind a balancer may answer the nonce from a node at the head and
-   * the receipt from one some blocks behind.
+   * When (unix ms) the nonce was first seen used with no receipt of ours (saved with the
+   * transaction); undefined: not seen so, or saved without its time.
    */
-  readonly replacedAfterBlocks: number;
+  readonly usedSeenAtMs: number | undefined;
+  /** Now, unix ms. */
+  readonly now: number;
+  /** How long the holder of a used nonce may stay unreadable before an operator must look, ms. */
+  readonly unprovenAfterMs: number;
 };
+
+/** The mined transaction that holds a nonce, and its block. */
+export type NonceHolder = { readonly hash: string; readonly block: bigint };
 
 export type WaitReason = 'pending' | 'gas-cap' | 'owner-lacks-gas';
 
@@ -75,12 +85,22 @@ export type TxDecision =
   /** A version is mined: `success` false is a reverted transaction (its nonce is used all the same). */
   | { readonly kind: 'mined'; readonly hash: string; readonly success: boolean }
   /**
-   * The nonce is used and no receipt of ours is seen, not yet for `replacedAfterBlocks` blocks: the
-   * first sighting is saved (its head), and it is looked at again as blocks come.
+   * The nonce is used, no receipt of ours is seen, and the transaction holding it cannot be read
+   * yet: the first sighting is saved, and it is looked at again as blocks come.
    */
   | { readonly kind: 'nonce-used' }
-  /** The nonce is used by a transaction that is none of ours: the saved call can never execute. */
-  | { readonly kind: 'replaced-by-other' };
+  /**
+   * One of our versions holds the nonce (found in its block) but its receipt is not served yet (a
+   * node behind): it waits for the receipt, never signs anything else.
+   */
+  | { readonly kind: 'ours-unreceipted'; readonly holder: NonceHolder }
+  /** The nonce is held by a mined transaction that is none of ours: the saved call can never execute. */
+  | { readonly kind: 'replaced-by-other'; readonly holder: NonceHolder }
+  /**
+   * The nonce has been used for `unprovenAfterMs` with neither a receipt of ours nor its holder
+   * readable: its fate cannot be known, an operator looks.
+   */
+  | { readonly kind: 'unproven' };
 
 /** Nodes take a replacement whose fees are both at least 10% higher; one wei more at the least. */
 export function bumped(fee: bigint): bigint {
@@ -137,17 +157,27 @@ function signing(f: TxFacts, kind: 'sign' | 'fill-gap' | 'reprice', fees: Fees):
   return { kind, fees };
 }
 
+/**
+ * The nonce is used and no receipt of ours is seen: its holder decides. Ours: the receipt comes
+ * (a node behind serves it later). Another's: proven, the call can never execute. Unreadable: look
+ * again, and after `unprovenAfterMs` an operator looks — never judged replaced without the other
+ * transaction found (a mined burn judged replaced would be burned again).
+ */
+function decideUsedNonce(f: TxFacts): TxDecision {
+  const holder = f.nonceHolder;
+  if (holder !== undefined && holder !== 'unknown') {
+    const ours = f.versions.some((v) => v.hash.toLowerCase() === holder.hash.toLowerCase());
+    return { kind: ours ? 'ours-unreceipted' : 'replaced-by-other', holder };
+  }
+  const since = f.usedSeenAtMs;
+  if (since !== undefined && f.now - since >= f.unprovenAfterMs) return { kind: 'unproven' };
+  return { kind: 'nonce-used' };
+}
+
 /** The one decision about a transaction of an owner. */
 export function decideOwnerTx(f: TxFacts): TxDecision {
   if (f.receipt) return { kind: 'mined', hash: f.receipt.hash, success: f.receipt.success };
-  // Read before the receipts: a nonce used then, with none of our versions mined now, is another's —
-  // once that has held for some blocks (a receipt read from a node behind the one that counted the
-  // nonce is missing for a while: a mined burn judged replaced would be burned again).
-  if (f.chainNonce > f.nonce) {
-    const since = f.usedSeenAt;
-    if (since === undefined || f.head - since < BigInt(f.replacedAfterBlocks)) return { kind: 'nonce-used' };
-    return { kind: 'replaced-by-other' };
-  }
+  if (f.chainNonce > f.nonce) return decideUsedNonce(f);
   const last = f.versions.at(-1);
   if (!last) {
     const fees = firstFees(f);
