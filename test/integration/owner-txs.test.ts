@@ -348,9 +348,17 @@ describe('an owner’s own transactions on a real chain', () => {
     });
     const other = await chain.sendRawTransaction({ serializedTransaction: raw });
     const otherBlock = (await chain.waitForTransactionReceipt({ hash: other })).blockNumber;
-    // Blocks go by: the holder is searched below the head (past the first bound of 64 blocks).
-    for (let i = 0; i < 100; i++) await mine();
     const sender = senderFor(owner.key);
+    // Found, but its block is not final (anvil finalizes 64 blocks behind the head): a reorg could
+    // still drop it and let ours execute, so nothing else is signed yet.
+    const early = await sender.step(CHAIN, owner.address, call);
+    expect(early).toMatchObject({ kind: 'waiting', nonce: 0n });
+    expect((early as { detail: string }).detail).toContain(
+      `held by another transaction, ${other} in block ${otherBlock}, not final yet`,
+    );
+    // Blocks go by: the holder's block is final, and it is searched below the head (past the first
+    // bound of 64 blocks).
+    for (let i = 0; i < 100; i++) await mine();
     const step = await sender.step(CHAIN, owner.address, call);
     expect(step).toMatchObject({
       kind: 'replaced-by-other',
@@ -358,6 +366,7 @@ describe('an owner’s own transactions on a real chain', () => {
       chainNonce: 1n,
       holder: { hash: other, block: otherBlock },
     });
+    expect((step as { holder: { finalized: bigint } }).holder.finalized).toBeGreaterThanOrEqual(otherBlock);
     expect((step as { hashes: readonly string[] }).hashes).toEqual([(saved as { hash: string }).hash]);
   });
 

@@ -41,7 +41,7 @@ const replaced: OwnerTxStep = {
   nonce: 3n,
   chainNonce: 4n,
   hashes: [HASH],
-  holder: { hash: `0x${'b'.repeat(64)}`, block: 9n },
+  holder: { hash: `0x${'b'.repeat(64)}`, block: 9n, finalized: 9n },
 };
 
 describe('the CCTP road: decisions after a step of the burn', () => {

@@ -129,8 +129,8 @@ describe('an owner transaction: what to do next', () => {
     });
   });
 
-  it('the nonce held by a mined transaction that is none of ours (found in its block): replaced by another, proven', () => {
-    const holder = { hash: '0xbb', block: 95n };
+  it('the nonce held by a mined transaction that is none of ours (found in its final block): replaced by another, proven', () => {
+    const holder = { hash: '0xbb', block: 95n, finalized: 95n };
     const sent = { versions: [v1], sentAtBlock: 99n, chainNonce: 8n };
     expect(decideOwnerTx(facts({ ...sent, nonceHolder: holder }))).toEqual({
       kind: 'replaced-by-other',
@@ -145,7 +145,7 @@ describe('an owner transaction: what to do next', () => {
 
   it('the nonce held by one of our versions whose receipt is not served yet: waits for it, never replaced', () => {
     const v2 = { hash: '0xCC', fees: { maxFee: 4n * GWEI, tip: 2n * GWEI } };
-    const holder = { hash: '0xcc', block: 60n };
+    const holder = { hash: '0xcc', block: 60n, finalized: 0n };
     // However long ago the nonce was first seen used (a node behind may hide the receipt for long).
     const d = decideOwnerTx(
       facts({ versions: [v1, v2], sentAtBlock: 10n, chainNonce: 8n, nonceHolder: holder, usedSeenAtMs: 0 }),
@@ -178,8 +178,19 @@ describe('an owner transaction: what to do next', () => {
     // A receipt of ours, or a proven holder, decides first.
     const receipt = { hash: '0xaa', success: true };
     expect(decideOwnerTx(facts({ ...seen, usedSeenAtMs: 0, receipt }))).toMatchObject({ kind: 'mined' });
-    const holder = { hash: '0xbb', block: 1n };
+    const holder = { hash: '0xbb', block: 1n, finalized: 1n };
     expect(decideOwnerTx(facts({ ...seen, usedSeenAtMs: 0, nonceHolder: holder }))).toMatchObject({
+      kind: 'replaced-by-other',
+    });
+  });
+
+  it('the nonce held by another transaction in a block not final yet: waits (a reorg could drop it), however long', () => {
+    const holder = { hash: '0xbb', block: 96n, finalized: 95n };
+    const sent = { versions: [v1], sentAtBlock: 99n, chainNonce: 8n, nonceHolder: holder };
+    expect(decideOwnerTx(facts(sent))).toEqual({ kind: 'holder-not-final', holder });
+    // Never unproven, never replaced, never a new signing while the holder's block is not final.
+    expect(decideOwnerTx(facts({ ...sent, usedSeenAtMs: 0 }))).toEqual({ kind: 'holder-not-final', holder });
+    expect(decideOwnerTx(facts({ ...sent, nonceHolder: { ...holder, finalized: 96n } }))).toMatchObject({
       kind: 'replaced-by-other',
     });
   });

@@ -163,6 +163,15 @@ export async function broadcast(oc: OwnerChain, raw: string): Promise<BroadcastR
   }
 }
 
+/** The chain's finalized block: what no reorg can drop (eth_getBlockByNumber "finalized"). */
+export function readFinalized(oc: OwnerChain): Promise<bigint> {
+  return read(
+    oc,
+    'eth_getBlockByNumber',
+    async () => (await oc.client.getBlock({ blockTag: 'finalized' })).number,
+  );
+}
+
 /** The owner's nonce in the state of block `block` (its transactions mined up to it). */
 export function readNonceAt(oc: OwnerChain, owner: string, block: bigint): Promise<bigint> {
   return read(oc, 'eth_getTransactionCount', async () =>

@@ -32,6 +32,7 @@ import {
   readHead,
   readNonce,
   readNonceAt,
+  readFinalized,
   readOwnerTxInBlock,
   readReceipt,
   type OwnerChain,
@@ -431,7 +432,7 @@ async function findNonceHolder(
     const hash = await readOwnerTxInBlock(at.oc, block, at.w.owner, saved.nonce);
     if (hash === undefined)
       return { unknown: `block ${block} was served without the owner's transaction at nonce ${saved.nonce}` };
-    return { hash, block };
+    return { hash, block, finalized: await readFinalized(at.oc) };
   } catch (err) {
     if (err instanceof ChainReadError) return { unknown: err.message };
     throw err;
@@ -485,6 +486,12 @@ async function act(
       return waiting(
         'pending',
         `nonce ${saved.nonce} of ${at.w.owner} is used on ${at.oc.chain}, no receipt of this call is seen and the transaction holding the nonce cannot be read yet (${unknown ?? 'not looked up'}): looked at again`,
+        saved,
+      );
+    case 'holder-not-final':
+      return waiting(
+        'pending',
+        `nonce ${saved.nonce} of ${at.w.owner} on ${at.oc.chain} is held by another transaction, ${d.holder.hash} in block ${d.holder.block}, not final yet (finalized: block ${d.holder.finalized}): a reorg could still drop it, so nothing else is signed until it is final`,
         saved,
       );
     case 'ours-unreceipted':

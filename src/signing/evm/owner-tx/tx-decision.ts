@@ -67,7 +67,11 @@ export type TxFacts = {
 };
 
 /** The mined transaction that holds a nonce, and its block. */
-export type NonceHolder = { readonly hash: string; readonly block: bigint };
+/**
+ * The mined transaction holding a nonce: its hash, its block, and the chain's finalized block when
+ * it was found (a holder in a block not final yet may still be dropped by a reorg).
+ */
+export type NonceHolder = { readonly hash: string; readonly block: bigint; readonly finalized: bigint };
 
 export type WaitReason = 'pending' | 'gas-cap' | 'owner-lacks-gas';
 
@@ -94,7 +98,15 @@ export type TxDecision =
    * node behind): it waits for the receipt, never signs anything else.
    */
   | { readonly kind: 'ours-unreceipted'; readonly holder: NonceHolder }
-  /** The nonce is held by a mined transaction that is none of ours: the saved call can never execute. */
+  /**
+   * The nonce is held by a mined transaction that is none of ours, in a block not final yet: a reorg
+   * could drop it and let ours execute, so nothing else is signed until its block is final.
+   */
+  | { readonly kind: 'holder-not-final'; readonly holder: NonceHolder }
+  /**
+   * The nonce is held by a mined transaction that is none of ours, in a final block: the saved call
+   * can never execute.
+   */
   | { readonly kind: 'replaced-by-other'; readonly holder: NonceHolder }
   /**
    * The nonce has been used for `unprovenAfterMs` with neither a receipt of ours nor its holder
@@ -167,7 +179,9 @@ function decideUsedNonce(f: TxFacts): TxDecision {
   const holder = f.nonceHolder;
   if (holder !== undefined && holder !== 'unknown') {
     const ours = f.versions.some((v) => v.hash.toLowerCase() === holder.hash.toLowerCase());
-    return { kind: ours ? 'ours-unreceipted' : 'replaced-by-other', holder };
+    if (ours) return { kind: 'ours-unreceipted', holder };
+    // Another's, but a reorg could still drop it and let ours execute: proven once its block is final.
+    return { kind: holder.block <= holder.finalized ? 'replaced-by-other' : 'holder-not-final', holder };
   }
   const since = f.usedSeenAtMs;
   if (since !== undefined && f.now - since >= f.unprovenAfterMs) return { kind: 'unproven' };
