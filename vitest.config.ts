@@ -37,10 +37,10 @@ export default defineConfig({
           // busy machine that alone has taken over a minute. An overall bound, not a wait: a
           // set-up that is ready sooner goes on at once.
           hookTimeout: 180_000,
-          // Integration suites start their own redis-server and sandbox processes. Three files at a
+          // Integration suites start their own redis-server and sandbox processes. Four files at a
           // time on 2 cores: the slowest files spend most of their time waiting out the product's
           // own timers (a dead worker's locks and leases, a failover), not on the CPU.
-          maxWorkers: 3,
+          maxWorkers: 4,
           fileParallelism: true,
           // After the unit files (same worker count, so vitest needs the order said).
           sequence: { groupOrder: 1 },
