@@ -339,12 +339,8 @@ async function followSpan<T>(
     {
       kind: SpanKind.INTERNAL,
       attributes: {
-        [ATTR.batchId]: target.batchId,
-        [ATTR.transferId]: target.transferId,
-        ...(facts.from ? { [ATTR.chain]: facts.from } : {}),
-        ...(facts.to ? { [ATTR.to]: facts.to } : {}),
+        ...intentAttributes(target, facts),
         ...(facts.state ? { [ATTR.state]: facts.state } : {}),
-        [ATTR.intentId]: target.intentId,
       },
     },
     parent,
@@ -368,6 +364,20 @@ async function followSpan<T>(
   }
 }
 
+/** What a span about a transfer's intent says of it: the batch, the transfer, its route and its intent. */
+function intentAttributes(
+  target: { readonly batchId: string; readonly transferId: string; readonly intentId: string },
+  facts: Pick<TraceFacts, 'from' | 'to'>,
+): Record<string, string> {
+  return {
+    [ATTR.batchId]: target.batchId,
+    [ATTR.transferId]: target.transferId,
+    ...(facts.from ? { [ATTR.chain]: facts.from } : {}),
+    ...(facts.to ? { [ATTR.to]: facts.to } : {}),
+    [ATTR.intentId]: target.intentId,
+  };
+}
+
 /** The attest and mint spans of one CCTP look (TransferSpans.cctpLook). */
 async function cctpLookSpans<T>(
   deps: SpanDeps,
@@ -389,13 +399,7 @@ async function cctpLookSpans<T>(
         stepSpanName(name),
         {
           kind: SpanKind.INTERNAL,
-          attributes: {
-            [ATTR.batchId]: target.batchId,
-            [ATTR.transferId]: target.transferId,
-            ...(facts.from ? { [ATTR.chain]: facts.from } : {}),
-            ...(facts.to ? { [ATTR.to]: facts.to } : {}),
-            [ATTR.intentId]: target.intentId,
-          },
+          attributes: intentAttributes(target, facts),
         },
         parent,
       );

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublicClient, createWalletClient, http, pad, parseAbi, parseAbiItem, type Hex } from 'viem';
+import { createWalletClient, http, pad, parseAbiItem, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { CCTP_V2_CONTRACTS } from '../../src/domain/cctp.ts';
-import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
+import type { EvmChain } from '../../src/domain/chains.ts';
 import { parseUsdc } from '../../src/domain/money.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
@@ -17,6 +17,7 @@ import { OTHER_EVM_KEY, TEST_EVM_KEY } from '../helpers/sandbox.ts';
 import { failoverStack } from '../helpers/failover.ts';
 import { randomEvmAddress, solanaKeypairFile, type Row } from '../helpers/fixtures.ts';
 import { startRpcFaults, type RpcFaults, type SeenSend } from '../helpers/rpc-faults.ts';
+import { ERC20, sandboxUsdc } from '../helpers/sandbox-usdc.ts';
 
 /**
  * The CCTP road's exactly-once rules under the faults of issue 45 item 8 (docs/cctp.md "Exactly
@@ -28,13 +29,6 @@ import { startRpcFaults, type RpcFaults, type SeenSend } from '../helpers/rpc-fa
  * what was burned from it and minted to it — a second burn or mint of a row would show there.
  * One stack (Redis, sandbox, proxy) for every case; the failover case brings its replicated Redis.
  */
-
-const ERC20 = parseAbi([
-  'function balanceOf(address) view returns (uint256)',
-  'function totalSupply() view returns (uint256)',
-  'function approve(address, uint256) returns (bool)',
-]);
-const EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
 
 let stack: Stack;
 let rpc: RpcFaults;
@@ -51,16 +45,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const anvil = (chain: EvmChain) =>
-  createPublicClient({ transport: http(stack.sandbox.nodes.evm[chain].url as string) });
-const usdc = (chain: EvmChain) => USDC_EVM.testnet[chain].usdc as Hex;
-const balanceOf = (chain: EvmChain, who: string) =>
-  anvil(chain).readContract({
-    address: usdc(chain),
-    abi: ERC20,
-    functionName: 'balanceOf',
-    args: [who as Hex],
-  });
+const { anvil, usdc, balanceOf, supplies } = sandboxUsdc(() => stack);
 /**
  * The owner (its key, outside the worker) lets TokenMessengerV2 spend `usdcAmount` on `chain`: the
  * worker's next transfer from there needs no approve and goes straight to its burn.
@@ -76,14 +61,6 @@ async function approveOutside(chain: EvmChain, usdcAmount: bigint): Promise<void
     args: [CCTP_V2_CONTRACTS.testnet[chain].tokenMessenger as Hex, usdcAmount * 1_000_000n],
   });
   await anvil(chain).waitForTransactionReceipt({ hash });
-}
-
-async function supplies(): Promise<Record<EvmChain, bigint>> {
-  const out = {} as Record<EvmChain, bigint>;
-  for (const c of EVM) {
-    out[c] = await anvil(c).readContract({ address: usdc(c), abi: ERC20, functionName: 'totalSupply' });
-  }
-  return out;
 }
 
 const DEPOSIT_FOR_BURN = parseAbiItem(

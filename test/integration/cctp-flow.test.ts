@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPublicClient, http, parseAbi, parseAbiItem, type Hex } from 'viem';
+import { parseAbiItem, type Hex } from 'viem';
 import { CCTP_V2_CONTRACTS, cctpFeeFor } from '../../src/domain/cctp.ts';
-import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
+import type { EvmChain } from '../../src/domain/chains.ts';
 import { formatUsdc, parseUsdc } from '../../src/domain/money.ts';
 import type { TransferRoad } from '../../src/domain/roads.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
@@ -12,6 +12,7 @@ import { createTransferStore } from '../../src/store/transfer-store.ts';
 import type { SpawnedProcess } from '../helpers/cli.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
 import { startStack, waitsCounted, type Stack } from '../helpers/e2e.ts';
+import { ERC20, SANDBOX_EVM, sandboxUsdc } from '../helpers/sandbox-usdc.ts';
 import {
   csvOf,
   randomEvmAddress,
@@ -28,12 +29,7 @@ import {
  * double burn or a double mint would show there. One stack for every case.
  */
 
-const ERC20 = parseAbi([
-  'function balanceOf(address) view returns (uint256)',
-  'function allowance(address, address) view returns (uint256)',
-  'function totalSupply() view returns (uint256)',
-]);
-const EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
+const EVM = SANDBOX_EVM;
 /** The sandbox's fees (docs/sandbox.md): Fast 1 bps, Standard 0. */
 const FEE_BPS: Record<Exclude<TransferRoad, 'service'>, number> = { cctp: 0, 'cctp-fast': 1 };
 
@@ -48,16 +44,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const anvil = (chain: EvmChain) =>
-  createPublicClient({ transport: http(stack.sandbox.nodes.evm[chain].url as string) });
-const usdc = (chain: EvmChain) => USDC_EVM.testnet[chain].usdc as Hex;
-const balanceOf = (chain: EvmChain, who: string) =>
-  anvil(chain).readContract({
-    address: usdc(chain),
-    abi: ERC20,
-    functionName: 'balanceOf',
-    args: [who as Hex],
-  });
+const { anvil, usdc, balanceOf, supplies } = sandboxUsdc(() => stack);
 const APPROVAL = parseAbiItem(
   'event Approval(address indexed owner, address indexed spender, uint256 value)',
 );
@@ -68,13 +55,6 @@ const allowanceOf = (chain: EvmChain, spender: Hex) =>
     functionName: 'allowance',
     args: [TEST_EVM_ADDRESS as Hex, spender],
   });
-const supplyOf = (chain: EvmChain) =>
-  anvil(chain).readContract({ address: usdc(chain), abi: ERC20, functionName: 'totalSupply' });
-async function supplies(): Promise<Record<EvmChain, bigint>> {
-  const out = {} as Record<EvmChain, bigint>;
-  for (const c of EVM) out[c] = await supplyOf(c);
-  return out;
-}
 
 /** EVM→EVM rows, each to a new recipient. */
 function cctpRows(n: number, tag: string): Row[] {
