@@ -37,10 +37,11 @@ export default defineConfig({
           // busy machine that alone has taken over a minute. An overall bound, not a wait: a
           // set-up that is ready sooner goes on at once.
           hookTimeout: 180_000,
-          // Integration suites start their own redis-server and sandbox processes. Four files at a
+          // Integration suites start their own redis-server and sandbox processes. Three files at a
           // time on 2 cores: the slowest files spend most of their time waiting out the product's
-          // own timers (a dead worker's locks and leases, a failover), not on the CPU.
-          maxWorkers: 4,
+          // own timers (a dead worker's locks and leases, a failover), not on the CPU; a fourth
+          // lane made the CPU the bound (a fresh clone's npm test: 781 s, file time 2,864 s).
+          maxWorkers: 3,
           fileParallelism: true,
           // After the unit files (same worker count, so vitest needs the order said).
           sequence: { groupOrder: 1 },
