@@ -10,7 +10,7 @@ import { REPO_ROOT } from '../support/cli.ts';
 import { solanaKeypairFile } from '../support/fixtures.ts';
 import { cleanupAll } from './lib/cleanup.ts';
 import { describeMachine } from './lib/machine.ts';
-import { readOptions, type Section } from './lib/options.ts';
+import { readOptions, SECTIONS, type Section } from './lib/options.ts';
 import { startBenchSandbox } from './lib/stack.ts';
 import { renderReport, type BenchResults } from './report.ts';
 import { benchCluster } from './sections/cluster.ts';
@@ -93,20 +93,8 @@ try {
   results.ingest = await section('ingest', () => benchIngest({ rows: sizes.ingestRows, runs, dir, log }));
   results.responsiveness = await section('responsiveness', () => benchResponsiveness({ runs, log }));
 
-  const needsSandbox = (
-    [
-      'solana',
-      'evm',
-      'owners',
-      'redis',
-      'scale',
-      'cluster',
-      'tracing',
-      'retention',
-      'screening',
-      'cctp',
-    ] as const
-  ).some(want);
+  // Every section but these runs against the sandbox.
+  const needsSandbox = SECTIONS.some((s) => s !== 'ingest' && s !== 'responsiveness' && want(s));
   if (needsSandbox) {
     const sandbox = await startBenchSandbox(LATENCY_MS);
     const ctx: Context = { sandbox, solanaKeyFile: solanaKeypairFile(dir).file, dir, log };

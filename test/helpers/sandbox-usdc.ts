@@ -1,6 +1,5 @@
 import { createPublicClient, http, parseAbi, type Hex } from 'viem';
 import { USDC_EVM, type EvmChain } from '../../src/domain/chains.ts';
-import type { Stack } from './e2e.ts';
 
 /*
  * The sandbox's USDC read straight from its anvils: what tests of the CCTP road are judged by
@@ -16,10 +15,16 @@ export const ERC20 = parseAbi([
 
 export const SANDBOX_EVM: readonly EvmChain[] = ['ETH', 'BASE', 'ARB', 'POLYGON'];
 
-/** Reads of USDC on the sandbox's chains; `stack` is asked each time (a suite sets it in beforeAll). */
-export function sandboxUsdc(stack: () => Stack) {
+/** The sandbox's anvils, as a sandbox process or an in-process sandbox names them. */
+type AnvilNodes = { readonly evm: Readonly<Record<EvmChain, { readonly url?: string | null | undefined }>> };
+
+/**
+ * Reads of USDC on the sandbox's chains, straight from its anvils (a read over the sandbox's /rpc
+ * would meet, and fund, the address); `nodes` is asked each time (a suite sets it in beforeAll).
+ */
+export function sandboxUsdc(nodes: () => AnvilNodes) {
   const anvil = (chain: EvmChain) =>
-    createPublicClient({ transport: http(stack().sandbox.nodes.evm[chain].url as string) });
+    createPublicClient({ transport: http(nodes().evm[chain].url as string) });
   const usdc = (chain: EvmChain) => USDC_EVM.testnet[chain].usdc as Hex;
   const balanceOf = (chain: EvmChain, who: string) =>
     anvil(chain).readContract({

@@ -45,7 +45,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const { anvil, usdc, balanceOf, supplies } = sandboxUsdc(() => stack);
+const { anvil, usdc, balanceOf, supplies } = sandboxUsdc(() => stack.sandbox.nodes);
 /**
  * The owner (its key, outside the worker) lets TokenMessengerV2 spend `usdcAmount` on `chain`: the
  * worker's next transfer from there needs no approve and goes straight to its burn.

@@ -44,7 +44,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const { anvil, usdc, balanceOf, supplies } = sandboxUsdc(() => stack);
+const { anvil, usdc, balanceOf, supplies } = sandboxUsdc(() => stack.sandbox.nodes);
 const APPROVAL = parseAbiItem(
   'event Approval(address indexed owner, address indexed spender, uint256 value)',
 );

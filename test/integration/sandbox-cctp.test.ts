@@ -24,6 +24,7 @@ import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { MESSAGE_TRANSMITTER_V2_ABI, TOKEN_MESSENGER_V2_ABI } from '../../src/signing/evm/cctp-abi.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { sandboxAdmin } from '../helpers/sandbox.ts';
+import { sandboxUsdc } from '../helpers/sandbox-usdc.ts';
 
 /**
  * The sandbox's CCTP v2 road on its real anvils: burn → attestation → mint, judged by balances and
@@ -88,19 +89,7 @@ async function newOwner(chain: EvmChain): Promise<PrivateKeyAccount> {
 const chainReader = (chain: EvmChain) =>
   createPublicClient({ chain: chainDef(chain), transport: http(sandbox.nodes.evm[chain].url as string) });
 
-const usdcOf = (chain: EvmChain, who: string) =>
-  chainReader(chain).readContract({
-    address: USDC(chain),
-    abi: ERC20,
-    functionName: 'balanceOf',
-    args: [who as Hex],
-  });
-const supplyOf = (chain: EvmChain) =>
-  chainReader(chain).readContract({
-    address: USDC(chain),
-    abi: ERC20,
-    functionName: 'totalSupply',
-  });
+const { balanceOf: usdcOf, supplyOf } = sandboxUsdc(() => sandbox.nodes);
 
 type Burn = {
   from: EvmChain;
