@@ -1,6 +1,13 @@
 import { TEST_EVM_KEY, type SandboxInfo } from './sandbox.ts';
 
-/** The environment `enqueue` and `worker` get: everything pointed at one Redis and one sandbox. */
+/** The tests' `WORKER_LOCK_MS` (the default is 30000). */
+export const TEST_WORKER_LOCK_MS = '10000';
+
+/**
+ * The environment `enqueue` and `worker` get: everything pointed at one Redis and one sandbox. A
+ * dead worker's holds lapse after 10 s rather than 30 s (`WORKER_LOCK_MS`, docs/configuration.md):
+ * the crash and failover tests wait for them, and a third of the wait is the same takeover.
+ */
 export function productEnv(p: {
   redisUrl: string;
   prefix: string;
@@ -22,6 +29,7 @@ export function productEnv(p: {
     EVM_RPC_URL_ARB: sandbox.rpc.ARB,
     EVM_RPC_URL_POLYGON: sandbox.rpc.POLYGON,
     LOG_LEVEL: 'warn',
+    WORKER_LOCK_MS: TEST_WORKER_LOCK_MS,
     ...p.extra,
   };
 }

@@ -125,6 +125,11 @@ export type Config = RedisSettings &
     readonly serviceConnectTimeoutMs: number;
     readonly serviceResponseTimeoutMs: number;
     /**
+     * `WORKER_LOCK_MS`: how long a dead worker's holds outlive it (a transfer's locks; twice it an
+     * owner's nonce lease, four times a CCTP lease: domain/hold-times.ts), milliseconds.
+     */
+    readonly workerLockMs: number;
+    /**
      * How long a permit refused on its first send waits for the chain (re-reading nonces(owner) at
      * the RPC's head block) before the refusal is final, milliseconds.
      */

@@ -1,3 +1,5 @@
+import { DEFAULT_WORKER_LOCK_MS } from '../domain/hold-times.ts';
+
 /**
  * Every default in one place (graphile-worker's habit); the configuration reference
  * (src/config/variables.ts → docs/configuration.md) shows these values.
@@ -35,6 +37,8 @@ export const DEFAULTS = {
   SERVICE_CONNECT_TIMEOUT_MS: 3_000,
   SERVICE_RESPONSE_TIMEOUT_MS: 10_000,
   NONCE_SETTLE_WINDOW_MS: 20_000,
+  // domain/hold-times.ts: a dead worker's transfers are taken over within about a minute.
+  WORKER_LOCK_MS: DEFAULT_WORKER_LOCK_MS,
   // docs/cctp.md: the road a batch takes when it names none.
   TRANSFER_VIA: 'service',
 } as const;

@@ -11,6 +11,7 @@ import {
   type ConfigNeeds,
   type NewRecipientPolicy,
 } from './config.ts';
+import { workerLockProblem } from '../domain/hold-times.ts';
 import { DEFAULTS } from './defaults.ts';
 import { JOBS_KEPT_FORM, parseJobsKept, type JobsKept } from './jobs-kept.ts';
 import { createEnvReader, type Env, type EnvReader, type Problem } from './env-reader.ts';
@@ -227,6 +228,7 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
   const redisSettings = readRedisSettings(r, problem);
   if (redisSettings.redisClusterNodes) checkClusterPlace(problem, queuePrefix, redisUrl);
 
+  const serviceTimeouts = readServiceTimeouts(r);
   const config: Config = {
     redisUrl,
     redisUrlSet: r.str('REDIS_URL') !== undefined,
@@ -277,7 +279,8 @@ export function loadConfig(env: Env, needs: ConfigNeeds = {}): Config {
       60,
       7 * 24 * 3600,
     ),
-    ...readServiceTimeouts(r),
+    ...serviceTimeouts,
+    workerLockMs: readWorkerLock(r, problem, serviceTimeouts),
     // At most 2 minutes: the window must fit in the 3-minute budget of transient failures.
     nonceSettleWindowMs: r.int('NONCE_SETTLE_WINDOW_MS', DEFAULTS.NONCE_SETTLE_WINDOW_MS, 0, 120_000),
   };
@@ -321,6 +324,24 @@ function readServiceTimeouts(
       120_000,
     ),
   };
+}
+
+/**
+ * `WORKER_LOCK_MS`: how long a dead worker's holds outlive it (domain/hold-times.ts), at most 10
+ * minutes, and long enough for the nonce lease to outlast a service call.
+ */
+function readWorkerLock(
+  r: EnvReader,
+  problem: Problem,
+  service: Pick<Config, 'serviceConnectTimeoutMs' | 'serviceResponseTimeoutMs'>,
+): number {
+  const ms = r.int('WORKER_LOCK_MS', DEFAULTS.WORKER_LOCK_MS, 1_000, 600_000);
+  const why = workerLockProblem(ms, {
+    connectTimeoutMs: service.serviceConnectTimeoutMs,
+    responseTimeoutMs: service.serviceResponseTimeoutMs,
+  });
+  if (why) problem('WORKER_LOCK_MS', why);
+  return ms;
 }
 
 function freezeIfSet<T>(list: T[] | undefined): readonly T[] | undefined {

@@ -445,6 +445,17 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'outside signer used only then (see [Permit ' +
       'nonces](nonces.md#permit-nonces-a-lagging-rpc-an-outside-signer))',
   },
+  {
+    names: ['WORKER_LOCK_MS'],
+    default: shown('WORKER_LOCK_MS'),
+    meaning:
+      'how long the holds of a worker that died (kill -9, out of memory, a lost machine) outlive it: ' +
+      "its transfers are taken over by another worker after about this long, its owners' permit " +
+      'nonces after twice it, their CCTP burns after four times it (a live worker renews them long ' +
+      'before). Shorter means a faster takeover, and less room for a worker whose event loop stalls; ' +
+      'it must leave the nonce lease room for one service call (see [When a worker ' +
+      'dies](operating.md#when-a-worker-dies))',
+  },
 ];
 
 /**

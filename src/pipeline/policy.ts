@@ -1,3 +1,5 @@
+import { DEFAULT_HOLD_TIMES, type HoldTimes } from '../domain/hold-times.ts';
+
 /**
  * Timings and bounds of one transfer's pipeline. Defaults keep the promise of docs/promises.md, promise 2: a
  * transfer whose calls keep failing transiently is final within 3 minutes.
@@ -27,6 +29,8 @@ export type PipelinePolicy = {
    * expiry. (An EVM permit is judged only from a block past its deadline, however long that takes.)
    */
   readonly settleMarginMs: number;
+  /** How long a dead worker's holds outlive it (`WORKER_LOCK_MS`, domain/hold-times.ts). */
+  readonly holds: HoldTimes;
   /**
    * How long a refused first send of a permit waits for the chain (`NONCE_SETTLE_WINDOW_MS`) before
    * the refusal is taken as final: an RPC may show an outside signer's use of our nonce seconds after
@@ -46,6 +50,7 @@ export const DEFAULT_POLICY: PipelinePolicy = {
   leaseWaitMs: 30_000,
   settleMarginMs: 30_000,
   nonceSettleWindowMs: 20_000,
+  holds: DEFAULT_HOLD_TIMES,
 };
 
 /** Exponential backoff with full jitter. */

@@ -47,11 +47,6 @@ export type { StepName, StepReporter } from './context.ts';
  *   cannot execute: it was never sent, every send was refused, or it was never processed.
  */
 
-// The processing lock outlives a healthy job's renewals by far, and a dead process's by ~30 s
-// (like BullMQ's own job lock), so a crashed transfer resumes on another worker soon.
-const LOCK_TTL_MS = 30_000;
-const LOCK_RENEW_MS = 10_000;
-
 export async function runTransfer(
   deps: PipelineDeps,
   batchId: string,
@@ -68,10 +63,13 @@ export async function runTransfer(
   const lockLost = new AbortController();
   const token = randomUUID();
   const lock = { token, released: false };
+  // The processing lock outlives a healthy job's renewals by far, and a dead process's by one
+  // WORKER_LOCK_MS (like BullMQ's own job lock), so a crashed transfer resumes on another worker soon.
+  const { transferLockMs, transferLockRenewMs } = (deps.policy ?? DEFAULT_POLICY).holds;
   const taken = await deps.store.take(
     batchId,
     transferId,
-    { token, ttlMs: LOCK_TTL_MS },
+    { token, ttlMs: transferLockMs },
     !options.settleOnly,
   );
   if (!taken.locked) return laterOf(new Later(1_000, 'another job is processing this transfer', 'lock'));
@@ -92,13 +90,13 @@ export async function runTransfer(
     run: taken.record ? { rec: taken.record } : undefined,
   };
   const renew = setInterval(() => {
-    deps.store.relock(batchId, transferId, token, LOCK_TTL_MS).then(
+    deps.store.relock(batchId, transferId, token, transferLockMs).then(
       (ok) => {
         if (!ok) lockLost.abort();
       },
       () => {},
     );
-  }, LOCK_RENEW_MS);
+  }, transferLockRenewMs);
   try {
     const rec = taken.record;
     if (options.settleOnly) {

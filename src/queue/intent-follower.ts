@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisEndpoint } from '../store/redis-endpoint.ts';
+import { DEFAULT_HOLD_TIMES } from '../domain/hold-times.ts';
 import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
@@ -48,7 +49,7 @@ export const FOLLOW_TIMING: FollowTiming = {
   firstPollMs: 15_000,
   nextPollMs: (age) => Math.min(60_000, Math.max(15_000, age)),
   tickMs: 1_000,
-  claimLeaseMs: 60_000,
+  claimLeaseMs: DEFAULT_HOLD_TIMES.followClaimMs,
   giveUpAfterMs: 45 * 60_000,
   resultWaitMs: 1_000,
   maxResultWaits: 20,

@@ -4,6 +4,7 @@ import type { JobsKept } from '../config/jobs-kept.ts';
 import { isEvmChain, type Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
+import { DEFAULT_POLICY } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, settleJobName, transferJobId, transferJobName } from './jobs.ts';
@@ -16,18 +17,17 @@ import { queueOptions, workerConnection, type WorkerConnection } from './queue-o
 import type { RedisEndpoint } from '../store/redis-endpoint.ts';
 
 /**
- * Lock and stall settings, chosen for the slowest call:
+ * Lock and stall settings (`WORKER_LOCK_MS`, domain/hold-times.ts: the lock, a stall check every
+ * half of it), chosen for the slowest call:
  * - A job's lock is renewed by BullMQ every lockDuration/2 while the processor runs, so long
  *   in-job waits (backoff, Retry-After) never lose it; only a dead process (kill -9, OOM) lets it
- *   lapse. 30 s lock = a dead worker's transfer is picked up again within ~30-60 s.
- * - The slowest single call is one service request: connect 3 s + response 10 s by default, far
- *   below the lock, so a healthy but busy worker is never mistaken for a stalled one.
+ *   lapse. 30 s lock (the default) = a dead worker's transfer is picked up again within ~30-60 s.
+ * - The slowest single call is one service request: connect 3 s + response 10 s by default, below
+ *   the lock, so a healthy but busy worker is never mistaken for a stalled one.
  * - maxStalledCount 3: a job that kills its worker three times is given up by the queue; its
  *   transfer is then made final from its saved steps (promise 2), by the `failed` event or the
  *   sweeper.
  */
-export const WORKER_LOCK_MS = 30_000;
-export const WORKER_STALLED_INTERVAL_MS = 15_000;
 export const WORKER_MAX_STALLED = 3;
 /**
  * Jobs an EVM source chain's worker runs at once, per treasury owner it has a key for: one owner's
@@ -128,6 +128,7 @@ function startWorker(
   shutdown: AbortSignal,
 ): Worker {
   const name = queueNameFor(source);
+  const holds = (deps.pipeline.policy ?? DEFAULT_POLICY).holds;
   const processorDeps: TransferProcessorDeps = {
     source,
     pipeline: deps.pipeline,
@@ -144,8 +145,8 @@ function startWorker(
       connection,
       prefix: deps.prefix,
       concurrency: jobsAtOnce(deps.concurrency, deps.pipeline.evm?.signers.length ?? 0, source),
-      lockDuration: WORKER_LOCK_MS,
-      stalledInterval: WORKER_STALLED_INTERVAL_MS,
+      lockDuration: holds.jobLockMs,
+      stalledInterval: holds.stalledIntervalMs,
       maxStalledCount: WORKER_MAX_STALLED,
       ...transferJobsKept(deps.jobsKept),
       autorun: true,

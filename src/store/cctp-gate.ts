@@ -36,9 +36,6 @@ export function createCctpGate(deps: { readonly redis: Redis; readonly prefix: s
   };
 }
 
-/** The (chain, owner) lease outlives a crashed holder by this much; renewed at every step. */
-export const CCTP_LEASE_TTL_MS = 120_000;
-
 /** The key of the (chain, owner) lease: also what a release publishes, so its waiters know which. */
 export const cctpLeaseKey = (prefix: string, chain: string, owner: string) =>
   `${prefix}:cctp:lease:${chain}:${owner.toLowerCase()}`;

@@ -2,13 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../log/logger.ts';
 import type { CctpDeps } from '../pipeline/cctp/cctp-deps.ts';
 import { createWakeups, waitForWakeup } from '../signing/evm/nonce-wakeups.ts';
-import {
-  CCTP_LEASE_TTL_MS,
-  cctpLeaseChannel,
-  cctpLeaseKey,
-  releaseCctpLease,
-  takeCctpLease,
-} from '../store/cctp-gate.ts';
+import { cctpLeaseChannel, cctpLeaseKey, releaseCctpLease, takeCctpLease } from '../store/cctp-gate.ts';
 
 /*
  * The (chain, owner) CCTP lease as the CCTP road uses it (docs/cctp.md "The flow"): taken and
@@ -19,13 +13,14 @@ import {
 export function createCctpLease(deps: {
   readonly redis: Redis;
   readonly prefix: string;
+  /** How long the lease outlives a crashed holder (four WORKER_LOCK_MS): renewed at every step. */
+  readonly ttlMs: number;
   readonly logger?: Logger | undefined;
 }): CctpDeps['lease'] & { close(): Promise<void> } {
-  const { redis, prefix } = deps;
+  const { redis, prefix, ttlMs } = deps;
   const wakeups = createWakeups({ redis, channel: cctpLeaseChannel(prefix), logger: deps.logger });
   return {
-    take: (chain, owner, holder) =>
-      takeCctpLease(redis, prefix, { chain, owner, holder, ttlMs: CCTP_LEASE_TTL_MS }),
+    take: (chain, owner, holder) => takeCctpLease(redis, prefix, { chain, owner, holder, ttlMs }),
     release: (chain, owner, holder) => releaseCctpLease(redis, prefix, { chain, owner, holder }),
     async waitReleased(at, ms, signal) {
       await wakeups.ready();

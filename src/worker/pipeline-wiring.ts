@@ -4,6 +4,7 @@ import { isEvmChain, type Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import { registerOwners, type WorkerMetrics } from '../metrics/worker-metrics.ts';
 import type { PipelineDeps, PipelineHooks } from '../pipeline/pipeline-deps.ts';
+import { holdTimesOf } from '../domain/hold-times.ts';
 import { DEFAULT_POLICY, type PipelinePolicy } from '../pipeline/policy.ts';
 import { createServiceClient } from '../service/service-client.ts';
 import type { ServiceClient } from '../service/types.ts';
@@ -75,7 +76,13 @@ export function wireEvm(deps: {
   const chain = createChainReader({ config, logger });
   return {
     signers: createEvmSigners({ config, chainReader: chain, logger }),
-    nonces: createNonceManager({ redis, prefix, chainReader: chain, logger }),
+    nonces: createNonceManager({
+      redis,
+      prefix,
+      chainReader: chain,
+      logger,
+      leaseMs: holdTimesOf(config.workerLockMs).nonceLeaseMs,
+    }),
     chain,
     // Only where a balance can be read: without EVM_RPC_URL_<CHAIN> owners go by free lease.
     balances: createOwnerBalances({ redis, prefix }),
@@ -124,7 +131,11 @@ export function wirePipeline(deps: {
     solana: deps.solana,
     cctp: deps.cctp,
     logger: deps.logger,
-    policy: deps.policy ?? { ...DEFAULT_POLICY, nonceSettleWindowMs: config.nonceSettleWindowMs },
+    policy: deps.policy ?? {
+      ...DEFAULT_POLICY,
+      nonceSettleWindowMs: config.nonceSettleWindowMs,
+      holds: holdTimesOf(config.workerLockMs),
+    },
     metrics: deps.metrics,
     spendLimit:
       config.maxDailyUsdc === undefined
@@ -189,7 +200,12 @@ export function wireCctp(deps: {
     sender: createOwnerTxSender({ redis, prefix, acks: deps.acks, config, logger: deps.logger }),
     reads: createCctpReads({ config }),
     owners: evm.signers.map((s) => s.address),
-    lease: createCctpLease({ redis, prefix, logger: deps.logger }),
+    lease: createCctpLease({
+      redis,
+      prefix,
+      ttlMs: holdTimesOf(config.workerLockMs).cctpLeaseMs,
+      logger: deps.logger,
+    }),
     pendingBurns: (batchId, chain, owner) => pendingBurns(redis, prefix, { batchId, chain, owner }),
   };
 }

@@ -16,6 +16,7 @@ import { createTransferStore, type TransferStore } from '../store/transfer-store
 import { createCallbackSender } from '../queue/callbacks.ts';
 import { createIntentFollower } from '../queue/intent-follower.ts';
 import { createScheduleRunner, type ScheduleRunnerDeps } from '../queue/schedule-runner.ts';
+import { holdTimesOf } from '../domain/hold-times.ts';
 import { createTransferWorkers, type TransferWorkers } from '../queue/transfer-workers.ts';
 import type { TransferSpans } from '../queue/run-spans.ts';
 import { activeTracing } from '../trace/tracing.ts';
@@ -149,6 +150,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     metrics,
     spans,
     cctp: cctp && { cctp, config },
+    timing: { claimLeaseMs: holdTimesOf(config.workerLockMs).followClaimMs },
   }));
   const callbacks = (started.callbacks = createCallbackSender({ ...connection, config }));
   started.schedules = startSchedules(connection, config, service, cctp);

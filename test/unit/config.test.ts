@@ -180,6 +180,25 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads WORKER_LOCK_MS (default 30 s) and refuses one whose nonce lease could lapse during a service call', () => {
+    expect(loadConfig({}).workerLockMs).toBe(30_000);
+    expect(loadConfig({ WORKER_LOCK_MS: '10000' }).workerLockMs).toBe(10_000);
+    // Twice 8 s = 16 s < 2.7 s extension interval + 3 s connect + 10 s response + 2 s.
+    const [tooShort] = problemsOf({ WORKER_LOCK_MS: '8000' }).problems;
+    expect(tooShort?.variable).toBe('WORKER_LOCK_MS');
+    expect(tooShort?.message).toMatch(/SERVICE_CONNECT_TIMEOUT_MS \+ SERVICE_RESPONSE_TIMEOUT_MS = 13000 ms/);
+    // Shorter service timeouts leave room for a shorter lock.
+    const quick = {
+      WORKER_LOCK_MS: '5000',
+      SERVICE_CONNECT_TIMEOUT_MS: '1000',
+      SERVICE_RESPONSE_TIMEOUT_MS: '3000',
+    };
+    expect(loadConfig(quick).workerLockMs).toBe(5_000);
+    expect(problemsOf({ WORKER_LOCK_MS: '600001' }).problems).toEqual([
+      { variable: 'WORKER_LOCK_MS', message: 'must be a whole number from 1000 to 600000 (got "600001")' },
+    ]);
+  });
+
   it('reports every problem at once, each naming its variable', () => {
     const err = problemsOf(
       {

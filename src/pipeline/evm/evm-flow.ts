@@ -41,9 +41,6 @@ import { afterFailedSend, beginSend, LeaseNotConfirmed } from '../send-attempt.t
  * decided in evm-refused-permit.ts. Every step reads the transfer as the run carries it (Ctx.run).
  */
 
-/** The nonce lease lives 60 s; it is extended when a send comes this long after the last. */
-const LEASE_EXTEND_AFTER_MS = 10_000;
-
 export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
   const run = { ctx, evm, chain };
   ctx.report('sign', `choosing a ${chain} owner and taking its permit nonce`);
@@ -113,8 +110,9 @@ async function sendWithLease(turn: OwnerTurn): Promise<StepOutcome> {
     }
     const live = await unlessNearDeadline(ctx, kept);
     const toSend = await permitToSend(turn, live);
-    // Keep the (chain, owner) lease through slow sends and waits.
-    if (Date.now() - extended.at > LEASE_EXTEND_AFTER_MS) {
+    // Keep the (chain, owner) lease through slow sends and waits: it lives twice WORKER_LOCK_MS,
+    // and is extended when a send comes a third of WORKER_LOCK_MS after the last extension.
+    if (Date.now() - extended.at > ctx.policy.holds.nonceLeaseExtendMs) {
       await lease.extend();
       extended.at = Date.now();
     }

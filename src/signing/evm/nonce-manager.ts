@@ -16,6 +16,7 @@ import {
   MAX_SAFE_NONCE,
   type ChainNonceCache,
 } from './chain-nonce-cache.ts';
+import { DEFAULT_HOLD_TIMES } from '../../domain/hold-times.ts';
 import { createLease } from './nonce-lease.ts';
 import {
   doubtMember,
@@ -38,7 +39,7 @@ export type NonceManagerDeps = {
   /** `QUEUE_PREFIX`. */
   readonly prefix: string;
   readonly chainReader: ChainReader;
-  /** How long a lease lives without `extend()`; default 60 s. */
+  /** How long a lease lives without `extend()`; default 60 s (twice WORKER_LOCK_MS: domain/hold-times.ts). */
   readonly leaseMs?: number;
   /** Longest sleep between two tries while another holder has the lease; default 250 ms. */
   readonly maxWaitMs?: number;
@@ -65,7 +66,6 @@ export type RedisNonceManager = NonceManager & {
   close(): Promise<void>;
 };
 
-export const DEFAULT_NONCE_LEASE_MS = 60_000;
 export const DEFAULT_PREPARE_SLOT_MS = 2_000;
 /** How many times maxWaitMs a waiter sleeps between two looks while another waiter is preparing. */
 const IDLE_WAIT_FACTOR = 4;
@@ -345,7 +345,7 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
   const m: Manager = {
     redis: deps.redis,
     prefix: deps.prefix,
-    leaseMs: deps.leaseMs ?? DEFAULT_NONCE_LEASE_MS,
+    leaseMs: deps.leaseMs ?? DEFAULT_HOLD_TIMES.nonceLeaseMs,
     maxWaitMs: deps.maxWaitMs ?? 250,
     prepMs: deps.prepareSlotMs ?? DEFAULT_PREPARE_SLOT_MS,
     chain: createChainNonceCache({
