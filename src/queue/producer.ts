@@ -4,7 +4,7 @@ import type { JobsKept } from '../config/jobs-kept.ts';
 import type { Chain } from '../domain/chains.ts';
 import type { TransferJobSpec } from '../domain/transfer-jobs.ts';
 import { addCompletionCallback, CALLBACK_QUEUE } from './callbacks.ts';
-import { followIntent } from './intent-follower.ts';
+import { followIntent } from './follow-intent.ts';
 import { addWaitingJobs, type NewJob } from './job-hash.ts';
 import { transferJobId, transferJobName, type TransferJobData } from './jobs.ts';
 import { queueOptions } from './queue-options.ts';

@@ -4,11 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { createWorkerMetrics } from '../../src/metrics/worker-metrics.ts';
-import {
-  createIntentFollower,
-  type FollowTiming,
-  type IntentFollower,
-} from '../../src/queue/intent-follower.ts';
+import type { FollowTiming } from '../../src/queue/follow-intent.ts';
+import { createIntentFollower, type IntentFollower } from '../../src/queue/intent-follower.ts';
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
 import type { ServiceClient } from '../../src/service/types.ts';
