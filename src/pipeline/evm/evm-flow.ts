@@ -46,7 +46,7 @@ const LEASE_EXTEND_AFTER_MS = 10_000;
 
 export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
   const run = { ctx, evm, chain };
-  ctx.report('sign', `choosing a ${chain} owner and taking its permit nonce`);
+  ctx.report('sign', `choosing a ${chain} owner and taking its permit nonce`, true);
   const { signer, lease, reserved } = await leaseAnOwner(
     run,
     (owner) => async (nonce) => (await preparePermit({ ...run, signer: owner }, nonce)) !== undefined,
