@@ -20,3 +20,14 @@ export function feeCapBreach(fee: bigint, amount: bigint, caps: FeeCaps): FeeCap
     return { cap: 'usdc', maxFeeUsdc: caps.maxFeeUsdc };
   return undefined;
 }
+
+/**
+ * The guard's decision as its step's line says it: the fee within both caps, or over which one
+ * (the rejection that follows gives the figures). The fee is named unless the line just before
+ * said it (a fresh estimate).
+ */
+export function feeGuardLine(fee: string | undefined, breach: FeeCapBreach | undefined): string {
+  const what = fee === undefined ? 'fee' : `fee ${fee} USDC`;
+  if (!breach) return `${what} within MAX_FEE_BPS and MAX_FEE_USDC`;
+  return `${what} over ${breach.cap === 'bps' ? 'MAX_FEE_BPS' : 'MAX_FEE_USDC'}`;
+}

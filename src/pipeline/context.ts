@@ -31,8 +31,13 @@ export type StepName =
  * Where a run says what it does, a line per call, wait and decision with its reason: the queue
  * layer writes it to the job's log (and the step to its progress). `step` null adds a line without
  * changing the step. Never given a secret, a signature or a signed payload.
+ *
+ * `announce` marks a line that says a call or check is about to happen ("asking the service for
+ * the fee …"): the job's log keeps it only while it is the last word — the call turned out slow,
+ * or the job was handed back or stopped before its answer (job-reporter.ts). Once the run says how
+ * the call went, that line replaces it.
  */
-export type StepReporter = (step: StepName | null, message: string) => void;
+export type StepReporter = (step: StepName | null, message: string, announce?: boolean) => void;
 
 /** Reports nothing: a run outside a job (tests, tools). */
 export const NO_REPORT: StepReporter = () => {};

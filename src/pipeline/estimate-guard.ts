@@ -1,4 +1,4 @@
-import { feeCapBreach } from '../domain/fee-cap.ts';
+import { feeCapBreach, feeGuardLine } from '../domain/fee-cap.ts';
 import { bpsOf, formatUsdc } from '../domain/money.ts';
 import { withEstimate } from '../store/transfer-store.ts';
 import { current, saveStep, type Ctx } from './context.ts';
@@ -15,11 +15,14 @@ export async function estimateAndGuard(ctx: Ctx): Promise<StepOutcome | undefine
   const rec = current(ctx);
   const { reestimate } = rec.steps;
   let fee = rec.feeTotal;
+  // The estimate's line names the fee; the guard's then need not again.
+  let estimated = false;
   // `retry` asks for a fresh estimate: fees move, and the guard must judge today's fee.
   if (fee === null || reestimate) {
     ctx.report(
       'estimate',
       `asking the service for the fee of ${formatUsdc(rec.amount)} USDC ${rec.from}→${rec.to}`,
+      true,
     );
     try {
       const est = await service.estimate({ from: rec.from, to: rec.to, amount: rec.amount });
@@ -35,6 +38,7 @@ export async function estimateAndGuard(ctx: Ctx): Promise<StepOutcome | undefine
       } else await store.saveEstimate(ctx.batchId, ctx.transferId, est);
       if (reestimate) await saveStep(ctx, { reestimate: false });
       fee = est.fee.total;
+      estimated = true;
     } catch (err) {
       const f = asServiceFailure(err);
       if (!f) throw err;
@@ -50,8 +54,8 @@ export async function estimateAndGuard(ctx: Ctx): Promise<StepOutcome | undefine
       return await transientOrFinal(ctx, f, 'estimate');
     }
   }
-  ctx.report('guard', `checking the fee of ${formatUsdc(fee)} USDC against MAX_FEE_BPS and MAX_FEE_USDC`);
   const breach = feeCapBreach(fee, rec.amount, config);
+  ctx.report('guard', feeGuardLine(estimated ? undefined : formatUsdc(fee), breach));
   if (breach?.cap === 'bps') {
     return await finish(ctx, 'rejected', {
       error: {

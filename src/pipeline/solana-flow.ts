@@ -75,7 +75,7 @@ async function buildCheckedTx(ctx: Ctx, signer: SolanaSigner): Promise<SignedTx 
     return await finish(ctx, 'failed', { error: { code: 'unsupported_route', message: 'SOLANA → SOLANA' } });
   }
   let built;
-  ctx.report('build', 'asking the service to build the transaction');
+  ctx.report('build', 'asking the service to build the transaction', true);
   try {
     built = await ctx.deps.service.buildSolanaTx({
       to: rec.to,
@@ -90,7 +90,7 @@ async function buildCheckedTx(ctx: Ctx, signer: SolanaSigner): Promise<SignedTx 
     'build',
     `intent ${built.intentId}, ${formatUsdc(rec.amount)} USDC to ${rec.to} ${shortAddress(rec.recipient)}, expires ${built.expiresAt ?? 'not given'}`,
   );
-  ctx.report('verify', 'checking that it does only the requested payment');
+  ctx.report('verify', 'checking that it does only the requested payment', true);
   const verdict = signer.check(
     built.transaction,
     { amount: rec.amount, recipient: rec.recipient, to: rec.to },

@@ -67,12 +67,21 @@ type ReporterState = {
   lastWait: string | undefined;
   /** Lines said and the newest progress (a state, not a history), until the next write takes them. */
   lines: string[];
+  /**
+   * Where in `lines` an announcing line waits (StepReporter's `announce`): the line that says how
+   * its call went replaces it; a step's progress write leaves it (and what follows it) held.
+   */
+  announced: number | undefined;
   pending: JobProgress | undefined;
   /** A step's progress that waits PROGRESS_AFTER_MS; a newer step, a wait or the end replaces it. */
   soon: { timer: NodeJS.Timeout; next: JobProgress } | undefined;
-  /** Writes in order: the last one queued, whether one is queued and not begun, whether a failure was logged. */
+  /**
+   * Writes in order: the last one queued, whether one is queued and not begun (and whether it is a
+   * step's progress only, which leaves a held announcement held), whether a failure was logged.
+   */
   chain: Promise<void>;
   queued: boolean;
+  progressOnly: boolean;
   warned: boolean;
 };
 
@@ -103,14 +112,16 @@ export function createJobReporter(
     percent: fetched?.progress ?? 0,
     lastWait: fetched?.step === 'wait' ? fetched.message : undefined,
     lines: [],
+    announced: undefined,
     pending: undefined,
     soon: undefined,
     chain: Promise.resolve(),
     queued: false,
+    progressOnly: false,
     warned: false,
   };
   return {
-    report: (name, message) => reported(r, name, message),
+    report: (name, message, announce) => reported(r, name, message, announce === true),
     waiting: (reason, delayMs) => waiting(r, reason, delayMs),
     ended: (state, message) => ended(r, state, message),
     flush: () => flush(r),
@@ -123,8 +134,8 @@ function short(message: string): string {
 }
 
 /** A report: its line, and its step as progress (soon) when the step changed. */
-function reported(r: ReporterState, name: StepName | null, message: string): void {
-  addLine(r, name ?? 'seen', message);
+function reported(r: ReporterState, name: StepName | null, message: string, announce: boolean): void {
+  addLine(r, name ?? 'seen', message, announce);
   if (name === null || name === r.step) return;
   r.step = name;
   if (name !== 'wait') r.percent = STEP_PERCENT[name];
@@ -161,8 +172,19 @@ async function flush(r: ReporterState): Promise<void> {
   await r.chain;
 }
 
-/** A line to write with the next write; one quoting an error that names a URL keeps only its scheme, host and port. */
-function addLine(r: ReporterState, label: string, message: string): void {
+/**
+ * A line to write with the next write; one quoting an error that names a URL keeps only its scheme,
+ * host and port. A line that says how things went (not an observation, `seen`, nor a wait) replaces
+ * an announcing line still held: the log says each call once, by its answer. While the call lasts,
+ * the step's progress shows the announcement (a progress write leaves the line held); a wait, the
+ * run's end or its flush write it, so a call the run never saw answered stays in the log.
+ */
+function addLine(r: ReporterState, label: string, message: string, announce = false): void {
+  if (r.announced !== undefined && label !== 'seen' && label !== 'wait') {
+    r.lines.splice(r.announced, 1);
+    r.announced = undefined;
+  }
+  if (announce) r.announced = r.lines.length;
   r.lines.push(`${new Date(r.now()).toISOString()} ${label}: ${hideUrlSecrets(message)}`.slice(0, MAX_LINE));
 }
 
@@ -175,7 +197,8 @@ function progressSoon(r: ReporterState, next: JobProgress): void {
   cancelSoon(r);
   const timer = setTimeout(() => {
     r.soon = undefined;
-    progressNow(r, next);
+    r.pending = next;
+    send(r, true);
   }, r.progressAfterMs);
   timer.unref();
   r.soon = { timer, next };
@@ -186,10 +209,19 @@ function cancelSoon(r: ReporterState): void {
   r.soon = undefined;
 }
 
-/** Queues one write of what is held (once: a write not yet begun takes everything said until it begins). */
-function send(r: ReporterState): void {
-  if (r.queued) return;
+/**
+ * Queues one write of what is held (once: a write not yet begun takes everything said until it
+ * begins). `progressOnly`: a step's progress, which leaves a held announcement and the lines after it.
+ */
+function send(r: ReporterState, progressOnly = false): void {
+  // A write of everything held: an announcement in it is said, no longer replaced.
+  if (!progressOnly) r.announced = undefined;
+  if (r.queued) {
+    r.progressOnly &&= progressOnly;
+    return;
+  }
   r.queued = true;
+  r.progressOnly = progressOnly;
   r.chain = r.chain
     .then(() => writeHeld(r))
     .then(
@@ -200,9 +232,12 @@ function send(r: ReporterState): void {
 
 async function writeHeld(r: ReporterState): Promise<void> {
   r.queued = false;
-  const out = r.lines;
+  const held = r.progressOnly ? r.announced : undefined;
+  const cut = held ?? r.lines.length;
+  const out = r.lines.slice(0, cut);
   const p = r.pending;
-  r.lines = [];
+  r.lines = r.lines.slice(cut);
+  r.announced = held === undefined ? undefined : 0;
   r.pending = undefined;
   if (out.length > 0 || p) await r.sink(out, p);
 }

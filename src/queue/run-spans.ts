@@ -234,8 +234,8 @@ function runSpans(tracer: Tracer, run: Span, runContext: Context, base: Attribut
 
   return {
     reporting(inner) {
-      return (step, message) => {
-        inner(step, message);
+      return (step, message, announce) => {
+        inner(step, message, announce);
         report(step, message);
       };
     },

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { feeCapBreach } from '../../src/domain/fee-cap.ts';
+import { feeCapBreach, feeGuardLine } from '../../src/domain/fee-cap.ts';
 import { inLanes } from '../../src/domain/pool.ts';
 
 describe('the fee cap', () => {
@@ -8,6 +8,13 @@ describe('the fee cap', () => {
     const caps = { maxFeeBps: 100n, maxFeeUsdc: undefined };
     expect(feeCapBreach(100_000n, 10_000_000n, caps)).toBeUndefined();
     expect(feeCapBreach(100_001n, 10_000_000n, caps)).toEqual({ cap: 'bps', bps: 101n, maxFeeBps: 100n });
+  });
+
+  it("says the guard's decision: within both caps, or over which one, naming the fee when asked", () => {
+    expect(feeGuardLine(undefined, undefined)).toBe('fee within MAX_FEE_BPS and MAX_FEE_USDC');
+    expect(feeGuardLine('0.02', undefined)).toBe('fee 0.02 USDC within MAX_FEE_BPS and MAX_FEE_USDC');
+    expect(feeGuardLine(undefined, { cap: 'bps', bps: 101n, maxFeeBps: 100n })).toBe('fee over MAX_FEE_BPS');
+    expect(feeGuardLine('0.6', { cap: 'usdc', maxFeeUsdc: 500_000n })).toBe('fee 0.6 USDC over MAX_FEE_USDC');
   });
 
   it('refuses a fee over MAX_FEE_USDC even when its basis points are within MAX_FEE_BPS', () => {

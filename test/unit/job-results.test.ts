@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.ts';
+import { waitFor } from '../helpers/cli.ts';
 import { jobOutcome } from '../../src/present/transfer-view.ts';
 import { failedReasonOf, failsJob, finalFailure } from '../../src/queue/job-outcome.ts';
 import { createJobReporter, type JobProgress, type JobReportSink } from '../../src/queue/job-reporter.ts';
@@ -156,6 +157,35 @@ describe('job reporter', () => {
     await r2.flush();
     expect(again.lines).toEqual([
       '2026-01-02T03:04:05.678Z wait: MAX_DAILY_USDC: 40.00 of 50.00 USDC sent (again in 60.0 s)',
+    ]);
+  });
+
+  it('says a call once, by its answer: its announcing line shows as progress while it lasts, and stays in the log only when no answer came', async () => {
+    const { job, sink, lines, progresses } = fakeJob();
+    const r = createJobReporter(job, sink, logger, at, 1);
+    // Quick: the answer replaces the announcement; an observation between them does not.
+    r.report('estimate', 'asking the service for the fee', true);
+    r.report('estimate', 'fee 0.01 USDC');
+    // Slow: the step's progress goes out with the announcement as its message; the line waits.
+    r.report('sign', 'choosing a BASE owner', true);
+    r.report(null, 'owner 0xf39F…2266 chosen on BASE');
+    await waitFor('the sign step as progress', async () => (progresses.length > 0 ? true : undefined));
+    expect(progresses).toEqual([{ step: 'sign', progress: 45, message: 'choosing a BASE owner' }]);
+    expect(lines.map((l) => l.slice(25))).toEqual(['estimate: fee 0.01 USDC']);
+    r.report('sign', 'permit signed');
+    // Handed back before the answer: the announcement stays, the wait after it.
+    r.report('build', 'asking the service to build the transaction', true);
+    r.waiting('the service answered 503', 2_000);
+    // Stopped before the answer (the run's last flush): it stays too.
+    r.report('send', 'asking once more', true);
+    await r.flush();
+    expect(lines.map((l) => l.slice(25))).toEqual([
+      'estimate: fee 0.01 USDC',
+      'seen: owner 0xf39F…2266 chosen on BASE',
+      'sign: permit signed',
+      'build: asking the service to build the transaction',
+      'wait: the service answered 503 (again in 2.0 s)',
+      'send: asking once more',
     ]);
   });
 

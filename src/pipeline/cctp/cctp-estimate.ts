@@ -1,7 +1,7 @@
 import { CCTP_DOMAIN, cctpFeeFor, finalityThresholdOf } from '../../domain/cctp.ts';
 import { feeBpsFor } from '../../domain/cctp-answers.ts';
 import { isEvmChain } from '../../domain/chains.ts';
-import { feeCapBreach } from '../../domain/fee-cap.ts';
+import { feeCapBreach, feeGuardLine } from '../../domain/fee-cap.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import type { TransferRoad } from '../../domain/roads.ts';
 import { withEstimate } from '../../store/transfer-store.ts';
@@ -31,9 +31,11 @@ export async function cctpEstimateAndGuard(ctx: Ctx): Promise<StepOutcome | unde
   const cctp = ctx.deps.cctp;
   if (!cctp) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
   let fee = rec.cctp.maxFee;
+  // A fresh estimate's line names the fee; the guard's then need not again.
+  const estimated = fee === null || rec.steps.reestimate;
   if (fee === null || rec.steps.reestimate) {
     const threshold = thresholdOf(rec.via);
-    ctx.report('estimate', `asking Circle's fee route for ${from}→${to} at finality ${threshold}`);
+    ctx.report('estimate', `asking Circle's fee route for ${from}→${to} at finality ${threshold}`, true);
     const res = await cctp.api.fees(CCTP_DOMAIN[from], CCTP_DOMAIN[to]);
     if (res.kind === 'paused') {
       // Nothing is begun yet: the transfer waits queued, the reason shown (a cancel may take it).
@@ -65,8 +67,8 @@ export async function cctpEstimateAndGuard(ctx: Ctx): Promise<StepOutcome | unde
       ctx.run.estimate = est;
     }
   }
-  ctx.report('guard', `checking the fee of ${formatUsdc(fee)} USDC against MAX_FEE_BPS and MAX_FEE_USDC`);
   const breach = feeCapBreach(fee, rec.amount, ctx.deps.config);
+  ctx.report('guard', feeGuardLine(estimated ? undefined : formatUsdc(fee), breach));
   if (!breach) return undefined;
   const why =
     breach.cap === 'bps'

@@ -43,7 +43,7 @@ import { afterFailedSend, beginSend, LeaseNotConfirmed } from '../send-attempt.t
 
 export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<StepOutcome> {
   const run = { ctx, evm, chain };
-  ctx.report('sign', `choosing a ${chain} owner and taking its permit nonce`);
+  ctx.report('sign', `choosing a ${chain} owner and taking its permit nonce`, true);
   const { signer, lease, reserved } = await leaseAnOwner(
     run,
     (owner) => async (nonce) => (await preparePermit({ ...run, signer: owner }, nonce)) !== undefined,
