@@ -4,7 +4,7 @@ import type { Config, ConfigNeeds } from '../config/config.ts';
 import { readEnv } from '../config/env-reader.ts';
 import { loadConfig } from '../config/load-config.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
-import { createProducer, type Producer } from '../queue/producer.ts';
+import type { Producer } from '../queue/producer.ts';
 import { createRedis, isRedisConnectionError, redisUnreachable } from '../store/redis.ts';
 import { acknowledged, createReplicaAcks, type ReplicaAcks } from '../store/replica-acks.ts';
 import { checkRedisTls } from '../store/redis-tls.ts';
@@ -22,7 +22,8 @@ export type CliContext = {
   readonly prefix: string;
   /** `cli:<USDC_BATCH_OPERATOR or OS user>`: who acts, for the audit, `submitted_by` and approvals. */
   readonly actor: string;
-  producer(): Producer;
+  /** The producer, loaded on first use: a command that adds no jobs never loads BullMQ. */
+  producer(): Promise<Producer>;
   /** Replica acknowledgements of this command's writes (docs/replicated-redis.md). */
   acks(): ReplicaAcks;
   /**
@@ -62,7 +63,8 @@ export function openCli(needs: ConfigNeeds = {}, config: Config = loadConfig(rea
     redis,
     prefix: config.queuePrefix,
     actor: cliActor(config.operatorName),
-    producer() {
+    async producer() {
+      const { createProducer } = await import('../queue/producer.ts');
       producer ??= createProducer({ connection: redis, prefix: config.queuePrefix });
       return producer;
     },
@@ -84,8 +86,8 @@ export function auditOf(ctx: CliContext): AuditDeps {
 }
 
 /** What an operator command acts with: Redis, a producer, who acts, where its audit goes. */
-export function opsOf(ctx: CliContext): OpsDeps {
-  return { ...auditOf(ctx), jobs: ctx.producer(), actor: ctx.actor };
+export async function opsOf(ctx: CliContext): Promise<OpsDeps> {
+  return { ...auditOf(ctx), jobs: await ctx.producer(), actor: ctx.actor };
 }
 
 /**

@@ -39,7 +39,8 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     if (batch.held && batch.submitted_by === ctx.actor) {
       // Refused before the rows are shown; audited like a refusal by approveBatch.
       const refused = new FourEyesError(batchId, ctx.actor);
-      await ctx.acknowledged(() => auditRefusal(opsOf(ctx), batchId, digest, refused));
+      const ops = await opsOf(ctx);
+      await ctx.acknowledged(() => auditRefusal(ops, batchId, digest, refused));
       throw refused;
     }
     if (digest === undefined && batch.held) {
@@ -51,9 +52,10 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     }
     // A list grown since the enqueue keeps its addresses out of the book (docs/screening.md).
     const screen = await loadScreen(ctx.config);
+    const ops = await opsOf(ctx);
     const res = await ctx.acknowledged(() =>
       approveBatch(
-        { ...opsOf(ctx), approvalsRequired: ctx.config.approvalsRequired, screen },
+        { ...ops, approvalsRequired: ctx.config.approvalsRequired, screen },
         batchId,
         digest ?? '0'.repeat(64),
       ),

@@ -13,7 +13,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
   const batchId = args[0] as string;
   const only = parseOptions({ transfer: 'texts' }, options).transfer;
   return await withCli({}, async (ctx) => {
-    const deps = opsOf(ctx);
+    const deps = await opsOf(ctx);
     if (only.length === 0) {
       const { cancelled } = await ctx.acknowledged(() => cancelBatch(deps, batchId));
       process.stdout.write(

@@ -156,20 +156,17 @@ async function enqueueFile(
   via: TransferRoad | undefined,
 ): Promise<number> {
   let outcome: EnqueueOutcome;
+  const jobs = await ctx.producer();
   try {
     outcome = await ctx.acknowledged(() =>
-      enqueueValidated(
-        { redis: ctx.redis, prefix: ctx.prefix, jobs: ctx.producer(), config: ctx.config },
-        input,
-        {
-          source: 'csv',
-          actor: ctx.actor,
-          batchId: flags.batchId,
-          via,
-          skipInvalid: flags.skipInvalid === true,
-          allowDuplicates: flags.allowDuplicates === true,
-        },
-      ),
+      enqueueValidated({ redis: ctx.redis, prefix: ctx.prefix, jobs, config: ctx.config }, input, {
+        source: 'csv',
+        actor: ctx.actor,
+        batchId: flags.batchId,
+        via,
+        skipInvalid: flags.skipInvalid === true,
+        allowDuplicates: flags.allowDuplicates === true,
+      }),
     );
   } catch (err) {
     if (err instanceof BatchConflictError && flags.json) {

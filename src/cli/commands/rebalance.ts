@@ -73,7 +73,7 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
           redis: ctx.redis,
           prefix: ctx.prefix,
           config: ctx.config,
-          jobs: mode === 'run' ? ctx.producer() : undefined,
+          jobs: mode === 'run' ? await ctx.producer() : undefined,
           estimate,
           cctpEstimate,
           logger: ctx.logger,

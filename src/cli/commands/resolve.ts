@@ -13,9 +13,10 @@ export async function run(args: string[], options: Record<string, unknown>): Pro
     );
   }
   return await withCli({}, async (ctx) => {
+    const deps = { ...(await opsOf(ctx)), intents: await ctx.producer() };
     const res = await ctx.acknowledged(() =>
       resolveTransfer(
-        { ...opsOf(ctx), intents: ctx.producer() },
+        deps,
         args[0] as string,
         args[1] as string,
         submitted !== undefined ? { submitted } : { notSent: true },

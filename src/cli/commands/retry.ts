@@ -5,8 +5,9 @@ import { counted } from '../../domain/plural.ts';
 
 export async function run(args: string[]): Promise<number> {
   return await withCli({}, async (ctx) => {
+    const ops = await opsOf(ctx);
     const { requeued, heldReason } = await ctx.acknowledged(() =>
-      retryBatch({ ...opsOf(ctx), config: ctx.config }, args[0] as string),
+      retryBatch({ ...ops, config: ctx.config }, args[0] as string),
     );
     process.stdout.write(`re-queued ${counted(requeued, 'failed transfer')} of ${args[0]}\n`);
     if (heldReason !== null) {
