@@ -24,6 +24,11 @@ export default defineConfig({
           // worker runs as a sequential group after every other project (the whole unit suite on
           // one core, after the integration suites).
           maxWorkers: '100%',
+          // The unit files share each worker's module cache (no fresh import of viem, BullMQ, … per
+          // file): 30 s instead of 55 s of wall time, 41 instead of 65 CPU seconds on 2 cores. They
+          // hold no state between files (no mocks, no globals); a file that needs a fresh module
+          // graph belongs in the integration project.
+          isolate: false,
           // First, before any stack starts: a broken unit shows in `npm test` within the minute.
           sequence: { groupOrder: 0 },
         },
