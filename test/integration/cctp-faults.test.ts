@@ -276,6 +276,31 @@ describe('the CCTP road under faults at exact points', () => {
     expect(burns.map(([at]) => at.split(':')[0]).sort()).toEqual(['BASE', 'ETH', 'POLYGON']);
   }, 180_000);
 
+  it("a burn's earlier writes lost as a failover loses them (its owner, generation, maxFee): the write that says submitted names them, and the row is minted once", async () => {
+    resetRpc();
+    const rows = rowsOf('lostw', [['ETH', 'ARB']]);
+    const before = await supplies();
+    const batchId = await enqueueCctp(rows);
+    const record = keys(stack.env['QUEUE_PREFIX'] as string).transfer(batchId, 'lostw-0');
+    // The burn is mined and its receipt about to be read: the record loses what the run wrote when
+    // it chose the owner and began the burn, as a failover to a replica that missed those writes
+    // does (the run goes on, holding its lock; its next writes land on the promoted replica).
+    let lost = 0;
+    rpc.receipt = async (tag, _chain, hash) => {
+      const burn = rpc.sends.some((s) => s.hash === hash && s.kind === 'burn');
+      if (tag === 'lostw' && burn && lost === 0)
+        lost = await stack.client.hdel(record, 'owner', 'cctp_burn_gen', 'cctp_max_fee');
+      return true;
+    };
+    startWorker(rpc.env('lostw'));
+    const doc = await waitMinted((id) => stack.status(id), batchId);
+    await stopWorkers();
+    expect(lost).toBe(3);
+    await expectMintedOnce(doc, rows, before);
+    const owner = privateKeyToAccount(TEST_EVM_KEY).address;
+    expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(owner.toLowerCase());
+  }, 180_000);
+
   // This case and the next run side by side (the next has its own Redis and owner): the dead
   // workers' locks lapse while the failover plays out. Neither judges by the supplies then.
   it.concurrent(
