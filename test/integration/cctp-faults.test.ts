@@ -460,6 +460,10 @@ describe('the CCTP road under faults at exact points', () => {
         const doc = await waitMinted((id) => s.status(id), batchId, AFTER_FAILOVER_MS);
         await expectMintedOnce(doc, rows);
         expect(worker.child.exitCode).toBeNull();
+      } catch (err) {
+        // Its worker is not one of `running`: what it said last goes with the failure (any wait).
+        (err as Error).message += `\n--- its worker\n${worker?.output().slice(-4000) ?? ''}`;
+        throw err;
       } finally {
         await worker?.stop(10_000);
         client.disconnect();
