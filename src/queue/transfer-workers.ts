@@ -39,7 +39,7 @@ export const WORKER_MAX_STALLED = 3;
  */
 export const EVM_JOBS_PER_OWNER = 6;
 /** How often the sweeper looks for transfers without a live job (sweeper.ts). */
-const SWEEP_EVERY_MS = 30_000;
+export const SWEEP_EVERY_MS = 30_000;
 
 export type TransferWorkers = {
   readonly sources: readonly Chain[];

@@ -10,6 +10,10 @@ import type { EvmChain } from '../../src/domain/chains.ts';
 import { parseUsdc } from '../../src/domain/money.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
+import { holdTimesOf } from '../../src/domain/hold-times.ts';
+import { SWEEP_QUIET_MS } from '../../src/queue/sweeper.ts';
+import { SWEEP_EVERY_MS } from '../../src/queue/transfer-workers.ts';
+import { TEST_WORKER_LOCK_MS } from '../../support/product-env.ts';
 import { startReplicatedRedis } from '../../support/replicated-redis.ts';
 import { spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { fundOwners, startStack, type Stack } from '../helpers/e2e.ts';
@@ -211,6 +215,34 @@ function burnsSent(tag: string): Map<string, Set<string>> {
 
 const byId = (doc: BatchStatus, id: string) => doc.transfers.find((t) => t.id === id);
 
+/**
+ * How long the failover case's rows may take to be minted after the failover: the product's own
+ * timers, each a wait a failover brings (docs/replicated-redis.md "What a failover still costs"),
+ * at the holds the tests' workers run with (WORKER_LOCK_MS, support/product-env.ts), plus the
+ * chain's work; not a guess at the machine's speed. In the worst order they stack:
+ * - a job whose move off `active` the failover lost (handed back to wait for the replicas) comes back
+ *   once its lock lapses and a stalled check sees it (jobLockMs + stalledIntervalMs); a row behind
+ *   an owner's lease whose release the failover lost waits for it to lapse (cctpLeaseMs, or less:
+ *   the holder's next run releases it);
+ * - a transfer whose job's end reached the promoted replica but whose `submitted` did not has a
+ *   finished job: the sweeper re-queues it once its batch has been quiet SWEEP_QUIET_MS, at its next
+ *   sweep (SWEEP_EVERY_MS);
+ * - the chain's work after them: the burns, attestations and mints of the rows, one owner's rows one
+ *   after another (a block a second), the follower's looks at most 10 s apart (CCTP_FOLLOW):
+ *   CHAIN_WORK_MS, room for a loaded machine.
+ * Measured on a 2-core machine at load 8, with the 30 s default lock: the stalled jobs came back
+ * 26 s after the failover; a transfer whose job's end reached the promoted replica was re-queued by
+ * the sweeper at 117 s and minted at 121 s — against the 150 s this case allowed before, with the
+ * chain's work on a loaded machine still to add.
+ */
+const CHAIN_WORK_MS = 60_000;
+const HOLDS = holdTimesOf(Number(TEST_WORKER_LOCK_MS));
+const AFTER_FAILOVER_MS =
+  Math.max(HOLDS.jobLockMs + HOLDS.stalledIntervalMs, HOLDS.cctpLeaseMs) +
+  SWEEP_QUIET_MS +
+  SWEEP_EVERY_MS +
+  CHAIN_WORK_MS;
+
 describe('the CCTP road under faults at exact points', () => {
   it('a broadcast whose answer is lost (approve, burn, mint): the same transaction is found, never a second burn', async () => {
     resetRpc();
@@ -274,6 +306,31 @@ describe('the CCTP road under faults at exact points', () => {
     await expectMintedOnce(doc, rows, before);
     const burns = [...burnsSent('lagall').entries(), ...burnsSent('lagrcpt').entries()];
     expect(burns.map(([at]) => at.split(':')[0]).sort()).toEqual(['BASE', 'ETH', 'POLYGON']);
+  }, 180_000);
+
+  it("a burn's earlier writes lost (its owner, generation, maxFee), as a replica promoted without them loses them: the write that says submitted names them, and the row is minted once", async () => {
+    resetRpc();
+    const rows = rowsOf('lostw', [['ETH', 'ARB']]);
+    const before = await supplies();
+    const batchId = await enqueueCctp(rows);
+    const record = keys(stack.env['QUEUE_PREFIX'] as string).transfer(batchId, 'lostw-0');
+    // The burn is mined and its receipt about to be read: the record loses what the run wrote when
+    // it chose the owner and began the burn, as a failover to a replica that missed those writes
+    // does (the run goes on, holding its lock; its next writes land on the promoted replica).
+    let lost = 0;
+    rpc.receipt = async (tag, _chain, hash) => {
+      const burn = rpc.sends.some((s) => s.hash === hash && s.kind === 'burn');
+      if (tag === 'lostw' && burn && lost === 0)
+        lost = await stack.client.hdel(record, 'owner', 'cctp_burn_gen', 'cctp_max_fee');
+      return true;
+    };
+    startWorker(rpc.env('lostw'));
+    const doc = await waitMinted((id) => stack.status(id), batchId);
+    await stopWorkers();
+    expect(lost).toBe(3);
+    await expectMintedOnce(doc, rows, before);
+    const owner = privateKeyToAccount(TEST_EVM_KEY).address;
+    expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(owner.toLowerCase());
   }, 180_000);
 
   // This case and the next run side by side (the next has its own Redis and owner): the dead
@@ -400,9 +457,13 @@ describe('the CCTP road under faults at exact points', () => {
         });
         expect(await rs.lag()).toBeGreaterThan(0);
         await rs.failover();
-        const doc = await waitMinted((id) => s.status(id), batchId, 150_000);
+        const doc = await waitMinted((id) => s.status(id), batchId, AFTER_FAILOVER_MS);
         await expectMintedOnce(doc, rows);
         expect(worker.child.exitCode).toBeNull();
+      } catch (err) {
+        // Its worker is not one of `running`: what it said last goes with the failure (any wait).
+        (err as Error).message += `\n--- its worker\n${worker?.output().slice(-4000) ?? ''}`;
+        throw err;
       } finally {
         await worker?.stop(10_000);
         client.disconnect();
@@ -410,6 +471,6 @@ describe('the CCTP road under faults at exact points', () => {
         rmSync(dir, { recursive: true, force: true });
       }
     },
-    240_000,
+    AFTER_FAILOVER_MS + 120_000,
   );
 });

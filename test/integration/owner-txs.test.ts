@@ -437,4 +437,38 @@ describe('an owner’s own transactions on a real chain', () => {
       await faults.close();
     }
   });
+
+  // Last: it fails the Redis over (the primary killed, the replica promoted) for the cases after it.
+  it("a failover between reading a call's nonce and reading its record: the step begins again on the promoted replica, never USDC_OWNER_TX_RECORD, mined once", async () => {
+    const owner = await newOwner();
+    const sender = senderFor(owner.key, { ackTimeoutMs: 300 });
+    const redis = opened.at(-1)!.redis;
+    const call = callOf('straddle', 13n);
+    await rr.inSync();
+    // The call gets its nonce and a signed version on the primary alone: not held, so not sent.
+    rr.link.cut();
+    const first = await sender.step(CHAIN, owner.address, call);
+    expect(first).toMatchObject({ kind: 'waiting', reason: 'replicas', nonce: 0n });
+    const sends = recorder.sends.length;
+    // The next step reads the call's nonce from that primary; the failover comes right after.
+    const hget = redis.hget.bind(redis);
+    let failedOver = false;
+    redis.hget = (async (key: string, field: string) => {
+      const v = await hget(key, field);
+      if (!failedOver && field === `c:${call.id}`) {
+        failedOver = true;
+        expect(v).toBe('0');
+        await rr.failover();
+        for (;;) if ((await redis.ping().catch(() => undefined)) === 'PONG') break;
+      }
+      return v;
+    }) as typeof redis.hget;
+    const step = await sender.step(CHAIN, owner.address, call);
+    expect(failedOver).toBe(true);
+    expect(step).toMatchObject({ kind: 'sent', nonce: 0n, version: 1, how: 'first' });
+    expect(await drive(sender, owner.address, call)).toMatchObject({ kind: 'mined', success: true });
+    // One transaction of the owner reached the node: the one the promoted replica holds.
+    expect(new Set(recorder.sends.slice(sends).map((x) => x.raw)).size).toBe(1);
+    expect(await chainNonce(owner.address)).toBe(1n);
+  });
 });

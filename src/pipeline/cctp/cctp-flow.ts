@@ -245,7 +245,9 @@ async function driveBurn(b: Burner): Promise<StepOutcome | 'new_burn'> {
     }
     if (step.kind === 'sent' && current(ctx).cctp.burnTx !== step.hash) {
       ctx.report('burn', `burn ${step.hash} sent (${step.how}, nonce ${step.nonce})`);
-      await saveStep(ctx, { cctp: { burnTx: step.hash } });
+      // With its owner and generation again: a failover may have lost the writes that chose them.
+      const gen = current(ctx).cctp.burnGen;
+      await saveStep(ctx, { owner: b.owner, cctp: { burnTx: step.hash, burnGen: gen } });
     }
     switch (decideAfterBurnStep(step, { replacedBefore })) {
       case 'watch':
@@ -269,15 +271,23 @@ async function driveBurn(b: Burner): Promise<StepOutcome | 'new_burn'> {
   }
 }
 
+/**
+ * The burn mined: `submitted`, in one write that names all the follower needs to attest and mint it
+ * (the owner, the burn's generation and maxFee), as this run knows them. Written earlier too, but a
+ * Redis failover may have lost those writes while this one lands on the promoted replica
+ * (docs/replicated-redis.md): a record saying `submitted` without its owner would never be minted.
+ */
 async function burned(b: Burner, hash: string): Promise<StepOutcome> {
-  const { ctx, chain } = b;
+  const { ctx, chain, owner } = b;
+  const { burnGen, maxFee } = current(ctx).cctp;
   ctx.report('burn', `burn ${hash} mined: submitted; the attestation and the mint follow`);
   await releaseLease(b);
   return await submitted(ctx, {
     intentId: `cctp:${CCTP_DOMAIN[chain]}:${hash}`,
     intentStatus: 'pending',
     txHash: hash,
-    cctp: { burnTx: hash, attestation: 'pending' },
+    owner,
+    cctp: { burnTx: hash, attestation: 'pending', burnGen, maxFee },
   });
 }
 

@@ -612,14 +612,26 @@ async function stepSaved(at: At, saved: SavedOwnerTx): Promise<OwnerTxStep> {
   return await act(at, saved, gathered, decideOwnerTx(gathered.facts));
 }
 
-/** One step of `call` (see the top of this file). */
+/**
+ * One step of `call` (see the top of this file). A call's nonce and its transaction's record are
+ * written together (owner-tx-assign.lua), so a nonce whose record is missing was read from a primary
+ * that a failover has replaced since: where the call's nonce reads otherwise now, the step begins
+ * again from the promoted replica (nothing signed at the nonce the failover lost was sent: a signed
+ * version is held by the replicas before its broadcast). Missing still: USDC_OWNER_TX_RECORD.
+ */
 async function stepCall(s: Sender, chain: EvmChain, owner: string, call: OwnerCall): Promise<OwnerTxStep> {
   const at = await atOf(s, chain, owner);
-  const nonce = await nonceFor(at, call);
-  if (typeof nonce !== 'bigint') return nonce;
-  const saved = await readSaved(at, nonce);
-  checkSameCall(at, saved, call);
-  return await stepSaved(at, saved);
+  for (let again = false; ; again = true) {
+    const nonce = await nonceFor(at, call);
+    if (typeof nonce !== 'bigint') return nonce;
+    const saved = await readOwnerTx(s.redis, at.w, nonce);
+    if (!saved) {
+      if (!again && (await nonceOfCall(s.redis, at.w, call.id)) !== nonce) continue;
+      throw missingError(at, nonce);
+    }
+    checkSameCall(at, saved, call);
+    return await stepSaved(at, saved);
+  }
 }
 
 /** A call given up after it was signed: it is sent as it is (never replaced by another transaction). */
