@@ -14,6 +14,7 @@ import type { SolanaResult } from './sections/solana.ts';
 import type { TracingResult } from './sections/tracing.ts';
 import { PAYROLL_ROWS, type RetentionBatch, type RetentionResult } from './sections/retention.ts';
 import type { FlowRun } from './sections/throughput.ts';
+import { cpuShareLines } from './lib/process-cpu.ts';
 
 export type BenchResults = {
   readonly startedAt: string;
@@ -569,6 +570,11 @@ function solana(x: SolanaResult): string[] {
           '- The rest is HTTP (got) and socket writes, the same kind of work the raw worker does, and the sandbox’s',
           '  real chain (LiteSVM builds, fee-pays and executes every transaction), which the raw side shares.',
         ]),
+    '',
+    ...cpuShareLines(
+      'from the worker taking jobs to the batch complete, for `usdc-batch worker` (the raw worker’s runs are not broken down)',
+      [{ label: 'Solana flow', runs: ours.map((r) => r.cpu) }],
+    ),
   ];
 }
 
@@ -656,6 +662,14 @@ function owners(x: OwnersResult): string[] {
     );
   }
   lines.push(
+    '',
+    ...cpuShareLines(
+      'from every worker taking jobs to the batch complete',
+      x.counts.map((c) => ({
+        label: `${c.owners} owner${c.owners === 1 ? '' : 's'}`,
+        runs: c.runs.map((r) => r.cpu),
+      })),
+    ),
     '',
     '**Reading it.** No owner can reach 1 ÷ the latency: the sandbox’s transfer call itself takes the latency plus',
     'the anvil transactions, so one owner’s ceiling is the latency ÷ the service’s time per call (the column “of',
@@ -945,6 +959,19 @@ function evm(x: EvmResult): string[] {
     'and the 2 cores were 87 % busy; each chain’s cycle was 67 ms against ~52 ms for one chain alone. The bench’s',
     '2,000-row runs also carry the intent follower’s first status polls (15 s after each submit). More cores is what',
     'four chains need here, not a shorter serial section.',
+    '',
+    ...cpuShareLines('from every worker taking jobs to the batch complete', [
+      { label: `one chain, ${x.latencyMs} ms`, runs: x.oneChain.runs.map((r) => r.cpu) },
+      { label: 'four chains', runs: x.fourChains.runs.map((r) => r.cpu) },
+      ...(x.oneChainRealistic
+        ? [
+            {
+              label: `one chain, ${x.oneChainRealistic.latencyMs} ms`,
+              runs: x.oneChainRealistic.runs.map((r) => r.cpu),
+            },
+          ]
+        : []),
+    ]),
   ];
 }
 
