@@ -572,8 +572,11 @@ function solana(x: SolanaResult): string[] {
         ]),
     '',
     ...cpuShareLines(
-      'from the worker taking jobs to the batch complete, for `usdc-batch worker` (the raw worker’s runs are not broken down)',
-      [{ label: 'Solana flow', runs: ours.map((r) => r.cpu) }],
+      'for `usdc-batch worker` from the worker taking jobs to the batch complete, for the raw worker from its spawn to its exit (its Node start-up included)',
+      [
+        { label: '`usdc-batch worker`', runs: ours.map((r) => r.cpu) },
+        { label: 'raw worker', runs: raw.map((r) => r.cpu) },
+      ],
     ),
   ];
 }
@@ -1363,6 +1366,9 @@ function method(): string[] {
     '- Throughput is taken from the records: the earliest `first_seen_at` of the batch’s transfers to the',
     '  batch’s `completed_at`. CPU per transfer: `/proc/<pid>/stat` of the worker(s) and the sandbox from the',
     '  moment the workers take jobs (BullMQ’s named worker connections) to completion; Redis from `INFO cpu`.',
+    '  The per-section tables of where the CPU went read `/proc` over the same interval for every process of the',
+    '  run (the worker’s, the sandbox’s and its anvil children’s, redis-server’s, the bench’s own) and `/proc/stat`',
+    '  for the machine’s busy and idle time; what the machine spent outside those processes is `other`.',
     '- Each run checks correctness as well as speed: every row submitted, the sandbox ledger holding exactly',
     '  one payment per row.',
     '- Medians of the runs; every run’s value is listed so the spread is visible.',

@@ -19,6 +19,11 @@ export type CpuProcesses = {
   readonly workers: readonly (number | undefined)[];
   readonly sandbox: number | undefined;
   readonly redis: readonly number[];
+  /**
+   * The worker is a child of the bench that exits inside the interval (bench/raw/solana-worker.ts):
+   * counted through the bench's cutime/cstime, the CPU of its children that exited.
+   */
+  readonly workerReapedByBench?: boolean;
 };
 
 export type CpuReading = {
@@ -113,7 +118,10 @@ export function readCpu(p: CpuProcesses): CpuReading {
   return {
     atMs: Date.now(),
     ms: {
-      worker: toMs(p.workers.reduce<number>((a, w) => a + treeTicks(t, w), 0)),
+      worker: toMs(
+        p.workers.reduce<number>((a, w) => a + treeTicks(t, w), 0) +
+          (p.workerReapedByBench ? (t.stats.get(process.pid)?.reapedTicks ?? 0) : 0),
+      ),
       sandbox: toMs(sandboxSelf),
       // The anvils are the sandbox's only children (src/sandbox/evm/anvil-process.ts).
       anvil: toMs(sandboxTree - sandboxSelf),

@@ -221,6 +221,13 @@ export async function runRawSolanaBatch(
     await redis.client.config('RESETSTAT');
     const sandbox0 = cpuMsOf(ctx.sandbox.child.pid);
     const redis0 = await redisCpuMs(redis);
+    const processes = {
+      workers: [],
+      sandbox: ctx.sandbox.child.pid,
+      redis: redis.pids(),
+      workerReapedByBench: true,
+    };
+    const reading0 = readCpu(processes);
     const child = spawn(process.execPath, [RAW_SOLANA_WORKER], {
       cwd: REPO_ROOT,
       env: {
@@ -244,6 +251,7 @@ export async function runRawSolanaBatch(
     const timer = setTimeout(() => child.kill('SIGKILL'), p.timeoutMs ?? 600_000);
     const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
     clearTimeout(timer);
+    const reading1 = readCpu(processes);
     const calls = await commandCalls(redis.client);
     const sandbox1 = cpuMsOf(ctx.sandbox.child.pid);
     const redis1 = await redisCpuMs(redis);
@@ -269,6 +277,7 @@ export async function runRawSolanaBatch(
         sandbox: (sandbox1 - sandbox0) / p.rows.length,
         redis: (redis1 - redis0) / p.rows.length,
       },
+      cpu: cpuSpent(reading0, reading1, p.rows.length),
     };
   } finally {
     await redis.stop();
