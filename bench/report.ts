@@ -14,6 +14,7 @@ import type { SolanaResult } from './sections/solana.ts';
 import type { TracingResult } from './sections/tracing.ts';
 import { PAYROLL_ROWS, type RetentionBatch, type RetentionResult } from './sections/retention.ts';
 import type { FlowRun } from './sections/throughput.ts';
+import { cpuShareLines } from './lib/process-cpu.ts';
 
 export type BenchResults = {
   readonly startedAt: string;
@@ -569,6 +570,14 @@ function solana(x: SolanaResult): string[] {
           '- The rest is HTTP (got) and socket writes, the same kind of work the raw worker does, and the sandbox’s',
           '  real chain (LiteSVM builds, fee-pays and executes every transaction), which the raw side shares.',
         ]),
+    '',
+    ...cpuShareLines(
+      'for `usdc-batch worker` from the worker taking jobs to the batch complete, for the raw worker from its spawn to its exit (its Node start-up included)',
+      [
+        { label: '`usdc-batch worker`', runs: ours.map((r) => r.cpu) },
+        { label: 'raw worker', runs: raw.map((r) => r.cpu) },
+      ],
+    ),
   ];
 }
 
@@ -656,6 +665,14 @@ function owners(x: OwnersResult): string[] {
     );
   }
   lines.push(
+    '',
+    ...cpuShareLines(
+      'from every worker taking jobs to the batch complete',
+      x.counts.map((c) => ({
+        label: `${c.owners} owner${c.owners === 1 ? '' : 's'}`,
+        runs: c.runs.map((r) => r.cpu),
+      })),
+    ),
     '',
     '**Reading it.** No owner can reach 1 ÷ the latency: the sandbox’s transfer call itself takes the latency plus',
     'the anvil transactions, so one owner’s ceiling is the latency ÷ the service’s time per call (the column “of',
@@ -945,6 +962,19 @@ function evm(x: EvmResult): string[] {
     'and the 2 cores were 87 % busy; each chain’s cycle was 67 ms against ~52 ms for one chain alone. The bench’s',
     '2,000-row runs also carry the intent follower’s first status polls (15 s after each submit). More cores is what',
     'four chains need here, not a shorter serial section.',
+    '',
+    ...cpuShareLines('from every worker taking jobs to the batch complete', [
+      { label: `one chain, ${x.latencyMs} ms`, runs: x.oneChain.runs.map((r) => r.cpu) },
+      { label: 'four chains', runs: x.fourChains.runs.map((r) => r.cpu) },
+      ...(x.oneChainRealistic
+        ? [
+            {
+              label: `one chain, ${x.oneChainRealistic.latencyMs} ms`,
+              runs: x.oneChainRealistic.runs.map((r) => r.cpu),
+            },
+          ]
+        : []),
+    ]),
   ];
 }
 
@@ -1336,6 +1366,9 @@ function method(): string[] {
     '- Throughput is taken from the records: the earliest `first_seen_at` of the batch’s transfers to the',
     '  batch’s `completed_at`. CPU per transfer: `/proc/<pid>/stat` of the worker(s) and the sandbox from the',
     '  moment the workers take jobs (BullMQ’s named worker connections) to completion; Redis from `INFO cpu`.',
+    '  The per-section tables of where the CPU went read `/proc` over the same interval for every process of the',
+    '  run (the worker’s, the sandbox’s and its anvil children’s, redis-server’s, the bench’s own) and `/proc/stat`',
+    '  for the machine’s busy and idle time; what the machine spent outside those processes is `other`.',
     '- Each run checks correctness as well as speed: every row submitted, the sandbox ledger holding exactly',
     '  one payment per row.',
     '- Medians of the runs; every run’s value is listed so the spread is visible.',

@@ -35,6 +35,8 @@ export type TestRedis = {
   readonly kind: 'process' | 'container';
   /** The data dir of a `process` server (removed by `stop`); undefined for a container. */
   readonly dir: string | undefined;
+  /** The PID of a `process` server while it runs (the bench reads its CPU); undefined for a container. */
+  readonly pid?: number | undefined;
   /**
    * Kills the server (SIGKILL: a crash, not a shutdown) and starts it again on the same port and
    * data, so a durable server replays its AOF. `downMs` keeps it down that long in between.
@@ -195,6 +197,9 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
     },
     get port() {
       return port;
+    },
+    get pid() {
+      return child?.pid;
     },
     kind: 'process',
     dir,

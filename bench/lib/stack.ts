@@ -20,6 +20,8 @@ export type BenchRedis = {
   readonly url: string;
   /** The bench's own connection, for INFO and for reading results. */
   readonly client: Redis;
+  /** The PIDs of its redis-server processes (the replica's too), for their CPU (process-cpu.ts). */
+  pids(): number[];
   stop(): Promise<void>;
 };
 
@@ -44,7 +46,8 @@ export async function startBenchRedis(
     await server.stop();
   });
   if (replica) await replicaOnline(client);
-  return { server, url: server.url, client, stop };
+  const pids = () => [server.pid, replica?.pid].filter((p): p is number => p !== undefined);
+  return { server, url: server.url, client, pids, stop };
 }
 
 /** Resolves once the primary reports its replica online (the initial sync done). */

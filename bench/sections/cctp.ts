@@ -1,6 +1,7 @@
 import { keys } from '../../src/store/keys.ts';
 import { commandCalls, topCommands, totalCalls, usedMemory, withoutOwn } from '../lib/redis-info.ts';
 import { evmRows } from '../lib/rows.ts';
+import { cpuShareLines, cpuSpent, readCpu, type CpuAccount } from '../lib/process-cpu.ts';
 import {
   batchOutcome,
   enqueueFile,
@@ -26,6 +27,8 @@ export type CctpRun = {
   readonly topCommands: string;
   /** used_memory after the batch is minted, less before it was enqueued, per transfer. */
   readonly bytesPerTransfer: number;
+  /** Where the CPU went from the batch enqueued to its last mint (process-cpu.ts); absent in older results. */
+  readonly cpu?: CpuAccount | undefined;
 };
 
 export type CctpResult = {
@@ -75,8 +78,15 @@ async function oneBatch(
   const memory0 = await usedMemory(redis.client);
   const { batchId } = await enqueueFile(writeCsv(ctx.dir, `${p.tag}.csv`, rows), env);
   await redis.client.config('RESETSTAT');
+  const processes = {
+    workers: group.processes.map((w) => w.child.pid),
+    sandbox: ctx.sandbox.child.pid,
+    redis: redis.pids(),
+  };
+  const reading0 = readCpu(processes);
   const own = await waitBatchComplete(redis.client, prefix, batchId, group, 600_000);
   const minted = await waitMinted(redis.client, prefix, batchId, 300_000);
+  const cpu = cpuSpent(reading0, readCpu(processes), rows.length);
   // The bench's own reads (its HGETs and the ZRANGE) are not the product's.
   const calls = withoutOwn(await commandCalls(redis.client), 'hget', own + minted.hgets);
   const outcome = await batchOutcome(redis.client, prefix, batchId);
@@ -91,6 +101,7 @@ async function oneBatch(
     commandsPerTransfer: totalCalls(calls) / rows.length,
     topCommands: topCommands(calls, rows.length),
     bytesPerTransfer: (memory1 - memory0) / rows.length,
+    cpu,
   };
 }
 
@@ -163,6 +174,11 @@ export function cctpReport(r: CctpResult, loadBefore: string): string[] {
     `| Redis memory per transfer, the second batch (marginal: fixed costs already paid) | ${(med((x) => x.bytesPerTransfer, r.marginal) / 1024).toFixed(1)} KiB |`,
     '',
     `Top commands per transfer, first batch: ${r.runs[0]?.topCommands ?? '—'}; second batch: ${r.marginal[0]?.topCommands ?? '—'}.`,
+    '',
+    ...cpuShareLines('from the batch enqueued to its last mint', [
+      { label: 'first batch', runs: r.runs.map((x) => x.cpu) },
+      { label: 'second batch', runs: r.marginal.map((x) => x.cpu) },
+    ]),
     '',
     "Why the bound: a transfer takes its owner's (chain, owner) lease for its approve and burn and keeps it until the burn's receipt (one burn signed per transfer, nonces in order), so one owner burns at most one row per block; the worker looks for the receipt every second (owner-call.ts `WATCH_EVERY_MS`), which on the sandbox's automining anvils is the same bound. More owners (EVM_PRIVATE_KEY with several keys) or more source chains multiply it, as for the service's permits (sections 3 and 7). The mints run in the intent follower, beside the burns, and do not hold the lease. `BENCH_ONLY=cctp npm run bench` runs this section alone.",
   ];

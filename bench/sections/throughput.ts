@@ -9,6 +9,7 @@ import { REPO_ROOT } from '../../support/cli.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
 import { trackChild } from '../lib/cleanup.ts';
 import { cpuMsOf } from '../lib/cpu.ts';
+import { cpuSpent, readCpu, type CpuAccount } from '../lib/process-cpu.ts';
 import { commandCalls, info, totalCalls } from '../lib/redis-info.ts';
 import {
   batchOutcome,
@@ -38,6 +39,8 @@ export type FlowRun = {
    * counters): a job waiting for a nonce lease that cycles through BullMQ shows here. Absent for raw runs.
    */
   readonly handedBackPerTransfer?: Readonly<Record<string, number>> | undefined;
+  /** Where the interval's CPU went, by process, and the machine's rest (process-cpu.ts); absent in older results. */
+  readonly cpu?: CpuAccount | undefined;
 };
 
 export type Context = {
@@ -121,12 +124,15 @@ export async function runProductBatch<T = undefined>(
     await waitWorkersReady(redis.url, prefix, queueNameFor(from as Chain), p.workers, group);
     const pids = group.processes.map((w) => w.child.pid);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const processes = { workers: pids, sandbox: ctx.sandbox.child.pid, redis: redis.pids() };
     const cpu0 = {
       worker: sum(pids.map(cpuMsOf)),
       sandbox: cpuMsOf(ctx.sandbox.child.pid),
       redis: await redisCpuMs(redis),
     };
+    const reading0 = readCpu(processes);
     await waitBatchComplete(redis.client, prefix, batchId, group, p.timeoutMs ?? 600_000);
+    const reading1 = readCpu(processes);
     const cpu1 = {
       worker: sum(pids.map(cpuMsOf)),
       sandbox: cpuMsOf(ctx.sandbox.child.pid),
@@ -153,6 +159,7 @@ export async function runProductBatch<T = undefined>(
         redis: (cpu1.redis - cpu0.redis) / p.rows.length,
       },
       handedBackPerTransfer: handedBack,
+      cpu: cpuSpent(reading0, reading1, p.rows.length),
       commands: calls,
       inspected,
     };
@@ -214,6 +221,13 @@ export async function runRawSolanaBatch(
     await redis.client.config('RESETSTAT');
     const sandbox0 = cpuMsOf(ctx.sandbox.child.pid);
     const redis0 = await redisCpuMs(redis);
+    const processes = {
+      workers: [],
+      sandbox: ctx.sandbox.child.pid,
+      redis: redis.pids(),
+      workerReapedByBench: true,
+    };
+    const reading0 = readCpu(processes);
     const child = spawn(process.execPath, [RAW_SOLANA_WORKER], {
       cwd: REPO_ROOT,
       env: {
@@ -237,6 +251,7 @@ export async function runRawSolanaBatch(
     const timer = setTimeout(() => child.kill('SIGKILL'), p.timeoutMs ?? 600_000);
     const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
     clearTimeout(timer);
+    const reading1 = readCpu(processes);
     const calls = await commandCalls(redis.client);
     const sandbox1 = cpuMsOf(ctx.sandbox.child.pid);
     const redis1 = await redisCpuMs(redis);
@@ -262,6 +277,7 @@ export async function runRawSolanaBatch(
         sandbox: (sandbox1 - sandbox0) / p.rows.length,
         redis: (redis1 - redis0) / p.rows.length,
       },
+      cpu: cpuSpent(reading0, reading1, p.rows.length),
     };
   } finally {
     await redis.stop();
