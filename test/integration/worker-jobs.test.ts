@@ -624,11 +624,17 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
     expect(readded.hash['name']).toBe('BASE→ARB 20.00 USDC');
     expect(readded.logs.length).toBeGreaterThan(0);
     // The waiting row's job is delayed (live), with the wait logged once however often it looked again.
+    // Its wait reason is saved before its run hands the job back: the job reaches the delayed set
+    // just after (a moment longer on a busy machine).
+    const delayedAt = () =>
+      stack.client.zscore(`${prefix}:transfers-BASE:delayed`, `${lost.batchId}/${waiting.id}`);
+    await waitFor('the waiting row’s job delayed', async () => (await delayedAt()) !== null, {
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
     const job = await readJob(stack.client, prefix, 'transfers-BASE', `${lost.batchId}/${waiting.id}`);
     expect(job.finished).toBeNull();
-    expect(
-      await stack.client.zscore(`${prefix}:transfers-BASE:delayed`, `${lost.batchId}/${waiting.id}`),
-    ).not.toBeNull();
+    expect(await delayedAt()).not.toBeNull();
     expect(JSON.parse(job.hash['progress'] ?? '{}')).toMatchObject({ step: 'wait' });
     expect(job.logs.filter((l) => / wait: MAX_DAILY_USDC: 40\.00 of 50\.00 USDC/.test(l))).toHaveLength(1);
     // The held batch: still no job, still queued.
