@@ -65,7 +65,8 @@ export async function runTransfer(
   const lock = { token, released: false };
   // The processing lock outlives a healthy job's renewals by far, and a dead process's by one
   // WORKER_LOCK_MS (like BullMQ's own job lock), so a crashed transfer resumes on another worker soon.
-  const { transferLockMs, transferLockRenewMs } = (deps.policy ?? DEFAULT_POLICY).holds;
+  const policy = deps.policy ?? DEFAULT_POLICY;
+  const { transferLockMs, transferLockRenewMs } = policy.holds;
   const taken = await deps.store.take(
     batchId,
     transferId,
@@ -75,7 +76,7 @@ export async function runTransfer(
   if (!taken.locked) return laterOf(new Later(1_000, 'another job is processing this transfer', 'lock'));
   const ctx: Ctx = {
     deps,
-    policy: deps.policy ?? DEFAULT_POLICY,
+    policy,
     now: deps.now ?? Date.now,
     signal: AbortSignal.any([signal, lockLost.signal]),
     log: deps.logger.child({ batchId, transferId }),
