@@ -452,7 +452,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'how long the holds of a worker that died (kill -9, out of memory, a lost machine) outlive it: ' +
       "its transfers are taken over by another worker after about this long, its owners' permit " +
       'nonces after twice it, their CCTP burns after four times it (a live worker renews them long ' +
-      'before). Shorter means a faster takeover, and less room for a worker whose event loop stalls; ' +
+      'before); the sweeper looks every this long for transfers without a live job in batches quiet ' +
+      'twice it. Shorter means a faster takeover, and less room for a worker whose event loop stalls; ' +
       'it must leave the nonce lease room for one service call (see [When a worker ' +
       'dies](operating.md#when-a-worker-dies))',
   },

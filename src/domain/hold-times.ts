@@ -21,12 +21,23 @@ export type HoldTimes = {
   readonly cctpLeaseMs: number;
   /** A followed intent's claim by one worker process (docs/data-model.md "Following intents"). */
   readonly followClaimMs: number;
+  /**
+   * The sweeper (docs/data-model.md "The sweeper"): a batch untouched this long has its unfinished
+   * transfers' jobs looked at — longer than a stalled job's own way back (its lock, then a stall
+   * check: one and a half lock times), so the sweeper acts only where BullMQ will not.
+   */
+  readonly sweepQuietMs: number;
+  /** How often each worker process sweeps (one at a time across processes, `P:sweep:lock`). */
+  readonly sweepEveryMs: number;
 };
 
 /** `WORKER_LOCK_MS`'s default: a dead worker's transfers are taken over within about a minute. */
 export const DEFAULT_WORKER_LOCK_MS = 30_000;
 
-/** Every hold, from the one setting (30 s by default: 30 s, 60 s for a nonce lease, 120 s for CCTP). */
+/**
+ * Every hold, from the one setting (30 s by default: 30 s, 60 s for a nonce lease, 120 s for CCTP;
+ * the sweeper looks at a batch quiet for 60 s, every 30 s).
+ */
 export function holdTimesOf(workerLockMs: number): HoldTimes {
   return {
     jobLockMs: workerLockMs,
@@ -37,6 +48,8 @@ export function holdTimesOf(workerLockMs: number): HoldTimes {
     nonceLeaseExtendMs: Math.round(workerLockMs / 3),
     cctpLeaseMs: 4 * workerLockMs,
     followClaimMs: 2 * workerLockMs,
+    sweepQuietMs: 2 * workerLockMs,
+    sweepEveryMs: workerLockMs,
   };
 }
 

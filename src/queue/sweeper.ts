@@ -5,6 +5,7 @@ import type { Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import { abandonTransfer } from '../pipeline/abandon.ts';
+import { DEFAULT_POLICY } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { releaseTokenLock } from '../store/token-lock.ts';
 import { unfinishedTransfers, type UnfinishedTransfer } from '../store/unfinished-transfers.ts';
@@ -13,15 +14,10 @@ import { transferJobId, transferJobName } from './jobs.ts';
 import { TRANSFER_JOB_OPTIONS } from './producer.ts';
 import { settleGivenUpJob } from './transfer-processor.ts';
 
-/**
- * A transfer untouched this long is looked at: longer than any step between a command's state
- * change and the job it adds (retry, approve), and than a stalled job's way back (lock 30 s).
- */
-export const SWEEP_QUIET_MS = 60_000;
 /** Re-queued this many times by the sweeper without finishing: its job keeps ending early; made final. */
 export const MAX_SWEEP_REQUEUES = 3;
 /**
- * A batch whose transfers are moving (its record changed within SWEEP_QUIET_MS) is read at most
+ * A batch whose transfers are moving (its record changed within the quiet time) is read at most
  * this often: a 100,000-row batch in flight is a few hundred thousand Redis reads per sweep, and
  * its jobs are plainly being worked. A quiet batch is read at every sweep.
  */
@@ -61,12 +57,13 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
   let n = 0;
   try {
     const now = (deps.now ?? Date.now)();
+    const quietMs = sweepQuietMsOf(deps);
     const open = new Set<string>();
     const readBatch = (batchId: string, updatedAt: number) => {
       open.add(batchId);
-      return readNow(deps.busyReadAt, batchId, updatedAt, now);
+      return readNow(deps.busyReadAt, batchId, now - updatedAt >= quietMs, now);
     };
-    const options = { now, quietMs: SWEEP_QUIET_MS, readBatch };
+    const options = { now, quietMs, readBatch };
     for await (const page of unfinishedTransfers(deps.redis, deps.prefix, options)) {
       const mine = page.filter((t) => deps.queues.has(t.from));
       const fates = await jobFates(deps, mine);
@@ -84,11 +81,20 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
 }
 
 /**
+ * A transfer untouched this long is looked at (domain/hold-times.ts, from `WORKER_LOCK_MS`: 60 s by
+ * default): longer than any step between a command's state change and the job it adds (retry,
+ * approve), and than a stalled job's way back (its lock, then BullMQ's stall check).
+ */
+export function sweepQuietMsOf(deps: Pick<SweepDeps, 'pipeline'>): number {
+  return (deps.pipeline.policy ?? DEFAULT_POLICY).holds.sweepQuietMs;
+}
+
+/**
  * A quiet batch is read at every sweep, a busy one at most every BUSY_BATCH_SWEEP_MS — and not at
  * its first sight by this process (a worker's start, or the batch's): that only starts its clock.
  * Promise 2 holds all the same: a transfer whose job was lost in a busy batch is found, later but
  * never not — the batch is read once its clock has run BUSY_BATCH_SWEEP_MS, or at the first sweep
- * after its record has been quiet SWEEP_QUIET_MS, whichever comes first; and a batch cannot stay
+ * after its record has been quiet the quiet time, whichever comes first; and a batch cannot stay
  * busy for ever, since it is busy only while its other transfers move (each of which ends final).
  * Reading it at first sight would only move that bound earlier for one sweep, at the price of every
  * unfinished transfer of every busy batch read at each worker's start.
@@ -96,10 +102,10 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
 function readNow(
   busyReadAt: Map<string, number> | undefined,
   batchId: string,
-  updatedAt: number,
+  quiet: boolean,
   now: number,
 ): boolean {
-  if (!busyReadAt || now - updatedAt >= SWEEP_QUIET_MS) {
+  if (!busyReadAt || quiet) {
     busyReadAt?.delete(batchId);
     return true;
   }

@@ -38,8 +38,6 @@ export const WORKER_MAX_STALLED = 3;
  * each waiting in a worker slot and going back to the queue when its lease wait runs out.
  */
 export const EVM_JOBS_PER_OWNER = 6;
-/** How often the sweeper looks for transfers without a live job (sweeper.ts). */
-export const SWEEP_EVERY_MS = 30_000;
 
 export type TransferWorkers = {
   readonly sources: readonly Chain[];
@@ -96,11 +94,14 @@ export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorker
       logger: deps.logger,
       metrics: deps.metrics,
     });
-  const sweepTimer = setInterval(() => {
-    sweep().catch((err: unknown) =>
-      deps.logger.warn({ err: { message: (err as Error).message } }, 'sweep failed'),
-    );
-  }, SWEEP_EVERY_MS);
+  const sweepTimer = setInterval(
+    () => {
+      sweep().catch((err: unknown) =>
+        deps.logger.warn({ err: { message: (err as Error).message } }, 'sweep failed'),
+      );
+    },
+    (deps.pipeline.policy ?? DEFAULT_POLICY).holds.sweepEveryMs,
+  );
   sweepTimer.unref();
   void sweep().catch(() => {});
 

@@ -11,8 +11,6 @@ import { parseUsdc } from '../../src/domain/money.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
 import { holdTimesOf } from '../../src/domain/hold-times.ts';
-import { SWEEP_QUIET_MS } from '../../src/queue/sweeper.ts';
-import { SWEEP_EVERY_MS } from '../../src/queue/transfer-workers.ts';
 import { TEST_WORKER_LOCK_MS } from '../../support/product-env.ts';
 import { startReplicatedRedis } from '../../support/replicated-redis.ts';
 import { spawnCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
@@ -239,8 +237,8 @@ const CHAIN_WORK_MS = 60_000;
 const HOLDS = holdTimesOf(Number(TEST_WORKER_LOCK_MS));
 const AFTER_FAILOVER_MS =
   Math.max(HOLDS.jobLockMs + HOLDS.stalledIntervalMs, HOLDS.cctpLeaseMs) +
-  SWEEP_QUIET_MS +
-  SWEEP_EVERY_MS +
+  HOLDS.sweepQuietMs +
+  HOLDS.sweepEveryMs +
   CHAIN_WORK_MS;
 
 describe('the CCTP road under faults at exact points', () => {

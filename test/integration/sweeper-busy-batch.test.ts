@@ -5,14 +5,16 @@ import type { Chain } from '../../src/domain/chains.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import type { PipelineDeps } from '../../src/pipeline/run-transfer.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
-import { BUSY_BATCH_SWEEP_MS, SWEEP_QUIET_MS, sweepUnfinished } from '../../src/queue/sweeper.ts';
+import { DEFAULT_HOLD_TIMES } from '../../src/domain/hold-times.ts';
+import { BUSY_BATCH_SWEEP_MS, sweepUnfinished } from '../../src/queue/sweeper.ts';
 import { keys } from '../../src/store/keys.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { startPrivateRedis, type TestRedis } from '../helpers/redis.ts';
 
 /*
  * When the sweeper reads a batch (sweeper.ts readNow): a quiet batch at every sweep; a busy one —
- * its record changed within SWEEP_QUIET_MS — not at a process's first sight of it, then at most
+ * its record changed within the quiet time (WORKER_LOCK_MS's sweepQuietMs; no policy here: the
+ * default) — not at a process's first sight of it, then at most
  * every BUSY_BATCH_SWEEP_MS, and at the first sweep once it is quiet. Each case is a transfer whose
  * job was lost (never added): the sweep that reads its batch adds it again (promise 2), so whether
  * a sweep read the batch shows as the job.
@@ -97,7 +99,7 @@ describe('sweeper: a busy batch is read later, never not', () => {
     try {
       expect(await s.sweepAt(t0 + 1_000)).toBe(0);
       expect(s.busyReadAt.has('b')).toBe(true);
-      expect(await s.sweepAt(t0 + SWEEP_QUIET_MS)).toBe(1);
+      expect(await s.sweepAt(t0 + DEFAULT_HOLD_TIMES.sweepQuietMs)).toBe(1);
       expect(await s.readded()).toBe(true);
       expect(s.busyReadAt.has('b')).toBe(false);
     } finally {

@@ -12,6 +12,8 @@ describe('hold times (WORKER_LOCK_MS)', () => {
       nonceLeaseExtendMs: 10_000,
       cctpLeaseMs: 120_000,
       followClaimMs: 60_000,
+      sweepQuietMs: 60_000,
+      sweepEveryMs: 30_000,
     });
   });
 
@@ -21,6 +23,8 @@ describe('hold times (WORKER_LOCK_MS)', () => {
       expect(h.stalledIntervalMs).toBeLessThan(h.jobLockMs);
       expect(h.transferLockRenewMs * 2).toBeLessThan(h.transferLockMs);
       expect(h.nonceLeaseExtendMs * 2).toBeLessThan(h.nonceLeaseMs);
+      // The sweeper acts only once a stalled job would have come back on its own.
+      expect(h.sweepQuietMs).toBeGreaterThan(h.jobLockMs + h.stalledIntervalMs);
     }
   });
 
