@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWalletClient, http, pad, parseAbiItem, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { createWalletClient, http, pad, parseAbiItem, toFunctionSelector, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { CCTP_V2_CONTRACTS } from '../../src/domain/cctp.ts';
 import type { EvmChain } from '../../src/domain/chains.ts';
 import { parseUsdc } from '../../src/domain/money.ts';
@@ -54,9 +54,9 @@ const { anvil, usdc, balanceOf, supplies } = sandboxUsdc(() => stack.sandbox.nod
  * The owner (its key, outside the worker) lets TokenMessengerV2 spend `usdcAmount` on `chain`: the
  * worker's next transfer from there needs no approve and goes straight to its burn.
  */
-async function approveOutside(chain: EvmChain, usdcAmount: bigint): Promise<void> {
+async function approveOutside(chain: EvmChain, usdcAmount: bigint, key: Hex = TEST_EVM_KEY): Promise<void> {
   const url = stack.sandbox.nodes.evm[chain].url as string;
-  const wallet = createWalletClient({ account: privateKeyToAccount(TEST_EVM_KEY), transport: http(url) });
+  const wallet = createWalletClient({ account: privateKeyToAccount(key), transport: http(url) });
   const hash = await wallet.writeContract({
     chain: null,
     address: usdc(chain),
@@ -138,6 +138,7 @@ function resetRpc(): void {
   rpc.send = undefined;
   rpc.after = undefined;
   rpc.receipt = undefined;
+  rpc.read = undefined;
   rpc.lags.clear();
 }
 
@@ -332,6 +333,60 @@ describe('the CCTP road under faults at exact points', () => {
     const owner = privateKeyToAccount(TEST_EVM_KEY).address;
     expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(owner.toLowerCase());
   }, 180_000);
+
+  it('several owners: the write that chose the owner lost (a failover), the burn signed with it and sent, the worker killed: the re-run follows that burn, never burns again with another owner', async () => {
+    resetRpc();
+    // A second owner, funded on first sight by the sandbox, whose allowance already covers the row:
+    // a burn of it would go through at once.
+    const secondKey = generatePrivateKey();
+    const first = privateKeyToAccount(TEST_EVM_KEY).address;
+    const second = privateKeyToAccount(secondKey).address;
+    await fundOwners(stack.sandbox, [second]);
+    await approveOutside('ETH', 100n, secondKey);
+    const secondNonce = await anvil('ETH').getTransactionCount({ address: second });
+    const rows = rowsOf('owner', [['ETH', 'BASE']]);
+    const before = await supplies();
+    const batchId = await enqueueCctp(rows);
+    const record = keys(stack.env['QUEUE_PREFIX'] as string).transfer(batchId, 'owner-0');
+    // The run has chosen (and saved) its owner and reads that owner's allowance: the record loses the
+    // owner, as a failover to a replica that missed that write does; the run goes on, holding the
+    // owner in memory, and its next writes land on the promoted replica.
+    const ALLOWANCE = toFunctionSelector('allowance(address,address)');
+    let lost = 0;
+    rpc.read = async (tag, _chain, call) => {
+      const data = (call.params?.[0] as { data?: string; input?: string } | undefined) ?? {};
+      const selector = (data.data ?? data.input ?? '').slice(0, 10);
+      if (tag === 'owner' && call.method === 'eth_call' && selector === ALLOWANCE && lost === 0)
+        lost = await stack.client.hdel(record, 'owner');
+    };
+    const worker = startWorker(
+      { ...rpc.env('owner'), EVM_PRIVATE_KEY: `${TEST_EVM_KEY},${secondKey}` },
+      'ETH',
+    );
+    // Its burn reaches the node; the worker is killed before it hears so (no write says it was sent).
+    const killed: SeenSend[] = [];
+    rpc.after = async (s) => {
+      if (s.tag !== 'owner' || s.kind !== 'burn') return;
+      await worker.kill9();
+      killed.push(s);
+    };
+    await waitFor('the worker killed at its burn', async () => killed.length >= 1, {
+      timeoutMs: 60_000,
+      intervalMs: 50,
+    });
+    expect(lost).toBe(1);
+    // The next worker lists the second owner first: a re-run with no owner to follow would take it
+    // (as it would take whichever owner's lease is free: another transfer may hold the first's).
+    startWorker({ EVM_PRIVATE_KEY: `${secondKey},${TEST_EVM_KEY}` });
+    const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
+    await stopWorkers();
+    // Judged by the chains: one burn (the one the killed worker sent), one mint; the second owner
+    // sent nothing.
+    await expectMintedOnce(doc, rows, before);
+    expect(byId(doc, 'owner-0')?.tx_hash).toBe(killed[0]?.hash);
+    expect(await anvil('ETH').getTransactionCount({ address: second })).toBe(secondNonce);
+    expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(first.toLowerCase());
+  }, 300_000);
 
   // This case and the next run side by side (the next has its own Redis and owner): the dead
   // workers' locks lapse while the failover plays out. Neither judges by the supplies then.
