@@ -216,6 +216,77 @@ function burnsSent(tag: string): Map<string, Set<string>> {
 
 const byId = (doc: BatchStatus, id: string) => doc.transfers.find((t) => t.id === id);
 
+/** The depositors of the burns of a row (its recipient is its own), from its source chain's events. */
+async function burnDepositors(r: Row): Promise<string[]> {
+  const from = r.from as EvmChain;
+  const logs = await anvil(from).getLogs({
+    address: CCTP_V2_CONTRACTS.testnet[from].tokenMessenger as Hex,
+    event: DEPOSIT_FOR_BURN,
+    fromBlock: 0n,
+  });
+  const recipient = pad(r.recipient.toLowerCase() as Hex, { size: 32 });
+  return logs
+    .filter((l) => l.args.mintRecipient?.toLowerCase() === recipient)
+    .map((l) => String(l.args.depositor).toLowerCase());
+}
+
+const ALLOWANCE = toFunctionSelector('allowance(address,address)');
+
+/**
+ * Two new owners; the run chose the first (and saved it) and reads its allowance: there the record loses
+ * the owner, as a failover to a replica that missed that write does (the run goes on, holding the
+ * owner in memory; its next writes land on the promoted replica). Its `point` call (the approve:
+ * the first owner has no allowance; or the burn: it covers the row) reaches the node and the worker
+ * is killed before it hears so. The next worker lists the owners the other way round: a re-run with
+ * no owner to follow would take the second (as it would take whichever owner's lease is free:
+ * another transfer may hold the first's), whose allowance covers the row — and burn it again.
+ * Judged by the chain: one burn, by the first owner, one mint; the second owner sent nothing.
+ */
+async function ownerLostUntil(point: 'approve' | 'burn'): Promise<void> {
+  resetRpc();
+  const tag = `owner-${point}`;
+  // Two owners of their own: no other case's lease or allowance on them.
+  const firstKey = generatePrivateKey();
+  const secondKey = generatePrivateKey();
+  const first = privateKeyToAccount(firstKey).address.toLowerCase();
+  const second = privateKeyToAccount(secondKey).address;
+  await fundOwners(stack.sandbox, [first, second]);
+  await approveOutside('ETH', 100n, secondKey);
+  if (point === 'burn') await approveOutside('ETH', 100n, firstKey);
+  const secondNonce = await anvil('ETH').getTransactionCount({ address: second });
+  const rows = rowsOf(tag, [['ETH', 'BASE']]);
+  const before = await supplies();
+  const batchId = await enqueueCctp(rows);
+  const record = keys(stack.env['QUEUE_PREFIX'] as string).transfer(batchId, `${tag}-0`);
+  let lost = 0;
+  rpc.read = async (at, _chain, call) => {
+    const data = (call.params?.[0] as { data?: string; input?: string } | undefined) ?? {};
+    const selector = (data.data ?? data.input ?? '').slice(0, 10);
+    if (at === tag && call.method === 'eth_call' && selector === ALLOWANCE && lost === 0)
+      lost = await stack.client.hdel(record, 'owner');
+  };
+  const worker = startWorker({ ...rpc.env(tag), EVM_PRIVATE_KEY: `${firstKey},${secondKey}` }, 'ETH');
+  const killed: SeenSend[] = [];
+  rpc.after = async (s) => {
+    if (s.tag !== tag || s.kind !== point) return;
+    await worker.kill9();
+    killed.push(s);
+  };
+  await waitFor(`the worker killed at its ${point}`, async () => killed.length >= 1, {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
+  expect(lost).toBe(1);
+  startWorker({ EVM_PRIVATE_KEY: `${secondKey},${firstKey}` });
+  const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
+  await stopWorkers();
+  await expectMintedOnce(doc, rows, before);
+  expect(await burnDepositors(rows[0] as Row)).toEqual([first]);
+  if (point === 'burn') expect(byId(doc, `${tag}-0`)?.tx_hash).toBe(killed[0]?.hash);
+  expect(await anvil('ETH').getTransactionCount({ address: second })).toBe(secondNonce);
+  expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(first);
+}
+
 /**
  * How long the failover case's rows may take to be minted after the failover: the product's own
  * timers, each a wait a failover brings (docs/replicated-redis.md "What a failover still costs"),
@@ -335,57 +406,11 @@ describe('the CCTP road under faults at exact points', () => {
   }, 180_000);
 
   it('several owners: the write that chose the owner lost (a failover), the burn signed with it and sent, the worker killed: the re-run follows that burn, never burns again with another owner', async () => {
-    resetRpc();
-    // A second owner, funded on first sight by the sandbox, whose allowance already covers the row:
-    // a burn of it would go through at once.
-    const secondKey = generatePrivateKey();
-    const first = privateKeyToAccount(TEST_EVM_KEY).address;
-    const second = privateKeyToAccount(secondKey).address;
-    await fundOwners(stack.sandbox, [second]);
-    await approveOutside('ETH', 100n, secondKey);
-    const secondNonce = await anvil('ETH').getTransactionCount({ address: second });
-    const rows = rowsOf('owner', [['ETH', 'BASE']]);
-    const before = await supplies();
-    const batchId = await enqueueCctp(rows);
-    const record = keys(stack.env['QUEUE_PREFIX'] as string).transfer(batchId, 'owner-0');
-    // The run has chosen (and saved) its owner and reads that owner's allowance: the record loses the
-    // owner, as a failover to a replica that missed that write does; the run goes on, holding the
-    // owner in memory, and its next writes land on the promoted replica.
-    const ALLOWANCE = toFunctionSelector('allowance(address,address)');
-    let lost = 0;
-    rpc.read = async (tag, _chain, call) => {
-      const data = (call.params?.[0] as { data?: string; input?: string } | undefined) ?? {};
-      const selector = (data.data ?? data.input ?? '').slice(0, 10);
-      if (tag === 'owner' && call.method === 'eth_call' && selector === ALLOWANCE && lost === 0)
-        lost = await stack.client.hdel(record, 'owner');
-    };
-    const worker = startWorker(
-      { ...rpc.env('owner'), EVM_PRIVATE_KEY: `${TEST_EVM_KEY},${secondKey}` },
-      'ETH',
-    );
-    // Its burn reaches the node; the worker is killed before it hears so (no write says it was sent).
-    const killed: SeenSend[] = [];
-    rpc.after = async (s) => {
-      if (s.tag !== 'owner' || s.kind !== 'burn') return;
-      await worker.kill9();
-      killed.push(s);
-    };
-    await waitFor('the worker killed at its burn', async () => killed.length >= 1, {
-      timeoutMs: 60_000,
-      intervalMs: 50,
-    });
-    expect(lost).toBe(1);
-    // The next worker lists the second owner first: a re-run with no owner to follow would take it
-    // (as it would take whichever owner's lease is free: another transfer may hold the first's).
-    startWorker({ EVM_PRIVATE_KEY: `${secondKey},${TEST_EVM_KEY}` });
-    const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
-    await stopWorkers();
-    // Judged by the chains: one burn (the one the killed worker sent), one mint; the second owner
-    // sent nothing.
-    await expectMintedOnce(doc, rows, before);
-    expect(byId(doc, 'owner-0')?.tx_hash).toBe(killed[0]?.hash);
-    expect(await anvil('ETH').getTransactionCount({ address: second })).toBe(secondNonce);
-    expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(first.toLowerCase());
+    await ownerLostUntil('burn');
+  }, 300_000);
+
+  it('several owners: the write that chose the owner lost (a failover), the approve signed with it and sent, the worker killed: the re-run follows that approve and burns with that owner', async () => {
+    await ownerLostUntil('approve');
   }, 300_000);
 
   // This case and the next run side by side (the next has its own Redis and owner): the dead
