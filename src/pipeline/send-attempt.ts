@@ -1,11 +1,6 @@
 import type { StepsPatch } from '../store/saved-steps.ts';
-import type { AckVerdict, WriteSite } from '../store/replica-acks.ts';
-import {
-  fencedSaveOf,
-  type FencedSave,
-  type FencedSaveCall,
-  type SaveFence,
-} from '../store/transfer-store.ts';
+import type { AckVerdict } from '../store/replica-acks.ts';
+import type { FencedSave, SaveFence } from '../store/transfer-store.ts';
 import {
   addEvidence,
   current,
@@ -17,6 +12,7 @@ import {
   wait,
   type Ctx,
 } from './context.ts';
+import { saveHeld } from './held-save.ts';
 import { asServiceFailure, describeFailure, failureDump, type ServiceFailure } from './failure.ts';
 import { pastDeadline } from './outcomes.ts';
 import {
@@ -133,28 +129,11 @@ function carry(ctx: Ctx, saved: FencedSave): void {
  * the lock stops here, writing nothing: another run has the transfer now.
  */
 async function markSending(ctx: Ctx, mark: StepsPatch): Promise<AckVerdict> {
-  const { store, acks } = ctx.deps;
-  const fence = fenceOf(ctx);
-  if (!acks) {
-    carry(ctx, await store.saveFenced(ctx.batchId, ctx.transferId, mark, fence));
-    estimateWritten(ctx);
-    return { ok: true, wanted: 0 };
-  }
-  let call: FencedSaveCall | undefined;
-  const { reply, verdict } = await acks.writeAcked(
-    (known) => (call = store.fencedSaveCall(ctx.batchId, ctx.transferId, mark, { ...fence, known })),
-    (r) => siteOfMark(fencedSaveOf(r)),
-  );
-  // A round cut off before its answer (reply unknown) may have written the mark: the run carries it
-  // as written (the careful side), and it is taken back.
-  if (reply !== undefined && !fencedSaveOf(reply).held) lockLost(ctx);
-  if (ctx.run && call?.record) ctx.run.rec = call.record;
-  if (reply !== undefined) estimateWritten(ctx);
+  // A round cut off before its answer may have written the mark: the run carries it as written
+  // (the careful side), and it is taken back.
+  const { verdict, answered } = await saveHeld(ctx, mark, fenceOf(ctx), lockLost);
+  if (answered) estimateWritten(ctx);
   return verdict;
-}
-
-function siteOfMark(saved: FencedSave): WriteSite | undefined {
-  return saved.held ? saved.site : undefined;
 }
 
 function lockLost(ctx: Ctx): never {

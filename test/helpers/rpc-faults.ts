@@ -13,6 +13,8 @@ import type { EvmChain } from '../../src/domain/chains.ts';
  *   kills the worker there, "saved, not broadcast"), or forward it and lose the answer (the
  *   connection cut: "broadcast, answer not received", or the worker killed meanwhile);
  * - a receipt found for a transaction is handed to `receipt` before it is answered;
+ * - every other call is handed to `read` before the node sees it (a point between two of the run's
+ *   writes: the owner's allowance read, say);
  * - a route may lag: `all` answers every read as of N blocks ago (eth_blockNumber, the head
  *   block, eth_getTransactionCount, eth_getBalance, eth_call, receipts of later blocks are null),
  *   `receipts` lags only the receipts (a load-balanced RPC whose nodes are not at one height),
@@ -56,12 +58,14 @@ export type RpcFaults = {
   after: ((s: SeenSend) => void | Promise<void>) | undefined;
   /** Runs before a found receipt is answered; `false`: the answer is cut (the worker was killed). */
   receipt: ((tag: string, chain: EvmChain, hash: string) => boolean | Promise<boolean>) | undefined;
+  /** Runs before any other call (not a send) reaches the node: `eth_call`, `eth_getTransactionCount`, … */
+  read: ((tag: string, chain: EvmChain, call: RpcCall) => void | Promise<void>) | undefined;
   /** Lag per tag. */
   readonly lags: Map<string, Lag>;
   close(): Promise<void>;
 };
 
-type RpcCall = { jsonrpc?: string; id?: unknown; method?: string; params?: unknown[] };
+export type RpcCall = { jsonrpc?: string; id?: unknown; method?: string; params?: unknown[] };
 type RpcAnswer = { jsonrpc: '2.0'; id: unknown; result?: unknown; error?: unknown };
 
 async function post(target: string, body: unknown): Promise<RpcAnswer> {
@@ -116,6 +120,7 @@ export async function startRpcFaults(targets: Record<EvmChain, string>): Promise
     send: undefined,
     after: undefined,
     receipt: undefined,
+    read: undefined,
     lags: new Map(),
     close: async () => {},
   };
@@ -149,6 +154,7 @@ export async function startRpcFaults(targets: Record<EvmChain, string>): Promise
   async function one(tag: string, chain: EvmChain, call: RpcCall): Promise<RpcAnswer> {
     const method = call.method ?? '';
     if (method === 'eth_sendRawTransaction') return await sendRaw(tag, chain, call);
+    await f.read?.(tag, chain, call);
     const lag = f.lags.get(tag);
     const params = call.params ?? [];
     let at: bigint | undefined;

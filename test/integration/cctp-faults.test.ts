@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWalletClient, http, pad, parseAbiItem, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { createWalletClient, http, pad, parseAbiItem, toFunctionSelector, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { CCTP_V2_CONTRACTS } from '../../src/domain/cctp.ts';
 import type { EvmChain } from '../../src/domain/chains.ts';
 import { parseUsdc } from '../../src/domain/money.ts';
@@ -52,9 +52,9 @@ const { anvil, usdc, balanceOf, supplies } = sandboxUsdc(() => stack.sandbox.nod
  * The owner (its key, outside the worker) lets TokenMessengerV2 spend `usdcAmount` on `chain`: the
  * worker's next transfer from there needs no approve and goes straight to its burn.
  */
-async function approveOutside(chain: EvmChain, usdcAmount: bigint): Promise<void> {
+async function approveOutside(chain: EvmChain, usdcAmount: bigint, key: Hex = TEST_EVM_KEY): Promise<void> {
   const url = stack.sandbox.nodes.evm[chain].url as string;
-  const wallet = createWalletClient({ account: privateKeyToAccount(TEST_EVM_KEY), transport: http(url) });
+  const wallet = createWalletClient({ account: privateKeyToAccount(key), transport: http(url) });
   const hash = await wallet.writeContract({
     chain: null,
     address: usdc(chain),
@@ -136,6 +136,7 @@ function resetRpc(): void {
   rpc.send = undefined;
   rpc.after = undefined;
   rpc.receipt = undefined;
+  rpc.read = undefined;
   rpc.lags.clear();
 }
 
@@ -212,6 +213,77 @@ function burnsSent(tag: string): Map<string, Set<string>> {
 }
 
 const byId = (doc: BatchStatus, id: string) => doc.transfers.find((t) => t.id === id);
+
+/** The depositors of the burns of a row (its recipient is its own), from its source chain's events. */
+async function burnDepositors(r: Row): Promise<string[]> {
+  const from = r.from as EvmChain;
+  const logs = await anvil(from).getLogs({
+    address: CCTP_V2_CONTRACTS.testnet[from].tokenMessenger as Hex,
+    event: DEPOSIT_FOR_BURN,
+    fromBlock: 0n,
+  });
+  const recipient = pad(r.recipient.toLowerCase() as Hex, { size: 32 });
+  return logs
+    .filter((l) => l.args.mintRecipient?.toLowerCase() === recipient)
+    .map((l) => String(l.args.depositor).toLowerCase());
+}
+
+const ALLOWANCE = toFunctionSelector('allowance(address,address)');
+
+/**
+ * Two new owners; the run chose the first (and saved it) and reads its allowance: there the record loses
+ * the owner, as a failover to a replica that missed that write does (the run goes on, holding the
+ * owner in memory; its next writes land on the promoted replica). Its `point` call (the approve:
+ * the first owner has no allowance; or the burn: it covers the row) reaches the node and the worker
+ * is killed before it hears so. The next worker lists the owners the other way round: a re-run with
+ * no owner to follow would take the second (as it would take whichever owner's lease is free:
+ * another transfer may hold the first's), whose allowance covers the row — and burn it again.
+ * Judged by the chain: one burn, by the first owner, one mint; the second owner sent nothing.
+ */
+async function ownerLostUntil(point: 'approve' | 'burn'): Promise<void> {
+  resetRpc();
+  const tag = `owner-${point}`;
+  // Two owners of their own: no other case's lease or allowance on them.
+  const firstKey = generatePrivateKey();
+  const secondKey = generatePrivateKey();
+  const first = privateKeyToAccount(firstKey).address.toLowerCase();
+  const second = privateKeyToAccount(secondKey).address;
+  await fundOwners(stack.sandbox, [first, second]);
+  await approveOutside('ETH', 100n, secondKey);
+  if (point === 'burn') await approveOutside('ETH', 100n, firstKey);
+  const secondNonce = await anvil('ETH').getTransactionCount({ address: second });
+  const rows = rowsOf(tag, [['ETH', 'BASE']]);
+  const before = await supplies();
+  const batchId = await enqueueCctp(rows);
+  const record = keys(stack.env['QUEUE_PREFIX'] as string).transfer(batchId, `${tag}-0`);
+  let lost = 0;
+  rpc.read = async (at, _chain, call) => {
+    const data = (call.params?.[0] as { data?: string; input?: string } | undefined) ?? {};
+    const selector = (data.data ?? data.input ?? '').slice(0, 10);
+    if (at === tag && call.method === 'eth_call' && selector === ALLOWANCE && lost === 0)
+      lost = await stack.client.hdel(record, 'owner');
+  };
+  const worker = startWorker({ ...rpc.env(tag), EVM_PRIVATE_KEY: `${firstKey},${secondKey}` }, 'ETH');
+  const killed: SeenSend[] = [];
+  rpc.after = async (s) => {
+    if (s.tag !== tag || s.kind !== point) return;
+    await worker.kill9();
+    killed.push(s);
+  };
+  await waitFor(`the worker killed at its ${point}`, async () => killed.length >= 1, {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
+  expect(lost).toBe(1);
+  startWorker({ EVM_PRIVATE_KEY: `${secondKey},${firstKey}` });
+  const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
+  await stopWorkers();
+  await expectMintedOnce(doc, rows, before);
+  expect(await burnDepositors(rows[0] as Row)).toEqual([first]);
+  if (point === 'burn') expect(byId(doc, `${tag}-0`)?.tx_hash).toBe(killed[0]?.hash);
+  expect(await anvil('ETH').getTransactionCount({ address: second })).toBe(secondNonce);
+  expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(first);
+}
 
 /**
  * How long the failover case's rows may take to be minted after the failover: the product's own
@@ -330,6 +402,14 @@ describe('the CCTP road under faults at exact points', () => {
     const owner = privateKeyToAccount(TEST_EVM_KEY).address;
     expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(owner.toLowerCase());
   }, 180_000);
+
+  it('several owners: the write that chose the owner lost (a failover), the burn signed with it and sent, the worker killed: the re-run follows that burn, never burns again with another owner', async () => {
+    await ownerLostUntil('burn');
+  }, 300_000);
+
+  it('several owners: the write that chose the owner lost (a failover), the approve signed with it and sent, the worker killed: the re-run follows that approve and burns with that owner', async () => {
+    await ownerLostUntil('approve');
+  }, 300_000);
 
   // This case and the next run side by side (the next has its own Redis and owner): the dead
   // workers' locks lapse while the failover plays out. Neither judges by the supplies then.

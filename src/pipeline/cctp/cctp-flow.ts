@@ -5,9 +5,11 @@ import { formatUsdc } from '../../domain/money.ts';
 import { SigningError } from '../../signing/errors.ts';
 import { approveData, depositForBurnData } from '../../signing/evm/cctp-calls.ts';
 import type { OwnerCall } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
-import { addEvidence, current, jittered, Later, saveStep, wait, type Ctx } from '../context.ts';
+import type { StepsPatch } from '../../store/saved-steps.ts';
+import { addEvidence, current, jittered, Later, lockLost, saveStep, wait, type Ctx } from '../context.ts';
 import { reserveDailySpend } from '../daily-cap.ts';
 import { holderOf } from '../evm/owner-turn.ts';
+import { saveHeld } from '../held-save.ts';
 import { finish, submitted } from '../outcomes.ts';
 import type { StepOutcome, WaitKind } from '../pipeline-deps.ts';
 import type { CctpDeps } from './cctp-deps.ts';
@@ -31,13 +33,16 @@ type Burner = {
   readonly cctp: CctpDeps;
   readonly chain: EvmChain;
   readonly owner: string;
+  /** The calls whose owner and naming facts this run has had held by the replicas (holdCallFacts). */
+  readonly held: Set<string>;
 };
 
 export async function cctpFlow(ctx: Ctx, cctp: CctpDeps | undefined): Promise<StepOutcome> {
   const rec = current(ctx);
   if (!isEvmChain(rec.from) || !isEvmChain(rec.to)) return await notEvm(ctx);
   if (!cctp) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
-  const b: Burner = { ctx, cctp, chain: rec.from, owner: await leasedOwner(ctx, cctp, rec.from) };
+  const owner = await leasedOwner(ctx, cctp, rec.from);
+  const b: Burner = { ctx, cctp, chain: rec.from, owner, held: new Set() };
   await reserveDailyOrStepBack(b);
   for (;;) {
     if (current(ctx).cctp.burnGen === null) {
@@ -146,6 +151,7 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
     'approve',
     `allowance ${formatUsdc(allowance)} USDC; approving ${formatUsdc(approving.amount)} USDC to TokenMessengerV2 (${approving.why})`,
   );
+  await holdCallFacts(b, call.id, 'approve', { cctp: { approval: approving.amount } });
   const started = Date.now();
   for (;;) {
     const step = await stepOwnerCall(ctx, cctp, b, call);
@@ -225,6 +231,49 @@ function burnCall(b: Burner): OwnerCall {
 }
 
 /**
+ * Before this run first steps an owner's call (the sender may sign and broadcast it in that step),
+ * the transfer's owner and what names the call are written again and held by the replicas
+ * (held-save.ts). The writes that chose them (leasedOwner, approvalFor, beginBurn) went on the
+ * usual connection and may have reached only a primary that a failover replaced since, while this
+ * run, holding them in memory, signs on the promoted one: a re-run reading a record without the
+ * owner would take another owner's lease and sign the transfer's burn again — two burns, paid
+ * twice. Held here, before anything of the call is signed, they survive any failover the signed
+ * transaction survives (the owner-tx sender holds it on the replicas before broadcasting it). On
+ * Redis Cluster the same holds: QUEUE_PREFIX is one hash tag, so the record and the owner's
+ * transactions live on one master (docs/scaling.md "Redis Cluster"). Short of the replicas, nothing
+ * is stepped: the transfer waits, its reason shown.
+ */
+async function holdCallFacts(
+  b: Burner,
+  id: string,
+  what: 'approve' | 'burn',
+  patch: StepsPatch,
+): Promise<void> {
+  const { ctx } = b;
+  if (b.held.has(id)) return;
+  if (!ctx.lock || ctx.lock.released)
+    throw new Error(`the ${what} of ${holderOf(ctx)} is stepped without its lock`);
+  const fence = { token: ctx.lock.token, carried: current(ctx) };
+  const { verdict } = await saveHeld(ctx, { ...patch, owner: b.owner }, fence, lockLost);
+  if (!verdict.ok) {
+    const reason = `waiting for Redis replicas before the ${what} is signed: ${verdict.reason}`;
+    return await waitShown(ctx, reason, 'replicas');
+  }
+  b.held.add(id);
+}
+
+/** The burn's owner, generation and maxFee (its calldata), held before it is stepped in this run. */
+async function holdBurnFacts(b: Burner, id: string): Promise<void> {
+  const rec = current(b.ctx);
+  const { burnGen, maxFee } = rec.cctp;
+  const payloadGen = rec.steps.payloadGen;
+  await holdCallFacts(b, id, 'burn', {
+    ...(payloadGen !== null ? { payloadGen } : {}),
+    cctp: { burnGen, maxFee },
+  });
+}
+
+/**
  * Steps the burn until it is mined (`submitted`, or `failed` when it reverted), hands the job back
  * while it cannot be sent, or says `new_burn` when the chain shows it can never execute.
  */
@@ -234,6 +283,7 @@ async function driveBurn(b: Burner): Promise<StepOutcome | 'new_burn'> {
   const started = Date.now();
   let replacedBefore = false;
   ctx.report('burn', `depositForBurn of ${formatUsdc(current(ctx).amount)} USDC from ${b.owner} on ${chain}`);
+  await holdBurnFacts(b, call.id);
   for (;;) {
     await cctp.lease.take(chain, b.owner, holderOf(ctx));
     let step;
