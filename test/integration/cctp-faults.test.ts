@@ -295,8 +295,8 @@ async function ownerLostUntil(point: 'approve' | 'burn'): Promise<void> {
  *   an owner's lease whose release the failover lost waits for it to lapse (cctpLeaseMs, or less:
  *   the holder's next run releases it);
  * - a transfer whose job's end reached the promoted replica but whose `submitted` did not has a
- *   finished job: the sweeper re-queues it once its batch has been quiet SWEEP_QUIET_MS, at its next
- *   sweep (SWEEP_EVERY_MS);
+ *   finished job: the sweeper re-queues it once its batch has been quiet sweepQuietMs, at its next
+ *   sweep (sweepEveryMs);
  * - the chain's work after them: the burns, attestations and mints of the rows, one owner's rows one
  *   after another (a block a second), the follower's looks at most 10 s apart (CCTP_FOLLOW):
  *   CHAIN_WORK_MS, room for a loaded machine.
