@@ -622,6 +622,7 @@ function owners(x: OwnersResult): string[] {
       )}) | ${fmt(bound, 0)} | ${fmt(rate / bound, 2)} — ${verdict(rate / bound >= target)} | ${fmt((rate * callMs) / (1000 * c.owners), 2)} | ${fmt(paying, 0)} | ${fmt(cycle, 0)} ms | ${fmt(sandboxCores, 2)} |`,
     );
   }
+  lines.push('', ...ownerCycleLines(x));
   lines.push('', ...CPU_HEADER);
   for (const c of x.counts) lines.push(cpuRow(`${c.owners} owner${c.owners > 1 ? 's' : ''}`, c.runs));
   lines.push(
@@ -688,6 +689,42 @@ function owners(x: OwnersResult): string[] {
   return lines;
 }
 
+/**
+ * Where one owner's cycle goes (issue 47, item 1), on the sandbox's clock: the service's own time per
+ * call and the worker's gap between an answer and the same owner's next request.
+ */
+function ownerCycleLines(x: OwnersResult): string[] {
+  const lines = [
+    'Where an owner’s cycle goes, on the sandbox’s clock (its ledger records when each transfer request arrived and',
+    'when it was answered): the **service’s time** per call (arrived → answered: the latency and the permit and',
+    'transferFrom it mines on anvil) and the **worker’s gap** (an answer → the same owner’s next request arriving:',
+    'all the worker does between two permits of one owner — the answer read, the nonce committed and its lease handed',
+    'to the transfer that prepared the next permit, that transfer’s sending mark, its request on the wire; the',
+    'outcome is written after the commit, off that path). Medians per owner, then over owners and runs. The gap is the',
+    'product’s share of the lost pace; the service’s time over the latency is the service’s.',
+    '',
+    '| owners | owner cycle | service’s time per call | worker’s gap | gap / cycle | ceiling with no gap: latency ÷ service’s time | steady pace / bound |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const c of x.counts) {
+    const service = med(c.runs, (r) => r.serviceMs ?? Number.NaN);
+    const gap = med(c.runs, (r) => r.workerGapMs ?? Number.NaN);
+    const cycle = median(c.runs.map((r) => r.ownerCycleMs));
+    const bound = c.owners * x.boundPerOwner;
+    const steady = med(c.runs, (r) => r.steadyPerSecond ?? Number.NaN) / bound;
+    lines.push(
+      `| ${c.owners} | ${fmt(cycle, 1)} ms | ${fmt(service, 1)} ms (${runsOf(
+        c.runs.map((r) => r.serviceMs ?? Number.NaN),
+        1,
+      )}) | ${fmt(gap, 1)} ms (${runsOf(
+        c.runs.map((r) => r.workerGapMs ?? Number.NaN),
+        1,
+      )}) | ${fmt(gap / cycle, 3)} | ${fmt(x.latencyMs / service, 3)} | ${fmt(steady, 2)} |`,
+    );
+  }
+  return lines;
+}
+
 /** A replica's cost in one owner count: the medians' ratio of steady paces, and extra commands. */
 function replicaCost(c: ReplicaCost): { paceRatio: number; extraCommands: number; waits: number } {
   const pace = (runs: readonly OwnersRun[]) => med(runs, (r) => r.steadyPerSecond ?? Number.NaN);
@@ -707,8 +744,8 @@ function replicaLines(costs: readonly ReplicaCost[]): string[] {
     'standalone Redis makes none. Target: the steady pace within 3 % of standalone, at most 3 more Redis commands per',
     'transfer.',
     '',
-    '| owners | rows | steady pace standalone (runs) | with a replica (runs) | ratio | commands / transfer standalone | with a replica | extra scripts / transfer |',
-    '|---|---|---|---|---|---|---|---|',
+    '| owners | rows | steady pace standalone (runs) | with a replica (runs) | ratio | worker’s gap standalone / with a replica | commands / transfer standalone | with a replica | extra scripts / transfer |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
   for (const c of costs) {
     const cost = replicaCost(c);
@@ -722,6 +759,12 @@ function replicaLines(costs: readonly ReplicaCost[]): string[] {
       )})`;
     lines.push(
       `| ${c.owners} | ${fmt(c.rows)} | ${steady(c.standalone)} | ${steady(c.replicated)} | **${fmt(cost.paceRatio, 3)}** — ${verdict(cost.paceRatio >= 0.97)} | ${fmt(
+        med(c.standalone, (r) => r.workerGapMs ?? Number.NaN),
+        1,
+      )} / ${fmt(
+        med(c.replicated, (r) => r.workerGapMs ?? Number.NaN),
+        1,
+      )} ms | ${fmt(
         med(c.standalone, (r) => r.commandsPerTransfer),
         1,
       )} | ${fmt(

@@ -29,6 +29,15 @@ export type OwnersRun = FlowRun & {
    * also counts the start: the first row's estimate and balance reading before any permit is sent.
    */
   readonly steadyPerSecond?: number | undefined;
+  /**
+   * Where an owner's cycle goes, from the sandbox's clock (its ledger): the service's own time per
+   * transfer call (its request arrived → answered: the latency and the chain), and the worker's gap
+   * (an answer → the same owner's next request arriving: everything the worker does between two
+   * permits — the outcome, the nonce commit and hand-off, the sending mark, the request). Medians per
+   * owner, then over owners.
+   */
+  readonly serviceMs?: number | undefined;
+  readonly workerGapMs?: number | undefined;
   /** Leases handed straight from a committing holder to its preparer, per transfer (the pools' counters). */
   readonly handoffsPerTransfer?: number | undefined;
 };
@@ -69,25 +78,42 @@ const REPLICA_OWNERS: readonly number[] = (process.env['BENCH_REPLICA_OWNERS'] ?
 /** Worker processes of the several-processes run (one owner; BENCH_OWNER_PROCESSES, 0 leaves it out). */
 const PROCESSES = Number(process.env['BENCH_OWNER_PROCESSES'] ?? '3');
 
+type OwnerCycles = {
+  readonly cycleMs: number;
+  readonly owners: number;
+  readonly steadyPerSecond: number;
+  readonly serviceMs: number;
+  readonly workerGapMs: number;
+};
+
+/** One owner's calls as the sandbox's ledger saw them, in the order they were answered. */
+type Call = { readonly receivedAt: number; readonly at: number };
+
 /**
  * Per owner, the median gap between its consecutive acceptances (the median of those over owners),
- * and the owners' steady pace (OwnersRun.steadyPerSecond).
+ * the owners' steady pace (OwnersRun.steadyPerSecond), and the cycle split into the service's time
+ * and the worker's gap (OwnersRun.serviceMs, workerGapMs).
  */
-async function ownerCycles(
-  sandbox: SandboxProcess,
-): Promise<{ cycleMs: number; owners: number; steadyPerSecond: number }> {
-  const byOwner = new Map<string, number[]>();
+async function ownerCycles(sandbox: SandboxProcess): Promise<OwnerCycles> {
+  const byOwner = new Map<string, Call[]>();
   for (const e of await sandbox.admin.ledger()) {
     if (e.kind !== 'evm') continue;
-    byOwner.set(e.owner, [...(byOwner.get(e.owner) ?? []), e.at]);
+    byOwner.set(e.owner, [...(byOwner.get(e.owner) ?? []), { receivedAt: e.received_at, at: e.at }]);
   }
-  const sorted = [...byOwner.values()].map((ats) => [...ats].sort((a, b) => a - b));
-  const cycles = sorted.map((ats) => median(ats.slice(1).map((t, i) => t - (ats[i] as number))));
-  const steadyPerSecond = sorted.reduce((sum, ats) => {
-    const span = (ats.at(-1) as number) - (ats[0] as number);
-    return ats.length > 1 && span > 0 ? sum + ((ats.length - 1) * 1000) / span : sum;
+  const sorted = [...byOwner.values()].map((calls) => [...calls].sort((a, b) => a.at - b.at));
+  const between = (calls: readonly Call[], f: (prev: Call, next: Call) => number) =>
+    median(calls.slice(1).map((c, i) => f(calls[i] as Call, c)));
+  const steadyPerSecond = sorted.reduce((sum, calls) => {
+    const span = (calls.at(-1) as Call).at - (calls[0] as Call).at;
+    return calls.length > 1 && span > 0 ? sum + ((calls.length - 1) * 1000) / span : sum;
   }, 0);
-  return { cycleMs: median(cycles), owners: byOwner.size, steadyPerSecond };
+  return {
+    cycleMs: median(sorted.map((calls) => between(calls, (prev, next) => next.at - prev.at))),
+    owners: byOwner.size,
+    steadyPerSecond,
+    serviceMs: median(sorted.map((calls) => median(calls.map((c) => c.at - c.receivedAt)))),
+    workerGapMs: median(sorted.map((calls) => between(calls, (prev, next) => next.receivedAt - prev.at))),
+  };
 }
 
 /** Leases handed over on commits, summed over the bench owners' BASE pools. */
@@ -142,12 +168,14 @@ export async function benchOwners(
           ownerCycleMs: cycles.cycleMs,
           ownersPaying: cycles.owners,
           steadyPerSecond: cycles.steadyPerSecond,
+          serviceMs: cycles.serviceMs,
+          workerGapMs: cycles.workerGapMs,
           callMs: serial?.callMs,
           handoffsPerTransfer: (inspected ?? 0) / rows.length,
         };
         runs.push(r);
         ctx.log(
-          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (steady ${cycles.steadyPerSecond.toFixed(2)}/s; bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s), handed over ${(r.handoffsPerTransfer ?? 0).toFixed(2)}; per transfer: ${topCommands(commands, rows.length, 12)}`,
+          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (steady ${cycles.steadyPerSecond.toFixed(2)}/s, cycle ${cycles.cycleMs.toFixed(1)} ms = service ${cycles.serviceMs.toFixed(1)} + worker gap ${cycles.workerGapMs.toFixed(1)}; bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s), handed over ${(r.handoffsPerTransfer ?? 0).toFixed(2)}; per transfer: ${topCommands(commands, rows.length, 12)}`,
         );
       }
       counts.push({ owners, rows: rows.length, runs });
@@ -197,10 +225,12 @@ async function replicaCosts(ctx: Context, runs: number, concurrency: number): Pr
           ownerCycleMs: cycles.cycleMs,
           ownersPaying: cycles.owners,
           steadyPerSecond: cycles.steadyPerSecond,
+          serviceMs: cycles.serviceMs,
+          workerGapMs: cycles.workerGapMs,
         };
         (withReplica ? replicated : standalone).push(r);
         ctx.log(
-          `owners ${owners} ${withReplica ? 'with a replica' : 'standalone'}, run ${i + 1}: steady ${cycles.steadyPerSecond.toFixed(2)}/s, ${r.commandsPerTransfer.toFixed(1)} commands per transfer; ${topCommands(commands, rows.length, 8)}`,
+          `owners ${owners} ${withReplica ? 'with a replica' : 'standalone'}, run ${i + 1}: steady ${cycles.steadyPerSecond.toFixed(2)}/s, worker gap ${cycles.workerGapMs.toFixed(1)} ms, ${r.commandsPerTransfer.toFixed(1)} commands per transfer; ${topCommands(commands, rows.length, 8)}`,
         );
       }
     }

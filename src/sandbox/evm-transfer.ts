@@ -19,6 +19,7 @@ export async function transfer(
   s: ServiceState,
   body: Record<string, unknown>,
   idemKey: string | null,
+  receivedAt: number,
 ): Promise<Reply> {
   const from = str(body, 'from');
   const to = str(body, 'to');
@@ -56,6 +57,7 @@ export async function transfer(
     solana_tx_kind: null,
     destination_tx: null,
     at: now,
+    received_at: receivedAt,
   };
   const intent: Intent = {
     kind: 'evm',

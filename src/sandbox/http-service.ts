@@ -18,7 +18,13 @@ import { buildTx, submit } from './solana-flow.ts';
 type Route = {
   op: FaultOp;
   auth: 'key' | 'bearer' | 'none';
-  run: (body: Record<string, unknown>, raw: string, key: string | null) => Reply | Promise<Reply>;
+  /** `receivedAt`: when the request arrived (ms since the epoch), before the configured latency. */
+  run: (
+    body: Record<string, unknown>,
+    raw: string,
+    key: string | null,
+    receivedAt: number,
+  ) => Reply | Promise<Reply>;
 };
 
 /** The running HTTP side of the sandbox; `close()` ends hanging answers and open sockets. */
@@ -80,11 +86,11 @@ function route(s: ServiceState, method: string, path: string, query: URLSearchPa
   if (method === 'POST' && path === '/sdk/v1/estimate')
     return { op: 'estimate', auth: 'key', run: (b) => estimate(s, b) };
   if (method === 'POST' && path === '/sdk/v1/transfer')
-    return { op: 'transfer', auth: 'key', run: (b, _r, k) => transfer(s, b, k) };
+    return { op: 'transfer', auth: 'key', run: (b, _r, k, at) => transfer(s, b, k, at) };
   if (method === 'POST' && path === '/sdk/v1/solana/build-tx')
     return { op: 'build_tx', auth: 'key', run: (b) => buildTx(s, b) };
   if (method === 'POST' && path === '/sdk/v1/solana/submit')
-    return { op: 'submit', auth: 'key', run: (b, _r, k) => submit(s, b, k) };
+    return { op: 'submit', auth: 'key', run: (b, _r, k, at) => submit(s, b, k, at) };
   const st = /^\/sdk\/v1\/status\/([^/]+)$/.exec(path);
   if (method === 'GET' && st) {
     const id = decodeURIComponent(st[1] as string);
@@ -125,6 +131,7 @@ async function rpcCall(s: ServiceState, chain: string, raw: string): Promise<Rep
 }
 
 async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const receivedAt = Date.now();
   const s = ctx.state;
   const url = new URL(req.url ?? '/', 'http://sandbox');
   const method = req.method ?? 'GET';
@@ -157,7 +164,7 @@ async function handle(ctx: HttpContext, req: IncomingMessage, res: ServerRespons
   const fault: FaultKind | undefined = picked.fault;
   if (await faultBeforeActing(ctx, fault, req, res)) return;
 
-  const reply = await answer(s, r, method, raw, body.value, req);
+  const reply = await answer(s, r, { method, raw, body: body.value, receivedAt }, req);
   faultAfterActing(s, fault, req, res, reply);
 }
 
@@ -217,21 +224,23 @@ async function faultBeforeActing(
  * still executing on a loaded machine) waits for the first one's answer, as a service that honours
  * the key does: it never runs the same payment twice side by side.
  */
-async function answer(
-  s: ServiceState,
-  r: Route,
-  method: string,
-  raw: string,
-  body: Record<string, unknown>,
-  req: IncomingMessage,
-): Promise<Reply> {
+/** A request as the service acts on it: its method, raw and parsed body, and when it arrived. */
+type Asked = {
+  readonly method: string;
+  readonly raw: string;
+  readonly body: Record<string, unknown>;
+  readonly receivedAt: number;
+};
+
+async function answer(s: ServiceState, r: Route, asked: Asked, req: IncomingMessage): Promise<Reply> {
+  const { method, raw } = asked;
   const rawKey = req.headers['idempotency-key'];
   const idemKey = typeof rawKey === 'string' && rawKey.length > 0 ? rawKey.slice(0, 256) : null;
   const memoKey =
     s.config.idempotencyReplay && idemKey !== null && method === 'POST' && r.op !== 'rpc'
       ? `${r.op}:${idemKey}`
       : null;
-  if (memoKey === null) return await runOperation(r, raw, body, idemKey);
+  if (memoKey === null) return await runOperation(r, asked, idemKey);
   const fingerprint = createHash('sha256').update(raw).digest('hex');
   for (;;) {
     const stored = s.idempotency.get(memoKey);
@@ -244,7 +253,7 @@ async function answer(
     if (!running) break;
     await running;
   }
-  const running = runOperation(r, raw, body, idemKey);
+  const running = runOperation(r, asked, idemKey);
   s.inFlight.set(memoKey, running);
   try {
     const reply = await running;
@@ -256,15 +265,10 @@ async function answer(
 }
 
 /** The operation itself; a throw is the service's own 500. */
-async function runOperation(
-  r: Route,
-  raw: string,
-  body: Record<string, unknown>,
-  idemKey: string | null,
-): Promise<Reply> {
+async function runOperation(r: Route, asked: Asked, idemKey: string | null): Promise<Reply> {
   let reply: Reply;
   try {
-    reply = await r.run(body, raw, idemKey);
+    reply = await r.run(asked.body, asked.raw, idemKey, asked.receivedAt);
   } catch (e) {
     reply = err(500, 'internal_error', e instanceof Error ? e.message.slice(0, 200) : 'internal error');
   }

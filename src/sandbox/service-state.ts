@@ -35,7 +35,14 @@ export type LedgerEntry = {
   readonly solana_tx_kind: SolanaTxKind | null;
   /** The payment to the recipient on `to` (EVM tx hash or Solana signature), once the intent reached `minted`. */
   destination_tx: string | null;
+  /** When the service answered (executed, just before its reply), ms since the epoch. */
   readonly at: number;
+  /**
+   * When its request arrived, before the configured latency (ms since the epoch): `at` less this is
+   * the service's own time for the call; the gap from one owner's `at` to its next `received_at` is
+   * the worker's (the bench's owner cycle, BENCHMARKS.md section 7).
+   */
+  readonly received_at: number;
 };
 
 export type Reply = { status: number; body: unknown; headers?: Record<string, string> };

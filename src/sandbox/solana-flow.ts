@@ -89,6 +89,7 @@ export async function submit(
   s: ServiceState,
   body: Record<string, unknown>,
   idemKey: string | null,
+  receivedAt: number,
 ): Promise<Reply> {
   const id = str(body, 'intent_id');
   const signed = str(body, 'signed_transaction');
@@ -157,6 +158,7 @@ export async function submit(
     solana_tx_kind: intent.txKind,
     destination_tx: null,
     at: now,
+    received_at: receivedAt,
   };
   s.ledger.push(intent.ledger);
   scheduleSettlement(s, intent as Intent, now);

@@ -86,13 +86,15 @@ describe('the sandbox verifies permits for real', () => {
 
   it('executes a valid permit on anvil: exactly the amount leaves the owner, the recipient gets the net amount at minted', async () => {
     const recipient = '0x00000000000000000000000000000000000b0b01';
-    const r = await post('/sdk/v1/transfer', {
-      from: 'BASE',
-      to: 'ETH',
-      amount: '2.50',
-      recipient,
-      permit: await signTestPermit({ chain: 'BASE', spender: sandbox.spender, value: 2_500_000n, nonce: 0n }),
+    const permit = await signTestPermit({
+      chain: 'BASE',
+      spender: sandbox.spender,
+      value: 2_500_000n,
+      nonce: 0n,
     });
+    const sentAt = Date.now();
+    const r = await post('/sdk/v1/transfer', { from: 'BASE', to: 'ETH', amount: '2.50', recipient, permit });
+    const answeredAt = Date.now();
     expect(r.status).toBe(200);
     const txHash = (r.body as unknown as { tx_hash: string }).tx_hash;
     // The hash is a real transaction on the BASE chain: the transferFrom, mined and successful.
@@ -116,6 +118,11 @@ describe('the sandbox verifies permits for real', () => {
     }
     expect(await onChain('ETH', recipient)).toBe(2_462_500n);
     expect(sandbox.ledger()[0]).toMatchObject({ tx_hash: txHash, net_amount: '2462500' });
+    // When the request arrived and when it was answered (the bench splits an owner's cycle by them).
+    const entry = sandbox.ledger()[0];
+    expect(entry?.received_at).toBeGreaterThanOrEqual(sentAt);
+    expect(entry?.at).toBeGreaterThanOrEqual(entry?.received_at ?? Infinity);
+    expect(entry?.at).toBeLessThanOrEqual(answeredAt);
     expect(sandbox.ledger()[0]?.destination_tx).toMatch(/^0x[0-9a-f]{64}$/);
   });
 
