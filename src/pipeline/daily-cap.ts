@@ -1,4 +1,5 @@
 import { formatUsdc } from '../domain/money.ts';
+import type { StepsPatch } from '../store/saved-steps.ts';
 import { current, saveStep, type Ctx } from './context.ts';
 import { waitQueued } from './outcomes.ts';
 
@@ -22,4 +23,19 @@ export async function reserveDailySpend(ctx: Ctx): Promise<void> {
     Math.max(1_000, Math.min(60_000, res.retryAt - ctx.now())),
     'daily_cap',
   );
+}
+
+/**
+ * The cap taken ahead of the transfer's turn, while it prepares its permit (evm-permit.ts) with the
+ * owner's balance already reserved: the patch to save with the prepared permit (`{}` without a cap
+ * or when it was taken before), or undefined when the cap has no room now — then it prepares
+ * nothing, and its turn waits as reserveDailySpend says. Taken here, the cap's round trips are off
+ * the owner's serial path: a prepared permit goes the moment the lease is handed to it.
+ */
+export async function reserveDailySpendAhead(ctx: Ctx): Promise<StepsPatch | undefined> {
+  const limit = ctx.deps.spendLimit;
+  const rec = current(ctx);
+  if (!limit || rec.steps.spendReserved) return {};
+  const res = await limit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
+  return res.ok ? { spendReserved: true } : undefined;
 }

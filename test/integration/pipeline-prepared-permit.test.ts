@@ -13,6 +13,7 @@ import type { RedisNonceManager } from '../../src/signing/evm/nonce-manager.ts';
 import type { NonceLease, NonceManager } from '../../src/signing/types.ts';
 import { writeBatchWithJobs } from '../../src/ingest/job-hand-off.ts';
 import { createReplicaAcks, type ReplicaAcks } from '../../src/store/replica-acks.ts';
+import { readDailySpend } from '../../src/store/spend-limit.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { wireEvm, wirePipeline, wireServiceClient, wireSolana } from '../../src/worker/pipeline-wiring.ts';
 import { waitFor } from '../helpers/cli.ts';
@@ -68,7 +69,7 @@ describe('pipeline: the prepared next permit', () => {
    * `acks`, the replica acknowledgements a worker wires (it learns the primary at its start): the
    * pipeline then knows where it saves a permit unsent.
    */
-  async function setup(batchId: string, options: { acks?: boolean } = {}) {
+  async function setup(batchId: string, options: { acks?: boolean; dailyCap?: bigint } = {}) {
     const store = createTransferStore({ redis: client, prefix });
     let acks: ReplicaAcks | undefined;
     if (options.acks) {
@@ -77,7 +78,8 @@ describe('pipeline: the prepared next permit', () => {
       await acks.site();
     }
     const logger = createLogger('silent');
-    const on = { config, redis: client, prefix, logger };
+    const capped = options.dailyCap === undefined ? config : { ...config, maxDailyUsdc: options.dailyCap };
+    const on = { config: capped, redis: client, prefix, logger };
     // The worker's own EVM parts (src/worker/pipeline-wiring.ts); the test watches their nonce pool.
     const evm = wireEvm(on)!;
     const manager = evm.nonces;
@@ -305,6 +307,43 @@ describe('pipeline: the prepared next permit', () => {
     const out = await run;
     expect(out).toMatchObject({ kind: 'done', state: 'needs_review' });
     expect((await t.store.load('unc', 'p'))?.raw).toMatchObject({ permit_nonce: '7', payload_gen: '1' });
+    expect(sandbox.ledger()).toHaveLength(0);
+  });
+
+  it('takes the daily cap while it prepares: saved with the prepared permit, so the hand-off sends at once', async () => {
+    const t = await setup('capd', { dailyCap: 10_000_000n });
+    const { holder, run, rec } = await preparedBehind(t, 'capd');
+    // Reserved before the permit was signed and saved in the same write: the turn finds it taken.
+    expect(rec.raw).toMatchObject({ permit_nonce: '1', spend_reserved: '1' });
+    expect(await readDailySpend(client, prefix, Date.now())).toBe(4_000_000n);
+    await sandbox.admin.outsidePermit('BASE', TEST_EVM_ADDRESS);
+    await holder.commit();
+    expect(await run).toMatchObject({ kind: 'done', state: 'submitted' });
+    // Counted once under the cap, whatever step took it.
+    expect(await readDailySpend(client, prefix, Date.now())).toBe(4_000_000n);
+    expect(sandbox.ledger().map((e) => e.nonce)).toEqual(['1']);
+  });
+
+  it('prepares nothing when the daily cap has no room: its turn waits queued for the cap, nothing signed', async () => {
+    const t = await setup('capf', { dailyCap: 3_000_000n });
+    const holder = await t.manager.acquire('BASE', TEST_EVM_ADDRESS, 'other/holder');
+    const run = runTransfer(t.deps, 'capf', 'p');
+    // Offered the slot, it declines (no room under the cap for its 4 USDC): the slot is free again.
+    await waitFor('the offer', async () => t.offers.length > 0, { intervalMs: 20 });
+    await waitFor(
+      'the slot freed',
+      async () => (await t.manager.state('BASE', TEST_EVM_ADDRESS)).prepHolder === null,
+      { intervalMs: 20 },
+    );
+    const rec = await t.store.load('capf', 'p');
+    expect(rec?.raw['permit_nonce'] ?? '').toBe('');
+    expect(rec?.raw['spend_reserved'] ?? '').toBe('');
+    await holder.release();
+    // Its turn: the cap still has no room, so it waits queued with the reason, the lease given back.
+    expect(await run).toMatchObject({ kind: 'later', wait: 'daily_cap' });
+    expect((await t.store.load('capf', 'p'))?.state).toBe('queued');
+    expect(await readDailySpend(client, prefix, Date.now())).toBe(0n);
+    expect((await t.manager.state('BASE', TEST_EVM_ADDRESS)).holder).toBeNull();
     expect(sandbox.ledger()).toHaveLength(0);
   });
 });

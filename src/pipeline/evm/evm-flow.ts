@@ -65,7 +65,8 @@ export async function evmFlow(ctx: Ctx, evm: EvmDeps, chain: EvmChain): Promise<
 /**
  * The daily cap is taken after the owner's balance (a row no owner can cover does not hold room
  * under the cap); over the cap, the lease and the balance go back before the transfer waits. Taken
- * once per transfer (`spend_reserved`), before its first send, prepared permit or not.
+ * once per transfer (`spend_reserved`), before its first send: a transfer that prepared its permit
+ * took it then (evm-permit.ts), and this finds it taken.
  */
 async function reserveDailyOrStepBack(turn: OwnerTurn): Promise<void> {
   const { ctx, evm, chain, signer, lease } = turn;

@@ -4,6 +4,7 @@ import type { PermitPayload } from '../../domain/permit.ts';
 import { nextPayloadGen, permitPatch, type RunRecord } from '../../store/saved-steps.ts';
 import type { EvmSigner } from '../../signing/types.ts';
 import { addEvidence, current, saveStep } from '../context.ts';
+import { reserveDailySpendAhead } from '../daily-cap.ts';
 import type { EvmRun } from './owner-turn.ts';
 import { shortAddress } from '../../domain/addresses.ts';
 import { mayDiscardPermit, unsentSiteNow } from './permit-discard.ts';
@@ -45,7 +46,8 @@ export async function signPermit(
  * The pool offers this transfer nonce `nonce` to prepare while another transfer's permit is in
  * flight: sign it and save it unsent, and return the record as saved. Undefined when this transfer
  * may not make a new permit now: its saved permit may have been processed (uncertain, or cut off
- * mid-send), or a refusal is being settled. A saved permit that provably never moved money (never
+ * mid-send), a refusal is being settled, or the daily cap has no room for it (daily-cap.ts: taken
+ * here, saved with the permit, so that its round trips are not on the owner's serial path). A saved permit that provably never moved money (never
  * processed, as keptPermit judges it in evm-flow.ts, the chain not showing its nonce used) is
  * replaced; one with this very nonce and time enough left is kept as it is.
  */
@@ -70,8 +72,11 @@ export async function preparePermit(
       `discarded unsent permit with nonce ${saved.nonce} (preparing one with nonce ${nonce})`,
     );
   }
+  const spend = await reserveDailySpendAhead(ctx);
+  if (!spend) return undefined;
   const permit = await signPermit(run, nonce, 'prepared');
   const gen = nextPayloadGen(steps);
   // Where it is saved unsent is read before the write: a failover in between shows as another site.
-  return await saveStep(ctx, permitPatch(permit, gen, { at: ctx.now(), site: unsentSiteNow(run) }));
+  const unsent = { at: ctx.now(), site: unsentSiteNow(run) };
+  return await saveStep(ctx, { ...permitPatch(permit, gen, unsent), ...spend });
 }
