@@ -47,6 +47,22 @@ describe('worker lifecycle', () => {
     expect(w.output()).not.toMatch(/not screened on chain/);
   });
 
+  it('a SIGTERM while it starts stops it once started, gracefully (exit 0), instead of killing it mid-way', async () => {
+    const w = spawnCli(['worker'], {
+      ...baseEnv,
+      REDIS_URL: volatile.url,
+      ALLOW_VOLATILE_REDIS: 'true',
+      SCREENING_ONCHAIN: 'off',
+    });
+    // Its Redis checked (the first thing it does), the rest of its start still to come.
+    await waitFor('the Redis check', async () => /not durable/.test(w.output()), { timeoutMs: 20_000 });
+    expect(w.output()).not.toMatch(/worker started/);
+    w.child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => w.child.once('exit', (c) => resolve(c)));
+    expect({ code, signal: w.child.signalCode }).toEqual({ code: 0, signal: null });
+    expect(w.output()).toMatch(/worker started[\s\S]*shutting down[\s\S]*worker stopped/);
+  });
+
   it('starts on a durable Redis and exits 0 on SIGINT', async () => {
     const w = spawnCli(['worker'], { ...baseEnv, REDIS_URL: durable.url });
     await waitFor('the worker to start', async () => w.output().includes('worker started'), {
