@@ -4,8 +4,14 @@ import { freePort } from './redis.ts';
 export type ServeProcess = {
   readonly url: string;
   readonly process: SpawnedProcess;
-  /** fetch against the API with the given bearer token (none when undefined). */
-  call(path: string, init?: RequestInit & { token?: string | undefined }): Promise<Response>;
+  /**
+   * fetch against the API with the given bearer token (none when undefined); given up after
+   * `timeoutMs` (15 s: a bound on a hung test, not a measure of speed, which the bench takes).
+   */
+  call(
+    path: string,
+    init?: RequestInit & { token?: string | undefined; timeoutMs?: number | undefined },
+  ): Promise<Response>;
   stop(): Promise<void>;
 };
 
@@ -33,14 +39,14 @@ export async function startServe(env: Record<string, string>): Promise<ServeProc
     url,
     process: proc,
     async call(path, init = {}) {
-      const { token, headers, ...rest } = init;
+      const { token, headers, timeoutMs = 15_000, ...rest } = init;
       return await fetch(`${url}${path}`, {
         ...rest,
         headers: {
           ...(token ? { authorization: `Bearer ${token}` } : {}),
           ...(headers as Record<string, string>),
         },
-        signal: AbortSignal.timeout(15_000),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     },
     async stop() {
