@@ -355,6 +355,61 @@ async function leaseTakenMidRun(): Promise<void> {
 }
 
 /**
+ * A re-run on a worker that holds no key of the owner the record names (workers of one deployment
+ * holding different keys): the first worker, holding the first owner's key, sends the burn and is
+ * killed before it hears so; the second holds only the second owner's key and finds the row. It
+ * must not judge the burn's fate unknowable (`needs_review`) nor burn with its own owner: it hands
+ * the job back, the reason shown, and a worker holding the first owner's key finishes it — the
+ * burn the first sent, minted once.
+ */
+async function ownerKeyElsewhere(): Promise<void> {
+  resetRpc();
+  const tag = 'nokey';
+  const firstKey = generatePrivateKey();
+  const secondKey = generatePrivateKey();
+  const first = privateKeyToAccount(firstKey).address;
+  const second = privateKeyToAccount(secondKey).address;
+  await fundOwners(stack.sandbox, [first, second]);
+  await approveOutside('ETH', 100n, firstKey);
+  await approveOutside('ETH', 100n, secondKey);
+  const secondNonce = await anvil('ETH').getTransactionCount({ address: second });
+  const rows = rowsOf(tag, [['ETH', 'BASE']]);
+  const before = await supplies();
+  const batchId = await enqueueCctp(rows);
+  const worker = startWorker({ ...rpc.env(tag), EVM_PRIVATE_KEY: firstKey }, 'ETH');
+  const killed: SeenSend[] = [];
+  rpc.after = async (s) => {
+    if (s.tag !== tag || s.kind !== 'burn') return;
+    await worker.kill9();
+    killed.push(s);
+  };
+  await waitFor('the worker killed at its burn', async () => killed.length >= 1, {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
+  startWorker({ EVM_PRIVATE_KEY: secondKey });
+  const row = await waitFor(
+    'the row taken by the worker without its key',
+    async () => {
+      const t = byId(await stack.status(batchId), `${tag}-0`);
+      return t && (t.state !== 'in_progress' || /holds no key/.test(t.wait_reason ?? '')) ? t : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
+  expect([row.state, row.wait_reason], row.evidence.join('; ')).toEqual([
+    'in_progress',
+    expect.stringContaining(first),
+  ]);
+  startWorker({ EVM_PRIVATE_KEY: firstKey });
+  const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
+  await stopWorkers();
+  await expectMintedOnce(doc, rows, before);
+  expect(await burnDepositors(rows[0] as Row)).toEqual([first.toLowerCase()]);
+  expect(byId(doc, `${tag}-0`)?.tx_hash).toBe(killed[0]?.hash);
+  expect(await anvil('ETH').getTransactionCount({ address: second })).toBe(secondNonce);
+}
+
+/**
  * How long the failover case's rows may take to be minted after the failover: the product's own
  * timers, each a wait a failover brings (docs/replicated-redis.md "What a failover still costs"),
  * at the holds the tests' workers run with (WORKER_LOCK_MS, support/product-env.ts), plus the
@@ -483,6 +538,11 @@ describe('the CCTP road under faults at exact points', () => {
   it("another transfer takes the owner's lease from a running burn: nothing is signed while it holds it, the allowance it spent is approved again, a burn already sent is driven to its fate", async () => {
     // A failure here leaves no worker of this case to take the next case's rows.
     await leaseTakenMidRun().finally(stopWorkers);
+  }, 300_000);
+
+  it('a re-run on a worker holding no key of the owner the record names: it waits for a worker that does (no_key), never needs_review', async () => {
+    // A failure here leaves no worker of this case to take the next case's rows.
+    await ownerKeyElsewhere().finally(stopWorkers);
   }, 300_000);
 
   // This case and the next run side by side (the next has its own Redis and owner): the dead

@@ -41,6 +41,7 @@ export async function cctpFlow(ctx: Ctx, cctp: CctpDeps | undefined): Promise<St
   const rec = current(ctx);
   if (!isEvmChain(rec.from) || !isEvmChain(rec.to)) return await notEvm(ctx);
   if (!cctp) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
+  await ownerKeyHeld(ctx, cctp);
   const owner = await leasedOwner(ctx, cctp, rec.from);
   const b: Burner = { ctx, cctp, chain: rec.from, owner, held: new Set() };
   await reserveDailyOrStepBack(b);
@@ -54,6 +55,22 @@ export async function cctpFlow(ctx: Ctx, cctp: CctpDeps | undefined): Promise<St
     if (out !== 'new_burn') return out;
   }
 }
+
+/**
+ * A transfer whose record names its owner (chosen by an earlier run, perhaps on another worker) is
+ * that owner's for good: its approve and burn are that owner's calls. A worker holding no key of it
+ * (workers of one deployment may hold different keys) hands the job back, the reason shown, for a
+ * worker that does — before taking the owner's lease, which it could not use. Its fate is known to
+ * the chain and to the worker with the key: not `needs_review`.
+ */
+async function ownerKeyHeld(ctx: Ctx, cctp: CctpDeps): Promise<void> {
+  const saved = current(ctx).steps.owner;
+  if (!saved || cctp.owners.some((o) => o.toLowerCase() === saved.toLowerCase())) return;
+  await waitShown(ctx, noKeyReason(saved), 'no_key');
+}
+
+const noKeyReason = (owner: string) =>
+  `the owner ${owner} approves and burns this transfer, and this worker holds no key of it: waiting for a worker that does`;
 
 /** The daily cap, taken once per transfer; over it, the owner's lease goes back before the wait. */
 async function reserveDailyOrStepBack(b: Burner): Promise<void> {
