@@ -360,7 +360,9 @@ async function leaseTakenMidRun(): Promise<void> {
  * killed before it hears so; the second holds only the second owner's key and finds the row. It
  * must not judge the burn's fate unknowable (`needs_review`) nor burn with its own owner: it hands
  * the job back, the reason shown, and a worker holding the first owner's key finishes it — the
- * burn the first sent, minted once.
+ * burn the first sent, minted once. Meanwhile another transfer holds the first owner's lease (the
+ * dead run's lapsed): a burn sent is its transfer's to drive all the same, not a wait for the lease
+ * (the other's transactions may sit behind its nonce).
  */
 async function ownerKeyElsewhere(): Promise<void> {
   resetRpc();
@@ -387,6 +389,8 @@ async function ownerKeyElsewhere(): Promise<void> {
     timeoutMs: 60_000,
     intervalMs: 50,
   });
+  const lease = cctpLeaseKey(stack.env['QUEUE_PREFIX'] as string, 'ETH', first);
+  await stack.client.set(lease, OTHER_HOLDER, 'PX', 600_000);
   startWorker({ EVM_PRIVATE_KEY: secondKey });
   const row = await waitFor(
     'the row taken by the worker without its key',
@@ -407,6 +411,8 @@ async function ownerKeyElsewhere(): Promise<void> {
   expect(await burnDepositors(rows[0] as Row)).toEqual([first.toLowerCase()]);
   expect(byId(doc, `${tag}-0`)?.tx_hash).toBe(killed[0]?.hash);
   expect(await anvil('ETH').getTransactionCount({ address: second })).toBe(secondNonce);
+  expect(await stack.client.get(lease)).toBe(OTHER_HOLDER);
+  await stack.client.del(lease);
 }
 
 /**
