@@ -9,6 +9,7 @@ import { CCTP_V2_CONTRACTS } from '../../src/domain/cctp.ts';
 import type { EvmChain } from '../../src/domain/chains.ts';
 import { parseUsdc } from '../../src/domain/money.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
+import { cctpLeaseChannel, cctpLeaseKey } from '../../src/store/cctp-gate.ts';
 import { keys } from '../../src/store/keys.ts';
 import { holdTimesOf } from '../../src/domain/hold-times.ts';
 import { TEST_WORKER_LOCK_MS } from '../../support/product-env.ts';
@@ -18,7 +19,7 @@ import { fundOwners, startStack, type Stack } from '../helpers/e2e.ts';
 import { OTHER_EVM_KEY, TEST_EVM_KEY } from '../helpers/sandbox.ts';
 import { failoverStack } from '../helpers/failover.ts';
 import { randomEvmAddress, solanaKeypairFile, type Row } from '../helpers/fixtures.ts';
-import { startRpcFaults, type RpcFaults, type SeenSend } from '../helpers/rpc-faults.ts';
+import { startRpcFaults, type RpcCall, type RpcFaults, type SeenSend } from '../helpers/rpc-faults.ts';
 import { ERC20, sandboxUsdc } from '../helpers/sandbox-usdc.ts';
 
 /**
@@ -230,6 +231,12 @@ async function burnDepositors(r: Row): Promise<string[]> {
 
 const ALLOWANCE = toFunctionSelector('allowance(address,address)');
 
+/** Whether a read the proxy sees is an `allowance(owner, spender)` eth_call. */
+function isAllowanceRead(call: RpcCall): boolean {
+  const data = (call.params?.[0] as { data?: string; input?: string } | undefined) ?? {};
+  return call.method === 'eth_call' && (data.data ?? data.input ?? '').slice(0, 10) === ALLOWANCE;
+}
+
 /**
  * Two new owners; the run chose the first (and saved it) and reads its allowance: there the record loses
  * the owner, as a failover to a replica that missed that write does (the run goes on, holding the
@@ -258,10 +265,7 @@ async function ownerLostUntil(point: 'approve' | 'burn'): Promise<void> {
   const record = keys(stack.env['QUEUE_PREFIX'] as string).transfer(batchId, `${tag}-0`);
   let lost = 0;
   rpc.read = async (at, _chain, call) => {
-    const data = (call.params?.[0] as { data?: string; input?: string } | undefined) ?? {};
-    const selector = (data.data ?? data.input ?? '').slice(0, 10);
-    if (at === tag && call.method === 'eth_call' && selector === ALLOWANCE && lost === 0)
-      lost = await stack.client.hdel(record, 'owner');
+    if (at === tag && isAllowanceRead(call) && lost === 0) lost = await stack.client.hdel(record, 'owner');
   };
   const worker = startWorker({ ...rpc.env(tag), EVM_PRIVATE_KEY: `${firstKey},${secondKey}` }, 'ETH');
   const killed: SeenSend[] = [];
@@ -283,6 +287,132 @@ async function ownerLostUntil(point: 'approve' | 'burn'): Promise<void> {
   if (point === 'burn') expect(byId(doc, `${tag}-0`)?.tx_hash).toBe(killed[0]?.hash);
   expect(await anvil('ETH').getTransactionCount({ address: second })).toBe(secondNonce);
   expect((await stack.client.hget(record, 'owner'))?.toLowerCase()).toBe(first);
+}
+
+/** The holder another transfer's run writes in an owner's lease (its `batch/transfer`). */
+const OTHER_HOLDER = 'another-batch/another-transfer';
+
+/**
+ * Another transfer takes the owner's lease from a running transfer (the run's lapsed in a long stall,
+ * or a failover lost it): written over it at the run's allowance read, before its burn is signed.
+ * The run must sign nothing with that owner while the other holds it (the other's approve may set
+ * the allowance this burn counts on): it hands its job back, the reason shown. Meanwhile the other
+ * transfer spends the allowance (its approve sets it to 0, as its own burn would use it) and gives
+ * the lease back: the run comes back, finds its burn (never signed) no longer covered, approves
+ * again and burns — rather than sending a burn that reverts (`failed`, a payout failed for nothing).
+ * Once that burn is sent the lease is taken again: a call signed and sent is driven to its fate
+ * all the same (submitted, that very transaction), and the other's lease is left as it is.
+ */
+async function leaseTakenMidRun(): Promise<void> {
+  resetRpc();
+  const tag = 'lease-taken';
+  const key = generatePrivateKey();
+  const owner = privateKeyToAccount(key).address;
+  await fundOwners(stack.sandbox, [owner]);
+  await approveOutside('ETH', 100n, key);
+  const rows = rowsOf(tag, [['ETH', 'BASE']]);
+  const before = await supplies();
+  const batchId = await enqueueCctp(rows);
+  const prefix = stack.env['QUEUE_PREFIX'] as string;
+  const lease = cctpLeaseKey(prefix, 'ETH', owner);
+  let taken = false;
+  rpc.read = async (at, _chain, call) => {
+    if (at !== tag || taken || !isAllowanceRead(call)) return;
+    taken = true;
+    await stack.client.set(lease, OTHER_HOLDER, 'PX', 600_000);
+  };
+  startWorker({ ...rpc.env(tag), EVM_PRIVATE_KEY: key }, 'ETH');
+  const ours = () => rpc.sends.filter((s) => s.tag === tag);
+  const row = await waitFor(
+    'the run handing its job back, or sending with the lease held by another',
+    async () => {
+      const t = byId(await stack.status(batchId), `${tag}-0`);
+      return ours().length > 0 || /took the lease/.test(t?.wait_reason ?? '') ? t : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 100 },
+  );
+  expect(ours().map((s) => `${s.kind} while ${OTHER_HOLDER} held the lease`)).toEqual([]);
+  expect([row?.state, row?.wait_reason]).toEqual(['in_progress', expect.stringContaining(owner)]);
+  // The other transfer spends the allowance, then gives the lease back (its release publishes it).
+  await approveOutside('ETH', 0n, key);
+  const retaken: SeenSend[] = [];
+  rpc.after = async (s) => {
+    if (s.tag !== tag || s.kind !== 'burn' || retaken.length > 0) return;
+    await stack.client.set(lease, OTHER_HOLDER, 'PX', 600_000);
+    retaken.push(s);
+  };
+  await stack.client.del(lease);
+  await stack.client.publish(cctpLeaseChannel(prefix), lease);
+  const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
+  await stopWorkers();
+  await expectMintedOnce(doc, rows, before);
+  expect(await burnDepositors(rows[0] as Row)).toEqual([owner.toLowerCase()]);
+  expect(ours().map((s) => s.kind)).toEqual(expect.arrayContaining(['approve', 'burn']));
+  expect(byId(doc, `${tag}-0`)?.tx_hash).toBe(retaken[0]?.hash);
+  expect(byId(doc, `${tag}-0`)?.evidence.join('\n')).toMatch(/never signed .* beginning the burn anew/);
+  expect(await stack.client.get(lease)).toBe(OTHER_HOLDER);
+  await stack.client.del(lease);
+}
+
+/**
+ * A re-run on a worker that holds no key of the owner the record names (workers of one deployment
+ * holding different keys): the first worker, holding the first owner's key, sends the burn and is
+ * killed before it hears so; the second holds only the second owner's key and finds the row. It
+ * must not judge the burn's fate unknowable (`needs_review`) nor burn with its own owner: it hands
+ * the job back, the reason shown, and a worker holding the first owner's key finishes it — the
+ * burn the first sent, minted once. Meanwhile another transfer holds the first owner's lease (the
+ * dead run's lapsed): a burn sent is its transfer's to drive all the same, not a wait for the lease
+ * (the other's transactions may sit behind its nonce).
+ */
+async function ownerKeyElsewhere(): Promise<void> {
+  resetRpc();
+  const tag = 'nokey';
+  const firstKey = generatePrivateKey();
+  const secondKey = generatePrivateKey();
+  const first = privateKeyToAccount(firstKey).address;
+  const second = privateKeyToAccount(secondKey).address;
+  await fundOwners(stack.sandbox, [first, second]);
+  await approveOutside('ETH', 100n, firstKey);
+  await approveOutside('ETH', 100n, secondKey);
+  const secondNonce = await anvil('ETH').getTransactionCount({ address: second });
+  const rows = rowsOf(tag, [['ETH', 'BASE']]);
+  const before = await supplies();
+  const batchId = await enqueueCctp(rows);
+  const worker = startWorker({ ...rpc.env(tag), EVM_PRIVATE_KEY: firstKey }, 'ETH');
+  const killed: SeenSend[] = [];
+  rpc.after = async (s) => {
+    if (s.tag !== tag || s.kind !== 'burn') return;
+    await worker.kill9();
+    killed.push(s);
+  };
+  await waitFor('the worker killed at its burn', async () => killed.length >= 1, {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
+  const lease = cctpLeaseKey(stack.env['QUEUE_PREFIX'] as string, 'ETH', first);
+  await stack.client.set(lease, OTHER_HOLDER, 'PX', 600_000);
+  startWorker({ EVM_PRIVATE_KEY: secondKey });
+  const row = await waitFor(
+    'the row taken by the worker without its key',
+    async () => {
+      const t = byId(await stack.status(batchId), `${tag}-0`);
+      return t && (t.state !== 'in_progress' || /holds no key/.test(t.wait_reason ?? '')) ? t : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 250 },
+  );
+  expect([row.state, row.wait_reason], row.evidence.join('; ')).toEqual([
+    'in_progress',
+    expect.stringContaining(first),
+  ]);
+  startWorker({ EVM_PRIVATE_KEY: firstKey });
+  const doc = await waitMinted((id) => stack.status(id), batchId, 180_000);
+  await stopWorkers();
+  await expectMintedOnce(doc, rows, before);
+  expect(await burnDepositors(rows[0] as Row)).toEqual([first.toLowerCase()]);
+  expect(byId(doc, `${tag}-0`)?.tx_hash).toBe(killed[0]?.hash);
+  expect(await anvil('ETH').getTransactionCount({ address: second })).toBe(secondNonce);
+  expect(await stack.client.get(lease)).toBe(OTHER_HOLDER);
+  await stack.client.del(lease);
 }
 
 /**
@@ -409,6 +539,16 @@ describe('the CCTP road under faults at exact points', () => {
 
   it('several owners: the write that chose the owner lost (a failover), the approve signed with it and sent, the worker killed: the re-run follows that approve and burns with that owner', async () => {
     await ownerLostUntil('approve');
+  }, 300_000);
+
+  it("another transfer takes the owner's lease from a running burn: nothing is signed while it holds it, the allowance it spent is approved again, a burn already sent is driven to its fate", async () => {
+    // A failure here leaves no worker of this case to take the next case's rows.
+    await leaseTakenMidRun().finally(stopWorkers);
+  }, 300_000);
+
+  it('a re-run on a worker holding no key of the owner the record names: it waits for a worker that does (no_key), never needs_review', async () => {
+    // A failure here leaves no worker of this case to take the next case's rows.
+    await ownerKeyElsewhere().finally(stopWorkers);
   }, 300_000);
 
   // This case and the next run side by side (the next has its own Redis and owner): the dead

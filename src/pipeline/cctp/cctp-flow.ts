@@ -41,9 +41,11 @@ export async function cctpFlow(ctx: Ctx, cctp: CctpDeps | undefined): Promise<St
   const rec = current(ctx);
   if (!isEvmChain(rec.from) || !isEvmChain(rec.to)) return await notEvm(ctx);
   if (!cctp) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
+  await ownerKeyHeld(ctx, cctp);
   const owner = await leasedOwner(ctx, cctp, rec.from);
   const b: Burner = { ctx, cctp, chain: rec.from, owner, held: new Set() };
   await reserveDailyOrStepBack(b);
+  await reopenUnsignedBurn(b);
   for (;;) {
     if (current(ctx).cctp.burnGen === null) {
       const out = await beginBurn(b);
@@ -53,6 +55,22 @@ export async function cctpFlow(ctx: Ctx, cctp: CctpDeps | undefined): Promise<St
     if (out !== 'new_burn') return out;
   }
 }
+
+/**
+ * A transfer whose record names its owner (chosen by an earlier run, perhaps on another worker) is
+ * that owner's for good: its approve and burn are that owner's calls. A worker holding no key of it
+ * (workers of one deployment may hold different keys) hands the job back, the reason shown, for a
+ * worker that does — before taking the owner's lease, which it could not use. Its fate is known to
+ * the chain and to the worker with the key: not `needs_review`.
+ */
+async function ownerKeyHeld(ctx: Ctx, cctp: CctpDeps): Promise<void> {
+  const saved = current(ctx).steps.owner;
+  if (!saved || cctp.owners.some((o) => o.toLowerCase() === saved.toLowerCase())) return;
+  await waitShown(ctx, noKeyReason(saved), 'no_key');
+}
+
+const noKeyReason = (owner: string) =>
+  `the owner ${owner} approves and burns this transfer, and this worker holds no key of it: waiting for a worker that does`;
 
 /** The daily cap, taken once per transfer; over it, the owner's lease goes back before the wait. */
 async function reserveDailyOrStepBack(b: Burner): Promise<void> {
@@ -69,7 +87,8 @@ async function reserveDailyOrStepBack(b: Burner): Promise<void> {
  * another transfer holds it, this one waits inside its job (woken by the release, looking again at
  * least every LEASE_LOOK_MS in case a crashed holder's lease lapsed), as long as the policy allows
  * (`leaseWaitMs`, jittered): then the job comes back. So only the worker's running jobs wait; the
- * rest stay untouched in the queue.
+ * rest stay untouched in the queue. A transfer whose own call of its saved owner has a nonce already
+ * does not wait: that call is driven to its fate whoever holds the lease (keepLease).
  */
 async function leasedOwner(ctx: Ctx, cctp: CctpDeps, chain: EvmChain): Promise<string> {
   const saved = current(ctx).steps.owner;
@@ -81,6 +100,7 @@ async function leasedOwner(ctx: Ctx, cctp: CctpDeps, chain: EvmChain): Promise<s
       if (!saved) await saveStep(ctx, { owner });
       return owner;
     }
+    if (saved && (await callInFlight(ctx, cctp, chain, saved))) return saved;
     const left = giveUpAt - Date.now();
     if (left <= 0 || ctx.signal.aborted) break;
     const at = { chain, owners, holder: holderOf(ctx) };
@@ -88,6 +108,47 @@ async function leasedOwner(ctx: Ctx, cctp: CctpDeps, chain: EvmChain): Promise<s
   }
   const who = saved ? `the owner ${saved}` : 'every owner';
   throw new Later(1_000, `${who} is approving or burning on ${chain} for another transfer`, 'nonce_lease');
+}
+
+/**
+ * Whether this transfer's current call of `owner` (its burn, or the approve decided before it) has a
+ * nonce already: it is then driven to its fate whoever holds the lease now (keepLease).
+ */
+async function callInFlight(ctx: Ctx, cctp: CctpDeps, chain: EvmChain, owner: string): Promise<boolean> {
+  const rec = current(ctx);
+  const { burnGen, approval } = rec.cctp;
+  const id =
+    burnGen !== null
+      ? burnCallId(ctx, burnGen)
+      : approval !== null
+        ? approveCallId(ctx, (rec.steps.payloadGen ?? 0) + 1)
+        : undefined;
+  return id !== undefined && (await cctp.sender.saved(chain, owner, id)) !== undefined;
+}
+
+const burnCallId = (ctx: Ctx, gen: number) => `${holderOf(ctx)}:burn:${gen}`;
+const approveCallId = (ctx: Ctx, gen: number) => `${holderOf(ctx)}:approve:${gen}`;
+
+/**
+ * Before each step of an owner's call: the (chain, owner) lease renewed. Found held by another
+ * transfer (this run's lapsed during a long stall, or a failover lost it), the call is stepped only
+ * where it has a nonce already: that nonce comes before any the other transfer is given, so the
+ * chain runs it first whatever the other does, and left unsigned it would hold the other's
+ * transactions behind a gap — it is driven to its fate (a call signed is only ever sent). A call
+ * without a nonce is nothing yet: the run signs nothing new with an owner another transfer is
+ * approving or burning with (its approve could set the allowance this burn counts on, or this one
+ * the allowance its burn counts on), and hands the job back, the reason shown; a later run takes the
+ * lease and steps the same call (reopenUnsignedBurn looks at the allowance again first).
+ */
+async function keepLease(b: Burner, call: OwnerCall, what: 'approve' | 'burn'): Promise<void> {
+  const { ctx, cctp, chain, owner } = b;
+  if (await cctp.lease.take(chain, owner, holderOf(ctx))) return;
+  if ((await cctp.sender.saved(chain, owner, call.id)) !== undefined) return;
+  await waitShown(
+    ctx,
+    `another transfer took the lease of the owner ${owner} on ${chain} before this transfer's ${what} was signed: it goes on once the lease is free`,
+    'nonce_lease',
+  );
 }
 
 /** How often a transfer waiting for the lease looks again without a wake-up (a lapsed lease). */
@@ -133,16 +194,14 @@ async function beginBurn(b: Burner): Promise<StepOutcome | undefined> {
  * the owner's USDC, never unlimited): one approval for a batch's rows, not one per row.
  */
 async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | undefined> {
-  const { ctx, cctp, chain, owner } = b;
+  const { ctx, cctp, chain } = b;
   const rec = current(ctx);
-  const allowance = await cctp.reads.allowance(chain, owner).catch((err: unknown) => {
-    throw new Later(2_000, (err as Error).message, 'retry');
-  });
+  const allowance = await allowanceOf(b);
   if (allowance >= rec.amount) return undefined;
   const approving = await approvalFor(b);
   const a = cctpAddressesOf(ctx.deps.config, chain);
   const call: OwnerCall = {
-    id: `${holderOf(ctx)}:approve:${gen}`,
+    id: approveCallId(ctx, gen),
     to: a.usdc,
     data: approveData(a.tokenMessenger, approving.amount),
     gas: APPROVE_GAS,
@@ -154,6 +213,7 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
   await holdCallFacts(b, call.id, 'approve', { cctp: { approval: approving.amount } });
   const started = Date.now();
   for (;;) {
+    await keepLease(b, call, 'approve');
     const step = await stepOwnerCall(ctx, cctp, b, call);
     if (step.kind === 'mined' && step.success && !step.filler) {
       ctx.report('approve', `approve ${step.hash} mined`);
@@ -179,6 +239,39 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
       throw new Later(WATCH_EVERY_MS, 'the approve is not mined yet', 'retry');
     await wait(ctx, WATCH_EVERY_MS);
   }
+}
+
+/** The owner's allowance to TokenMessengerV2 on the chain; unreadable, the job comes back. */
+async function allowanceOf(b: Burner): Promise<bigint> {
+  return await b.cctp.reads.allowance(b.chain, b.owner).catch((err: unknown) => {
+    throw new Later(2_000, (err as Error).message, 'retry');
+  });
+}
+
+/**
+ * A burn begun by an earlier run but given no nonce yet (that run crashed before its first step, or
+ * handed its job back when another transfer took the owner's lease: keepLease) counts on an
+ * allowance that another transfer's approve or burn may have changed since. Where the allowance no
+ * longer covers it, the burn is begun anew (a new generation: the approve where needed, then a new
+ * call) rather than stepped into a revert. Nothing of the old call exists (no nonce, nothing
+ * signed), and this run, holding the transfer's lock, is the only one that could step it: it can
+ * never execute. Its successor is held by the replicas before it is stepped (holdBurnFacts), so a
+ * failover that loses this write never leaves two burns signed.
+ */
+async function reopenUnsignedBurn(b: Burner): Promise<void> {
+  const { ctx, cctp, chain, owner } = b;
+  const rec = current(ctx);
+  const gen = rec.cctp.burnGen;
+  if (gen === null) return;
+  const id = burnCallId(ctx, gen);
+  if ((await cctp.sender.saved(chain, owner, id)) !== undefined) return;
+  const allowance = await allowanceOf(b);
+  if (allowance >= rec.amount) return;
+  await addEvidence(
+    ctx,
+    `burn call ${id} was never signed and the allowance of ${owner} on ${chain} (${formatUsdc(allowance)} USDC) no longer covers it: beginning the burn anew`,
+  );
+  await saveStep(ctx, { cctp: { burnGen: null, burnTx: null } });
 }
 
 /**
@@ -215,7 +308,7 @@ function burnCall(b: Burner): OwnerCall {
   }
   const a = cctpAddressesOf(ctx.deps.config, chain);
   return {
-    id: `${holderOf(ctx)}:burn:${gen}`,
+    id: burnCallId(ctx, gen),
     to: a.tokenMessenger,
     data: depositForBurnData({
       amount: rec.amount,
@@ -285,7 +378,7 @@ async function driveBurn(b: Burner): Promise<StepOutcome | 'new_burn'> {
   ctx.report('burn', `depositForBurn of ${formatUsdc(current(ctx).amount)} USDC from ${b.owner} on ${chain}`);
   await holdBurnFacts(b, call.id);
   for (;;) {
-    await cctp.lease.take(chain, b.owner, holderOf(ctx));
+    await keepLease(b, call, 'burn');
     let step;
     try {
       step = await stepOwnerCall(ctx, cctp, b, call);

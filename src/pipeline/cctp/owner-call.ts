@@ -1,5 +1,5 @@
 import type { EvmChain } from '../../domain/chains.ts';
-import { ChainReadError } from '../../signing/errors.ts';
+import { ChainReadError, SigningError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
 import type { OwnerCall, OwnerTxStep } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
 import { Later, type Ctx } from '../context.ts';
 import type { WaitKind } from '../pipeline-deps.ts';
@@ -7,7 +7,9 @@ import type { CctpDeps } from './cctp-deps.ts';
 
 /*
  * One step of an owner's call from inside a run (docs/cctp.md "The owner's transactions"): a chain
- * that cannot be read hands the job back (the step is tried again; nothing is decided on it).
+ * that cannot be read hands the job back (the step is tried again; nothing is decided on it), and so
+ * does an owner whose key this worker does not hold (a worker that holds it steps the call; the
+ * flow says so before it takes the owner's lease: this is the last guard, never `needs_review`).
  */
 
 /** How long a run watches its call before handing the job back (it comes back soon after). */
@@ -24,6 +26,8 @@ export async function stepOwnerCall(
     return await cctp.sender.step(at.chain, at.owner, call);
   } catch (err) {
     if (err instanceof ChainReadError) throw new Later(2_000, err.message, 'retry');
+    if (err instanceof SigningError && err.code === SIGNING_ERROR_CODES.evmKeyMissing)
+      throw new Later(5_000, err.message, 'no_key');
     throw err;
   }
 }
