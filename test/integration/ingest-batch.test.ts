@@ -273,6 +273,41 @@ describe('a producer that dies mid-enqueue', () => {
   });
 });
 
+describe('a job add that fails mid-enqueue', () => {
+  it('leaves the batch not enqueued, no job before its record, and a re-run completes it', async () => {
+    const h = harness();
+    const text = file(rows(Array.from({ length: 50 }, (_, i) => i + 1)));
+    let calls = 0;
+    await expect(
+      h.enqueue(text, {
+        write: { chunkSize: 10, inFlight: 4 },
+        // The second chunk's add fails; the first chunk's jobs are in.
+        jobs: (producer) => ({
+          addTransfers: (batchId, transfers, round) =>
+            ++calls === 2
+              ? Promise.reject(new SimulatedCrashError('simulated job add failure'))
+              : producer.addTransfers(batchId, transfers, round),
+        }),
+      }),
+    ).rejects.toBeInstanceOf(SimulatedCrashError);
+    expect(calls).toBe(2);
+    const batchId = (await h.redis.zrange(`${h.prefix}:batches`, 0, -1))[0] as string;
+    expect(await h.redis.hget(`${h.prefix}:batch:${batchId}`, 'enqueued')).toBe('0');
+    // The first chunk's ten jobs are in, each of a transfer whose record was written before it.
+    const written = new Set(await h.redis.zrange(`${h.prefix}:batch:${batchId}:rows`, 0, -1));
+    const jobs = await jobIds(h.redis, h.prefix);
+    expect(jobs.length).toBe(10);
+    expect(jobs.map((j) => j.split('/')[1]).filter((id) => !written.has(id as string))).toEqual([]);
+
+    const again = await h.enqueue(text, { write: { chunkSize: 10, inFlight: 4 } });
+    expect(again).toMatchObject({ status: 'enqueued', resumed: true, batchId, accepted: 50 });
+    expect(await h.redis.hget(`${h.prefix}:batch:${batchId}`, 'enqueued')).toBe('1');
+    const all = await jobIds(h.redis, h.prefix);
+    expect(all.length).toBe(50);
+    expect(new Set(all).size).toBe(50);
+  });
+});
+
 describe('held batches, limits and likely duplicates', () => {
   it('holds a batch at the approval threshold: records written, jobs added only on release', async () => {
     const h = harness();
