@@ -397,6 +397,30 @@ describe('held batches, limits and likely duplicates', () => {
     expect(again.errors[0]?.message).toContain(`of batch ${earlier.batchId}`);
   });
 
+  it('lists every transfer paying the same under its fingerprint, in order, within and across chunks and batches', async () => {
+    const h = harness();
+    const now = Date.UTC(2026, 10, 29, 12);
+    const day = 24 * 3600 * 1000;
+    const same = `ETH,BASE,7,${EVM[3]}`;
+    // Rows with ids may pay the same: p1-p3 share a chunk (and a slice), p4-p5 come in the next.
+    const first = await h.enqueue(
+      `id,from,to,amount,recipient\n${[1, 2, 3, 4, 5].map((i) => `p${i},${same}`).join('\n')}\n`,
+      {
+        write: { chunkSize: 3 },
+        now: () => now,
+      },
+    );
+    const second = await h.enqueue(`id,from,to,amount,recipient\nq1,${same}\n`, { now: () => now + 1 });
+    expect([first.status, second.status]).toEqual(['enqueued', 'enqueued']);
+    const entries = Object.values(await h.redis.hgetall(`${h.prefix}:fpd:${Math.floor(now / day)}`));
+    expect(entries).toEqual([
+      [1, 2, 3, 4, 5]
+        .map((i) => `${now}:${first.batchId}/p${i}`)
+        .concat(`${now + 1}:${second.batchId}/q1`)
+        .join(' '),
+    ]);
+  });
+
   it('stores an allowed callback_url and refuses one on another host', async () => {
     const h = harness();
     const config = testConfig({ CALLBACK_ALLOWED_HOSTS: 'hooks.example.com' });
