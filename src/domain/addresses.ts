@@ -1,12 +1,15 @@
-import { keccak_256 } from '@noble/hashes/sha3';
+import sha3 from 'js-sha3';
 import { decodeBase58 } from './base58.ts';
 
 export type AddressCheck = { ok: true; value: string } | { ok: false; reason: string };
 
-const UTF8 = new TextEncoder();
+// js-sha3's keccak rather than @noble/hashes': the checksum is hashed once per EVM row of a file,
+// and this one is about 3× as fast on 40 hex characters (BENCHMARKS.md §1).
+// test/unit/addresses.test.ts checks the result against viem's `getAddress` for random addresses.
+const { keccak256 } = sha3;
 
 function toChecksum(lowerHex40: string): string {
-  const hash = keccak_256(UTF8.encode(lowerHex40));
+  const hash = keccak256.array(lowerHex40);
   // Built as one array join: string concatenation here leaves a rope of 40 pieces per address,
   // which costs over 1 KB each until flattened (100,000 rows → 100 MB of heap).
   const chars = new Array<string>(40);

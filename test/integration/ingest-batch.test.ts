@@ -273,6 +273,41 @@ describe('a producer that dies mid-enqueue', () => {
   });
 });
 
+describe('a job add that fails mid-enqueue', () => {
+  it('leaves the batch not enqueued, no job before its record, and a re-run completes it', async () => {
+    const h = harness();
+    const text = file(rows(Array.from({ length: 50 }, (_, i) => i + 1)));
+    let calls = 0;
+    await expect(
+      h.enqueue(text, {
+        write: { chunkSize: 10, inFlight: 4 },
+        // The second chunk's add fails; the first chunk's jobs are in.
+        jobs: (producer) => ({
+          addTransfers: (batchId, transfers, round) =>
+            ++calls === 2
+              ? Promise.reject(new SimulatedCrashError('simulated job add failure'))
+              : producer.addTransfers(batchId, transfers, round),
+        }),
+      }),
+    ).rejects.toBeInstanceOf(SimulatedCrashError);
+    expect(calls).toBe(2);
+    const batchId = (await h.redis.zrange(`${h.prefix}:batches`, 0, -1))[0] as string;
+    expect(await h.redis.hget(`${h.prefix}:batch:${batchId}`, 'enqueued')).toBe('0');
+    // The first chunk's ten jobs are in, each of a transfer whose record was written before it.
+    const written = new Set(await h.redis.zrange(`${h.prefix}:batch:${batchId}:rows`, 0, -1));
+    const jobs = await jobIds(h.redis, h.prefix);
+    expect(jobs.length).toBe(10);
+    expect(jobs.map((j) => j.split('/')[1]).filter((id) => !written.has(id as string))).toEqual([]);
+
+    const again = await h.enqueue(text, { write: { chunkSize: 10, inFlight: 4 } });
+    expect(again).toMatchObject({ status: 'enqueued', resumed: true, batchId, accepted: 50 });
+    expect(await h.redis.hget(`${h.prefix}:batch:${batchId}`, 'enqueued')).toBe('1');
+    const all = await jobIds(h.redis, h.prefix);
+    expect(all.length).toBe(50);
+    expect(new Set(all).size).toBe(50);
+  });
+});
+
 describe('held batches, limits and likely duplicates', () => {
   it('holds a batch at the approval threshold: records written, jobs added only on release', async () => {
     const h = harness();
@@ -360,6 +395,30 @@ describe('held batches, limits and likely duplicates', () => {
     const again = await h.enqueue(`${payment(33)},b\n`, at(now));
     expect(again).toMatchObject({ status: 'rejected', duplicates: 1 });
     expect(again.errors[0]?.message).toContain(`of batch ${earlier.batchId}`);
+  });
+
+  it('lists every transfer paying the same under its fingerprint, in order, within and across chunks and batches', async () => {
+    const h = harness();
+    const now = Date.UTC(2026, 10, 29, 12);
+    const day = 24 * 3600 * 1000;
+    const same = `ETH,BASE,7,${EVM[3]}`;
+    // Rows with ids may pay the same: p1-p3 share a chunk (and a slice), p4-p5 come in the next.
+    const first = await h.enqueue(
+      `id,from,to,amount,recipient\n${[1, 2, 3, 4, 5].map((i) => `p${i},${same}`).join('\n')}\n`,
+      {
+        write: { chunkSize: 3 },
+        now: () => now,
+      },
+    );
+    const second = await h.enqueue(`id,from,to,amount,recipient\nq1,${same}\n`, { now: () => now + 1 });
+    expect([first.status, second.status]).toEqual(['enqueued', 'enqueued']);
+    const entries = Object.values(await h.redis.hgetall(`${h.prefix}:fpd:${Math.floor(now / day)}`));
+    expect(entries).toEqual([
+      [1, 2, 3, 4, 5]
+        .map((i) => `${now}:${first.batchId}/p${i}`)
+        .concat(`${now + 1}:${second.batchId}/q1`)
+        .join(' '),
+    ]);
   });
 
   it('stores an allowed callback_url and refuses one on another host', async () => {

@@ -10,6 +10,7 @@ import {
 } from '../../src/ingest/enqueue-batch.ts';
 import { validateCsv, type ValidateOptions } from '../../src/ingest/validate-input.ts';
 import { createProducer, type Producer } from '../../src/queue/producer.ts';
+import type { TransferJobSink } from '../../src/domain/transfer-jobs.ts';
 import type { LuaScript } from '../../src/store/lua-script.ts';
 
 /** Fixture addresses: valid EIP-55 EVM addresses and 32-byte base58 Solana addresses. */
@@ -64,6 +65,8 @@ export type IngestHarness = {
       now?: () => number;
       /** The Redis the enqueue writes through, made from the harness's (a producer that crashes). */
       redis?: (redis: Redis) => Redis;
+      /** The job sink the enqueue adds through, made from the harness's producer (one that fails). */
+      jobs?: (producer: Producer) => TransferJobSink;
     },
   ): Promise<EnqueueOutcome>;
   close(): Promise<void>;
@@ -110,11 +113,11 @@ export function ingestHarness(url: string, prefix = newPrefix()): IngestHarness 
         allowDuplicates: options.allowDuplicates,
         ...options.validate,
       });
-      const { redis: through, validate: _validate, config: _config, now, ...enqueueOptions } = options;
+      const { redis: through, jobs, validate: _validate, config: _config, now, ...enqueueOptions } = options;
       const deps = {
         redis: through ? through(redis) : redis,
         prefix,
-        jobs: producer,
+        jobs: jobs ? jobs(producer) : producer,
         config,
         ...(now ? { now } : {}),
       };

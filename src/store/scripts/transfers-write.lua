@@ -7,7 +7,8 @@
   exactly when it has a row; only an existing one's state is read (HGET). The row and queued sets
   get one ZADD per slice of new transfers rather than two per row, and the fingerprints go to the
   day's set (one hash field per fingerprint, one expiry per chunk) rather than a key of their own
-  with its own expiry: per new row Redis runs the record's write and one HSETNX.
+  with its own expiry, read and written with one HMGET and one HSET per slice: per new row Redis
+  runs the record's write alone.
 
   Input:
     KEYS[1] the batch's rows set
@@ -34,6 +35,9 @@ for i = 1, n do ids[i] = ARGV[4 + (i - 1) * 10 + 2] end
 local rows = n > 0 and redis.call('ZMSCORE', KEYS[1], unpack(ids)) or {}
 -- An id twice in one chunk (ingest refuses that) would find the record its first row wrote.
 local written = {}
+-- The new transfers' fingerprints and ids, in order, for the day's set below.
+local newFps = {}
+local newIds = {}
 for i = 1, n do
   local tk = KEYS[3 + i]
   local a = 4 + (i - 1) * 10
@@ -56,16 +60,36 @@ for i = 1, n do
     end
     members[#members + 1] = ARGV[a + 3]
     members[#members + 1] = id
-    -- The fingerprint's transfers of the day, `<ms>:<batch>/<transfer>` space-separated (ids hold
-    -- neither spaces, colons nor slashes): usually the first, so one HSETNX.
-    local entry = ARGV[2] .. ':' .. ARGV[1] .. '/' .. id
-    if redis.call('HSETNX', fps, fp, entry) == 0 then
-      redis.call('HSET', fps, fp, redis.call('HGET', fps, fp) .. ' ' .. entry)
-    end
+    newFps[#newFps + 1] = fp
+    newIds[#newIds + 1] = id
     written[id] = true
     state = 'queued'
   end
   out[i] = state
+end
+-- Each new transfer goes to its fingerprint's field in the day's set, `<ms>:<batch>/<transfer>`
+-- space-separated after those already there (ids hold neither spaces, colons nor slashes). Read and
+-- written a slice at a time (one HMGET and one HSET, not an HSETNX per row); a fingerprint twice in
+-- a slice gets both entries in order, and a later slice reads what an earlier one wrote.
+for s = 1, #newFps, SLICE do
+  local e = math.min(s + SLICE - 1, #newFps)
+  local cur = redis.call('HMGET', fps, unpack(newFps, s, e))
+  local fields = {}
+  local at = {}
+  for j = s, e do
+    local fp = newFps[j]
+    local entry = ARGV[2] .. ':' .. ARGV[1] .. '/' .. newIds[j]
+    local k = at[fp]
+    if k then
+      fields[k] = fields[k] .. ' ' .. entry
+    else
+      local c = cur[j - s + 1]
+      fields[#fields + 1] = fp
+      fields[#fields + 1] = c and (c .. ' ' .. entry) or entry
+      at[fp] = #fields
+    end
+  end
+  redis.call('HSET', fps, unpack(fields))
 end
 if #members > 0 then redis.call('PEXPIREAT', fps, ARGV[3]) end
 for s = 1, #members, 2 * SLICE do
