@@ -51,7 +51,8 @@ type Endpoint = {
   readonly chain: EvmChain;
   readonly url: string;
   readonly usdc: string;
-  readonly fetch: typeof fetch;
+  /** A fetch to send with (tests); absent, node:http (json-rpc.ts). */
+  readonly fetch: typeof fetch | undefined;
   readonly timeoutMs: number;
   nextId(): number;
 };
@@ -69,7 +70,7 @@ async function rpcCall(ep: Endpoint, method: string, params: unknown[]): Promise
   const body = await postJsonRpc(
     ep.url,
     { method, params, id: ep.nextId() },
-    { fetch: ep.fetch, timeoutMs: ep.timeoutMs, fail: (m) => readFailure(ep, m) },
+    { ...(ep.fetch ? { fetch: ep.fetch } : {}), timeoutMs: ep.timeoutMs, fail: (m) => readFailure(ep, m) },
   );
   return resultOf(ep, method, body);
 }
@@ -168,7 +169,7 @@ async function readBlacklistedMany(ep: Endpoint, addresses: readonly string[]): 
     id: ep.nextId(),
   }));
   const answers = await postJsonRpcBatch(ep.url, requests, {
-    fetch: ep.fetch,
+    ...(ep.fetch ? { fetch: ep.fetch } : {}),
     timeoutMs: ep.timeoutMs,
     fail: (m) => readFailure(ep, m),
   });
@@ -320,7 +321,7 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
       chain,
       url,
       usdc: USDC_EVM[deps.config.network][chain].usdc,
-      fetch: deps.fetch ?? globalThis.fetch,
+      fetch: deps.fetch,
       timeoutMs: deps.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
       nextId: () => ++id,
     };
