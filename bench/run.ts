@@ -97,7 +97,13 @@ try {
   const needsSandbox = SECTIONS.some((s) => s !== 'ingest' && s !== 'responsiveness' && want(s));
   if (needsSandbox) {
     const sandbox = await startBenchSandbox(LATENCY_MS);
-    const ctx: Context = { sandbox, solanaKeyFile: solanaKeypairFile(dir).file, dir, log };
+    const ctx: Context = {
+      sandbox,
+      solanaKeyFile: solanaKeypairFile(dir).file,
+      dir,
+      log,
+      diagnostics: options.diagnostics,
+    };
     results.solana = await section('solana', () =>
       benchSolana(ctx, { rows: sizes.solanaRows, runs, latencyMs: LATENCY_MS }),
     );

@@ -44,8 +44,10 @@ export async function traceCommands(
   client.on('error', () => {});
   const dump = dumpTo ? createWriteStream(dumpTo) : undefined;
   const monitor = await client.monitor();
+  let stopped = false;
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (ignore.includes(source)) return;
+    // A command the connection had read before it closed may still come: the dump has ended.
+    if (stopped || ignore.includes(source)) return;
     const kind = kindOf(prefix, args);
     if (kind) counts.set(kind, (counts.get(kind) ?? 0) + 1);
     if (kind && dump)
@@ -53,6 +55,7 @@ export async function traceCommands(
   });
   return {
     async stop() {
+      stopped = true;
       monitor.disconnect();
       client.disconnect();
       if (dump) await new Promise((done) => dump.end(done));

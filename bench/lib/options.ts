@@ -5,6 +5,18 @@
  * - BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening,cctp: a subset of the sections.
  * - BENCH_OUT: where to write the report (default BENCHMARKS.md at the repository root).
  * - BENCH_TRACE_FILE: the redis section's MONITOR run also writes every command it saw there.
+ * To find where a product batch's time goes (sections that run `usdc-batch worker`: solana, evm, …):
+ * - BENCH_WORKER_NODE_OPTIONS: NODE_OPTIONS of the worker processes, e.g.
+ *   `--cpu-prof --cpu-prof-dir=/tmp/prof` (a CPU profile of each worker, written when it stops).
+ * - BENCH_LOG_COMMANDS=1: each batch's Redis commands per transfer, by command, and the sandbox's
+ *   requests by operation, in the bench's log.
+ * - BENCH_BATCH_TRACE_FILE: every Redis command of each batch (MONITOR, as BENCH_TRACE_FILE); the
+ *   CPU and rates of a traced run mean little.
+ * - BENCH_SETTLE_NOW=1: the sandbox pays each intent's destination when it is submitted
+ *   (statusStepMs 0) instead of 4 s later, in the product's and the raw worker's runs alike. By
+ *   default a run's window holds the settlements (relayer transaction signed and sent to anvil) of
+ *   its transfers submitted more than 4 s before it ends, and a slower run holds more of its own:
+ *   the sandbox's CPU per transfer then favours the faster side.
  */
 export const SECTIONS = [
   'ingest',
@@ -22,12 +34,21 @@ export const SECTIONS = [
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 
+/** What a product batch also does to show where its time goes (none of it by default). */
+export type Diagnostics = {
+  readonly workerNodeOptions: string | undefined;
+  readonly logCommands: boolean;
+  readonly batchTraceFile: string | undefined;
+  readonly settleNow: boolean;
+};
+
 export type BenchOptions = {
   readonly quick: boolean;
   readonly runs: number;
   readonly only: ReadonlySet<Section>;
   readonly out: string | undefined;
   readonly traceFile: string | undefined;
+  readonly diagnostics: Diagnostics;
   readonly sizes: {
     readonly ingestRows: number;
     readonly solanaRows: number;
@@ -57,6 +78,12 @@ export function readOptions(env: NodeJS.ProcessEnv = process.env): BenchOptions 
     only,
     out: env['BENCH_OUT'],
     traceFile: env['BENCH_TRACE_FILE'],
+    diagnostics: {
+      workerNodeOptions: env['BENCH_WORKER_NODE_OPTIONS'],
+      logCommands: env['BENCH_LOG_COMMANDS'] === '1',
+      batchTraceFile: env['BENCH_BATCH_TRACE_FILE'],
+      settleNow: env['BENCH_SETTLE_NOW'] === '1',
+    },
     sizes: quick
       ? {
           ingestRows: 10_000,

@@ -9,6 +9,8 @@ import { REPO_ROOT } from '../../support/cli.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
 import { trackChild } from '../lib/cleanup.ts';
 import { cpuMsOf } from '../lib/cpu.ts';
+import { traceCommands } from '../lib/command-trace.ts';
+import type { Diagnostics } from '../lib/options.ts';
 import { cpuSpent, readCpu, type CpuAccount } from '../lib/process-cpu.ts';
 import { commandCalls, info, totalCalls } from '../lib/redis-info.ts';
 import {
@@ -48,6 +50,8 @@ export type Context = {
   readonly solanaKeyFile: string;
   readonly dir: string;
   readonly log: (s: string) => void;
+  /** BENCH_WORKER_NODE_OPTIONS, BENCH_LOG_COMMANDS, BENCH_BATCH_TRACE_FILE, BENCH_SETTLE_NOW (options.ts). */
+  readonly diagnostics?: Diagnostics;
 };
 
 async function redisCpuMs(redis: BenchRedis): Promise<number> {
@@ -83,6 +87,26 @@ function scriptCalls(calls: Map<string, number>): number {
   return n;
 }
 
+/** A fresh sandbox for a run; with BENCH_SETTLE_NOW=1 it pays each intent when submitted. */
+async function resetSandbox(ctx: Context): Promise<void> {
+  await ctx.sandbox.admin.reset();
+  if (ctx.diagnostics?.settleNow) await ctx.sandbox.admin.configure({ statusStepMs: 0 });
+}
+
+/** BENCH_LOG_COMMANDS=1: each command's calls per transfer, most first, and the sandbox's requests. */
+async function logCommands(
+  ctx: Context,
+  name: string,
+  calls: Map<string, number>,
+  rows: number,
+): Promise<void> {
+  const parts = [...calls].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} ${(n / rows).toFixed(2)}`);
+  ctx.log(`${name} commands per transfer: ${parts.join(', ')}`);
+  const ops = new Map<string, number>();
+  for (const r of await ctx.sandbox.admin.requests()) ops.set(r.op, (ops.get(r.op) ?? 0) + 1);
+  ctx.log(`${name} sandbox requests: ${[...ops].map(([o, n]) => `${o} ${n}`).join(', ')}`);
+}
+
 /**
  * One batch through `usdc-batch worker` process(es): a fresh durable Redis, the CSV enqueued through
  * the CLI, then `workers` processes started; throughput over the records' own window (first
@@ -105,7 +129,7 @@ export async function runProductBatch<T = undefined>(
   const redis = await startBenchRedis(undefined, { replica: p.replica === true });
   const workers: { stop(): Promise<void> }[] = [];
   try {
-    await ctx.sandbox.admin.reset();
+    await resetSandbox(ctx);
     const prefix = 'usdc';
     const env = productEnv({
       redisUrl: redis.url,
@@ -117,7 +141,10 @@ export async function runProductBatch<T = undefined>(
     const file = writeCsv(ctx.dir, `${p.name}.csv`, p.rows);
     const { batchId } = await enqueueFile(file, env);
     await redis.client.config('RESETSTAT');
-    const group = startWorkers(p.workers, env);
+    const traceTo = ctx.diagnostics?.batchTraceFile;
+    const tracer = traceTo ? await traceCommands(redis.url, prefix, `${traceTo}.${p.name}`, []) : undefined;
+    const nodeOptions = ctx.diagnostics?.workerNodeOptions;
+    const group = startWorkers(p.workers, nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env);
     workers.push(group);
     // CPU is counted from the moment every worker takes jobs: Node's start-up is not per transfer.
     const from = (p.rows[0] as Row).from;
@@ -138,7 +165,9 @@ export async function runProductBatch<T = undefined>(
       sandbox: cpuMsOf(ctx.sandbox.child.pid),
       redis: await redisCpuMs(redis),
     };
+    await tracer?.stop();
     const calls = await commandCalls(redis.client);
+    if (ctx.diagnostics?.logCommands) await logCommands(ctx, p.name, calls, p.rows.length);
     const outcome = await batchOutcome(redis.client, prefix, batchId);
     const inspected = p.inspect ? await p.inspect(redis.client, prefix, batchId) : undefined;
     await group.stop();
@@ -204,7 +233,7 @@ export async function runRawSolanaBatch(
 ): Promise<FlowRun> {
   const redis = await startBenchRedis();
   try {
-    await ctx.sandbox.admin.reset();
+    await resetSandbox(ctx);
     const prefix = 'raw';
     const queue = new Queue('raw-solana', { connection: { url: redis.url }, prefix });
     queue.on('error', () => {});

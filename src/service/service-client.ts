@@ -1,13 +1,15 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import got, { RequestError, TimeoutError, type Response } from 'got';
+import { RequestError, TimeoutError } from 'got';
+import type { IncomingHttpHeaders } from 'node:http';
 import pRetry from 'p-retry';
 import type { Secret } from '../config/config.ts';
 import { DEFAULTS } from '../config/defaults.ts';
 import { formatUsdc } from '../domain/money.ts';
 import type { Logger } from '../log/logger.ts';
 import { classifyFailure, type FailureFacts } from './classify-failure.ts';
+import { HttpRequestError, sendHttp, type HttpTimeouts } from './http-request.ts';
 import {
   parseBuildTx,
   parseEstimate,
@@ -59,10 +61,12 @@ export type ServiceClientDeps = {
 /** The client plus `close()`, which drops the keep-alive sockets (for tests and shutdown). */
 export type ClosableServiceClient = ServiceClient & { close(): void };
 
-type RawResult = { status: number; body: unknown; bodyOk: boolean; headers: Response['headers'] };
+type RawResult = { status: number; body: unknown; bodyOk: boolean; headers: IncomingHttpHeaders };
 
-/** How far a failed got request got: see FailureFacts. */
+/** How far a failed request (ours, http-request.ts, or got's) got: see FailureFacts. */
 export function networkFactsOf(err: unknown): FailureFacts {
+  if (err instanceof HttpRequestError)
+    return { type: 'network', code: err.code, sent: err.sent, timeoutEvent: err.timeoutEvent };
   const code = (err as { code?: unknown }).code;
   const timings = err instanceof RequestError ? err.timings : undefined;
   let sent: 'not_connected' | 'not_written' | 'written' | 'unknown' = 'unknown';
@@ -83,12 +87,12 @@ type EstimateRequest = Parameters<ServiceClient['estimate']>[0];
 type BuildTxRequest = Parameters<ServiceClient['buildSolanaTx']>[0];
 type SubmitRequest = Parameters<ServiceClient['submitSolanaTx']>[0];
 
-/** A client's state: its deps, the got instance and agents it made, the secrets its errors scrub. */
+/** A client's state: its deps, the timeouts and agents it sends with, the secrets its errors scrub. */
 type Client = {
   readonly deps: ServiceClientDeps;
   readonly base: string;
   readonly secrets: readonly string[];
-  readonly http: typeof got;
+  readonly timeouts: HttpTimeouts;
   readonly agent: { readonly http: HttpAgent; readonly https: HttpsAgent };
   readonly safeRetries: number;
   readonly maxRetryAfterMs: number;
@@ -106,7 +110,7 @@ type CallSpec<T> = {
 };
 
 /**
- * The transfer-service client: one HTTP request per call, no retries inside got; only estimate and
+ * The transfer-service client: one HTTP request per call, no retries inside it; only estimate and
  * status (safe to repeat) are wrapped in p-retry. Every failure is a ServiceError classified by
  * `classifyFailure`. Wires the top-level calls below to one client state.
  */
@@ -129,25 +133,13 @@ function clientOf(deps: ServiceClientDeps): Client {
   // request is rarely written into a socket the server is closing (that would read as ambiguous).
   const agentOptions = { keepAlive: true, keepAliveMsecs: 1_000, maxSockets: 64, timeout: 4_000 };
   const agent = { http: new HttpAgent(agentOptions), https: new HttpsAgent(agentOptions) };
-  const http = got.extend({
-    retry: { limit: 0 },
-    throwHttpErrors: false,
-    followRedirect: false,
-    responseType: 'text',
-    agent,
-    timeout: {
-      lookup: connectMs,
-      connect: connectMs,
-      response: responseMs,
-      socket: responseMs,
-      request: connectMs + responseMs * 2,
-    },
-  });
+  // No retries, no redirects followed; every status is an answer (http-request.ts).
+  const timeouts = { connectMs, responseMs, requestMs: connectMs + responseMs * 2 };
   return {
     deps,
     base: deps.baseUrl.replace(/\/+$/, ''),
     secrets: [deps.apiKey.reveal()],
-    http,
+    timeouts,
     agent,
     safeRetries: deps.safeRetries ?? 2,
     maxRetryAfterMs: deps.maxRetryAfterMs ?? 5_000,
@@ -308,13 +300,15 @@ async function request(c: Client, spec: CallSpec<unknown>): Promise<RawResult> {
   };
   if (json !== undefined) headers['content-type'] = 'application/json';
   if (options?.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
-  let response: Response<string>;
+  let response: Awaited<ReturnType<typeof sendHttp>>;
   try {
-    response = await c.http(`${c.base}${spec.path}`, {
+    response = await sendHttp(`${c.base}${spec.path}`, {
       method: spec.method,
       headers,
-      ...(json !== undefined ? { body: JSON.stringify(json) } : {}),
-      ...(options?.signal ? { signal: options.signal } : {}),
+      body: json !== undefined ? JSON.stringify(json) : undefined,
+      agents: c.agent,
+      timeouts: c.timeouts,
+      signal: options?.signal,
     });
   } catch (err) {
     throw networkError(c, spec.operation, err);
@@ -326,7 +320,7 @@ async function request(c: Client, spec: CallSpec<unknown>): Promise<RawResult> {
   } catch {
     bodyOk = false;
   }
-  return { status: response.statusCode, body, bodyOk, headers: response.headers };
+  return { status: response.status, body, bodyOk, headers: response.headers };
 }
 
 /** A request that got no response: classified by how far it got. */
@@ -335,7 +329,7 @@ function networkError(c: Client, operation: Operation, err: unknown): ServiceErr
   const { kind } = classifyFailure(facts);
   const code = facts.type === 'network' ? facts.code : undefined;
   const phase = facts.type === 'network' && facts.timeoutEvent ? ` (${facts.timeoutEvent} timeout)` : '';
-  // got's error holds the request options (and so the API key): only its code and a scrubbed
+  // An error may hold the request options (and so the API key): only its code and a scrubbed
   // message travel on.
   const cause = new Error(scrub(`${code ?? 'error'}${phase}: ${errMessage(err)}`, c.secrets));
   return new ServiceError({

@@ -6,7 +6,8 @@ import { displayUrl } from '../../domain/url-display.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SIGNING_ERROR_CODES } from '../errors.ts';
 import type { BalanceReadingAt, BlockRef, BlockTag, ChainReader, NonceReading } from '../types.ts';
-import { postJsonRpc } from '../json-rpc.ts';
+import { batchWhileBusy, type Settled } from '../busy-batch.ts';
+import { postJsonRpc, postJsonRpcBatch, type JsonRpcAnswer } from '../json-rpc.ts';
 
 const USDC_ABI = parseAbi([
   'function nonces(address owner) view returns (uint256)',
@@ -50,7 +51,8 @@ type Endpoint = {
   readonly chain: EvmChain;
   readonly url: string;
   readonly usdc: string;
-  readonly fetch: typeof fetch;
+  /** A fetch to send with (tests); absent, node:http (json-rpc.ts). */
+  readonly fetch: typeof fetch | undefined;
   readonly timeoutMs: number;
   nextId(): number;
 };
@@ -68,8 +70,13 @@ async function rpcCall(ep: Endpoint, method: string, params: unknown[]): Promise
   const body = await postJsonRpc(
     ep.url,
     { method, params, id: ep.nextId() },
-    { fetch: ep.fetch, timeoutMs: ep.timeoutMs, fail: (m) => readFailure(ep, m) },
+    { ...(ep.fetch ? { fetch: ep.fetch } : {}), timeoutMs: ep.timeoutMs, fail: (m) => readFailure(ep, m) },
   );
+  return resultOf(ep, method, body);
+}
+
+/** The result of one JSON-RPC answer; its error as a ChainReadError quoting the node's message. */
+function resultOf(ep: Endpoint, method: string, body: JsonRpcAnswer): unknown {
   if (body.error !== undefined) {
     const message = typeof body.error?.message === 'string' ? body.error.message.slice(0, 200) : 'error';
     throw readFailure(ep, `${method} refused: ${message}`);
@@ -90,11 +97,21 @@ async function readUsdc(
   args: readonly unknown[],
   at: ReadAt,
 ): Promise<unknown> {
+  const block = at === 'latest' ? 'latest' : { blockHash: at.blockHash, requireCanonical: true };
+  const result = await rpcCall(ep, 'eth_call', [usdcCall(ep, functionName, args), block]);
+  return decodeUsdc(ep, functionName, result);
+}
+
+/** The `eth_call` transaction object of one USDC view. */
+function usdcCall(ep: Endpoint, functionName: UsdcView, args: readonly unknown[]) {
   const data = encodeFunctionData({ abi: USDC_ABI, functionName, args } as Parameters<
     typeof encodeFunctionData
   >[0]);
-  const block = at === 'latest' ? 'latest' : { blockHash: at.blockHash, requireCanonical: true };
-  const result = await rpcCall(ep, 'eth_call', [{ to: ep.usdc, data }, block]);
+  return { to: ep.usdc, data };
+}
+
+/** An `eth_call` result of one USDC view, decoded, or a ChainReadError. */
+function decodeUsdc(ep: Endpoint, functionName: UsdcView, result: unknown): unknown {
   if (typeof result !== 'string' || !/^0x([0-9a-fA-F]{2})*$/.test(result) || result === '0x') {
     throw readFailure(ep, 'eth_call answered no data (is USDC deployed at the configured address?)');
   }
@@ -124,13 +141,55 @@ async function readUint(
 }
 
 async function readBlacklisted(ep: Endpoint, address: string): Promise<boolean> {
-  const v = await readUsdc(ep, 'isBlacklisted', [address], 'latest');
+  return asBlacklisted(ep, await readUsdc(ep, 'isBlacklisted', [address], 'latest'));
+}
+
+function asBlacklisted(ep: Endpoint, v: unknown): boolean {
   if (typeof v !== 'boolean')
     throw new ChainReadError(
       SIGNING_ERROR_CODES.rpcFailed,
       `${ep.chain} RPC: isBlacklisted() is not a boolean`,
     );
   return v;
+}
+
+/** The most `isBlacklisted` reads one JSON-RPC batch carries (providers cap batches; 20 is under all). */
+const BLACKLIST_BATCH_MAX = 20;
+
+/**
+ * `isBlacklisted` of several addresses at `latest`, in one JSON-RPC batch (one alone is a plain
+ * call): each its own `eth_call`, answered and checked on its own. A call the batch answer holds no
+ * answer for (an endpoint that takes no batches) is read again alone.
+ */
+async function readBlacklistedMany(ep: Endpoint, addresses: readonly string[]): Promise<Settled<boolean>[]> {
+  if (addresses.length === 1) return [await settled(() => readBlacklisted(ep, addresses[0] as string))];
+  const requests = addresses.map((a) => ({
+    method: 'eth_call',
+    params: [usdcCall(ep, 'isBlacklisted', [a]), 'latest'],
+    id: ep.nextId(),
+  }));
+  const answers = await postJsonRpcBatch(ep.url, requests, {
+    ...(ep.fetch ? { fetch: ep.fetch } : {}),
+    timeoutMs: ep.timeoutMs,
+    fail: (m) => readFailure(ep, m),
+  });
+  return await Promise.all(
+    answers.map((a: JsonRpcAnswer | undefined, i) =>
+      settled(async () =>
+        a === undefined
+          ? await readBlacklisted(ep, addresses[i] as string)
+          : asBlacklisted(ep, decodeUsdc(ep, 'isBlacklisted', resultOf(ep, 'eth_call', a))),
+      ),
+    ),
+  );
+}
+
+async function settled<T>(read: () => Promise<T>): Promise<Settled<T>> {
+  try {
+    return { ok: true, value: await read() };
+  } catch (error) {
+    return { ok: false, error };
+  }
 }
 
 async function readString(ep: Endpoint, fn: 'name' | 'version'): Promise<string> {
@@ -262,10 +321,22 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
       chain,
       url,
       usdc: USDC_EVM[deps.config.network][chain].usdc,
-      fetch: deps.fetch ?? globalThis.fetch,
+      fetch: deps.fetch,
       timeoutMs: deps.timeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
       nextId: () => ++id,
     };
+  };
+  const blacklistBatches = new Map<EvmChain, (address: string) => Promise<boolean>>();
+  const blacklistReads = (ep: Endpoint) => {
+    let reads = blacklistBatches.get(ep.chain);
+    if (!reads) {
+      reads = batchWhileBusy(
+        (addresses: readonly string[]) => readBlacklistedMany(ep, addresses),
+        BLACKLIST_BATCH_MAX,
+      );
+      blacklistBatches.set(ep.chain, reads);
+    }
+    return reads;
   };
   /** `read` on the chain's endpoint, or undefined when no RPC is configured for it. */
   const onChain =
@@ -285,6 +356,8 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     usdcVersion: onChain((ep) => readString(ep, 'version')),
     nativeBalance: onChain((ep, owner: string) => readQuantity(ep, 'eth_getBalance', [owner, 'latest'])),
     gasPrice: onChain((ep) => readQuantity(ep, 'eth_gasPrice', [])),
-    usdcBlacklisted: onChain(readBlacklisted),
+    // Many transfers at once each read their recipient: while one read is in flight, the next go
+    // together in one JSON-RPC batch (busy-batch.ts), each still its own eth_call at `latest`.
+    usdcBlacklisted: onChain((ep, address: string) => blacklistReads(ep)(address)),
   };
 }

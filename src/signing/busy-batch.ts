@@ -1,0 +1,55 @@
+/**
+ * Calls to one endpoint sent together while it is busy: a call goes at once when none is in flight;
+ * the calls asked for meanwhile wait for that answer and then go in one request (at most `max` each),
+ * so an idle worker adds no wait and a busy one makes one request where it made many. `send` answers
+ * each call of a group on its own; if it throws, every call of the group fails with that error.
+ */
+export type Settled<R> =
+  { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
+
+type Waiting<P, R> = {
+  readonly p: P;
+  readonly resolve: (r: R) => void;
+  readonly reject: (e: unknown) => void;
+};
+
+export function batchWhileBusy<P, R>(
+  send: (ps: readonly P[]) => Promise<readonly Settled<R>[]>,
+  max: number,
+): (p: P) => Promise<R> {
+  const waiting: Waiting<P, R>[] = [];
+  let busy = false;
+  const flush = (): void => {
+    if (busy || waiting.length === 0) return;
+    busy = true;
+    const group = waiting.splice(0, max);
+    void sendGroup(send, group).finally(() => {
+      busy = false;
+      flush();
+    });
+  };
+  return (p) =>
+    new Promise<R>((resolve, reject) => {
+      waiting.push({ p, resolve, reject });
+      flush();
+    });
+}
+
+async function sendGroup<P, R>(
+  send: (ps: readonly P[]) => Promise<readonly Settled<R>[]>,
+  group: readonly Waiting<P, R>[],
+): Promise<void> {
+  let answers: readonly Settled<R>[];
+  try {
+    answers = await send(group.map((w) => w.p));
+  } catch (err) {
+    for (const w of group) w.reject(err);
+    return;
+  }
+  group.forEach((w, i) => {
+    const a = answers[i];
+    if (a === undefined) w.reject(new Error('no answer for this call in its batch'));
+    else if (a.ok) w.resolve(a.value);
+    else w.reject(a.error);
+  });
+}

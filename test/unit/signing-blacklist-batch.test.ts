@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest';
+import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
+
+/*
+ * USDC's `isBlacklisted` reads of many transfers at once (chain-reader.ts, busy-batch.ts): while one
+ * read is in flight the next go together in one JSON-RPC batch, and each is still answered on its
+ * own — a blacklisted recipient is never read as clear because another read shared its request.
+ */
+
+type RpcCall = { id: number; method: string; params: [{ data: string }, unknown] };
+
+const WORD_TRUE = `0x${'0'.repeat(63)}1`;
+const WORD_FALSE = `0x${'0'.repeat(64)}`;
+
+/** The address an `isBlacklisted(address)` call asks about (the last 20 bytes of its argument). */
+const addressOf = (c: RpcCall) => `0x${c.params[0].data.slice(-40)}`;
+
+/**
+ * An RPC whose answers the test releases one request at a time; `answer` says what each call gets
+ * (an `error`, a `result`, or `undefined`: left out of a batch's answer).
+ */
+function heldRpc(answer: (address: string) => { result: string } | { error: string } | undefined) {
+  const requests: (RpcCall | RpcCall[])[] = [];
+  const held: (() => void)[] = [];
+  const one = (c: RpcCall) => {
+    const a = answer(addressOf(c));
+    if (a === undefined) return undefined;
+    return 'error' in a
+      ? { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: a.error } }
+      : { jsonrpc: '2.0', id: c.id, result: a.result };
+  };
+  const fetch = (async (_url: unknown, init?: RequestInit) => {
+    const body = JSON.parse(String(init?.body)) as RpcCall | RpcCall[];
+    requests.push(body);
+    await new Promise<void>((release) => held.push(release));
+    const reply = Array.isArray(body)
+      ? // Answers out of order: they are matched by id.
+        body
+          .map(one)
+          .filter((a) => a !== undefined)
+          .reverse()
+      : (one(body) ?? { jsonrpc: '2.0', id: body.id, error: { code: -32600, message: 'no batches' } });
+    return new Response(JSON.stringify(reply));
+  }) as typeof globalThis.fetch;
+  const release = async (): Promise<void> => {
+    for (let i = 0; i < 100 && held.length === 0; i++) await new Promise((r) => setImmediate(r));
+    held.shift()?.();
+  };
+  return { fetch, requests, release, held };
+}
+
+const A = '0x00000000000000000000000000000000000000aa';
+const B = '0x00000000000000000000000000000000000000bb';
+const C = '0x00000000000000000000000000000000000000cc';
+const D = '0x00000000000000000000000000000000000000dd';
+
+const readerOn = (fetch: typeof globalThis.fetch) =>
+  createChainReader({
+    config: { evmRpcUrl: { ETH: 'http://rpc.invalid/' }, network: 'mainnet' },
+    fetch,
+    timeoutMs: 10_000,
+  });
+
+/** Lets the reads issued so far reach the RPC. */
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+};
+
+describe('isBlacklisted reads under load', () => {
+  it('sends the reads asked for during one in flight as one batch, each answered on its own', async () => {
+    const rpc = heldRpc((a) =>
+      a === B ? { result: WORD_TRUE } : a === D ? { error: 'execution reverted' } : { result: WORD_FALSE },
+    );
+    const reader = readerOn(rpc.fetch);
+    const first = reader.usdcBlacklisted('ETH', A);
+    await settle();
+    const rest = [B, C, D].map((x) => reader.usdcBlacklisted('ETH', x).then(String, (e: Error) => e.message));
+    await settle();
+    // A goes alone at once; B, C and D wait for its answer.
+    expect(rpc.requests).toHaveLength(1);
+    await rpc.release();
+    expect(await first).toBe(false);
+    await rpc.release();
+    expect(await Promise.all(rest)).toEqual(['true', 'false', expect.stringMatching(/execution reverted/)]);
+    expect(rpc.requests).toHaveLength(2);
+    const batch = rpc.requests[1] as RpcCall[];
+    expect(batch.map(addressOf)).toEqual([B, C, D]);
+    expect(batch.every((c) => c.method === 'eth_call' && c.params[1] === 'latest')).toBe(true);
+  });
+
+  it('reads alone again a call the batch answer left out (an endpoint that takes no batches)', async () => {
+    const rpc = heldRpc((a) => (a === C ? undefined : { result: a === B ? WORD_TRUE : WORD_FALSE }));
+    const reader = readerOn(rpc.fetch);
+    const first = reader.usdcBlacklisted('ETH', A);
+    await settle();
+    const rest = [B, C].map((x) => reader.usdcBlacklisted('ETH', x).then(String, (e: Error) => e.message));
+    await rpc.release();
+    await first;
+    await rpc.release();
+    // C had no answer in the batch: it is asked alone, and its refusal is its answer.
+    await rpc.release();
+    expect(await Promise.all(rest)).toEqual(['true', expect.stringMatching(/no batches/)]);
+    expect(rpc.requests.map((r) => (Array.isArray(r) ? r.map(addressOf) : addressOf(r)))).toEqual([
+      A,
+      [B, C],
+      C,
+    ]);
+  });
+
+  it('fails every read of a batch whose request failed, and reads the next ones again', async () => {
+    let down = true;
+    const rpc = heldRpc(() => ({ result: WORD_FALSE }));
+    const failing = (async (url: unknown, init?: RequestInit) => {
+      const res = await rpc.fetch(url as string, init);
+      return down ? new Response('bad gateway', { status: 502 }) : res;
+    }) as typeof globalThis.fetch;
+    const reader = readerOn(failing);
+    const first = reader.usdcBlacklisted('ETH', A).catch((e: Error) => e.message);
+    await settle();
+    const rest = [B, C].map((x) => reader.usdcBlacklisted('ETH', x).catch((e: Error) => e.message));
+    await rpc.release();
+    expect(await first).toMatch(/HTTP 502/);
+    await rpc.release();
+    expect(await Promise.all(rest)).toEqual([
+      expect.stringMatching(/HTTP 502/),
+      expect.stringMatching(/HTTP 502/),
+    ]);
+    down = false;
+    const again = reader.usdcBlacklisted('ETH', B);
+    await rpc.release();
+    expect(await again).toBe(false);
+  });
+});
