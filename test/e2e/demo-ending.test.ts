@@ -123,8 +123,14 @@ describe('usdc-batch demo ends cleanly, however it ends', () => {
     expect(code, demo.stderr()).toBe(130);
     await expect(canConnect(Number(line[1]))).resolves.toBe(false);
     expect(existsSync(line[2] as string)).toBe(false);
-    // The anvils it may have started by then are named in its output, if it got that far.
+    // The anvils it may have started by then are named in its output, if it got that far. Still
+    // starting, it has no sandbox to stop and wait for: its exit kills them (SIGKILL, and the kernel's
+    // parent-death signal), and they are gone a moment after it — waited for, not assumed at once.
     const anvils = [...demo.stdout().matchAll(/anvil pid ([0-9]+)/g)].map((m) => Number(m[1]));
+    await waitFor('its anvils gone', async () => anvils.every((pid) => !processAlive(pid)), {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    }).catch(() => {});
     expect(anvils.filter(processAlive)).toEqual([]);
   }, 180_000);
 
