@@ -8,10 +8,8 @@ import { waitQueued } from './outcomes.ts';
  * transfer waits `queued` with the reason shown, and goes when room frees up.
  */
 export async function reserveDailySpend(ctx: Ctx): Promise<void> {
-  const limit = ctx.deps.spendLimit;
-  const rec = current(ctx);
-  if (!limit || rec.steps.spendReserved) return;
-  const res = await limit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
+  const res = await reserveOnce(ctx);
+  if (!res) return;
   if (res.ok) {
     await saveStep(ctx, { spendReserved: true });
     return;
@@ -19,7 +17,7 @@ export async function reserveDailySpend(ctx: Ctx): Promise<void> {
   const at = new Date(res.retryAt).toISOString();
   await waitQueued(
     ctx,
-    `MAX_DAILY_USDC: ${formatUsdc(res.used)} of ${formatUsdc(limit.cap)} USDC sent in the last 24 h; waiting (room frees up by ${at})`,
+    `MAX_DAILY_USDC: ${formatUsdc(res.used)} of ${formatUsdc(res.cap)} USDC sent in the last 24 h; waiting (room frees up by ${at})`,
     Math.max(1_000, Math.min(60_000, res.retryAt - ctx.now())),
     'daily_cap',
   );
@@ -33,9 +31,19 @@ export async function reserveDailySpend(ctx: Ctx): Promise<void> {
  * the owner's serial path: a prepared permit goes the moment the lease is handed to it.
  */
 export async function reserveDailySpendAhead(ctx: Ctx): Promise<StepsPatch | undefined> {
+  const res = await reserveOnce(ctx);
+  if (!res) return {};
+  return res.ok ? { spendReserved: true } : undefined;
+}
+
+/**
+ * The transfer's reservation under the cap, with the cap it was asked under; undefined without a
+ * cap, or when the transfer took it before (`spend_reserved`).
+ */
+async function reserveOnce(ctx: Ctx) {
   const limit = ctx.deps.spendLimit;
   const rec = current(ctx);
-  if (!limit || rec.steps.spendReserved) return {};
+  if (!limit || rec.steps.spendReserved) return undefined;
   const res = await limit.reserve(`${ctx.batchId}/${ctx.transferId}`, rec.amount);
-  return res.ok ? { spendReserved: true } : undefined;
+  return { ...res, cap: limit.cap };
 }
