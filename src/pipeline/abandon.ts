@@ -5,7 +5,7 @@ import type { RunRecord, SavedSteps, StepsPatch } from '../store/saved-steps.ts'
 import type { TransferRecord } from '../store/transfer-record.ts';
 import { doubtOf } from './evm/evm-settle-review.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
-import { DEFAULT_POLICY } from './policy.ts';
+import { policyOf } from './policy.ts';
 
 /**
  * The queue gave up on a transfer's job by itself (stalled too often, attempts exhausted): decide
@@ -60,7 +60,7 @@ export async function abandonTransfer(
 
 /** When the chain or the status route may settle the payload: after its deadline or expiry. */
 function payloadSettleAt(deps: PipelineDeps, steps: SavedSteps): number | null {
-  const margin = (deps.policy ?? DEFAULT_POLICY).settleMarginMs;
+  const margin = policyOf(deps).settleMarginMs;
   const deadline = (steps.permitDeadline ?? NaN) * 1000;
   if (steps.permit && Number.isFinite(deadline)) return deadline + margin;
   const expiry = steps.solanaExpiresAt ?? NaN;

@@ -53,6 +53,11 @@ export const DEFAULT_POLICY: PipelinePolicy = {
   holds: DEFAULT_HOLD_TIMES,
 };
 
+/** The pipeline's policy as wired (a worker's, from its configuration), or the defaults. */
+export function policyOf(deps: { readonly policy?: PipelinePolicy | undefined }): PipelinePolicy {
+  return deps.policy ?? DEFAULT_POLICY;
+}
+
 /** Exponential backoff with full jitter. */
 export function backoffMs(
   policy: PipelinePolicy,

@@ -24,7 +24,7 @@ import { evmFlow } from './evm/evm-flow.ts';
 import { forgetResolvedPermit } from './evm/evm-settle-review.ts';
 import { finish } from './outcomes.ts';
 import type { PipelineDeps, StepOutcome } from './pipeline-deps.ts';
-import { DEFAULT_POLICY } from './policy.ts';
+import { policyOf } from './policy.ts';
 import { settleNeedsReview } from './settle-review.ts';
 import { solanaFlow } from './solana-flow.ts';
 
@@ -65,7 +65,7 @@ export async function runTransfer(
   const lock = { token, released: false };
   // The processing lock outlives a healthy job's renewals by far, and a dead process's by one
   // WORKER_LOCK_MS (like BullMQ's own job lock), so a crashed transfer resumes on another worker soon.
-  const policy = deps.policy ?? DEFAULT_POLICY;
+  const policy = policyOf(deps);
   const { transferLockMs, transferLockRenewMs } = policy.holds;
   const taken = await deps.store.take(
     batchId,

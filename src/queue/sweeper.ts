@@ -5,7 +5,7 @@ import type { Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import { abandonTransfer } from '../pipeline/abandon.ts';
-import { DEFAULT_POLICY } from '../pipeline/policy.ts';
+import { policyOf } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { releaseTokenLock } from '../store/token-lock.ts';
 import { unfinishedTransfers, type UnfinishedTransfer } from '../store/unfinished-transfers.ts';
@@ -86,7 +86,7 @@ export async function sweepUnfinished(deps: SweepDeps): Promise<number> {
  * approve), and than a stalled job's way back (its lock, then BullMQ's stall check).
  */
 export function sweepQuietMsOf(deps: Pick<SweepDeps, 'pipeline'>): number {
-  return (deps.pipeline.policy ?? DEFAULT_POLICY).holds.sweepQuietMs;
+  return policyOf(deps.pipeline).holds.sweepQuietMs;
 }
 
 /**

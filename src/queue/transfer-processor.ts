@@ -4,7 +4,7 @@ import type { Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import { abandonTransfer } from '../pipeline/abandon.ts';
-import { DEFAULT_POLICY } from '../pipeline/policy.ts';
+import { policyOf } from '../pipeline/policy.ts';
 import { runTransfer, type PipelineDeps, type StepOutcome } from '../pipeline/run-transfer.ts';
 import { jobReportSink, writeJobResult } from './job-hash.ts';
 import { jobOutcome, type JobOutcome } from '../present/transfer-view.ts';
@@ -110,7 +110,7 @@ async function afterUnexpectedError(
 ): Promise<Done> {
   const rec = await deps.pipeline.store.load(data.batchId, data.transferId).catch(() => undefined);
   const first = (rec ? savedSteps(rec).firstSeenAt : null) ?? Date.now();
-  const budget = (deps.pipeline.policy ?? DEFAULT_POLICY).transientDeadlineMs + 30_000;
+  const budget = policyOf(deps.pipeline).transientDeadlineMs + 30_000;
   if (!rec || Date.now() - first <= budget) throw err;
   const message = (err as Error).message?.slice(0, 200) ?? String(err);
   const out = await abandonTransfer(deps.pipeline, runRecordOf(rec), {

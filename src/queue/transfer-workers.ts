@@ -4,7 +4,7 @@ import type { JobsKept } from '../config/jobs-kept.ts';
 import { isEvmChain, type Chain } from '../domain/chains.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
-import { DEFAULT_POLICY } from '../pipeline/policy.ts';
+import { policyOf } from '../pipeline/policy.ts';
 import type { PipelineDeps } from '../pipeline/run-transfer.ts';
 import { JOB_LOG_LINES } from './job-reporter.ts';
 import { queueNameFor, settleJobName, transferJobId, transferJobName } from './jobs.ts';
@@ -94,14 +94,11 @@ export function createTransferWorkers(deps: TransferWorkersDeps): TransferWorker
       logger: deps.logger,
       metrics: deps.metrics,
     });
-  const sweepTimer = setInterval(
-    () => {
-      sweep().catch((err: unknown) =>
-        deps.logger.warn({ err: { message: (err as Error).message } }, 'sweep failed'),
-      );
-    },
-    (deps.pipeline.policy ?? DEFAULT_POLICY).holds.sweepEveryMs,
-  );
+  const sweepTimer = setInterval(() => {
+    sweep().catch((err: unknown) =>
+      deps.logger.warn({ err: { message: (err as Error).message } }, 'sweep failed'),
+    );
+  }, policyOf(deps.pipeline).holds.sweepEveryMs);
   sweepTimer.unref();
   void sweep().catch(() => {});
 
@@ -129,7 +126,7 @@ function startWorker(
   shutdown: AbortSignal,
 ): Worker {
   const name = queueNameFor(source);
-  const holds = (deps.pipeline.policy ?? DEFAULT_POLICY).holds;
+  const holds = policyOf(deps.pipeline).holds;
   const processorDeps: TransferProcessorDeps = {
     source,
     pipeline: deps.pipeline,
