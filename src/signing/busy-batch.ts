@@ -1,8 +1,10 @@
 /**
- * Calls to one endpoint sent together while it is busy: a call goes at once when none is in flight;
- * the calls asked for meanwhile wait for that answer and then go in one request (at most `max` each),
- * so an idle worker adds no wait and a busy one makes one request where it made many. `send` answers
- * each call of a group on its own; if it throws, every call of the group fails with that error.
+ * Calls to one endpoint sent together while it is busy: when none is in flight, the calls asked for
+ * in one turn of the event loop go at its end, together (a run asking about all its owners at once
+ * makes one request, not one and then the rest after its answer); the calls asked for while one is
+ * in flight wait for that answer and then go in one request (at most `max` each), so an idle worker
+ * adds no wait and a busy one makes one request where it made many. `send` answers each call of a
+ * group on its own; if it throws, every call of the group fails with that error.
  */
 export type Settled<R> =
   { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
@@ -19,6 +21,7 @@ export function batchWhileBusy<P, R>(
 ): (p: P) => Promise<R> {
   const waiting: Waiting<P, R>[] = [];
   let busy = false;
+  let turnEnd: NodeJS.Immediate | undefined;
   const flush = (): void => {
     if (busy || waiting.length === 0) return;
     busy = true;
@@ -31,7 +34,10 @@ export function batchWhileBusy<P, R>(
   return (p) =>
     new Promise<R>((resolve, reject) => {
       waiting.push({ p, resolve, reject });
-      flush();
+      turnEnd ??= setImmediate(() => {
+        turnEnd = undefined;
+        flush();
+      });
     });
 }
 

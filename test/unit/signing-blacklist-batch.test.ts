@@ -88,6 +88,18 @@ describe('isBlacklisted reads under load', () => {
     expect(batch.every((c) => c.method === 'eth_call' && c.params[1] === 'latest')).toBe(true);
   });
 
+  it('sends the reads asked for in one turn with none in flight together: one request, not one and then the rest', async () => {
+    const rpc = heldRpc((a) => ({ result: a === C ? WORD_TRUE : WORD_FALSE }));
+    const reader = readerOn(rpc.fetch);
+    // A run asking about all of its owners at once (pipeline/onchain-screening.ts).
+    const owners = Promise.all([A, B, C].map((x) => reader.usdcBlacklisted('ETH', x)));
+    await settle();
+    expect(rpc.requests).toHaveLength(1);
+    await rpc.release();
+    expect(await owners).toEqual([false, false, true]);
+    expect((rpc.requests[0] as RpcCall[]).map(addressOf)).toEqual([A, B, C]);
+  });
+
   it('reads alone again a call the batch answer left out (an endpoint that takes no batches)', async () => {
     const rpc = heldRpc((a) => (a === C ? undefined : { result: a === B ? WORD_TRUE : WORD_FALSE }));
     const reader = readerOn(rpc.fetch);
