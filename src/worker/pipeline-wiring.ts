@@ -19,6 +19,7 @@ import { createRateLimiter } from '../store/rate-limiter.ts';
 import { createSpendLimit } from '../store/spend-limit.ts';
 import type { TransferStore } from '../store/transfer-store.ts';
 import { createOwnerCaches } from '../pipeline/evm/owner-caches.ts';
+import { warmOwnerBalance } from '../pipeline/evm/owner-balance-reading.ts';
 import type { CctpDeps } from '../pipeline/cctp/cctp-deps.ts';
 import { createCctpApi } from '../service/cctp-api.ts';
 import { pendingBurns } from '../store/cctp-allowance-need.ts';
@@ -172,10 +173,13 @@ export async function warmUpEvm(deps: {
   ).catch((err: unknown) =>
     logger.warn({ err: { message: (err as Error).message } }, 'could not register the owners for /metrics'),
   );
-  // The first permit of each chain would otherwise wait, after its estimate, for nonces(owner)
-  // and then for USDC's name()/version(): read them now, while the first estimates run.
+  // The first permit of each chain would otherwise wait, after its estimate, for nonces(owner),
+  // USDC's name()/version() and the owner's balance: read them now, while the first estimates run.
   for (const chain of chains) {
-    for (const signer of evm.signers) evm.nonces.prefetch(chain, signer.address);
+    for (const signer of evm.signers) {
+      evm.nonces.prefetch(chain, signer.address);
+      warmOwnerBalance({ caches: evm.ownerCaches, reader: evm.chain, chain, owner: signer.address });
+    }
     evm.signers[0]?.domainFor(chain).catch(() => {});
   }
 }

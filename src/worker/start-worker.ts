@@ -176,9 +176,11 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     screening: screening.gate,
   });
   const sources = workerSourceChains(config);
+  // The owners' chain reads (nonces, USDC's domain, balances) go out while the key is checked.
+  const warm = evm ? warmUpEvm({ redis, prefix, evm, sources, logger }) : undefined;
   // A wrong TRANSFER_API_KEY stops the start here (exit 2), before any row is taken.
   await checkServiceKey({ service, sources, logger });
-  if (evm) await warmUpEvm({ redis, prefix, evm, sources, logger });
+  await warm;
   const workers =
     (ref.workers =
     started.workers =

@@ -12,6 +12,7 @@ import type { BalanceReading, OwnerBalances } from '../../store/owner-balance.ts
 import type { RunRecord } from '../../store/saved-steps.ts';
 import { current, jittered, Later, noteWritten, saveStep, type Ctx } from '../context.ts';
 import { HELD_RECHECK_MS } from './evm-refused-permit.ts';
+import { readOwnerBalance } from './owner-balance-reading.ts';
 import { waitQueued } from '../outcomes.ts';
 import { holderOf, type EvmRun } from './owner-turn.ts';
 
@@ -28,8 +29,6 @@ import { holderOf, type EvmRun } from './owner-turn.ts';
 
 export { holderOf } from './owner-turn.ts';
 
-/** How long a balance reading serves later choices in this process (a stale one only under-counts). */
-const BALANCE_READ_MAX_AGE_MS = 1_000;
 /** A row that no owner can cover looks again after this long (±25 %). */
 const SHORT_RECHECK_MS = 30_000;
 
@@ -271,39 +270,12 @@ async function cover(run: Run, owner: string): Promise<string | null> {
   }
 }
 
-/**
- * `balanceOf(owner)` at a known block, shared by this process's choices. Off the critical path: a
- * reading older than a second is refreshed in the background while the last one serves (a reading
- * a little old only counts payments that have landed since as still reserved, and misses deposits
- * since: it can only under-count what the owner has). Awaited only for the first reading, and when
- * `fresh` (a row found the owner short, or the reading older than one already used).
- */
+/** The owner's balance for a choice (owner-balance-reading.ts): shared, or fresh when asked. */
 async function readBalance(run: EvmRun, owner: string, fresh: boolean): Promise<BalanceReading | undefined> {
   const { ctx, evm, chain } = run;
-  const cache = evm.ownerCaches.readings;
-  const key = `${chain}|${owner}`;
-  const hit = cache.get(key);
-  const read = async (): Promise<BalanceReading | undefined> => {
-    const r = await evm.chain.usdcBalanceAtHead(chain, owner);
-    const reading = r === undefined ? undefined : { balance: r.balance, block: r.block.number };
-    const now = cache.get(key);
-    // Readings only move forward (a slower, older answer never replaces a newer one).
-    if (!now || now.reading === undefined || reading === undefined || reading.block >= now.reading.block)
-      cache.set(key, { at: Date.now(), reading });
-    return reading;
-  };
-  if (fresh || !hit) return await read();
-  if (Date.now() - hit.at >= BALANCE_READ_MAX_AGE_MS && !hit.refresh) {
-    hit.refresh = read()
-      .catch((err: unknown) =>
-        ctx.log.debug({ chain, owner, err: { message: String(err) } }, 'balance refresh failed'),
-      )
-      .finally(() => {
-        hit.refresh = undefined;
-        hit.at = Math.max(hit.at, Date.now() - BALANCE_READ_MAX_AGE_MS / 2);
-      });
-  }
-  return hit.reading;
+  return await readOwnerBalance({ caches: evm.ownerCaches, reader: evm.chain, chain, owner }, fresh, (err) =>
+    ctx.log.debug({ chain, owner, err: { message: String(err) } }, 'balance refresh failed'),
+  );
 }
 
 /** Receipts are looked up at most this often per (chain, owner) in one process. */

@@ -18,10 +18,12 @@ export type CachedReading = {
 export type OwnerCaches = {
   /** `<chain>|<owner>` → the last balance reading. */
   readonly readings: Map<string, CachedReading>;
+  /** `<chain>|<owner>` → the first reading while it is under way (the start's, or a first row's). */
+  readonly firstReads: Map<string, Promise<BalanceReading | undefined>>;
   /** `<chain>|<owner>` → when its receipts were last looked up (ms). */
   readonly lastLearned: Map<string, number>;
 };
 
 export function createOwnerCaches(): OwnerCaches {
-  return { readings: new Map(), lastLearned: new Map() };
+  return { readings: new Map(), firstReads: new Map(), lastLearned: new Map() };
 }
