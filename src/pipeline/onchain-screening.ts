@@ -26,11 +26,15 @@ const READ_AGAIN_MS = 3_000;
  * The recipient's controls on its destination chain: undefined when it may be paid (or that chain
  * has no RPC: named at the worker's start), else how the run ended (`rejected`).
  */
-export async function screenRecipient(ctx: Ctx): Promise<StepOutcome | undefined> {
+export async function screenRecipient(ctx: Ctx, ahead?: OnchainReadsAhead): Promise<StepOutcome | undefined> {
   const screening = ctx.deps.onchain;
   if (!screening) return undefined;
   const rec = current(ctx);
-  const facts = await readOrWait(ctx, rec.to, () => recipientFacts(screening.controls, rec));
+  const facts = await readOrWait(
+    ctx,
+    rec.to,
+    () => ahead?.recipient ?? recipientFacts(screening.controls, rec),
+  );
   const refusal = decideRecipient(facts);
   return refusal ? await refuse(ctx, screening, refusal) : undefined;
 }
@@ -53,16 +57,14 @@ export async function screenOwners(
   ctx: Ctx,
   evm: EvmDeps,
   chain: EvmChain,
+  ahead?: OnchainReadsAhead,
 ): Promise<{ readonly evm: EvmDeps } | { readonly outcome: StepOutcome }> {
   const screening = ctx.deps.onchain;
   if (!screening || !screening.controls.screens(chain)) return { evm };
-  const owners = await readOrWait(ctx, chain, async () =>
-    Promise.all(
-      evm.signers.map(async (s) => ({
-        address: s.address,
-        blacklisted: await screening.controls.blacklisted(chain, s.address),
-      })),
-    ),
+  const owners = await readOrWait(
+    ctx,
+    chain,
+    () => ahead?.owners ?? ownerFacts(screening.controls, chain, evm.signers),
   );
   const verdict = decideOwners({ chain, owners, fixed: fixedOwner(current(ctx)) });
   if ('refusal' in verdict) return { outcome: await refuse(ctx, screening, verdict.refusal) };
@@ -70,6 +72,56 @@ export async function screenOwners(
   const left = owners.filter((o) => o.blacklisted).map((o) => o.address);
   ctx.report(null, `owners blacklisted by USDC on ${chain} do not pay: ${left.join(', ')}`);
   return { evm: { ...evm, signers: evm.signers.filter((s) => verdict.owners.includes(s.address)) } };
+}
+
+/** Each owner's place on USDC's blacklist of `chain`. */
+async function ownerFacts(
+  controls: UsdcControls,
+  chain: EvmChain,
+  signers: EvmDeps['signers'],
+): Promise<{ readonly address: string; readonly blacklisted: boolean }[]> {
+  return await Promise.all(
+    signers.map(async (s) => ({
+      address: s.address,
+      blacklisted: await controls.blacklisted(chain, s.address),
+    })),
+  );
+}
+
+/**
+ * The on-chain reads of a run's checks, begun together at its start (`readOnchainAhead`) so that they
+ * overlap the fee estimate instead of following it; each is still decided at its own place in the
+ * order of the checks, and a failed read waits there as before.
+ */
+export type OnchainReadsAhead = {
+  readonly recipient?: Promise<RecipientFacts> | undefined;
+  readonly owners?: Promise<{ readonly address: string; readonly blacklisted: boolean }[]> | undefined;
+};
+
+/**
+ * Begins the reads `screenRecipient` and (for an EVM source chain) `screenOwners` will decide on:
+ * both wait on the chains' RPC while the estimate waits on the service. Nothing is decided here;
+ * a run that stops at an earlier check leaves their answers unread.
+ */
+export function readOnchainAhead(ctx: Ctx): OnchainReadsAhead | undefined {
+  const screening = ctx.deps.onchain;
+  if (!screening) return undefined;
+  const rec = current(ctx);
+  const { evm } = ctx.deps;
+  const from = rec.from;
+  return {
+    recipient: quiet(recipientFacts(screening.controls, rec)),
+    owners:
+      evm && isEvmChain(from) && screening.controls.screens(from)
+        ? quiet(ownerFacts(screening.controls, from, evm.signers))
+        : undefined,
+  };
+}
+
+/** The promise, its rejection left for whoever awaits it (none, when the run stopped before). */
+function quiet<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
 }
 
 /** The reads, or the transfer waits `queued` with the reason until they can be made. */

@@ -14,7 +14,12 @@ import {
 } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
 import { holdUnlessCleared } from './recipient-check.ts';
-import { screenOwners, screenRecipient } from './onchain-screening.ts';
+import {
+  readOnchainAhead,
+  screenOwners,
+  screenRecipient,
+  type OnchainReadsAhead,
+} from './onchain-screening.ts';
 import { enforceWorkerControls } from './worker-controls.ts';
 import { enforceScreening } from './screening-check.ts';
 import { estimateAndGuard } from './estimate-guard.ts';
@@ -165,6 +170,8 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
 
   const road = current(ctx).via;
   const unsigned = !hasPayload(current(ctx).steps, current(ctx));
+  // USDC's controls are read on chain while the estimate asks the service (onchain-screening.ts).
+  const ahead = unsigned ? readOnchainAhead(ctx) : undefined;
   if (unsigned) {
     // The sanctions lists in force, checked again before anything is signed (docs/screening.md).
     const listed = await enforceScreening(ctx);
@@ -177,14 +184,14 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     const held = await holdUnlessCleared(ctx);
     if (held) return held;
     // USDC's own controls, read on chain before anything is signed (docs/promises.md, promise 6).
-    const blocked = await screenRecipient(ctx);
+    const blocked = await screenRecipient(ctx, ahead);
     if (blocked) return blocked;
     // EVM rows take the cap once their owner's balance (or, on the CCTP road, lease) is theirs.
     if (!isEvmChain(current(ctx).from)) await reserveDailySpend(ctx);
   }
   rec = current(ctx);
   // The CCTP road (cctp/cctp-flow.ts): after every pre-sign check above.
-  if (road !== 'service') return await cctpRoad(ctx, unsigned);
+  if (road !== 'service') return await cctpRoad(ctx, unsigned, ahead);
   if (rec.from === 'SOLANA') {
     if (!ctx.deps.solana) throw new Later(5_000, 'this worker has no Solana key', 'no_key');
     return await solanaFlow(ctx, ctx.deps.solana);
@@ -192,7 +199,7 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
   if (isEvmChain(rec.from)) {
     if (!ctx.deps.evm) throw new Later(5_000, 'this worker has no EVM key', 'no_key');
     // Owners blacklisted on the source chain sign nothing for a transfer not signed yet.
-    const owners = unsigned ? await screenOwners(ctx, ctx.deps.evm, rec.from) : { evm: ctx.deps.evm };
+    const owners = unsigned ? await screenOwners(ctx, ctx.deps.evm, rec.from, ahead) : { evm: ctx.deps.evm };
     if ('outcome' in owners) return owners.outcome;
     return await evmFlow(ctx, owners.evm, rec.from);
   }
@@ -205,11 +212,15 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
  * The CCTP road, its owners screened as the service road's are: owners blacklisted on the source
  * chain burn nothing for a transfer not begun yet.
  */
-async function cctpRoad(ctx: Ctx, unsigned: boolean): Promise<StepOutcome> {
+async function cctpRoad(
+  ctx: Ctx,
+  unsigned: boolean,
+  ahead: OnchainReadsAhead | undefined,
+): Promise<StepOutcome> {
   const { evm, cctp } = ctx.deps;
   const from = current(ctx).from;
   if (!unsigned || !evm || !cctp || !isEvmChain(from)) return await cctpFlow(ctx, cctp);
-  const owners = await screenOwners(ctx, evm, from);
+  const owners = await screenOwners(ctx, evm, from, ahead);
   if ('outcome' in owners) return owners.outcome;
   return await cctpFlow(ctx, { ...cctp, owners: owners.evm.signers.map((s) => s.address) });
 }

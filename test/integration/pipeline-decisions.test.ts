@@ -624,6 +624,43 @@ describe('pipeline decisions', () => {
     expect(sandbox.ledger()).toHaveLength(1);
   });
 
+  it("reads USDC's on-chain controls of the recipient and the owner while the fee estimate is still unanswered (they overlap it), and pays once after", async () => {
+    const both = { evmRpcUrl: { ...config.evmRpcUrl, ETH: sandbox.rpcUrl('ETH') } } as Partial<Config>;
+    const t = await setup({ config: both, lostAnswers: true });
+    const recipient = randomEvmAddress();
+    t.add({ id: 'a', from: 'BASE', to: 'ETH', amount: 4_000_000n, recipient });
+    await t.write('b-ahead');
+    const onchain = t.deps.onchain;
+    if (!onchain) throw new Error('the wiring screens on chain by default');
+    const asked: string[] = [];
+    const { controls } = onchain;
+    const deps: PipelineDeps = {
+      ...t.deps,
+      onchain: {
+        ...onchain,
+        controls: {
+          ...controls,
+          blacklisted: async (chain, address) => {
+            asked.push(`${chain} ${address.toLowerCase()}`);
+            return await controls.blacklisted(chain, address);
+          },
+        },
+      },
+    };
+    // The service never answers the estimate: the run ends at it, having signed nothing.
+    sandbox.admin.configure({ faults: { estimate: { hang: 1 } }, hangMs: null });
+    const out = await runTransfer(deps, 'b-ahead', 'a');
+    expect(out.kind).toBe('later');
+    expect(asked.sort()).toEqual([
+      `BASE ${TEST_EVM_ADDRESS.toLowerCase()}`,
+      `ETH ${recipient.toLowerCase()}`,
+    ]);
+    expect((await t.store.load('b-ahead', 'a'))?.raw['permit']).toBeUndefined();
+    sandbox.admin.configure({ faults: {} });
+    expect(await t.drive('b-ahead', 'a')).toBe('submitted');
+    expect(sandbox.ledger()).toHaveLength(1);
+  });
+
   it('re-submits the same signed Solana transaction after a lost answer, and pays once', async () => {
     const t = await setup();
     t.add({ id: 's', from: 'SOLANA', to: 'BASE', amount: 9_000_000n, recipient: randomEvmAddress() });
