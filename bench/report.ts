@@ -600,16 +600,16 @@ function owners(x: OwnersResult): string[] {
     `Command: \`BENCH_ONLY=owners npm run bench\`. One \`usdc-batch worker\` (WORKER_CONCURRENCY=${x.concurrency}), a second sandbox process`,
     `answering every call after ${x.latencyMs} ms, BASE→ARB rows of one source chain, and \`EVM_PRIVATE_KEY\` holding 1, 2, 4 or 8`,
     'keys (issue 17). Each owner’s permits reach the service one at a time in nonce order; the owners’ do not wait',
-    `for each other, so the bound is owners × 1 / latency (${fmt(x.boundPerOwner, 0)}/s per owner). Each owner is funded by the sandbox`,
-    'the first time the worker reads its balance (that first reading shows it empty and is read again), and every',
-    'row reserves its amount on its owner’s balance before its permit is signed or prepared (src/store/owner-balance.ts).',
+    `for each other, so the bound is owners × 1 / latency (${fmt(x.boundPerOwner, 0)}/s per owner). Each owner is funded before the`,
+    'worker starts, as a treasury is before its payroll, and every row reserves its amount on its owner’s balance',
+    'before its permit is signed or prepared (src/store/owner-balance.ts).',
     'Every run checks the sandbox’s ledger: each row paid exactly once. “Owner cycle” is the median time between two',
     'acceptances of one owner’s transfers (the ledger), the best an owner can do being the service’s own time per call:',
     `${fmt(callMs, 0)} ms measured with one owner (the latency plus the permit and transferFrom the sandbox mines on anvil).`,
     '“Steady pace” is the owners’ pace once under way: each owner’s acceptances after its first, per second from its first',
     'to its last, summed over owners — the hand-off between one acceptance and the next permit’s send, without the',
-    'start of the batch (the first row’s estimate, 200 ms here, and the first balance reading come before any permit).',
-    'The batch rate counts from the first transfer taken to the batch complete.',
+    'start of the batch (the first row’s estimate, 200 ms here, comes before any permit). The batch rate counts from',
+    'the first transfer taken to the batch complete.',
     '',
     '| owners | rows | steady pace / bound (target ≥ 0.92; 0.9 at 8) | batch transfers/s (runs) | bound | batch rate / bound | of owners × 1 ÷ the service’s time per call | owners paying | owner cycle | sandbox cores busy |',
     '|---|---|---|---|---|---|---|---|---|---|',
@@ -688,9 +688,9 @@ function owners(x: OwnersResult): string[] {
     '**Reading it.** No owner can reach 1 ÷ the latency: the sandbox’s transfer call itself takes the latency plus',
     'the anvil transactions, so one owner’s ceiling is the latency ÷ the service’s time per call (the column “of',
     'owners × 1 ÷ the service’s time per call” measures against it). The steady pace is what the worker adds between',
-    'one acceptance and the next send of the same owner; the batch rate also pays the batch’s start once (the first',
-    'row’s estimate at 200 ms and its owner’s first balance reading, before any permit leaves), which over ~22 s of',
-    'rows per owner is a few hundredths of the bound. Where the owner cycle',
+    'one acceptance and the next send of the same owner; the batch rate also pays the batch’s start once (the',
+    'table above: at least the first row’s estimate at 200 ms, before any permit leaves), which over ~22 s of rows',
+    'per owner is about a hundredth of the bound. Where the owner cycle',
     'grows with the count, the worker, the sandbox, its anvil processes and Redis are sharing the machine’s cores',
     '(the sandbox column counts the sandbox process alone, not its anvil children). A worker takes at most 6 jobs',
     'per owner of a chain (docs/nonces.md, “Jobs waiting for the lease”): the rest wait in BullMQ’s wait list at no',
@@ -711,10 +711,13 @@ function ownerCycleLines(x: OwnersResult): string[] {
     'all the worker does between two permits of one owner — the answer read, the nonce committed and its lease handed',
     'to the transfer that prepared the next permit, that transfer’s sending mark, its request on the wire; the',
     'outcome is written after the commit, off that path). Medians per owner, then over owners and runs. The gap is the',
-    'product’s share of the lost pace; the service’s time over the latency is the service’s.',
+    'product’s share of the lost pace; the service’s time over the latency is the service’s. The **start** is the',
+    'first transfer taken → the first permit’s request arriving: the estimate (one service call) with, beside it, USDC’s',
+    'on-chain controls of the recipient and the owners, the owner’s balance and nonce (read as the worker starts),',
+    'the permit signed and its sending mark; the least it can be is one call’s latency.',
     '',
-    '| owners | owner cycle | service’s time per call | worker’s gap | gap / cycle | ceiling with no gap: latency ÷ service’s time | steady pace / bound |',
-    '|---|---|---|---|---|---|---|',
+    '| owners | start (runs) | owner cycle | service’s time per call | worker’s gap | gap / cycle | ceiling with no gap: latency ÷ service’s time | steady pace / bound |',
+    '|---|---|---|---|---|---|---|---|',
   ];
   for (const c of x.counts) {
     const service = med(c.runs, (r) => r.serviceMs ?? Number.NaN);
@@ -722,8 +725,12 @@ function ownerCycleLines(x: OwnersResult): string[] {
     const cycle = median(c.runs.map((r) => r.ownerCycleMs));
     const bound = c.owners * x.boundPerOwner;
     const steady = med(c.runs, (r) => r.steadyPerSecond ?? Number.NaN) / bound;
+    const start = med(c.runs, (r) => r.startMs ?? Number.NaN);
     lines.push(
-      `| ${c.owners} | ${fmt(cycle, 1)} ms | ${fmt(service, 1)} ms (${runsOf(
+      `| ${c.owners} | ${fmt(start, 0)} ms (${runsOf(
+        c.runs.map((r) => r.startMs ?? Number.NaN),
+        0,
+      )}) | ${fmt(cycle, 1)} ms | ${fmt(service, 1)} ms (${runsOf(
         c.runs.map((r) => r.serviceMs ?? Number.NaN),
         1,
       )}) | ${fmt(gap, 1)} ms (${runsOf(

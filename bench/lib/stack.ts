@@ -156,6 +156,8 @@ export type BatchOutcome = {
   /** First transfer taken by a worker → the batch complete (worker start-up excluded), ms. */
   readonly windowMs: number;
   readonly perSecond: number;
+  /** When the first transfer was taken (epoch ms, the records' `first_seen_at`). */
+  readonly firstTakenAt: number;
 };
 
 /**
@@ -184,5 +186,6 @@ export async function batchOutcome(client: Redis, prefix: string, batchId: strin
     notSubmitted: rows - submitted,
     windowMs,
     perSecond: (rows / windowMs) * 1000,
+    firstTakenAt: first,
   };
 }

@@ -38,6 +38,12 @@ export type OwnersRun = FlowRun & {
    */
   readonly serviceMs?: number | undefined;
   readonly workerGapMs?: number | undefined;
+  /**
+   * The batch's start: the first transfer taken → the first permit's request arriving at the service
+   * (the sandbox's clock and the records' are the same machine's): the estimate, USDC's on-chain
+   * controls, the owner's balance and nonce, the permit signed and marked.
+   */
+  readonly startMs?: number | undefined;
   /** Leases handed straight from a committing holder to its preparer, per transfer (the pools' counters). */
   readonly handoffsPerTransfer?: number | undefined;
 };
@@ -79,6 +85,7 @@ const REPLICA_OWNERS: readonly number[] = (process.env['BENCH_REPLICA_OWNERS'] ?
 const PROCESSES = Number(process.env['BENCH_OWNER_PROCESSES'] ?? '3');
 
 type OwnerCycles = {
+  readonly startMs: number;
   readonly cycleMs: number;
   readonly owners: number;
   readonly steadyPerSecond: number;
@@ -94,10 +101,12 @@ type Call = { readonly receivedAt: number; readonly at: number };
  * the owners' steady pace (OwnersRun.steadyPerSecond), and the cycle split into the service's time
  * and the worker's gap (OwnersRun.serviceMs, workerGapMs).
  */
-async function ownerCycles(sandbox: SandboxProcess): Promise<OwnerCycles> {
+async function ownerCycles(sandbox: SandboxProcess, firstTakenAt: number | undefined): Promise<OwnerCycles> {
   const byOwner = new Map<string, Call[]>();
+  let firstRequest = Number.POSITIVE_INFINITY;
   for (const e of await sandbox.admin.ledger()) {
     if (e.kind !== 'evm') continue;
+    firstRequest = Math.min(firstRequest, e.received_at);
     byOwner.set(e.owner, [...(byOwner.get(e.owner) ?? []), { receivedAt: e.received_at, at: e.at }]);
   }
   const sorted = [...byOwner.values()].map((calls) => [...calls].sort((a, b) => a.at - b.at));
@@ -108,6 +117,7 @@ async function ownerCycles(sandbox: SandboxProcess): Promise<OwnerCycles> {
     return calls.length > 1 && span > 0 ? sum + ((calls.length - 1) * 1000) / span : sum;
   }, 0);
   return {
+    startMs: firstTakenAt === undefined ? Number.NaN : firstRequest - firstTakenAt,
     cycleMs: median(sorted.map((calls) => between(calls, (prev, next) => next.at - prev.at))),
     owners: byOwner.size,
     steadyPerSecond,
@@ -161,7 +171,7 @@ export async function benchOwners(
           inspect: (client, prefix) => handoffs(client, prefix, owners),
         });
         const { commands, inspected, ...r0 } = flow;
-        const cycles = await ownerCycles(sandbox);
+        const cycles = await ownerCycles(sandbox, flow.firstTakenAt);
         const serial = owners === 1 ? await serialSection(sandbox, rows.length) : undefined;
         const r: OwnersRun = {
           ...r0,
@@ -170,12 +180,13 @@ export async function benchOwners(
           steadyPerSecond: cycles.steadyPerSecond,
           serviceMs: cycles.serviceMs,
           workerGapMs: cycles.workerGapMs,
+          startMs: cycles.startMs,
           callMs: serial?.callMs,
           handoffsPerTransfer: (inspected ?? 0) / rows.length,
         };
         runs.push(r);
         ctx.log(
-          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (steady ${cycles.steadyPerSecond.toFixed(2)}/s, cycle ${cycles.cycleMs.toFixed(1)} ms = service ${cycles.serviceMs.toFixed(1)} + worker gap ${cycles.workerGapMs.toFixed(1)}; bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s), handed over ${(r.handoffsPerTransfer ?? 0).toFixed(2)}; per transfer: ${topCommands(commands, rows.length, 12)}`,
+          `owners ${owners}, run ${i + 1}: ${r.perSecond.toFixed(2)}/s (start ${cycles.startMs.toFixed(0)} ms, steady ${cycles.steadyPerSecond.toFixed(2)}/s, cycle ${cycles.cycleMs.toFixed(1)} ms = service ${cycles.serviceMs.toFixed(1)} + worker gap ${cycles.workerGapMs.toFixed(1)}; bound ${((owners * 1000) / REALISTIC_LATENCY_MS).toFixed(0)}/s), handed over ${(r.handoffsPerTransfer ?? 0).toFixed(2)}; per transfer: ${topCommands(commands, rows.length, 12)}`,
         );
       }
       counts.push({ owners, rows: rows.length, runs });
@@ -219,7 +230,7 @@ async function replicaCosts(ctx: Context, runs: number, concurrency: number): Pr
           replica: withReplica,
         });
         const { commands, inspected: _inspected, ...r0 } = flow;
-        const cycles = await ownerCycles(ctx.sandbox);
+        const cycles = await ownerCycles(ctx.sandbox, flow.firstTakenAt);
         const r: OwnersRun = {
           ...r0,
           ownerCycleMs: cycles.cycleMs,
@@ -251,7 +262,7 @@ async function oneOwnerManyProcesses(
   for (let i = 0; i < runs; i++) {
     const flow = await runProductBatch(ctx, { rows, workers: PROCESSES, env, name: `owners-1-p${i}` });
     const { commands, inspected: _inspected, ...r0 } = flow;
-    const cycles = await ownerCycles(ctx.sandbox);
+    const cycles = await ownerCycles(ctx.sandbox, flow.firstTakenAt);
     out.push({ ...r0, ownerCycleMs: cycles.cycleMs, ownersPaying: cycles.owners });
     ctx.log(
       `owners 1, ${PROCESSES} processes, run ${i + 1}: ${r0.perSecond.toFixed(2)}/s; per transfer: ${topCommands(commands, rows.length, 12)}`,

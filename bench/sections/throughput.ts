@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
-import type { Chain } from '../../src/domain/chains.ts';
+import type { Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import { isEvmChain, type Chain } from '../../src/domain/chains.ts';
 import { metricKeys } from '../../src/metrics/worker-metrics.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import type { Row } from '../../support/fixtures.ts';
@@ -30,6 +32,8 @@ const RAW_SOLANA_WORKER = fileURLToPath(new URL('../raw/solana-worker.ts', impor
 export type FlowRun = {
   readonly perSecond: number;
   readonly windowMs: number;
+  /** When the window began: the first transfer taken (epoch ms); absent for raw runs. */
+  readonly firstTakenAt?: number | undefined;
   /** Redis commands per transfer while the batch ran (INFO commandstats; Lua-internal calls included). */
   readonly commandsPerTransfer: number;
   /** Lua script invocations (EVAL/EVALSHA/FCALL) per transfer: each is one round trip. */
@@ -93,6 +97,22 @@ async function resetSandbox(ctx: Context): Promise<void> {
   if (ctx.diagnostics?.settleNow) await ctx.sandbox.admin.configure({ statusStepMs: 0 });
 }
 
+/**
+ * The run's EVM owners funded on the rows' source chains before the worker starts, as a treasury
+ * is before its payroll: otherwise the sandbox funds an owner when its balance is first read, and
+ * the batch's start would include a reading that shows it empty (docs/sandbox.md).
+ */
+async function fundOwners(ctx: Context, env: Record<string, string>, rows: readonly Row[]): Promise<void> {
+  const keys = (env['EVM_PRIVATE_KEY'] ?? '').split(',').filter(Boolean);
+  const chains = [...new Set(rows.map((r) => r.from))].filter(isEvmChain);
+  const { treasuryBalance } = await ctx.sandbox.admin.config();
+  for (const chain of chains) {
+    for (const key of keys) {
+      await ctx.sandbox.admin.setBalance(chain, privateKeyToAccount(key as Hex).address, treasuryBalance);
+    }
+  }
+}
+
 /** BENCH_LOG_COMMANDS=1: each command's calls per transfer, most first, and the sandbox's requests. */
 async function logCommands(
   ctx: Context,
@@ -138,6 +158,7 @@ export async function runProductBatch<T = undefined>(
       solanaKeyFile: ctx.solanaKeyFile,
       ...(p.env ? { extra: p.env } : {}),
     });
+    await fundOwners(ctx, env, p.rows);
     const file = writeCsv(ctx.dir, `${p.name}.csv`, p.rows);
     const { batchId } = await enqueueFile(file, env);
     await redis.client.config('RESETSTAT');
@@ -180,6 +201,7 @@ export async function runProductBatch<T = undefined>(
     return {
       perSecond: outcome.perSecond,
       windowMs: outcome.windowMs,
+      firstTakenAt: outcome.firstTakenAt,
       commandsPerTransfer: totalCalls(calls) / p.rows.length,
       scriptsPerTransfer: scriptCalls(calls) / p.rows.length,
       cpuMsPerTransfer: {
