@@ -115,9 +115,10 @@ export type StepOutcome =
 /**
  * Why a run hands its job back (a bounded set, the `kind` label of the waits metric): another run
  * holds the transfer, processing is paused, the worker stops, it lacks the key, the (chain, owner)
- * nonce lease or pool, the chain has not settled a refused permit yet, the daily cap, a transient
- * failure or a 429 of the service, a needs_review payload not yet past its deadline, Redis replicas
- * that did not confirm a send's mark in time, stale sanctions screening.
+ * nonce lease or pool, the chain has not settled a refused permit yet (or mined an owner's earlier
+ * CCTP approve or burn), the daily cap, a transient failure or a 429 of the service, a needs_review
+ * payload not yet past its deadline, Redis replicas that did not confirm a send's mark in time,
+ * stale sanctions screening.
  */
 export type WaitKind =
   | 'lock'

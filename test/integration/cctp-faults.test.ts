@@ -416,6 +416,74 @@ async function ownerKeyElsewhere(): Promise<void> {
 }
 
 /**
+ * One owner's lease lapses while its burn is signed and sent but not mined (a run stalled past the
+ * lease, a node slow to take the burn), and the owner's next transfer takes the lease: the
+ * allowance it reads is not spent by that burn yet. Here every broadcast of the first transfer's
+ * burn is withheld from the node until the test lets them through (to the run, a broadcast whose
+ * answer is lost: it sends the same bytes again), and the second transfer's holder is written in
+ * the lease, as its take after a lapse does. The owner's allowance covers each row but not both: a
+ * second transfer that believed it would burn without an approve, and its burn would revert once
+ * the first is mined (`failed`, for nothing of its own). It must sign nothing while the owner's
+ * earlier burn is not mined (the reason shown), then approve what the first left short, and burn.
+ */
+async function leaseLapsedBurnUnmined(): Promise<void> {
+  resetRpc();
+  const tag = 'lapse';
+  const key = generatePrivateKey();
+  const owner = privateKeyToAccount(key).address;
+  await fundOwners(stack.sandbox, [owner]);
+  // 3 USDC: one row of 2.11, not two.
+  await approveOutside('ETH', 3n, key);
+  const first = rowsOf('lapse-a', [['ETH', 'BASE']]);
+  const second = rowsOf('lapse-b', [['ETH', 'BASE']]);
+  const before = await supplies();
+  let held: number | undefined;
+  let released = false;
+  rpc.send = (s) => {
+    if (s.tag !== tag || s.chain !== 'ETH' || released) return 'forward';
+    if (held === undefined && s.kind === 'burn') held = s.nonce;
+    return s.nonce === held ? 'withhold' : 'forward';
+  };
+  const firstBatch = await enqueueCctp(first);
+  startWorker({ ...rpc.env(tag), EVM_PRIVATE_KEY: key }, 'ETH');
+  await waitFor('the first burn signed and sent', async () => held !== undefined, {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
+  const secondBatch = await enqueueCctp(second);
+  const prefix = stack.env['QUEUE_PREFIX'] as string;
+  const lease = cctpLeaseKey(prefix, 'ETH', owner);
+  await stack.client.set(lease, `${secondBatch}/lapse-b-0`, 'PX', 600_000);
+  await stack.client.publish(cctpLeaseChannel(prefix), lease);
+  const ofSecond = () => rpc.sends.filter((s) => s.tag === tag && s.chain === 'ETH' && s.nonce !== held);
+  const row = await waitFor(
+    'the second transfer waiting for the first burn, or sending',
+    async () => {
+      const t = byId(await stack.status(secondBatch), 'lapse-b-0');
+      return ofSecond().length > 0 || /not mined/.test(t?.wait_reason ?? '') ? t : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 100 },
+  );
+  const sentEarly = ofSecond().map(
+    (s) => `${s.kind} at nonce ${s.nonce} before the burn at ${held} was mined`,
+  );
+  released = true;
+  const [a, b] = await Promise.all([
+    waitMinted((id) => stack.status(id), firstBatch, 180_000),
+    waitMinted((id) => stack.status(id), secondBatch, 180_000),
+  ]);
+  await stopWorkers();
+  expect(sentEarly).toEqual([]);
+  expect([row.state, row.wait_reason]).toEqual(['in_progress', expect.stringContaining(owner)]);
+  await expectMintedOnce(a, first);
+  await expectMintedOnce(b, second);
+  const moved = parseUsdc((first[0] as Row).amount) + parseUsdc((second[0] as Row).amount);
+  expect(await supplies()).toEqual({ ...before, ETH: before.ETH - moved, BASE: before.BASE + moved });
+  expect([...new Set(ofSecond().map((s) => s.kind))]).toEqual(['approve', 'burn']);
+  expect(await stack.client.get(lease)).toBeNull();
+}
+
+/**
  * How long the failover case's rows may take to be minted after the failover: the product's own
  * timers, each a wait a failover brings (docs/replicated-redis.md "What a failover still costs"),
  * at the holds the tests' workers run with (WORKER_LOCK_MS, support/product-env.ts), plus the
@@ -549,6 +617,11 @@ describe('the CCTP road under faults at exact points', () => {
   it('a re-run on a worker holding no key of the owner the record names: it waits for a worker that does (no_key), never needs_review', async () => {
     // A failure here leaves no worker of this case to take the next case's rows.
     await ownerKeyElsewhere().finally(stopWorkers);
+  }, 300_000);
+
+  it("an owner's lease lapses while its burn is sent, not mined: the next transfer signs nothing until it is mined, then approves what it left short and burns (no burn reverted for want of allowance)", async () => {
+    // A failure here leaves no worker of this case to take the next case's rows.
+    await leaseLapsedBurnUnmined().finally(stopWorkers);
   }, 300_000);
 
   // This case and the next run side by side (the next has its own Redis and owner): the dead

@@ -15,7 +15,7 @@ import type { StepOutcome, WaitKind } from '../pipeline-deps.ts';
 import type { CctpDeps } from './cctp-deps.ts';
 import { approvalAmount, decideAfterBurnStep } from './cctp-decision.ts';
 import { notEvm, thresholdOf } from './cctp-estimate.ts';
-import { stepOwnerCall, waitKindOf, WATCH_EVERY_MS, WATCH_MS } from './owner-call.ts';
+import { stepOwnerCall, unminedOwnerCalls, waitKindOf, WATCH_EVERY_MS, WATCH_MS } from './owner-call.ts';
 
 /*
  * The CCTP road in the transfer's job (docs/cctp.md "The flow"): after the same pre-sign checks as
@@ -128,6 +128,11 @@ async function callInFlight(ctx: Ctx, cctp: CctpDeps, chain: EvmChain, owner: st
 
 const burnCallId = (ctx: Ctx, gen: number) => `${holderOf(ctx)}:burn:${gen}`;
 const approveCallId = (ctx: Ctx, gen: number) => `${holderOf(ctx)}:approve:${gen}`;
+/** Whether `id` names one of this transfer's approves or burns (of any generation). */
+function isOwnCall(ctx: Ctx, id: string): boolean {
+  const prefix = `${holderOf(ctx)}:`;
+  return id.startsWith(prefix) && /^(burn|approve):\d+$/.test(id.slice(prefix.length));
+}
 
 /**
  * Before each step of an owner's call: the (chain, owner) lease renewed. Found held by another
@@ -196,6 +201,7 @@ async function beginBurn(b: Burner): Promise<StepOutcome | undefined> {
 async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | undefined> {
   const { ctx, cctp, chain } = b;
   const rec = current(ctx);
+  await earlierCallsMined(b, approveCallId(ctx, gen));
   const allowance = await allowanceOf(b);
   if (allowance >= rec.amount) return undefined;
   const approving = await approvalFor(b);
@@ -249,6 +255,33 @@ async function allowanceOf(b: Burner): Promise<bigint> {
 }
 
 /**
+ * Before the allowance decides this transfer's next call (`callId`: whether to approve, or whether
+ * a burn begun earlier is still covered), every approve and burn of the owner's other transfers on
+ * the chain at a nonce below that call's is mined. One may be signed and sent, not mined: its run's
+ * lease lapsed in a long stall (or a failover lost it) and this transfer took it, while that call is
+ * driven to its fate without the lease (keepLease). The allowance read now would not show what it
+ * spends, and a burn counting on it would revert once it is mined (`failed`, for nothing of this
+ * transfer's). Until then nothing is signed: the job comes back, the reason shown. This transfer's
+ * own calls are its run's to drive, and the owner's mints spend no allowance: neither is waited for.
+ */
+async function earlierCallsMined(b: Burner, callId: string): Promise<void> {
+  const { ctx, cctp, chain, owner } = b;
+  const own = (await cctp.sender.saved(chain, owner, callId))?.nonce;
+  const a = cctpAddressesOf(ctx.deps.config, chain);
+  const spending = new Set([a.usdc.toLowerCase(), a.tokenMessenger.toLowerCase()]);
+  const earlier = (await unminedOwnerCalls(cctp, b)).find(
+    (t) =>
+      !isOwnCall(ctx, t.callId) && spending.has(t.to.toLowerCase()) && (own === undefined || t.nonce < own),
+  );
+  if (!earlier) return;
+  await waitShown(
+    ctx,
+    `the owner ${owner}'s call ${earlier.callId} at nonce ${earlier.nonce} on ${chain} is not mined yet: this transfer reads the allowance it leaves once it is, and signs nothing before`,
+    'nonce_chain',
+  );
+}
+
+/**
  * A burn begun by an earlier run but given no nonce yet (that run crashed before its first step, or
  * handed its job back when another transfer took the owner's lease: keepLease) counts on an
  * allowance that another transfer's approve or burn may have changed since. Where the allowance no
@@ -265,6 +298,7 @@ async function reopenUnsignedBurn(b: Burner): Promise<void> {
   if (gen === null) return;
   const id = burnCallId(ctx, gen);
   if ((await cctp.sender.saved(chain, owner, id)) !== undefined) return;
+  await earlierCallsMined(b, id);
   const allowance = await allowanceOf(b);
   if (allowance >= rec.amount) return;
   await addEvidence(

@@ -1,6 +1,7 @@
 import type { EvmChain } from '../../domain/chains.ts';
 import { ChainReadError, SigningError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
 import type { OwnerCall, OwnerTxStep } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
+import type { SavedOwnerTx } from '../../store/owner-txs.ts';
 import { Later, type Ctx } from '../context.ts';
 import type { WaitKind } from '../pipeline-deps.ts';
 import type { CctpDeps } from './cctp-deps.ts';
@@ -22,8 +23,21 @@ export async function stepOwnerCall(
   at: { readonly chain: EvmChain; readonly owner: string },
   call: OwnerCall,
 ): Promise<OwnerTxStep> {
+  return await handedBack(() => cctp.sender.step(at.chain, at.owner, call));
+}
+
+/** The owner's calls the chain has not mined yet (OwnerTxSender `unmined`), read as a step is. */
+export async function unminedOwnerCalls(
+  cctp: CctpDeps,
+  at: { readonly chain: EvmChain; readonly owner: string },
+): Promise<readonly SavedOwnerTx[]> {
+  return await handedBack(() => cctp.sender.unmined(at.chain, at.owner));
+}
+
+/** `f`, with a chain that cannot be read or a key this worker lacks handing the job back. */
+async function handedBack<T>(f: () => Promise<T>): Promise<T> {
   try {
-    return await cctp.sender.step(at.chain, at.owner, call);
+    return await f();
   } catch (err) {
     if (err instanceof ChainReadError) throw new Later(2_000, err.message, 'retry');
     if (err instanceof SigningError && err.code === SIGNING_ERROR_CODES.evmKeyMissing)

@@ -10,6 +10,7 @@ import {
   markDone,
   markSent,
   markUsedSeen,
+  nextNonce,
   nonceOfCall,
   readOwnerTx,
   saveSigned,
@@ -662,6 +663,24 @@ async function abandonCall(
   return await stepSaved(at, saved);
 }
 
+/**
+ * The owner's calls the chain has not mined yet: those given nonces from the owner's nonce at
+ * `latest` up to the next the account would give, as saved, the calls given up (their nonces filled
+ * by a zero-value self-transaction) aside. Each may still execute, however long its run stalls: a
+ * call with a nonce is only ever driven to its fate, by whoever steps it next.
+ */
+async function unminedCalls(s: Sender, chain: EvmChain, owner: string): Promise<SavedOwnerTx[]> {
+  const at = await atOf(s, chain, owner);
+  const next = await nextNonce(s.redis, at.w);
+  if (next === undefined) return [];
+  const out: SavedOwnerTx[] = [];
+  for (let n = await readNonce(at.oc, at.w.owner, 'latest'); n < next; n++) {
+    const saved = await readOwnerTx(s.redis, at.w, n);
+    if (saved && !saved.filled) out.push(saved);
+  }
+  return out;
+}
+
 /** Sends the owners' own transactions on the EVM chains (see the top of this file); wires the functions above. */
 export function createOwnerTxSender(deps: OwnerTxSenderDeps) {
   const accounts = new Map<string, PrivateKeyAccount>();
@@ -685,6 +704,7 @@ export function createOwnerTxSender(deps: OwnerTxSenderDeps) {
   return {
     step: (chain: EvmChain, owner: string, call: OwnerCall) => stepCall(s, chain, owner, call),
     abandon: (chain: EvmChain, owner: string, callId: string) => abandonCall(s, chain, owner, callId),
+    unmined: (chain: EvmChain, owner: string) => unminedCalls(s, chain, owner),
     /** The call's transaction as saved (its nonce, versions, sends), for evidence and the status. */
     async saved(chain: EvmChain, owner: string, callId: string): Promise<SavedOwnerTx | undefined> {
       const w = { prefix: s.prefix, chain, owner };
