@@ -26,12 +26,20 @@ function heldChain() {
   return { reader, pending, at };
 }
 
+/** One owner's reading on BASE, from a held chain, with caches of its own (one worker process). */
+function oneOwner() {
+  const chain = heldChain();
+  return {
+    chain,
+    r: { caches: createOwnerCaches(), reader: chain.reader, chain: 'BASE' as const, owner: OWNER },
+  };
+}
+
 const settle = () => new Promise((r) => setImmediate(r));
 
 describe('owner balance reading', () => {
   it('a reading begun at the start serves the rows that ask for it meanwhile: one read of the chain, not one per row', async () => {
-    const chain = heldChain();
-    const r = { caches: createOwnerCaches(), reader: chain.reader, chain: 'BASE' as const, owner: OWNER };
+    const { chain, r } = oneOwner();
     warmOwnerBalance(r);
     const rows = [readOwnerBalance(r, false, () => {}), readOwnerBalance(r, false, () => {})];
     await settle();
@@ -51,11 +59,11 @@ describe('owner balance reading', () => {
   });
 
   it('a first reading that failed is not a row’s answer: the row reads for itself', async () => {
-    const chain = heldChain();
-    const r = { caches: createOwnerCaches(), reader: chain.reader, chain: 'BASE' as const, owner: OWNER };
+    const { chain, r } = oneOwner();
     warmOwnerBalance(r);
     const row = readOwnerBalance(r, false, () => {});
     await settle();
+    // The start's reading fails.
     chain.pending[0]?.reject(new Error('RPC down'));
     await settle();
     expect(chain.pending).toHaveLength(2);
@@ -64,8 +72,7 @@ describe('owner balance reading', () => {
   });
 
   it('a start with a reading already kept reads nothing more', async () => {
-    const chain = heldChain();
-    const r = { caches: createOwnerCaches(), reader: chain.reader, chain: 'BASE' as const, owner: OWNER };
+    const { chain, r } = oneOwner();
     const row = readOwnerBalance(r, false, () => {});
     await settle();
     chain.pending[0]?.resolve(chain.at(1n, 3n));
