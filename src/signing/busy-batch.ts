@@ -1,3 +1,5 @@
+import { AsyncResource } from 'node:async_hooks';
+
 /**
  * Calls to one endpoint sent together while it is busy: when none is in flight, the calls asked for
  * in one turn of the event loop go at its end, together (a run asking about all its owners at once
@@ -5,12 +7,19 @@
  * in flight wait for that answer and then go in one request (at most `max` each), so an idle worker
  * adds no wait and a busy one makes one request where it made many. `send` answers each call of a
  * group on its own; if it throws, every call of the group fails with that error.
+ *
+ * A group of one call makes its request in its caller's async context (a transfer's trace shows the
+ * read it asked for); a group of several in the context the batcher was made in, not in that of
+ * whichever caller's turn or answer set it off (a transfer's trace would otherwise show a read made
+ * for others as a call of whatever step it was at).
  */
 export type Settled<R> =
   { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
 
 type Waiting<P, R> = {
   readonly p: P;
+  /** Runs `f` in the caller's async context. */
+  readonly inCaller: (f: () => void) => void;
   readonly resolve: (r: R) => void;
   readonly reject: (e: unknown) => void;
 };
@@ -22,18 +31,21 @@ export function batchWhileBusy<P, R>(
   const waiting: Waiting<P, R>[] = [];
   let busy = false;
   let turnEnd: NodeJS.Immediate | undefined;
-  const flush = (): void => {
+  const flush = AsyncResource.bind((): void => {
     if (busy || waiting.length === 0) return;
     busy = true;
     const group = waiting.splice(0, max);
-    void sendGroup(send, group).finally(() => {
-      busy = false;
-      flush();
-    });
-  };
+    const sent = () =>
+      void sendGroup(send, group).finally(() => {
+        busy = false;
+        flush();
+      });
+    if (group.length === 1) (group[0] as Waiting<P, R>).inCaller(sent);
+    else sent();
+  });
   return (p) =>
     new Promise<R>((resolve, reject) => {
-      waiting.push({ p, resolve, reject });
+      waiting.push({ p, resolve, reject, inCaller: AsyncResource.bind((f: () => void) => f()) });
       turnEnd ??= setImmediate(() => {
         turnEnd = undefined;
         flush();
