@@ -13,10 +13,11 @@
  * - BENCH_BATCH_TRACE_FILE: every Redis command of each batch (MONITOR, as BENCH_TRACE_FILE); the
  *   CPU and rates of a traced run mean little.
  * - BENCH_SETTLE_NOW=1: the sandbox pays each intent's destination when it is submitted
- *   (statusStepMs 0) instead of 4 s later, in the product's and the raw worker's runs alike. By
- *   default a run's window holds the settlements (relayer transaction signed and sent to anvil) of
- *   its transfers submitted more than 4 s before it ends, and a slower run holds more of its own:
- *   the sandbox's CPU per transfer then favours the faster side.
+ *   (statusStepMs 0), in the product's and the raw worker's runs alike, so that every run's window
+ *   holds the settlements (relayer transaction signed and sent to anvil) of all its transfers. By
+ *   default they come 4 s after submit, and the Solana section puts them after its runs end
+ *   (sections/solana.ts): a window holding those of its transfers submitted more than 4 s before it
+ *   ends favours the faster side, which holds fewer of its own.
  */
 export const SECTIONS = [
   'ingest',
