@@ -106,7 +106,7 @@ export function renderReport(r: BenchResults): string {
     `| service latency | the sandbox (\`usdc-batch sandbox --latency ${r.latencyMs}\`) in its own process answers every call after ${r.latencyMs} ms |`,
     '| chains | the sandbox executes on real local chains (issue 16): an anvil process per EVM chain (permit + transferFrom per EVM transfer, a mint at `minted`) and LiteSVM inside the sandbox process for Solana; its CPU per transfer includes theirs. There is no in-memory chain mode |',
     '',
-    'Reproduce everything with `npm run bench` (about 40 minutes on 2 cores); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening,cctp`',
+    'Reproduce everything with `npm run bench` (40 to 60 minutes on 2 cores, bounded at 90); `BENCH_ONLY=ingest,solana,evm,owners,redis,scale,cluster,tracing,retention,responsiveness,screening,cctp`',
     'picks sections, `BENCH_RUNS=N` sets the runs, `BENCH_QUICK=1` shrinks every size for a smoke run.',
     'Every process the bench starts (redis-servers, the sandbox, workers, the cluster) is its own OS',
     'process on 127.0.0.1 and is stopped at the end, also on failure or Ctrl-C.',
