@@ -19,7 +19,8 @@ describe('the order test files start in (scripts/slow-first.ts)', () => {
     expect(slow.length).toBeGreaterThan(5);
     const seconds = slow.map((s) => s.seconds);
     expect(seconds).toEqual([...seconds].sort((a, b) => b - a));
-    for (const s of slow) expect(s.file).toMatch(/^test\/integration\/[a-z0-9-]+\.test\.ts$/);
+    // The integration project holds the browser tests (test/e2e) too.
+    for (const s of slow) expect(s.file).toMatch(/^test\/(integration|e2e)\/[a-z0-9-]+\.test\.ts$/);
   });
 
   it('writes the list from a run: the slowest integration files only', () => {
