@@ -99,7 +99,7 @@ export function slowFilesText(times: TestTimes, count = SLOW_FILES_LISTED): stri
     .sort((a, b) => b.seconds - a.seconds)
     .slice(0, count)
     .map((t) => ({ file: t.file, seconds: t.seconds }));
-  return `${JSON.stringify(slow, null, 1)}\n`;
+  return `${JSON.stringify(slow, null, 2)}\n`;
 }
 
 function main(argv: readonly string[]): number {
