@@ -69,11 +69,14 @@ export function decideRecipient(facts: RecipientFacts): OnchainRefusal | undefin
   return undefined;
 }
 
+/** One owner with its `isBlacklisted` reading on the source chain. */
+export type OwnerReading = { readonly address: string; readonly blacklisted: boolean };
+
 /** What the source chain showed of the owners that could pay. */
 export type OwnerFacts = {
   readonly chain: EvmChain;
   /** The transfer's owners, in the configured order, each with its `isBlacklisted` reading. */
-  readonly owners: readonly { readonly address: string; readonly blacklisted: boolean }[];
+  readonly owners: readonly OwnerReading[];
   /** The owner that signed a permit of this transfer before: only it may sign again (evm-owner.ts). */
   readonly fixed: string | null;
 };

@@ -7,6 +7,7 @@ import {
   decideOwners,
   decideRecipient,
   type OnchainRefusal,
+  type OwnerReading,
   type RecipientFacts,
 } from './onchain-controls.ts';
 import { finish, waitQueued } from './outcomes.ts';
@@ -79,7 +80,7 @@ async function ownerFacts(
   controls: UsdcControls,
   chain: EvmChain,
   signers: EvmDeps['signers'],
-): Promise<{ readonly address: string; readonly blacklisted: boolean }[]> {
+): Promise<OwnerReading[]> {
   return await Promise.all(
     signers.map(async (s) => ({
       address: s.address,
@@ -95,7 +96,7 @@ async function ownerFacts(
  */
 export type OnchainReadsAhead = {
   readonly recipient?: Promise<RecipientFacts> | undefined;
-  readonly owners?: Promise<{ readonly address: string; readonly blacklisted: boolean }[]> | undefined;
+  readonly owners?: Promise<OwnerReading[]> | undefined;
 };
 
 /**
