@@ -11,7 +11,8 @@ import { AsyncResource } from 'node:async_hooks';
  * A group of one call makes its request in its caller's async context (a transfer's trace shows the
  * read it asked for); a group of several in the context the batcher was made in, not in that of
  * whichever caller's turn or answer set it off (a transfer's trace would otherwise show a read made
- * for others as a call of whatever step it was at).
+ * for others as a call of whatever step it was at): make the batcher where no caller's context is
+ * current (chain-reader.ts makes its batchers with the reader, not at a first read).
  */
 export type Settled<R> =
   { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 
@@ -141,5 +142,31 @@ describe('isBlacklisted reads under load', () => {
     const again = reader.usdcBlacklisted('ETH', B);
     await rpc.release();
     expect(await again).toBe(false);
+  });
+
+  it("makes a batch of several transfers' reads in none of their contexts, not even the first reader's", async () => {
+    // A transfer's trace is its async context (queue/run-spans.ts): a read shared by several must not
+    // be shown as a call of the step one of them was at — not even of the first transfer to read.
+    const run = new AsyncLocalStorage<string>();
+    const rpc = heldRpc(() => ({ result: WORD_FALSE }));
+    const seenIn: (string | undefined)[] = [];
+    const fetch = ((url: unknown, init?: RequestInit) => {
+      seenIn.push(run.getStore());
+      return rpc.fetch(url as string, init);
+    }) as typeof globalThis.fetch;
+    const reader = readerOn(fetch);
+    const first = run.run('transfer A', () => reader.usdcBlacklisted('ETH', A));
+    await settle();
+    const rest = [
+      run.run('transfer B', () => reader.usdcBlacklisted('ETH', B)),
+      run.run('transfer C', () => reader.usdcBlacklisted('ETH', C)),
+    ];
+    await rpc.release();
+    await first;
+    await rpc.release();
+    await Promise.all(rest);
+    expect(rpc.requests.map((r) => Array.isArray(r))).toEqual([false, true]);
+    // A read alone is its caller's; the batch of B and C is nobody's.
+    expect(seenIn).toEqual(['transfer A', undefined]);
   });
 });

@@ -1,6 +1,6 @@
 import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem';
 import type { Config } from '../../config/config.ts';
-import { USDC_EVM, type EvmChain } from '../../domain/chains.ts';
+import { EVM_CHAINS, USDC_EVM, type EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
 import { displayUrl } from '../../domain/url-display.ts';
 import type { Logger } from '../../log/logger.ts';
@@ -326,18 +326,23 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
       nextId: () => ++id,
     };
   };
+  // Made here, with the reader (as the worker starts), not at a chain's first read: a batch of
+  // several transfers' reads runs in the context its batcher was made in (busy-batch.ts), which must
+  // be no transfer's (a transfer's trace would show the others' reads as calls of its open step).
   const blacklistBatches = new Map<EvmChain, (address: string) => Promise<boolean>>();
-  const blacklistReads = (ep: Endpoint) => {
-    let reads = blacklistBatches.get(ep.chain);
-    if (!reads) {
-      reads = batchWhileBusy(
+  for (const chain of EVM_CHAINS) {
+    const ep = endpoint(chain);
+    if (ep === undefined) continue;
+    blacklistBatches.set(
+      chain,
+      batchWhileBusy(
         (addresses: readonly string[]) => readBlacklistedMany(ep, addresses),
         BLACKLIST_BATCH_MAX,
-      );
-      blacklistBatches.set(ep.chain, reads);
-    }
-    return reads;
-  };
+      ),
+    );
+  }
+  const blacklistReads = (ep: Endpoint) =>
+    blacklistBatches.get(ep.chain) as (address: string) => Promise<boolean>;
   /** `read` on the chain's endpoint, or undefined when no RPC is configured for it. */
   const onChain =
     <A extends unknown[], T>(read: (ep: Endpoint, ...args: A) => Promise<T>) =>
