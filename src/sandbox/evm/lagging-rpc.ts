@@ -18,30 +18,40 @@ const MINING = new Set(['eth_sendRawTransaction', 'eth_sendTransaction']);
  * older block as of that block, a newer one is "header not found"); `safe` and `finalized` are its
  * head too (a local chain does not reorganise). Everything else is forwarded
  * as it is, except anvil's, evm_, hardhat_ and debug_ methods. A `balanceOf(address)` call meets
- * (funds once) the address first.
+ * (funds once) the address first. A batch's calls that go to anvil go in one batch request, as a
+ * provider's node takes them: one request each would cost the sandbox and anvil a round of HTTP per
+ * call (a worker screening many recipients sends them as one batch).
  */
 export async function handleLaggingRpc(
   s: AnvilChainState,
   body: unknown,
   hooks: { meet(address: string): Promise<void> },
 ): Promise<unknown> {
-  if (Array.isArray(body)) return await Promise.all(body.map((b) => one(s, b, hooks)));
-  return await one(s, body, hooks);
+  if (!Array.isArray(body)) {
+    const call = await prepare(s, body, hooks);
+    return 'answer' in call ? call.answer : await forwardOne(s, call);
+  }
+  const calls = await Promise.all(body.map((b) => prepare(s, b, hooks)));
+  const forwarded = calls.filter((c): c is Forward => 'forward' in c);
+  const answers = forwarded.length > 0 ? await forwardBatch(s, forwarded) : new Map<Forward, RpcAnswer>();
+  return calls.map((c) => ('answer' in c ? c.answer : (answers.get(c) as RpcAnswer)));
 }
 
-async function one(
+/** A call answered here (refused, or a lagged head), or one to forward with its rewritten params. */
+type Prepared = { readonly answer: RpcAnswer } | Forward;
+type Forward = { readonly forward: RpcRequest; readonly id: unknown; readonly method: string };
+
+async function prepare(
   s: AnvilChainState,
   raw: unknown,
   hooks: { meet(address: string): Promise<void> },
-): Promise<RpcAnswer> {
+): Promise<Prepared> {
   const req = (typeof raw === 'object' && raw !== null ? raw : {}) as RpcRequest;
   const id = req.id ?? null;
-  const fail = (code: number, message: string): RpcAnswer => ({
-    jsonrpc: '2.0',
-    id,
-    error: { code, message },
+  const fail = (code: number, message: string): Prepared => ({
+    answer: { jsonrpc: '2.0', id, error: { code, message } },
   });
-  const ok = (result: unknown): RpcAnswer => ({ jsonrpc: '2.0', id, result });
+  const ok = (result: unknown): Prepared => ({ answer: { jsonrpc: '2.0', id, result } });
   if (req.jsonrpc !== '2.0' || typeof req.method !== 'string') return fail(-32600, 'invalid request');
   const method = req.method;
   if (REFUSED_PREFIXES.some((p) => method.startsWith(p)))
@@ -65,9 +75,43 @@ async function one(
       if (at !== undefined) params[1] = hex(at);
     }
   }
-  const answer = (await anvilForward(s.node.url, { ...req, params })) as RpcAnswer;
-  if (MINING.has(method)) await noteMinedBlocks(s);
+  return { forward: { ...req, params }, id, method };
+}
+
+async function forwardOne(s: AnvilChainState, call: Forward): Promise<RpcAnswer> {
+  const answer = (await anvilForward(s.node.url, call.forward)) as RpcAnswer;
+  if (MINING.has(call.method)) await noteMinedBlocks(s);
   return answer;
+}
+
+/**
+ * The calls in one batch request to anvil, each under its place in the batch as its id (the
+ * caller's ids need not be unique, or present); each answer goes back under its caller's id. A call
+ * anvil's answer leaves out is answered with an error.
+ */
+async function forwardBatch(s: AnvilChainState, calls: readonly Forward[]): Promise<Map<Forward, RpcAnswer>> {
+  const reply = await anvilForward(
+    s.node.url,
+    calls.map((c, i) => ({ ...c.forward, id: i })),
+  );
+  const byPlace = new Map<unknown, RpcAnswer>();
+  if (Array.isArray(reply)) for (const a of reply as RpcAnswer[]) byPlace.set(a.id, a);
+  if (calls.some((c) => MINING.has(c.method))) await noteMinedBlocks(s);
+  return new Map(
+    calls.map((c, i): [Forward, RpcAnswer] => {
+      const a = byPlace.get(i);
+      return [
+        c,
+        a
+          ? { ...a, id: c.id }
+          : {
+              jsonrpc: '2.0',
+              id: c.id,
+              error: { code: -32603, message: 'no answer from the chain for this call' },
+            },
+      ];
+    }),
+  );
 }
 
 /**
