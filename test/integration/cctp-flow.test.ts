@@ -128,15 +128,24 @@ async function countWith(batchId: string, rows: Row[], field: string): Promise<n
 
 /** Waits until every transfer of the batch is submitted and minted (`intent_status` complete). */
 async function waitMinted(batchId: string, timeoutMs = 120_000): Promise<BatchStatus> {
-  await stack.waitComplete(batchId, timeoutMs);
-  return await waitFor(
-    `batch ${batchId} minted`,
-    async () => {
-      const doc = await stack.status(batchId);
-      return doc.transfers.every((t) => t.intent_status === 'complete') ? doc : undefined;
-    },
-    { timeoutMs, intervalMs: 250 },
-  );
+  try {
+    await stack.waitComplete(batchId, timeoutMs);
+    return await waitFor(
+      `batch ${batchId} minted`,
+      async () => {
+        const doc = await stack.status(batchId);
+        return doc.transfers.every((t) => t.intent_status === 'complete') ? doc : undefined;
+      },
+      { timeoutMs, intervalMs: 250 },
+    );
+  } catch (err) {
+    // What each transfer was waiting for, and the workers' last words: a stuck row says why.
+    const doc = await stack.status(batchId).catch(() => undefined);
+    for (const t of doc?.transfers ?? [])
+      console.error(t.id, t.state, t.intent_status, t.wait_reason, JSON.stringify(t.evidence.slice(-6)));
+    for (const w of running) console.error(w.output().slice(-4000));
+    throw err;
+  }
 }
 
 /** Every row minted once to its recipient, less the road's fee; the supplies moved by the amounts. */
