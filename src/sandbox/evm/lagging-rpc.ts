@@ -33,9 +33,16 @@ export async function handleLaggingRpc(
   }
   const calls = await Promise.all(body.map((b) => prepare(s, b, hooks)));
   const forwarded = calls.filter((c): c is Forward => 'forward' in c);
-  const answers = forwarded.length > 0 ? await forwardBatch(s, forwarded) : new Map<Forward, RpcAnswer>();
-  return calls.map((c) => ('answer' in c ? c.answer : (answers.get(c) as RpcAnswer)));
+  const answers = forwarded.length > 0 ? await forwardBatch(s, forwarded) : [];
+  let next = 0;
+  return calls.map((c) => ('answer' in c ? c.answer : answers[next++]));
 }
+
+const errorAnswer = (id: unknown, code: number, message: string): RpcAnswer => ({
+  jsonrpc: '2.0',
+  id,
+  error: { code, message },
+});
 
 /** A call answered here (refused, or a lagged head), or one to forward with its rewritten params. */
 type Prepared = { readonly answer: RpcAnswer } | Forward;
@@ -48,9 +55,7 @@ async function prepare(
 ): Promise<Prepared> {
   const req = (typeof raw === 'object' && raw !== null ? raw : {}) as RpcRequest;
   const id = req.id ?? null;
-  const fail = (code: number, message: string): Prepared => ({
-    answer: { jsonrpc: '2.0', id, error: { code, message } },
-  });
+  const fail = (code: number, message: string): Prepared => ({ answer: errorAnswer(id, code, message) });
   const ok = (result: unknown): Prepared => ({ answer: { jsonrpc: '2.0', id, result } });
   if (req.jsonrpc !== '2.0' || typeof req.method !== 'string') return fail(-32600, 'invalid request');
   const method = req.method;
@@ -86,10 +91,10 @@ async function forwardOne(s: AnvilChainState, call: Forward): Promise<RpcAnswer>
 
 /**
  * The calls in one batch request to anvil, each under its place in the batch as its id (the
- * caller's ids need not be unique, or present); each answer goes back under its caller's id. A call
- * anvil's answer leaves out is answered with an error.
+ * caller's ids need not be unique, or present); their answers in the calls' order, each under its
+ * caller's id. A call anvil's answer leaves out is answered with an error.
  */
-async function forwardBatch(s: AnvilChainState, calls: readonly Forward[]): Promise<Map<Forward, RpcAnswer>> {
+async function forwardBatch(s: AnvilChainState, calls: readonly Forward[]): Promise<RpcAnswer[]> {
   const reply = await anvilForward(
     s.node.url,
     calls.map((c, i) => ({ ...c.forward, id: i })),
@@ -97,21 +102,10 @@ async function forwardBatch(s: AnvilChainState, calls: readonly Forward[]): Prom
   const byPlace = new Map<unknown, RpcAnswer>();
   if (Array.isArray(reply)) for (const a of reply as RpcAnswer[]) byPlace.set(a.id, a);
   if (calls.some((c) => MINING.has(c.method))) await noteMinedBlocks(s);
-  return new Map(
-    calls.map((c, i): [Forward, RpcAnswer] => {
-      const a = byPlace.get(i);
-      return [
-        c,
-        a
-          ? { ...a, id: c.id }
-          : {
-              jsonrpc: '2.0',
-              id: c.id,
-              error: { code: -32603, message: 'no answer from the chain for this call' },
-            },
-      ];
-    }),
-  );
+  return calls.map((c, i) => {
+    const a = byPlace.get(i);
+    return a ? { ...a, id: c.id } : errorAnswer(c.id, -32603, 'no answer from the chain for this call');
+  });
 }
 
 /**

@@ -341,8 +341,6 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
       ),
     );
   }
-  const blacklistReads = (ep: Endpoint) =>
-    blacklistBatches.get(ep.chain) as (address: string) => Promise<boolean>;
   /** `read` on the chain's endpoint, or undefined when no RPC is configured for it. */
   const onChain =
     <A extends unknown[], T>(read: (ep: Endpoint, ...args: A) => Promise<T>) =>
@@ -363,6 +361,7 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     gasPrice: onChain((ep) => readQuantity(ep, 'eth_gasPrice', [])),
     // Many transfers at once each read their recipient: while one read is in flight, the next go
     // together in one JSON-RPC batch (busy-batch.ts), each still its own eth_call at `latest`.
-    usdcBlacklisted: onChain((ep, address: string) => blacklistReads(ep)(address)),
+    // A chain with no batcher has no RPC configured.
+    usdcBlacklisted: async (chain, address) => await blacklistBatches.get(chain)?.(address),
   };
 }
