@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
 import { readOwnerBalance, warmOwnerBalance } from '../../src/pipeline/evm/owner-balance-reading.ts';
 import { createOwnerCaches } from '../../src/pipeline/evm/owner-caches.ts';
@@ -80,5 +81,34 @@ describe('owner balance reading', () => {
     warmOwnerBalance(r);
     await settle();
     expect(chain.pending).toHaveLength(1);
+  });
+
+  it("refreshes an old reading in the background outside the asking row's context (its trace shows no read made for all)", async () => {
+    const row = new AsyncLocalStorage<string>();
+    const seenIn: (string | undefined)[] = [];
+    const chain = heldChain();
+    const reader = {
+      usdcBalanceAtHead: () => {
+        seenIn.push(row.getStore());
+        return chain.reader.usdcBalanceAtHead();
+      },
+    };
+    const r = { caches: createOwnerCaches(), reader, chain: 'BASE' as const, owner: OWNER };
+    const first = row.run('row A', () => readOwnerBalance(r, false, () => {}));
+    await settle();
+    chain.pending[0]?.resolve(chain.at(7_000_000n, 12n));
+    await first;
+    // Past its age, the reading still serves the next row and is read again meanwhile.
+    const hit = r.caches.readings.get(`BASE|${OWNER}`);
+    if (hit) hit.at -= 60_000;
+    expect(await row.run('row B', () => readOwnerBalance(r, false, () => {}))).toEqual({
+      balance: 7_000_000n,
+      block: 12n,
+    });
+    await settle();
+    expect(chain.pending).toHaveLength(2);
+    chain.pending[1]?.resolve(chain.at(8_000_000n, 13n));
+    // The row that waited for the first reading read it itself; the refresh belongs to no row.
+    expect(seenIn).toEqual(['row A', undefined]);
   });
 });

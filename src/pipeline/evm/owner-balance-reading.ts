@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import type { EvmChain } from '../../domain/chains.ts';
 import type { ChainReader } from '../../signing/types.ts';
 import type { BalanceReading } from '../../store/owner-balance.ts';
@@ -15,6 +16,14 @@ import type { OwnerCaches } from './owner-caches.ts';
 
 /** How long a balance reading serves later choices in this process before it is read again. */
 const BALANCE_READ_MAX_AGE_MS = 1_000;
+
+/**
+ * Runs `f` in the async context this module was loaded in (the process's start), not the caller's: a
+ * background refresh serves every row, and made in the row that set it off it would show in that
+ * row's trace as calls of whatever step the row is at when each of its reads goes out
+ * (queue/run-spans.ts: the run's context stands for its open step).
+ */
+const outsideAnyRow = AsyncResource.bind(<T>(f: () => T): T => f());
 
 type Reading = {
   readonly caches: OwnerCaches;
@@ -34,7 +43,7 @@ export async function readOwnerBalance(
   const hit = r.caches.readings.get(key);
   if (!hit) return await firstReading(r);
   if (Date.now() - hit.at >= BALANCE_READ_MAX_AGE_MS && !hit.refresh) {
-    hit.refresh = readNow(r)
+    hit.refresh = outsideAnyRow(() => readNow(r))
       .catch(onRefreshFailed)
       .finally(() => {
         hit.refresh = undefined;
