@@ -620,9 +620,17 @@ describe('worker jobs: outcomes, failures and step logs in BullMQ', () => {
       problems: [],
     });
     // The lost job was added again (round 0: its id was free), and ran.
-    const readded = await readJob(stack.client, prefix, 'transfers-BASE', `${lost.batchId}/lost-0`);
+    // Its step log is written behind the run (job-reporter.ts: the store's write comes first, the log's
+    // lines follow), so the status document can say where it is before its log does.
+    const readded = await waitFor(
+      'the re-added job’s step log',
+      async () => {
+        const j = await readJob(stack.client, prefix, 'transfers-BASE', `${lost.batchId}/lost-0`);
+        return j.logs.length > 0 ? j : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
     expect(readded.hash['name']).toBe('BASE→ARB 20.00 USDC');
-    expect(readded.logs.length).toBeGreaterThan(0);
     // The waiting row's job is delayed (live), with the wait logged once however often it looked again.
     // Its wait reason is saved before its run hands the job back: the job reaches the delayed set
     // just after (a moment longer on a busy machine).
