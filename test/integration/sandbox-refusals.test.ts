@@ -1,3 +1,5 @@
+import diagnostics from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createKeyPairFromPrivateKeyBytes,
@@ -82,6 +84,47 @@ describe('the sandbox verifies permits for real', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'pending' });
     expect((await sandbox.admin.nonce('BASE', TEST_EVM_ADDRESS)).expected).toBe(1n);
+  });
+
+  it('executes a permit in three requests to its chain: the simulation and the balance in one batch, then each transaction with its receipt', async () => {
+    await transfer({}); // the owner met (funded) first: a first meeting mints and gives gas
+    const anvil = new URL(sandbox.nodes.evm.BASE.url as string);
+    const sent: string[][] = [];
+    const seen = ({ request }: { request: ClientRequest }) => {
+      if (request.getHeader('host') !== anvil.host) return;
+      const end = request.end.bind(request) as (body: string) => ClientRequest;
+      (request as unknown as { end: (body: string) => ClientRequest }).end = (body: string) => {
+        const calls = [JSON.parse(body) as { method: string } | { method: string }[]].flat();
+        // The block ticker's empty blocks (a second without one) are not the transfer's.
+        if (!calls.some((c) => c.method === 'evm_mine' || c.method === 'eth_blockNumber'))
+          sent.push(calls.map((c) => c.method));
+        return end(body);
+      };
+    };
+    const permit = await signTestPermit({
+      chain: 'BASE',
+      spender: sandbox.spender,
+      value: 2_500_000n,
+      nonce: (await sandbox.admin.nonce('BASE', TEST_EVM_ADDRESS)).expected,
+    });
+    diagnostics.subscribe('http.client.request.created', seen as (m: unknown) => void);
+    try {
+      const r = await post('/sdk/v1/transfer', {
+        from: 'BASE',
+        to: 'ETH',
+        amount: '2.50',
+        recipient: RECIPIENT,
+        permit,
+      });
+      expect(r.status).toBe(200);
+    } finally {
+      diagnostics.unsubscribe('http.client.request.created', seen as (m: unknown) => void);
+    }
+    expect(sent).toEqual([
+      ['eth_call', 'eth_call'],
+      ['eth_sendRawTransactionSync'],
+      ['eth_sendRawTransactionSync'],
+    ]);
   });
 
   it('executes a valid permit on anvil: exactly the amount leaves the owner, the recipient gets the net amount at minted', async () => {

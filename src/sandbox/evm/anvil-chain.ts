@@ -15,7 +15,7 @@ import type { EvmTransferOutcome, Refusal, SandboxEvmChain } from '../chain-type
 import type { ParsedPermit } from '../permit-check.ts';
 import { fundingAmount } from '../sandbox-config.ts';
 import { installCctp, readSentMessages, sandboxCctpAddresses } from './anvil-cctp.ts';
-import { anvilCall, AnvilRpcError } from './anvil-rpc.ts';
+import { anvilCall, anvilCalls, type AnvilRpcError } from './anvil-rpc.ts';
 import { startAnvil } from './anvil-process.ts';
 import type { AnvilChainDeps, AnvilChainState } from './anvil-chain-state.ts';
 import { createBlockClock } from './block-clock.ts';
@@ -194,16 +194,19 @@ async function setBlacklisted(s: AnvilChainState, address: string, on: boolean):
   if (!r.ok) throw new Error(`${s.deps.chain}: ${functionName}(${address}) ${r.hash} reverted`);
 }
 
-async function readUint(
-  s: AnvilChainState,
-  fn: 'balanceOf' | 'nonces' | 'totalSupply',
-  args: unknown[],
-  block: string,
-): Promise<bigint> {
-  const data = encodeFunctionData({ abi: ABI, functionName: fn, args });
-  const raw = await anvilCall<Hex>(s.node.url, 'eth_call', [{ to: s.usdc, data }, block]);
-  return decodeFunctionResult({ abi: ABI, functionName: fn, data: raw }) as bigint;
+async function readUint(s: AnvilChainState, fn: UintRead, args: unknown[], block: string): Promise<bigint> {
+  const raw = await anvilCall<Hex>(s.node.url, 'eth_call', [
+    { to: s.usdc, data: uintCallData(fn, args) },
+    block,
+  ]);
+  return decodeUint(fn, raw);
 }
+
+type UintRead = 'balanceOf' | 'nonces' | 'totalSupply';
+const uintCallData = (fn: UintRead, args: unknown[]): Hex =>
+  encodeFunctionData({ abi: ABI, functionName: fn, args });
+const decodeUint = (fn: UintRead, raw: Hex): bigint =>
+  decodeFunctionResult({ abi: ABI, functionName: fn, data: raw }) as bigint;
 
 /** Signs and sends one relayer transaction to the token, and waits for its receipt (anvil mines at once). */
 async function sendRelayerTx(s: AnvilChainState, data: Hex): Promise<{ hash: string; ok: boolean }> {
@@ -219,22 +222,14 @@ async function sendRelayerTx(s: AnvilChainState, data: Hex): Promise<{ hash: str
     maxPriorityFeePerGas: 0n,
   });
   s.relayerNonce += 1;
-  const hash = await anvilCall<string>(s.node.url, 'eth_sendRawTransaction', [raw]);
-  const receipt = await waitReceipt(s.node.url, hash);
+  // Anvil automines: the synchronous send (EIP-7966) answers with the receipt, in one round trip.
+  const receipt = await anvilCall<{ transactionHash: string; status: string; blockNumber: Hex }>(
+    s.node.url,
+    'eth_sendRawTransactionSync',
+    [raw],
+  );
   s.clock.record(BigInt(receipt.blockNumber), Date.now());
-  return { hash, ok: receipt.status === '0x1' };
-}
-
-async function waitReceipt(url: string, hash: string): Promise<{ status: string; blockNumber: Hex }> {
-  // Anvil automines: the receipt exists when eth_sendRawTransaction answers; the loop is a guard.
-  for (let i = 0; ; i++) {
-    const r = await anvilCall<{ status: string; blockNumber: Hex } | null>(url, 'eth_getTransactionReceipt', [
-      hash,
-    ]);
-    if (r) return r;
-    if (i > 1_000) throw new Error(`no receipt for ${hash}`);
-    await new Promise((res) => setTimeout(res, 5));
-  }
+  return { hash: receipt.transactionHash, ok: receipt.status === '0x1' };
 }
 
 /** Funds `address` once with the configured amount, the first time the sandbox meets it. */
@@ -303,10 +298,14 @@ async function transferWithPermit(
       sig,
     ],
   });
-  // `pending` runs the call in the next block's environment (timestamp now), where it would execute.
-  const refusal = await simulate(s, permitData, permit, amount);
-  if (refusal) return { ok: false, ...refusal };
-  if ((await readUint(s, 'balanceOf', [owner], 'latest')) < amount)
+  // The permit's simulation and the owner's balance, read in one batch of the same state.
+  const [simulated, balance] = await anvilCalls(s.node.url, [
+    simulation(s, permitData),
+    ['eth_call', [{ to: s.usdc, data: uintCallData('balanceOf', [owner]) }, 'latest']],
+  ]);
+  if (!simulated?.ok) return { ok: false, ...(await permitRefusal(s, simulated?.error, permit, amount)) };
+  if (!balance?.ok) throw balance?.error ?? new Error('no balance answer');
+  if (decodeUint('balanceOf', balance.result as Hex) < amount)
     return { ok: false, code: 'insufficient_balance', message: 'the owner’s USDC balance is too low' };
   const sent = await sendRelayerTx(s, permitData);
   if (!sent.ok) {
@@ -326,37 +325,34 @@ async function transferWithPermit(
   return { ok: true, txHash: moved.hash, permitTxHash: sent.hash };
 }
 
-async function simulate(
+/** The relayer's `permit` run as a call: `pending` runs it in the next block's environment (timestamp now), where it would execute. */
+function simulation(s: AnvilChainState, data: Hex): readonly [string, unknown[]] {
+  return ['eth_call', [{ from: s.deps.relayer.address, to: s.usdc, data, gas: toHex(GAS) }, 'pending']];
+}
+
+/** Why the simulated permit reverted, named from its error and the contract's state: the refusal. */
+async function permitRefusal(
   s: AnvilChainState,
-  data: Hex,
+  err: AnvilRpcError | undefined,
   permit: ParsedPermit,
   amount: bigint,
-): Promise<Refusal | undefined> {
-  try {
-    await anvilCall(s.node.url, 'eth_call', [
-      { from: s.deps.relayer.address, to: s.usdc, data, gas: toHex(GAS) },
-      'pending',
-    ]);
-    return undefined;
-  } catch (err) {
-    if (!(err instanceof AnvilRpcError)) throw err;
-    let error: string | undefined;
-    if (typeof err.data === 'string' && /^0x[0-9a-fA-F]{8,}$/.test(err.data)) {
-      try {
-        error = decodeErrorResult({ abi: ABI, data: err.data as Hex }).errorName;
-      } catch {
-        error = undefined;
-      }
+): Promise<Refusal> {
+  let error: string | undefined;
+  if (typeof err?.data === 'string' && /^0x[0-9a-fA-F]{8,}$/.test(err.data)) {
+    try {
+      error = decodeErrorResult({ abi: ABI, data: err.data as Hex }).errorName;
+    } catch {
+      error = undefined;
     }
-    return diagnosePermitRevert({
-      error,
-      message: err.message,
-      permit,
-      amount,
-      spender: s.deps.relayer.address,
-      nonce: await readUint(s, 'nonces', [permit.owner], 'latest'),
-    });
   }
+  return diagnosePermitRevert({
+    error,
+    message: err?.message ?? 'no answer',
+    permit,
+    amount,
+    spender: s.deps.relayer.address,
+    nonce: await readUint(s, 'nonces', [permit.owner], 'latest'),
+  });
 }
 
 /**

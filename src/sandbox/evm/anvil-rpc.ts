@@ -55,18 +55,45 @@ export async function anvilCall<T = unknown>(
   method: string,
   params: unknown[] = [],
 ): Promise<T> {
-  const body = (await postAnvil(url, { jsonrpc: '2.0', id: ++nextId, method, params })) as {
-    result?: T;
-    error?: { code?: number; message?: string; data?: unknown };
-  };
-  if (body.error) {
-    throw new AnvilRpcError(
-      body.error.code ?? -32000,
-      String(body.error.message ?? 'error'),
-      body.error.data,
-    );
-  }
+  const body = (await postAnvil(url, { jsonrpc: '2.0', id: ++nextId, method, params })) as RpcAnswerBody;
+  if (body.error) throw rpcError(body.error);
   return body.result as T;
+}
+
+/** One call's answer in a batch: its result, or the error anvil answered for it. */
+export type AnvilAnswer<T = unknown> =
+  { readonly ok: true; readonly result: T } | { readonly ok: false; readonly error: AnvilRpcError };
+
+/**
+ * Several calls to a local anvil in one JSON-RPC batch request (one round of HTTP); their answers in
+ * the calls' order. Anvil runs a batch's calls concurrently: only calls that do not depend on each
+ * other go together (reads of one state, say).
+ */
+export async function anvilCalls(
+  url: string,
+  calls: readonly (readonly [method: string, params: unknown[]])[],
+): Promise<AnvilAnswer[]> {
+  const first = nextId + 1;
+  nextId += calls.length;
+  const body = calls.map(([method, params], i) => ({ jsonrpc: '2.0', id: first + i, method, params }));
+  const answers = await postAnvil(url, body);
+  if (!Array.isArray(answers)) throw new Error('anvil answered a batch with no array');
+  const byId = new Map<unknown, RpcAnswerBody>(answers.map((a: RpcAnswerBody) => [a.id, a]));
+  return calls.map((_, i) => {
+    const a = byId.get(first + i);
+    if (!a) return { ok: false, error: new AnvilRpcError(-32603, 'no answer in the batch', undefined) };
+    return a.error ? { ok: false, error: rpcError(a.error) } : { ok: true, result: a.result };
+  });
+}
+
+type RpcAnswerBody = {
+  id?: unknown;
+  result?: unknown;
+  error?: { code?: number; message?: string; data?: unknown };
+};
+
+function rpcError(e: NonNullable<RpcAnswerBody['error']>): AnvilRpcError {
+  return new AnvilRpcError(e.code ?? -32000, String(e.message ?? 'error'), e.data);
 }
 
 /** Forwards a raw JSON-RPC request object as it is and returns anvil's answer object. */

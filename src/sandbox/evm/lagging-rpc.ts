@@ -9,7 +9,7 @@ const REFUSED_PREFIXES = ['anvil_', 'evm_', 'hardhat_', 'debug_'];
 const HEAD_TAGS = new Set(['latest', 'safe', 'finalized', 'pending']);
 const BALANCE_OF = '0x70a08231';
 /** Methods after which anvil may have mined blocks the block clock must note. */
-const MINING = new Set(['eth_sendRawTransaction', 'eth_sendTransaction']);
+const MINING = new Set(['eth_sendRawTransaction', 'eth_sendRawTransactionSync', 'eth_sendTransaction']);
 
 /**
  * `/rpc/<CHAIN>`: anvil's JSON-RPC as a node `rpcNonceLagMs` behind the chain the service executes
