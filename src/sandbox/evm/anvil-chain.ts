@@ -303,8 +303,10 @@ async function transferWithPermit(
     simulation(s, permitData),
     ['eth_call', [{ to: s.usdc, data: uintCallData('balanceOf', [owner]) }, 'latest']],
   ]);
-  if (!simulated?.ok) return { ok: false, ...(await permitRefusal(s, simulated?.error, permit, amount)) };
-  if (!balance?.ok) throw balance?.error ?? new Error('no balance answer');
+  // anvilCalls answers every call (one anvil left out comes back as an error).
+  if (!simulated || !balance) throw new Error(`${s.deps.chain}: anvil answered the batch short`);
+  if (!simulated.ok) return { ok: false, ...(await permitRefusal(s, simulated.error, permit, amount)) };
+  if (!balance.ok) throw balance.error;
   if (decodeUint('balanceOf', balance.result as Hex) < amount)
     return { ok: false, code: 'insufficient_balance', message: 'the owner’s USDC balance is too low' };
   const sent = await sendRelayerTx(s, permitData);
@@ -333,12 +335,12 @@ function simulation(s: AnvilChainState, data: Hex): readonly [string, unknown[]]
 /** Why the simulated permit reverted, named from its error and the contract's state: the refusal. */
 async function permitRefusal(
   s: AnvilChainState,
-  err: AnvilRpcError | undefined,
+  err: AnvilRpcError,
   permit: ParsedPermit,
   amount: bigint,
 ): Promise<Refusal> {
   let error: string | undefined;
-  if (typeof err?.data === 'string' && /^0x[0-9a-fA-F]{8,}$/.test(err.data)) {
+  if (typeof err.data === 'string' && /^0x[0-9a-fA-F]{8,}$/.test(err.data)) {
     try {
       error = decodeErrorResult({ abi: ABI, data: err.data as Hex }).errorName;
     } catch {
@@ -347,7 +349,7 @@ async function permitRefusal(
   }
   return diagnosePermitRevert({
     error,
-    message: err?.message ?? 'no answer',
+    message: err.message,
     permit,
     amount,
     spender: s.deps.relayer.address,
