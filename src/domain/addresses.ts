@@ -1,24 +1,36 @@
-import sha3 from 'js-sha3';
+import { createKeccak } from 'hash-wasm';
 import { decodeBase58 } from './base58.ts';
 
 export type AddressCheck = { ok: true; value: string } | { ok: false; reason: string };
 
-// js-sha3's keccak rather than @noble/hashes': the checksum is hashed once per EVM row of a file,
-// and this one is about 3× as fast on 40 hex characters (BENCHMARKS.md §1).
+// hash-wasm's keccak (WebAssembly) rather than one in JavaScript: the checksum is hashed once per
+// EVM row of a file, and this one takes ~3 µs for 40 hex characters where js-sha3's took ~7.5 µs
+// and @noble/hashes' ~13 µs (the same 2-core machine; BENCHMARKS.md §1). Its hasher is made once,
+// when this module loads, and reused: every use below is synchronous, init to digest.
 // test/unit/addresses.test.ts checks the result against viem's `getAddress` for random addresses.
-const { keccak256 } = sha3;
+const keccak = await createKeccak(256);
+
+function keccakOf(text: string): Uint8Array {
+  keccak.init();
+  keccak.update(text);
+  return keccak.digest('binary');
+}
+
+/** The checksummed address's character codes, `0x` first: reused by every checksum (each is synchronous). */
+const CHECKSUMMED: number[] = [48, 120, ...new Array<number>(40).fill(0)];
 
 function toChecksum(lowerHex40: string): string {
-  const hash = keccak256.array(lowerHex40);
-  // Built as one array join: string concatenation here leaves a rope of 40 pieces per address,
-  // which costs over 1 KB each until flattened (100,000 rows → 100 MB of heap).
-  const chars = new Array<string>(40);
+  const hash = keccakOf(lowerHex40);
+  // EIP-55: a letter is upper case where its nibble of the hash is 8 or more. Built from character
+  // codes into one flat string (string concatenation here leaves a rope of 40 pieces per address,
+  // which costs over 1 KB each until flattened: 100,000 rows → 100 MB of heap).
   for (let i = 0; i < 40; i++) {
-    const c = lowerHex40[i] as string;
-    const nibble = ((hash[i >> 1] as number) >> (i % 2 === 0 ? 4 : 0)) & 0xf;
-    chars[i] = nibble >= 8 ? c.toUpperCase() : c;
+    let code = lowerHex40.charCodeAt(i);
+    const nibble = (hash[i >> 1] as number) >> (i % 2 === 0 ? 4 : 0);
+    if (code >= 97 /* 'a' */ && (nibble & 0x8) !== 0) code -= 32;
+    CHECKSUMMED[i + 2] = code;
   }
-  return `0x${chars.join('')}`;
+  return String.fromCharCode.apply(null, CHECKSUMMED);
 }
 
 /** EIP-55 checksummed form of a 20-byte hex address. */

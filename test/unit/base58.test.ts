@@ -19,6 +19,7 @@ describe('base58', () => {
   });
 
   it('refuses characters outside the alphabet', () => {
-    for (const bad of ['0', 'O', 'I', 'l', 'abc+', ' 1']) expect(decodeBase58(bad)).toBeUndefined();
+    for (const bad of ['0', 'O', 'I', 'l', 'abc+', ' 1', '2é', '3€'])
+      expect(decodeBase58(bad)).toBeUndefined();
   });
 });
