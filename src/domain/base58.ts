@@ -16,9 +16,9 @@ const DIGITS_AT_ONCE = 4;
 /**
  * Decodes base58 (Bitcoin alphabet, as Solana uses); undefined when a character is not base58 or
  * the text is longer than MAX_BASE58_LENGTH. Not BigInt: a large CSV decodes one address per row.
- * The number is built in 24-bit limbs, least significant first, four digits at a time (a tenth of
- * the multiplications of a byte at a time, one digit at a time); test/unit/base58.test.ts checks it
- * against encodeBase58 for random bytes.
+ * The number is built in 24-bit limbs, least significant first, four digits at a time (about a
+ * tenth of the multiplications of a byte at a time, one digit at a time); test/unit/base58.test.ts
+ * checks it against @solana/kit's decoder for random bytes with leading zeros.
  */
 export function decodeBase58(text: string): Uint8Array | undefined {
   if (text.length > MAX_BASE58_LENGTH) return undefined;
