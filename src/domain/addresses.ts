@@ -5,7 +5,7 @@ export type AddressCheck = { ok: true; value: string } | { ok: false; reason: st
 
 // hash-wasm's keccak (WebAssembly) rather than one in JavaScript: the checksum is hashed once per
 // EVM row of a file, and this one takes ~3 µs for 40 hex characters where js-sha3's took ~7.5 µs
-// and @noble/hashes' ~13 µs (the same 2-core machine; BENCHMARKS.md §1). Its hasher is made once,
+// and @noble/hashes' ~13 µs (measured on one 2-core machine). Its hasher is made once,
 // when this module loads, and reused: every use below is synchronous, init to digest.
 // test/unit/addresses.test.ts checks the result against viem's `getAddress` for random addresses.
 const keccak = await createKeccak(256);
