@@ -8,6 +8,7 @@ import { formatUsdc, parseUsdc } from '../../src/domain/money.ts';
 import type { TransferRoad } from '../../src/domain/roads.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { keys } from '../../src/store/keys.ts';
+import { nextNonce, readOwnerTx } from '../../src/store/owner-txs.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import type { SpawnedProcess } from '../helpers/cli.ts';
 import { runCli, waitFor } from '../helpers/cli.ts';
@@ -144,8 +145,39 @@ async function waitMinted(batchId: string, timeoutMs = 120_000): Promise<BatchSt
     for (const t of doc?.transfers ?? [])
       console.error(t.id, t.state, t.intent_status, t.wait_reason, JSON.stringify(t.evidence.slice(-6)));
     for (const w of running) console.error(w.output().slice(-4000));
+    await showOwnerCalls().catch((e: unknown) => console.error('owner calls unreadable:', e));
     throw err;
   }
+}
+
+/**
+ * For a stuck batch: per chain, the owner's nonce (mined and pending) beside the next the workers
+ * would give, each call given a nonce the chain has not mined (a call never signed there holds every
+ * later one of the owner on that chain), and which intents the workers follow when.
+ */
+async function showOwnerCalls(): Promise<void> {
+  const lines: string[] = [];
+  for (const chain of EVM as EvmChain[]) {
+    const at = { prefix: prefix(), chain, owner: TEST_EVM_ADDRESS };
+    const count = (blockTag: 'latest' | 'pending') =>
+      anvil(chain).getTransactionCount({ address: TEST_EVM_ADDRESS as Hex, blockTag });
+    const [mined, pending, next] = await Promise.all([
+      count('latest'),
+      count('pending'),
+      nextNonce(stack.client, at),
+    ]);
+    lines.push(`${chain}: owner nonce ${mined} mined, ${pending} pending; next to give ${next ?? 'none'}`);
+    for (let n = BigInt(mined); next !== undefined && n < next; n++) {
+      const t = await readOwnerTx(stack.client, at, n);
+      const sent = t?.sent ? `v${t.sent.version} sent at block ${t.sent.block}` : 'not sent';
+      lines.push(
+        `  nonce ${n}: ${t ? `${t.callId} to ${t.to}: ${t.versions.length} signed, ${sent}, done ${t.done?.hash ?? 'no'}, used seen ${t.usedSeenAt ?? 'no'}${t.filled ? ', given up' : ''}` : 'no record'}`,
+      );
+    }
+  }
+  const follow = await stack.client.zrange(keys(prefix()).follow, 0, -1, 'WITHSCORES');
+  lines.push(`followed (member, next look ms; now ${Date.now()}): ${follow.join(' ')}`);
+  console.error(lines.join('\n'));
 }
 
 /** Every row minted once to its recipient, less the road's fee; the supplies moved by the amounts. */
