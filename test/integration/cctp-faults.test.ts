@@ -5,12 +5,13 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWalletClient, http, pad, parseAbiItem, toFunctionSelector, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { CCTP_V2_CONTRACTS } from '../../src/domain/cctp.ts';
+import { CCTP_DOMAIN, CCTP_V2_CONTRACTS } from '../../src/domain/cctp.ts';
 import type { EvmChain } from '../../src/domain/chains.ts';
 import { parseUsdc } from '../../src/domain/money.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { cctpLeaseChannel, cctpLeaseKey } from '../../src/store/cctp-gate.ts';
 import { keys } from '../../src/store/keys.ts';
+import { nextNonce, readOwnerTx } from '../../src/store/owner-txs.ts';
 import { holdTimesOf } from '../../src/domain/hold-times.ts';
 import { TEST_WORKER_LOCK_MS } from '../../support/product-env.ts';
 import { startReplicatedRedis } from '../../support/replicated-redis.ts';
@@ -483,6 +484,128 @@ async function leaseLapsedBurnUnmined(): Promise<void> {
   expect(await stack.client.get(lease)).toBeNull();
 }
 
+/** `receiveMessage`, as anyone may call it (destinationCaller zero): a relayer minting the message. */
+const RECEIVE_MESSAGE = parseAbiItem(
+  'function receiveMessage(bytes message, bytes attestation) returns (bool)',
+);
+
+/** The message the sandbox's attestation API gives for a burn from `from`, once attested. */
+async function attestedMessageOf(
+  from: EvmChain,
+  burnTx: string,
+): Promise<{ message: Hex; attestation: Hex }> {
+  const url = `${stack.sandbox.cctp.api_url}/v2/messages/${CCTP_DOMAIN[from]}?transactionHash=${burnTx}`;
+  return await waitFor(`the attestation of ${burnTx}`, async () => {
+    const res = await fetch(url);
+    if (res.status !== 200) return undefined;
+    const m = ((await res.json()) as { messages: { status: string; message: Hex; attestation: Hex }[] })
+      .messages[0];
+    return m?.status === 'complete' ? m : undefined;
+  });
+}
+
+/** Mines `n` empty blocks on the sandbox's anvil of `chain`. */
+async function mineBlocks(chain: EvmChain, n: number): Promise<void> {
+  const url = stack.sandbox.nodes.evm[chain].url as string;
+  for (let i = 0; i < n; i++) {
+    await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'evm_mine', params: [] }),
+    });
+  }
+}
+
+/** The message minted by a relayer (`receiveMessage` is anyone's to call: destinationCaller is zero). */
+async function relayed(burnTx: string): Promise<void> {
+  const { message, attestation } = await attestedMessageOf('ETH', burnTx);
+  const key = generatePrivateKey();
+  await fundOwners(stack.sandbox, [privateKeyToAccount(key).address]);
+  const relayer = createWalletClient({
+    account: privateKeyToAccount(key),
+    transport: http(stack.sandbox.nodes.evm.BASE.url as string),
+  });
+  const hash = await relayer.writeContract({
+    chain: null,
+    address: CCTP_V2_CONTRACTS.testnet.BASE.messageTransmitter as Hex,
+    abi: [RECEIVE_MESSAGE],
+    functionName: 'receiveMessage',
+    args: [message, attestation],
+  });
+  expect((await anvil('BASE').waitForTransactionReceipt({ hash })).status).toBe('success');
+}
+
+/**
+ * A worker killed after its mint call was given a nonce and before anything of it was signed (at its
+ * first read of the destination after the nonce was given); then the message is either minted by a
+ * relayer, or its attestation expires and is attested again (other bytes: the call given the nonce
+ * can never mint it). The next worker settles that call before it goes on: given up, its nonce
+ * filled by a zero-value transaction from the owner to itself (docs/cctp.md "The flow", step 6) —
+ * then `complete` (minted by the relayer), or the next generation's mint call, at the next nonce.
+ * Left unsigned, that nonce would hold every later transaction of the owner on that chain for good.
+ */
+async function mintNonceGivenNeverSigned(then: 'relayed' | 'reattested'): Promise<void> {
+  resetRpc();
+  const tag = `mint-gap-${then}`;
+  const key = generatePrivateKey();
+  const owner = privateKeyToAccount(key).address;
+  await fundOwners(stack.sandbox, [owner]);
+  await approveOutside('ETH', 100n, key);
+  // Re-attested: the first attestation expires 5 blocks on; the second never.
+  if (then === 'reattested') await stack.sandbox.admin.configure({ cctpExpiryBlocks: 5 });
+  const rows = rowsOf(tag, [['ETH', 'BASE']]);
+  const row = rows[0] as Row;
+  const batchId = await enqueueCctp(rows);
+  const onBase = { prefix: stack.env['QUEUE_PREFIX'] as string, chain: 'BASE', owner };
+  // A short lock: the dead worker's claim on the intent lapses in 2 × 6 s (hold-times.ts).
+  const worker = startWorker({ ...rpc.env(tag), EVM_PRIVATE_KEY: key, WORKER_LOCK_MS: '6000' }, 'ETH');
+  let given: bigint | undefined;
+  rpc.read = async (at, chain) => {
+    if (at !== tag || chain !== 'BASE' || given !== undefined) return;
+    const next = await nextNonce(stack.client, onBase);
+    if (next === undefined) return;
+    given = next - 1n;
+    await worker.kill9();
+  };
+  await waitFor('the worker killed once its mint call has a nonce', async () => given !== undefined, {
+    timeoutMs: 60_000,
+    intervalMs: 50,
+  });
+  const at = given as bigint;
+  const left = await readOwnerTx(stack.client, onBase, at);
+  expect(left?.callId).toMatch(/^cctp-mint:.*:1$/);
+  expect(left?.versions).toEqual([]);
+  const t = byId(await stack.status(batchId), row.id as string);
+  expect(t?.state).toBe('submitted');
+  if (then === 'relayed') await relayed(t?.tx_hash as string);
+  else {
+    await stack.sandbox.admin.configure({ cctpExpiryBlocks: 0 });
+    await mineBlocks('BASE', 6);
+  }
+  expect(await anvil('BASE').getTransactionCount({ address: owner })).toBe(Number(at));
+  startWorker({ EVM_PRIVATE_KEY: key });
+  const doc = await waitMinted((id) => stack.status(id), batchId);
+  await stopWorkers();
+  expect(await burnsAndMints(row)).toEqual({ burns: 1, mints: 1 });
+  expect(await balanceOf('BASE', row.recipient)).toBe(parseUsdc(row.amount));
+  // The call's nonce is filled, by a zero-value transaction from the owner to itself, mined.
+  const filled = await readOwnerTx(stack.client, onBase, at);
+  expect(filled?.filled).toBe(true);
+  const filler = await anvil('BASE').getTransaction({ hash: filled?.done?.hash as Hex });
+  expect([filler.to?.toLowerCase(), filler.value, filler.input]).toEqual([owner.toLowerCase(), 0n, '0x']);
+  const mintTx = byId(doc, row.id as string)?.cctp?.mint_tx ?? null;
+  if (then === 'relayed') {
+    // Minted by the relayer: the status names no mint of ours, and the owner sent nothing more.
+    expect(mintTx).toBeNull();
+    expect(await anvil('BASE').getTransactionCount({ address: owner })).toBe(Number(at) + 1);
+  } else {
+    // Minted by the next generation's call, at the next nonce.
+    const next = await readOwnerTx(stack.client, onBase, at + 1n);
+    expect(next?.callId).toMatch(/^cctp-mint:.*:2$/);
+    expect(mintTx).toBe(next?.done?.hash);
+  }
+}
+
 /**
  * How long the failover case's rows may take to be minted after the failover: the product's own
  * timers, each a wait a failover brings (docs/replicated-redis.md "What a failover still costs"),
@@ -618,6 +741,17 @@ describe('the CCTP road under faults at exact points', () => {
     // A failure here leaves no worker of this case to take the next case's rows.
     await ownerKeyElsewhere().finally(stopWorkers);
   }, 300_000);
+
+  it.each(['relayed', 'reattested'] as const)(
+    'a mint call given a nonce, never signed (its worker killed), then its message %s: that nonce is filled by a zero-value transaction, never left to hold the owner',
+    async (then) => {
+      await mintNonceGivenNeverSigned(then).finally(async () => {
+        await stopWorkers();
+        await stack.sandbox.admin.configure({ cctpExpiryBlocks: 0 });
+      });
+    },
+    180_000,
+  );
 
   it("an owner's lease lapses while its burn is sent, not mined: the next transfer signs nothing until it is mined, then approves what it left short and burns (no burn reverted for want of allowance)", async () => {
     // A failure here leaves no worker of this case to take the next case's rows.

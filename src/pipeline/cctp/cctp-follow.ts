@@ -6,7 +6,9 @@ import { isEvmChain, type EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SigningError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
 import { receiveMessageData } from '../../signing/evm/cctp-calls.ts';
+import { OwnerTxSignedError, type OwnerTxStep } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
 import type { CctpPatch } from '../../store/cctp-fields.ts';
+import type { SavedOwnerTx } from '../../store/owner-txs.ts';
 import type { TransferRecord } from '../../store/transfer-record.ts';
 import type { TransferStore } from '../../store/transfer-store.ts';
 import type { CctpDeps } from './cctp-deps.ts';
@@ -157,35 +159,95 @@ async function reattest(look: Look, nonce: string): Promise<CctpLook> {
 }
 
 /**
- * The message's nonce is used on the destination: minted, by anyone. Where it was our mint (its call
- * saved, and stepped once more to its receipt), the status shows that transaction.
+ * The message's nonce is used on the destination: minted, by anyone (receiveMessage is anyone's to
+ * call: destinationCaller is zero). This transfer's own mint call, where it has one, is settled first
+ * (settleMintCall): the look says `complete` once it is, the status showing that transaction where it
+ * was the one that minted.
  */
 async function mintedByAnyone(look: Look, nonce: string): Promise<CctpLook> {
-  const ours = await ourMintTx(look, nonce);
+  const id = mintCallId(nonce, look.rec.cctp.mintGen ?? 1);
+  const left = await settleMintCall(look, id);
+  if (left.kind === 'pending') {
+    look.said(
+      'mint',
+      `nonce ${nonce} is used on ${look.to}: minted; this transfer's mint call ${id} first: ${left.detail}`,
+    );
+    return 'pending';
+  }
+  const ours = left.kind === 'minted' ? left.hash : undefined;
   look.said('mint', `nonce ${nonce} is used on ${look.to}: minted${ours ? ` by ${ours}` : ''}`);
   await save(look, { nonce, attestation: 'complete', ...(ours ? { mintTx: ours } : {}) });
   return 'complete';
 }
 
-async function ourMintTx(look: Look, nonce: string): Promise<string | undefined> {
+/** Where a mint call this transfer leaves stands: `minted` by it, `settled` otherwise, or still `pending`. */
+type LeftCall =
+  | { readonly kind: 'minted'; readonly hash: string }
+  | { readonly kind: 'settled' }
+  | { readonly kind: 'pending'; readonly detail: string };
+
+/**
+ * Drives a mint call the transfer leaves (its message minted by anyone, or re-attested into other
+ * bytes) to its fate, so that its nonce never holds the owner's later transactions on the chain: a
+ * nonce given is a nonce to fill (docs/cctp.md "The owner's transactions"). A call given a nonce and
+ * never signed (its run died between the two, or waited) is given up, its nonce filled by a
+ * zero-value transaction to the owner itself (OwnerTxSender `abandon`); one signed is only ever sent,
+ * as saved. Settled: nothing of it exists (no nonce, or its record lost in a failover), or it is mined.
+ */
+async function settleMintCall(look: Look, id: string): Promise<LeftCall> {
   const { d, to, owner } = look;
-  const id = mintCallId(nonce, look.rec.cctp.mintGen ?? 1);
   const saved = await d.cctp.sender.saved(to, owner, id);
-  if (!saved || saved.versions.length === 0) return undefined;
-  const step = saved.done
-    ? undefined
-    : await d.cctp.sender.step(to, owner, {
-        id,
-        to: saved.to,
-        data: saved.data,
-        value: saved.value,
-        gas: saved.gas,
-      });
-  const done = saved.done ?? (step?.kind === 'mined' ? step : undefined);
-  return done?.success ? done.hash : undefined;
+  if (!saved) return { kind: 'settled' };
+  const unsigned = saved.versions.length === 0 && !saved.filled;
+  const step = unsigned ? await givenUp(look, id) : await stepAsSaved(look, saved);
+  if (step === undefined) return { kind: 'settled' };
+  if (step.kind === 'mined')
+    return step.success && !step.filler ? { kind: 'minted', hash: step.hash } : { kind: 'settled' };
+  if (step.kind === 'replaced-by-other') return { kind: 'settled' };
+  const detail = step.kind === 'sent' ? `sent ${step.hash}` : step.detail;
+  return {
+    kind: 'pending',
+    detail: `${saved.versions.length === 0 ? 'given up, its nonce filled by a zero-value transaction: ' : ''}${detail}`,
+  };
+}
+
+/** The call given up and its nonce's filler stepped; a call signed meanwhile (by another worker) is stepped as it is. */
+async function givenUp(look: Look, id: string): Promise<OwnerTxStep | undefined> {
+  const { d, to, owner } = look;
+  try {
+    return await d.cctp.sender.abandon(to, owner, id);
+  } catch (err) {
+    if (!(err instanceof OwnerTxSignedError)) throw err;
+    const saved = await d.cctp.sender.saved(to, owner, id);
+    return saved && (await stepAsSaved(look, saved));
+  }
+}
+
+/** One step of a saved call, as it was saved (its own bytes, whatever the message is attested as now). */
+async function stepAsSaved(look: Look, saved: SavedOwnerTx): Promise<OwnerTxStep> {
+  const call = { id: saved.callId, to: saved.to, data: saved.data, value: saved.value, gas: saved.gas };
+  return await look.d.cctp.sender.step(look.to, look.owner, call);
 }
 
 const mintCallId = (nonce: string, gen: number) => `cctp-mint:${nonce}:${gen}`;
+
+/**
+ * The mint call of generation `gen` cannot mint the message as it is attested now: it is settled
+ * first (settleMintCall; where it minted after all, the next look finds the nonce used), then the
+ * next generation's call is made.
+ */
+async function nextMintCall(look: Look, id: string, gen: number): Promise<CctpLook> {
+  const left = await settleMintCall(look, id);
+  if (left.kind === 'pending') {
+    look.said(
+      'mint',
+      `mint call ${id} was made for other bytes of the message; settling it first: ${left.detail}`,
+    );
+    return 'pending';
+  }
+  if (left.kind === 'settled') await save(look, { mintGen: gen + 1 });
+  return 'pending';
+}
 
 /** One step of the mint; `complete` once it is mined, or the nonce is seen used. */
 async function mintStep(look: Look, m: Extract<CctpApiMessage, { status: 'complete' }>): Promise<CctpLook> {
@@ -202,10 +264,10 @@ async function mintStep(look: Look, m: Extract<CctpApiMessage, { status: 'comple
   try {
     step = await d.cctp.sender.step(to, owner, call);
   } catch (err) {
-    // A re-attested message is other bytes: the call of that generation was another; a new one.
+    // A re-attested message is other bytes: the call of that generation was another. It is settled
+    // (it may hold a nonce), then a new one follows.
     if (!(err instanceof SigningError) || err.code !== SIGNING_ERROR_CODES.ownerTxMissing) throw err;
-    await save(look, { mintGen: gen + 1 });
-    return 'pending';
+    return await nextMintCall(look, call.id, gen);
   }
   switch (decideAfterMintStep(step)) {
     case 'watch':
