@@ -69,6 +69,11 @@ export type PipelineHooks = {
   onBatchCompleted?(batchId: string, generation: number): Promise<void> | void;
   /** A transfer was submitted: follow its intent. */
   onSubmitted?(batchId: string, transferId: string, intentId: string): Promise<void> | void;
+  /**
+   * A job ran again for a transfer already submitted, its intent not final: follow it unless it is
+   * followed (its run may have died between the two writes).
+   */
+  onSubmittedAgain?(batchId: string, transferId: string, intentId: string): Promise<void> | void;
   /** A transfer ended needs_review with a payload that may settle itself after `at` (ms). */
   onNeedsReview?(batchId: string, transferId: string, settleAt: number | null): Promise<void> | void;
   /** The service answered 429: slow the whole queue for `ms`. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isEvmChain } from '../domain/chains.ts';
-import { isFinalState } from '../domain/transfer.ts';
+import { FINAL_INTENT_STATUSES, isFinalState } from '../domain/transfer.ts';
 import { hasPayload, runRecordAfter, type RunRecord } from '../store/saved-steps.ts';
 import {
   addEvidence,
@@ -145,6 +145,19 @@ function withRecord(ctx: Ctx, out: StepOutcome): StepOutcome {
 }
 
 /**
+ * A job run again for a transfer submitted already (outcomes.ts submitted): its run made it so, then
+ * follows its intent in a second write, and a run killed between the two leaves an intent nobody
+ * follows — a CCTP burn never minted, a payment whose settlement is never known. Its job is then
+ * run again (its lock lapsed): the intent is followed unless it is final, untracked (the route did
+ * not know it) or followed already.
+ */
+async function followedAgain(ctx: Ctx, rec: RunRecord): Promise<void> {
+  if (rec.state !== 'submitted' || !rec.intentId || rec.intentUntracked) return;
+  if ((FINAL_INTENT_STATUSES as readonly (string | null)[]).includes(rec.intentStatus)) return;
+  await ctx.deps.hooks?.onSubmittedAgain?.(ctx.batchId, ctx.transferId, rec.intentId);
+}
+
+/**
  * The run's steps from the record as the take left it (`in_progress` once it moved a queued one),
  * carried with the run's own writes laid over it (Ctx.run), never read again.
  */
@@ -155,7 +168,10 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
   }
   let rec: RunRecord = current(ctx);
   if (rec.state === 'needs_review') return await settleNeedsReview(ctx);
-  if (isFinalState(rec.state)) return { kind: 'done', state: rec.state, record: rec };
+  if (isFinalState(rec.state)) {
+    await followedAgain(ctx, rec);
+    return { kind: 'done', state: rec.state, record: rec };
+  }
   if (paused) throw new Later(2_000, 'processing is paused (usdc-batch resume)', 'paused');
 
   // A crash between "sending" and the answer: that send may have been processed.

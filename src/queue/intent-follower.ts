@@ -7,6 +7,7 @@ import type { ServiceClient } from '../service/types.ts';
 import {
   claimDueIntents,
   dropFollowedIntent,
+  followsIntent,
   readFollowedTransfer,
   releaseClaims,
   scheduleNextPoll,
@@ -110,6 +111,15 @@ export function createIntentFollower(deps: FollowerDeps) {
     async follow(batchId: string, transferId: string, intentId: string): Promise<void> {
       const first = isCctpIntent(intentId) ? CCTP_FOLLOW.firstPollMs : timing.firstPollMs;
       await followIntent(deps.redis, deps.prefix, { batchId, transferId, intentId }, first);
+    },
+    /** Follows the intent unless a member of the follow set says it is followed already. */
+    async followAgain(batchId: string, transferId: string, intentId: string): Promise<void> {
+      if (await followsIntent(deps.redis, deps.prefix, { batchId, transferId, intentId })) return;
+      deps.logger.warn(
+        { batchId, transferId, intentId },
+        'a submitted transfer whose intent was not followed (its run died before it was): followed now',
+      );
+      await this.follow(batchId, transferId, intentId);
     },
     async close(): Promise<void> {
       await loop.stop();

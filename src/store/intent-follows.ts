@@ -117,6 +117,29 @@ export async function addFollowedIntent(
   await redis.zadd(keys(prefix).follow, 'NX', Math.floor(firstPollAt), followMember(t));
 }
 
+/** `text` with Redis's glob characters escaped, to MATCH itself. */
+const globEscaped = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
+
+/**
+ * Whether the follow set holds a member for this transfer's intent (of any submission time): a
+ * ZSCAN of the whole set, for the rare re-run of a job whose transfer is submitted already
+ * (pipeline/run-transfer.ts), never on the way of a submission.
+ */
+export async function followsIntent(
+  redis: Redis,
+  prefix: string,
+  t: { readonly batchId: string; readonly transferId: string; readonly intentId: string },
+): Promise<boolean> {
+  const match = `${globEscaped(`${t.batchId}/${t.transferId}/${t.intentId}`)}@*`;
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.zscan(keys(prefix).follow, cursor, 'MATCH', match, 'COUNT', 1000);
+    if (found.length > 0) return true;
+    cursor = next;
+  } while (cursor !== '0');
+  return false;
+}
+
 /**
  * Claims up to `limit` intents whose poll is due (follow-claim.lua): each is re-scored to
  * `now + leaseMs`, so no other process polls it meanwhile. Members that do not parse are dropped.

@@ -25,6 +25,8 @@ export type TransferRecord = {
   readonly state: TransferState;
   readonly intentId: string | null;
   readonly intentStatus: string | null;
+  /** The status route did not know its intent: no longer followed (intent-status-save.lua). */
+  readonly intentUntracked: boolean;
   readonly txHash: string | null;
   readonly txSignature: string | null;
   /** The EVM owner whose permit pays it (null before a permit is signed, and for SOLANA sources). */
@@ -109,6 +111,7 @@ export function parseTransferRecord(
     state: state as TransferState,
     intentId: str(raw['intent_id']),
     intentStatus: str(raw['intent_status']),
+    intentUntracked: raw['intent_untracked'] === '1',
     txHash: txHashOf(raw['tx_hash']),
     txSignature: txSignatureOf(raw),
     owner: str(raw['owner']) ?? permitOwner(raw['permit']),

@@ -262,6 +262,7 @@ function pipelineHooks(
   return {
     onBatchCompleted: (batchId, generation) => callbacks.completed(batchId, generation),
     onSubmitted: (batchId, transferId, intentId) => follower.follow(batchId, transferId, intentId),
+    onSubmittedAgain: (batchId, transferId, intentId) => follower.followAgain(batchId, transferId, intentId),
     onNeedsReview: async (batchId, transferId, settleAt) => {
       if (settleAt !== null) await ref.workers?.scheduleSettle(batchId, transferId, settleAt);
     },

@@ -11,6 +11,7 @@ import { parseUsdc } from '../../src/domain/money.ts';
 import type { BatchStatus } from '../../src/present/batch-status.ts';
 import { cctpLeaseChannel, cctpLeaseKey } from '../../src/store/cctp-gate.ts';
 import { keys } from '../../src/store/keys.ts';
+import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { nextNonce, readOwnerTx } from '../../src/store/owner-txs.ts';
 import { holdTimesOf } from '../../src/domain/hold-times.ts';
 import { TEST_WORKER_LOCK_MS } from '../../support/product-env.ts';
@@ -20,6 +21,7 @@ import { fundOwners, startStack, type Stack } from '../helpers/e2e.ts';
 import { OTHER_EVM_KEY, TEST_EVM_KEY } from '../helpers/sandbox.ts';
 import { failoverStack } from '../helpers/failover.ts';
 import { randomEvmAddress, solanaKeypairFile, type Row } from '../helpers/fixtures.ts';
+import { startReplyCutter } from '../helpers/reply-cutter.ts';
 import { startRpcFaults, type RpcCall, type RpcFaults, type SeenSend } from '../helpers/rpc-faults.ts';
 import { ERC20, sandboxUsdc } from '../helpers/sandbox-usdc.ts';
 
@@ -504,6 +506,55 @@ async function attestedMessageOf(
   });
 }
 
+/**
+ * A worker killed right after the write that makes its transfer `submitted` reached Redis, before
+ * the one that follows its intent (outcomes.ts submitted: two writes): through a proxy in front of
+ * Redis that loses the transition's reply (reply-cutter.ts), the worker killed then. Its job runs
+ * again once its lock lapses and finds the transfer submitted: the intent, followed by nobody, is
+ * followed then (run-transfer.ts followedAgain) and the burn minted. Left so, it would never be.
+ */
+async function killedBetweenSubmittedAndFollowed(): Promise<void> {
+  resetRpc();
+  const tag = 'unfollowed';
+  const key = generatePrivateKey();
+  await fundOwners(stack.sandbox, [privateKeyToAccount(key).address]);
+  await approveOutside('ETH', 100n, key);
+  const rows = rowsOf(tag, [['ETH', 'BASE']]);
+  const row = rows[0] as Row;
+  const before = await supplies();
+  const batchId = await enqueueCctp(rows);
+  // The transition's script loaded in Redis first (a move of no transfer: nothing written), so the
+  // write the proxy cuts is the one Redis applies, not an EVALSHA answered NOSCRIPT.
+  const prefix = stack.env['QUEUE_PREFIX'] as string;
+  await createTransferStore({ redis: stack.client, prefix }).transition(batchId, 'no-such-transfer', {
+    expected: ['in_progress'],
+    to: 'submitted',
+    fields: {},
+  });
+  const cutter = await startReplyCutter(stack.redis.port);
+  try {
+    // The transition to submitted: the only write naming the intent (`cctp:<domain>:<burn tx>`) and
+    // its field (the follow set's member names the intent, not the field).
+    const cut = cutter.cutReplyTo(`cctp:${CCTP_DOMAIN.ETH}:0x`, 'intent_id', row.id as string);
+    const worker = startWorker(
+      { EVM_PRIVATE_KEY: key, REDIS_URL: cutter.url, WORKER_LOCK_MS: '6000' },
+      'ETH',
+    );
+    await cut;
+    await worker.kill9();
+  } finally {
+    await cutter.close();
+  }
+  const t = byId(await stack.status(batchId), row.id as string);
+  expect([t?.state, t?.intent_status]).toEqual(['submitted', 'pending']);
+  const followed = await stack.client.zrange(keys(prefix).follow, 0, -1);
+  expect(followed.filter((m) => m.includes(`/${row.id}/`))).toEqual([]);
+  startWorker({ EVM_PRIVATE_KEY: key });
+  const doc = await waitMinted((id) => stack.status(id), batchId);
+  await stopWorkers();
+  await expectMintedOnce(doc, rows, before);
+}
+
 /** Mines `n` empty blocks on the sandbox's anvil of `chain`. */
 async function mineBlocks(chain: EvmChain, n: number): Promise<void> {
   const url = stack.sandbox.nodes.evm[chain].url as string;
@@ -741,6 +792,10 @@ describe('the CCTP road under faults at exact points', () => {
     // A failure here leaves no worker of this case to take the next case's rows.
     await ownerKeyElsewhere().finally(stopWorkers);
   }, 300_000);
+
+  it('a worker killed between the write that makes a transfer submitted and the one that follows its intent: its job, run again, follows it and the burn is minted', async () => {
+    await killedBetweenSubmittedAndFollowed().finally(stopWorkers);
+  }, 180_000);
 
   it.each(['relayed', 'reattested'] as const)(
     'a mint call given a nonce, never signed (its worker killed), then its message %s: that nonce is filled by a zero-value transaction, never left to hold the owner',

@@ -9,6 +9,7 @@ import { createIntentFollower, type IntentFollower } from '../../src/queue/inten
 import { createSandbox, type Sandbox } from '../../src/sandbox/sandbox.ts';
 import { createServiceClient } from '../../src/service/service-client.ts';
 import type { ServiceClient } from '../../src/service/types.ts';
+import { addFollowedIntent, followsIntent } from '../../src/store/intent-follows.ts';
 import { createTransferStore } from '../../src/store/transfer-store.ts';
 import { waitFor } from '../helpers/cli.ts';
 import { randomEvmAddress } from '../helpers/fixtures.ts';
@@ -126,6 +127,26 @@ describe('intent follower', () => {
     });
     // A complete intent leaves no job behind: only a failed one gets one.
     expect(await client.keys(`${prefix}:intents:b/*`)).toEqual([]);
+  });
+
+  it("finds an intent's member whatever its submission time, among thousands, and no other (Redis's glob characters in ids match themselves)", async () => {
+    const p = 'again';
+    const at = (t: { batchId: string; transferId: string; intentId: string }, ms: number) =>
+      addFollowedIntent(client, p, { ...t, submittedAt: ms }, ms);
+    for (let i = 0; i < 3000; i++) await at({ batchId: 'b', transferId: `n${i}`, intentId: `i${i}` }, i);
+    await at({ batchId: 'b', transferId: 't1', intentId: 'cctp:0:0xab' }, 1_700_000_000_123);
+    await at({ batchId: 'b', transferId: 't[1]', intentId: 'x*?\\' }, 5);
+    const follows = (transferId: string, intentId: string) =>
+      followsIntent(client, p, { batchId: 'b', transferId, intentId });
+    expect(await follows('t1', 'cctp:0:0xab')).toBe(true);
+    expect(await follows('n2999', 'i2999')).toBe(true);
+    expect(await follows('t[1]', 'x*?\\')).toBe(true);
+    expect(await follows('t1', 'cctp:0:0xac')).toBe(false);
+    expect(await follows('t1', 'cctp:0:0x*')).toBe(false);
+    expect(await follows('t', 'cctp:0:0xab')).toBe(false);
+    expect(await follows('t1', 'x*?\\')).toBe(false);
+    expect(await follows('t[1]', 'xyz\\')).toBe(false);
+    await client.del(`${p}:follow`);
   });
 
   it('stops asking when the status route answers 404, and marks the intent untracked', async () => {
