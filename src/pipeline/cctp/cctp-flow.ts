@@ -15,7 +15,14 @@ import type { StepOutcome, WaitKind } from '../pipeline-deps.ts';
 import type { CctpDeps } from './cctp-deps.ts';
 import { approvalAmount, decideAfterBurnStep } from './cctp-decision.ts';
 import { notEvm, thresholdOf } from './cctp-estimate.ts';
-import { stepOwnerCall, unminedOwnerCalls, waitKindOf, WATCH_EVERY_MS, WATCH_MS } from './owner-call.ts';
+import {
+  stepOwnerCall,
+  unminedOwnerCalls,
+  waitKindOf,
+  watchDelayMs,
+  WATCH_EVERY_MS,
+  WATCH_MS,
+} from './owner-call.ts';
 
 /*
  * The CCTP road in the transfer's job (docs/cctp.md "The flow"): after the same pre-sign checks as
@@ -218,6 +225,7 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
   );
   await holdCallFacts(b, call.id, 'approve', { cctp: { approval: approving.amount } });
   const started = Date.now();
+  let looks = 0;
   for (;;) {
     await keepLease(b, call, 'approve');
     const step = await stepOwnerCall(ctx, cctp, b, call);
@@ -243,7 +251,7 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
       return await waitShown(ctx, step.detail, waitKindOf(step));
     if (Date.now() - started > WATCH_MS)
       throw new Later(WATCH_EVERY_MS, 'the approve is not mined yet', 'retry');
-    await wait(ctx, WATCH_EVERY_MS);
+    await wait(ctx, watchDelayMs(looks++));
   }
 }
 
@@ -408,6 +416,7 @@ async function driveBurn(b: Burner): Promise<StepOutcome | 'new_burn'> {
   const { ctx, cctp, chain } = b;
   const call = burnCall(b);
   const started = Date.now();
+  let looks = 0;
   let replacedBefore = false;
   ctx.report('burn', `depositForBurn of ${formatUsdc(current(ctx).amount)} USDC from ${b.owner} on ${chain}`);
   await holdBurnFacts(b, call.id);
@@ -430,7 +439,7 @@ async function driveBurn(b: Burner): Promise<StepOutcome | 'new_burn'> {
       case 'watch':
         if (Date.now() - started > WATCH_MS)
           throw new Later(WATCH_EVERY_MS, 'the burn is not mined yet', 'retry');
-        await wait(ctx, WATCH_EVERY_MS);
+        await wait(ctx, watchDelayMs(looks++));
         continue;
       case 'wait':
         return await waitShown(ctx, step.kind === 'waiting' ? step.detail : 'waiting', waitKindOf(step));

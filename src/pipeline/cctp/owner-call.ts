@@ -17,6 +17,19 @@ import type { CctpDeps } from './cctp-deps.ts';
 export const WATCH_MS = 60_000;
 export const WATCH_EVERY_MS = 1_000;
 
+/**
+ * The looks at a sent call before the once-a-second ones: a chain with short blocks (Arbitrum's are a
+ * quarter of a second, an automining one mines at once) has mined it well before a second, and the
+ * owner's next call waits for this one's receipt (its lease is held until then). A chain with long
+ * blocks gets three more reads of a call in all.
+ */
+export const FIRST_LOOKS_MS = [250, 250, 500] as const;
+
+/** How long to wait before the look after `looks` looks at the call (0 for the first after sending). */
+export function watchDelayMs(looks: number): number {
+  return FIRST_LOOKS_MS[looks] ?? WATCH_EVERY_MS;
+}
+
 export async function stepOwnerCall(
   ctx: Ctx,
   cctp: CctpDeps,
