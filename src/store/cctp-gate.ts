@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { createRateLimiter } from './rate-limiter.ts';
-import { releaseTokenLock } from './token-lock.ts';
+import { releaseTokenLock, takeTokenLock } from './token-lock.ts';
 
 /*
  * What every worker shares on the CCTP road (docs/data-model.md "CCTP road"):
@@ -44,19 +44,15 @@ export const cctpLeaseKey = (prefix: string, chain: string, owner: string) =>
 export const cctpLeaseChannel = (prefix: string) => `${prefix}:cctp:lease:released`;
 
 /**
- * Takes (or, for the holder that has it, renews) the (chain, owner) CCTP lease for `ttlMs`;
- * whether `holder` has it now.
+ * Takes (or, for the holder that has it, renews) the (chain, owner) CCTP lease for `ttlMs`, in one
+ * script (token-lock.ts takeTokenLock); whether `holder` has it now.
  */
 export async function takeCctpLease(
   redis: Redis,
   prefix: string,
   at: { readonly chain: string; readonly owner: string; readonly holder: string; readonly ttlMs: number },
 ): Promise<boolean> {
-  const key = cctpLeaseKey(prefix, at.chain, at.owner);
-  if ((await redis.set(key, at.holder, 'PX', at.ttlMs, 'NX')) === 'OK') return true;
-  if ((await redis.get(key)) !== at.holder) return false;
-  await redis.pexpire(key, at.ttlMs);
-  return true;
+  return await takeTokenLock(redis, cctpLeaseKey(prefix, at.chain, at.owner), at.holder, at.ttlMs);
 }
 
 /**

@@ -1,6 +1,8 @@
 --[[
-  Takes a transfer's processing lock (transfer-store.ts lock): exclusive processing of one
-  transfer, whatever job runs it. True also when the lock already holds this token (takeLock).
+  Takes a lock for a token (token-lock.ts takeTokenLock): a transfer's processing lock
+  (transfer-store.ts lock: exclusive processing of one transfer, whatever job runs it), an owner's
+  CCTP lease (cctp-gate.ts). True also when the lock already holds this token, its expiry renewed in
+  the same step (takeLock).
 
   Input:
     KEYS[1] the lock
