@@ -27,6 +27,10 @@ export function isFinalState(state: TransferState): boolean {
 
 /** Intent statuses of the service's status route; any other string is kept but is not final. */
 export const FINAL_INTENT_STATUSES = ['complete', 'failed'] as const;
+/** Whether the status route's status is final (an intent not yet polled, null, is not). */
+export function isFinalIntentStatus(status: string | null): boolean {
+  return status !== null && (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
+}
 
 /** A validated row: what ingest produces and what a worker executes. */
 export type TransferRequest = {

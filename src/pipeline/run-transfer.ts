@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isEvmChain } from '../domain/chains.ts';
-import { FINAL_INTENT_STATUSES, isFinalState } from '../domain/transfer.ts';
+import { isFinalIntentStatus, isFinalState } from '../domain/transfer.ts';
 import { hasPayload, runRecordAfter, type RunRecord } from '../store/saved-steps.ts';
 import {
   addEvidence,
@@ -153,7 +153,7 @@ function withRecord(ctx: Ctx, out: StepOutcome): StepOutcome {
  */
 async function followedAgain(ctx: Ctx, rec: RunRecord): Promise<void> {
   if (rec.state !== 'submitted' || !rec.intentId || rec.intentUntracked) return;
-  if ((FINAL_INTENT_STATUSES as readonly (string | null)[]).includes(rec.intentStatus)) return;
+  if (isFinalIntentStatus(rec.intentStatus)) return;
   await ctx.deps.hooks?.onSubmittedAgain?.(ctx.batchId, ctx.transferId, rec.intentId);
 }
 

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisEndpoint } from '../store/redis-endpoint.ts';
-import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
+import { isFinalIntentStatus } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import type { ServiceClient } from '../service/types.ts';
@@ -136,8 +136,6 @@ function forgetStaleWaits(f: Follower, now: number): void {
   for (const [member, w] of f.waiting) if (now - w.at > horizon) f.waiting.delete(member);
 }
 
-const isFinal = (status: string) => (FINAL_INTENT_STATUSES as readonly string[]).includes(status);
-
 /**
  * One claimed intent: poll it (unless a final status already seen waits for its job), then decide.
  * `said` hears the status the service gave (its span's, with tracing on).
@@ -171,7 +169,7 @@ async function pollIntent(
     );
     return await nextPoll(f, intent);
   }
-  if (isFinal(status)) return await finalStatus(f, intent, status);
+  if (isFinalIntentStatus(status)) return await finalStatus(f, intent, status);
   const t = await followedTransfer(f, intent);
   // The transfer names another intent (or is gone): nothing of it is this intent's to record.
   if (!t) return await dropFollowedIntent(deps.redis, deps.prefix, intent);

@@ -5,6 +5,7 @@ import { FOLLOWED_FIELDS, parseFollowedTransfer, type FollowedTransfer } from '.
 import { keys, type Keys } from './keys.ts';
 import { LuaReplyError, replyArray, replyInt, replyOptionalStrings, replyString } from './lua-reply.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
+import { releaseTokenLock, takeTokenLock } from './token-lock.ts';
 import type { ScriptCall, WriteSite } from './replica-acks.ts';
 import {
   fieldsOf,
@@ -37,9 +38,7 @@ const TRANSITION = luaScriptFile('transfer-move.lua');
 const TAKE = luaScriptFile('transfer-take.lua');
 const SAVE_ESTIMATE = luaScriptFile('estimate-save.lua');
 const SAVE_INTENT_STATUS = luaScriptFile('intent-status-save.lua');
-const LOCK = luaScriptFile('lock-take.lua');
 const RELOCK = luaScriptFile('lock-extend.lua');
-const UNLOCK = luaScriptFile('lock-release.lua');
 const FENCED_SAVE = luaScriptFile('fenced-save.lua');
 const APPEND_EVIDENCE = luaScriptFile('evidence-append.lua');
 
@@ -276,11 +275,12 @@ async function saveFenced(
 
 /**
  * Exclusive processing of one transfer, whatever job runs it (a stalled job's second run, a retry
- * round, a settle job): `SET NX PX` with a token (see LOCK). Returns false when another holds it.
+ * round, a settle job): `SET NX PX` with a token (token-lock.ts takeTokenLock). Returns false when
+ * another holds it.
  */
 async function lockTransfer(s: Store, at: TransferAt, token: string, ttlMs: number): Promise<boolean> {
   const { batchId, transferId } = at;
-  return (await runScript(s.redis, LOCK, [lockKey(s, batchId, transferId)], [token, ttlMs])) === 1;
+  return await takeTokenLock(s.redis, lockKey(s, batchId, transferId), token, ttlMs);
 }
 
 /** Field/value pairs as Redis answers HGETALL inside a script, as a record. */
@@ -368,7 +368,7 @@ async function relockTransfer(s: Store, at: TransferAt, token: string, ttlMs: nu
 
 async function unlockTransfer(s: Store, at: TransferAt, token: string): Promise<void> {
   const { batchId, transferId } = at;
-  await runScript(s.redis, UNLOCK, [lockKey(s, batchId, transferId)], [token]);
+  await releaseTokenLock(s.redis, lockKey(s, batchId, transferId), token);
 }
 
 async function incrCounter(s: Store, at: TransferAt, field: TransferCounter, by: number): Promise<number> {

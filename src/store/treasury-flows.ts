@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { isChain, type Chain } from '../domain/chains.ts';
-import { FINAL_INTENT_STATUSES } from '../domain/transfer.ts';
+import { isFinalIntentStatus } from '../domain/transfer.ts';
 import { openIntents, readBatches } from './batch-record.ts';
 import { keys } from './keys.ts';
 import { transfersInState } from './queued-transfers.ts';
@@ -93,8 +93,7 @@ function moving(
   if (!from || !to || !isChain(from) || !isChain(to) || !amount || !/^[0-9]+$/.test(amount) || !recipient)
     return undefined;
   if (state === 'submitted') {
-    const final = (FINAL_INTENT_STATUSES as readonly string[]).includes(intentStatus ?? '');
-    if (final || untracked === '1') return undefined;
+    if (isFinalIntentStatus(intentStatus ?? null) || untracked === '1') return undefined;
   }
   return {
     batchId,
