@@ -557,14 +557,8 @@ async function killedBetweenSubmittedAndFollowed(): Promise<void> {
 
 /** Mines `n` empty blocks on the sandbox's anvil of `chain`. */
 async function mineBlocks(chain: EvmChain, n: number): Promise<void> {
-  const url = stack.sandbox.nodes.evm[chain].url as string;
-  for (let i = 0; i < n; i++) {
-    await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'evm_mine', params: [] }),
-    });
-  }
+  for (let i = 0; i < n; i++)
+    await anvil(chain).request({ method: 'evm_mine' as never, params: [] as never });
 }
 
 /** The message minted by a relayer (`receiveMessage` is anyone's to call: destinationCaller is zero). */
