@@ -5,6 +5,7 @@ import type { SandboxProcess } from '../../support/sandbox.ts';
 import { evmRows } from '../lib/rows.ts';
 import { median } from '../lib/stats.ts';
 import { startBenchSandbox } from '../lib/stack.ts';
+import { workerGaps, type WorkerGaps } from '../lib/worker-gaps.ts';
 import { runProductBatch, type Context, type FlowRun } from './throughput.ts';
 
 export const EVM_CONCURRENCY = 64;
@@ -37,10 +38,35 @@ export type PreparedCount = {
   readonly handoffs: number;
 };
 
+/**
+ * One source chain's serial section inside a run of several chains, from the sandbox's ledger (its
+ * `received_at` and `at` per permit): the service's own time per call *in that run* — its chain and
+ * the sandbox sharing the machine with the other chains and the worker — and the gap the worker left.
+ */
+export type ChainSerial = {
+  readonly chain: string;
+  readonly calls: number;
+  /** Median arrival → accepted of this chain's transfer calls. */
+  readonly callMs: number;
+  /** Median acceptance → the next request of this chain's owner arriving: the worker's serial section. */
+  readonly gapMs: number;
+  /** Σ call time ÷ (first arrival → last acceptance) on this chain. */
+  readonly busy: number;
+  /** The worker's own part of the gap, from its job logs (bench/lib/worker-gaps.ts); absent in older results. */
+  readonly workerGapMs?: number | undefined;
+};
+
 export type EvmRun = FlowRun & {
   readonly serial?: SerialSection | undefined;
   readonly prepared?: PreparedCount | undefined;
+  /** Four chains at once: each chain's serial section in the run; absent in older results. */
+  readonly chains?: readonly ChainSerial[] | undefined;
+  /** One (chain, owner): the worker's own part of the gap (bench/lib/worker-gaps.ts); absent in older results. */
+  readonly workerGapMs?: number | undefined;
 };
+
+/** What a run's Redis tells once its batch is complete. */
+type Inspected = { readonly prepared: PreparedCount; readonly gaps: WorkerGaps };
 
 export type EvmResult = {
   readonly latencyMs: number;
@@ -77,12 +103,50 @@ export async function serialSection(
   };
 }
 
+/** Each source chain's serial section in the run just finished (the sandbox's ledger, one owner per chain). */
+export async function chainSerials(sandbox: SandboxProcess): Promise<ChainSerial[]> {
+  const byChain = new Map<string, { receivedAt: number; at: number }[]>();
+  for (const e of await sandbox.admin.ledger()) {
+    if (e.kind !== 'evm') continue;
+    byChain.set(e.from, [...(byChain.get(e.from) ?? []), { receivedAt: e.received_at, at: e.at }]);
+  }
+  return [...byChain].map(([chain, unsorted]) => {
+    const calls = [...unsorted].sort((a, b) => a.at - b.at);
+    const took = calls.map((c) => c.at - c.receivedAt);
+    const span = (calls.at(-1)?.at ?? 0) - (calls[0]?.receivedAt ?? 0);
+    return {
+      chain,
+      calls: calls.length,
+      callMs: median(took),
+      gapMs: median(calls.slice(1).map((c, i) => c.receivedAt - (calls[i]?.at ?? 0))),
+      busy: span > 0 ? took.reduce((a, b) => a + b, 0) / span : Number.NaN,
+    };
+  });
+}
+
 function evmRun(
-  r: FlowRun & { readonly inspected: PreparedCount | undefined },
+  r: FlowRun & { readonly inspected: Inspected | undefined },
   serial: SerialSection | undefined,
+  chains?: readonly ChainSerial[],
 ): EvmRun {
   const { inspected, ...run } = r;
-  return { ...run, serial, prepared: inspected };
+  const gaps = inspected?.gaps;
+  return {
+    ...run,
+    serial,
+    prepared: inspected?.prepared,
+    chains: chains?.map((c) => ({ ...c, workerGapMs: gaps?.get(c.chain)?.gapMs })),
+    workerGapMs: chains ? undefined : gaps?.values().next().value?.gapMs,
+  };
+}
+
+/** The prepared count and the worker's own gaps of a run on `chains` (one owner per chain). */
+function inspectRun(chains: readonly string[]) {
+  const prepared = countPrepared(chains);
+  return async (client: Redis, prefix: string, batchId: string): Promise<Inspected> => ({
+    prepared: await prepared(client, prefix, batchId),
+    gaps: await workerGaps(client, prefix, batchId, chains),
+  });
 }
 
 /** Counts the batch's prepared transfers and the hand-offs of the owner's pools on `chains`. */
@@ -124,7 +188,7 @@ export async function benchEvm(
       workers: 1,
       env,
       name: `evm-one-${i}`,
-      inspect: countPrepared(['BASE']),
+      inspect: inspectRun(['BASE']),
     });
     oneRuns.push(evmRun(a, await serialSection(ctx.sandbox, one.length)));
     const b = await runProductBatch(ctx, {
@@ -132,11 +196,12 @@ export async function benchEvm(
       workers: 1,
       env,
       name: `evm-four-${i}`,
-      inspect: countPrepared(SOURCES),
+      inspect: inspectRun(SOURCES),
     });
-    fourRuns.push(evmRun(b, undefined));
+    const chains = await chainSerials(ctx.sandbox);
+    fourRuns.push(evmRun(b, undefined, chains));
     ctx.log(
-      `evm run ${i + 1}: one chain ${a.perSecond.toFixed(1)}/s (service ${oneRuns.at(-1)?.serial?.callMs} ms per call, gap ${oneRuns.at(-1)?.serial?.gapMs} ms), four chains ${b.perSecond.toFixed(1)}/s`,
+      `evm run ${i + 1}: one chain ${a.perSecond.toFixed(1)}/s (service ${oneRuns.at(-1)?.serial?.callMs} ms per call, gap ${oneRuns.at(-1)?.serial?.gapMs} ms, worker ${oneRuns.at(-1)?.workerGapMs} ms), four chains ${b.perSecond.toFixed(1)}/s (per chain: ${chains.map((c) => `${c.chain} service ${c.callMs} ms, gap ${c.gapMs} ms (worker ${b.inspected?.gaps.get(c.chain)?.gapMs} ms), busy ${c.busy.toFixed(2)}`).join('; ')})`,
     );
   }
 
@@ -151,12 +216,12 @@ export async function benchEvm(
         workers: 1,
         env,
         name: `evm-one-slow-${i}`,
-        inspect: countPrepared(['BASE']),
+        inspect: inspectRun(['BASE']),
       });
       const serial = await serialSection(slow, slowRows.length);
       slowRuns.push(evmRun(r, serial));
       ctx.log(
-        `evm run ${i + 1} at ${REALISTIC_LATENCY_MS} ms: one chain ${r.perSecond.toFixed(2)}/s (service ${serial?.callMs} ms per call, gap ${serial?.gapMs} ms)`,
+        `evm run ${i + 1} at ${REALISTIC_LATENCY_MS} ms: one chain ${r.perSecond.toFixed(2)}/s (service ${serial?.callMs} ms per call, gap ${serial?.gapMs} ms, worker ${slowRuns.at(-1)?.workerGapMs} ms)`,
       );
     }
   } finally {
