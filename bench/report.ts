@@ -1087,11 +1087,13 @@ function evm(x: EvmResult): string[] {
     }${
       slow ? `; at ${slow.latencyMs} ms, ${fmt(slow.callMs, 0)} ms and ${fmt(slow.gapMs, 0)} ms` : ''
     }. Timestamped on a quiet`,
-    'machine (a worker run at 200 ms and one at 20 ms), the gap is: the answer reaching the worker ~1.5 ms, the commit (an fsynced Redis script) ~2 ms, the',
-    'named wake-up ~1 ms, the sending mark with the lease’s confirmation (one fsynced round trip) ~2 ms, the request',
-    'reaching the service ~2 ms; the record read and the signature are no longer in it (~0 ms). What is left is two',
-    'durable Redis writes that the money rules require in that order (n committed before n + 1 is handed over;',
-    '`sending` written before the send) and two HTTP hops.',
+    'machine before issue 47’s last change (a worker run at 200 ms and one at 20 ms), the gap was: the answer reaching the worker ~1.5 ms, the commit (an',
+    'fsynced Redis script) ~2 ms, the named wake-up ~1 ms, the sending mark with the lease’s confirmation (one fsynced',
+    'round trip) ~2 ms, the request reaching the service ~2 ms; the record read and the signature are no longer in it.',
+    'Since then a preparer in the committing process is woken as the commit is sent, not by its answer and the',
+    'published message: its confirmation and mark go out right behind the commit, and the three Redis hops are one',
+    'round trip (docs/nonces.md; only where the mark needs no replica). What is left is that round trip — the commit of',
+    'n before the confirmation of n + 1 on one connection, `sending` written before the send — and two HTTP hops.',
     `At ${x.latencyMs} ms, where the service answers in ~${fmt(one.callMs, 0)} ms, that serial section is ~${fmt(
       (100 * one.gapMs) / (one.callMs + one.gapMs),
       0,

@@ -13,6 +13,7 @@ import { createEvmSigners } from '../signing/evm/evm-signer.ts';
 import { createNonceManager } from '../signing/evm/nonce-manager.ts';
 import { createSolanaSigner } from '../signing/solana/solana-signer.ts';
 import { createApprovalGate } from '../store/batch-hold.ts';
+import { wantedReplicas, type ReplicaAcks } from '../store/replica-acks.ts';
 import { createWorkerControls } from './batch-controls.ts';
 import { createOwnerBalances } from '../store/owner-balance.ts';
 import { createRateLimiter } from '../store/rate-limiter.ts';
@@ -70,9 +71,14 @@ export function wireEvm(deps: {
   readonly config: Config;
   readonly redis: Redis;
   readonly prefix: string;
+  /**
+   * The sends' replica acknowledgements, where the pipeline has them: a preparer is woken as the
+   * commit before it is sent only while the marks need no replica (none: never).
+   */
+  readonly acks?: ReplicaAcks | undefined;
   readonly logger: Logger;
 }): EvmParts | undefined {
-  const { config, redis, prefix, logger } = deps;
+  const { config, redis, prefix, acks, logger } = deps;
   if (config.evmPrivateKeys.length === 0) return undefined;
   const chain = createChainReader({ config, logger });
   return {
@@ -83,12 +89,24 @@ export function wireEvm(deps: {
       chainReader: chain,
       logger,
       leaseMs: holdTimesOf(config.workerLockMs).nonceLeaseMs,
+      wakePreparerOnCommit: () => marksNeedNoReplica(acks),
     }),
     chain,
     // Only where a balance can be read: without EVM_RPC_URL_<CHAIN> owners go by free lease.
     balances: createOwnerBalances({ redis, prefix }),
     ownerCaches: createOwnerCaches(),
   };
+}
+
+/**
+ * Whether a send's mark is acknowledged without a replica: no acknowledgements at all, or the last
+ * write's site is known and asks for none (REDIS_REPLICA_ACKS=0, or `auto` on a primary that never
+ * had a replica). A site not known yet: no.
+ */
+export function marksNeedNoReplica(acks: Pick<ReplicaAcks, 'setting' | 'lastSite'> | undefined): boolean {
+  if (!acks) return true;
+  const site = acks.lastSite();
+  return site !== undefined && site.primary !== '' && wantedReplicas(acks.setting, site) === 0;
 }
 
 /** The Solana signer when a Solana key is configured (the key is checked again here: it may throw). */

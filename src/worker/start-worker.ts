@@ -129,7 +129,7 @@ async function startOn(started: Started, config: Config, logger: Logger): Promis
     logger,
   }));
   started.primary = watchPrimary({ redis, prefix: config.queuePrefix, logger });
-  const evm = wireEvm({ config, redis, prefix, logger });
+  const evm = wireEvm({ config, redis, prefix, acks, logger });
   started.nonces = evm?.nonces;
   const solana = await wireSolana({ config, logger });
   const own = await publishOwnAddresses(started, { config, prefix, logger, evm, solana });

@@ -11,6 +11,7 @@ import {
 } from '../../src/store/redis-endpoint.ts';
 import { parseReplication, replicationChanges } from '../../src/store/primary-watch.ts';
 import { describeShortfall, wantedReplicas } from '../../src/store/replica-acks.ts';
+import { marksNeedNoReplica } from '../../src/worker/pipeline-wiring.ts';
 
 /** The problems loadConfig reports for `env`, as `VARIABLE: message` lines. */
 function problems(env: Record<string, string>): string[] {
@@ -223,5 +224,18 @@ describe('what a process sees of replication', () => {
       conn.disconnect();
       dup.disconnect();
     }
+  });
+});
+
+describe('an EVM hand-off woken as its commit is sent (docs/nonces.md)', () => {
+  const site = (replicas: number, primary = 'a1b2') => ({ primary, replicas });
+  it('only where a send’s mark needs no replica, and never while the site is unknown', () => {
+    expect(marksNeedNoReplica(undefined)).toBe(true);
+    expect(marksNeedNoReplica({ setting: 'auto', lastSite: () => site(0) })).toBe(true);
+    expect(marksNeedNoReplica({ setting: 0, lastSite: () => site(2) })).toBe(true);
+    expect(marksNeedNoReplica({ setting: 'auto', lastSite: () => site(1) })).toBe(false);
+    expect(marksNeedNoReplica({ setting: 1, lastSite: () => site(0) })).toBe(false);
+    expect(marksNeedNoReplica({ setting: 'auto', lastSite: () => undefined })).toBe(false);
+    expect(marksNeedNoReplica({ setting: 'auto', lastSite: () => site(0, '') })).toBe(false);
   });
 });

@@ -51,7 +51,12 @@ function counted(redis: Redis, runs: { n: number }): Redis {
 /** One "process": its own connection and manager on a shared prefix. */
 function manager(
   prefix: string,
-  opts: { leaseMs?: number; prepareSlotMs?: number; maxWaitMs?: number } = {},
+  opts: {
+    leaseMs?: number;
+    prepareSlotMs?: number;
+    maxWaitMs?: number;
+    wakePreparerOnCommit?: () => boolean;
+  } = {},
 ) {
   const redis = new Redis(suite.url, { maxRetriesPerRequest: 1 });
   connections.push(redis);
@@ -152,6 +157,39 @@ describe('nonce pool: preparing the next permit', () => {
     expect(((await a.state('ETH', OWNER)).leaseUntil ?? 0) - Date.now()).toBeGreaterThan(50_000);
     await next.commit();
     expect((await a.acquire('ETH', OWNER, 'b/after')).nonce).toBe(2n);
+  });
+
+  it('wakes a preparer of this process as the commit is sent, where allowed: its confirm follows the commit on the connection', async () => {
+    const prefix = freshPrefix();
+    const slow = { maxWaitMs: 60_000, prepareSlotMs: 60_000 };
+    const early = manager(prefix, { ...slow, wakePreparerOnCommit: () => true });
+    const held = await early.acquire('ARB', OWNER, 'b/holder');
+    const p = preparer(early, 'ARB', 'b/next');
+    await waitFor('n + 1 prepared', async () => p.offered.length > 0);
+    let next: NonceLease | undefined;
+    void p.acquired.then((lease) => (next = lease));
+    const committed = held.commit();
+    // Microtask turns only: no answer from Redis and no published message can come in meanwhile.
+    for (let i = 0; i < 100 && next === undefined; i++) await Promise.resolve();
+    expect(next?.nonce).toBe(1n);
+    // Sent now, before the commit's answer was read: Redis runs it after the commit, so it holds.
+    expect(await next!.confirm()).toBe(true);
+    await committed;
+    expect(await early.state('ARB', OWNER)).toMatchObject({ holder: 'b/next', heldNonce: 1n, handoffs: 1 });
+    await next!.commit();
+
+    // Not allowed (the default: marks that a replica must hold): only the published wake-up brings it.
+    const late = manager(freshPrefix(), slow);
+    const held2 = await late.acquire('ARB', OWNER, 'b/holder');
+    const p2 = preparer(late, 'ARB', 'b/next');
+    await waitFor('n + 1 prepared', async () => p2.offered.length > 0);
+    let next2: NonceLease | undefined;
+    void p2.acquired.then((lease) => (next2 = lease));
+    const committed2 = held2.commit();
+    for (let i = 0; i < 100; i++) await Promise.resolve();
+    expect(next2).toBeUndefined();
+    await committed2;
+    expect((await p2.acquired).nonce).toBe(1n);
   });
 
   it('gives the slot after the hand-off to the waiter next in line, by name, without its looking again', async () => {

@@ -12,6 +12,12 @@ export type LeaseContext = {
   readonly leaseMs: number;
   /** How long a lease handed to a preparer lasts until its acquire renews it. */
   readonly handoffMs: number;
+  /**
+   * Called right after the commit of an accepted `nonce` was sent, before its answer: wakes a
+   * preparer of nonce + 1 in this process (nonce-wakeups.ts wakePreparer), whose confirm then
+   * follows the commit on the same connection.
+   */
+  readonly onCommitSent?: ((nonce: bigint) => void) | undefined;
   readonly logger?: Logger | undefined;
 };
 
@@ -35,13 +41,16 @@ async function commitNonce(
   deadline: bigint | undefined,
 ): Promise<void> {
   const member = deadline === undefined ? '' : doubtMember(deadline, holder);
-  const held = await runPoolScript(ctx.redis, POOL_SCRIPTS.commit, ctx.keys, [
+  const sent = runPoolScript(ctx.redis, POOL_SCRIPTS.commit, ctx.keys, [
     holder,
     nonce.toString(),
     ctx.keys.channel,
     member,
     ctx.handoffMs,
   ]);
+  // A presumed-used commit never hands over (docs/nonces.md).
+  if (deadline === undefined) ctx.onCommitSent?.(nonce);
+  const held = await sent;
   if (held === 2)
     ctx.logger?.debug(
       { chain: ctx.keys.chain, owner: ctx.keys.owner, holder, nonce: nonce.toString() },
@@ -86,7 +95,7 @@ export function createLease(
       else
         ctx.logger?.warn(
           { chain: ctx.keys.chain, owner: ctx.keys.owner, holder, nonce: nonce.toString() },
-          'a lease handed over lapsed before its preparer came: its permit is not sent',
+          'a lease handed over was not held when its preparer confirmed it (it lapsed first, or the commit it was woken for did not hand it over): its permit is not sent',
         );
       return held;
     },

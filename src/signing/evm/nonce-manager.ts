@@ -17,7 +17,7 @@ import {
   type ChainNonceCache,
 } from './chain-nonce-cache.ts';
 import { DEFAULT_HOLD_TIMES } from '../../domain/hold-times.ts';
-import { createLease } from './nonce-lease.ts';
+import { createLease, type LeaseContext } from './nonce-lease.ts';
 import {
   doubtMember,
   POOL_SCRIPTS,
@@ -50,6 +50,14 @@ export type NonceManagerDeps = {
    * quarter of this), and how long a lease handed to it lasts until its acquire renews it; default 2 s.
    */
   readonly prepareSlotMs?: number;
+  /**
+   * Asked at each commit of an accepted permit: may the commit wake a preparer of the next nonce in
+   * this process as it is sent, before its answer (nonce-wakeups.ts wakePreparer)? Only where the
+   * send's mark need not reach a replica (docs/nonces.md): a mark acknowledged by a replica must
+   * come after the commit in Redis's replication stream, which only the commit's answer ensures.
+   * Default: never (the published wake-up only).
+   */
+  readonly wakePreparerOnCommit?: () => boolean;
   readonly logger?: Logger;
 };
 
@@ -77,6 +85,7 @@ type Manager = {
   readonly leaseMs: number;
   readonly maxWaitMs: number;
   readonly prepMs: number;
+  readonly wakeEarly: () => boolean;
   readonly chain: ChainNonceCache;
   readonly wakeups: Wakeups;
   readonly logger: Logger | undefined;
@@ -134,12 +143,21 @@ async function tryAcquire(m: Manager, keys: PoolKeys, holder: string, mayPrepare
     { chain, owner, holder, nonce: nonce.toString(), reentered: r[0] === 1 },
     'nonce lease acquired',
   );
-  const lease = createLease(
-    { redis: m.redis, keys, leaseMs: m.leaseMs, handoffMs: m.prepMs, logger: m.logger },
-    holder,
-    nonce,
-  );
-  return { kind: 'lease', lease };
+  return { kind: 'lease', lease: createLease(leaseContext(m, keys), holder, nonce) };
+}
+
+/** What a lease of `keys` needs from the manager; its commit wakes a local preparer of the next nonce. */
+function leaseContext(m: Manager, keys: PoolKeys): LeaseContext {
+  return {
+    redis: m.redis,
+    keys,
+    leaseMs: m.leaseMs,
+    handoffMs: m.prepMs,
+    onCommitSent: (nonce) => {
+      if (m.wakeEarly()) m.wakeups.wakePreparer(keys.pool, nonce + 1n);
+    },
+    logger: m.logger,
+  };
 }
 
 function handedOver(m: Manager, keys: PoolKeys, holder: string, nonce: bigint): NonceLease {
@@ -147,8 +165,7 @@ function handedOver(m: Manager, keys: PoolKeys, holder: string, nonce: bigint): 
     { chain: keys.chain, owner: keys.owner, holder, nonce: nonce.toString() },
     'nonce lease handed over',
   );
-  const ctx = { redis: m.redis, keys, leaseMs: m.leaseMs, handoffMs: m.prepMs, logger: m.logger };
-  return createLease(ctx, holder, nonce, { handedOver: true });
+  return createLease(leaseContext(m, keys), holder, nonce, { handedOver: true });
 }
 
 function gaveUp(chain: EvmChain, holder: string, ms: number): SigningError {
@@ -281,6 +298,7 @@ async function acquireLease(
           return got.lease;
         }
         const ms = await afterTry(m, { keys, holder, options, giveUpAt, p }, got);
+        waiter.preparing(p.nonce);
         if (ms > 0) await waitForWakeup(waiter.woken, Math.max(1, ms), signal);
         // Going round again uses the wake-up; leaving (aborted, closed) hands it on.
         usedWakeup = !signal?.aborted && !m.closed;
@@ -348,6 +366,7 @@ export function createNonceManager(deps: NonceManagerDeps): RedisNonceManager {
     leaseMs: deps.leaseMs ?? DEFAULT_HOLD_TIMES.nonceLeaseMs,
     maxWaitMs: deps.maxWaitMs ?? 250,
     prepMs: deps.prepareSlotMs ?? DEFAULT_PREPARE_SLOT_MS,
+    wakeEarly: deps.wakePreparerOnCommit ?? (() => false),
     chain: createChainNonceCache({
       reader: deps.chainReader,
       maxAgeMs: deps.chainReadMaxAgeMs ?? 1_000,

@@ -12,6 +12,14 @@ import { duplicateConnection } from '../../store/redis-endpoint.ts';
  * to the waiter next in line, it publishes "<key>\n<preparer>\n<next in line>\n<its nonce>": that
  * waiter is woken with the nonce to prepare, and nobody else. Without the subscription waiters
  * still poll: slower, never stuck.
+ *
+ * A preparer in the committing process is woken sooner, as the commit is sent (`wakePreparer`,
+ * called by nonce-lease.ts right after it issued the commit script on the manager's connection):
+ * its `confirm()` then goes to Redis behind the commit on that connection, so the hand-off costs
+ * one round trip where the commit's answer, then the published message, then the confirm took
+ * three hops. Its wake is a guess that the commit hands it the lease — the pool's slot says so at
+ * the moment of the commit —, and `confirm()` checks it in Redis before anything is sent (a slot
+ * voided just before: confirm says false, nothing is sent, the transfer comes again in order).
  */
 export type Wakeups = {
   /** Subscribes once (on first use); later calls return the same promise. */
@@ -20,6 +28,11 @@ export type Wakeups = {
   arm(key: string, holder: string): Waiter;
   /** How many waiters are queued on `key` now. */
   count(key: string): number;
+  /**
+   * Wakes, by name, the local waiter on `key` that prepared `nonce` (the commit of nonce − 1 was
+   * just sent on the connection its confirm will use). Whether one was woken.
+   */
+  wakePreparer(key: string, nonce: bigint): boolean;
   /** Wakes every waiter (closing) and drops the subscription. */
   close(): Promise<void>;
 };
@@ -30,6 +43,8 @@ export type Waiter = {
   named(): boolean;
   /** The nonce a commit gave it the prepare slot for, by name, if that woke it. */
   slot(): bigint | undefined;
+  /** The nonce it prepared and saved while the slot is its own (undefined: none), for wakePreparer. */
+  preparing(nonce: bigint | undefined): void;
   /** Leaves the queue; a wake-up this waiter will not use goes to the next one when `handOn`. */
   disarm(handOn: boolean): void;
 };
@@ -40,6 +55,7 @@ type Entry = {
   woken: boolean;
   named: boolean;
   slot: bigint | undefined;
+  preparing: bigint | undefined;
 };
 
 function wakeOne(waiters: Map<string, Set<Entry>>, key: string, except?: string): void {
@@ -67,6 +83,16 @@ function onMessage(waiters: Map<string, Set<Entry>>, message: string): void {
   if (nextInLine === undefined) wakeOne(waiters, key, handedTo);
 }
 
+function wakePreparerOf(waiters: Map<string, Set<Entry>>, key: string, nonce: bigint): boolean {
+  for (const w of waiters.get(key) ?? []) {
+    if (w.woken || w.preparing !== nonce) continue;
+    w.named = true;
+    w.wake();
+    return true;
+  }
+  return false;
+}
+
 function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string): Waiter {
   let resolve!: () => void;
   const woken = new Promise<void>((r) => (resolve = r));
@@ -75,6 +101,7 @@ function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string
     woken: false,
     named: false,
     slot: undefined,
+    preparing: undefined,
     wake() {
       entry.woken = true;
       resolve();
@@ -88,6 +115,9 @@ function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string
     woken,
     named: () => entry.named,
     slot: () => entry.slot,
+    preparing(nonce) {
+      entry.preparing = nonce;
+    },
     disarm(handOn) {
       mine.delete(entry);
       if (mine.size === 0) waiters.delete(key);
@@ -118,6 +148,7 @@ export function createWakeups(deps: { redis: Redis; channel: string; logger?: Lo
     },
     arm: (key, holder) => armWaiter(waiters, key, holder),
     count: (key) => waiters.get(key)?.size ?? 0,
+    wakePreparer: (key, nonce) => wakePreparerOf(waiters, key, nonce),
     async close() {
       for (const set of waiters.values()) for (const w of set) w.wake();
       const s = subscriber;
