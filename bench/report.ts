@@ -763,7 +763,10 @@ function replicaLines(costs: readonly ReplicaCost[]): string[] {
     '**With a replica** (docs/replicated-redis.md): the same batch on a Redis with one durable replica on loopback, runs',
     'alternated with runs on a standalone Redis. Before every send the worker waits until the replica holds its',
     'sending mark: one round (a write and `WAIT`) on a connection of its own, shared by the sends of that moment; a',
-    'standalone Redis makes none. Target: the steady pace within 3 % of standalone, at most 3 more Redis commands per',
+    'standalone Redis makes none. With a replica the preparer of the next permit also waits for the commit’s answer',
+    '(the published wake-up) before its mark, which must come after the commit in the replication stream; on a',
+    'standalone Redis it is woken as the commit is sent (docs/nonces.md), so the standalone side’s gap is the shorter',
+    'by that round trip as well. Target: the steady pace within 3 % of standalone, at most 3 more Redis commands per',
     'transfer.',
     '',
     '| owners | rows | steady pace standalone (runs) | with a replica (runs) | ratio | worker’s gap standalone / with a replica | commands / transfer standalone | with a replica | extra scripts / transfer |',
@@ -977,20 +980,26 @@ function fourChainsSplit(four: EvmFigures['four'], one: EvmFlowFigures): string[
   const cycle = four.callMs + four.gapMs;
   const worker = four.workerGapMs;
   const workerShare = Number.isNaN(worker) ? four.gapMs / cycle : worker / cycle;
+  /** The worker's own part is the smallest of the three: the service's time, the hops and queueing, its own. */
+  const smallest = !Number.isNaN(worker) && worker < four.gapMs - worker && worker < four.callMs;
   return [
     `Read per chain from the sandbox’s ledger in the same runs, each chain’s transfer call took the service ${fmt(four.callMs, 0)} ms`,
     `(one chain alone: ${fmt(one.callMs, 0)} ms) — the sandbox and its four anvils working on what the 2 cores left them — and the`,
     `gap between an acceptance and that chain’s next request was ${fmt(four.gapMs, 1)} ms (one chain alone: ${fmt(one.gapMs, 1)} ms)${
       Number.isNaN(worker)
         ? ''
-        : `, of which ${fmt(worker, 1)} ms the worker’s own (one chain alone: ${fmt(one.workerGapMs, 1)} ms) and ${fmt(four.gapMs - worker, 1)} ms the HTTP hops and the sandbox’s queueing`
+        : `, of which ${fmt(worker, 1)} ms the worker’s own (one chain alone: ${fmt(one.workerGapMs, 1)} ms) and ${fmt(four.gapMs - worker, 1)} ms the two HTTP hops — each process’s socket and event loop on both ends, the worker’s reading of the answer included — and the sandbox’s queueing`
     }; each chain’s service was kept busy ${fmt(four.busy, 2)} of the time.`,
     `Against each chain’s own service time in the run the four chains reach **${fmt(four.ofInRunBound, 2)}** of their bound (the issue’s`,
     `figure for a machine whose two cores cannot carry four anvils, the sandbox and the worker: target ≥ ${EVM_TARGET.four},`,
-    `${verdict(four.ofInRunBound >= EVM_TARGET.four)}). The worker’s own part is ~${fmt(100 * workerShare, 0)} % of each chain’s cycle${
-      workerShare <= 0.1
-        ? ': the machine’s share is the large one, and more cores, not a shorter serial section, is what four chains need here.'
-        : ': not the small share — with the 2 cores busy, the worker’s serial section (the commit, the wake-up and the next mark, each an fsynced Redis round trip, and the event-loop turns between them) waits behind the other chains’ work in the same process and in Redis.'
+    `${verdict(four.ofInRunBound >= EVM_TARGET.four)}). Of each chain’s cycle the service’s own time is ~${fmt((100 * four.callMs) / cycle, 0)} %, ${
+      Number.isNaN(worker)
+        ? `the gap ~${fmt(100 * workerShare, 0)} %.`
+        : `the HTTP hops and the sandbox’s queueing ~${fmt((100 * (four.gapMs - worker)) / cycle, 0)} % and the worker’s own part (answer parsed → next request about to go) ~${fmt(100 * workerShare, 0)} %${
+            smallest
+              ? ': the worker’s own part is the smallest of the three, and the service’s share — the sandbox and its four anvils on a machine they share with the worker — the large one; more cores for them, not a shorter serial section, is what four chains need to come near their bound here.'
+              : ': not the small share — with the 2 cores busy, the worker’s serial section (the answer read, one fsynced Redis round trip carrying the commit of n and the confirmation and mark of n + 1, the request written, and the event-loop turns between them) waits behind the other chains’ work in the same process and in Redis.'
+          }`
     }`,
   ];
 }
