@@ -88,6 +88,22 @@ function preparer(
   return { offered, acquired };
 }
 
+/**
+ * A holder of n on ARB commits while a waiter of the same manager has prepared n + 1: the lease the
+ * waiter got within microtask turns of the commit being called (no I/O can come in meanwhile: only
+ * a wake-up in this process brings it in), the commit, and the waiter's acquire.
+ */
+async function commitWithPreparer(m: RedisNonceManager) {
+  const held = await m.acquire('ARB', OWNER, 'b/holder');
+  const p = preparer(m, 'ARB', 'b/next');
+  await waitFor('n + 1 prepared', async () => p.offered.length > 0);
+  let inBeforeAnswer: NonceLease | undefined;
+  void p.acquired.then((lease) => (inBeforeAnswer = lease));
+  const committed = held.commit();
+  for (let i = 0; i < 100 && inBeforeAnswer === undefined; i++) await Promise.resolve();
+  return { m, inBeforeAnswer, committed, acquired: p.acquired };
+}
+
 function deferred<T>() {
   let resolve!: (v: T) => void;
   let reject!: (e: unknown) => void;
@@ -160,36 +176,21 @@ describe('nonce pool: preparing the next permit', () => {
   });
 
   it('wakes a preparer of this process as the commit is sent, where allowed: its confirm follows the commit on the connection', async () => {
-    const prefix = freshPrefix();
     const slow = { maxWaitMs: 60_000, prepareSlotMs: 60_000 };
-    const early = manager(prefix, { ...slow, wakePreparerOnCommit: () => true });
-    const held = await early.acquire('ARB', OWNER, 'b/holder');
-    const p = preparer(early, 'ARB', 'b/next');
-    await waitFor('n + 1 prepared', async () => p.offered.length > 0);
-    let next: NonceLease | undefined;
-    void p.acquired.then((lease) => (next = lease));
-    const committed = held.commit();
-    // Microtask turns only: no answer from Redis and no published message can come in meanwhile.
-    for (let i = 0; i < 100 && next === undefined; i++) await Promise.resolve();
-    expect(next?.nonce).toBe(1n);
+    const early = await commitWithPreparer(
+      manager(freshPrefix(), { ...slow, wakePreparerOnCommit: () => true }),
+    );
+    expect(early.inBeforeAnswer?.nonce).toBe(1n);
     // Sent now, before the commit's answer was read: Redis runs it after the commit, so it holds.
-    expect(await next!.confirm()).toBe(true);
-    await committed;
-    expect(await early.state('ARB', OWNER)).toMatchObject({ holder: 'b/next', heldNonce: 1n, handoffs: 1 });
-    await next!.commit();
+    expect(await early.inBeforeAnswer!.confirm()).toBe(true);
+    await early.committed;
+    expect(await early.m.state('ARB', OWNER)).toMatchObject({ holder: 'b/next', heldNonce: 1n, handoffs: 1 });
 
     // Not allowed (the default: marks that a replica must hold): only the published wake-up brings it.
-    const late = manager(freshPrefix(), slow);
-    const held2 = await late.acquire('ARB', OWNER, 'b/holder');
-    const p2 = preparer(late, 'ARB', 'b/next');
-    await waitFor('n + 1 prepared', async () => p2.offered.length > 0);
-    let next2: NonceLease | undefined;
-    void p2.acquired.then((lease) => (next2 = lease));
-    const committed2 = held2.commit();
-    for (let i = 0; i < 100; i++) await Promise.resolve();
-    expect(next2).toBeUndefined();
-    await committed2;
-    expect((await p2.acquired).nonce).toBe(1n);
+    const late = await commitWithPreparer(manager(freshPrefix(), slow));
+    expect(late.inBeforeAnswer).toBeUndefined();
+    await late.committed;
+    expect((await late.acquired).nonce).toBe(1n);
   });
 
   it('gives the slot after the hand-off to the waiter next in line, by name, without its looking again', async () => {
