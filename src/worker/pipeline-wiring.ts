@@ -73,7 +73,8 @@ export function wireEvm(deps: {
   readonly prefix: string;
   /**
    * The sends' replica acknowledgements, where the pipeline has them: a preparer is woken as the
-   * commit before it is sent only while the marks need no replica (none: never).
+   * commit before it is sent only while the marks need no replica (without them, no mark waits for
+   * one: always; docs/nonces.md).
    */
   readonly acks?: ReplicaAcks | undefined;
   readonly logger: Logger;
