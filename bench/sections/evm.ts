@@ -48,7 +48,7 @@ export type ChainSerial = {
   readonly calls: number;
   /** Median arrival → accepted of this chain's transfer calls. */
   readonly callMs: number;
-  /** Median acceptance → the next request of this chain's owner arriving: the worker's serial section. */
+  /** Median acceptance → the next request of this chain's owner arriving: the serial section outside the service. */
   readonly gapMs: number;
   /** Σ call time ÷ (first arrival → last acceptance) on this chain. */
   readonly busy: number;
