@@ -11,7 +11,7 @@ import { median } from './stats.ts';
  * The rest of the gap the sandbox's ledger shows (its acceptance of n → the arrival of n + 1) is
  * the two HTTP hops and the sandbox's own queueing, on both sides of its clock.
  */
-export type WorkerGaps = ReadonlyMap<string, { readonly gapMs: number; readonly pairs: number }>;
+export type WorkerGaps = ReadonlyMap<string, { readonly gapMs: number }>;
 
 const SEND = /^(\S+) send: .*\(permit nonce ([0-9]+)\)/;
 const ANSWER = /^(\S+) answer: accepted/;
@@ -43,7 +43,7 @@ export async function workerGaps(
   chains: readonly string[],
 ): Promise<WorkerGaps> {
   const ids = await client.zrange(keys(prefix).batchRows(batchId), 0, -1);
-  const out = new Map<string, { gapMs: number; pairs: number }>();
+  const out = new Map<string, { gapMs: number }>();
   for (const chain of chains) {
     const q = `${prefix}:${queueNameFor(chain as Chain)}`;
     const pipe = client.pipeline();
@@ -58,7 +58,7 @@ export async function workerGaps(
       const next = byNonce.get(nonce + 1n);
       if (t.answer !== undefined && next?.send !== undefined) gaps.push(next.send - t.answer);
     }
-    if (gaps.length > 0) out.set(chain, { gapMs: median(gaps), pairs: gaps.length });
+    if (gaps.length > 0) out.set(chain, { gapMs: median(gaps) });
   }
   return out;
 }

@@ -30,9 +30,9 @@ export type Wakeups = {
   count(key: string): number;
   /**
    * Wakes, by name, the local waiter on `key` that prepared `nonce` (the commit of nonce − 1 was
-   * just sent on the connection its confirm will use). Whether one was woken.
+   * just sent on the connection its confirm will use), if there is one.
    */
-  wakePreparer(key: string, nonce: bigint): boolean;
+  wakePreparer(key: string, nonce: bigint): void;
   /** Wakes every waiter (closing) and drops the subscription. */
   close(): Promise<void>;
 };
@@ -83,14 +83,13 @@ function onMessage(waiters: Map<string, Set<Entry>>, message: string): void {
   if (nextInLine === undefined) wakeOne(waiters, key, handedTo);
 }
 
-function wakePreparerOf(waiters: Map<string, Set<Entry>>, key: string, nonce: bigint): boolean {
+function wakePreparerOf(waiters: Map<string, Set<Entry>>, key: string, nonce: bigint): void {
   for (const w of waiters.get(key) ?? []) {
     if (w.woken || w.preparing !== nonce) continue;
     w.named = true;
     w.wake();
-    return true;
+    return;
   }
-  return false;
 }
 
 function armWaiter(waiters: Map<string, Set<Entry>>, key: string, holder: string): Waiter {
