@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
 import {
   address as toAddress,
-  createKeyPairFromBytes,
-  getAddressFromPublicKey,
   getBase64EncodedWireTransaction,
-  partiallySignTransaction,
   type ReadonlyUint8Array,
+  type SignatureBytes,
   type Transaction,
 } from '@solana/kit';
 import { findAssociatedTokenPda, TOKEN_PROGRAM_ADDRESS } from '@solana-program/token';
@@ -13,6 +11,7 @@ import type { Config } from '../../config/config.ts';
 import { SOLANA_USDC_MINT } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
 import { SigningError, SIGNING_ERROR_CODES } from '../errors.ts';
+import { importEd25519Keypair, signEd25519, type Ed25519Key } from './ed25519-key.ts';
 import type { PolicyVerdict, SolanaExpectation, SolanaSigner, TransferRef } from '../types.ts';
 import {
   checkDecodedTransaction,
@@ -58,11 +57,9 @@ function remember<V>(map: Map<string, V>, key: string, value: V, max: number): v
   }
 }
 
-type KeyPair = Awaited<ReturnType<typeof createKeyPairFromBytes>>;
-
 /** A signer's state: its key, the policy bound to our wallet, and what `check` approved. */
 type Signer = {
-  readonly keyPair: KeyPair;
+  readonly key: Ed25519Key;
   readonly wallet: string;
   readonly policy: PolicyContext;
   readonly logger: Logger | undefined;
@@ -74,8 +71,8 @@ type Signer = {
 
 /**
  * Our Solana keypair (solana-keygen layout: secret ‖ public), the transaction policy bound to our
- * wallet and USDC account, and partial signing. Async because key import and the associated token
- * account derivation use WebCrypto / SHA-256 PDAs. The secret never leaves the CryptoKey.
+ * wallet and USDC account, and partial signing. Async because the associated token account
+ * derivation (SHA-256 PDAs) is. The secret never leaves its KeyObject (ed25519-key.ts).
  */
 export async function createSolanaSigner(deps: SolanaSignerDeps): Promise<
   SolanaSigner & {
@@ -83,11 +80,11 @@ export async function createSolanaSigner(deps: SolanaSignerDeps): Promise<
     readonly usdcAccount: string;
   }
 > {
-  const keyPair = await importKeyPair(deps.config.solanaSecretKey);
-  const wallet = await getAddressFromPublicKey(keyPair.publicKey);
+  const key = importKey(deps.config.solanaSecretKey);
+  const wallet = key.address;
   const policy = await policyContext(wallet, deps.config);
   const signer: Signer = {
-    keyPair,
+    key,
     wallet,
     policy,
     logger: deps.logger,
@@ -102,7 +99,7 @@ export async function createSolanaSigner(deps: SolanaSignerDeps): Promise<
   };
 }
 
-async function importKeyPair(bytes: Config['solanaSecretKey']): Promise<KeyPair> {
+function importKey(bytes: Config['solanaSecretKey']): Ed25519Key {
   if (bytes === undefined) {
     throw new SigningError(
       SIGNING_ERROR_CODES.solanaKeyMissing,
@@ -110,8 +107,8 @@ async function importKeyPair(bytes: Config['solanaSecretKey']): Promise<KeyPair>
     );
   }
   try {
-    // createKeyPairFromBytes also checks that the public half matches the secret.
-    return await createKeyPairFromBytes(bytes);
+    // Also checks that the public half matches the secret.
+    return importEd25519Keypair(bytes);
   } catch {
     throw new SigningError(
       SIGNING_ERROR_CODES.solanaKeyInvalid,
@@ -210,7 +207,16 @@ async function signTx(s: Signer, transactionBase64: string): Promise<string> {
       'Our key is not a signer of this transaction',
     );
   }
-  // partiallySignTransaction fills our slot only and keeps every signature already present.
-  const signed = await partiallySignTransaction([s.keyPair], transaction);
-  return getBase64EncodedWireTransaction(signed);
+  return getBase64EncodedWireTransaction(withOurSignature(s, transaction));
+}
+
+/** The transaction with our slot filled, every signature already present kept, in their order. */
+function withOurSignature(s: Signer, transaction: Transaction): Transaction {
+  const message = new Uint8Array(
+    transaction.messageBytes.buffer,
+    transaction.messageBytes.byteOffset,
+    transaction.messageBytes.byteLength,
+  );
+  const ours = signEd25519(s.key, message) as SignatureBytes;
+  return { ...transaction, signatures: Object.freeze({ ...transaction.signatures, [s.wallet]: ours }) };
 }
