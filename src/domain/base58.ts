@@ -66,17 +66,42 @@ function bytesOf(limbs: Uint32Array, length: number, zeros: number): Uint8Array 
   return out;
 }
 
+/** 58^5: five base58 digits a limb, and a limb times 256 plus a carry stays below 2^53 (exact). */
+const LIMB58 = 656_356_768;
+const DIGITS_PER_LIMB58 = 5;
+
+/**
+ * Encodes bytes as base58 (Bitcoin alphabet), each leading zero byte as a '1'. Not BigInt: the number
+ * is built in limbs of five base58 digits, least significant first, a byte at a time (a Solana
+ * transaction's account keys are encoded on every policy check; test/unit/base58.test.ts checks it
+ * against @solana/kit's encoder for random bytes with leading zeros).
+ */
 export function encodeBase58(bytes: Uint8Array): string {
-  let value = 0n;
-  for (const b of bytes) value = (value << 8n) | BigInt(b);
+  let zeros = 0;
+  while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
+  // log(256) / log(58^5) ≈ 0.27 limbs a byte, and one more for the rounding.
+  const limbs = new Float64Array(Math.ceil((bytes.length - zeros) * 0.28) + 1);
+  let length = 0;
+  for (let i = zeros; i < bytes.length; i++) {
+    let carry = bytes[i] as number;
+    for (let k = 0; k < length; k++) {
+      const x = (limbs[k] as number) * 256 + carry;
+      carry = Math.floor(x / LIMB58);
+      limbs[k] = x - carry * LIMB58;
+    }
+    while (carry > 0) {
+      limbs[length++] = carry % LIMB58;
+      carry = Math.floor(carry / LIMB58);
+    }
+  }
   let out = '';
-  while (value > 0n) {
-    out = ALPHABET[Number(value % 58n)] + out;
-    value /= 58n;
+  for (let k = 0; k < length; k++) {
+    let limb = limbs[k] as number;
+    const top = k === length - 1;
+    for (let d = 0; d < DIGITS_PER_LIMB58 && (!top || limb > 0); d++) {
+      out = ALPHABET[limb % 58] + out;
+      limb = Math.floor(limb / 58);
+    }
   }
-  for (const b of bytes) {
-    if (b !== 0) break;
-    out = '1' + out;
-  }
-  return out;
+  return '1'.repeat(zeros) + out;
 }

@@ -18,6 +18,7 @@ import { COMPUTE_BUDGET_PROGRAM_ADDRESS } from '@solana-program/compute-budget';
 import { SYSTEM_PROGRAM_ADDRESS } from '@solana-program/system';
 import { CCTP_DOMAIN, CCTP_PROGRAMS } from '../../domain/chains.ts';
 import type { PolicyVerdict, SolanaExpectation } from '../types.ts';
+import { decodeLegacyOrV0Message } from './compiled-message.ts';
 
 /** Token-2022: named only to say why it is refused (transfer hooks would run programs we did not allow). */
 export const TOKEN_2022_PROGRAM_ADDRESS = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb';
@@ -108,12 +109,14 @@ export function decodeWireTransaction(base64: string): DecodedTransaction {
   // (a set top bit is the v1 message-first layout). Their signers are the message's first static
   // accounts, so the slots can be named from the decoded message: the kit's transaction decoder
   // would base58-encode every static account a second time (BigInt arithmetic, as much work as the
-  // message decoding itself) to build the same map. Anything else goes through the kit.
+  // message decoding itself) to build the same map. The message itself is read by
+  // compiled-message.ts (the kit's result, without its BigInt base58). Anything else goes through
+  // the kit.
   const count = bytes[0];
   if (count !== undefined && count < 0x80 && bytes.length > 1 + 64 * count) {
     const messageBytes = bytes.slice(1 + 64 * count);
-    const message = messageDecoder.decode(messageBytes);
-    if (message.version === 'legacy' || message.version === 0) {
+    const message = decodeLegacyOrV0Message(messageBytes);
+    if (message) {
       const signers = message.staticAccounts.slice(0, message.header.numSignerAccounts);
       if (signers.length !== count) throw new Error('the signature count does not match the message');
       // Same map as the kit's decoder: in signer order, an all-zero slot is an absent signature.
