@@ -49,6 +49,17 @@ const med = <R extends FlowRun>(runs: readonly R[], f: (r: R) => number) => medi
 const cpuTotal = (r: FlowRun) =>
   r.cpuMsPerTransfer.worker + r.cpuMsPerTransfer.sandbox + r.cpuMsPerTransfer.redis;
 
+/** "worker +0.11, sandbox +0.29, …": per component, the median CPU ms per transfer of `a` minus `b`'s. */
+function componentDeltas(a: readonly FlowRun[], b: readonly FlowRun[]): string {
+  const perTransfer = (runs: readonly FlowRun[], c: 'worker' | 'sandbox' | 'anvil' | 'redis') =>
+    median(runs.flatMap((r) => (r.cpu ? [r.cpu.ms[c] / r.cpu.transfers] : [])));
+  const parts = (['worker', 'sandbox', 'anvil', 'redis'] as const).map((c) => {
+    const d = perTransfer(a, c) - perTransfer(b, c);
+    return `${c} ${d >= 0 ? '+' : '−'}${fmt(Math.abs(d), 2)}`;
+  });
+  return parts.join(', ');
+}
+
 function cpuRow(label: string, runs: readonly FlowRun[]): string {
   return `| ${label} | ${fmt(
     med(runs, (r) => r.cpuMsPerTransfer.worker),
@@ -558,7 +569,10 @@ function solana(x: SolanaResult): string[] {
     '(`src/service/http-request.ts`: a fraction of its CPU per request, failures classified by how far the',
     'request got, as before) and the on-chain blacklist reads before signing on `node:http` too, those asked',
     'for while one is in flight sent together in one JSON-RPC batch, each answered and checked on its own',
-    `(\`src/signing/busy-batch.ts\`). Measured above: worker ${fmt(
+    '(`src/signing/busy-batch.ts`); our signature is made by node:crypto from a KeyObject instead of the kit’s',
+    'WebCrypto signing (`src/signing/solana/ed25519-key.ts`: ~55 instead of ~250 µs a transaction), and the',
+    'policy reads the built message with `src/signing/solana/compiled-message.ts` (the kit’s decoder’s result,',
+    `its account keys base58-encoded without BigInt: ~25 instead of ~200 µs a message). Measured above: worker ${fmt(
       med(ours, (r) => r.cpuMsPerTransfer.worker),
       2,
     )} and total ${fmt(oursCpu, 2)} CPU ms and`,
@@ -579,11 +593,18 @@ function solana(x: SolanaResult): string[] {
           '- `src/store/transfer-store.ts` `load`: an `HGETALL` of the whole record, base64 transactions included,',
           '  at least three times per transfer. Now read once, by the script that takes the transfer (lock, record,',
           '  `queued → in_progress`), and carried: every write returns the record it leaves (issue 26).',
-          '- Decoding: the one decode in `check` is ~0.45 s, a third of it @solana/kit’s base58 encoding of the',
-          '  message’s account keys (`getBaseXFromBigInt`, BigInt arithmetic); the policy could compare the 32-byte',
-          '  keys against its expected addresses, decoded once, instead of encoding every key. Not done.',
+          '- Decoding: the one decode in `check` was ~0.45 s, most of it @solana/kit’s base58 encoding of the',
+          '  message’s account keys (`getBaseXFromBigInt`, BigInt arithmetic); signing ~0.5 s (~250 µs each, timed apart), WebCrypto’s',
+          '  promise per signature and an address derived from the public key on every call. Now both as above.',
           '- The rest is HTTP and socket writes, the same kind of work the raw worker does, and the sandbox’s',
           '  real chain (LiteSVM builds, fee-pays and executes every transaction), which the raw side shares.',
+          '',
+          `Where the two sides differ now, CPU ms per transfer (medians; worker’s side − raw side): ${componentDeltas(ours, raw)}.`,
+          'The raw worker’s own figure includes its Node start-up (it is timed from its spawn). What the raw side',
+          'does not do: Redis holds the step records, the processing lock and the batch’s sets and counters (each an',
+          'fsynced write: the commands and scripts per transfer above), and before signing the recipient’s',
+          '`isBlacklisted` is read on its destination chain (docs/promises.md, promise 6), which costs anvil the call',
+          'and the sandbox its RPC hop.',
         ]),
     '',
     ...cpuShareLines(
