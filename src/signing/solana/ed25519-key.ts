@@ -6,9 +6,9 @@ import { encodeBase58 } from '../../domain/base58.ts';
  *
  * @solana/kit signs through WebCrypto: every signature is a promise resolved on the thread pool,
  * and its partiallySignTransaction also derives the signer's address from the public key (a key
- * export) on every call. Together that was about a tenth of the worker's CPU per Solana transfer
- * (BENCHMARKS.md §2). node:crypto's `sign(null, message, key)` makes the same Ed25519 signature
- * (deterministic, RFC 8032) in the calling thread.
+ * export) on every call: ~250 µs of CPU a transaction, where node:crypto's `sign(null, message,
+ * key)` takes ~55 µs (BENCHMARKS.md §2) for the same Ed25519 signature (deterministic, RFC 8032),
+ * made in the calling thread.
  */
 
 /** PKCS#8 DER of an Ed25519 private key, up to its 32-byte seed (RFC 8410). */
