@@ -17,7 +17,7 @@ import { decodeLegacyOrV0Message } from '../../src/signing/solana/compiled-messa
 const kit = getCompiledTransactionMessageDecoder();
 const encoder = getCompiledTransactionMessageEncoder();
 
-/** 32 bytes as an address, a third of them with leading zero bytes (base58 '1's). */
+/** 32 bytes as an address, with zero to five leading zero bytes (base58 '1's). */
 const key = fc
   .tuple(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.nat({ max: 5 }))
   .map(([b, zeros]) => encodeBase58(Uint8Array.from(b.map((x, i) => (i < zeros ? 0 : x)))));
