@@ -14,7 +14,7 @@ import type { SolanaResult } from './sections/solana.ts';
 import type { TracingResult } from './sections/tracing.ts';
 import { PAYROLL_ROWS, type RetentionBatch, type RetentionResult } from './sections/retention.ts';
 import type { FlowRun } from './sections/throughput.ts';
-import { cpuShareLines } from './lib/process-cpu.ts';
+import { cpuShareLines, medianPerTransfer } from './lib/process-cpu.ts';
 
 export type BenchResults = {
   readonly startedAt: string;
@@ -52,7 +52,10 @@ const cpuTotal = (r: FlowRun) =>
 /** "worker +0.11, sandbox +0.29, …": per component, the median CPU ms per transfer of `a` minus `b`'s. */
 function componentDeltas(a: readonly FlowRun[], b: readonly FlowRun[]): string {
   const perTransfer = (runs: readonly FlowRun[], c: 'worker' | 'sandbox' | 'anvil' | 'redis') =>
-    median(runs.flatMap((r) => (r.cpu ? [r.cpu.ms[c] / r.cpu.transfers] : [])));
+    medianPerTransfer(
+      runs.flatMap((r) => (r.cpu ? [r.cpu] : [])),
+      c,
+    );
   const parts = (['worker', 'sandbox', 'anvil', 'redis'] as const).map((c) => {
     const d = perTransfer(a, c) - perTransfer(b, c);
     return `${c} ${d >= 0 ? '+' : '−'}${fmt(Math.abs(d), 2)}`;

@@ -169,6 +169,11 @@ const LABELS: Readonly<Record<CpuComponent, string>> = {
   idle: 'idle',
 };
 
+/** The median over `runs` of component `k`'s CPU ms per transfer. */
+export function medianPerTransfer(runs: readonly CpuAccount[], k: CpuComponent): number {
+  return median(runs.map((r) => r.ms[k] / r.transfers));
+}
+
 /**
  * The report's table of where an interval's CPU went: per group of runs (a column pair each), the
  * median over runs of each component's CPU ms per transfer and its share of the machine's cores
@@ -185,7 +190,7 @@ export function cpuShareTable(
   const share = (r: CpuAccount, k: CpuComponent) => r.ms[k] / (r.wallMs * r.cores);
   const cells = (k: CpuComponent) =>
     withCpu.map((g) => {
-      const perTransfer = k === 'idle' ? '' : fmt(median(g.runs.map((r) => r.ms[k] / r.transfers)), 2);
+      const perTransfer = k === 'idle' ? '' : fmt(medianPerTransfer(g.runs, k), 2);
       return `${perTransfer} | ${fmt(median(g.runs.map((r) => share(r, k))) * 100, 0)} %`;
     });
   const walls = withCpu.map((g) => `${fmt(median(g.runs.map((r) => r.wallMs)) / 1000, 1)} s`);
