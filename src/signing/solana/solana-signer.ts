@@ -130,10 +130,12 @@ async function policyContext(wallet: string, config: SolanaSignerDeps['config'])
   return { wallet, usdcAccount, usdcMint, allowedDestinations };
 }
 
+/** The message bytes as the plain Uint8Array node:crypto takes (a view, not a copy). */
+const bytesOf = (messageBytes: ReadonlyUint8Array): Uint8Array =>
+  new Uint8Array(messageBytes.buffer, messageBytes.byteOffset, messageBytes.byteLength);
+
 function digest(messageBytes: ReadonlyUint8Array): string {
-  return createHash('sha256')
-    .update(new Uint8Array(messageBytes.buffer, messageBytes.byteOffset, messageBytes.byteLength))
-    .digest('hex');
+  return createHash('sha256').update(bytesOf(messageBytes)).digest('hex');
 }
 
 function refused(
@@ -212,11 +214,6 @@ async function signTx(s: Signer, transactionBase64: string): Promise<string> {
 
 /** The transaction with our slot filled, every signature already present kept, in their order. */
 function withOurSignature(s: Signer, transaction: Transaction): Transaction {
-  const message = new Uint8Array(
-    transaction.messageBytes.buffer,
-    transaction.messageBytes.byteOffset,
-    transaction.messageBytes.byteLength,
-  );
-  const ours = signEd25519(s.key, message) as SignatureBytes;
+  const ours = signEd25519(s.key, bytesOf(transaction.messageBytes)) as SignatureBytes;
   return { ...transaction, signatures: Object.freeze({ ...transaction.signatures, [s.wallet]: ours }) };
 }
