@@ -19,8 +19,6 @@ const SPKI_ED25519_PREFIX_LENGTH = 12;
 export type Ed25519Key = {
   /** The private key; its bytes stay inside the KeyObject. */
   readonly privateKey: KeyObject;
-  /** The public key's 32 bytes. */
-  readonly publicKey: Uint8Array;
   /** The public key in base58: the Solana address. */
   readonly address: string;
 };
@@ -39,7 +37,7 @@ export function importEd25519Keypair(keypair: Uint8Array): Ed25519Key {
   if (!Buffer.from(publicKey).equals(Buffer.from(keypair.subarray(32)))) {
     throw new Error("the keypair's public half is not its secret's");
   }
-  return { privateKey, publicKey, address: encodeBase58(publicKey) };
+  return { privateKey, address: encodeBase58(publicKey) };
 }
 
 /** The Ed25519 signature (64 bytes) of `message` by `key`. */
