@@ -9,7 +9,9 @@ export const SOLANA_CONCURRENCY = 64;
  * reset, before any of its mints. By default (2 s a step) a run's window held the mints of the
  * transfers it submitted in all but its last 4 s: a slower run held more of its own, and the
  * sandbox's and anvil's CPU then favoured the faster side. The mints are the destination chain's
- * work, the same for both sides and done after either worker is finished with the row.
+ * work, the same for both sides and done after either worker is finished with the row. Set again
+ * after the reset before each run (Context.sandboxSettings): a reset brings back the sandbox's
+ * starting configuration, its 2 s steps included.
  */
 const STATUS_STEP_MS = 120_000;
 
@@ -35,9 +37,11 @@ export async function benchSolana(
   const runs: { ours: FlowRun; raw: FlowRun }[] = [];
   const { statusStepMs } = await ctx.sandbox.admin.config();
   // BENCH_SETTLE_NOW=1 (options.ts) mints every intent at its submit instead, in both sides' windows.
-  if (!ctx.diagnostics?.settleNow) await ctx.sandbox.admin.configure({ statusStepMs: STATUS_STEP_MS });
+  const section = ctx.diagnostics?.settleNow
+    ? ctx
+    : { ...ctx, sandboxSettings: { statusStepMs: STATUS_STEP_MS } };
   try {
-    await runBoth(ctx, rows, p.runs, runs);
+    await runBoth(section, rows, p.runs, runs);
   } finally {
     await ctx.sandbox.admin.configure({ statusStepMs });
   }

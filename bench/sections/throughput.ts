@@ -6,6 +6,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { isEvmChain, type Chain } from '../../src/domain/chains.ts';
 import { metricKeys } from '../../src/metrics/worker-metrics.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
+import type { SandboxConfigPatch } from '../../src/sandbox/sandbox-config.ts';
 import type { Row } from '../../support/fixtures.ts';
 import { REPO_ROOT } from '../../support/cli.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
@@ -56,6 +57,8 @@ export type Context = {
   readonly log: (s: string) => void;
   /** BENCH_WORKER_NODE_OPTIONS, BENCH_LOG_COMMANDS, BENCH_BATCH_TRACE_FILE, BENCH_SETTLE_NOW (options.ts). */
   readonly diagnostics?: Diagnostics;
+  /** The section's sandbox settings, applied after the reset before each run (resetSandbox). */
+  readonly sandboxSettings?: SandboxConfigPatch;
 };
 
 async function redisCpuMs(redis: BenchRedis): Promise<number> {
@@ -91,10 +94,15 @@ function scriptCalls(calls: Map<string, number>): number {
   return n;
 }
 
-/** A fresh sandbox for a run; with BENCH_SETTLE_NOW=1 it pays each intent when submitted. */
+/**
+ * A fresh sandbox for a run, with the section's settings (Context.sandboxSettings) applied again: a
+ * reset brings back the configuration the sandbox started with. With BENCH_SETTLE_NOW=1 it pays each
+ * intent when submitted.
+ */
 async function resetSandbox(ctx: Context): Promise<void> {
   await ctx.sandbox.admin.reset();
-  if (ctx.diagnostics?.settleNow) await ctx.sandbox.admin.configure({ statusStepMs: 0 });
+  const patch = { ...ctx.sandboxSettings, ...(ctx.diagnostics?.settleNow ? { statusStepMs: 0 } : {}) };
+  if (Object.keys(patch).length > 0) await ctx.sandbox.admin.configure(patch);
 }
 
 /**
