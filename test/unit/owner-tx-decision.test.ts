@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { bumped, decideOwnerTx, type TxFacts } from '../../src/signing/evm/owner-tx/tx-decision.ts';
+import {
+  bumped,
+  decideByReceipt,
+  decideOwnerTx,
+  type TxFacts,
+} from '../../src/signing/evm/owner-tx/tx-decision.ts';
 
 /* docs/cctp.md "The owner's transactions": the one decision about an owner's transaction. */
 
@@ -127,6 +132,20 @@ describe('an owner transaction: what to do next', () => {
       hash: '0xaa',
       success: false,
     });
+  });
+
+  it('a receipt decides alone: the sender, holding one, reads no head, fees or balance, and decides as the whole decision would', () => {
+    const receipt = { hash: '0xaa', success: true };
+    const holder = { hash: '0xbb', block: 95n, finalized: 95n };
+    const others: Partial<TxFacts>[] = [
+      { versions: [v1], chainNonce: 8n, nonceHolder: holder },
+      { versions: [v1], sentAtBlock: 90n, head: 200n, baseFee: 500n * GWEI, cap: GWEI },
+      { abandoned: true, balance: 0n, chainNonce: 7n },
+    ];
+    for (const over of others) {
+      expect(decideByReceipt(receipt)).toEqual(decideOwnerTx(facts({ ...over, receipt })));
+    }
+    expect(decideByReceipt(undefined)).toBeUndefined();
   });
 
   it('the nonce held by a mined transaction that is none of ours (found in its final block): replaced by another, proven', () => {

@@ -38,7 +38,14 @@ import {
   readReceipt,
   type OwnerChain,
 } from './owner-chain.ts';
-import { decideOwnerTx, type Fees, type NonceHolder, type TxDecision, type TxFacts } from './tx-decision.ts';
+import {
+  decideByReceipt,
+  decideOwnerTx,
+  type Fees,
+  type NonceHolder,
+  type TxDecision,
+  type TxFacts,
+} from './tx-decision.ts';
 
 /*
  * A treasury owner's own transactions (docs/cctp.md "The owner's transactions"), one step at a time:
@@ -205,14 +212,23 @@ function waitDetail(at: At, d: Extract<TxDecision, { kind: 'wait' }>): string {
   return 'broadcast, not mined yet';
 }
 
-/** The facts the decision needs, read in this order: the nonce before the receipts (tx-decision.ts). */
-async function gatherFacts(at: At, saved: SavedOwnerTx): Promise<TxFacts> {
-  const { oc, w, s } = at;
-  const chainNonce = await readNonce(oc, w.owner, 'latest');
+/** What a look reads first: the owner's nonce at `latest`, then a receipt of the versions. */
+type NonceSeen = Pick<TxFacts, 'chainNonce' | 'receipt'>;
+
+/** The owner's nonce, then the receipts, in this order: the nonce before the receipts (tx-decision.ts). */
+async function readNonceSeen(at: At, saved: SavedOwnerTx): Promise<NonceSeen> {
+  const chainNonce = await readNonce(at.oc, at.w.owner, 'latest');
   const receipt = await readReceipt(
-    oc,
+    at.oc,
     saved.versions.map((v) => v.hash),
   );
+  return { chainNonce, receipt };
+}
+
+/** The facts the decision needs: the nonce and receipts (read now, or `seen`), then the head, fees and balance. */
+async function gatherFacts(at: At, saved: SavedOwnerTx, seen?: NonceSeen): Promise<TxFacts> {
+  const { oc, w, s } = at;
+  const { chainNonce, receipt } = seen ?? (await readNonceSeen(at, saved));
   const [head, fees, balance] = await Promise.all([readHead(oc), readFees(oc), readBalance(oc, w.owner)]);
   const filled = saved.filled;
   const latest = saved.versions.at(-1);
@@ -444,8 +460,9 @@ async function findNonceHolder(
 async function factsWithHolder(
   at: At,
   saved: SavedOwnerTx,
+  seen: NonceSeen,
 ): Promise<{ facts: TxFacts; unknown: string | undefined }> {
-  const facts = await gatherFacts(at, saved);
+  const facts = await gatherFacts(at, saved, seen);
   if (facts.receipt || facts.chainNonce <= saved.nonce) return { facts, unknown: undefined };
   const found = await findNonceHolder(at, saved, facts.head);
   if ('unknown' in found) return { facts: { ...facts, nonceHolder: 'unknown' }, unknown: found.unknown };
@@ -470,6 +487,16 @@ function unprovenError(
   );
 }
 
+/** The call mined (a receipt of one of its versions): noted done; `filler` when it was given up. */
+async function minedStep(
+  at: At,
+  saved: SavedOwnerTx,
+  d: Extract<TxDecision, { kind: 'mined' }>,
+): Promise<OwnerTxStep> {
+  await markDone(at.s.redis, at.w, saved.nonce, d);
+  return { kind: 'mined', nonce: saved.nonce, hash: d.hash, success: d.success, filler: saved.filled };
+}
+
 /** Does what the decision says about the saved transaction. */
 async function act(
   at: At,
@@ -479,8 +506,7 @@ async function act(
 ): Promise<OwnerTxStep> {
   switch (d.kind) {
     case 'mined':
-      await markDone(at.s.redis, at.w, saved.nonce, d);
-      return { kind: 'mined', nonce: saved.nonce, hash: d.hash, success: d.success, filler: facts.abandoned };
+      return await minedStep(at, saved, d);
     case 'nonce-used':
       if (saved.usedSeenAt === undefined)
         await markUsedSeen(at.s.redis, at.w, saved.nonce, { head: facts.head, atMs: facts.now });
@@ -605,11 +631,17 @@ function checkSameCall(at: At, saved: SavedOwnerTx, call: OwnerCall): void {
   }
 }
 
-/** One step of the saved transaction: where it stands, and the one thing to do about it. */
+/**
+ * One step of the saved transaction: where it stands, and the one thing to do about it. A receipt
+ * decides alone: the head, fees and balance are read only when there is none.
+ */
 async function stepSaved(at: At, saved: SavedOwnerTx): Promise<OwnerTxStep> {
   const { nonce, done } = saved;
   if (done) return { kind: 'mined', nonce, hash: done.hash, success: done.success, filler: saved.filled };
-  const gathered = await factsWithHolder(at, saved);
+  const seen = await readNonceSeen(at, saved);
+  const mined = decideByReceipt(seen.receipt);
+  if (mined) return await minedStep(at, saved, mined);
+  const gathered = await factsWithHolder(at, saved, seen);
   return await act(at, saved, gathered, decideOwnerTx(gathered.facts));
 }
 

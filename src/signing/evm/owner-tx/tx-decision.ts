@@ -188,9 +188,20 @@ function decideUsedNonce(f: TxFacts): TxDecision {
   return { kind: 'nonce-used' };
 }
 
+/**
+ * A receipt of one of the versions decides alone, whatever else the chain says: the call is mined
+ * (decideOwnerTx's first rule; the sender reads nothing more once it has one).
+ */
+export function decideByReceipt(
+  receipt: TxFacts['receipt'],
+): Extract<TxDecision, { kind: 'mined' }> | undefined {
+  return receipt ? { kind: 'mined', hash: receipt.hash, success: receipt.success } : undefined;
+}
+
 /** The one decision about a transaction of an owner. */
 export function decideOwnerTx(f: TxFacts): TxDecision {
-  if (f.receipt) return { kind: 'mined', hash: f.receipt.hash, success: f.receipt.success };
+  const mined = decideByReceipt(f.receipt);
+  if (mined) return mined;
   if (f.chainNonce > f.nonce) return decideUsedNonce(f);
   const last = f.versions.at(-1);
   if (!last) {
