@@ -558,11 +558,17 @@ async function act(
   }
 }
 
-/** The call's nonce: the one it has, or (the owner able to pay for it) a new one. */
-async function nonceFor(at: At, call: OwnerCall): Promise<bigint | OwnerTxStep> {
+/**
+ * The call's nonce: the one it has, or (the owner able to pay for it) a new one, given on the facts
+ * `probed` (the first step of its transaction reuses their fees and balance: freshFacts).
+ */
+async function nonceFor(
+  at: At,
+  call: OwnerCall,
+): Promise<{ readonly nonce: bigint; readonly probed?: TxFacts } | OwnerTxStep> {
   const { s, w, oc } = at;
   const had = await nonceOfCall(s.redis, w, call.id);
-  if (had !== undefined) return had;
+  if (had !== undefined) return { nonce: had };
   const value = call.value ?? 0n;
   // A node refuses to estimate a call whose value the owner cannot send: that is a wait, not an error.
   if (value > 0n && call.gas === undefined) {
@@ -583,7 +589,26 @@ async function nonceFor(at: At, call: OwnerCall): Promise<bigint | OwnerTxStep> 
       { chain: oc.chain, owner: w.owner, call: call.id, nonce: r.nonce.toString() },
       'owner transaction nonce given',
     );
-  return r.nonce;
+  return { nonce: r.nonce, ...(r.fresh ? { probed: facts } : {}) };
+}
+
+/**
+ * The first step of a transaction whose nonce this step just gave, nothing of it signed: the owner's
+ * nonce and the head are read again (the nonce may have been used meanwhile), the fees and the
+ * balance are those the nonce was given on, a Redis write earlier. Undefined — the full look — where
+ * the saved transaction is not that one (another nonce than the one probed; anything signed, sent,
+ * given up or done) or the nonce is used now.
+ */
+async function freshFacts(
+  at: At,
+  saved: SavedOwnerTx,
+  probed: TxFacts | undefined,
+): Promise<TxFacts | undefined> {
+  if (!probed || probed.nonce !== saved.nonce) return undefined;
+  if (saved.versions.length > 0 || saved.sent || saved.filled || saved.done) return undefined;
+  const [chainNonce, head] = await Promise.all([readNonce(at.oc, at.w.owner, 'latest'), readHead(at.oc)]);
+  if (chainNonce > saved.nonce) return undefined;
+  return { ...probed, chainNonce, head, now: Date.now() };
 }
 
 /** A transaction not saved yet, for the decision before a nonce is given. */
@@ -633,11 +658,14 @@ function checkSameCall(at: At, saved: SavedOwnerTx, call: OwnerCall): void {
 
 /**
  * One step of the saved transaction: where it stands, and the one thing to do about it. A receipt
- * decides alone: the head, fees and balance are read only when there is none.
+ * decides alone: the head, fees and balance are read only when there is none. `probed`: the facts
+ * its nonce was just given on (freshFacts).
  */
-async function stepSaved(at: At, saved: SavedOwnerTx): Promise<OwnerTxStep> {
+async function stepSaved(at: At, saved: SavedOwnerTx, probed?: TxFacts): Promise<OwnerTxStep> {
   const { nonce, done } = saved;
   if (done) return { kind: 'mined', nonce, hash: done.hash, success: done.success, filler: saved.filled };
+  const fresh = await freshFacts(at, saved, probed);
+  if (fresh) return await act(at, saved, { facts: fresh, unknown: undefined }, decideOwnerTx(fresh));
   const seen = await readNonceSeen(at, saved);
   const mined = decideByReceipt(seen.receipt);
   if (mined) return await minedStep(at, saved, mined);
@@ -655,15 +683,16 @@ async function stepSaved(at: At, saved: SavedOwnerTx): Promise<OwnerTxStep> {
 async function stepCall(s: Sender, chain: EvmChain, owner: string, call: OwnerCall): Promise<OwnerTxStep> {
   const at = await atOf(s, chain, owner);
   for (let again = false; ; again = true) {
-    const nonce = await nonceFor(at, call);
-    if (typeof nonce !== 'bigint') return nonce;
+    const given = await nonceFor(at, call);
+    if ('kind' in given) return given;
+    const { nonce } = given;
     const saved = await readOwnerTx(s.redis, at.w, nonce);
     if (!saved) {
       if (!again && (await nonceOfCall(s.redis, at.w, call.id)) !== nonce) continue;
       throw missingError(at, nonce);
     }
     checkSameCall(at, saved, call);
-    return await stepSaved(at, saved);
+    return await stepSaved(at, saved, given.probed);
   }
 }
 
