@@ -53,6 +53,28 @@ export async function usedMemory(redis: Redis): Promise<number> {
   return Number((await info(redis, 'memory')).get('used_memory') ?? Number.NaN);
 }
 
+/**
+ * `used_memory` with the server's latency histograms emptied, the Lua script cache's part of it, and
+ * what the histograms held just before (`used_memory` before the reset − after).
+ */
+export type SettledMemory = { readonly used: number; readonly scripts: number; readonly histograms: number };
+
+/**
+ * `used_memory` after `CONFIG RESETSTAT`, so that it holds data, not statistics: Redis 7 keeps a
+ * latency histogram for every command name it has run since the last reset (`latency-tracking`, on
+ * by default), ~27 KB each — ~1.5 MB once a worker's scripts have run some 55 commands, a fixed cost
+ * of the server that a per-transfer figure must not divide by its rows (a 2,000-row batch read
+ * ~0.75 KiB a transfer more without it). The reset also clears `INFO commandstats`: read the phase's
+ * calls first. `scripts` is `used_memory_scripts`, the Lua script cache: fixed too, shown apart.
+ */
+export async function settledMemory(redis: Redis): Promise<SettledMemory> {
+  const before = await usedMemory(redis);
+  await redis.config('RESETSTAT');
+  const m = await info(redis, 'memory');
+  const used = Number(m.get('used_memory') ?? Number.NaN);
+  return { used, scripts: Number(m.get('used_memory_scripts') ?? Number.NaN), histograms: before - used };
+}
+
 export async function redisVersion(redis: Redis): Promise<string> {
   return (await info(redis, 'server')).get('redis_version') ?? 'unknown';
 }

@@ -1,7 +1,7 @@
 import { FIRST_LOOKS_MS } from '../../src/pipeline/cctp/owner-call.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import { keys } from '../../src/store/keys.ts';
-import { commandCalls, topCommands, totalCalls, usedMemory, withoutOwn } from '../lib/redis-info.ts';
+import { commandCalls, settledMemory, topCommands, totalCalls, withoutOwn } from '../lib/redis-info.ts';
 import { evmRows } from '../lib/rows.ts';
 import { cpuShareLines, cpuSpent, readCpu, type CpuAccount } from '../lib/process-cpu.ts';
 import {
@@ -95,7 +95,7 @@ async function oneBatch(
 ): Promise<CctpRun> {
   const prefix = 'usdc';
   const rows = evmRows(p.rows, ['BASE'], p.tag, 'ARB');
-  const memory0 = await usedMemory(redis.client);
+  const memory0 = (await settledMemory(redis.client)).used;
   const { batchId } = await enqueueFile(writeCsv(ctx.dir, `${p.tag}.csv`, rows), env);
   await redis.client.config('RESETSTAT');
   const processes = {
@@ -111,7 +111,7 @@ async function oneBatch(
   const calls = withoutOwn(await commandCalls(redis.client), 'hget', own + minted.hgets);
   const outcome = await batchOutcome(redis.client, prefix, batchId);
   if (outcome.notSubmitted > 0) throw new Error(`cctp: ${outcome.notSubmitted} rows not burned`);
-  const memory1 = await usedMemory(redis.client);
+  const memory1 = (await settledMemory(redis.client)).used;
   const first =
     Number(await redis.client.hget(keys(prefix).batch(batchId), 'completed_at')) - outcome.windowMs;
   const cycle = await burnCycle(redis, prefix, batchId);

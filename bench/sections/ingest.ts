@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { keys } from '../../src/store/keys.ts';
-import { commandCalls, info, totalCalls, usedMemory } from '../lib/redis-info.ts';
+import { commandCalls, info, settledMemory, totalCalls, usedMemory } from '../lib/redis-info.ts';
 import { runNodeTimed } from '../lib/processes.ts';
 import { mixedRows } from '../lib/rows.ts';
 import { enqueueFile, startBenchRedis, writeCsv, type BenchRedis } from '../lib/stack.ts';
@@ -170,7 +170,8 @@ async function measured(
       ms: res.ms,
       rss: res.rss,
       commandsPerRow: calls / rows,
-      bytesPerRow: ((await usedMemory(redis.client)) - m0) / rows,
+      // Read last: its RESETSTAT empties the latency histograms the run's commands made (redis-info.ts).
+      bytesPerRow: ((await settledMemory(redis.client)).used - m0) / rows,
       aofRewrites: after.rewrites - before.rewrites + (after.inProgress ? 1 : 0),
       rewriteCpuS: after.childCpuS - before.childCpuS,
       redisCpuS: after.cpuS - before.cpuS,

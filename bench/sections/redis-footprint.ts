@@ -4,7 +4,14 @@ import { CHAINS } from '../../src/domain/chains.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import { keys } from '../../src/store/keys.ts';
 import { traceCommands, type CommandTrace } from '../lib/command-trace.ts';
-import { commandCalls, topCommands, totalCalls, usedMemory, withoutOwn } from '../lib/redis-info.ts';
+import {
+  commandCalls,
+  settledMemory,
+  topCommands,
+  totalCalls,
+  withoutOwn,
+  type SettledMemory,
+} from '../lib/redis-info.ts';
 import { mixedRows } from '../lib/rows.ts';
 import {
   enqueueFile,
@@ -27,19 +34,48 @@ export type RedisRun = {
   readonly commandsFollow: number;
   readonly topWork: string;
   readonly topFollow: string;
-  /** used_memory growth per transfer: right after ingest, once all is final, once BullMQ's finished jobs are gone. */
+  /**
+   * used_memory growth per transfer, right after ingest and once all is final, with the server's
+   * fixed costs apart (bench/lib/redis-info.ts settledMemory: no latency histograms; the Lua script
+   * cache and the capped event streams taken out, and shown in `fixed`).
+   */
   readonly bytesAfterEnqueue: number;
   readonly bytesAfterComplete: number;
   /** used_memory growth per transfer once final, after the finished transfer jobs' logs and results are deleted. */
   readonly bytesAfterCompleteNoLogs: number;
   /** The finished transfer jobs, per transfer, while kept (a day; failed ones a week). */
   readonly jobBytes: JobBytes;
+  /**
+   * Once all is final, in bytes (not per transfer): the Lua script cache's growth, the event streams,
+   * and the latency histograms the settled reading emptied (since the reset before following).
+   */
+  readonly fixed: { readonly scripts: number; readonly eventStreams: number; readonly histograms: number };
   /** What stays per transfer for good: Σ MEMORY USAGE of records, payout ids and batch keys / rows. */
   readonly bytesRetained: number;
-  /** The same from used_memory (fixed costs such as the script cache and client buffers included). */
+  /** The same from used_memory once the finished jobs are gone (fixed costs apart, as above). */
   readonly usedMemoryRetained: number;
   /** MEMORY USAGE (SAMPLES 0) summed over each kind of key once finished jobs are gone, per transfer. */
   readonly keyBytes: KeyBytes;
+  /** What each kind of key holds once final, per transfer: the used_memory its deletion frees. */
+  readonly freed: FreedBytes;
+};
+
+/**
+ * used_memory freed per transfer by deleting each kind of key, once all is final (settled readings,
+ * bench/lib/redis-info.ts): Redis's own cost of a key (its entry in the keyspace) included, which
+ * MEMORY USAGE does not fully count.
+ */
+export type FreedBytes = {
+  /** The finished transfer jobs' step logs and outcome objects (`returnvalue`). */
+  readonly jobLogsAndResults: number;
+  /** The rest of the finished jobs: their hashes and their places in the completed sets. */
+  readonly jobRest: number;
+  readonly records: number;
+  readonly payouts: number;
+  /** The batch record, its row and state sets. */
+  readonly batch: number;
+  /** The day's payment fingerprints (`P:fpd:*`, `P:fp:*`; they expire after the next day). */
+  readonly fingerprints: number;
 };
 
 export type JobBytes = {
@@ -135,15 +171,17 @@ async function oneRun(
     const rows = mixedRows(n, `mem${i}`);
     const file = writeCsv(ctx.dir, `redis-${i}.csv`, rows);
 
-    await redis.client.config('RESETSTAT');
-    const m0 = await usedMemory(redis.client);
+    const m0 = await settledMemory(redis.client);
+    /** Growth since m0 per transfer, the script cache and `streams` bytes of event streams apart. */
+    const grown = (m: SettledMemory, streams: number) =>
+      (m.used - m0.used - (m.scripts - m0.scripts) - streams) / n;
     if (trace)
       tracer = await traceCommands(redis.url, prefix, typeof trace === 'string' ? trace : undefined, [
         await clientAddress(redis.client),
       ]);
     const { batchId } = await enqueueFile(file, env);
     const enqueueCalls = totalCalls(await commandCalls(redis.client));
-    const m1 = await usedMemory(redis.client);
+    const m1 = await settledMemory(redis.client);
 
     await redis.client.config('RESETSTAT');
     const group = startWorkers(1, env);
@@ -159,11 +197,12 @@ async function oneRun(
     const traced = await tracer?.stop();
     tracer = undefined;
     await group.stop();
-    const m2 = await usedMemory(redis.client);
+    const streams = await eventStreamBytes(redis, prefix);
+    const m2 = await settledMemory(redis.client);
     // The finished jobs as kept, then without their step logs and results: what the logs and the
     // outcome objects cost while BullMQ keeps the jobs.
     const jb = await stripJobLogsAndResults(redis, prefix);
-    const m2b = await usedMemory(redis.client);
+    const m2b = await settledMemory(redis.client);
 
     // A day later BullMQ has trimmed the finished jobs (removeOnComplete age); do it now.
     for (const name of [...CHAINS.map((c) => queueNameFor(c)), INTENT_QUEUE]) {
@@ -172,11 +211,12 @@ async function oneRun(
       await q.clean(0, 0, 'completed');
       await q.close();
     }
-    const m3 = await usedMemory(redis.client);
+    const m3 = await settledMemory(redis.client);
     const k = keys(prefix);
     const kb = await keyBytes(redis, prefix);
     const submitted = Number(await redis.client.hget(k.batch(batchId), 'n_submitted'));
     if (submitted !== n) throw new Error(`redis footprint: ${submitted} of ${n} transfers submitted`);
+    const kinds = await freedByKind(redis, prefix);
     return {
       ...(traced ? { byKind: Object.fromEntries([...traced].map(([k, v]) => [k, v / n])) } : {}),
       rows: n,
@@ -185,9 +225,10 @@ async function oneRun(
       commandsFollow: followCalls / n,
       topWork: topCommands(workCalls, n),
       topFollow: topCommands(followByCommand, n),
-      bytesAfterEnqueue: (m1 - m0) / n,
-      bytesAfterComplete: (m2 - m0) / n,
-      bytesAfterCompleteNoLogs: (m2b - m0) / n,
+      bytesAfterEnqueue: grown(m1, 0),
+      bytesAfterComplete: grown(m2, streams),
+      bytesAfterCompleteNoLogs: grown(m2b, streams),
+      fixed: { scripts: m2.scripts - m0.scripts, eventStreams: streams, histograms: m2.histograms },
       jobBytes: {
         hashes: jb.hashes / n,
         results: jb.results / n,
@@ -196,13 +237,21 @@ async function oneRun(
       },
       bytesRetained: (kb.records + kb.payouts + kb.batch) / n,
       // The capped event streams are a fixed cost, not a per-transfer one: left out here, shown apart.
-      usedMemoryRetained: (m3 - m0 - kb.eventStreams) / n,
+      usedMemoryRetained: grown(m3, kb.eventStreams),
       keyBytes: {
         records: kb.records / n,
         payouts: kb.payouts / n,
         batch: kb.batch / n,
         eventStreams: kb.eventStreams / n,
         other: kb.other / n,
+      },
+      freed: {
+        jobLogsAndResults: (m2.used - m2b.used) / n,
+        jobRest: (m2b.used - m3.used) / n,
+        records: kinds.records / n,
+        payouts: kinds.payouts / n,
+        batch: kinds.batch / n,
+        fingerprints: kinds.fingerprints / n,
       },
     };
   } finally {
@@ -264,6 +313,43 @@ async function keyBytes(redis: BenchRedis, prefix: string): Promise<KeyBytes> {
     });
   } while (cursor !== '0');
   return sums;
+}
+
+/** Deletes the records, payout ids, batch keys and fingerprints, a kind at a time: the bytes each frees. */
+async function freedByKind(redis: BenchRedis, prefix: string) {
+  const kinds = {
+    records: (key: string) => key.startsWith(`${prefix}:t:`),
+    payouts: (key: string) => key.startsWith(`${prefix}:payout:`),
+    batch: (key: string) => key.startsWith(`${prefix}:batch`),
+    fingerprints: (key: string) => key.startsWith(`${prefix}:fpd:`) || key.startsWith(`${prefix}:fp:`),
+  };
+  const all: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.client.scan(cursor, 'COUNT', 1000);
+    cursor = next;
+    all.push(...found);
+  } while (cursor !== '0');
+  const freed = { records: 0, payouts: 0, batch: 0, fingerprints: 0 };
+  for (const [kind, isOf] of Object.entries(kinds) as [keyof typeof freed, (k: string) => boolean][]) {
+    const before = await settledMemory(redis.client);
+    const doomed = all.filter(isOf);
+    for (let i = 0; i < doomed.length; i += 500) await redis.client.del(...doomed.slice(i, i + 500));
+    freed[kind] = before.used - (await settledMemory(redis.client)).used;
+  }
+  return freed;
+}
+
+/** Σ MEMORY USAGE of BullMQ's `…:events` streams (capped: a fixed ceiling, not per transfer). */
+async function eventStreamBytes(redis: BenchRedis, prefix: string): Promise<number> {
+  let sum = 0;
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.client.scan(cursor, 'MATCH', `${prefix}:*:events`, 'COUNT', 1000);
+    cursor = next;
+    for (const key of found) sum += Number(await redis.client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+  } while (cursor !== '0');
+  return sum;
 }
 
 /** The `ip:port` Redis sees a client at (CLIENT INFO's `addr`), as MONITOR names it. */

@@ -2,7 +2,7 @@ import { CHAINS } from '../../src/domain/chains.ts';
 import { DEFAULTS } from '../../src/config/defaults.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import { keys } from '../../src/store/keys.ts';
-import { commandCalls, topCommands, totalCalls, usedMemory, withoutOwn } from '../lib/redis-info.ts';
+import { commandCalls, settledMemory, topCommands, totalCalls, withoutOwn } from '../lib/redis-info.ts';
 import { mixedRows } from '../lib/rows.ts';
 import {
   enqueueFile,
@@ -66,12 +66,12 @@ export async function benchRetention(ctx: Context, p: { rows: number }): Promise
       solanaKeyFile: ctx.solanaKeyFile,
       extra: { WORKER_CONCURRENCY: '64' },
     });
-    const m0 = await usedMemory(redis.client);
+    const m0 = (await settledMemory(redis.client)).used;
     const run = { ctx, redis, env, prefix, rows: p.rows };
     const first = await oneBatch(run, 'a', () => (group = startWorkers(1, env)));
-    const m1 = await usedMemory(redis.client);
+    const m1 = (await settledMemory(redis.client)).used;
     const second = await oneBatch(run, 'b', () => group as WorkerGroup);
-    const m2 = await usedMemory(redis.client);
+    const m2 = (await settledMemory(redis.client)).used;
     const marginal = (m2 - m1) / p.rows;
     const fixedBytes = m1 - m0 - marginal * p.rows;
     const said = (b: RetentionBatch) =>
@@ -103,7 +103,7 @@ type Run = {
 async function oneBatch(run: Run, tag: string, workers: () => WorkerGroup): Promise<RetentionBatch> {
   const { redis, prefix, rows: n } = run;
   const t0 = Date.now();
-  const m0 = await usedMemory(redis.client);
+  const m0 = (await settledMemory(redis.client)).used;
   const file = writeCsv(run.ctx.dir, `retention-${tag}.csv`, mixedRows(n, `keep${tag}`));
   await redis.client.config('RESETSTAT');
   const { batchId } = await enqueueFile(file, run.env);
@@ -117,7 +117,7 @@ async function oneBatch(run: Run, tag: string, workers: () => WorkerGroup): Prom
   await redis.client.config('RESETSTAT');
   const rounds = await waitIntentsFollowed(redis, prefix, 600_000);
   const followCalls = totalCalls(withoutOwn(await commandCalls(redis.client), 'zcard', rounds));
-  const m1 = await usedMemory(redis.client);
+  const m1 = (await settledMemory(redis.client)).used;
   const notSubmitted = await transfersNotSubmitted(redis, prefix, batchId);
   // A few transfers that failed on a busy machine change neither figure; many would.
   if (notSubmitted.length > n / 100) {
