@@ -9,6 +9,11 @@ export function median(values: readonly number[]): number {
 }
 
 /** A number for a table: `digits` decimals, thousands separated. */
+/** The arithmetic mean; NaN for no values. */
+export function mean(values: readonly number[]): number {
+  return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
 export function fmt(value: number, digits = 0): string {
   if (!Number.isFinite(value)) return 'n/a';
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });

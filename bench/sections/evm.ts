@@ -3,7 +3,7 @@ import { keys } from '../../src/store/keys.ts';
 import { TEST_EVM_ADDRESS } from '../../support/fixtures.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
 import { evmRows } from '../lib/rows.ts';
-import { median } from '../lib/stats.ts';
+import { mean, median } from '../lib/stats.ts';
 import { startBenchSandbox } from '../lib/stack.ts';
 import { workerGaps, type WorkerGaps } from '../lib/worker-gaps.ts';
 import { runProductBatch, type Context, type FlowRun } from './throughput.ts';
@@ -22,6 +22,11 @@ const REALISTIC_ROWS = 100;
 export type SerialSection = {
   /** Median time the service spent on one transfer call, arrival → accepted (latency + the chain). */
   readonly callMs: number;
+  /**
+   * Mean time per call (Σ call time ÷ calls): the bound's. Calls one at a time can go no faster than
+   * 1 ÷ this even with no gap between them; 1 ÷ the median can be out of reach when some calls take long.
+   */
+  readonly meanCallMs?: number | undefined;
   /** Median time from one acceptance to the next request's arrival: the worker's serial section. */
   readonly gapMs: number;
   /** Median arrival → next arrival. */
@@ -48,6 +53,8 @@ export type ChainSerial = {
   readonly calls: number;
   /** Median arrival → accepted of this chain's transfer calls. */
   readonly callMs: number;
+  /** Mean arrival → accepted (Σ ÷ calls): the bound's, as SerialSection's. */
+  readonly meanCallMs?: number | undefined;
   /** Median acceptance → the next request of this chain's owner arriving: the serial section outside the service. */
   readonly gapMs: number;
   /** Σ call time ÷ (first arrival → last acceptance) on this chain. */
@@ -97,6 +104,7 @@ export async function serialSection(
   const span = (accepted.at(-1) as number) - (arrivals[0] as number);
   return {
     callMs: median(calls),
+    meanCallMs: mean(calls),
     gapMs: median(gaps),
     cycleMs: median(cycles),
     busy: calls.reduce((a, b) => a + b, 0) / span,
@@ -118,6 +126,7 @@ export async function chainSerials(sandbox: SandboxProcess): Promise<ChainSerial
       chain,
       calls: calls.length,
       callMs: median(took),
+      meanCallMs: mean(took),
       gapMs: median(calls.slice(1).map((c, i) => c.receivedAt - (calls[i]?.at ?? 0))),
       busy: span > 0 ? took.reduce((a, b) => a + b, 0) / span : Number.NaN,
     };
