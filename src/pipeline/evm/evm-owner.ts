@@ -255,7 +255,14 @@ async function cover(run: Run, owner: string): Promise<string | null> {
       reading = (await readBalance(run, owner, true)) as BalanceReading;
       r = await balances.reserve(chain, owner, claim, reading);
     }
-    void learnMined(run, owner, balances);
+    if (!r.ok && !r.stale) {
+      // Short on a fresh reading: payments still counted as reserved may be in it already (landed,
+      // their receipts not yet read). Read their receipts now, and let the same reading decide
+      // again without those mined at or before it — not a recheck later (30 s for a row that
+      // waits), nor only after this row was found short.
+      if ((await learnMined(run, owner, balances, true)) > 0)
+        r = await balances.reserve(chain, owner, claim, reading);
+    } else void learnMined(run, owner, balances);
     if (r.ok) {
       run.coveredOn = owner;
       // The reservation named the owner in the record (owner-balance.ts): the run carries it too.
@@ -278,22 +285,23 @@ async function readBalance(run: EvmRun, owner: string, fresh: boolean): Promise<
   );
 }
 
-/** Receipts are looked up at most this often per (chain, owner) in one process. */
+/** Receipts are looked up at most this often per (chain, owner) in one process, but for a choice found short. */
 const LEARN_EVERY_MS = 1_000;
 /** Receipts read per look at most. */
 const RECEIPTS_PER_LOOK = 50;
 
 /**
  * Looks up the receipts of this owner's accepted transfers, so the next reservation at a block
- * past them drops them (their payment is in the balance then). In the background: until then they
- * only count as reserved.
+ * past them drops them (their payment is in the balance then); until then they only count as
+ * reserved. In the background after a choice, at most every LEARN_EVERY_MS; `now` for a choice
+ * found short, which waits for it whenever the last look was. How many it found mined.
  */
-async function learnMined(run: EvmRun, owner: string, balances: OwnerBalances): Promise<void> {
+async function learnMined(run: EvmRun, owner: string, balances: OwnerBalances, now = false): Promise<number> {
   const { ctx, evm, chain } = run;
   const { lastLearned } = evm.ownerCaches;
   const key = `${chain}|${owner}`;
   const last = lastLearned.get(key) ?? 0;
-  if (Date.now() - last < LEARN_EVERY_MS) return;
+  if (!now && Date.now() - last < LEARN_EVERY_MS) return 0;
   lastLearned.set(key, Date.now());
   try {
     const pending = await balances.pending(chain, owner);
@@ -305,10 +313,12 @@ async function learnMined(run: EvmRun, owner: string, balances: OwnerBalances): 
       block,
     }));
     await balances.noteMined(chain, owner, txs);
+    return txs.length;
   } catch (err) {
     ctx.log.debug(
       { chain, owner, err: { message: String(err) } },
       'could not read receipts of accepted transfers',
     );
+    return 0;
   }
 }
