@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { keys } from '../../src/store/keys.ts';
 import { TEST_EVM_ADDRESS } from '../../support/fixtures.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
+import { coreSplit, type CoreSplit } from '../lib/cpu-affinity.ts';
 import { evmRows } from '../lib/rows.ts';
 import { mean, median } from '../lib/stats.ts';
 import { startBenchSandbox } from '../lib/stack.ts';
@@ -80,6 +81,11 @@ export type EvmResult = {
   readonly concurrency: number;
   readonly oneChain: { readonly rows: number; readonly bound: number; readonly runs: readonly EvmRun[] };
   readonly fourChains: { readonly rows: number; readonly bound: number; readonly runs: readonly EvmRun[] };
+  /**
+   * The same four-chain batch with the worker and Redis on `cores.product` and the sandbox and its
+   * anvils on `cores.sandbox` (bench/lib/cpu-affinity.ts); absent where cores cannot be split.
+   */
+  readonly fourChainsSplit?: { readonly cores: CoreSplit; readonly runs: readonly EvmRun[] } | undefined;
   /** One (chain, owner) against a second sandbox at a service-like latency; absent in older results. */
   readonly oneChainRealistic?:
     | {
@@ -191,6 +197,8 @@ export async function benchEvm(
   const env = { WORKER_CONCURRENCY: String(concurrency) };
   const oneRuns: EvmRun[] = [];
   const fourRuns: EvmRun[] = [];
+  const splitRuns: EvmRun[] = [];
+  const cores = coreSplit();
   for (let i = 0; i < p.runs; i++) {
     const a = await runProductBatch(ctx, {
       rows: one,
@@ -209,6 +217,21 @@ export async function benchEvm(
     });
     const chains = await chainSerials(ctx.sandbox);
     fourRuns.push(evmRun(b, undefined, chains));
+    if (cores) {
+      const c = await runProductBatch(ctx, {
+        rows: four,
+        workers: 1,
+        env,
+        name: `evm-four-split-${i}`,
+        inspect: inspectRun(SOURCES),
+        cores,
+      });
+      const split = await chainSerials(ctx.sandbox);
+      splitRuns.push(evmRun(c, undefined, split));
+      ctx.log(
+        `evm run ${i + 1}, four chains, worker and Redis on cores ${cores.product}, sandbox and anvils on ${cores.sandbox}: ${c.perSecond.toFixed(1)}/s (per chain: ${split.map((x) => `${x.chain} service ${x.meanCallMs?.toFixed(1)} ms mean, gap ${x.gapMs} ms, busy ${x.busy.toFixed(2)}`).join('; ')})`,
+      );
+    }
     ctx.log(
       `evm run ${i + 1}: one chain ${a.perSecond.toFixed(1)}/s (service ${oneRuns.at(-1)?.serial?.callMs} ms per call, gap ${oneRuns.at(-1)?.serial?.gapMs} ms, worker ${oneRuns.at(-1)?.workerGapMs} ms), four chains ${b.perSecond.toFixed(1)}/s (per chain: ${chains.map((c) => `${c.chain} service ${c.callMs} ms, gap ${c.gapMs} ms (worker ${b.inspected?.gaps.get(c.chain)?.gapMs} ms), busy ${c.busy.toFixed(2)}`).join('; ')})`,
     );
@@ -243,6 +266,7 @@ export async function benchEvm(
     concurrency,
     oneChain: { rows: one.length, bound: perChain, runs: oneRuns },
     fourChains: { rows: four.length, bound: perChain * SOURCES.length, runs: fourRuns },
+    ...(cores ? { fourChainsSplit: { cores, runs: splitRuns } } : {}),
     oneChainRealistic: {
       latencyMs: REALISTIC_LATENCY_MS,
       rows: slowRows.length,

@@ -1,3 +1,4 @@
+import { allCores, pinTree, type CoreSplit } from '../lib/cpu-affinity.ts';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
@@ -152,6 +153,8 @@ export async function runProductBatch<T = undefined>(
     inspect?: (client: BenchRedis['client'], prefix: string, batchId: string) => Promise<T>;
     /** A replica of the run's Redis on loopback (the worker waits for it before every send). */
     replica?: boolean;
+    /** The worker and Redis on `product`'s cores, the sandbox and its chains on `sandbox`'s, for the run. */
+    cores?: CoreSplit | undefined;
   },
 ): Promise<FlowRun & { commands: Map<string, number>; inspected: T | undefined }> {
   const redis = await startBenchRedis(undefined, { replica: p.replica === true });
@@ -175,6 +178,7 @@ export async function runProductBatch<T = undefined>(
     const nodeOptions = ctx.diagnostics?.workerNodeOptions;
     const group = startWorkers(p.workers, nodeOptions ? { ...env, NODE_OPTIONS: nodeOptions } : env);
     workers.push(group);
+    if (p.cores) splitCores(p.cores, ctx, [...redis.pids(), ...group.processes.map((w) => w.child.pid)]);
     // CPU is counted from the moment every worker takes jobs: Node's start-up is not per transfer.
     const from = (p.rows[0] as Row).from;
     await waitWorkersReady(redis.url, prefix, queueNameFor(from as Chain), p.workers, group);
@@ -223,9 +227,25 @@ export async function runProductBatch<T = undefined>(
       inspected,
     };
   } finally {
+    if (p.cores) splitCores(undefined, ctx, []);
     for (const w of workers) await w.stop();
     await redis.stop();
   }
+}
+
+/**
+ * The product's processes on `cores.product`, the sandbox and its chains on `cores.sandbox`; with no
+ * split, the sandbox's tree back on every core (the product's processes end with the run).
+ */
+function splitCores(
+  cores: CoreSplit | undefined,
+  ctx: Context,
+  product: readonly (number | undefined)[],
+): void {
+  const sandbox = ctx.sandbox.child.pid;
+  if (sandbox !== undefined) pinTree(sandbox, cores ? cores.sandbox : allCores());
+  if (!cores) return;
+  for (const pid of product) if (pid !== undefined) pinTree(pid, cores.product);
 }
 
 /** The workers' `waits|<CHAIN>|<kind>` counters (worker-metrics.ts), summed over chains, per transfer. */
