@@ -257,9 +257,9 @@ async function cover(run: Run, owner: string): Promise<string | null> {
     }
     if (!r.ok && !r.stale) {
       // Short on a fresh reading: payments still counted as reserved may be in it already (landed,
-      // their receipts not yet read). Read their receipts now, and let the same reading decide
-      // again without those mined at or before it — not a recheck later (30 s for a row that
-      // waits), nor only after this row was found short.
+      // their receipts not yet read). Read their receipts now and let the same reading decide again
+      // without those mined at or before it, rather than find the owner short on money counted
+      // twice and wait for the next look (~30 s for a row no owner covers).
       if ((await learnMined(run, owner, balances, true)) > 0)
         r = await balances.reserve(chain, owner, claim, reading);
     } else void learnMined(run, owner, balances);
