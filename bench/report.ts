@@ -872,10 +872,13 @@ type EvmFlowFigures = {
   readonly preparedShare: number;
 };
 
-/** The four chains with the worker and Redis on their own cores, the sandbox and its anvils on theirs. */
-type SplitFigures = {
-  readonly product: string;
-  readonly sandbox: string;
+/**
+ * Four chains read against each chain's own service time in the run (the sandbox and its anvils on
+ * what the machine left them): the rate, that bound (Σ 1 ÷ each chain's mean call; against the median
+ * call too, as earlier reports), and each chain's call, gap, worker's own part and busy share
+ * (medians over chains, then over runs).
+ */
+type InRunFigures = {
   readonly rate: number;
   readonly inRunBound: number;
   readonly ofInRunBound: number;
@@ -887,22 +890,27 @@ type SplitFigures = {
   readonly busy: number;
 };
 
+function inRunFigures(runs: readonly EvmRun[]): InRunFigures {
+  return {
+    rate: med(runs, (r) => r.perSecond),
+    inRunBound: median(runs.map((r) => inRunBound(r))),
+    ofInRunBound: median(runs.map((r) => r.perSecond / inRunBound(r))),
+    ofMedianInRunBound: median(runs.map((r) => r.perSecond / inRunBound(r, (c) => c.callMs))),
+    callMs: median(runs.map((r) => chainMedian(r, (c) => c.callMs))),
+    meanCallMs: median(runs.map((r) => chainMedian(r, meanCallOf))),
+    gapMs: median(runs.map((r) => chainMedian(r, (c) => c.gapMs))),
+    workerGapMs: median(runs.map((r) => chainMedian(r, (c) => c.workerGapMs ?? Number.NaN))),
+    busy: median(runs.map((r) => chainMedian(r, (c) => c.busy))),
+  };
+}
+
+/** The four chains with the worker and Redis on their own cores, the sandbox and its anvils on theirs. */
+type SplitFigures = InRunFigures & { readonly product: string; readonly sandbox: string };
+
 function splitFigures(x: EvmResult): SplitFigures | undefined {
   const s = x.fourChainsSplit;
   if (!s || s.runs.length === 0) return undefined;
-  return {
-    product: s.cores.product,
-    sandbox: s.cores.sandbox,
-    rate: med(s.runs, (r) => r.perSecond),
-    inRunBound: median(s.runs.map((r) => inRunBound(r))),
-    ofInRunBound: median(s.runs.map((r) => r.perSecond / inRunBound(r))),
-    ofMedianInRunBound: median(s.runs.map((r) => r.perSecond / inRunBound(r, (c) => c.callMs))),
-    callMs: median(s.runs.map((r) => chainMedian(r, (c) => c.callMs))),
-    meanCallMs: median(s.runs.map((r) => chainMedian(r, meanCallOf))),
-    gapMs: median(s.runs.map((r) => chainMedian(r, (c) => c.gapMs))),
-    workerGapMs: median(s.runs.map((r) => chainMedian(r, (c) => c.workerGapMs ?? Number.NaN))),
-    busy: median(s.runs.map((r) => chainMedian(r, (c) => c.busy))),
-  };
+  return { product: s.cores.product, sandbox: s.cores.sandbox, ...inRunFigures(s.runs) };
 }
 
 type EvmFigures = {
@@ -910,8 +918,8 @@ type EvmFigures = {
   readonly split: SplitFigures | undefined;
   readonly one: EvmFlowFigures;
   readonly slow: EvmFlowFigures | undefined;
-  readonly four: {
-    readonly rate: number;
+  /** Four chains on shared cores: against each chain's service time in the run, and against the one-chain bound. */
+  readonly four: InRunFigures & {
     readonly nominalBound: number;
     /** Four times the one-chain service bound of the same run. */
     readonly serviceBound: number;
@@ -919,20 +927,6 @@ type EvmFigures = {
     /** Against four times 1 / the one-chain median call, as earlier reports. */
     readonly ofMedianBound: number;
     readonly preparedShare: number;
-    /**
-     * Σ over the chains of 1 ÷ each chain's own service time per call in the four-chain run (the
-     * sandbox and its anvils sharing the machine with the worker): the bound the machine left.
-     */
-    readonly inRunBound: number;
-    readonly ofInRunBound: number;
-    /** Against Σ 1 ÷ each chain's median call, as earlier reports. */
-    readonly ofMedianInRunBound: number;
-    /** Each chain's service time per call, the gap the worker left and how busy it kept the chain (medians over chains). */
-    readonly callMs: number;
-    readonly meanCallMs: number;
-    readonly gapMs: number;
-    readonly workerGapMs: number;
-    readonly busy: number;
   };
 };
 
@@ -982,22 +976,14 @@ function evmFigures(x: EvmResult): EvmFigures {
     slow,
     split: splitFigures(x),
     four: {
-      rate: med(x.fourChains.runs, (r) => r.perSecond),
+      ...inRunFigures(x.fourChains.runs),
       nominalBound: x.fourChains.bound,
       serviceBound: median(x.fourChains.runs.map((_, i) => fourBound(i))),
       ofServiceBound: median(x.fourChains.runs.map((r, i) => r.perSecond / fourBound(i))),
-      ofMedianBound: median(x.fourChains.runs.map((r, i) => r.perSecond / fourBound(i, (s) => s.callMs))),
+      ofMedianBound: median(x.fourChains.runs.map((r, i) => r.perSecond / fourBound(i, (c) => c.callMs))),
       preparedShare: median(
         x.fourChains.runs.map((r) => (r.prepared ? r.prepared.prepared / x.fourChains.rows : Number.NaN)),
       ),
-      inRunBound: median(x.fourChains.runs.map((r) => inRunBound(r))),
-      ofInRunBound: median(x.fourChains.runs.map((r) => r.perSecond / inRunBound(r))),
-      ofMedianInRunBound: median(x.fourChains.runs.map((r) => r.perSecond / inRunBound(r, (c) => c.callMs))),
-      callMs: median(x.fourChains.runs.map((r) => chainMedian(r, (c) => c.callMs))),
-      meanCallMs: median(x.fourChains.runs.map((r) => chainMedian(r, meanCallOf))),
-      gapMs: median(x.fourChains.runs.map((r) => chainMedian(r, (c) => c.gapMs))),
-      workerGapMs: median(x.fourChains.runs.map((r) => chainMedian(r, (c) => c.workerGapMs ?? Number.NaN))),
-      busy: median(x.fourChains.runs.map((r) => chainMedian(r, (c) => c.busy))),
     },
   };
 }
