@@ -5,7 +5,7 @@ import { availableParallelism } from 'node:os';
 /*
  * Which cores a process tree may run on (`taskset`), for a run that gives the product and the
  * machine's stand-ins their own core budgets: the worker and Redis on some cores, the sandbox and its
- * anvil chains on the others (bench section 3, four chains). Linux only; `split()` is undefined
+ * anvil chains on the others (bench section 3, four chains). Linux only; `coreSplit()` is undefined
  * where `taskset` or a second core is missing, and the section leaves that run out.
  */
 

@@ -63,8 +63,9 @@ export type SettledMemory = { readonly used: number; readonly scripts: number; r
  * `used_memory` after `CONFIG RESETSTAT`, so that it holds data, not statistics: Redis 7 keeps a
  * latency histogram for every command name it has run since the last reset (`latency-tracking`, on
  * by default), ~27 KB each — ~1.5 MB once a worker's scripts have run some 55 commands, a fixed cost
- * of the server that a per-transfer figure must not divide by its rows (a 2,000-row batch read
- * ~0.75 KiB a transfer more without it). The reset also clears `INFO commandstats`: read the phase's
+ * of the server that a per-transfer figure must not divide by its rows (section 4's 2,000-row batch
+ * read ~0.4 KiB a transfer more without it, from its following phase's alone). The reset also
+ * clears `INFO commandstats`: read the phase's
  * calls first. `scripts` is `used_memory_scripts`, the Lua script cache: fixed too, shown apart.
  */
 export async function settledMemory(redis: Redis): Promise<SettledMemory> {
