@@ -904,18 +904,23 @@ function inRunFigures(runs: readonly EvmRun[]): InRunFigures {
   };
 }
 
-/** The four chains with the worker and Redis on their own cores, the sandbox and its anvils on theirs. */
-type SplitFigures = InRunFigures & { readonly product: string; readonly sandbox: string };
+/** The worker's own part of a chain's cycle (the service's median call and the gap), in %. */
+function workerShareOfCycle(f: InRunFigures): number {
+  return (100 * f.workerGapMs) / (f.callMs + f.gapMs);
+}
 
-function splitFigures(x: EvmResult): SplitFigures | undefined {
-  const s = x.fourChainsSplit;
+/** The four chains with the worker and Redis on their own cores, the sandbox and its anvils on theirs. */
+type OwnCoresFigures = InRunFigures & { readonly product: string; readonly sandbox: string };
+
+function ownCoresFigures(x: EvmResult): OwnCoresFigures | undefined {
+  const s = x.fourChainsOwnCores;
   if (!s || s.runs.length === 0) return undefined;
   return { product: s.cores.product, sandbox: s.cores.sandbox, ...inRunFigures(s.runs) };
 }
 
 type EvmFigures = {
   readonly x: EvmResult;
-  readonly split: SplitFigures | undefined;
+  readonly ownCores: OwnCoresFigures | undefined;
   readonly one: EvmFlowFigures;
   readonly slow: EvmFlowFigures | undefined;
   /** Four chains on shared cores: against each chain's service time in the run, and against the one-chain bound. */
@@ -974,7 +979,7 @@ function evmFigures(x: EvmResult): EvmFigures {
     x,
     one,
     slow,
-    split: splitFigures(x),
+    ownCores: ownCoresFigures(x),
     four: {
       ...inRunFigures(x.fourChains.runs),
       nominalBound: x.fourChains.bound,
@@ -1037,11 +1042,11 @@ function evmSummary(f: EvmFigures): string[] {
             EVM_TARGET.four,
           ),
         ]),
-    ...(f.split
+    ...(f.ownCores
       ? [
           row(
-            `… the issue’s figure where two cores cannot carry four anvils, the sandbox and the worker: the worker and Redis on core ${f.split.product}, the sandbox and its anvils on core ${f.split.sandbox} (their own core budgets), / Σ 1 ÷ each chain’s mean service time in that run (${fmt(f.split.meanCallMs, 1)} ms) = ${fmt(f.split.inRunBound, 0)}/s; the worker’s own part of each cycle ${fmt((100 * f.split.workerGapMs) / (f.split.callMs + f.split.gapMs), 0)} %`,
-            f.split.ofInRunBound,
+            `… the issue’s figure where two cores cannot carry four anvils, the sandbox and the worker: the worker and Redis on core ${f.ownCores.product}, the sandbox and its anvils on core ${f.ownCores.sandbox} (their own core budgets), / Σ 1 ÷ each chain’s mean service time in that run (${fmt(f.ownCores.meanCallMs, 1)} ms) = ${fmt(f.ownCores.inRunBound, 0)}/s; the worker’s own part of each cycle ${fmt(workerShareOfCycle(f.ownCores), 0)} %`,
+            f.ownCores.ofInRunBound,
             EVM_TARGET.four,
           ),
         ]
@@ -1096,22 +1101,22 @@ function fourChainsSplit(four: EvmFigures['four'], one: EvmFlowFigures): string[
 }
 
 /** The four chains on split cores: what the run is, and the worker's share of each chain's cycle. */
-function ownCoresLines(split: SplitFigures): string[] {
-  const cycle = split.callMs + split.gapMs;
+function ownCoresLines(own: OwnCoresFigures): string[] {
+  const cycle = own.callMs + own.gapMs;
   return [
-    `**Four chains on their own core budgets.** One more run of each set gives the worker and Redis core ${split.product} and the`,
-    `sandbox with its four anvils core ${split.sandbox} (\`taskset\`, bench/lib/cpu-affinity.ts): the product no longer waits behind the`,
+    `**Four chains on their own core budgets.** One more run of each set gives the worker and Redis core ${own.product} and the`,
+    `sandbox with its four anvils core ${own.sandbox} (\`taskset\`, bench/lib/cpu-affinity.ts): the product no longer waits behind the`,
     'chains’ work on its core, nor they behind it. The service, on one core for four chains, takes longer per call, and the',
     'bound is each chain’s own service time in that run. There the four chains reach',
-    `**${fmt(split.ofInRunBound, 2)}** of it (${fmt(split.ofMedianInRunBound, 2)} against the median call; target ≥ ${EVM_TARGET.four}: ${verdict(split.ofInRunBound >= EVM_TARGET.four)}), the service kept busy ${fmt(split.busy, 2)} of each chain’s time. Of a`,
-    `chain’s cycle (${fmt(cycle, 0)} ms: the service’s median call and the gap) the worker’s own part is ${fmt(split.workerGapMs, 1)} ms, ~${fmt((100 * split.workerGapMs) / cycle, 0)} %; the`,
-    `HTTP hops and the sandbox’s queueing ~${fmt((100 * (split.gapMs - split.workerGapMs)) / cycle, 0)} %, the service’s own time ~${fmt((100 * split.callMs) / cycle, 0)} %.`,
+    `**${fmt(own.ofInRunBound, 2)}** of it (${fmt(own.ofMedianInRunBound, 2)} against the median call; target ≥ ${EVM_TARGET.four}: ${verdict(own.ofInRunBound >= EVM_TARGET.four)}), the service kept busy ${fmt(own.busy, 2)} of each chain’s time. Of a`,
+    `chain’s cycle (${fmt(cycle, 0)} ms: the service’s median call and the gap) the worker’s own part is ${fmt(own.workerGapMs, 1)} ms, ~${fmt(workerShareOfCycle(own), 0)} %; the`,
+    `HTTP hops and the sandbox’s queueing ~${fmt((100 * (own.gapMs - own.workerGapMs)) / cycle, 0)} %, the service’s own time ~${fmt((100 * own.callMs) / cycle, 0)} %.`,
   ];
 }
 
 function evm(x: EvmResult): string[] {
   const f = evmFigures(x);
-  const { one, slow, four, split } = f;
+  const { one, slow, four, ownCores } = f;
   const cpu = (runs: readonly FlowRun[]) => med(runs, cpuTotal);
   return [
     '## 3. Throughput, EVM flow',
@@ -1161,12 +1166,12 @@ function evm(x: EvmResult): string[] {
       : [
           `| four chains, against each chain’s service time in that run | | ${fmt(four.meanCallMs, 1)} ms (median ${fmt(four.callMs, 0)}) per chain → ${fmt(four.inRunBound, 0)}/s | **${fmtAgainst(four.ofInRunBound, EVM_TARGET.four)}** (${fmt(four.ofMedianInRunBound, 2)}) — target ≥ ${EVM_TARGET.four}: ${verdict(four.ofInRunBound >= EVM_TARGET.four)} | | ${gapCell(four.gapMs, four.workerGapMs)} | ${fmt(four.busy, 2)} | |`,
         ]),
-    ...(split
+    ...(ownCores
       ? [
-          `| four chains, the worker and Redis on core ${split.product}, the sandbox and its anvils on core ${split.sandbox}, against each chain’s service time in that run | **${fmt(split.rate, 1)}** (${runsOf(
-            (x.fourChainsSplit?.runs ?? []).map((r) => r.perSecond),
+          `| four chains, the worker and Redis on core ${ownCores.product}, the sandbox and its anvils on core ${ownCores.sandbox}, against each chain’s service time in that run | **${fmt(ownCores.rate, 1)}** (${runsOf(
+            (x.fourChainsOwnCores?.runs ?? []).map((r) => r.perSecond),
             1,
-          )}) | ${fmt(split.meanCallMs, 1)} ms (median ${fmt(split.callMs, 0)}) per chain → ${fmt(split.inRunBound, 0)}/s | **${fmtAgainst(split.ofInRunBound, EVM_TARGET.four)}** (${fmt(split.ofMedianInRunBound, 2)}) — target ≥ ${EVM_TARGET.four}: ${verdict(split.ofInRunBound >= EVM_TARGET.four)} | | ${gapCell(split.gapMs, split.workerGapMs)} | ${fmt(split.busy, 2)} | |`,
+          )}) | ${fmt(ownCores.meanCallMs, 1)} ms (median ${fmt(ownCores.callMs, 0)}) per chain → ${fmt(ownCores.inRunBound, 0)}/s | **${fmtAgainst(ownCores.ofInRunBound, EVM_TARGET.four)}** (${fmt(ownCores.ofMedianInRunBound, 2)}) — target ≥ ${EVM_TARGET.four}: ${verdict(ownCores.ofInRunBound >= EVM_TARGET.four)} | | ${gapCell(ownCores.gapMs, ownCores.workerGapMs)} | ${fmt(ownCores.busy, 2)} | |`,
         ]
       : []),
     '',
@@ -1237,7 +1242,7 @@ function evm(x: EvmResult): string[] {
     'the sandbox and Redis, with the four anvil processes on top: the CPU table below). The bench’s 2,000-row runs also',
     'carry the intent follower’s first status polls (15 s after each submit).',
     ...(Number.isNaN(four.ofInRunBound) ? [] : fourChainsSplit(four, one)),
-    ...(split ? ownCoresLines(split) : []),
+    ...(ownCores ? ownCoresLines(ownCores) : []),
     '',
     ...cpuShareLines('from every worker taking jobs to the batch complete', [
       { label: `one chain, ${x.latencyMs} ms`, runs: x.oneChain.runs.map((r) => r.cpu) },
@@ -1321,7 +1326,6 @@ function redis(footprint: RedisFootprint): string[] {
   const record = kb((k) => k.records);
   const payout = kb((k) => k.payouts);
   const yearRows = YEAR_ROWS_PER_NIGHT * 365;
-  const jobsBytes = jobFreed;
   const keptLp = lp.bytesRetained;
   const fixedOf = (f: (x: RedisRun['fixed']) => number) => median(runs.map((r) => f(r.fixed)));
   const perYear = (b: number) => bytes(b * yearRows);
@@ -1485,8 +1489,8 @@ function redis(footprint: RedisFootprint): string[] {
     '',
     '- **Jobs are bounded already.** The transfer workers (`TRANSFER_JOBS_KEPT`, default `1d/1000,7d/100000`) keep a completed job 24 h',
     '  (at most 1,000 per queue, since issue 34: section 9) and a failed one 7 days; the intent follower keeps no job but a failed',
-    `  intent's (7 days). That is about one night of finished jobs: ~${bytes(jobsBytes * YEAR_ROWS_PER_NIGHT)} at the measured`,
-    `  ${bytes(jobsBytes)} per transfer, of which the step logs (at most 20 lines a job, trimmed by the job reporter) and the outcome`,
+    `  intent's (7 days). That is about one night of finished jobs: ~${bytes(jobFreed * YEAR_ROWS_PER_NIGHT)} at the measured`,
+    `  ${bytes(jobFreed)} per transfer, of which the step logs (at most 20 lines a job, trimmed by the job reporter) and the outcome`,
     `  objects are ~${bytes(Math.max(0, afterDone - afterDoneNoLogs))}. BullMQ’s event streams are capped (100 entries per queue), and`,
     '  payment fingerprints expire with their day’s set, at the end of the next day. Retained records do not change:',
     '  logs and results live in the job keys, which go with the jobs.',

@@ -85,7 +85,7 @@ export type EvmResult = {
    * The same four-chain batch with the worker and Redis on `cores.product` and the sandbox and its
    * anvils on `cores.sandbox` (bench/lib/cpu-affinity.ts); absent where cores cannot be split.
    */
-  readonly fourChainsSplit?: { readonly cores: CoreSplit; readonly runs: readonly EvmRun[] } | undefined;
+  readonly fourChainsOwnCores?: { readonly cores: CoreSplit; readonly runs: readonly EvmRun[] } | undefined;
   /** One (chain, owner) against a second sandbox at a service-like latency; absent in older results. */
   readonly oneChainRealistic?:
     | {
@@ -197,7 +197,7 @@ export async function benchEvm(
   const env = { WORKER_CONCURRENCY: String(concurrency) };
   const oneRuns: EvmRun[] = [];
   const fourRuns: EvmRun[] = [];
-  const splitRuns: EvmRun[] = [];
+  const ownCoresRuns: EvmRun[] = [];
   const cores = coreSplit();
   for (let i = 0; i < p.runs; i++) {
     const a = await runProductBatch(ctx, {
@@ -227,7 +227,7 @@ export async function benchEvm(
         cores,
       });
       const split = await chainSerials(ctx.sandbox);
-      splitRuns.push(evmRun(c, undefined, split));
+      ownCoresRuns.push(evmRun(c, undefined, split));
       ctx.log(
         `evm run ${i + 1}, four chains, worker and Redis on cores ${cores.product}, sandbox and anvils on ${cores.sandbox}: ${c.perSecond.toFixed(1)}/s (per chain: ${split.map((x) => `${x.chain} service ${x.meanCallMs?.toFixed(1)} ms mean, gap ${x.gapMs} ms, busy ${x.busy.toFixed(2)}`).join('; ')})`,
       );
@@ -266,7 +266,7 @@ export async function benchEvm(
     concurrency,
     oneChain: { rows: one.length, bound: perChain, runs: oneRuns },
     fourChains: { rows: four.length, bound: perChain * SOURCES.length, runs: fourRuns },
-    ...(cores ? { fourChainsSplit: { cores, runs: splitRuns } } : {}),
+    ...(cores ? { fourChainsOwnCores: { cores, runs: ownCoresRuns } } : {}),
     oneChainRealistic: {
       latencyMs: REALISTIC_LATENCY_MS,
       rows: slowRows.length,

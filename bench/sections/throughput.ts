@@ -1,4 +1,3 @@
-import { allCores, pinTree, type CoreSplit } from '../lib/cpu-affinity.ts';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
@@ -13,6 +12,7 @@ import { REPO_ROOT } from '../../support/cli.ts';
 import type { SandboxProcess } from '../../support/sandbox.ts';
 import { trackChild } from '../lib/cleanup.ts';
 import { cpuMsOf } from '../lib/cpu.ts';
+import { allCores, pinTree, type CoreSplit } from '../lib/cpu-affinity.ts';
 import { traceCommands } from '../lib/command-trace.ts';
 import type { Diagnostics } from '../lib/options.ts';
 import { cpuSpent, readCpu, type CpuAccount } from '../lib/process-cpu.ts';
@@ -227,25 +227,23 @@ export async function runProductBatch<T = undefined>(
       inspected,
     };
   } finally {
-    if (p.cores) splitCores(undefined, ctx, []);
+    if (p.cores) sandboxOnEveryCore(ctx);
     for (const w of workers) await w.stop();
     await redis.stop();
   }
 }
 
-/**
- * The product's processes on `cores.product`, the sandbox and its chains on `cores.sandbox`; with no
- * split, the sandbox's tree back on every core (the product's processes end with the run).
- */
-function splitCores(
-  cores: CoreSplit | undefined,
-  ctx: Context,
-  product: readonly (number | undefined)[],
-): void {
+/** The product's processes on `cores.product`, the sandbox and its chains on `cores.sandbox`. */
+function splitCores(cores: CoreSplit, ctx: Context, product: readonly (number | undefined)[]): void {
   const sandbox = ctx.sandbox.child.pid;
-  if (sandbox !== undefined) pinTree(sandbox, cores ? cores.sandbox : allCores());
-  if (!cores) return;
+  if (sandbox !== undefined) pinTree(sandbox, cores.sandbox);
   for (const pid of product) if (pid !== undefined) pinTree(pid, cores.product);
+}
+
+/** The sandbox and its chains back on every core after a split run (the product's processes end with it). */
+function sandboxOnEveryCore(ctx: Context): void {
+  const sandbox = ctx.sandbox.child.pid;
+  if (sandbox !== undefined) pinTree(sandbox, allCores());
 }
 
 /** The workers' `waits|<CHAIN>|<kind>` counters (worker-metrics.ts), summed over chains, per transfer. */
