@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.ts';
 import type { ServiceClient } from '../service/types.ts';
 import type { ChainReader, EvmSigner, NonceManager, SolanaSigner } from '../signing/types.ts';
 import type { ApprovalGate } from '../store/batch-hold.ts';
+import type { ControlMarks } from '../store/batch-control-marks.ts';
 import type { ListHit } from '../config/screening/screening-lists.ts';
 import type { UsdcControls } from '../signing/usdc-controls.ts';
 import type { TransferRecord } from '../store/transfer-record.ts';
@@ -159,14 +160,23 @@ export type WaitKind =
 export type WorkerControls = {
   /** This worker's MAX_TRANSFER_USDC (micro-USDC). */
   readonly maxTransferUsdc: bigint | undefined;
-  /** Judges the batch under this worker's controls (holding it when they would); a refusal of all its rows. */
-  check(batchId: string): Promise<ControlsVerdict>;
+  /**
+   * Judges the batch under this worker's controls (holding it when they would); a refusal of all its
+   * rows. `marks`: the batch's control marks as the run read them with its approval facts
+   * (src/store/batch-hold.ts); absent, they are read here.
+   */
+  check(batchId: string, marks?: ControlMarks): Promise<ControlsVerdict>;
 };
 
 export type ControlsVerdict = {
   readonly refusal?: { readonly code: string; readonly message: string };
   /** Not judged yet: why the transfer waits (its batch is still being enqueued). */
   readonly wait?: string;
+  /**
+   * The batch was judged in this check, not answered by its marks: it may have been held, so what
+   * was read of it before (its approval facts) is read again.
+   */
+  readonly judged?: boolean;
 };
 
 /** What the worker wires when SCREENING_ONCHAIN is on (src/worker/pipeline-wiring.ts). */

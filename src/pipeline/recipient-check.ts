@@ -2,6 +2,16 @@ import { formatUsdc } from '../domain/money.ts';
 import { bookAddressOf } from '../domain/recipient-key.ts';
 import { current, moveStep, saveEstimateNow, type Ctx } from './context.ts';
 import type { StepOutcome } from './pipeline-deps.ts';
+import type { ClearanceFacts } from '../store/batch-hold.ts';
+
+/**
+ * The batch's hold, approval and control marks and the recipient's tombstone, in one read
+ * (src/store/batch-hold.ts); undefined without an approval gate.
+ */
+export async function readClearance(ctx: Ctx): Promise<ClearanceFacts | undefined> {
+  const rec = current(ctx);
+  return await ctx.deps.approvals?.facts(rec.batchId, bookAddressOf(rec).key);
+}
 
 /**
  * The last look before a transfer's first payload is made (docs/promises.md, promise 5, and a race
@@ -12,14 +22,15 @@ import type { StepOutcome } from './pipeline-deps.ts';
  * releases it. A transfer that already has a payload never comes here: what was signed is not cut
  * off. The run saves its fee estimate just before that transition. Returns the outcome when it held
  * the transfer, undefined when it may go on. Without an approval gate (deps.approvals, absent in
- * tests that build a pipeline without Redis-side approvals) nothing is checked.
+ * tests that build a pipeline without Redis-side approvals) nothing is checked. `read`: the facts
+ * as the run read them (readClearance) when nothing may have held the batch since; absent, read now.
  */
-export async function holdUnlessCleared(ctx: Ctx): Promise<StepOutcome | undefined> {
+export async function holdUnlessCleared(ctx: Ctx, read?: ClearanceFacts): Promise<StepOutcome | undefined> {
   const { deps } = ctx;
   const rec = current(ctx);
   const gate = deps.approvals;
   if (!gate) return undefined;
-  const facts = await gate.facts(rec.batchId, bookAddressOf(rec).key);
+  const facts = read ?? (await gate.facts(rec.batchId, bookAddressOf(rec).key));
   const removedSince =
     facts.removedAt !== null && facts.removedAt >= Math.max(facts.createdAt, facts.approvedAt);
   if (!facts.held && !removedSince) return undefined;

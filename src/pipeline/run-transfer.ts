@@ -13,7 +13,7 @@ import {
   type StepReporter,
 } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
-import { holdUnlessCleared } from './recipient-check.ts';
+import { holdUnlessCleared, readClearance } from './recipient-check.ts';
 import {
   readOnchainAhead,
   screenOwners,
@@ -195,9 +195,12 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     // The same pre-sign checks on both roads; only the estimate asks another party (cctp-estimate.ts).
     const guarded = road === 'service' ? await estimateAndGuard(ctx) : await cctpEstimateAndGuard(ctx);
     if (guarded) return guarded;
-    const refused = await enforceWorkerControls(ctx);
-    if (refused) return refused;
-    const held = await holdUnlessCleared(ctx);
+    // The batch's approval facts and control marks in one read (recipient-check.ts readClearance).
+    const cleared = await readClearance(ctx);
+    const controls = await enforceWorkerControls(ctx, cleared?.controlMarks);
+    if (controls.outcome) return controls.outcome;
+    // A batch its controls judged just now may have been held by them: its facts are read again.
+    const held = await holdUnlessCleared(ctx, controls.judged ? undefined : cleared);
     if (held) return held;
     // USDC's own controls, read on chain before anything is signed (docs/promises.md, promise 6).
     const blocked = await screenRecipient(ctx, ahead);

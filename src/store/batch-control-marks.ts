@@ -17,14 +17,17 @@ export type ControlMarks = {
   readonly refusal: BatchRefusal | null;
 };
 
-/** The marks, in one HMGET (read by every transfer's run: the cheap path of the worker's check). */
+/** The batch record's fields the marks are read from, in this order (controlMarksOf). */
+export const CONTROL_MARK_FIELDS = ['controls', 'controls_checked', 'controls_refusal'] as const;
+
+/** The marks, in one HMGET (batch-hold.ts reads them with the approval gate's facts, in a transfer's run). */
 export async function readControlMarks(redis: Redis, prefix: string, batchId: string): Promise<ControlMarks> {
-  const [controls, checked, refusal] = await redis.hmget(
-    keys(prefix).batch(batchId),
-    'controls',
-    'controls_checked',
-    'controls_refusal',
-  );
+  return controlMarksOf(await redis.hmget(keys(prefix).batch(batchId), ...CONTROL_MARK_FIELDS));
+}
+
+/** The marks from CONTROL_MARK_FIELDS' values. */
+export function controlMarksOf(values: readonly (string | null | undefined)[]): ControlMarks {
+  const [controls, checked, refusal] = values;
   return { controls: controls || null, checked: checked || null, refusal: parseRefusal(refusal ?? null) };
 }
 

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { CONTROL_MARK_FIELDS, controlMarksOf, type ControlMarks } from './batch-control-marks.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import { removedAtOf } from './recipient-book.ts';
@@ -23,18 +24,23 @@ export async function holdBatch(
 }
 
 /** What a worker reads before it lets a transfer make its first payload. */
-type ClearanceFacts = {
+export type ClearanceFacts = {
   readonly held: boolean;
   /** When the batch was enqueued and last approved (ms; 0 when never approved). */
   readonly createdAt: number;
   readonly approvedAt: number;
   /** When the recipient was removed from the address book; null while it is not removed. */
   readonly removedAt: number | null;
+  /**
+   * The batch's control marks, read in the same HMGET: the worker's own controls judge the batch
+   * from them (src/worker/batch-controls.ts), one round trip less per transfer than a read of their own.
+   */
+  readonly controlMarks: ControlMarks;
 };
 
 /**
- * One round trip: the batch's hold and approval, then the recipient's tombstone — a pipeline, not a
- * MULTI (two commands less per transfer). Read in that order, the tombstone is at least as new as
+ * One round trip: the batch's hold, approval and control marks, then the recipient's tombstone — a
+ * pipeline, not a MULTI (two commands less per transfer). Read in that order, the tombstone is at least as new as
  * the approval it is compared with: a removal (or re-add) landing between the two reads is judged
  * as one read just after it would judge it, and an approval or hold landing between them is missed
  * as by one read just before it. Either is an answer a single read could have given.
@@ -48,17 +54,18 @@ async function readClearanceFacts(
   const k = keys(prefix);
   const res = (await redis
     .pipeline()
-    .hmget(k.batch(batchId), 'held', 'created_at', 'approved_at')
+    .hmget(k.batch(batchId), 'held', 'created_at', 'approved_at', ...CONTROL_MARK_FIELDS)
     .hget(k.recipientsRemoved, recipientKey)
     .exec()) as [[Error | null, (string | null)[]], [Error | null, string | null]];
   const [[errBatch, batch], [errTomb, tomb]] = res;
   if (errBatch || errTomb) throw errBatch ?? errTomb;
-  const [held, createdAt, approvedAt] = batch;
+  const [held, createdAt, approvedAt, ...marks] = batch;
   return {
     held: held === '1',
     createdAt: Number(createdAt ?? 0),
     approvedAt: Number(approvedAt ?? 0),
     removedAt: tomb ? removedAtOf(tomb) : null,
+    controlMarks: controlMarksOf(marks),
   };
 }
 

@@ -8,7 +8,7 @@ import type { Logger } from '../log/logger.ts';
 import type { ControlsVerdict, WorkerControls } from '../pipeline/pipeline-deps.ts';
 import { holdBatch } from '../store/batch-hold.ts';
 import { readBatch, type Batch } from '../store/batch-record.ts';
-import { readControlMarks, recordControlsChecked } from '../store/batch-control-marks.ts';
+import { readControlMarks, recordControlsChecked, type ControlMarks } from '../store/batch-control-marks.ts';
 import { transfersInState } from '../store/queued-transfers.ts';
 
 /*
@@ -32,19 +32,25 @@ export function createWorkerControls(deps: Deps): WorkerControls {
   const digest = controlDigestOf(deps.config);
   return {
     maxTransferUsdc: deps.config.maxTransferUsdc,
-    check: (batchId) => checkBatch(deps, digest, batchId),
+    check: (batchId, marks) => checkBatch(deps, digest, batchId, marks),
   };
 }
 
-async function checkBatch(deps: Deps, digest: string, batchId: string): Promise<ControlsVerdict> {
-  const marks = await readControlMarks(deps.redis, deps.prefix, batchId);
+/** From the marks (read now unless the run read them), or by judging the batch (`judged`). */
+async function checkBatch(
+  deps: Deps,
+  digest: string,
+  batchId: string,
+  read?: ControlMarks,
+): Promise<ControlsVerdict> {
+  const marks = read ?? (await readControlMarks(deps.redis, deps.prefix, batchId));
   if (marks.controls === digest) return {};
   if (marks.checked === digest) return marks.refusal ? { refusal: marks.refusal } : {};
   const judged = await judgeBatch(deps, batchId);
   if (judged.final) {
     await recordControlsChecked(deps.redis, deps.prefix, batchId, digest, judged.verdict.refusal ?? null);
   }
-  return judged.verdict;
+  return { ...judged.verdict, judged: true };
 }
 
 /**
