@@ -511,6 +511,7 @@ function solana(x: SolanaResult): string[] {
   const oursCpu = med(ours, cpuTotal);
   const rawCpu = med(raw, cpuTotal);
   const ok = median(ratio) >= SOLANA_TARGET;
+  const unscreened = x.runs.flatMap((r) => (r.unscreened ? [r.unscreened] : []));
   return [
     '## 2. Throughput, Solana flow (SOLANA → EVM)',
     '',
@@ -540,6 +541,7 @@ function solana(x: SolanaResult): string[] {
     )}) |`,
     `| ratio worker / raw | **${fmt(median(ratio), 2)}×** (${runsOf(ratio, 2)}) — target ≥ ${SOLANA_TARGET}×: ${verdict(ok)} |`,
     `| bound: concurrency / (3 calls × ${x.latencyMs} ms) | ${fmt(x.bound, 0)} — worker at ${fmt(oursRate / x.bound, 2)} of it, raw at ${fmt(rawRate / x.bound, 2)} |`,
+    ...unscreenedRows(x.runs),
     '',
     'Since issue 16 the sandbox builds, fee-pays and executes every transaction on LiteSVM in its own process,',
     'on the same two cores as both workers. The runs of one setup vary by about ±0.1 on these shared machines,',
@@ -553,7 +555,9 @@ function solana(x: SolanaResult): string[] {
     ...CPU_HEADER,
     cpuRow('usdc-batch worker', ours),
     cpuRow('raw BullMQ worker', raw),
+    ...(unscreened.length > 0 ? [cpuRow('usdc-batch worker, `SCREENING_ONCHAIN=off`', unscreened)] : []),
     '',
+    ...onchainReadShare(ours, raw, unscreened),
     `Neither side is near the latency bound: with ${x.concurrency} transfers in flight the ${x.latencyMs} ms waits overlap, and on`,
     `${'this'} 2-core machine the worker, the sandbox (which builds, fee-pays and verifies a real Solana transaction per`,
     'call) and Redis share two cores. Throughput is set by **CPU per transfer**: 2 cores / total CPU ms per',
@@ -618,9 +622,10 @@ function solana(x: SolanaResult): string[] {
     'command): a transfer costs Redis its round trips more than its commands. Each command the worker sends on',
     'its own is a socket write and a read event on both sides — ~45 µs of the worker’s CPU per write on this',
     'machine’s loopback (a CPU profile of the worker: 1.6 of 12 s in `Pipeline` writes over 2,000 EVM transfers',
-    'of ~18 round trips each). A Solana transfer makes 9 (the take, the two batch reads of the controls and of the',
-    'approval gate, the signed transaction’s save with its `sending` mark, the move to `submitted`, the intent',
-    'followed, the job’s log, BullMQ’s finish with the next take); the raw worker about 2. Inside Redis the time is',
+    'of ~18 round trips each). A Solana transfer makes 8 (the take, the batch’s controls and approval gate read in',
+    'one `HMGET` with the recipient’s tombstone — two reads until b4046d8 —, the signed transaction’s save with its',
+    '`sending` mark, the move to `submitted`, the intent followed, the job’s log, BullMQ’s finish with the next',
+    'take); the raw worker about 2. Inside Redis the time is',
     'the Lua, not the commands it runs: replayed, the move to `submitted` takes ~116 µs (its ten commands ~20 µs of',
     'it; the rest is the script building the record and the batch tallies in Lua, ~1 µs a table or string step),',
     'the take ~68 µs, the save with its mark ~29 µs, BullMQ’s finish ~89 µs, its step log ~16 µs.',
@@ -630,8 +635,55 @@ function solana(x: SolanaResult): string[] {
       [
         { label: '`usdc-batch worker`', runs: ours.map((r) => r.cpu) },
         { label: 'raw worker', runs: raw.map((r) => r.cpu) },
+        ...(unscreened.length > 0
+          ? [{ label: 'without the on-chain read', runs: unscreened.map((r) => r.cpu) }]
+          : []),
       ],
     ),
+  ];
+}
+
+/** The product without its on-chain read, beside the raw worker (rounds that ran it: SolanaRuns). */
+function unscreenedRows(runs: SolanaResult['runs']): string[] {
+  const with_ = runs.flatMap((r) => (r.unscreened ? [{ u: r.unscreened, raw: r.raw }] : []));
+  if (with_.length === 0) return [];
+  const ratios = with_.map((r) => r.u.perSecond / r.raw.perSecond);
+  return [
+    `| usdc-batch worker with \`SCREENING_ONCHAIN=off\` (context: no \`isBlacklisted\` read on chain, as the raw worker makes none) | ${fmt(
+      median(with_.map((r) => r.u.perSecond)),
+      1,
+    )} (${runsOf(
+      with_.map((r) => r.u.perSecond),
+      1,
+    )}) |`,
+    `| … / raw BullMQ worker, in the same rounds | ${fmt(median(ratios), 2)}× (${runsOf(ratios, 2)}) |`,
+  ];
+}
+
+/**
+ * Which share of the gap to the raw worker is the on-chain read's (what it costs the chain: the
+ * sandbox's RPC hop and anvil's call) and which the rest of the worker's work, from the rounds that
+ * also ran the product with SCREENING_ONCHAIN=off.
+ */
+function onchainReadShare(
+  ours: readonly FlowRun[],
+  raw: readonly FlowRun[],
+  unscreened: readonly FlowRun[],
+): string[] {
+  if (unscreened.length === 0) return [];
+  const total = (runs: readonly FlowRun[]) => med(runs, cpuTotal);
+  const gap = total(ours) - total(raw);
+  const read = total(ours) - total(unscreened);
+  return [
+    `**The on-chain read’s share.** Of the ${fmt(gap, 2)} CPU ms per transfer the worker’s side spends beyond the raw`,
+    `side’s, ${fmt(read, 2)} go with USDC’s own controls read on chain before signing (docs/promises.md, promise 6;`,
+    '`SCREENING_ONCHAIN`, on by default and in the rows above): the run without it differs from the run with it by',
+    `${componentDeltas(ours, unscreened)} CPU ms per transfer. That is the chain’s work (the`,
+    'sandbox stands in for the RPC node: its HTTP hop, and anvil’s `eth_call`), which on a user’s machine is its',
+    'RPC provider’s; the worker’s own part of the read is its request, one JSON-RPC batch for the reads asked for',
+    `while one is in flight. Without it the worker’s side spends ${fmt(total(unscreened) - total(raw), 2)} CPU ms per transfer beyond the raw`,
+    'side’s: Redis’s step records, lock and batch sets, most of it (the component rows above).',
+    '',
   ];
 }
 

@@ -21,8 +21,16 @@ export type SolanaResult = {
   readonly concurrency: number;
   /** concurrency / (3 calls × latency): what the calls alone would allow, per second. */
   readonly bound: number;
-  readonly runs: readonly { readonly ours: FlowRun; readonly raw: FlowRun }[];
+  readonly runs: readonly SolanaRuns[];
 };
+
+/**
+ * One round of the section: the product, the raw worker, and (absent in older results) the product
+ * with SCREENING_ONCHAIN=off — not a setting to pay with, but the product without the one chain read
+ * the raw worker does not make (USDC's `isBlacklisted` of each recipient, docs/screening.md), so that
+ * the report can show which share of the gap is that read's cost to the chain and which the worker's.
+ */
+export type SolanaRuns = { readonly ours: FlowRun; readonly raw: FlowRun; readonly unscreened?: FlowRun };
 
 /**
  * 2. SOLANA → EVM rows: `usdc-batch worker` (WORKER_CONCURRENCY=64) against a raw BullMQ worker
@@ -34,7 +42,7 @@ export async function benchSolana(
   p: { rows: number; runs: number; latencyMs: number },
 ): Promise<SolanaResult> {
   const rows = solanaRows(p.rows, 'sol');
-  const runs: { ours: FlowRun; raw: FlowRun }[] = [];
+  const runs: SolanaRuns[] = [];
   const { statusStepMs } = await ctx.sandbox.admin.config();
   // BENCH_SETTLE_NOW=1 (options.ts) mints every intent at its submit instead, in both sides' windows.
   const section = ctx.diagnostics?.settleNow
@@ -54,34 +62,38 @@ export async function benchSolana(
   };
 }
 
-/** `runs` alternated runs of the product and the raw worker on the same rows, pushed to `out`. */
+/**
+ * `runs` rounds of the product, the raw worker and the product without its on-chain read, on the
+ * same rows, their order rotated from round to round, pushed to `out`.
+ */
 async function runBoth(
   ctx: Context,
   rows: ReturnType<typeof solanaRows>,
   n: number,
-  out: { ours: FlowRun; raw: FlowRun }[],
+  out: SolanaRuns[],
 ): Promise<void> {
+  const product = (name: string, env: Record<string, string> = {}) =>
+    runProductBatch(ctx, {
+      rows,
+      workers: 1,
+      env: { WORKER_CONCURRENCY: String(SOLANA_CONCURRENCY), ...env },
+      name,
+    });
   for (let i = 0; i < n; i++) {
-    const ours = () =>
-      runProductBatch(ctx, {
-        rows,
-        workers: 1,
-        env: { WORKER_CONCURRENCY: String(SOLANA_CONCURRENCY) },
-        name: `solana-${i}`,
-      });
-    const raw = () => runRawSolanaBatch(ctx, { rows, concurrency: SOLANA_CONCURRENCY });
-    let o: FlowRun;
-    let r: FlowRun;
-    if (i % 2 === 0) {
-      o = await ours();
-      r = await raw();
-    } else {
-      r = await raw();
-      o = await ours();
+    const got: Partial<Record<keyof SolanaRuns, FlowRun>> = {};
+    const sides: [keyof SolanaRuns, () => Promise<FlowRun>][] = [
+      ['ours', () => product(`solana-${i}`)],
+      ['raw', () => runRawSolanaBatch(ctx, { rows, concurrency: SOLANA_CONCURRENCY })],
+      ['unscreened', () => product(`solana-unscreened-${i}`, { SCREENING_ONCHAIN: 'off' })],
+    ];
+    for (let j = 0; j < sides.length; j++) {
+      const [side, run] = sides[(i + j) % sides.length] as [keyof SolanaRuns, () => Promise<FlowRun>];
+      got[side] = await run();
     }
-    out.push({ ours: o, raw: r });
+    const { ours, raw, unscreened } = got as Required<SolanaRuns>;
+    out.push({ ours, raw, unscreened });
     ctx.log(
-      `solana run ${i + 1}: worker ${o.perSecond.toFixed(1)}/s, raw ${r.perSecond.toFixed(1)}/s, ratio ${(o.perSecond / r.perSecond).toFixed(2)}`,
+      `solana run ${i + 1}: worker ${ours.perSecond.toFixed(1)}/s, raw ${raw.perSecond.toFixed(1)}/s, ratio ${(ours.perSecond / raw.perSecond).toFixed(2)}; without the on-chain read ${unscreened.perSecond.toFixed(1)}/s, ratio ${(unscreened.perSecond / raw.perSecond).toFixed(2)}`,
     );
   }
 }
