@@ -2,6 +2,7 @@ import type { TransferState } from '../domain/transfer.ts';
 import type { Logger } from '../log/logger.ts';
 import { runRecordAfter, type RunRecord, type StepsPatch } from '../store/saved-steps.ts';
 import type { FeeEstimate, TransitionChange, TransitionResult } from '../store/transfer-store.ts';
+import type { DeferredWrites } from './deferred-writes.ts';
 import type { PipelineDeps, WaitKind } from './pipeline-deps.ts';
 import type { PipelinePolicy } from './policy.ts';
 
@@ -70,6 +71,11 @@ export type Ctx = {
    * (saveEstimateNow).
    */
   readonly run?: { rec: RunRecord; estimate?: FeeEstimate | undefined } | undefined;
+  /**
+   * Where a write the run need not wait for goes when its caller ends the job with a write of its
+   * own, the two then one round trip (deferred-writes.ts); absent, the run awaits it.
+   */
+  readonly deferred?: DeferredWrites | undefined;
 };
 
 /** The same run, acting on another transfer's record (settling a permit it left presumed used). */

@@ -92,8 +92,20 @@ export async function submitted(
     await ctx.deps.spendLimit.reserve(`${ctx.batchId}/${ctx.transferId}`, current(ctx).amount);
   }
   const out = await finish(ctx, 'submitted', answer);
-  if (answer.intentId) await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, answer.intentId);
+  if (answer.intentId) await followSubmitted(ctx, answer.intentId);
   return out;
+}
+
+/**
+ * Follows a submitted transfer's intent (PipelineHooks.onSubmitted), after the write that made it
+ * submitted: awaited here, or, when the run's caller ends the job with a write of its own, sent now
+ * and awaited with that one (Ctx.deferred: one round trip for both, the job ending after both).
+ */
+async function followSubmitted(ctx: Ctx, intentId: string): Promise<void> {
+  const write = ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, intentId);
+  if (!write) return;
+  if (ctx.deferred) ctx.deferred.add(write);
+  else await write;
 }
 
 export async function needsReview(
@@ -161,9 +173,7 @@ export async function settleReview(
   if (to === 'failed') await releaseOwnerBalance(ctx, record);
   // Settled as paid: its intent is followed like any submitted one, so the batch can settle.
   const intentId = fields.intentId;
-  if (to === 'submitted' && typeof intentId === 'string' && intentId) {
-    await ctx.deps.hooks?.onSubmitted?.(ctx.batchId, ctx.transferId, intentId);
-  }
+  if (to === 'submitted' && typeof intentId === 'string' && intentId) await followSubmitted(ctx, intentId);
   return { kind: 'done', state: to, record };
 }
 

@@ -13,6 +13,7 @@ import {
   type StepReporter,
 } from './context.ts';
 import { reserveDailySpend } from './daily-cap.ts';
+import type { DeferredWrites } from './deferred-writes.ts';
 import { holdUnlessCleared, readClearance } from './recipient-check.ts';
 import {
   readOnchainAhead,
@@ -62,6 +63,8 @@ export async function runTransfer(
     /** A settle job: only a needs_review payload is looked at again. */
     readonly settleOnly?: boolean;
     readonly report?: StepReporter;
+    /** Writes the run sends without waiting, for the caller to await with its own (deferred-writes.ts). */
+    readonly deferred?: DeferredWrites;
   } = {},
 ): Promise<StepOutcome> {
   const signal = options.signal ?? new AbortController().signal;
@@ -94,6 +97,7 @@ export async function runTransfer(
     // The lock, the record and (unless only settling) a queued transfer made `in_progress`, in one
     // step: the run goes on from the record it returns, read once, its saved steps parsed once.
     run: taken.record ? { rec: taken.record } : undefined,
+    deferred: options.deferred,
   };
   const renew = setInterval(() => {
     deps.store.relock(batchId, transferId, token, transferLockMs).then(

@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.ts';
 import type { TransferJobMetrics } from '../metrics/worker-metrics.ts';
 import { abandonTransfer } from '../pipeline/abandon.ts';
 import { policyOf } from '../pipeline/policy.ts';
+import { deferredWrites, type DeferredWrites } from '../pipeline/deferred-writes.ts';
 import { runTransfer, type PipelineDeps, type StepOutcome } from '../pipeline/run-transfer.ts';
 import { jobReportSink, writeJobResult } from './job-hash.ts';
 import { jobOutcome, type JobOutcome } from '../present/transfer-view.ts';
@@ -69,24 +70,29 @@ async function runJob(
   },
 ): Promise<JobOutcome> {
   const { data, reporter, spans } = with_;
+  // The run's last writes (its intent followed) go with the job's step log: one round trip.
+  const deferred = deferredWrites();
   const run = () =>
     runTransfer(deps.pipeline, data.batchId, data.transferId, {
       signal: deps.shutdown,
       settleOnly: isSettleJob(job.name),
       report: spans ? spans.reporting(reporter.report) : reporter.report,
+      deferred,
     });
   let out: StepOutcome;
   try {
     out = spans ? await spans.within(run) : await run();
   } catch (err) {
-    await reporter.flush();
+    // The run's error is what the job reports; a deferred write that failed too is made again
+    // when the job runs again (run-transfer.ts followedAgain).
+    await Promise.all([reporter.flush(), deferred.settled().catch(() => {})]);
     out = await afterUnexpectedError(deps, job, data, err);
   }
   if (out.kind === 'later') {
     reporter.waiting(out.reason, out.delayMs);
     spans?.handedBack(out.reason);
     deps.metrics?.waited(deps.source, out.wait);
-    await reporter.flush();
+    await Promise.all([reporter.flush(), deferred.settled()]);
     await job.moveToDelayed(Date.now() + Math.max(0, out.delayMs), token);
     throw new DelayedError(out.reason);
   }
@@ -95,7 +101,7 @@ async function runJob(
       out.record ? jobOutcome(out.record) : { state: out.state, error: null, intent_id: null, attempts: 0 },
     );
   }
-  return await endJob(deps, job, out, reporter);
+  return await endJob(deps, job, out, { reporter, deferred });
 }
 
 /**
@@ -135,15 +141,21 @@ function closingLine(o: JobOutcome, waitReason: string | null): string {
   }
 }
 
+/**
+ * Ends the job as its transfer ended, once the step log and the run's deferred writes (its intent
+ * followed) are answered: the two are sent in one turn, one round trip.
+ */
 async function endJob(
   deps: TransferProcessorDeps,
   job: Job,
   out: Done,
-  reporter: JobReporter,
+  run: { readonly reporter: JobReporter; readonly deferred: DeferredWrites },
 ): Promise<JobOutcome> {
+  const { reporter } = run;
+  const written = () => Promise.all([reporter.flush(), run.deferred.settled()]);
   if (!out.record) {
     reporter.ended(out.state, 'the transfer has no record');
-    await reporter.flush();
+    await written();
     throw finalFailure(`${out.state}: no_record: the transfer has no record`);
   }
   const outcome = jobOutcome(out.record);
@@ -156,7 +168,7 @@ async function endJob(
       Date.now() - job.timestamp,
     );
   }
-  await reporter.flush();
+  await written();
   if (!failsJob(outcome.state)) return outcome;
   await writeJobResult(deps.redis, job, outcome);
   throw finalFailure(failedReasonOf(outcome));
