@@ -42,11 +42,13 @@ export default defineConfig({
           // busy machine that alone has taken over a minute. An overall bound, not a wait: a
           // set-up that is ready sooner goes on at once.
           hookTimeout: 180_000,
-          // Integration suites start their own redis-server and sandbox processes. Three files at a
+          // Integration suites start their own redis-server and sandbox processes. Four files at a
           // time on 2 cores: the slowest files spend most of their time waiting out the product's
-          // own timers (a dead worker's locks and leases, a failover), not on the CPU; a fourth
-          // lane made the CPU the bound (a fresh clone's npm test: 781 s, file time 2,864 s).
-          maxWorkers: 3,
+          // own timers (a dead worker's locks and leases, a failover), not on the CPU. With three,
+          // a 2-core machine of 30 November 2026 ran npm test in 639 s (file time 1,870 s, the
+          // cores 73 % busy); with four, 532 s (2,045 s). An older suite, on another machine, had
+          // measured four lanes slower (781 s, file time 2,864 s): docs/development.md.
+          maxWorkers: 4,
           fileParallelism: true,
           // After the unit files (same worker count, so vitest needs the order said).
           sequence: { groupOrder: 1 },
