@@ -79,6 +79,9 @@ function cpuRow(label: string, runs: readonly FlowRun[]): string {
   )} | ${fmt(
     med(runs, (r) => r.scriptsPerTransfer),
     1,
+  )} | ${fmt(
+    med(runs, (r) => r.roundTripsPerTransfer ?? Number.NaN),
+    1,
   )} |`;
 }
 function sumValues(r: Readonly<Record<string, number>> | undefined): number {
@@ -86,7 +89,7 @@ function sumValues(r: Readonly<Record<string, number>> | undefined): number {
 }
 
 const CPU_HEADER = [
-  '| run | worker CPU ms / transfer | sandbox CPU ms / transfer | Redis CPU ms / transfer | total CPU ms / transfer | Redis commands / transfer | Lua scripts / transfer |',
+  '| run | worker CPU ms / transfer | sandbox CPU ms / transfer | Redis CPU ms / transfer | total CPU ms / transfer | Redis commands / transfer | Lua scripts / transfer | Redis round trips / transfer |',
   '|---|---|---|---|---|---|---|---|',
 ];
 
@@ -545,10 +548,10 @@ function solana(x: SolanaResult): string[] {
     '',
     'Since issue 16 the sandbox builds, fee-pays and executes every transaction on LiteSVM in its own process,',
     'on the same two cores as both workers. The runs of one setup vary by about ±0.1 on these shared machines,',
-    'so a median near the target says little either way. The report before this one read 0.97 in its full run',
-    '(0.86 / 0.87 / 0.93 and 0.82 / 0.82 / 0.87 in quick runs, `BENCH_ONLY=solana`, 3 runs, on its machine). On',
-    'this one’s machine, minutes after its full run, quick runs read 0.85 / 0.83 / 0.79 and 0.83 / 0.87 / 0.80 on',
-    'its code, and 0.78 / 0.96 / 0.92 on the code of the report before (ec7c6f6), whose Solana path is the same.',
+    'so a median near the target says little either way. The report before this one (5c7d168, an AMD EPYC) read',
+    '0.86. On this one’s machine (an Intel Xeon, 2 cores), quick runs (`BENCH_ONLY=solana`, 3 rounds, this bench)',
+    'read 0.80 / 0.78 / 0.92 on the code of the report before (09c0b4a) and 0.80 / 0.84 / 0.94 on 6ec6fbb; without',
+    'the on-chain read 1.01 / 0.90 / 0.94 and 0.96 / 0.92 / 0.94.',
     '',
     'Where the time goes — CPU per transfer of each process while the batch ran (from /proc and INFO cpu):',
     '',
@@ -617,18 +620,20 @@ function solana(x: SolanaResult): string[] {
     '`isBlacklisted` is read on its destination chain (docs/promises.md, promise 6), which costs anvil the call',
     'and the sandbox its RPC hop (the reads asked for while one is in flight go together: ~4 calls a request here).',
     '',
-    '**Redis’s share, measured apart** (30 November 2026, on the code of this report; a 2,000-row run’s commands',
-    'recorded by `MONITOR` and replayed one client, in order, into a copy of its Redis with `SLOWLOG` timing every',
-    'command): a transfer costs Redis its round trips more than its commands. Each command the worker sends on',
-    'its own is a socket write and a read event on both sides — ~45 µs of the worker’s CPU per write on this',
-    'machine’s loopback (a CPU profile of the worker: 1.6 of 12 s in `Pipeline` writes over 2,000 EVM transfers',
-    'of ~18 round trips each). A Solana transfer makes 8 (the take, the batch’s controls and approval gate read in',
-    'one `HMGET` with the recipient’s tombstone — two reads until b4046d8 —, the signed transaction’s save with its',
-    '`sending` mark, the move to `submitted`, the intent followed, the job’s log, BullMQ’s finish with the next',
-    'take); the raw worker about 2. Inside Redis the time is',
-    'the Lua, not the commands it runs: replayed, the move to `submitted` takes ~116 µs (its ten commands ~20 µs of',
-    'it; the rest is the script building the record and the batch tallies in Lua, ~1 µs a table or string step),',
-    'the take ~68 µs, the save with its mark ~29 µs, BullMQ’s finish ~89 µs, its step log ~16 µs.',
+    '**Redis’s share, measured apart** (30 November 2026, on ec7c6f6, whose Solana path is that of 09c0b4a; a',
+    '2,000-row run’s commands recorded by `MONITOR` and replayed one client, in order, into a copy of its Redis',
+    'with `SLOWLOG` timing every command): inside Redis the time is the Lua, not the commands it runs. Replayed,',
+    'the move to `submitted` takes ~116 µs (its ten commands ~20 µs of it; the rest is the script building the',
+    'record and the batch tallies in Lua, ~1 µs a table or string step), the take ~68 µs, the save with its',
+    'mark ~29 µs, BullMQ’s finish ~89 µs, its step log ~16 µs. A run makes 6 round trips of its own, one after',
+    'another: the take; the batch’s controls and approval gate, read in one `HMGET` with the recipient’s',
+    'tombstone (two reads until b4046d8); the signed transaction’s save with its `sending` mark; the move to',
+    '`submitted`; the intent followed with the job’s log (two until 6ec6fbb); BullMQ’s finish with the next take.',
+    `With ${x.concurrency} runs in flight the client sends the commands of one turn of the event loop in one write, so Redis`,
+    'sees about two read events per transfer (the round trips column above, the bench’s own polls included; the',
+    'raw worker’s under one): at this concurrency a round trip less in each run saves Redis little, its Lua most',
+    'of it. Quick runs on this machine: 2.3 read events per transfer on 09c0b4a, 2.1 on 6ec6fbb, Redis’s CPU per',
+    'transfer the same (1.01 ms). A round trip less counts where a run waits alone: an owner’s permits (section 7).',
     '',
     ...cpuShareLines(
       'for `usdc-batch worker` from the worker taking jobs to the batch complete, for the raw worker from its spawn to its exit (its Node start-up included)',

@@ -49,6 +49,14 @@ export function topCommands(calls: Map<string, number>, per: number, top = 8): s
     .join(', ');
 }
 
+/**
+ * Read events Redis has processed (`INFO stats` total_reads_processed): one per round trip a client
+ * makes, however many commands its write carries (a pipeline, an auto-pipelined turn).
+ */
+export async function readEvents(redis: Redis): Promise<number> {
+  return Number((await info(redis, 'stats')).get('total_reads_processed') ?? Number.NaN);
+}
+
 export async function usedMemory(redis: Redis): Promise<number> {
   return Number((await info(redis, 'memory')).get('used_memory') ?? Number.NaN);
 }

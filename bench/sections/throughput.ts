@@ -16,7 +16,7 @@ import { allCores, pinTree, type CoreSplit } from '../lib/cpu-affinity.ts';
 import { traceCommands } from '../lib/command-trace.ts';
 import type { Diagnostics } from '../lib/options.ts';
 import { cpuSpent, readCpu, type CpuAccount } from '../lib/process-cpu.ts';
-import { commandCalls, info, totalCalls } from '../lib/redis-info.ts';
+import { commandCalls, info, readEvents, totalCalls } from '../lib/redis-info.ts';
 import {
   batchOutcome,
   enqueueFile,
@@ -40,6 +40,11 @@ export type FlowRun = {
   readonly commandsPerTransfer: number;
   /** Lua script invocations (EVAL/EVALSHA/FCALL) per transfer: each is one round trip. */
   readonly scriptsPerTransfer: number;
+  /**
+   * Redis read events per transfer while the batch ran (readEvents): the round trips of every client,
+   * the bench's own polls and INFO reads included (~10 a second); absent in older results.
+   */
+  readonly roundTripsPerTransfer?: number | undefined;
   /** CPU (user + sys) per transfer, ms, of each process while the batch ran. */
   readonly cpuMsPerTransfer: { readonly worker: number; readonly sandbox: number; readonly redis: number };
   /**
@@ -190,9 +195,11 @@ export async function runProductBatch<T = undefined>(
       sandbox: cpuMsOf(ctx.sandbox.child.pid),
       redis: await redisCpuMs(redis),
     };
+    const reads0 = await readEvents(redis.client);
     const reading0 = readCpu(processes);
     await waitBatchComplete(redis.client, prefix, batchId, group, p.timeoutMs ?? 600_000);
     const reading1 = readCpu(processes);
+    const reads1 = await readEvents(redis.client);
     const cpu1 = {
       worker: sum(pids.map(cpuMsOf)),
       sandbox: cpuMsOf(ctx.sandbox.child.pid),
@@ -216,6 +223,7 @@ export async function runProductBatch<T = undefined>(
       firstTakenAt: outcome.firstTakenAt,
       commandsPerTransfer: totalCalls(calls) / p.rows.length,
       scriptsPerTransfer: scriptCalls(calls) / p.rows.length,
+      roundTripsPerTransfer: (reads1 - reads0) / p.rows.length,
       cpuMsPerTransfer: {
         worker: (cpu1.worker - cpu0.worker) / p.rows.length,
         sandbox: (cpu1.sandbox - cpu0.sandbox) / p.rows.length,
@@ -298,6 +306,7 @@ export async function runRawSolanaBatch(
     await redis.client.config('RESETSTAT');
     const sandbox0 = cpuMsOf(ctx.sandbox.child.pid);
     const redis0 = await redisCpuMs(redis);
+    const reads0 = await readEvents(redis.client);
     const processes = {
       workers: [],
       sandbox: ctx.sandbox.child.pid,
@@ -332,6 +341,7 @@ export async function runRawSolanaBatch(
     const calls = await commandCalls(redis.client);
     const sandbox1 = cpuMsOf(ctx.sandbox.child.pid);
     const redis1 = await redisCpuMs(redis);
+    const reads1 = await readEvents(redis.client);
     if (code !== 0) throw new Error(`raw worker exited ${code}: ${stderr}`);
     const r = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as {
       first: number;
@@ -349,6 +359,7 @@ export async function runRawSolanaBatch(
       windowMs,
       commandsPerTransfer: totalCalls(calls) / p.rows.length,
       scriptsPerTransfer: scriptCalls(calls) / p.rows.length,
+      roundTripsPerTransfer: (reads1 - reads0) / p.rows.length,
       cpuMsPerTransfer: {
         worker: r.cpuMs / p.rows.length,
         sandbox: (sandbox1 - sandbox0) / p.rows.length,
