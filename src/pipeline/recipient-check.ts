@@ -22,15 +22,17 @@ export async function readClearance(ctx: Ctx): Promise<ClearanceFacts | undefine
  * releases it. A transfer that already has a payload never comes here: what was signed is not cut
  * off. The run saves its fee estimate just before that transition. Returns the outcome when it held
  * the transfer, undefined when it may go on. Without an approval gate (deps.approvals, absent in
- * tests that build a pipeline without Redis-side approvals) nothing is checked. `read`: the facts
- * as the run read them (readClearance) when nothing may have held the batch since; absent, read now.
+ * tests that build a pipeline without Redis-side approvals: readClearance gives no facts) nothing
+ * is checked. `facts`: as readClearance read them, with nothing since that may have held the batch.
  */
-export async function holdUnlessCleared(ctx: Ctx, read?: ClearanceFacts): Promise<StepOutcome | undefined> {
+export async function holdUnlessCleared(
+  ctx: Ctx,
+  facts: ClearanceFacts | undefined,
+): Promise<StepOutcome | undefined> {
   const { deps } = ctx;
   const rec = current(ctx);
   const gate = deps.approvals;
-  if (!gate) return undefined;
-  const facts = read ?? (await gate.facts(rec.batchId, bookAddressOf(rec).key));
+  if (!gate || !facts) return undefined;
   const removedSince =
     facts.removedAt !== null && facts.removedAt >= Math.max(facts.createdAt, facts.approvedAt);
   if (!facts.held && !removedSince) return undefined;

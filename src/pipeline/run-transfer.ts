@@ -204,7 +204,7 @@ async function step(ctx: Ctx, paused: boolean): Promise<StepOutcome> {
     const controls = await enforceWorkerControls(ctx, cleared?.controlMarks);
     if (controls.outcome) return controls.outcome;
     // A batch its controls judged just now may have been held by them: its facts are read again.
-    const held = await holdUnlessCleared(ctx, controls.judged ? undefined : cleared);
+    const held = await holdUnlessCleared(ctx, controls.judged ? await readClearance(ctx) : cleared);
     if (held) return held;
     // USDC's own controls, read on chain before anything is signed (docs/promises.md, promise 6).
     const blocked = await screenRecipient(ctx, ahead);
