@@ -666,9 +666,9 @@ function unscreenedRows(runs: SolanaResult['runs']): string[] {
 }
 
 /**
- * Which share of the gap to the raw worker is the on-chain read's (what it costs the chain: the
- * sandbox's RPC hop and anvil's call) and which the rest of the worker's work, from the rounds that
- * also ran the product with SCREENING_ONCHAIN=off.
+ * Which share of the gap to the raw worker is the on-chain read's (the worker's request and what it
+ * costs the chain: the sandbox's RPC hop and anvil's call) and which the rest of the worker's work,
+ * from the rounds that also ran the product with SCREENING_ONCHAIN=off.
  */
 function onchainReadShare(
   ours: readonly FlowRun[],

@@ -49,7 +49,7 @@ export async function benchSolana(
     ? ctx
     : { ...ctx, sandboxSettings: { statusStepMs: STATUS_STEP_MS } };
   try {
-    await runBoth(section, rows, p.runs, runs);
+    await runRounds(section, rows, p.runs, runs);
   } finally {
     await ctx.sandbox.admin.configure({ statusStepMs });
   }
@@ -66,7 +66,7 @@ export async function benchSolana(
  * `runs` rounds of the product, the raw worker and the product without its on-chain read, on the
  * same rows, their order rotated from round to round, pushed to `out`.
  */
-async function runBoth(
+async function runRounds(
   ctx: Context,
   rows: ReturnType<typeof solanaRows>,
   n: number,
@@ -80,17 +80,18 @@ async function runBoth(
       name,
     });
   for (let i = 0; i < n; i++) {
-    const got: Partial<Record<keyof SolanaRuns, FlowRun>> = {};
-    const sides: [keyof SolanaRuns, () => Promise<FlowRun>][] = [
-      ['ours', () => product(`solana-${i}`)],
-      ['raw', () => runRawSolanaBatch(ctx, { rows, concurrency: SOLANA_CONCURRENCY })],
-      ['unscreened', () => product(`solana-unscreened-${i}`, { SCREENING_ONCHAIN: 'off' })],
+    const sides = [
+      () => product(`solana-${i}`),
+      () => runRawSolanaBatch(ctx, { rows, concurrency: SOLANA_CONCURRENCY }),
+      () => product(`solana-unscreened-${i}`, { SCREENING_ONCHAIN: 'off' }),
     ];
+    // Round i starts with side i mod 3: each side goes first, second and third in turn.
+    const got: FlowRun[] = [];
     for (let j = 0; j < sides.length; j++) {
-      const [side, run] = sides[(i + j) % sides.length] as [keyof SolanaRuns, () => Promise<FlowRun>];
-      got[side] = await run();
+      const k = (i + j) % sides.length;
+      got[k] = await (sides[k] as () => Promise<FlowRun>)();
     }
-    const { ours, raw, unscreened } = got as Required<SolanaRuns>;
+    const [ours, raw, unscreened] = got as [FlowRun, FlowRun, FlowRun];
     out.push({ ours, raw, unscreened });
     ctx.log(
       `solana run ${i + 1}: worker ${ours.perSecond.toFixed(1)}/s, raw ${raw.perSecond.toFixed(1)}/s, ratio ${(ours.perSecond / raw.perSecond).toFixed(2)}; without the on-chain read ${unscreened.perSecond.toFixed(1)}/s, ratio ${(unscreened.perSecond / raw.perSecond).toFixed(2)}`,
