@@ -164,6 +164,20 @@ describe('nonce manager', () => {
     expect(here.waiting('BASE', OWNER) + there.waiting('BASE', OWNER)).toBe(0);
   });
 
+  it('counts a waiter from the moment it asks, so that owners chosen in one turn spread over the owners', async () => {
+    const prefix = `${suite.prefix}-waiting-at-once`;
+    const { reader } = fakeChain();
+    const m = manager(reader, { prefix });
+    const held = await m.acquire('BASE', OWNER, 'b/held');
+    // No await between the asks and the count: transfers whose estimates answered together choose
+    // their owners in one turn (evm-owner.ts leastAwaited), each seeing the ones chosen before it.
+    const asks = [m.acquire('BASE', OWNER, 'b/w1'), m.acquire('BASE', OWNER, 'b/w2')];
+    expect(m.waiting('BASE', OWNER)).toBe(2);
+    await held.commit();
+    for (const ask of asks) await (await ask).commit();
+    expect(m.waiting('BASE', OWNER)).toBe(0);
+  });
+
   it('never hands out a nonce below its own next because the chain still shows an old value', async () => {
     const { reader, chain } = fakeChain(0n);
     const m = manager(reader);

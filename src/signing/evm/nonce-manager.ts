@@ -272,7 +272,6 @@ async function acquireLease(
   // nonces(owner) only grows, so a value read before the lease is still a safe lower bound:
   // reading it while we wait keeps the read off the critical path of back-to-back permits.
   void m.chain.read(keys.pool, keys.chain, keys.owner);
-  await m.wakeups.ready();
   const giveUpAt = options.giveUpAfterMs === undefined ? Infinity : Date.now() + options.giveUpAfterMs;
   const p: Preparing = {
     may: options.prepare !== undefined,
@@ -287,9 +286,12 @@ async function acquireLease(
     for (;;) {
       if (signal?.aborted) throw abortError(keys.chain, holder, signal);
       if (m.closed) throw closedError();
+      // Armed before anything is awaited: a transfer that just chose this owner counts among its
+      // waiters at once, so the next choice made in the same turn sees it (evm-owner.ts leastAwaited).
       const waiter = m.wakeups.arm(keys.pool, holder);
       let usedWakeup = false;
       try {
+        await m.wakeups.ready();
         const got = given ?? (await tryAcquire(m, keys, holder, p.may));
         given = undefined;
         if (got.kind === 'lease') {
