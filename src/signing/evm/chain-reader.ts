@@ -1,4 +1,4 @@
-import { decodeFunctionResult, encodeFunctionData, parseAbi, type Hex } from 'viem';
+import { decodeFunctionResult, encodeFunctionData, parseAbi, prepareEncodeFunctionData, type Hex } from 'viem';
 import type { Config } from '../../config/config.ts';
 import { EVM_CHAINS, USDC_EVM, type EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
@@ -102,9 +102,26 @@ async function readUsdc(
   return decodeUsdc(ep, functionName, result);
 }
 
+/**
+ * Each USDC view's ABI item and selector, found and hashed once: viem's encodeFunctionData would
+ * otherwise hash the signature again for every call (a keccak per `isBlacklisted` of each recipient).
+ */
+const PREPARED = new Map<UsdcView, ReturnType<typeof prepareEncodeFunctionData>>();
+
+function prepared(functionName: UsdcView): ReturnType<typeof prepareEncodeFunctionData> {
+  let p = PREPARED.get(functionName);
+  if (p === undefined) {
+    p = prepareEncodeFunctionData({ abi: USDC_ABI, functionName } as Parameters<
+      typeof prepareEncodeFunctionData
+    >[0]);
+    PREPARED.set(functionName, p);
+  }
+  return p;
+}
+
 /** The `eth_call` transaction object of one USDC view. */
 function usdcCall(ep: Endpoint, functionName: UsdcView, args: readonly unknown[]) {
-  const data = encodeFunctionData({ abi: USDC_ABI, functionName, args } as Parameters<
+  const data = encodeFunctionData({ ...prepared(functionName), args } as Parameters<
     typeof encodeFunctionData
   >[0]);
   return { to: ep.usdc, data };
