@@ -11,14 +11,16 @@ import { replyArray, replyBigint, replyInt } from './lua-reply.ts';
  *
  * HASH `P:reserve:<CHAIN>:<owner>`: field `<batchId>/<transferId>` → `<amount>|<tx hash>|<mined>`
  * (micro-USDC; the transfer's source transaction once the service accepted it; the block it was
- * mined in, once a receipt showed it), and field `_floor`: the highest block a decision was made
- * at.
+ * mined in, once a receipt showed it), field `_floor`: the highest block a decision was made at,
+ * and field `_floor_balance`: the balance read at that block.
  *
  * An owner can pay a transfer when `balanceOf(owner)` at a known block B, minus every reservation
  * not yet reflected at B, covers it. A reservation is reflected at B once its transaction was mined
  * at or before B: the balance read there already lacks that money, so the entry is dropped (every
  * later decision is made at B or above: `_floor` refuses an older reading, which a lagging or
- * load-balanced RPC could give). Until then it is subtracted, however far behind the RPC is. An
+ * load-balanced RPC could give, or another worker's reading taken before the one that moved the
+ * floor; the balance read at `_floor` decides in its place when it covers the amount, else the
+ * caller reads again). Until then it is subtracted, however far behind the RPC is. An
  * entry is released at once when its permit provably died (the transfer ends failed or rejected,
  * or is cancelled), and dropped when the service gave no transaction hash once the transfer's
  * intent reached a final status.
@@ -38,7 +40,10 @@ export type ReserveResult =
   | { readonly ok: true }
   /** The owner's free balance at the reading does not cover the amount. */
   | { readonly ok: false; readonly stale: false; readonly free: bigint }
-  /** The reading is older than a block a decision was already made at: read again. */
+  /**
+   * The reading is older than a block a decision was already made at, and the balance read there
+   * does not cover the amount either: read again.
+   */
   | { readonly ok: false; readonly stale: true; readonly floor: bigint };
 
 /** The reservations' scripts (scripts/balance-*.lua). */
@@ -56,7 +61,7 @@ export function ownerReserveKey(prefix: string, chain: EvmChain, owner: string):
 function parseEntries(flat: Record<string, string>): Reserved[] {
   const out: Reserved[] = [];
   for (const [holder, v] of Object.entries(flat)) {
-    if (holder === '_floor') continue;
+    if (holder.startsWith('_')) continue; // `_floor`, `_floor_balance`: not a transfer's
     const [amount, tx, mined] = v.split('|');
     if (mined) continue; // mined: only waiting for a reading at its block to be dropped
     out.push({ holder, amount: BigInt(amount ?? '0'), txHash: tx ? tx : null });

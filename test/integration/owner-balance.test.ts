@@ -93,12 +93,13 @@ describe('owner balance reservations', () => {
       ),
     ).toEqual({ ok: true });
     expect((await ob.pending('ARB', A)).map((e) => e.holder)).toEqual(['bt/2']);
-    // A reading older than one already used is refused: it could show money already spent.
+    // A reading older than one already used is never used: it could show money already spent. Its
+    // 100 would cover 20 beside bt/2's 30; the 40 read at block 12 does not: read again.
     expect(
       await ob.reserve(
         'ARB',
         A,
-        { holder: 'bt/3', amount: 1n, named: null },
+        { holder: 'bt/3', amount: 20n * USDC, named: null },
         { balance: 100n * USDC, block: 11n },
       ),
     ).toEqual({
@@ -106,6 +107,20 @@ describe('owner balance reservations', () => {
       stale: true,
       floor: 12n,
     });
+    // Where the balance read at block 12 covers the amount, it decides in the old reading's place
+    // (another worker read there): 10 free, 10 reserved, nothing read again; then nothing is free.
+    const [x, y] = [a, b].map((r) => createOwnerBalances({ redis: r, prefix: prefix() }));
+    const stale = { balance: 100n * USDC, block: 11n };
+    expect(await x!.reserve('ARB', A, { holder: 'bt/4', amount: 10n * USDC, named: null }, stale)).toEqual({
+      ok: true,
+    });
+    expect(await y!.reserve('ARB', A, { holder: 'bt/5', amount: 1n, named: null }, stale)).toEqual({
+      ok: false,
+      stale: true,
+      floor: 12n,
+    });
+    expect((await ob.pending('ARB', A)).map((e) => e.holder).sort()).toEqual(['bt/2', 'bt/4']);
+    await ob.release('ARB', A, 'bt/4');
     // A noteMined for another transaction hash changes nothing.
     await ob.noteMined('ARB', A, [{ holder: 'bt/2', txHash: '0xother', block: 12n }]);
     expect((await ob.pending('ARB', A)).map((e) => e.holder)).toEqual(['bt/2']);
@@ -145,6 +160,7 @@ describe('owner balance reservations', () => {
     ).toEqual({ ok: true });
     expect(Object.keys(await a.hgetall(ownerReserveKey(prefix(), 'BASE', A))).sort()).toEqual([
       '_floor',
+      '_floor_balance',
       'bt/2',
       'bt/3',
       'bt/4',
