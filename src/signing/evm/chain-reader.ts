@@ -1,4 +1,10 @@
-import { decodeFunctionResult, encodeFunctionData, parseAbi, prepareEncodeFunctionData, type Hex } from 'viem';
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  parseAbi,
+  prepareEncodeFunctionData,
+  type Hex,
+} from 'viem';
 import type { Config } from '../../config/config.ts';
 import { EVM_CHAINS, USDC_EVM, type EvmChain } from '../../domain/chains.ts';
 import { formatUsdc } from '../../domain/money.ts';
