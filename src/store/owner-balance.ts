@@ -61,7 +61,7 @@ export function ownerReserveKey(prefix: string, chain: EvmChain, owner: string):
 function parseEntries(flat: Record<string, string>): Reserved[] {
   const out: Reserved[] = [];
   for (const [holder, v] of Object.entries(flat)) {
-    if (holder.startsWith('_')) continue; // `_floor`, `_floor_balance`: not a transfer's
+    if (holder === '_floor' || holder === '_floor_balance') continue; // the script's own fields
     const [amount, tx, mined] = v.split('|');
     if (mined) continue; // mined: only waiting for a reading at its block to be dropped
     out.push({ holder, amount: BigInt(amount ?? '0'), txHash: tx ? tx : null });

@@ -50,7 +50,7 @@ end
 local sum, mine, gone = 0, false, {}
 for i = 1, #flat, 2 do
   local f, v = flat[i], flat[i + 1]
-  if string.sub(f, 1, 1) ~= '_' then
+  if f ~= '_floor' and f ~= '_floor_balance' then
     local amount, _, mined = string.match(v, '^([^|]*)|([^|]*)|(.*)$')
     if mined ~= nil and mined ~= '' and tonumber(mined) <= block then
       table.insert(gone, f)
