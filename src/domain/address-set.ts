@@ -1,77 +1,98 @@
 import { decodeBase58 } from './base58.ts';
 
 /*
- * The addresses of a sanctions list, kept as bytes in open-addressing hash tables (one of 20-byte
- * slots for EVM addresses, one of 32-byte slots for Solana ones): a lookup is O(1), and a list of a
- * million addresses is a few typed arrays — about 40 MB, nothing for the garbage collector to walk —
- * rather than a million strings in a Set (BENCHMARKS.md, "Sanctions screening").
+ * The addresses of a sanctions list, kept as bytes (one table of 20-byte keys for EVM addresses, one
+ * of 32-byte keys for Solana ones): the keys side by side in the order they came, and an
+ * open-addressing index of their numbers. A lookup is O(1), and a list of a million addresses is a
+ * few typed arrays — about 30 MB, nothing for the garbage collector to walk — rather than a million
+ * strings in a Set (BENCHMARKS.md, "Sanctions screening"). Adding a key writes it at the end of the
+ * keys and one number in the index: a load touches one far place of memory per address, not two.
  */
 
 const BASE58_SHAPE = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
 
 /** One table of fixed-width keys. */
 class ByteTable {
-  private slots: Uint8Array;
-  private used: Uint8Array;
+  /** Key n (from 0) at bytes [n × width, (n + 1) × width). */
+  private keys: Uint8Array;
+  /**
+   * Per slot, 0 (empty) or an entry: in the bits `mask` covers, the number of the key there plus one
+   * (at most half the slots are used, so it fits); above them, the key's hash's own bits there. A
+   * probe compares keys only where those bits agree: reading a key is a far read of memory.
+   */
+  private index: Uint32Array;
   private mask: number;
   private readonly width: number;
   size = 0;
 
-  constructor(width: number) {
+  /** `expected`: how many keys it will likely hold (sized for them at once, not grown to them). */
+  constructor(width: number, expected = 0) {
+    let slots = 16;
+    while (slots < expected * 2) slots *= 2;
     this.width = width;
-    this.slots = new Uint8Array(16 * width);
-    this.used = new Uint8Array(16);
-    this.mask = 15;
+    this.keys = new Uint8Array(Math.max(8, expected) * width);
+    this.index = new Uint32Array(slots);
+    this.mask = slots - 1;
   }
 
-  /** Adds the key; false when it was there already. */
-  add(key: Uint8Array): boolean {
-    if ((this.size + 1) * 2 > this.used.length) this.grow();
-    const i = this.find(key);
-    if (this.used[i] === 1) return false;
-    this.used[i] = 1;
-    this.slots.set(key, i * this.width);
-    this.size++;
+  /** Adds the key (`width` bytes of `src` from `at`); false when it was there already. */
+  add(src: Uint8Array, at = 0): boolean {
+    if ((this.size + 1) * 2 > this.index.length) this.growIndex();
+    const w = this.width;
+    const h = hashOf(src, at, w);
+    const i = this.find(src, at, h);
+    if (this.index[i] !== 0) return false;
+    if ((this.size + 1) * w > this.keys.length) this.growKeys();
+    for (let j = 0, o = this.size * w; j < w; j++, o++) this.keys[o] = src[at + j] as number;
+    this.index[i] = (h & ~this.mask) | ++this.size;
     return true;
   }
 
   has(key: Uint8Array): boolean {
-    return this.used[this.find(key)] === 1;
+    return this.index[this.find(key, 0, hashOf(key, 0, this.width))] !== 0;
   }
 
-  /** The slot holding the key, or the empty slot where it would go (linear probing). */
-  private find(key: Uint8Array): number {
+  /** The slot holding the key (its hash `h`), or the empty slot where it would go (linear probing). */
+  private find(src: Uint8Array, at: number, h: number): number {
+    const { mask, width: w } = this;
+    const high = h & ~mask;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const e = this.index[i] as number;
+      if (e === 0) return i;
+      if ((e & ~mask) === high && sameKey(this.keys, ((e & mask) - 1) * w, src, at, w)) return i;
+    }
+  }
+
+  /** Doubles the index and places every key again (they are distinct: no comparison). */
+  private growIndex(): void {
+    const slots = this.index.length * 2;
+    this.index = new Uint32Array(slots);
+    const mask = (this.mask = slots - 1);
     const w = this.width;
-    for (let i = hashOf(key) & this.mask; ; i = (i + 1) & this.mask) {
-      if (this.used[i] !== 1) return i;
-      let same = true;
-      for (let j = 0, o = i * w; j < w; j++, o++) {
-        if (this.slots[o] !== key[j]) {
-          same = false;
-          break;
-        }
-      }
-      if (same) return i;
+    for (let n = 0; n < this.size; n++) {
+      const h = hashOf(this.keys, n * w, w);
+      let i = h & mask;
+      while (this.index[i] !== 0) i = (i + 1) & mask;
+      this.index[i] = (h & ~mask) | (n + 1);
     }
   }
 
-  private grow(): void {
-    const old = { slots: this.slots, used: this.used };
-    const capacity = old.used.length * 2;
-    this.slots = new Uint8Array(capacity * this.width);
-    this.used = new Uint8Array(capacity);
-    this.mask = capacity - 1;
-    this.size = 0;
-    for (let i = 0; i < old.used.length; i++) {
-      if (old.used[i] === 1) this.add(old.slots.subarray(i * this.width, (i + 1) * this.width));
-    }
+  private growKeys(): void {
+    const keys = new Uint8Array(this.keys.length * 2);
+    keys.set(this.keys);
+    this.keys = keys;
   }
 }
 
-/** FNV-1a over the key's bytes (vanity addresses share their first bytes: all of them count). */
-function hashOf(key: Uint8Array): number {
+function sameKey(a: Uint8Array, at: number, b: Uint8Array, bt: number, w: number): boolean {
+  for (let j = 0; j < w; j++) if (a[at + j] !== b[bt + j]) return false;
+  return true;
+}
+
+/** FNV-1a over the key's `width` bytes from `at` (vanity addresses share their first bytes: all of them count). */
+function hashOf(src: Uint8Array, at: number, width: number): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ (key[i] as number), 0x01000193);
+  for (let i = at; i < at + width; i++) h = Math.imul(h ^ (src[i] as number), 0x01000193);
   return h >>> 0;
 }
 
@@ -94,12 +115,35 @@ function evmBytes(address: string): Uint8Array | undefined {
   return scratch;
 }
 
-/** A hex digit's value, or -1. */
+/**
+ * `evmBytes` of a text given as its bytes, `text[start, end)`: a list file read as bytes decodes
+ * no string for a line that is an address and nothing else.
+ */
+function evmBytesOfText(text: Uint8Array, start: number, end: number): Uint8Array | undefined {
+  if (end - start !== 42 || text[start] !== 48 || text[start + 1] !== 120) return undefined;
+  for (let i = 0, o = start + 2; i < 20; i++, o += 2) {
+    const hi = hexDigit(text[o] as number);
+    const lo = hexDigit(text[o + 1] as number);
+    if (hi < 0 || lo < 0) return undefined;
+    scratch[i] = (hi << 4) | lo;
+  }
+  return scratch;
+}
+
+/** Each character code's value as a hex digit (0-9, A-F, a-f), or -1: one read, not three comparisons. */
+const HEX_DIGITS = hexDigits();
+
+function hexDigits(): Int8Array {
+  const t = new Int8Array(256).fill(-1);
+  for (let c = 48; c <= 57; c++) t[c] = c - 48; // 0-9
+  for (let c = 65; c <= 70; c++) t[c] = c - 55; // A-F
+  for (let c = 97; c <= 102; c++) t[c] = c - 87; // a-f
+  return t;
+}
+
+/** A hex digit's value, or -1 (any code, a string's UTF-16 ones included). */
 function hexDigit(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48; // 0-9
-  if (c >= 65 && c <= 70) return c - 55; // A-F
-  if (c >= 97 && c <= 102) return c - 87; // a-f
-  return -1;
+  return c < 256 ? (HEX_DIGITS[c] as number) : -1;
 }
 
 /** The Solana address's 32 bytes, or undefined when the text is not one. */
@@ -114,8 +158,13 @@ export type ScreenedKind = 'evm' | 'solana' | 'other';
 
 /** A set of EVM addresses (compared without regard to case) and Solana addresses (exactly). */
 export class AddressSet {
-  private readonly evm = new ByteTable(20);
+  private readonly evm: ByteTable;
   private readonly solana = new ByteTable(32);
+
+  /** `expectedEvm`: how many EVM addresses it will likely hold (a hint: it grows past it). */
+  constructor(expectedEvm = 0) {
+    this.evm = new ByteTable(20, expectedEvm);
+  }
 
   /** Adds the address; its kind (`other`: not kept), and whether it was new. */
   add(address: string): { kind: ScreenedKind; added: boolean } {
@@ -124,6 +173,15 @@ export class AddressSet {
     const sol = solanaBytes(address);
     if (sol) return { kind: 'solana', added: this.solana.add(sol) };
     return { kind: 'other', added: false };
+  }
+
+  /**
+   * Adds the EVM address written as the bytes `text[start, end)`, as `add` would its text: whether
+   * it was new, or undefined (nothing added) when those bytes are not exactly an EVM address.
+   */
+  addEvmText(text: Uint8Array, start: number, end: number): boolean | undefined {
+    const evm = evmBytesOfText(text, start, end);
+    return evm && this.evm.add(evm);
   }
 
   has(address: string): boolean {

@@ -96,6 +96,35 @@ describe('plain lists', () => {
     expect((await readListFile(path)).date).toBe('2026-05-06');
   });
 
+  it('reads a large list from its bytes as from its text: CRLF, a BOM, a chunk cut mid-address, no last newline', async () => {
+    // 30,000 addresses are ~1.3 MB: the file is read in 1 MiB chunks, so one address is cut in two.
+    const evm = Array.from(
+      { length: 30_000 },
+      (_, i) => `0x${(i * 7919 + 1).toString(16).padStart(40, 'ab')}`,
+    );
+    const lines = [
+      '\uFEFF# Liste für 2026 — one address per line',
+      '# date: 2026-03-04',
+      ...evm.map((a, i) =>
+        i % 3 === 0 ? `${a}\r` : i % 5 === 0 ? `  ${a.toUpperCase().replace('0X', '0x')}` : a,
+      ),
+      `${evm[9]}   # listed again, a comment after it`,
+      '0x' + 'g'.repeat(40),
+      '7nwuiCcGFJQiBrRVbv57L5GZTrimDZF5sFBVwJNnPQbW',
+    ];
+    const path = join(dir, 'large.txt');
+    await writeFile(path, lines.join('\n'));
+    const list = await readListFile(path);
+    expect(list.date).toBe('2026-03-04');
+    expect(list.counts).toEqual({ evm: 30_000, solana: 1, other: 1 });
+    expect(evm.every((a) => list.keys.has(a.toUpperCase().replace('0X', '0x')))).toBe(true);
+    expect(list.keys.has('0x' + '0'.repeat(40))).toBe(false);
+    // Lines read from their bytes are counted too: the malformed line is named by its number.
+    const bad = join(dir, 'large-bad.txt');
+    await writeFile(bad, [...evm, `${evm[0]} ${evm[1]}`].join('\n'));
+    await expect(readListFile(bad)).rejects.toThrow(/line 30001\b/);
+  });
+
   it('refuses two words on a line, naming the line', async () => {
     const path = join(dir, 'two.txt');
     await writeFile(path, '# date: 2026-01-01\n0x9562d44269effdccf34aff1bad67fcfb1c25b318 0x3a8e\n');

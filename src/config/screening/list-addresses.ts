@@ -14,9 +14,9 @@ export type ParsedList = {
   readonly counts: Readonly<Record<ScreenedKind, number>>;
 };
 
-/** Gathers a list's addresses as a parser finds them. */
-export function createAddressCollector() {
-  const keys = new AddressSet();
+/** Gathers a list's addresses as a parser finds them (`expectedEvm`: AddressSet's size hint). */
+export function createAddressCollector(expectedEvm = 0) {
+  const keys = new AddressSet(expectedEvm);
   // Addresses of other chains (Bitcoin, Tron…) can never be a recipient: only counted, once each.
   const others = new Set<string>();
   const counts: Record<ScreenedKind, number> = { evm: 0, solana: 0, other: 0 };
@@ -29,6 +29,16 @@ export function createAddressCollector() {
         if (!others.has(address)) counts.other++;
         others.add(address);
       } else if (added) counts[kind]++;
+    },
+    /**
+     * Adds the line `text[start, end)` when its bytes are exactly an EVM address (what `add` would
+     * do with its text); false, nothing done, when they are anything else.
+     */
+    addEvmText(text: Uint8Array, start: number, end: number): boolean {
+      const added = keys.addEvmText(text, start, end);
+      if (added === undefined) return false;
+      if (added) counts.evm++;
+      return true;
     },
     finish(format: ListFormat, issuedAt: number | undefined): ParsedList {
       return { format, issuedAt, keys, counts };

@@ -1,4 +1,5 @@
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { dayOf } from '../../domain/list-date.ts';
 import { createAddressCollector, type ParsedList } from './list-addresses.ts';
 
@@ -19,24 +20,40 @@ type PlainState = {
 };
 
 /**
- * Reads a plain list in large chunks, each chunk's lines in one synchronous pass (readline, or an
- * async step per line, cost more than the lines' parsing); throws naming the line of a malformed
+ * Reads a plain list in large chunks of bytes, each chunk's lines in one synchronous pass (readline,
+ * or an async step per line, cost more than the lines' parsing); a line that is an EVM address and
+ * nothing else is read from its bytes, any other line as text. Throws naming the line of a malformed
  * entry or date.
  */
 export async function parsePlainList(path: string): Promise<ParsedList> {
-  const state: PlainState = { addresses: createAddressCollector(), issuedAt: undefined, line: 0 };
-  let rest = '';
-  for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 })) {
-    const text = rest + (chunk as string);
+  // At most one EVM address per 43 bytes (42 and its newline): the table is sized for that at once.
+  const expected = Math.floor((await stat(path)).size / 43);
+  const state: PlainState = { addresses: createAddressCollector(expected), issuedAt: undefined, line: 0 };
+  let rest: Buffer | undefined;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
+    const bytes = rest ? Buffer.concat([rest, chunk as Buffer]) : (chunk as Buffer);
     let start = 0;
-    for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
-      readLine(state, text.slice(start, end));
+    for (let end = bytes.indexOf(NL); end !== -1; end = bytes.indexOf(NL, start)) {
+      readLineBytes(state, bytes, start, end);
       start = end + 1;
     }
-    rest = text.slice(start);
+    rest = start < bytes.length ? bytes.subarray(start) : undefined;
   }
-  if (rest !== '') readLine(state, rest);
+  if (rest) readLineBytes(state, rest, 0, rest.length);
   return state.addresses.finish('plain', state.issuedAt);
+}
+
+const NL = 0x0a;
+const CR = 0x0d;
+
+/** The line `bytes[start, end)` (its `\n` apart): an address taken from its bytes, or readLine's text. */
+function readLineBytes(state: PlainState, bytes: Buffer, start: number, end: number): void {
+  const last = end > start && bytes[end - 1] === CR ? end - 1 : end;
+  if (state.addresses.addEvmText(bytes, start, last)) {
+    state.line++;
+    return;
+  }
+  readLine(state, bytes.toString('utf8', start, end));
 }
 
 /** One line: a date line, a comment, blank, or one address (and maybe a comment after it). */
