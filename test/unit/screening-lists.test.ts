@@ -176,6 +176,20 @@ describe('the lists in force', () => {
 });
 
 describe('the address set', () => {
+  it('agrees with a Set of the same addresses, grown from empty or sized at once', () => {
+    const bytes = (n: number) => Array.from({ length: n }, () => Math.floor(Math.random() * 256));
+    const hex = (b: number[]) => `0x${b.map((x) => x.toString(16).padStart(2, '0')).join('')}`;
+    const listed = Array.from({ length: 40_000 }, () => hex(bytes(20)));
+    const others = Array.from({ length: 40_000 }, () => hex(bytes(20)));
+    const expected = new Set(listed);
+    for (const set of [new AddressSet(), new AddressSet(listed.length)]) {
+      for (const a of listed) set.add(a);
+      expect(set.size).toBe(expected.size);
+      expect(listed.filter((a) => !set.has(a.toUpperCase().replace('0X', '0x')))).toEqual([]);
+      expect(others.filter((a) => set.has(a) !== expected.has(a))).toEqual([]);
+    }
+  });
+
   it('answers for many addresses, vanity prefixes included, EVM in any case, Solana exactly', () => {
     const set = new AddressSet();
     const listed: string[] = [];
