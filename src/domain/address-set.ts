@@ -84,6 +84,7 @@ class ByteTable {
   }
 }
 
+/** Whether the `w` bytes of `a` from `at` are those of `b` from `bt`. */
 function sameKey(a: Uint8Array, at: number, b: Uint8Array, bt: number, w: number): boolean {
   for (let j = 0; j < w; j++) if (a[at + j] !== b[bt + j]) return false;
   return true;
