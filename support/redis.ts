@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -17,13 +17,45 @@ import { Redis } from 'ioredis';
 
 export const REDIS_IMAGE = 'redis:7.4';
 
+/**
+ * A port free on 127.0.0.1 now, for a server a test starts next. It is drawn below the kernel's
+ * ephemeral range (`ip_local_port_range`): the kernel hands ports of that range to every `listen(0)`
+ * and every outgoing connection of the machine, so one it gave here could be taken by another test
+ * lane's client before the server binds it (seen: `HTTP_PORT: port 33559 … already in use`). Below
+ * it, only a server asking for that very port competes.
+ */
 export async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
+  const low = ephemeralLow();
+  for (let attempt = 0; low > FIRST_PORT + 1000 && attempt < 50; attempt++) {
+    const port = FIRST_PORT + Math.floor(Math.random() * (low - FIRST_PORT));
+    if ((await listenOn(port)) !== undefined) return port;
+  }
+  const port = await listenOn(0);
+  if (port === undefined) throw new Error('no free port on 127.0.0.1');
+  return port;
+}
+
+/** Ports below this are left to the machine's own services. */
+const FIRST_PORT = 10_000;
+
+/** The first port of the kernel's ephemeral range (Linux's default where it cannot be read). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Listens on `port` of 127.0.0.1 (0: one the kernel picks) and closes: the port, or undefined if taken. */
+async function listenOn(port: number): Promise<number | undefined> {
+  return await new Promise((resolve) => {
     const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.once('error', () => resolve(undefined));
+    srv.listen(port, '127.0.0.1', () => {
       const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : undefined));
     });
   });
 }
