@@ -15,23 +15,9 @@ export type ServeProcess = {
   stop(): Promise<void>;
 };
 
-/**
- * Spawns the real `usdc-batch serve` on a free port and waits until it listens. The port is free when
- * chosen, but a process of another test lane may take it before serve binds it: serve then refuses it
- * as in use (exit 2), and another port is tried, as support/redis.ts does for its servers.
- */
+/** Spawns the real `usdc-batch serve` on a free port and waits until it listens. */
 export async function startServe(env: Record<string, string>): Promise<ServeProcess> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    try {
-      return await serveOn(env, port);
-    } catch (err) {
-      if (attempt >= 3 || !/HTTP_PORT: port \d+ on .* is already in use/.test(String(err))) throw err;
-    }
-  }
-}
-
-async function serveOn(env: Record<string, string>, port: number): Promise<ServeProcess> {
+  const port = await freePort();
   const proc = spawnCli(['serve'], { ...env, HTTP_PORT: String(port) });
   try {
     await waitFor(
