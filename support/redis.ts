@@ -25,7 +25,7 @@ export const REDIS_IMAGE = 'redis:7.4';
  * it, only a server asking for that very port competes.
  */
 export async function freePort(): Promise<number> {
-  const low = ephemeralLow();
+  const low = (ephemeralStart ??= ephemeralLow());
   for (let attempt = 0; low > FIRST_PORT + 1000 && attempt < 50; attempt++) {
     const port = FIRST_PORT + Math.floor(Math.random() * (low - FIRST_PORT));
     if ((await listenOn(port)) !== undefined) return port;
@@ -37,6 +37,9 @@ export async function freePort(): Promise<number> {
 
 /** Ports below this are left to the machine's own services. */
 const FIRST_PORT = 10_000;
+
+/** `ephemeralLow()`, read on the first `freePort` of the process. */
+let ephemeralStart: number | undefined;
 
 /** The first port of the kernel's ephemeral range (Linux's default where it cannot be read). */
 function ephemeralLow(): number {
