@@ -3,6 +3,7 @@ import { isChain, type Chain } from '../domain/chains.ts';
 import { keys } from './keys.ts';
 import { luaScriptFile, runScript } from './lua-script.ts';
 import { replyStrings } from './lua-reply.ts';
+import { intentIdOf } from './transfer-record.ts';
 
 /*
  * The intents the workers follow on the service's status route (docs/data-model.md "Following
@@ -54,6 +55,7 @@ export const FOLLOWED_FIELDS = [
   'round',
   'payload_gen',
   'tx_hash',
+  'intent_id_rest',
 ] as const;
 
 /** Parses FOLLOWED_FIELDS' values; undefined for a record with no source chain (gone, or not a transfer). */
@@ -62,12 +64,12 @@ export function parseFollowedTransfer(
   id: string,
   values: readonly (string | null | undefined)[],
 ): FollowedTransfer | undefined {
-  const [intentId, intentStatus, from, owner, round, payloadGen, txHash] = values;
+  const [intentId, intentStatus, from, owner, round, payloadGen, txHash, intentIdRest] = values;
   if (!from || !isChain(from)) return undefined;
   return {
     batchId,
     id,
-    intentId: intentId || null,
+    intentId: intentIdOf({ intent_id: intentId, intent_id_rest: intentIdRest }),
     intentStatus: intentStatus || null,
     from,
     owner: owner || null,

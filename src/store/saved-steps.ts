@@ -323,7 +323,10 @@ const STORED: {
   lastError: (v) => ({ last_error: orEmpty(v) }),
   attempts: (v) => ({ attempts: orEmpty(v) }),
   owner: (v) => ({ owner: orEmpty(v) }),
-  intentId: (v) => ({ intent_id: orEmpty(v) }),
+  intentId: (v) =>
+    v === null
+      ? { intent_id: '', intent_id_rest: '' }
+      : { intent_id: v.slice(0, COMPACT_VALUE_MAX), intent_id_rest: v.slice(COMPACT_VALUE_MAX) },
   intentStatus: (v) => ({ intent_status: orEmpty(v) }),
   txHash: (v) => ({ tx_hash: orEmpty(v === null ? null : v.replace(/^0x(?=[0-9a-fA-F]{64}$)/, '')) }),
   txSignature: (v) =>
@@ -342,8 +345,9 @@ const STORED: {
  * Hash field/value pairs of a patch: the stored names and encodings (`''` for a cleared field, which
  * a transition deletes). Two values are stored so that a finished record stays compact
  * (COMPACT_VALUE_MAX), and transfer-record.ts reads them back whole: a tx hash without its `0x` (64
- * characters), and a Solana signature (88) as its first 64 characters in `tx_signature` and the
- * rest in `tx_signature_rest`.
+ * characters), a Solana signature (88) as its first 64 characters in `tx_signature` and the rest in
+ * `tx_signature_rest`, and an intent id longer than 64 (the CCTP road's `cctp:<domain>:<burn tx>`,
+ * 73) likewise in `intent_id` and `intent_id_rest`.
  */
 export function fieldsOf(patch: StepsPatch): Record<string, string> {
   const out: Record<string, string> = {};

@@ -53,16 +53,23 @@ export type TransferRecord = {
 
 const big = (v: string | undefined): bigint | null => (v === undefined || v === '' ? null : BigInt(v));
 const str = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v);
-/** A tx hash is stored without its `0x` (saved-steps.ts `patchFields`); older records have it. */
+/** A tx hash is stored without its `0x` (saved-steps.ts `fieldsOf`); older records have it. */
 const txHashOf = (v: string | undefined): string | null =>
   v === undefined || v === '' ? null : /^[0-9a-fA-F]{64}$/.test(v) ? `0x${v}` : v;
 
 /**
  * A Solana signature is stored in two fields, its first 64 characters and the rest (saved-steps.ts
- * `patchFields`); older records have it whole in the first.
+ * `fieldsOf`); older records have it whole in the first.
  */
 export const txSignatureOf = (raw: Readonly<Record<string, string | null | undefined>>): string | null =>
   str(`${raw['tx_signature'] ?? ''}${raw['tx_signature_rest'] ?? ''}`);
+
+/**
+ * An intent id longer than 64 characters (the CCTP road's) is stored in two fields, its first 64
+ * characters and the rest (saved-steps.ts `fieldsOf`); older records have it whole in the first.
+ */
+export const intentIdOf = (raw: Readonly<Record<string, string | null | undefined>>): string | null =>
+  str(`${raw['intent_id'] ?? ''}${raw['intent_id_rest'] ?? ''}`);
 
 /** A record's fee fields as stored, by their stored names. */
 type StoredFee = {
@@ -109,7 +116,7 @@ export function parseTransferRecord(
     cctp: cctpFactsOf(raw),
     newRecipient: raw['new_recipient'] === '1',
     state: state as TransferState,
-    intentId: str(raw['intent_id']),
+    intentId: intentIdOf(raw),
     intentStatus: str(raw['intent_status']),
     intentUntracked: raw['intent_untracked'] === '1',
     txHash: txHashOf(raw['tx_hash']),

@@ -279,6 +279,12 @@ describe('the CCTP road', () => {
         expect(t.cctp).toMatchObject({ finality, attestation: 'complete', burn_tx: t.tx_hash });
         expect(t.cctp?.message_nonce).toMatch(/^0x[0-9a-f]{64}$/);
         expect(t.cctp?.mint_tx).toMatch(/^0x[0-9a-f]{64}$/);
+        // Minted, its record holds short values only (the 73-character intent id in two fields),
+        // so Redis keeps it in the compact encoding (docs/data-model.md "Memory").
+        const recordKey = keys(prefix()).transfer(doc.batch_id, t.id);
+        const long = Object.entries(await stack.client.hgetall(recordKey)).filter(([, v]) => v.length > 64);
+        expect(long, t.id).toEqual([]);
+        expect(await stack.client.object('ENCODING', recordKey), t.id).toBe('listpack');
       }
     }
     const roads = Object.fromEntries([

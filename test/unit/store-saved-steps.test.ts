@@ -113,6 +113,23 @@ describe('saved steps', () => {
     expect([after.errorCode, after.errorMessage]).toEqual(['x', 'y']);
   });
 
+  it('stores a CCTP intent id (73 characters) in two compact fields, reads it back whole, and clears both', () => {
+    const intentId = `cctp:6:0x${'cd'.repeat(32)}`;
+    const fields = fieldsOf({ intentId });
+    expect(fields['intent_id']).toBe(intentId.slice(0, 64));
+    expect(fields['intent_id_rest']).toBe(intentId.slice(64));
+    const after = runRecordAfter(runRecordOf(record({})), { patch: { intentId } });
+    expect(after.intentId).toBe(intentId);
+    expect(Object.values(after.raw).filter((v) => v.length > 64)).toEqual([]);
+    // A service intent id fits one field; the rest is cleared with it (a retry's new intent).
+    expect(fieldsOf({ intentId: 'int_1' })).toEqual({ intent_id: 'int_1', intent_id_rest: '' });
+    const cleared = runRecordAfter(after, { patch: { intentId: null } });
+    expect(cleared.intentId).toBeNull();
+    expect(cleared.raw['intent_id_rest']).toBeUndefined();
+    // A record written before the split holds the id whole in `intent_id`.
+    expect(runRecordOf(record({ intent_id: intentId })).intentId).toBe(intentId);
+  });
+
   it('clears fields and moves the state in runRecordAfter', () => {
     const rec = runRecordOf(record({ wait_reason: 'x', refused_at: '5' }));
     const after = runRecordAfter(rec, { state: 'failed', patch: { ...NO_REFUSAL, waitReason: null } });

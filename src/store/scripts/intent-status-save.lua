@@ -19,14 +19,15 @@
     {value, ...} the values of ARGV[5..] before this write (nil for an absent field)
 ]]
 --- @include "settlement"
-local asked = { 'intent_id' }
+-- An intent id longer than 64 characters is stored in two fields (saved-steps.ts fieldsOf).
+local asked = { 'intent_id', 'intent_id_rest' }
 for _, f in ipairs(TALLY_FIELDS) do asked[#asked + 1] = f end
 for i = 5, #ARGV do asked[#asked + 1] = ARGV[i] end
 local v = redis.call('HMGET', KEYS[1], unpack(asked))
-if v[1] ~= ARGV[1] then return 0 end
+if (v[1] or '') .. (v[2] or '') ~= ARGV[1] then return 0 end
 local out = {}
-for i = 5, #ARGV do out[#out + 1] = v[#TALLY_FIELDS + i - 3] end
-local fields = tallyFields(v, 1)
+for i = 5, #ARGV do out[#out + 1] = v[#TALLY_FIELDS + i - 2] end
+local fields = tallyFields(v, 2)
 local before = tallyOf(fields)
 local flat = { 'updated_at', ARGV[4] }
 if ARGV[2] ~= '' and fields.intent_status ~= ARGV[2] then
