@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { UsdcBatchError } from '../domain/errors.ts';
 import { keys } from './keys.ts';
@@ -17,11 +18,16 @@ import type { ScriptCall, WriteSite } from './replica-acks.ts';
  *   a zero-value self-transaction), `<n>:done` (`<hash>|<1 or 0>`: mined, and its status), `<n>:used`
  *   (`<head>|<unix ms>`: the head and the time when the nonce was first seen used with no receipt
  *   of ours; an older record holds the head alone).
+ * Once mined (owner-tx-done.lua), a transaction keeps what says which call it was and how it went —
+ * its call id, target and value, its calldata's digest (`<n>:cd`), each version's hash and fees, `fill`
+ * and `done` — and drops what only sending needed: the calldata, the gas limit, the signed bytes, the
+ * send and used-seen marks (a mint's calldata and signed bytes are ~2.6 KB, kept for good before).
  */
 
 const ASSIGN = luaScriptFile('owner-tx-assign.lua');
 const SAVE_SIGNED = luaScriptFile('owner-tx-save-signed.lua');
 const GIVE_UP = luaScriptFile('owner-tx-give-up.lua');
+const DONE = luaScriptFile('owner-tx-done.lua');
 
 /** A call an owner makes: where, what, and its gas limit. */
 export type OwnerCallFields = {
@@ -31,31 +37,56 @@ export type OwnerCallFields = {
   readonly gas: bigint;
 };
 
-/** One signed version of a transaction, as saved. */
-export type SavedTxVersion = {
+/** A signed version of a transaction as kept once it is mined: its hash and fees. */
+export type TxVersionFacts = {
   readonly version: number;
-  readonly raw: string;
   readonly hash: string;
   readonly maxFee: bigint;
   readonly tip: bigint;
 };
 
-/** One transaction of an owner, as saved. */
-export type SavedOwnerTx = OwnerCallFields & {
+/** One signed version of a transaction, as saved: its signed bytes too. */
+export type SavedTxVersion = TxVersionFacts & { readonly raw: string };
+
+/** What a transaction's record says whether mined or not. */
+type OwnerTxHead = {
   readonly nonce: bigint;
   readonly callId: string;
-  readonly versions: readonly SavedTxVersion[];
-  /** The latest version's last broadcast (its version and the block then), if any. */
-  readonly sent: { readonly version: number; readonly block: bigint } | undefined;
+  readonly to: string;
+  readonly value: bigint;
   /** The call was given up before it was signed: the nonce is filled by a zero-value self-transaction. */
   readonly filled: boolean;
-  /** Recorded once mined: the version's hash, and whether it succeeded. */
-  readonly done: { readonly hash: string; readonly success: boolean } | undefined;
-  /** The head when the nonce was first seen used on chain with no receipt of ours found. */
-  readonly usedSeenAt: bigint | undefined;
-  /** When (unix ms) that was; undefined: not seen so, or saved without its time. */
-  readonly usedSeenAtMs: number | undefined;
 };
+
+/** One transaction of an owner, as saved, not noted mined: all it takes to sign, send and re-price it. */
+export type SavedOwnerTx = OwnerTxHead &
+  OwnerCallFields & {
+    readonly versions: readonly SavedTxVersion[];
+    /** The latest version's last broadcast (its version and the block then), if any. */
+    readonly sent: { readonly version: number; readonly block: bigint } | undefined;
+    readonly done?: undefined;
+    /** The head when the nonce was first seen used on chain with no receipt of ours found. */
+    readonly usedSeenAt: bigint | undefined;
+    /** When (unix ms) that was; undefined: not seen so, or saved without its time. */
+    readonly usedSeenAtMs: number | undefined;
+  };
+
+/** One transaction of an owner noted mined, as kept: which call it was (its calldata by digest) and how it went. */
+export type MinedOwnerTx = OwnerTxHead & {
+  /** callDataDigest of its calldata. */
+  readonly dataDigest: string;
+  readonly versions: readonly TxVersionFacts[];
+  /** The version mined, and whether it succeeded. */
+  readonly done: { readonly hash: string; readonly success: boolean };
+};
+
+/** A transaction's record: mined (`done`) or not. */
+export type OwnerTxRecord = SavedOwnerTx | MinedOwnerTx;
+
+/** The digest a mined transaction keeps of its calldata: SHA-256 of its lower-case hex. */
+export function callDataDigest(data: string): string {
+  return createHash('sha256').update(data.toLowerCase()).digest('hex');
+}
 
 /** What asking for a call's nonce found. */
 export type AssignedNonce =
@@ -180,14 +211,22 @@ export async function markSent(
   await redis.hset(accountKeys(w)[1], `${nonce}:sent`, `${version}|${block}`);
 }
 
-/** Records the transaction at `nonce` mined, as `hash` with its status. */
+/**
+ * Records the transaction `saved` mined, as `hash` with its status, and drops what only sending it
+ * needed (owner-tx-done.lua): its calldata is kept as its digest.
+ */
 export async function markDone(
   redis: Redis,
   w: Where,
-  nonce: bigint,
+  saved: Pick<SavedOwnerTx, 'nonce' | 'data'>,
   done: { hash: string; success: boolean },
 ): Promise<void> {
-  await redis.hset(accountKeys(w)[1], `${nonce}:done`, `${done.hash}|${done.success ? 1 : 0}`);
+  await runScript(
+    redis,
+    DONE,
+    [accountKeys(w)[1]],
+    [saved.nonce.toString(), `${done.hash}|${done.success ? 1 : 0}`, callDataDigest(saved.data)],
+  );
 }
 
 /** Records, once, the head and the time (unix ms) when the nonce was first seen used with no receipt of ours. */
@@ -207,16 +246,36 @@ function parseUsed(text: string | null | undefined): { head: bigint; atMs: numbe
   return { head: BigInt(head), atMs: atMs === undefined ? undefined : Number(atMs) };
 }
 
-const HEAD_FIELDS = ['call', 'to', 'data', 'value', 'gas', 'v', 'sent', 'fill', 'done', 'used'] as const;
+const HEAD_FIELDS = [
+  'call',
+  'to',
+  'data',
+  'value',
+  'gas',
+  'v',
+  'sent',
+  'fill',
+  'done',
+  'used',
+  'cd',
+] as const;
+
+function incomplete(version: number): UsdcBatchError {
+  return new UsdcBatchError(
+    'USDC_OWNER_TX_RECORD',
+    `owner transaction version ${version} is incomplete in Redis`,
+  );
+}
+
+function parseVersionFacts(version: number, hash: string | null, fees: string | null): TxVersionFacts {
+  const [maxFee, tip] = (fees ?? '').split('|');
+  if (hash === null || maxFee === undefined || tip === undefined) throw incomplete(version);
+  return { version, hash, maxFee: BigInt(maxFee), tip: BigInt(tip) };
+}
 
 function parseVersion(version: number, raw: string | null, hash: string | null, fees: string | null) {
-  const [maxFee, tip] = (fees ?? '').split('|');
-  if (raw === null || hash === null || maxFee === undefined || tip === undefined)
-    throw new UsdcBatchError(
-      'USDC_OWNER_TX_RECORD',
-      `owner transaction version ${version} is incomplete in Redis`,
-    );
-  return { version, raw, hash, maxFee: BigInt(maxFee), tip: BigInt(tip) };
+  if (raw === null) throw incomplete(version);
+  return { ...parseVersionFacts(version, hash, fees), raw };
 }
 
 function parsePair(text: string | null): [string, string] | undefined {
@@ -225,34 +284,44 @@ function parsePair(text: string | null): [string, string] | undefined {
   return [text.slice(0, bar), text.slice(bar + 1)];
 }
 
-/** The transaction at `nonce` as saved; undefined when no call was given that nonce. */
-export async function readOwnerTx(redis: Redis, w: Where, nonce: bigint): Promise<SavedOwnerTx | undefined> {
+/**
+ * The transaction at `nonce` as saved: noted mined (MinedOwnerTx; one noted before mined records were
+ * trimmed reads the same, its calldata's digest taken here) or not; undefined when no call was given
+ * that nonce.
+ */
+export async function readOwnerTx(redis: Redis, w: Where, nonce: bigint): Promise<OwnerTxRecord | undefined> {
   const key = accountKeys(w)[1];
   const head = await redis.hmget(key, ...HEAD_FIELDS.map((f) => `${nonce}:${f}`));
-  const [callId, to, data, value, gas, v, sent, fill, done, used] = head;
+  const [callId, to, data, value, gas, v, sent, fill, done, used, digest] = head;
   if (callId === null || callId === undefined || v === null || v === undefined) return undefined;
   const count = Number(v);
+  const mined = parsePair(done ?? null);
+  const perVersion = mined ? ['hash', 'fees'] : ['raw', 'hash', 'fees'];
   const fields: string[] = [];
-  for (let i = 1; i <= count; i++)
-    fields.push(`${nonce}:${i}:raw`, `${nonce}:${i}:hash`, `${nonce}:${i}:fees`);
+  for (let i = 1; i <= count; i++) for (const f of perVersion) fields.push(`${nonce}:${i}:${f}`);
   const flat = count > 0 ? await redis.hmget(key, ...fields) : [];
+  const at = (i: number, f: number) => flat[perVersion.length * i + f] ?? null;
+  const common = { nonce, callId, to: to ?? '', value: BigInt(value ?? '0'), filled: fill === '1' };
+  if (mined) {
+    const versions: TxVersionFacts[] = [];
+    for (let i = 0; i < count; i++) versions.push(parseVersionFacts(i + 1, at(i, 0), at(i, 1)));
+    return {
+      ...common,
+      dataDigest: digest ?? callDataDigest(data ?? '0x'),
+      versions,
+      done: { hash: mined[0], success: mined[1] === '1' },
+    };
+  }
   const versions: SavedTxVersion[] = [];
-  for (let i = 0; i < count; i++)
-    versions.push(parseVersion(i + 1, flat[3 * i] ?? null, flat[3 * i + 1] ?? null, flat[3 * i + 2] ?? null));
+  for (let i = 0; i < count; i++) versions.push(parseVersion(i + 1, at(i, 0), at(i, 1), at(i, 2)));
   const sentPair = parsePair(sent ?? null);
-  const donePair = parsePair(done ?? null);
   const usedSeen = parseUsed(used);
   return {
-    nonce,
-    callId,
-    to: to ?? '',
+    ...common,
     data: data ?? '0x',
-    value: BigInt(value ?? '0'),
     gas: BigInt(gas ?? '0'),
     versions,
     sent: sentPair && { version: Number(sentPair[0]), block: BigInt(sentPair[1]) },
-    filled: fill === '1',
-    done: donePair && { hash: donePair[0], success: donePair[1] === '1' },
     usedSeenAt: usedSeen?.head,
     usedSeenAtMs: usedSeen?.atMs,
   };

@@ -169,9 +169,12 @@ async function showOwnerCalls(): Promise<void> {
     lines.push(`${chain}: owner nonce ${mined} mined, ${pending} pending; next to give ${next ?? 'none'}`);
     for (let n = BigInt(mined); next !== undefined && n < next; n++) {
       const t = await readOwnerTx(stack.client, at, n);
-      const sent = t?.sent ? `v${t.sent.version} sent at block ${t.sent.block}` : 'not sent';
+      const unmined = t && !t.done ? t : undefined;
+      const sent = unmined?.sent
+        ? `v${unmined.sent.version} sent at block ${unmined.sent.block}`
+        : 'not sent';
       lines.push(
-        `  nonce ${n}: ${t ? `${t.callId} to ${t.to}: ${t.versions.length} signed, ${sent}, done ${t.done?.hash ?? 'no'}, used seen ${t.usedSeenAt ?? 'no'}${t.filled ? ', given up' : ''}` : 'no record'}`,
+        `  nonce ${n}: ${t ? `${t.callId} to ${t.to}: ${t.versions.length} signed, ${sent}, done ${t.done?.hash ?? 'no'}, used seen ${unmined?.usedSeenAt ?? 'no'}${t.filled ? ', given up' : ''}` : 'no record'}`,
       );
     }
   }

@@ -14,7 +14,15 @@ import {
   type OwnerTxStep,
 } from '../../src/signing/evm/owner-tx/owner-tx-sender.ts';
 import { keys } from '../../src/store/keys.ts';
-import { assignNonce, nextNonce, nonceOfCall } from '../../src/store/owner-txs.ts';
+import {
+  assignNonce,
+  callDataDigest,
+  markDone,
+  nextNonce,
+  nonceOfCall,
+  readOwnerTx,
+  saveSigned,
+} from '../../src/store/owner-txs.ts';
 import { createReplicaAcks, type ReplicaAcks } from '../../src/store/replica-acks.ts';
 import { startReplicatedRedis, type ReplicatedRedis } from '../../support/replicated-redis.ts';
 import { startRpcFaults } from '../helpers/rpc-faults.ts';
@@ -208,6 +216,88 @@ describe('an owner’s own transactions on a real chain', () => {
     });
     await expect(chain.getTransactionReceipt({ hash: v1!.hash as Hex })).rejects.toThrow();
     expect(await chainNonce(owner.address)).toBe(1n);
+  });
+
+  it('once mined, a transaction keeps which call it was and how it went, not its signed bytes: the same call is mined, another under its id refused, nothing saved at its nonce again', async () => {
+    const owner = await newOwner();
+    const sender = senderFor(owner.key);
+    const redis = opened.at(-1)!.redis;
+    const call: OwnerCall = { id: 'kept', to: SINK, data: '0xdeadbeef', value: 3n };
+    await automine(false);
+    const sent = await sender.step(CHAIN, owner.address, call);
+    expect(sent).toMatchObject({ kind: 'sent', nonce: 0n, version: 1 });
+    const hash = (sent as { hash: Hex }).hash;
+    await mine();
+    expect(await drive(sender, owner.address, call)).toMatchObject({ kind: 'mined', success: true, hash });
+    const key = keys(PREFIX).ownerTxs(CHAIN, owner.address);
+    const fields = Object.keys(await redis.hgetall(key)).sort();
+    expect(fields).toEqual(['0:1:fees', '0:1:hash', '0:call', '0:cd', '0:done', '0:to', '0:v', '0:value']);
+    const kept = await sender.saved(CHAIN, owner.address, call.id);
+    expect(kept).toMatchObject({
+      nonce: 0n,
+      callId: 'kept',
+      to: SINK,
+      value: 3n,
+      filled: false,
+      done: { hash, success: true },
+      versions: [{ version: 1, hash }],
+    });
+    // The digest kept is the calldata's the chain executed.
+    const tx = await chain.getTransaction({ hash });
+    expect(kept?.done ? kept.dataDigest : undefined).toBe(callDataDigest(tx.input));
+    // Stepped again, the same call is mined (nothing sent); another call saved under its id is
+    // refused; a version a run signed before it was noted mined is not saved.
+    const sends = recorder.sends.length;
+    expect(await sender.step(CHAIN, owner.address, call)).toMatchObject({ kind: 'mined', hash });
+    expect(recorder.sends.length).toBe(sends);
+    await expect(sender.step(CHAIN, owner.address, { ...call, data: '0xdeadbeee' })).rejects.toThrow(
+      /was saved as another call/,
+    );
+    const late = {
+      nonce: 0n,
+      version: 2,
+      kind: 'call',
+      raw: '0x02',
+      hash: '0x03',
+      maxFee: 9n,
+      tip: 1n,
+    } as const;
+    expect(await saveSigned(redis, where(owner.address), late)).toEqual({ kind: 'behind', versions: 1 });
+    expect(Object.keys(await redis.hgetall(key)).sort()).toEqual(fields);
+  });
+
+  it('a transaction noted mined before records were trimmed reads as mined, and is trimmed when noted again', async () => {
+    const owner = await newOwner();
+    const redis = opened.at(-1)!.redis;
+    const w = where(owner.address);
+    const fields = { to: SINK, data: '0xabcd', value: 1n, gas: 30_000n };
+    await assignNonce(redis, w, 'older', 0n, fields);
+    const v1 = {
+      nonce: 0n,
+      version: 1,
+      kind: 'call',
+      raw: '0x01',
+      hash: '0x0a',
+      maxFee: 5n,
+      tip: 2n,
+    } as const;
+    expect(await saveSigned(redis, w, v1)).toMatchObject({ kind: 'saved' });
+    // What the worker wrote before: the receipt noted beside everything sending needed.
+    await redis.hset(keys(PREFIX).ownerTxs(CHAIN, owner.address), '0:done', '0x0a|1');
+    const older = await readOwnerTx(redis, w, 0n);
+    expect(older).toEqual({
+      nonce: 0n,
+      callId: 'older',
+      to: SINK,
+      value: 1n,
+      filled: false,
+      dataDigest: callDataDigest('0xABCD'),
+      versions: [{ version: 1, hash: '0x0a', maxFee: 5n, tip: 2n }],
+      done: { hash: '0x0a', success: true },
+    });
+    await markDone(redis, w, { nonce: 0n, data: '0xabcd' }, { hash: '0x0a', success: true });
+    expect(await readOwnerTx(redis, w, 0n)).toEqual(older);
+    expect(await redis.hexists(keys(PREFIX).ownerTxs(CHAIN, owner.address), '0:1:raw')).toBe(0);
   });
 
   it('never pays above MAX_GAS_GWEI_<CHAIN>: nothing is signed above it, a stuck one waits at it', async () => {
@@ -423,7 +513,8 @@ describe('an owner’s own transactions on a real chain', () => {
       expect((first as { detail: string }).detail).toMatch(
         /cannot be read yet \(.*eth_getTransactionCount failed/,
       );
-      expect((await sender.saved(CHAIN, owner.address, call.id))?.usedSeenAtMs).toBeDefined();
+      const seen = await sender.saved(CHAIN, owner.address, call.id);
+      expect(seen && !seen.done ? seen.usedSeenAtMs : undefined).toBeDefined();
       await mine();
       const unproven = sender.step(CHAIN, owner.address, call);
       await expect(unproven).rejects.toBeInstanceOf(OwnerTxUnprovenError);

@@ -6,9 +6,9 @@ import { isEvmChain, type EvmChain } from '../../domain/chains.ts';
 import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SigningError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
 import { receiveMessageData } from '../../signing/evm/cctp-calls.ts';
-import { OwnerTxSignedError, type OwnerTxStep } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
+import { minedOf, OwnerTxSignedError, type OwnerTxStep } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
 import type { CctpPatch } from '../../store/cctp-fields.ts';
-import type { SavedOwnerTx } from '../../store/owner-txs.ts';
+import type { OwnerTxRecord } from '../../store/owner-txs.ts';
 import type { TransferRecord } from '../../store/transfer-record.ts';
 import type { TransferStore } from '../../store/transfer-store.ts';
 import type { CctpDeps } from './cctp-deps.ts';
@@ -223,8 +223,12 @@ async function givenUp(look: Look, id: string): Promise<OwnerTxStep | undefined>
   }
 }
 
-/** One step of a saved call, as it was saved (its own bytes, whatever the message is attested as now). */
-async function stepAsSaved(look: Look, saved: SavedOwnerTx): Promise<OwnerTxStep> {
+/**
+ * One step of a saved call, as it was saved (its own bytes, whatever the message is attested as now);
+ * one noted mined is mined.
+ */
+async function stepAsSaved(look: Look, saved: OwnerTxRecord): Promise<OwnerTxStep> {
+  if (saved.done) return minedOf(saved);
   const call = { id: saved.callId, to: saved.to, data: saved.data, value: saved.value, gas: saved.gas };
   return await look.d.cctp.sender.step(look.to, look.owner, call);
 }

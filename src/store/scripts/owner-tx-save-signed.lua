@@ -5,7 +5,8 @@
   saved only as the next one, so two senders of one transaction never both save theirs (the loser
   broadcasts the winner's). A zero-value self-transaction filling the nonce of a call given up
   (`fill`) is saved only once the call is given up (owner-tx-give-up.lua, which refuses a signed
-  call), and after that no version of the call is.
+  call), and after that no version of the call is. Nothing is saved at a nonce noted mined
+  (owner-tx-done.lua): the caller reads it again and finds it mined.
 
   Input:
     KEYS[1] the owner's transactions (P:otx:<chain>:<owner>:txs)
@@ -18,16 +19,16 @@
 
   Output:
     {1, replication id, most replicas since it became primary} saved
-    {0, versions saved} another version was saved first: nothing written
+    {0, versions saved} another version was saved first, or the transaction is noted mined: nothing written
     {3} no such transaction (never assigned)
     {4} a version of the call at a nonce given up, or a fill at one not given up: nothing written
 ]]
 --- @include "primary-replicas"
 local f = ARGV[1] .. ':'
-local h = redis.call('HMGET', KEYS[1], f .. 'v', f .. 'fill')
+local h = redis.call('HMGET', KEYS[1], f .. 'v', f .. 'fill', f .. 'done')
 if not h[1] then return {3} end
 local saved = tonumber(h[1])
-if saved + 1 ~= tonumber(ARGV[2]) then return {0, saved} end
+if saved + 1 ~= tonumber(ARGV[2]) or h[3] then return {0, saved} end
 if (ARGV[3] == 'fill') ~= (h[2] == '1') then return {4} end
 local v = f .. ARGV[2] .. ':'
 redis.call('HSET', KEYS[1], f .. 'v', ARGV[2], v .. 'raw', ARGV[4], v .. 'hash', ARGV[5], v .. 'fees', ARGV[6])

@@ -11,12 +11,15 @@ import {
   markSent,
   markUsedSeen,
   nextNonce,
+  callDataDigest,
   nonceOfCall,
   readOwnerTx,
   saveSigned,
   saveSignedCall,
   savedSignedOf,
+  type MinedOwnerTx,
   type OwnerCallFields,
+  type OwnerTxRecord,
   type SavedOwnerTx,
   type SavedSigned,
   type Where,
@@ -187,7 +190,7 @@ async function atOf(s: Sender, chain: EvmChain, owner: string): Promise<At> {
   return { s, oc, account, w: { prefix: s.prefix, chain, owner: account.address } };
 }
 
-function waiting(reason: OwnerTxWait, detail: string, saved?: SavedOwnerTx): OwnerTxStep {
+function waiting(reason: OwnerTxWait, detail: string, saved?: OwnerTxRecord): OwnerTxStep {
   return { kind: 'waiting', reason, detail, nonce: saved?.nonce, hash: saved?.versions.at(-1)?.hash };
 }
 
@@ -344,7 +347,7 @@ async function send(at: At, saved: SavedOwnerTx, head: bigint, how: 'first' | 'a
  * site is read before the record, so a failover in between (a record the new primary may not have)
  * shows as a shortfall, never as a send. A string: why it is not held.
  */
-async function heldSaved(at: At, nonce: bigint): Promise<SavedOwnerTx | string> {
+async function heldSaved(at: At, nonce: bigint): Promise<OwnerTxRecord | string> {
   const { acks } = at.s;
   const site = acks ? await acks.site() : undefined;
   const saved = await readSaved(at, nonce);
@@ -385,10 +388,12 @@ async function afterLostRace(at: At, nonce: bigint, fill: boolean, head: bigint)
   if (typeof now === 'string')
     return waiting('replicas', `waiting for Redis replicas before sending: ${now}`);
   if (fill && !now.filled) throw signedError(at, now);
+  // Noted mined meanwhile (its save was refused: owner-tx-save-signed.lua): nothing to send.
+  if (now.done) return minedOf(now);
   return await send(at, now, head, 'again');
 }
 
-function signedError(at: At, saved: SavedOwnerTx): OwnerTxSignedError {
+function signedError(at: At, saved: OwnerTxRecord): OwnerTxSignedError {
   return new OwnerTxSignedError(
     SIGNING_ERROR_CODES.ownerTxSigned,
     `the call ${saved.callId} is signed at nonce ${saved.nonce} of ${at.w.owner} on ${at.oc.chain}: it can only be sent, never given up`,
@@ -493,8 +498,14 @@ async function minedStep(
   saved: SavedOwnerTx,
   d: Extract<TxDecision, { kind: 'mined' }>,
 ): Promise<OwnerTxStep> {
-  await markDone(at.s.redis, at.w, saved.nonce, d);
+  await markDone(at.s.redis, at.w, saved, d);
   return { kind: 'mined', nonce: saved.nonce, hash: d.hash, success: d.success, filler: saved.filled };
+}
+
+/** What a step of a transaction noted mined says: mined, as noted. */
+export function minedOf(saved: MinedOwnerTx): OwnerTxStep {
+  const { nonce, done } = saved;
+  return { kind: 'mined', nonce, hash: done.hash, success: done.success, filler: saved.filled };
 }
 
 /** Does what the decision says about the saved transaction. */
@@ -543,6 +554,7 @@ async function act(
       const held = await heldSaved(at, saved.nonce);
       if (typeof held === 'string')
         return waiting('replicas', `waiting for Redis replicas before sending: ${held}`, saved);
+      if (held.done) return minedOf(held);
       // Another sender saved a newer version meanwhile: the next step looks at that one.
       if (held.versions.at(-1)?.hash !== saved.versions.at(-1)?.hash)
         return waiting('pending', 'a newer version was saved', held);
@@ -633,7 +645,7 @@ function missingError(at: At, nonce: bigint): SigningError {
   );
 }
 
-async function readSaved(at: At, nonce: bigint): Promise<SavedOwnerTx> {
+async function readSaved(at: At, nonce: bigint): Promise<OwnerTxRecord> {
   const saved = await readOwnerTx(at.s.redis, at.w, nonce);
   if (!saved) throw missingError(at, nonce);
   return saved;
@@ -643,11 +655,12 @@ async function readSaved(at: At, nonce: bigint): Promise<SavedOwnerTx> {
  * A call id names one call for ever: asked again with another target, calldata or value, it is
  * refused rather than sent as what was saved under it.
  */
-function checkSameCall(at: At, saved: SavedOwnerTx, call: OwnerCall): void {
+function checkSameCall(at: At, saved: OwnerTxRecord, call: OwnerCall): void {
+  const sameData = saved.done
+    ? saved.dataDigest === callDataDigest(call.data)
+    : saved.data.toLowerCase() === call.data.toLowerCase();
   const same =
-    saved.to.toLowerCase() === call.to.toLowerCase() &&
-    saved.data.toLowerCase() === call.data.toLowerCase() &&
-    saved.value === (call.value ?? 0n);
+    saved.to.toLowerCase() === call.to.toLowerCase() && sameData && saved.value === (call.value ?? 0n);
   if (!same) {
     throw new SigningError(
       SIGNING_ERROR_CODES.ownerTxMissing,
@@ -661,9 +674,8 @@ function checkSameCall(at: At, saved: SavedOwnerTx, call: OwnerCall): void {
  * decides alone: the head, fees and balance are read only when there is none. `probed`: the facts
  * its nonce was just given on (freshFacts).
  */
-async function stepSaved(at: At, saved: SavedOwnerTx, probed?: TxFacts): Promise<OwnerTxStep> {
-  const { nonce, done } = saved;
-  if (done) return { kind: 'mined', nonce, hash: done.hash, success: done.success, filler: saved.filled };
+async function stepSaved(at: At, saved: OwnerTxRecord, probed?: TxFacts): Promise<OwnerTxStep> {
+  if (saved.done) return minedOf(saved);
   const fresh = await freshFacts(at, saved, probed);
   if (fresh) return await act(at, saved, { facts: fresh, unknown: undefined }, decideOwnerTx(fresh));
   const seen = await readNonceSeen(at, saved);
@@ -730,11 +742,11 @@ async function abandonCall(
  * by a zero-value self-transaction) aside. Each may still execute, however long its run stalls: a
  * call with a nonce is only ever driven to its fate, by whoever steps it next.
  */
-async function unminedCalls(s: Sender, chain: EvmChain, owner: string): Promise<SavedOwnerTx[]> {
+async function unminedCalls(s: Sender, chain: EvmChain, owner: string): Promise<OwnerTxRecord[]> {
   const at = await atOf(s, chain, owner);
   const next = await nextNonce(s.redis, at.w);
   if (next === undefined) return [];
-  const out: SavedOwnerTx[] = [];
+  const out: OwnerTxRecord[] = [];
   for (let n = await readNonce(at.oc, at.w.owner, 'latest'); n < next; n++) {
     const saved = await readOwnerTx(s.redis, at.w, n);
     if (saved && !saved.filled) out.push(saved);
@@ -767,7 +779,7 @@ export function createOwnerTxSender(deps: OwnerTxSenderDeps) {
     abandon: (chain: EvmChain, owner: string, callId: string) => abandonCall(s, chain, owner, callId),
     unmined: (chain: EvmChain, owner: string) => unminedCalls(s, chain, owner),
     /** The call's transaction as saved (its nonce, versions, sends), for evidence and the status. */
-    async saved(chain: EvmChain, owner: string, callId: string): Promise<SavedOwnerTx | undefined> {
+    async saved(chain: EvmChain, owner: string, callId: string): Promise<OwnerTxRecord | undefined> {
       const w = { prefix: s.prefix, chain, owner };
       const nonce = await nonceOfCall(s.redis, w, callId);
       return nonce === undefined ? undefined : await readOwnerTx(s.redis, w, nonce);
