@@ -228,11 +228,19 @@ async function readNonceSeen(at: At, saved: SavedOwnerTx): Promise<NonceSeen> {
   return { chainNonce, receipt };
 }
 
-/** The facts the decision needs: the nonce and receipts (read now, or `seen`), then the head, fees and balance. */
+/**
+ * The facts the decision needs: the nonce and receipts (read now, or `seen`), then the head, fees and
+ * balance. With nothing signed there is no receipt to read after the nonce: all are read at once.
+ */
 async function gatherFacts(at: At, saved: SavedOwnerTx, seen?: NonceSeen): Promise<TxFacts> {
   const { oc, w, s } = at;
-  const { chainNonce, receipt } = seen ?? (await readNonceSeen(at, saved));
-  const [head, fees, balance] = await Promise.all([readHead(oc), readFees(oc), readBalance(oc, w.owner)]);
+  const first = seen ?? (saved.versions.length > 0 ? await readNonceSeen(at, saved) : undefined);
+  const [{ chainNonce, receipt }, head, fees, balance] = await Promise.all([
+    first ?? readNonceSeen(at, saved),
+    readHead(oc),
+    readFees(oc),
+    readBalance(oc, w.owner),
+  ]);
   const filled = saved.filled;
   const latest = saved.versions.at(-1);
   return {
@@ -588,12 +596,16 @@ async function nonceFor(
     if (balance < value) return waiting('owner-lacks-gas', lacksGas(at, value - balance));
   }
   const gas = call.gas ?? (await estimateGas(oc, w.owner, { to: call.to, data: call.data, value }));
-  const pending = await readNonce(oc, w.owner, 'pending');
-  // Nothing is given a nonce before its owner can pay for it: a nonce given is a nonce to fill.
-  const facts = await gatherFacts(at, probe(pending, { to: call.to, data: call.data, value, gas }));
+  const fields: OwnerCallFields = { to: call.to, data: call.data, value, gas };
+  // Nothing is given a nonce before its owner can pay for it: a nonce given is a nonce to fill. The
+  // pending nonce is read beside the facts, in one round (nothing is signed: gatherFacts).
+  const [pending, read] = await Promise.all([
+    readNonce(oc, w.owner, 'pending'),
+    gatherFacts(at, probe(0n, fields)),
+  ]);
+  const facts = { ...read, nonce: pending };
   const d = decideOwnerTx(facts);
   if (d.kind === 'wait') return waiting(d.reason, waitDetail(at, d));
-  const fields: OwnerCallFields = { to: call.to, data: call.data, value, gas };
   const r = await assignNonce(s.redis, w, call.id, pending, fields);
   if (r.kind === 'read-chain') throw new Error('owner-tx-assign.lua asked for the chain nonce it was given');
   if (r.fresh)
