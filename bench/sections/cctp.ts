@@ -31,7 +31,7 @@ export type CctpRun = {
   /** Redis commands per transfer, burn and mint (INFO commandstats, Lua-internal calls included). */
   readonly commandsPerTransfer: number;
   readonly topCommands: string;
-  /** used_memory after the batch is minted, less before it was enqueued, per transfer. */
+  /** used_memory after the batch is minted, less before it was enqueued (clients' and AOF buffers apart), per transfer. */
   readonly bytesPerTransfer: number;
   /** Where the CPU went from the batch enqueued to its last mint (process-cpu.ts); absent in older results. */
   readonly cpu?: CpuAccount | undefined;
@@ -59,7 +59,42 @@ export type CctpResult = {
   readonly runs: readonly CctpRun[];
   /** The second batch of each run, into the same worker and Redis: the marginal cost. */
   readonly marginal: readonly CctpRun[];
+  /** What the transfers of each run's two batches keep for good, per transfer; absent in older results. */
+  readonly retained?: readonly RetainedBytes[] | undefined;
 };
+
+/**
+ * What a minted transfer keeps in Redis for good, once BullMQ has dropped its job: Σ `MEMORY USAGE`
+ * (SAMPLES 0) of each kind of key over the run's transfers, per transfer.
+ */
+export type RetainedBytes = {
+  /** `P:t:*`: the transfer records. */
+  readonly records: number;
+  /** `P:otx:*`: the owners' transactions (approve, burn, mint) and their accounts (`c:<call id>`). */
+  readonly ownerTxs: number;
+  /** `P:payout:*` and `P:batch:*`: payout ids, batch records, row and state sets. */
+  readonly other: number;
+};
+
+/** Σ MEMORY USAGE of the keys that stay for good (RetainedBytes), over `rows` transfers. */
+async function retainedBytes(redis: BenchRedis, prefix: string, rows: number): Promise<RetainedBytes> {
+  const sum = async (match: string) => {
+    let total = 0;
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.client.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+      cursor = next;
+      for (const key of found)
+        total += Number(await redis.client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+    } while (cursor !== '0');
+    return total;
+  };
+  return {
+    records: (await sum(`${prefix}:t:*`)) / rows,
+    ownerTxs: (await sum(`${prefix}:otx:*`)) / rows,
+    other: ((await sum(`${prefix}:payout:*`)) + (await sum(`${prefix}:batch:*`))) / rows,
+  };
+}
 
 /** Waits until every transfer of the batch says its intent is `complete` (minted): when, and the HGETs it sent. */
 async function waitMinted(
@@ -171,6 +206,7 @@ async function burnCycle(redis: BenchRedis, prefix: string, batchId: string): Pr
 export async function benchCctp(ctx: Context, p: { rows: number; runs: number }): Promise<CctpResult> {
   const runs: CctpRun[] = [];
   const marginal: CctpRun[] = [];
+  const retained: RetainedBytes[] = [];
   for (let i = 0; i < p.runs; i++) {
     const redis = await startBenchRedis();
     try {
@@ -186,6 +222,7 @@ export async function benchCctp(ctx: Context, p: { rows: number; runs: number })
       try {
         runs.push(await oneBatch(ctx, redis, env, group, { rows: p.rows, tag: `cctp${i}` }));
         marginal.push(await oneBatch(ctx, redis, env, group, { rows: p.rows, tag: `cctp${i}b` }));
+        retained.push(await retainedBytes(redis, 'usdc', 2 * p.rows));
         ctx.log(
           `cctp run ${i + 1}: ${runs.at(-1)?.burnsPerSecond.toFixed(2)} burns/s (bound ${(1000 / FIRST_LOOK_MS).toFixed(0)}/s; sent → mined ${runs.at(-1)?.cycle?.sentToMinedMs ?? '?'} ms, mined → next sent ${runs.at(-1)?.cycle?.minedToNextSentMs ?? '?'} ms), ${runs.at(-1)?.commandsPerTransfer.toFixed(0)} commands per transfer (second batch ${marginal.at(-1)?.commandsPerTransfer.toFixed(0)}, ${((marginal.at(-1)?.bytesPerTransfer ?? 0) / 1024).toFixed(1)} KiB)`,
         );
@@ -202,7 +239,20 @@ export async function benchCctp(ctx: Context, p: { rows: number; runs: number })
     firstLookMs: FIRST_LOOK_MS,
     runs,
     marginal,
+    retained,
   };
+}
+
+/** The row of what a minted transfer keeps for good, where the results have it. */
+function retainedLines(r: CctpResult): string[] {
+  const of = r.retained ?? [];
+  if (of.length === 0) return [];
+  const med = (f: (x: RetainedBytes) => number) =>
+    of.map(f).sort((a, b) => a - b)[Math.floor(of.length / 2)] ?? 0;
+  const total = med((x) => x.records + x.ownerTxs + x.other);
+  return [
+    `| Redis memory a minted transfer keeps for good, once BullMQ drops its job (Σ \`MEMORY USAGE\` of the records, the owner's transactions, payout ids and batch keys / the run's ${2 * r.rows} transfers) | ${(total / 1024).toFixed(2)} KiB: record ${med((x) => x.records).toFixed(0)} B, the owner's approve share, burn and mint ${med((x) => x.ownerTxs).toFixed(0)} B, payout id and batch keys ${med((x) => x.other).toFixed(0)} B |`,
+  ];
 }
 
 /** The cycle of one owner's burns, where the results have it. */
@@ -237,8 +287,9 @@ export function cctpReport(r: CctpResult, loadBefore: string): string[] {
     `| first transfer taken → last mint (every intent \`complete\`) | ${(med((x) => x.mintedWindowMs) / 1000).toFixed(1)} s |`,
     `| Redis commands per transfer (burn and mint; Lua-internal calls included), first batch | ${med((x) => x.commandsPerTransfer).toFixed(0)} |`,
     `| Redis commands per transfer, a second batch into the same worker (marginal) | ${med((x) => x.commandsPerTransfer, r.marginal).toFixed(0)} |`,
-    `| Redis memory per transfer once minted (used_memory after − before), first batch | ${(med((x) => x.bytesPerTransfer) / 1024).toFixed(1)} KiB |`,
+    `| Redis memory per transfer once minted, its job kept (used_memory after − before; clients' and AOF buffers apart), first batch | ${(med((x) => x.bytesPerTransfer) / 1024).toFixed(1)} KiB |`,
     `| Redis memory per transfer, the second batch (marginal: fixed costs already paid) | ${(med((x) => x.bytesPerTransfer, r.marginal) / 1024).toFixed(1)} KiB |`,
+    ...retainedLines(r),
     '',
     `Top commands per transfer, first batch: ${r.runs[0]?.topCommands ?? '—'}; second batch: ${r.marginal[0]?.topCommands ?? '—'}.`,
     '',
@@ -249,6 +300,8 @@ export function cctpReport(r: CctpResult, loadBefore: string): string[] {
     '',
     "Why the bound: a transfer takes its owner's (chain, owner) lease for its approve and burn and keeps it until the burn's receipt (one burn signed per transfer, nonces in order), so one owner burns at most one row per block on a live chain (Base about one every 2 s, Arbitrum four a second). The sandbox's anvils mine each transaction at once, so there the bound is the worker's first look for the receipt, 250 ms after the send, then 250 ms and 500 ms later, then every second (owner-call.ts `watchDelayMs`; until the report of b26cf94 the worker looked every second from the start, and this section measured 0.77 burns/s against a bound it then called one block a second). The rest of a burn's cycle is the owner's serial section: the next transfer takes the lease, reads the allowance and the owner's nonce, signs and sends (the sandbox answers RPC after its latency). More owners (EVM_PRIVATE_KEY with several keys) or more source chains multiply it, as for the service's permits (sections 3 and 7). The mints run in the intent follower, beside the burns, and do not hold the lease. `BENCH_ONLY=cctp npm run bench` runs this section alone.",
     '',
-    "Where a cycle's time goes, read on the sandbox's RPC log (30 November 2026, this section at 20 ms per call; each sequential read is a round of that latency, ~25 ms here): after the burn is sent, the first look at 250 ms — the owner's nonce, then the receipt, which now ends the look (the head, fees and balance it read after the receipt too went with 22d0797: sent → receipt seen 301 ms instead of ~327, 1.9 burns/s instead of 1.8, minutes apart); then the next transfer's serial section, seven rounds before its send: the owner's calls not yet mined (its nonce), the allowance, the pending nonce, the facts its nonce is given on (the nonce; the head, fees and balance together), and the first step of its transaction at that nonce (the same two again). Since f086e66 that first step reads only the nonce and the head again, in one round, and decides on the fees and balance its nonce was given on (receipt seen → next burn sent 186–189 ms instead of 202–207, 1.97 burns/s, minutes apart); the nonce read stays, as the chain's word that the nonce is still free (and the read at which the fault test of a mint call given a nonce and never signed kills its worker, cctp-faults.test.ts).",
+    "Where a cycle's time goes, read on the sandbox's RPC log (30 November 2026, this section at 20 ms per call; each sequential read is a round of that latency, ~25 ms here): after the burn is sent, the first look at 250 ms — the owner's nonce, then the receipt, which now ends the look (the head, fees and balance it read after the receipt too went with 22d0797: sent → receipt seen 301 ms instead of ~327, 1.9 burns/s instead of 1.8, minutes apart); then the next transfer's serial section, seven rounds before its send: the owner's calls not yet mined (its nonce), the allowance, the pending nonce, the facts its nonce is given on (the nonce; the head, fees and balance together), and the first step of its transaction at that nonce (the same two again). Since f086e66 that first step reads only the nonce and the head again, in one round, and decides on the fees and balance its nonce was given on (receipt seen → next burn sent 186–189 ms instead of 202–207, 1.97 burns/s, minutes apart); the nonce read stays, as the chain's word that the nonce is still free (and the read at which the fault test of a mint call given a nonce and never signed kills its worker, cctp-faults.test.ts). Since 5461dc9 the facts a nonce is given on — the pending nonce, the owner's nonce, the head, fees and balance — are read in one round instead of three (nothing of the call is signed yet, so no receipt waits on the nonce read): receipt seen → next burn sent 123–124 ms instead of 170, 2.29–2.30 burns/s instead of 2.06 (one run each, minutes apart).",
+    '',
+    "Memory. Until 242493b and 6294025 a minted transfer on this road kept 8.37 KiB for good (the row above, measured on the code before: record 2,369 B, the owner's transactions 6,038 B): its record stayed a `hashtable` (its intent id, `cctp:<domain>:0x<burn tx>`, is 73 characters, over the default `hash-max-listpack-value` of 64), and each approve, burn and mint of the owner kept its calldata and every signed version (a mint's are ~2.6 KB). The intent id is now stored in two fields, as a Solana signature is, and a mined transaction keeps what says which call it was and how it went — its call id, target and value, its calldata's digest, each version's hash and fees, its receipt — and drops the rest (docs/cctp.md \"The owner's transactions\"). Measured as here (clients' and AOF buffers apart: a running worker's connections moved `used_memory` by ±170 KB between two readings), the code before read 16.0–16.1 KiB per transfer for the first batch and 12.1 for the second (two runs, minutes apart). What is left besides the kept job (its hash with the outcome object and its step log, ~2.7 KiB while BullMQ keeps it) is the row above: the record, with the road's fields, and the owner's transactions, ~0.8 KiB each in a `hashtable` of eight short fields per nonce.",
   ];
 }
