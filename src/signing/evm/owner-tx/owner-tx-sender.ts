@@ -6,12 +6,12 @@ import { USDC_EVM, type EvmChain } from '../../../domain/chains.ts';
 import type { Logger } from '../../../log/logger.ts';
 import {
   assignNonce,
+  callDataDigest,
   giveUpCall,
   markDone,
   markSent,
   markUsedSeen,
   nextNonce,
-  callDataDigest,
   nonceOfCall,
   readOwnerTx,
   saveSigned,
@@ -226,6 +226,23 @@ async function readNonceSeen(at: At, saved: SavedOwnerTx): Promise<NonceSeen> {
     saved.versions.map((v) => v.hash),
   );
   return { chainNonce, receipt };
+}
+
+/**
+ * A look at a saved transaction: a receipt of its versions first — one decides alone, and on a chain
+ * with short blocks the first look after a send finds it, in one round —, else the owner's nonce,
+ * and the receipts again only when the nonce is used (read after the nonce, as readNonceSeen: a
+ * receipt missing before the nonce read says nothing of a nonce used since). A nonce not used
+ * needs no second receipt read: the transaction is not mined. With the receipt, `chainNonce` is the
+ * one it proves used (nothing reads it past the receipt: decideByReceipt).
+ */
+async function lookAt(at: At, saved: SavedOwnerTx): Promise<NonceSeen> {
+  const hashes = saved.versions.map((v) => v.hash);
+  const early = hashes.length > 0 ? await readReceipt(at.oc, hashes) : undefined;
+  if (early) return { chainNonce: saved.nonce + 1n, receipt: early };
+  const chainNonce = await readNonce(at.oc, at.w.owner, 'latest');
+  if (chainNonce <= saved.nonce || hashes.length === 0) return { chainNonce, receipt: undefined };
+  return { chainNonce, receipt: await readReceipt(at.oc, hashes) };
 }
 
 /**
@@ -690,7 +707,7 @@ async function stepSaved(at: At, saved: OwnerTxRecord, probed?: TxFacts): Promis
   if (saved.done) return minedOf(saved);
   const fresh = await freshFacts(at, saved, probed);
   if (fresh) return await act(at, saved, { facts: fresh, unknown: undefined }, decideOwnerTx(fresh));
-  const seen = await readNonceSeen(at, saved);
+  const seen = await lookAt(at, saved);
   const mined = decideByReceipt(seen.receipt);
   if (mined) return await minedStep(at, saved, mined);
   const gathered = await factsWithHolder(at, saved, seen);
