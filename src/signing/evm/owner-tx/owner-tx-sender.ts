@@ -229,12 +229,12 @@ async function readNonceSeen(at: At, saved: SavedOwnerTx): Promise<NonceSeen> {
 }
 
 /**
- * A look at a saved transaction: a receipt of its versions first — one decides alone, and on a chain
- * with short blocks the first look after a send finds it, in one round —, else the owner's nonce,
- * and the receipts again only when the nonce is used (read after the nonce, as readNonceSeen: a
- * receipt missing before the nonce read says nothing of a nonce used since). A nonce not used
- * needs no second receipt read: the transaction is not mined. With the receipt, `chainNonce` is the
- * one it proves used (nothing reads it past the receipt: decideByReceipt).
+ * A look at a saved transaction. A receipt of its versions is read first: one decides alone (on a
+ * chain with short blocks the first look after a send finds it, in one round). Without one, the
+ * owner's nonce, and the receipts again only when the nonce is used (read after the nonce, as
+ * readNonceSeen: a receipt missing before the nonce read says nothing of a nonce used since); a
+ * nonce not used needs no second read, the transaction is not mined. With the receipt, `chainNonce`
+ * is the one it proves used (nothing reads it past the receipt: decideByReceipt).
  */
 async function lookAt(at: At, saved: SavedOwnerTx): Promise<NonceSeen> {
   const hashes = saved.versions.map((v) => v.hash);
