@@ -286,6 +286,11 @@ export function permitPatch(
 export const COMPACT_VALUE_MAX = 64;
 
 const flag = (v: boolean) => (v ? '1' : '');
+/** A value that may outgrow COMPACT_VALUE_MAX as two fields, its first 64 characters and the rest (`''` clears both). */
+const inTwo = (name: string, v: string | null): Record<string, string> => ({
+  [name]: v === null ? '' : v.slice(0, COMPACT_VALUE_MAX),
+  [`${name}_rest`]: v === null ? '' : v.slice(COMPACT_VALUE_MAX),
+});
 const orEmpty = (v: string | number | null) => (v === null ? '' : String(v));
 
 /** How each field of a patch is stored: field/value pairs of the hash (`''` clears). */
@@ -323,16 +328,10 @@ const STORED: {
   lastError: (v) => ({ last_error: orEmpty(v) }),
   attempts: (v) => ({ attempts: orEmpty(v) }),
   owner: (v) => ({ owner: orEmpty(v) }),
-  intentId: (v) =>
-    v === null
-      ? { intent_id: '', intent_id_rest: '' }
-      : { intent_id: v.slice(0, COMPACT_VALUE_MAX), intent_id_rest: v.slice(COMPACT_VALUE_MAX) },
+  intentId: (v) => inTwo('intent_id', v),
   intentStatus: (v) => ({ intent_status: orEmpty(v) }),
   txHash: (v) => ({ tx_hash: orEmpty(v === null ? null : v.replace(/^0x(?=[0-9a-fA-F]{64}$)/, '')) }),
-  txSignature: (v) =>
-    v === null
-      ? { tx_signature: '', tx_signature_rest: '' }
-      : { tx_signature: v.slice(0, COMPACT_VALUE_MAX), tx_signature_rest: v.slice(COMPACT_VALUE_MAX) },
+  txSignature: (v) => inTwo('tx_signature', v),
   error: (e) =>
     e === null ? { error_code: '', error_message: '' } : { error_code: e.code, error_message: e.message },
   waitReason: (v) => ({ wait_reason: orEmpty(v) }),

@@ -57,19 +57,20 @@ const str = (v: string | undefined): string | null => (v === undefined || v === 
 const txHashOf = (v: string | undefined): string | null =>
   v === undefined || v === '' ? null : /^[0-9a-fA-F]{64}$/.test(v) ? `0x${v}` : v;
 
-/**
- * A Solana signature is stored in two fields, its first 64 characters and the rest (saved-steps.ts
- * `fieldsOf`); older records have it whole in the first.
- */
-export const txSignatureOf = (raw: Readonly<Record<string, string | null | undefined>>): string | null =>
-  str(`${raw['tx_signature'] ?? ''}${raw['tx_signature_rest'] ?? ''}`);
+type StoredFields = Readonly<Record<string, string | null | undefined>>;
 
 /**
- * An intent id longer than 64 characters (the CCTP road's) is stored in two fields, its first 64
- * characters and the rest (saved-steps.ts `fieldsOf`); older records have it whole in the first.
+ * A value stored in two fields, `<name>` (its first 64 characters) and `<name>_rest` (saved-steps.ts
+ * `fieldsOf`), read whole; older records have it whole in the first.
  */
-export const intentIdOf = (raw: Readonly<Record<string, string | null | undefined>>): string | null =>
-  str(`${raw['intent_id'] ?? ''}${raw['intent_id_rest'] ?? ''}`);
+const inTwoOf = (raw: StoredFields, name: string): string | null =>
+  str(`${raw[name] ?? ''}${raw[`${name}_rest`] ?? ''}`);
+
+/** A Solana signature (88 characters), stored in two fields. */
+export const txSignatureOf = (raw: StoredFields): string | null => inTwoOf(raw, 'tx_signature');
+
+/** An intent id, stored in two fields when longer than 64 characters (the CCTP road's). */
+export const intentIdOf = (raw: StoredFields): string | null => inTwoOf(raw, 'intent_id');
 
 /** A record's fee fields as stored, by their stored names. */
 type StoredFee = {
