@@ -215,24 +215,14 @@ function waitDetail(at: At, d: Extract<TxDecision, { kind: 'wait' }>): string {
   return 'broadcast, not mined yet';
 }
 
-/** What a look reads first: the owner's nonce at `latest`, then a receipt of the versions. */
+/** What a look found (lookAt): the owner's nonce at `latest`, and a receipt of the versions. */
 type NonceSeen = Pick<TxFacts, 'chainNonce' | 'receipt'>;
-
-/** The owner's nonce, then the receipts, in this order: the nonce before the receipts (tx-decision.ts). */
-async function readNonceSeen(at: At, saved: SavedOwnerTx): Promise<NonceSeen> {
-  const chainNonce = await readNonce(at.oc, at.w.owner, 'latest');
-  const receipt = await readReceipt(
-    at.oc,
-    saved.versions.map((v) => v.hash),
-  );
-  return { chainNonce, receipt };
-}
 
 /**
  * A look at a saved transaction. A receipt of its versions is read first: one decides alone (on a
  * chain with short blocks the first look after a send finds it, in one round). Without one, the
- * owner's nonce, and the receipts again only when the nonce is used (read after the nonce, as
- * readNonceSeen: a receipt missing before the nonce read says nothing of a nonce used since); a
+ * owner's nonce, and the receipts again only when the nonce is used (the nonce before the receipts,
+ * tx-decision.ts: a receipt missing before the nonce read says nothing of a nonce used since); a
  * nonce not used needs no second read, the transaction is not mined. With the receipt, `chainNonce`
  * is the one it proves used (nothing reads it past the receipt: decideByReceipt).
  */
@@ -246,14 +236,14 @@ async function lookAt(at: At, saved: SavedOwnerTx): Promise<NonceSeen> {
 }
 
 /**
- * The facts the decision needs: the nonce and receipts (read now, or `seen`), then the head, fees and
- * balance. With nothing signed there is no receipt to read after the nonce: all are read at once.
+ * The facts the decision needs: the look (`seen`, or a look now: stepSaved looks first and passes
+ * it, so that a receipt decides alone; nonceFor's probe, with nothing signed, has it read here) and
+ * the head, fees and balance, read at once.
  */
 async function gatherFacts(at: At, saved: SavedOwnerTx, seen?: NonceSeen): Promise<TxFacts> {
   const { oc, w, s } = at;
-  const first = seen ?? (saved.versions.length > 0 ? await readNonceSeen(at, saved) : undefined);
   const [{ chainNonce, receipt }, head, fees, balance] = await Promise.all([
-    first ?? readNonceSeen(at, saved),
+    seen ?? lookAt(at, saved),
     readHead(oc),
     readFees(oc),
     readBalance(oc, w.owner),
