@@ -91,6 +91,18 @@ export async function settledMemory(redis: Redis): Promise<SettledMemory> {
   return { used: all - buffers, scripts: field('used_memory_scripts'), histograms: before - all };
 }
 
+/** Σ `MEMORY USAGE … SAMPLES 0` of the keys matching `match` (a SCAN pattern). */
+export async function matchedBytes(redis: Redis, match: string): Promise<number> {
+  let sum = 0;
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+    cursor = next;
+    for (const key of found) sum += Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+  } while (cursor !== '0');
+  return sum;
+}
+
 export async function redisVersion(redis: Redis): Promise<string> {
   return (await info(redis, 'server')).get('redis_version') ?? 'unknown';
 }

@@ -1,7 +1,14 @@
 import { FIRST_LOOKS_MS } from '../../src/pipeline/cctp/owner-call.ts';
 import { queueNameFor } from '../../src/queue/jobs.ts';
 import { keys } from '../../src/store/keys.ts';
-import { commandCalls, settledMemory, topCommands, totalCalls, withoutOwn } from '../lib/redis-info.ts';
+import {
+  commandCalls,
+  matchedBytes,
+  settledMemory,
+  topCommands,
+  totalCalls,
+  withoutOwn,
+} from '../lib/redis-info.ts';
 import { evmRows } from '../lib/rows.ts';
 import { cpuShareLines, cpuSpent, readCpu, type CpuAccount } from '../lib/process-cpu.ts';
 import {
@@ -78,17 +85,7 @@ export type RetainedBytes = {
 
 /** Σ MEMORY USAGE of the keys that stay for good (RetainedBytes), over `rows` transfers. */
 async function retainedBytes(redis: BenchRedis, prefix: string, rows: number): Promise<RetainedBytes> {
-  const sum = async (match: string) => {
-    let total = 0;
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.client.scan(cursor, 'MATCH', match, 'COUNT', 1000);
-      cursor = next;
-      for (const key of found)
-        total += Number(await redis.client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
-    } while (cursor !== '0');
-    return total;
-  };
+  const sum = (match: string) => matchedBytes(redis.client, match);
   return {
     records: (await sum(`${prefix}:t:*`)) / rows,
     ownerTxs: (await sum(`${prefix}:otx:*`)) / rows,

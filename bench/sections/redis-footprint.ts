@@ -6,6 +6,7 @@ import { keys } from '../../src/store/keys.ts';
 import { traceCommands, type CommandTrace } from '../lib/command-trace.ts';
 import {
   commandCalls,
+  matchedBytes,
   settledMemory,
   topCommands,
   totalCalls,
@@ -342,14 +343,7 @@ async function freedByKind(redis: BenchRedis, prefix: string) {
 
 /** Σ MEMORY USAGE of BullMQ's `…:events` streams (capped: a fixed ceiling, not per transfer). */
 async function eventStreamBytes(redis: BenchRedis, prefix: string): Promise<number> {
-  let sum = 0;
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.client.scan(cursor, 'MATCH', `${prefix}:*:events`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of found) sum += Number(await redis.client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
-  } while (cursor !== '0');
-  return sum;
+  return await matchedBytes(redis.client, `${prefix}:*:events`);
 }
 
 /** The `ip:port` Redis sees a client at (CLIENT INFO's `addr`), as MONITOR names it. */
