@@ -139,6 +139,30 @@ describe('worker: guards before anything is signed', () => {
     await blacklist('ARB', blacklisted, false);
   });
 
+  it('reads many addresses in one eth_call that asks USDC on the chain about each: the blacklisted ones, and only they, read blacklisted', async () => {
+    const listed = [randomEvmAddress(), randomEvmAddress()];
+    for (const a of listed) await blacklist('BASE', a, true);
+    const bodies: unknown[] = [];
+    const watched = (async (url: string | URL | Request, init?: RequestInit) => {
+      bodies.push(JSON.parse(String(init?.body)));
+      return await fetch(url, init);
+    }) as typeof fetch;
+    const reader = createChainReader({
+      config: loadConfig({ EVM_RPC_URL_BASE: stack.sandbox.rpc.BASE }),
+      fetch: watched,
+    });
+    const [clear1, clear2, clear3] = [randomEvmAddress(), randomEvmAddress(), randomEvmAddress()];
+    const asked = [clear1, listed[0], clear2, (listed[1] as string).toLowerCase(), clear3, listed[0]];
+    // Asked in one turn (as a run asks about its owners): one request.
+    const answers = await Promise.all(asked.map((a) => reader.usdcBlacklisted('BASE', a as string)));
+    expect(answers).toEqual([false, true, false, true, false, true]);
+    expect(bodies).toHaveLength(1);
+    const call = bodies[0] as { method: string; params: [{ to?: string; data: string }, string] };
+    // The chain ran the code: no contract was called, and no JSON-RPC batch was needed.
+    expect(call.method).toBe('eth_call');
+    expect(call.params[0].to).toBeUndefined();
+  });
+
   it('pays a batch once with three worker processes, keeping each owner’s nonce order', async () => {
     workers.push(stack.startWorker(solanaRpc()));
     workers.push(stack.startWorker(solanaRpc()));

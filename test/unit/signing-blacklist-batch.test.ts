@@ -3,12 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { createChainReader } from '../../src/signing/evm/chain-reader.ts';
 
 /*
- * USDC's `isBlacklisted` reads of many transfers at once (chain-reader.ts, busy-batch.ts): while one
- * read is in flight the next go together in one JSON-RPC batch, and each is still answered on its
- * own — a blacklisted recipient is never read as clear because another read shared its request.
+ * USDC's `isBlacklisted` reads of many transfers at once (chain-reader.ts, busy-batch.ts,
+ * blacklist-reads.ts): while one read is in flight the next go together, in one `eth_call` that asks
+ * USDC about each address, or — where the node refuses it — in one JSON-RPC batch of one `eth_call`
+ * each; every read is answered on its own: a blacklisted recipient is never read as clear because
+ * another read shared its request. The code of the one `eth_call` runs on a real chain in
+ * test/integration/worker-guards.test.ts; here the RPC answers it as that code does.
  */
 
-type RpcCall = { id: number; method: string; params: [{ data: string }, unknown] };
+type RpcCall = { id: number; method: string; params: [{ to?: string; data: string }, unknown] };
 
 const WORD_TRUE = `0x${'0'.repeat(63)}1`;
 const WORD_FALSE = `0x${'0'.repeat(64)}`;
@@ -16,32 +19,59 @@ const WORD_FALSE = `0x${'0'.repeat(64)}`;
 /** The address an `isBlacklisted(address)` call asks about (the last 20 bytes of its argument). */
 const addressOf = (c: RpcCall) => `0x${c.params[0].data.slice(-40)}`;
 
+/** Whether a call is the one `eth_call` that reads many: code to run, no contract called. */
+const readsAll = (c: RpcCall) => c.params[0].to === undefined;
+
 /**
- * An RPC whose answers the test releases one request at a time; `answer` says what each call gets
- * (an `error`, a `result`, or `undefined`: left out of a batch's answer).
+ * The addresses the one `eth_call` asks about: the words after its code (whose first instruction
+ * pushes the code's length) and after USDC's address.
  */
-function heldRpc(answer: (address: string) => { result: string } | { error: string } | undefined) {
+function addressesOfAll(c: RpcCall): string[] {
+  const data = c.params[0].data;
+  const args = data.slice(2 + 2 * parseInt(data.slice(4, 6), 16) + 64);
+  return (args.match(/.{64}/g) ?? []).map((w) => `0x${w.slice(24)}`);
+}
+
+/** What a request asked about: an address, the addresses of the one call (`{ all }`), or a batch's. */
+const askedOf = (r: RpcCall | RpcCall[]): unknown =>
+  Array.isArray(r) ? r.map(addressOf) : readsAll(r) ? { all: addressesOfAll(r) } : addressOf(r);
+
+type Answer = { result: string } | { error: string } | undefined;
+
+/**
+ * An RPC whose answers the test releases one request at a time; `answer` says what each address's
+ * call gets (an `error`, a `result`, or `undefined`: left out of a batch's answer). The one call that
+ * reads many answers as its code does: each address's word, or a revert when one of them fails; a
+ * node that does not `runCode` refuses it.
+ */
+function heldRpc(answer: (address: string) => Answer, options: { runCode?: boolean } = {}) {
   const requests: (RpcCall | RpcCall[])[] = [];
   const held: (() => void)[] = [];
-  const one = (c: RpcCall) => {
-    const a = answer(addressOf(c));
+  const reply = (c: RpcCall, a: Answer) => {
     if (a === undefined) return undefined;
     return 'error' in a
       ? { jsonrpc: '2.0', id: c.id, error: { code: -32000, message: a.error } }
       : { jsonrpc: '2.0', id: c.id, result: a.result };
   };
+  const all = (c: RpcCall): Answer => {
+    if (options.runCode === false) return { error: 'contract creation is not supported' };
+    const words = addressesOfAll(c).map(answer);
+    if (words.some((w) => w === undefined || 'error' in w)) return { error: 'execution reverted' };
+    return { result: `0x${words.map((w) => (w as { result: string }).result.slice(2)).join('')}` };
+  };
+  const one = (c: RpcCall) => reply(c, readsAll(c) ? all(c) : answer(addressOf(c)));
   const fetch = (async (_url: unknown, init?: RequestInit) => {
     const body = JSON.parse(String(init?.body)) as RpcCall | RpcCall[];
     requests.push(body);
     await new Promise<void>((release) => held.push(release));
-    const reply = Array.isArray(body)
+    const replied = Array.isArray(body)
       ? // Answers out of order: they are matched by id.
         body
           .map(one)
           .filter((a) => a !== undefined)
           .reverse()
       : (one(body) ?? { jsonrpc: '2.0', id: body.id, error: { code: -32600, message: 'no batches' } });
-    return new Response(JSON.stringify(reply));
+    return new Response(JSON.stringify(replied));
   }) as typeof globalThis.fetch;
   const release = async (): Promise<void> => {
     for (let i = 0; i < 100 && held.length === 0; i++) await new Promise((r) => setImmediate(r));
@@ -68,10 +98,8 @@ const settle = async () => {
 };
 
 describe('isBlacklisted reads under load', () => {
-  it('sends the reads asked for during one in flight as one batch, each answered on its own', async () => {
-    const rpc = heldRpc((a) =>
-      a === B ? { result: WORD_TRUE } : a === D ? { error: 'execution reverted' } : { result: WORD_FALSE },
-    );
+  it('sends the reads asked for during one in flight as one eth_call asking USDC about each, each answered on its own', async () => {
+    const rpc = heldRpc((a) => ({ result: a === B ? WORD_TRUE : WORD_FALSE }));
     const reader = readerOn(rpc.fetch);
     const first = reader.usdcBlacklisted('ETH', A);
     await settle();
@@ -82,11 +110,42 @@ describe('isBlacklisted reads under load', () => {
     await rpc.release();
     expect(await first).toBe(false);
     await rpc.release();
+    expect(await Promise.all(rest)).toEqual(['true', 'false', 'false']);
+    expect(rpc.requests.map(askedOf)).toEqual([A, { all: [B, C, D] }]);
+    const call = rpc.requests[1] as RpcCall;
+    expect(call.method).toBe('eth_call');
+    expect(call.params[1]).toBe('latest');
+  });
+
+  it('reads each on its own in one batch when the one eth_call reverts: only the read that failed fails', async () => {
+    const rpc = heldRpc((a) =>
+      a === B ? { result: WORD_TRUE } : a === D ? { error: 'execution reverted' } : { result: WORD_FALSE },
+    );
+    const reader = readerOn(rpc.fetch);
+    const first = reader.usdcBlacklisted('ETH', A);
+    await settle();
+    const rest = [B, C, D].map((x) => reader.usdcBlacklisted('ETH', x).then(String, (e: Error) => e.message));
+    await rpc.release();
+    await first;
+    await rpc.release();
+    await rpc.release();
     expect(await Promise.all(rest)).toEqual(['true', 'false', expect.stringMatching(/execution reverted/)]);
-    expect(rpc.requests).toHaveLength(2);
-    const batch = rpc.requests[1] as RpcCall[];
-    expect(batch.map(addressOf)).toEqual([B, C, D]);
+    expect(rpc.requests.map(askedOf)).toEqual([A, { all: [B, C, D] }, [B, C, D]]);
+    const batch = rpc.requests[2] as RpcCall[];
     expect(batch.every((c) => c.method === 'eth_call' && c.params[1] === 'latest')).toBe(true);
+  });
+
+  it('reads each on its own when the one eth_call is answered with anything but one bool per address', async () => {
+    // A word that is not 0 or 1 (and a short answer): not read as "not blacklisted", read again alone.
+    const rpc = heldRpc((a) => ({ result: a === C ? `0x${'0'.repeat(62)}02` : WORD_TRUE }));
+    const reader = readerOn(rpc.fetch);
+    const both = Promise.all(
+      [A, C].map((x) => reader.usdcBlacklisted('ETH', x).then(String, (e: Error) => e.message)),
+    );
+    await rpc.release();
+    await rpc.release();
+    expect(await both).toEqual(['true', expect.stringMatching(/cannot be decoded|not a boolean/)]);
+    expect(rpc.requests.map(askedOf)).toEqual([{ all: [A, C] }, [A, C]]);
   });
 
   it('sends the reads asked for in one turn with none in flight together: one request, not one and then the rest', async () => {
@@ -98,11 +157,13 @@ describe('isBlacklisted reads under load', () => {
     expect(rpc.requests).toHaveLength(1);
     await rpc.release();
     expect(await owners).toEqual([false, false, true]);
-    expect((rpc.requests[0] as RpcCall[]).map(addressOf)).toEqual([A, B, C]);
+    expect(rpc.requests.map(askedOf)).toEqual([{ all: [A, B, C] }]);
   });
 
-  it('reads alone again a call the batch answer left out (an endpoint that takes no batches)', async () => {
-    const rpc = heldRpc((a) => (a === C ? undefined : { result: a === B ? WORD_TRUE : WORD_FALSE }));
+  it('where the node refuses the one eth_call: one batch, and a call its answer left out read again alone', async () => {
+    const rpc = heldRpc((a) => (a === C ? undefined : { result: a === B ? WORD_TRUE : WORD_FALSE }), {
+      runCode: false,
+    });
     const reader = readerOn(rpc.fetch);
     const first = reader.usdcBlacklisted('ETH', A);
     await settle();
@@ -110,14 +171,11 @@ describe('isBlacklisted reads under load', () => {
     await rpc.release();
     await first;
     await rpc.release();
+    await rpc.release();
     // C had no answer in the batch: it is asked alone, and its refusal is its answer.
     await rpc.release();
     expect(await Promise.all(rest)).toEqual(['true', expect.stringMatching(/no batches/)]);
-    expect(rpc.requests.map((r) => (Array.isArray(r) ? r.map(addressOf) : addressOf(r)))).toEqual([
-      A,
-      [B, C],
-      C,
-    ]);
+    expect(rpc.requests.map(askedOf)).toEqual([A, { all: [B, C] }, [B, C], C]);
   });
 
   it('fails every read of a batch whose request failed, and reads the next ones again', async () => {
@@ -165,8 +223,8 @@ describe('isBlacklisted reads under load', () => {
     await first;
     await rpc.release();
     await Promise.all(rest);
-    expect(rpc.requests.map((r) => Array.isArray(r))).toEqual([false, true]);
-    // A read alone is its caller's; the batch of B and C is nobody's.
+    expect(rpc.requests.map(askedOf)).toEqual([A, { all: [B, C] }]);
+    // A read alone is its caller's; the one call for B and C is nobody's.
     expect(seenIn).toEqual(['transfer A', undefined]);
   });
 });

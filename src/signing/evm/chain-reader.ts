@@ -13,6 +13,7 @@ import type { Logger } from '../../log/logger.ts';
 import { ChainReadError, SIGNING_ERROR_CODES } from '../errors.ts';
 import type { BalanceReadingAt, BlockRef, BlockTag, ChainReader, NonceReading } from '../types.ts';
 import { batchWhileBusy, type Settled } from '../busy-batch.ts';
+import { blacklistedAllAnswer, blacklistedAllCall } from './blacklist-reads.ts';
 import { postJsonRpc, postJsonRpcBatch, type JsonRpcAnswer } from '../json-rpc.ts';
 
 const USDC_ABI = parseAbi([
@@ -73,12 +74,17 @@ function readFailure(ep: Endpoint, shortMessage: string, cause?: unknown): Chain
 
 /** One JSON-RPC call; a JSON-RPC error becomes a ChainReadError quoting the node's message. */
 async function rpcCall(ep: Endpoint, method: string, params: unknown[]): Promise<unknown> {
-  const body = await postJsonRpc(
-    ep.url,
-    { method, params, id: ep.nextId() },
-    { ...(ep.fetch ? { fetch: ep.fetch } : {}), timeoutMs: ep.timeoutMs, fail: (m) => readFailure(ep, m) },
-  );
+  const body = await postJsonRpc(ep.url, { method, params, id: ep.nextId() }, postOptions(ep));
   return resultOf(ep, method, body);
+}
+
+/** How a request to the endpoint is sent, and how its failure reads. */
+function postOptions(ep: Endpoint) {
+  return {
+    ...(ep.fetch ? { fetch: ep.fetch } : {}),
+    timeoutMs: ep.timeoutMs,
+    fail: (m: string) => readFailure(ep, m),
+  };
 }
 
 /** The result of one JSON-RPC answer; its error as a ChainReadError quoting the node's message. */
@@ -176,26 +182,51 @@ function asBlacklisted(ep: Endpoint, v: unknown): boolean {
   return v;
 }
 
-/** The most `isBlacklisted` reads one JSON-RPC batch carries (providers cap batches; 20 is under all). */
+/** The most `isBlacklisted` reads one request carries (providers cap batches; 20 is under all). */
 const BLACKLIST_BATCH_MAX = 20;
 
 /**
- * `isBlacklisted` of several addresses at `latest`, in one JSON-RPC batch (one alone is a plain
- * call): each its own `eth_call`, answered and checked on its own. A call the batch answer holds no
- * answer for (an endpoint that takes no batches) is read again alone.
+ * `isBlacklisted` of several addresses at `latest` (one alone is a plain call): all of them in one
+ * `eth_call` (blacklist-reads.ts), or — where the node refuses that call or answers it with anything
+ * but one `bool` per address — each in its own `eth_call` of one JSON-RPC batch, answered and
+ * checked on its own. A request that fails fails every read it carried: the transfers read again.
  */
 async function readBlacklistedMany(ep: Endpoint, addresses: readonly string[]): Promise<Settled<boolean>[]> {
   if (addresses.length === 1) return [await settled(() => readBlacklisted(ep, addresses[0] as string))];
+  const all = await readBlacklistedAll(ep, addresses);
+  if (all !== undefined) return all.map((value) => ({ ok: true, value }));
+  return await readBlacklistedEach(ep, addresses);
+}
+
+/**
+ * Every address's `isBlacklisted` in one `eth_call`; undefined when the node refused the call or
+ * answered it with anything but one `bool` per address. Throws when the request failed.
+ */
+async function readBlacklistedAll(
+  ep: Endpoint,
+  addresses: readonly string[],
+): Promise<boolean[] | undefined> {
+  const call = blacklistedAllCall(ep.usdc, addresses);
+  if (call === undefined) return undefined;
+  const body = await postJsonRpc(
+    ep.url,
+    { method: 'eth_call', params: [call, 'latest'], id: ep.nextId() },
+    postOptions(ep),
+  );
+  return body.error === undefined ? blacklistedAllAnswer(body.result, addresses.length) : undefined;
+}
+
+/**
+ * `isBlacklisted` of several addresses in one JSON-RPC batch, each its own `eth_call`. A call the
+ * batch answer holds no answer for (an endpoint that takes no batches) is read again alone.
+ */
+async function readBlacklistedEach(ep: Endpoint, addresses: readonly string[]): Promise<Settled<boolean>[]> {
   const requests = addresses.map((a) => ({
     method: 'eth_call',
     params: [usdcCall(ep, 'isBlacklisted', [a]), 'latest'],
     id: ep.nextId(),
   }));
-  const answers = await postJsonRpcBatch(ep.url, requests, {
-    ...(ep.fetch ? { fetch: ep.fetch } : {}),
-    timeoutMs: ep.timeoutMs,
-    fail: (m) => readFailure(ep, m),
-  });
+  const answers = await postJsonRpcBatch(ep.url, requests, postOptions(ep));
   return await Promise.all(
     answers.map((a: JsonRpcAnswer | undefined, i) =>
       settled(async () =>
@@ -383,7 +414,7 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     nativeBalance: onChain((ep, owner: string) => readQuantity(ep, 'eth_getBalance', [owner, 'latest'])),
     gasPrice: onChain((ep) => readQuantity(ep, 'eth_gasPrice', [])),
     // Many transfers at once each read their recipient: while one read is in flight, the next go
-    // together in one JSON-RPC batch (busy-batch.ts), each still its own eth_call at `latest`.
+    // together (busy-batch.ts) in one eth_call at `latest` that asks USDC about each of them.
     // A chain with no batcher has no RPC configured.
     usdcBlacklisted: async (chain, address) => await blacklistBatches.get(chain)?.(address),
   };
