@@ -4,9 +4,12 @@ import { AsyncResource } from 'node:async_hooks';
  * Calls to one endpoint sent together while it is busy: when none is in flight, the calls asked for
  * in one turn of the event loop go at its end, together (a run asking about all its owners at once
  * makes one request, not one and then the rest after its answer); the calls asked for while one is
- * in flight wait for that answer and then go in one request (at most `max` each), so an idle worker
- * adds no wait and a busy one makes one request where it made many. `send` answers each call of a
- * group on its own; if it throws, every call of the group fails with that error.
+ * in flight wait for an answer and then go in one request, so an idle worker adds no wait and a busy
+ * one makes one request where it made many. A request carries at most `max` calls, and `max` waiting
+ * go at once, beside those in flight: a full request gains nothing by waiting, and the calls behind
+ * it would otherwise wait one round trip for each `max` ahead of them (a worker with 64 runs in flight
+ * and `max` 20 read at most 20 per round trip). `send` answers each call of a group on its own; if it
+ * throws, every call of the group fails with that error.
  *
  * A group of one call makes its request in its caller's async context (a transfer's trace shows the
  * read it asked for); a group of several in the context the batcher was made in, not in that of
@@ -30,26 +33,31 @@ export function batchWhileBusy<P, R>(
   max: number,
 ): (p: P) => Promise<R> {
   const waiting: Waiting<P, R>[] = [];
-  let busy = false;
+  let inFlight = 0;
   let turnEnd: NodeJS.Immediate | undefined;
-  const flush = AsyncResource.bind((): void => {
-    if (busy || waiting.length === 0) return;
-    busy = true;
-    const group = waiting.splice(0, max);
-    const sent = () =>
-      void sendGroup(send, group).finally(() => {
-        busy = false;
-        flush();
-      });
-    if (group.length === 1) (group[0] as Waiting<P, R>).inCaller(sent);
-    else sent();
+  // After an answer (`answered`) the calls waiting go at once, whatever else is in flight; at the end
+  // of a turn, when nothing is in flight or `max` are waiting.
+  const flush = AsyncResource.bind((answered: boolean): void => {
+    let now = answered;
+    while (waiting.length > 0 && (now || inFlight === 0 || waiting.length >= max)) {
+      now = false;
+      inFlight++;
+      const group = waiting.splice(0, max);
+      const sent = () =>
+        void sendGroup(send, group).finally(() => {
+          inFlight--;
+          flush(true);
+        });
+      if (group.length === 1) (group[0] as Waiting<P, R>).inCaller(sent);
+      else sent();
+    }
   });
   return (p) =>
     new Promise<R>((resolve, reject) => {
       waiting.push({ p, resolve, reject, inCaller: AsyncResource.bind((f: () => void) => f()) });
       turnEnd ??= setImmediate(() => {
         turnEnd = undefined;
-        flush();
+        flush(false);
       });
     });
 }

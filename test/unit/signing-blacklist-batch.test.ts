@@ -84,6 +84,8 @@ const A = '0x00000000000000000000000000000000000000aa';
 const B = '0x00000000000000000000000000000000000000bb';
 const C = '0x00000000000000000000000000000000000000cc';
 const D = '0x00000000000000000000000000000000000000dd';
+/** The i-th of many distinct addresses. */
+const addressNo = (i: number) => `0x${(0x1000 + i).toString(16).padStart(40, '0')}`;
 
 const readerOn = (fetch: typeof globalThis.fetch) =>
   createChainReader({
@@ -115,6 +117,31 @@ describe('isBlacklisted reads under load', () => {
     const call = rpc.requests[1] as RpcCall;
     expect(call.method).toBe('eth_call');
     expect(call.params[1]).toBe('latest');
+  });
+
+  it('sends a full request at once beside the one in flight; only the rest wait for an answer', async () => {
+    const rpc = heldRpc((a) => ({ result: a === addressNo(7) ? WORD_TRUE : WORD_FALSE }));
+    const reader = readerOn(rpc.fetch);
+    const first = reader.usdcBlacklisted('ETH', A);
+    await settle();
+    // 45 runs ask while A's read is in flight: two full requests of 20 go now, the last 5 wait.
+    const many = Array.from({ length: 45 }, (_, i) => reader.usdcBlacklisted('ETH', addressNo(i)));
+    await settle();
+    expect(rpc.requests.map(askedOf)).toEqual([
+      A,
+      { all: Array.from({ length: 20 }, (_, i) => addressNo(i)) },
+      { all: Array.from({ length: 20 }, (_, i) => addressNo(20 + i)) },
+    ]);
+    await rpc.release();
+    await first;
+    await settle();
+    expect(rpc.requests.map(askedOf)[3]).toEqual({
+      all: Array.from({ length: 5 }, (_, i) => addressNo(40 + i)),
+    });
+    for (let i = 0; i < 3; i++) await rpc.release();
+    const answers = await Promise.all(many);
+    expect(answers.flatMap((v, i) => (v ? [i] : []))).toEqual([7]);
+    expect(rpc.requests).toHaveLength(4);
   });
 
   it('reads each on its own in one batch when the one eth_call reverts: only the read that failed fails', async () => {

@@ -413,8 +413,9 @@ export function createChainReader(deps: ChainReaderDeps): EvmChainReader {
     usdcVersion: onChain((ep) => readString(ep, 'version')),
     nativeBalance: onChain((ep, owner: string) => readQuantity(ep, 'eth_getBalance', [owner, 'latest'])),
     gasPrice: onChain((ep) => readQuantity(ep, 'eth_gasPrice', [])),
-    // Many transfers at once each read their recipient: while one read is in flight, the next go
-    // together (busy-batch.ts) in one eth_call at `latest` that asks USDC about each of them.
+    // Many transfers at once each read their recipient: the reads asked for while a request is in
+    // flight go together (busy-batch.ts), 20 at most in one eth_call at `latest` that asks USDC
+    // about each of them.
     // A chain with no batcher has no RPC configured.
     usdcBlacklisted: async (chain, address) => await blacklistBatches.get(chain)?.(address),
   };
