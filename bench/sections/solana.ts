@@ -1,4 +1,5 @@
 import { solanaRows } from '../lib/rows.ts';
+import { benchOnchainReads, type OnchainReadsResult } from './onchain-reads.ts';
 import { runProductBatch, runRawSolanaBatch, type Context, type FlowRun } from './throughput.ts';
 
 export const SOLANA_CONCURRENCY = 64;
@@ -22,6 +23,8 @@ export type SolanaResult = {
   /** concurrency / (3 calls × latency): what the calls alone would allow, per second. */
   readonly bound: number;
   readonly runs: readonly SolanaRuns[];
+  /** The on-chain read alone, once per round (absent in older results): onchain-reads.ts. */
+  readonly readsAlone?: readonly OnchainReadsResult[];
 };
 
 /**
@@ -53,12 +56,16 @@ export async function benchSolana(
   } finally {
     await ctx.sandbox.admin.configure({ statusStepMs });
   }
+  const readsAlone: OnchainReadsResult[] = [];
+  for (let i = 0; i < p.runs; i++)
+    readsAlone.push(await benchOnchainReads(ctx, { reads: 5 * p.rows, inFlight: SOLANA_CONCURRENCY }));
   return {
     rows: p.rows,
     latencyMs: p.latencyMs,
     concurrency: SOLANA_CONCURRENCY,
     bound: SOLANA_CONCURRENCY / ((3 * p.latencyMs) / 1000),
     runs,
+    readsAlone,
   };
 }
 
