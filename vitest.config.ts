@@ -42,13 +42,14 @@ export default defineConfig({
           // busy machine that alone has taken over a minute. An overall bound, not a wait: a
           // set-up that is ready sooner goes on at once.
           hookTimeout: 180_000,
-          // Integration suites start their own redis-server and sandbox processes. Four files at a
-          // time on 2 cores: the slowest files spend most of their time waiting out the product's
-          // own timers (a dead worker's locks and leases, a failover), not on the CPU. With three,
-          // a 2-core machine of 30 November 2026 ran npm test in 639 s (file time 1,870 s, the
-          // cores 73 % busy); with four, 532 s (2,045 s). An older suite, on another machine, had
-          // measured four lanes slower (781 s, file time 2,864 s): docs/development.md.
-          maxWorkers: 4,
+          // Integration suites start their own redis-server and sandbox processes. Five files at a
+          // time on 2 cores: the slowest files spend much of their time waiting out the product's
+          // own timers (a dead worker's locks and leases, a failover), not on the CPU, and they
+          // start first (test/slow-files.json), side by side. On the 2-core machine of 1 December
+          // 2026, four lanes ran npm test in 587 s with the cores 80 % busy, idle for minutes while
+          // the four slowest files waited together; five, 528–567 s with the cores ~98 % busy.
+          // Earlier machines: three lanes 639 s, four 532 s (30 November); docs/development.md.
+          maxWorkers: 5,
           fileParallelism: true,
           // After the unit files (same worker count, so vitest needs the order said).
           sequence: { groupOrder: 1 },
