@@ -2,7 +2,6 @@ import { readEnv } from '../../config/env-reader.ts';
 import { loadConfig } from '../../config/load-config.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
 import { signingKeys } from '../../signing/evm/keystore.ts';
-import { startWorker } from '../../worker/start-worker.ts';
 import { EXIT } from '../exit-codes.ts';
 import { holdUntilExit } from '../lifetime.ts';
 
@@ -19,6 +18,9 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
   const config = loadConfig(readEnv(), { service: true, signingKey: true, keys: signingKeys });
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
   const signal = firstSignal(logger);
+  // The worker itself (viem, BullMQ, the pipeline: some 1,400 module files, most of a start's CPU)
+  // loads once the configuration is valid: a misconfigured worker says so in a fraction of the time.
+  const { startWorker } = await import('../../worker/start-worker.ts');
   const running = await startWorker(config, logger);
   // Whatever ends it — a signal, or its log's reader going away (`2>&1 | head`: cli/lifetime.ts) —
   // it stops as on a signal: finishing or parking the active transfers.
