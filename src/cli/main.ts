@@ -6,6 +6,7 @@ import { FourEyesError } from '../ops/ops-error.ts';
 import { EXIT } from './exit-codes.ts';
 import { endQuietlyOnClosedPipe, followNpmLauncher, isEnding } from './lifetime.ts';
 import { plainText } from './format.ts';
+import { keepCompiledModules } from './compile-cache.ts';
 import type { CommandTracing } from './trace-start.ts';
 import { SPAN } from '../trace/attributes.ts';
 
@@ -446,6 +447,7 @@ async function runCommand(
     return EXIT.usage;
   }
   const mod = await load();
+  keepCompiledModules();
   try {
     const run = () => mod.run(args, options);
     return await (traced && name === 'enqueue'

@@ -2,6 +2,7 @@ import { readEnv } from '../../config/env-reader.ts';
 import { loadConfig } from '../../config/load-config.ts';
 import { createLogger, type Logger } from '../../log/logger.ts';
 import { signingKeys } from '../../signing/evm/keystore.ts';
+import { keepCompiledModules } from '../compile-cache.ts';
 import { EXIT } from '../exit-codes.ts';
 import { holdUntilExit } from '../lifetime.ts';
 
@@ -21,6 +22,7 @@ export async function run(_args: string[], _options: Record<string, unknown>): P
   // The worker itself (viem, BullMQ, the pipeline: some 1,400 module files, most of a start's CPU)
   // loads once the configuration is valid: a misconfigured worker says so in a fraction of the time.
   const { startWorker } = await import('../../worker/start-worker.ts');
+  keepCompiledModules();
   const running = await startWorker(config, logger);
   // Whatever ends it — a signal, or its log's reader going away (`2>&1 | head`: cli/lifetime.ts) —
   // it stops as on a signal: finishing or parking the active transfers.
