@@ -689,6 +689,8 @@ function onchainReadShare(
   const total = (runs: readonly FlowRun[]) => med(runs, cpuTotal);
   const gap = total(ours) - total(raw);
   const read = total(ours) - total(unscreened);
+  /** The rest of the gap: what the worker's side spends beyond the raw worker's without the read. */
+  const rest = total(unscreened) - total(raw);
   return [
     `**The on-chain read’s share.** Of the ${fmt(gap, 2)} CPU ms per transfer the worker’s side spends beyond the raw`,
     `side’s, ${fmt(read, 2)} go with USDC’s own controls read on chain before signing (docs/promises.md, promise 6;`,
@@ -697,14 +699,15 @@ function onchainReadShare(
     'for the reads asked for while another is in flight) and each answer checked; the sandbox’s and anvil’s are',
     'the chain’s work (the sandbox stands in for the RPC node: its HTTP hop, and anvil’s `eth_call`), on a user’s',
     'machine its RPC provider’s. Like the rates, these differences vary from run to run.',
-    ...(read > gap || total(unscreened) < total(raw)
+    // A negative rest (the read's share over the whole gap) means the runs' spread exceeds the read.
+    ...(rest < 0
       ? [
-          `Here they are within that spread: the run without the read spent ${fmt(total(unscreened) - total(raw), 2)} CPU ms per`,
+          `Here they are within that spread: the run without the read spent ${fmt(rest, 2)} CPU ms per`,
           'transfer beyond the raw worker’s, and the read’s share exceeds the whole gap; the read alone (below)',
           'measures its cost apart.',
         ]
       : [
-          `Without it the worker’s side spends ${fmt(total(unscreened) - total(raw), 2)} CPU ms per transfer beyond the raw`,
+          `Without it the worker’s side spends ${fmt(rest, 2)} CPU ms per transfer beyond the raw`,
           'side’s: Redis’s step records, lock and batch sets, most of it (the component rows above).',
         ]),
     '',
