@@ -1,9 +1,9 @@
 /*
  * The order vitest starts the files of a project in (vitest.config.ts `sequence.sequencer`): the
- * slowest files first, so that three lanes end together instead of one starting a two-minute file
- * when the others are done. Which files are slow is written down in test/slow-files.json (their
- * times in a fresh clone's run on the 2-core machine; `node scripts/test-times.ts --slow-files`
- * writes it again from the last `npm test`). Files not listed follow, in vitest's own order (the
+ * slowest files first, so that the lanes end together instead of one starting a two-minute file
+ * when the others are done. Each integration file's time is written down in test/slow-files.json
+ * (a run's times on the 2-core machine; `node scripts/test-times.ts --slow-files` writes it again
+ * from the last `npm test`). Files not listed (one added since) follow, in vitest's own order (the
  * durations of its cache where it has them, else the largest file first). Nothing is skipped or
  * split: only the start order changes.
  */
