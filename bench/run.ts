@@ -37,7 +37,6 @@ const OVERALL_TIMEOUT_MS = 90 * 60 * 1000;
 
 const options = readOptions();
 const outFile = options.out ?? join(REPO_ROOT, 'BENCHMARKS.md');
-const resultsFile = join(tmpdir(), 'usdc-batch-bench-results.json');
 const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
 
 const reportOnly = process.env['BENCH_REPORT_ONLY'];
@@ -150,6 +149,9 @@ const full: BenchResults = {
   errors,
   ...results,
 };
+// One file per run, named by its start: a later run with BENCH_ONLY does not overwrite the results of
+// the full run behind BENCHMARKS.md, which BENCH_REPORT_ONLY can then render again after a prose change.
+const resultsFile = join(tmpdir(), `usdc-batch-bench-results-${full.startedAt.replace(/[:.]/g, '-')}.json`);
 writeFileSync(
   resultsFile,
   JSON.stringify(full, (_k, v: unknown) => (v instanceof Map ? undefined : v), 1),
