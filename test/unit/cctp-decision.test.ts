@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   approvalAmount,
+  earlyAllowanceHolds,
   decideAfterBurnStep,
   decideAfterMintStep,
 } from '../../src/pipeline/cctp/cctp-decision.ts';
@@ -90,5 +91,27 @@ describe('approvalAmount: what one approval covers', () => {
     expect(approvalAmount({ current, pending, balance: 9n })).toBe(9n);
     expect(approvalAmount({ current, pending, balance: 2n })).toBe(5n);
     expect(approvalAmount({ current, pending: [], balance: 0n })).toBe(5n);
+  });
+});
+
+describe('earlyAllowanceHolds: an allowance read beside the look for unmined calls', () => {
+  const seen = (nonce: bigint, at: number) => ({ nonce, at });
+  it('holds where no call of the owner was ever given a nonce, or none is mined', () => {
+    expect(earlyAllowanceHolds({ chainNonce: undefined, seenMined: undefined, readSentAt: 5 })).toBe(true);
+    expect(earlyAllowanceHolds({ chainNonce: 0n, seenMined: undefined, readSentAt: 5 })).toBe(true);
+  });
+  it('holds where this process saw the call just below the chain nonce mined before the read was sent', () => {
+    expect(earlyAllowanceHolds({ chainNonce: 7n, seenMined: seen(6n, 4), readSentAt: 5 })).toBe(true);
+  });
+  it('does not hold where that call was seen mined only as the read went, or after', () => {
+    expect(earlyAllowanceHolds({ chainNonce: 7n, seenMined: seen(6n, 5), readSentAt: 5 })).toBe(false);
+    expect(earlyAllowanceHolds({ chainNonce: 7n, seenMined: seen(6n, 9), readSentAt: 5 })).toBe(false);
+  });
+  it('does not hold where the chain mined a call this process did not see mined (another worker, an outside signer)', () => {
+    expect(earlyAllowanceHolds({ chainNonce: 7n, seenMined: undefined, readSentAt: 5 })).toBe(false);
+    expect(earlyAllowanceHolds({ chainNonce: 7n, seenMined: seen(5n, 1), readSentAt: 5 })).toBe(false);
+  });
+  it('does not hold where the look read a chain nonce below what this process saw mined (a lagging node)', () => {
+    expect(earlyAllowanceHolds({ chainNonce: 7n, seenMined: seen(8n, 1), readSentAt: 5 })).toBe(false);
   });
 });

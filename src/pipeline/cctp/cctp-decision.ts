@@ -74,3 +74,24 @@ export function approvalAmount(facts: {
   const capped = need < balance ? need : balance;
   return capped > current.amount ? capped : current.amount;
 }
+
+/**
+ * Whether the owner's allowance, read beside the look for its unmined calls rather than after it,
+ * may decide the next call (docs/cctp.md "The flow"). Read after the look, it shows every call the
+ * look found mined (the chain's nonce: all below it); read beside it, it does where those were mined
+ * before it was sent: where no call of the owner was ever given a nonce (`chainNonce` undefined) or
+ * none is mined (0), or where this process saw the one just below the chain's nonce mined before it
+ * sent the read (nonces are mined in order, so every call below it was too). Otherwise it is read
+ * again, after the look.
+ */
+export function earlyAllowanceHolds(facts: {
+  readonly chainNonce: bigint | undefined;
+  /** The owner's transaction with the highest nonce this process saw mined, and when (its clock). */
+  readonly seenMined: { readonly nonce: bigint; readonly at: number } | undefined;
+  /** When the allowance read was sent (the same clock). */
+  readonly readSentAt: number;
+}): boolean {
+  const { chainNonce, seenMined, readSentAt } = facts;
+  if (chainNonce === undefined || chainNonce === 0n) return true;
+  return seenMined !== undefined && seenMined.nonce === chainNonce - 1n && seenMined.at < readSentAt;
+}

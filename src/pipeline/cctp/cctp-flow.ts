@@ -13,7 +13,7 @@ import { saveHeld } from '../held-save.ts';
 import { finish, submitted } from '../outcomes.ts';
 import type { StepOutcome, WaitKind } from '../pipeline-deps.ts';
 import type { CctpDeps } from './cctp-deps.ts';
-import { approvalAmount, decideAfterBurnStep } from './cctp-decision.ts';
+import { approvalAmount, decideAfterBurnStep, earlyAllowanceHolds } from './cctp-decision.ts';
 import { notEvm, thresholdOf } from './cctp-estimate.ts';
 import {
   stepOwnerCall,
@@ -208,8 +208,7 @@ async function beginBurn(b: Burner): Promise<StepOutcome | undefined> {
 async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | undefined> {
   const { ctx, cctp, chain } = b;
   const rec = current(ctx);
-  await earlierCallsMined(b, approveCallId(ctx, gen));
-  const allowance = await allowanceOf(b);
+  const allowance = await allowanceAfterEarlierCalls(b, approveCallId(ctx, gen));
   if (allowance >= rec.amount) return undefined;
   const approving = await approvalFor(b);
   const a = cctpAddressesOf(ctx.deps.config, chain);
@@ -255,6 +254,28 @@ async function ensureAllowance(b: Burner, gen: number): Promise<StepOutcome | un
   }
 }
 
+/**
+ * The owner's allowance once every earlier call it rests on is mined (earlierCallsMined). Read beside
+ * that look, not after it — one RPC round less between a burn's receipt and the next burn — and
+ * taken only where the calls the look found mined were mined before the read was sent
+ * (cctp-decision.ts earlyAllowanceHolds; the serial case: the lease's last holder saw its burn mined
+ * before it let the lease go); otherwise read again after the look, as the order the decision rests
+ * on asks.
+ */
+async function allowanceAfterEarlierCalls(b: Burner, callId: string): Promise<bigint> {
+  const readSentAt = performance.now();
+  const early = allowanceOf(b).then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+  const chainNonce = await earlierCallsMined(b, callId);
+  const seenMined = b.cctp.sender.seenMined(b.chain, b.owner);
+  if (!earlyAllowanceHolds({ chainNonce, seenMined, readSentAt })) return await allowanceOf(b);
+  const read = await early;
+  if (!read.ok) throw read.error;
+  return read.value;
+}
+
 /** The owner's allowance to TokenMessengerV2 on the chain; unreadable, the job comes back. */
 async function allowanceOf(b: Burner): Promise<bigint> {
   return await b.cctp.reads.allowance(b.chain, b.owner).catch((err: unknown) => {
@@ -271,18 +292,20 @@ async function allowanceOf(b: Burner): Promise<bigint> {
  * spends, and a burn counting on it would revert once it is mined (`failed`, for nothing of this
  * transfer's). Until then nothing is signed: the job comes back, the reason shown. This transfer's
  * own calls are its run's to drive, and the owner's mints spend no allowance: neither is waited for.
+ * Returns the owner's nonce on chain the look read (undefined: no call of it was ever given a nonce).
  */
-async function earlierCallsMined(b: Burner, callId: string): Promise<void> {
+async function earlierCallsMined(b: Burner, callId: string): Promise<bigint | undefined> {
   const { ctx, cctp, chain, owner } = b;
   const own = (await cctp.sender.saved(chain, owner, callId))?.nonce;
   const a = cctpAddressesOf(ctx.deps.config, chain);
   const spending = new Set([a.usdc.toLowerCase(), a.tokenMessenger.toLowerCase()]);
-  const earlier = (await unminedOwnerCalls(cctp, b)).find(
+  const look = await unminedOwnerCalls(cctp, b);
+  const earlier = look.calls.find(
     (t) =>
       !isOwnCall(ctx, t.callId) && spending.has(t.to.toLowerCase()) && (own === undefined || t.nonce < own),
   );
-  if (!earlier) return;
-  await waitShown(
+  if (!earlier) return look.chainNonce;
+  return await waitShown(
     ctx,
     `the owner ${owner}'s call ${earlier.callId} at nonce ${earlier.nonce} on ${chain} is not mined yet: this transfer reads the allowance it leaves once it is, and signs nothing before`,
     'nonce_chain',

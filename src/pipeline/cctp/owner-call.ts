@@ -1,7 +1,6 @@
 import type { EvmChain } from '../../domain/chains.ts';
 import { ChainReadError, SigningError, SIGNING_ERROR_CODES } from '../../signing/errors.ts';
-import type { OwnerCall, OwnerTxStep } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
-import type { OwnerTxRecord } from '../../store/owner-txs.ts';
+import type { OwnerCall, OwnerTxStep, UnminedCalls } from '../../signing/evm/owner-tx/owner-tx-sender.ts';
 import { Later, type Ctx } from '../context.ts';
 import type { WaitKind } from '../pipeline-deps.ts';
 import type { CctpDeps } from './cctp-deps.ts';
@@ -43,7 +42,7 @@ export async function stepOwnerCall(
 export async function unminedOwnerCalls(
   cctp: CctpDeps,
   at: { readonly chain: EvmChain; readonly owner: string },
-): Promise<readonly OwnerTxRecord[]> {
+): Promise<UnminedCalls> {
   return await handedBack(() => cctp.sender.unmined(at.chain, at.owner));
 }
 

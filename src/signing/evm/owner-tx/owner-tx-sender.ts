@@ -152,7 +152,21 @@ type Sender = {
   readonly pollingIntervalMs: number;
   readonly rpcTimeoutMs: number;
   readonly logger: Logger | undefined;
+  /** Per (chain, owner): the highest nonce this process noted mined, and when (`performance.now()`). */
+  readonly seenMined: Map<string, SeenMined>;
 };
+
+/** A transaction this process saw mined: its nonce, and when it noted it (`performance.now()`). */
+export type SeenMined = { readonly nonce: bigint; readonly at: number };
+
+/** The owner's calls given a nonce and not mined, and the chain's nonce they were read against. */
+export type UnminedCalls = {
+  readonly calls: readonly OwnerTxRecord[];
+  /** The owner's nonce on chain (`latest`) as read; undefined where no call was ever given a nonce. */
+  readonly chainNonce: bigint | undefined;
+};
+
+const seenKey = (w: Where): string => `${w.chain}:${w.owner.toLowerCase()}`;
 
 /** One call of one owner on one chain, as a step works on it. */
 type At = {
@@ -514,7 +528,15 @@ async function minedStep(
   d: Extract<TxDecision, { kind: 'mined' }>,
 ): Promise<OwnerTxStep> {
   await markDone(at.s.redis, at.w, saved, d);
+  noteSeenMined(at, saved.nonce);
   return { kind: 'mined', nonce: saved.nonce, hash: d.hash, success: d.success, filler: saved.filled };
+}
+
+/** Keeps the highest nonce of the owner this process saw mined, with the moment it noted it. */
+function noteSeenMined(at: At, nonce: bigint): void {
+  const key = seenKey(at.w);
+  const had = at.s.seenMined.get(key);
+  if (had === undefined || had.nonce <= nonce) at.s.seenMined.set(key, { nonce, at: performance.now() });
 }
 
 /** What a step of a transaction noted mined says: mined, as noted. */
@@ -761,16 +783,17 @@ async function abandonCall(
  * by a zero-value self-transaction) aside. Each may still execute, however long its run stalls: a
  * call with a nonce is only ever driven to its fate, by whoever steps it next.
  */
-async function unminedCalls(s: Sender, chain: EvmChain, owner: string): Promise<OwnerTxRecord[]> {
+async function unminedCalls(s: Sender, chain: EvmChain, owner: string): Promise<UnminedCalls> {
   const at = await atOf(s, chain, owner);
   const next = await nextNonce(s.redis, at.w);
-  if (next === undefined) return [];
-  const out: OwnerTxRecord[] = [];
-  for (let n = await readNonce(at.oc, at.w.owner, 'latest'); n < next; n++) {
+  if (next === undefined) return { calls: [], chainNonce: undefined };
+  const calls: OwnerTxRecord[] = [];
+  const chainNonce = await readNonce(at.oc, at.w.owner, 'latest');
+  for (let n = chainNonce; n < next; n++) {
     const saved = await readOwnerTx(s.redis, at.w, n);
-    if (saved && !saved.filled) out.push(saved);
+    if (saved && !saved.filled) calls.push(saved);
   }
-  return out;
+  return { calls, chainNonce };
 }
 
 /** Sends the owners' own transactions on the EVM chains (see the top of this file); wires the functions above. */
@@ -792,11 +815,15 @@ export function createOwnerTxSender(deps: OwnerTxSenderDeps) {
     pollingIntervalMs: deps.pollingIntervalMs ?? 1_000,
     rpcTimeoutMs: deps.rpcTimeoutMs ?? 10_000,
     logger: deps.logger,
+    seenMined: new Map(),
   };
   return {
     step: (chain: EvmChain, owner: string, call: OwnerCall) => stepCall(s, chain, owner, call),
     abandon: (chain: EvmChain, owner: string, callId: string) => abandonCall(s, chain, owner, callId),
     unmined: (chain: EvmChain, owner: string) => unminedCalls(s, chain, owner),
+    /** The owner's transaction on the chain with the highest nonce this process saw mined, if any. */
+    seenMined: (chain: EvmChain, owner: string): SeenMined | undefined =>
+      s.seenMined.get(seenKey({ prefix: s.prefix, chain, owner })),
     /** The call's transaction as saved (its nonce, versions, sends), for evidence and the status. */
     async saved(chain: EvmChain, owner: string, callId: string): Promise<OwnerTxRecord | undefined> {
       const w = { prefix: s.prefix, chain, owner };
