@@ -125,7 +125,12 @@ export async function startSentinel(
       `dir ${dir}`,
       `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 1`,
       `sentinel down-after-milliseconds ${name} 1000`,
-      `sentinel failover-timeout ${name} 10000`,
+      // The replica replicates through the cuttable link (startReplicatedRedis), whose port is not
+      // the primary's: a Sentinel "fixes" a replica that follows another address than the primary
+      // it monitors (+fix-slave-config, REPLICAOF straight to the primary) once failover-timeout has
+      // passed, which took the link out of the path and made a cut lose nothing on a slow machine.
+      // The failover itself (one replica, its primary dead) never waits for this timeout.
+      `sentinel failover-timeout ${name} 600000`,
       `sentinel parallel-syncs ${name} 1`,
       ...(password !== undefined ? [`requirepass ${password}`] : []),
       '',
