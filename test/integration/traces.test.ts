@@ -267,7 +267,7 @@ describe('traces: from the request to the chain', () => {
 
   it('follows an EVM transfer from POST /v1/batches through its job to estimate, guard, sign, send and follow', () => {
     const t = transfer(apiDoc, 'evm');
-    expect(t.state).toBe('submitted');
+    expect(t.state, JSON.stringify(t.error)).toBe('submitted');
     const { root, producer } = rootOf(t);
     // The producer span is a child of the request that enqueued the batch, in the API's trace.
     const request = byId(producer.traceId, producer.parentSpanId) as ReceivedSpan;
@@ -326,7 +326,7 @@ describe('traces: from the request to the chain', () => {
 
   it('follows a SOLANA transfer through estimate, guard, build, verify, sign, submit and follow', () => {
     const t = transfer(apiDoc, 'sol');
-    expect(t.state).toBe('submitted');
+    expect(t.state, JSON.stringify(t.error)).toBe('submitted');
     const { root } = rootOf(t);
     const { run, steps } = stepsOf(root);
     expect(steps.map((s) => s.name)).toEqual([
