@@ -12,7 +12,7 @@ import { ATTR, SPAN } from '../../src/trace/attributes.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver.ts';
 import { runCli, waitFor, type SpawnedProcess } from '../helpers/cli.ts';
 import { startStack, type Stack } from '../helpers/e2e.ts';
-import { csvOf, randomEvmAddress } from '../helpers/fixtures.ts';
+import { csvOf, randomEvmAddress, randomSolanaAddress } from '../helpers/fixtures.ts';
 import { TEST_EVM_KEY } from '../helpers/sandbox.ts';
 import { startServe, type ServeProcess } from '../helpers/serve.ts';
 
@@ -134,7 +134,10 @@ describe('traces: from the request to the chain', () => {
     const file = join(stack.dir, 'cli-traced.csv');
     writeFileSync(
       file,
-      csvOf([{ id: 'cli', from: 'ETH', to: 'SOLANA', amount: '9.00', recipient: stack.solanaAddress }]),
+      // Paid to an address of its own: were it the stack's Solana wallet, and its intent minted before
+      // that wallet's first build-tx, the sandbox would count the wallet met (funded) with these 9 USDC
+      // alone, and the 13 USDC SOLANA row below would be refused for insufficient funds.
+      csvOf([{ id: 'cli', from: 'ETH', to: 'SOLANA', amount: '9.00', recipient: randomSolanaAddress() }]),
     );
     const cli = await runCli(['enqueue', file, '--json', '--batch-id', 'traces-cli'], {
       ...otel,
